@@ -1,0 +1,91 @@
+package io.sluice.store;
+
+import io.sluice.store.internal.index.IndexEntry;
+import io.sluice.store.internal.index.QueueIndex;
+import io.sluice.store.internal.log.CommitLog;
+import io.sluice.store.internal.log.RecordFormat;
+import io.sluice.store.internal.log.RecordView;
+import java.lang.foreign.MemorySegment;
+import java.util.ArrayList;
+import java.util.List;
+
+/** Turns queue-index entries into {@link StoredMessage}s whose bodies are views of the records. */
+final class QueueReader {
+
+    private final String topic;
+    private final int queueId;
+    private final QueueIndex index;
+    private final CommitLog log;
+
+    QueueReader(String topic, int queueId, QueueIndex index, CommitLog log) {
+        this.topic = topic;
+        this.queueId = queueId;
+        this.index = index;
+        this.log = log;
+    }
+
+    /** Reads offsets [from, end) up to the limits; the first message is returned even if over maxBytes. */
+    ReadResult read(long from, long end, int maxMessages, long maxBytes) {
+        List<StoredMessage> messages = new ArrayList<>(Math.min(maxMessages, 1024));
+        List<RecordView> views = new ArrayList<>();
+        long offset = from;
+        long bytes = 0;
+        try {
+            outer:
+            while (offset < end && messages.size() < maxMessages) {
+                IndexEntry entry = index.entry(offset);
+                RecordView view = log.read(entry.logPosition(), entry.recordSize());
+                views.add(view);
+                MemorySegment record = view.bytes();
+                long first = offset - entry.indexInRecord();
+                long at = RecordFormat.firstMessageOffset(record);
+                for (int i = 0; i < entry.messageCount(); i++, at = RecordFormat.nextMessageOffset(record, at)) {
+                    long messageOffset = first + i;
+                    if (messageOffset < offset) {
+                        continue;
+                    }
+                    if (messageOffset >= end || messages.size() >= maxMessages) {
+                        break outer;
+                    }
+                    MemorySegment body = RecordFormat.body(record, at);
+                    if (!messages.isEmpty() && bytes + body.byteSize() > maxBytes) {
+                        break outer;
+                    }
+                    messages.add(decode(topic, queueId, messageOffset, entry.logPosition(), entry.storeTimestamp(),
+                            record, at, body));
+                    bytes += body.byteSize();
+                    offset = messageOffset + 1;
+                }
+            }
+        } catch (RuntimeException e) {
+            views.forEach(RecordView::close);
+            throw e;
+        }
+        return new DefaultReadResult(ReadResult.Status.FOUND, messages, offset, views);
+    }
+
+    /** @return every message of the record in {@code view} */
+    static ReadResult wholeRecord(RecordView view) {
+        MemorySegment record = view.bytes();
+        String topic = RecordFormat.topic(record);
+        int queueId = RecordFormat.queueId(record);
+        long first = RecordFormat.firstQueueOffset(record);
+        int count = RecordFormat.messageCount(record);
+        long position = RecordFormat.logPosition(record);
+        long storeTimestamp = RecordFormat.storeTimestamp(record);
+        List<StoredMessage> messages = new ArrayList<>(count);
+        long at = RecordFormat.firstMessageOffset(record);
+        for (int i = 0; i < count; i++, at = RecordFormat.nextMessageOffset(record, at)) {
+            messages.add(decode(topic, queueId, first + i, position, storeTimestamp, record, at,
+                    RecordFormat.body(record, at)));
+        }
+        return new DefaultReadResult(ReadResult.Status.FOUND, messages, first + count, List.of(view));
+    }
+
+    private static StoredMessage decode(String topic, int queueId, long offset, long position, long storeTimestamp,
+                                        MemorySegment record, long at, MemorySegment body) {
+        RecordFormat.Metadata metadata = RecordFormat.decodeMetadata(record, at);
+        return new StoredMessage(topic, queueId, offset, position, storeTimestamp,
+                RecordFormat.bornTimestamp(record, at), metadata.keys(), metadata.tag(), metadata.properties(), body);
+    }
+}

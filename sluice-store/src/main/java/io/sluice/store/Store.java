@@ -1,0 +1,508 @@
+package io.sluice.store;
+
+import io.sluice.store.internal.flush.FlushService;
+import io.sluice.store.internal.index.QueueIndex;
+import io.sluice.store.internal.index.QueueIndexes;
+import io.sluice.store.internal.log.CommitLog;
+import io.sluice.store.internal.log.PreparedMessage;
+import io.sluice.store.internal.log.RecordFormat;
+import io.sluice.store.internal.log.RecordView;
+import io.sluice.store.internal.recovery.Checkpoint;
+import io.sluice.store.internal.recovery.Recovery;
+import io.sluice.store.internal.recovery.StoreDirectory;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Objects;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantLock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * An embeddable message store: one commit log for every topic, and a dense index per topic queue.
+ *
+ * <h2>Appending</h2>
+ * {@link #append} and {@link #appendBatch} encode the messages into one log record, index it, and return a
+ * future that completes when the record is as durable as the {@link FlushMode} promises. Bad input (a bad
+ * topic name, a negative queue id, an oversize message) throws {@link IllegalArgumentException}; a closed
+ * store throws {@link IllegalStateException}; I/O failures complete the future exceptionally with a
+ * {@link StoreException} ({@link DiskFullException} when the disk is full).
+ *
+ * <h2>Reading</h2>
+ * A message is readable only once indexed, and under {@link FlushMode#SYNC} only once durable. Bodies are
+ * views of store memory, valid until the {@link ReadResult} is closed.
+ *
+ * <h2>Thread-safety</h2>
+ * Every method is thread-safe. Appends are serialised by one lock (the log has a single writer at a time);
+ * reads take no lock. Do not use read results after {@link #close()}.
+ */
+public final class Store implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Store.class);
+
+    private final StoreConfig config;
+    private final StoreDirectory directory;
+    private final CommitLog log;
+    private final QueueIndexes indexes;
+    private final FlushService flusher;
+    private final ScheduledExecutorService checkpointer;
+    private final ReentrantLock appendLock = new ReentrantLock();
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private final boolean recoveredClean;
+    private volatile StoreStatus.State state = StoreStatus.State.OPEN;
+    private volatile String readOnlyReason;
+
+    private Store(StoreConfig config, StoreDirectory directory, Recovery.Result recovered) {
+        this.config = config;
+        this.directory = directory;
+        this.indexes = recovered.indexes();
+        this.recoveredClean = recovered.clean();
+        this.log = new CommitLog(config, directory.logDirectory(), recovered.segments(), recovered.endPosition(),
+                this::wakeFlusher);
+        this.flusher = new FlushService(log, config, this::onFlushFailure);
+        this.checkpointer = Executors.newSingleThreadScheduledExecutor(
+                r -> Thread.ofPlatform().name("sluice-checkpoint").daemon(true).unstarted(r));
+    }
+
+    /**
+     * Opens the store in {@code directory}, creating it if the directory is absent or empty, and recovering
+     * it if it was not closed cleanly.
+     *
+     * @param directory the store's directory
+     * @param config the configuration
+     * @return the open store
+     * @throws StoreCorruptedException if the directory is not a store, has an unknown format, or its log is
+     *     corrupt before its tail
+     * @throws StoreException on I/O errors, or if the store is already open
+     */
+    public static Store open(Path directory, StoreConfig config) {
+        Objects.requireNonNull(directory, "directory");
+        Objects.requireNonNull(config, "config");
+        StoreDirectory storeDirectory = null;
+        try {
+            storeDirectory = StoreDirectory.open(directory, config.fileIO(), config.queueIndexEntriesPerFile());
+            Recovery.Result recovered = new Recovery(config, storeDirectory).run();
+            storeDirectory.clearCleanShutdown();
+            Store store = new Store(config, storeDirectory, recovered);
+            store.start();
+            return store;
+        } catch (IOException e) {
+            closeQuietly(storeDirectory);
+            throw new StoreException("cannot open store " + directory + ": " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            closeQuietly(storeDirectory);
+            throw e;
+        }
+    }
+
+    private void start() {
+        flusher.start();
+        checkpointer.scheduleWithFixedDelay(this::checkpoint, config.checkpointIntervalMillis(),
+                config.checkpointIntervalMillis(), TimeUnit.MILLISECONDS);
+        LOG.info("opened store {} ({}, {}, log ends at {})", directory.root(), config.writePath(),
+                config.flushMode(), log.writePosition());
+    }
+
+    /**
+     * Appends one message to a topic queue.
+     *
+     * @param topic topic name: 1-249 characters of {@code [a-zA-Z0-9._-]}, not "." or ".."
+     * @param queueId queue id, zero or more
+     * @param message the message
+     * @return completes with the message's queue offset and log position once durable per the flush mode
+     */
+    public CompletableFuture<AppendResult> append(String topic, int queueId, Message message) {
+        Objects.requireNonNull(message, "message");
+        return append(topic, queueId, new PreparedMessage[] {PreparedMessage.prepare(message, config.maxMessageBytes())});
+    }
+
+    /**
+     * Appends messages as one record covering consecutive queue offsets: all or none are stored.
+     *
+     * @param topic topic name
+     * @param queueId queue id
+     * @param messages one or more messages
+     * @return completes with the first message's queue offset once durable per the flush mode
+     */
+    public CompletableFuture<AppendResult> appendBatch(String topic, int queueId, List<Message> messages) {
+        Objects.requireNonNull(messages, "messages");
+        if (messages.isEmpty()) {
+            throw new IllegalArgumentException("a batch must hold at least one message");
+        }
+        PreparedMessage[] prepared = new PreparedMessage[messages.size()];
+        for (int i = 0; i < prepared.length; i++) {
+            prepared[i] = PreparedMessage.prepare(Objects.requireNonNull(messages.get(i), "message"),
+                    config.maxMessageBytes());
+        }
+        return append(topic, queueId, prepared);
+    }
+
+    private CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        byte[] topicBytes = topic.getBytes(StandardCharsets.US_ASCII);
+        long size = RecordFormat.recordSize(topicBytes.length, messages);
+        long limit = Math.min(config.segmentSizeBytes(), config.writePath() == WritePath.WRITE_BUFFER
+                ? config.writeBufferBytes() : Integer.MAX_VALUE);
+        if (size > limit) {
+            throw new IllegalArgumentException("a record of " + size + " bytes exceeds the largest record this store"
+                    + " can hold (" + limit + " bytes: segmentSizeBytes"
+                    + (config.writePath() == WritePath.WRITE_BUFFER ? " and writeBufferBytes)" : ")"));
+        }
+        appendLock.lock();
+        try {
+            checkOpen();
+            if (state == StoreStatus.State.READ_ONLY) {
+                return CompletableFuture.failedFuture(new StoreException("store is read-only: " + readOnlyReason));
+            }
+            return appendLocked(topic, queueId, topicBytes, (int) size, messages);
+        } catch (IOException e) {
+            return CompletableFuture.failedFuture(classify(e));
+        } finally {
+            appendLock.unlock();
+        }
+    }
+
+    private CompletableFuture<AppendResult> appendLocked(String topic, int queueId, byte[] topicBytes, int size,
+                                                         PreparedMessage[] messages) throws IOException {
+        assert appendLock.isHeldByCurrentThread();
+        QueueIndex index = indexes.getOrCreate(topic, queueId);
+        long first = index.nextOffset();
+        index.ensureCapacity(first + messages.length);
+        long now = config.clock().millis();
+        long position = log.append(size, now, first, queueId, topicBytes, messages);
+        for (int i = 0; i < messages.length; i++) {
+            index.put(first + i, position, now, size, messages.length, i, messages[i].tagHash());
+        }
+        long end = position + size;
+        log.publish(end);
+        index.publish(first + messages.length);
+        AppendResult result = new AppendResult(first, messages.length, position, size, now);
+        if (config.flushMode() == FlushMode.SYNC) {
+            CompletableFuture<AppendResult> future = new CompletableFuture<>();
+            flusher.enqueue(new FlushService.Waiter(end, result, future));
+            return future;
+        }
+        if (end - log.flushedPosition() >= config.flushDirtyBytes()
+                || log.uncommittedBytes() >= config.commitMinBytes()) {
+            flusher.wakeUp();
+        }
+        return CompletableFuture.completedFuture(result);
+    }
+
+    private StoreException classify(IOException e) {
+        if (isDiskFull(e)) {
+            return new DiskFullException("append failed: disk full (" + e.getMessage() + "); acknowledged messages"
+                    + " are intact and appends resume once space is freed", e);
+        }
+        if (e instanceof io.sluice.store.internal.log.WriteBufferExhaustedException) {
+            return new StoreException("append failed: " + e.getMessage(), e);
+        }
+        goReadOnly("write failed: " + e);
+        return new StoreException("append failed and the store is now read-only: " + e.getMessage(), e);
+    }
+
+    private static boolean isDiskFull(Throwable e) {
+        for (Throwable t = e; t != null; t = t.getCause()) {
+            if (t.getMessage() != null && t.getMessage().contains("No space left on device")) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void wakeFlusher() {
+        flusher.wakeUp();
+    }
+
+    private void onFlushFailure(IOException e) {
+        goReadOnly("forcing the commit log failed: " + e);
+    }
+
+    private void goReadOnly(String reason) {
+        appendLock.lock();
+        try {
+            if (state == StoreStatus.State.OPEN) {
+                readOnlyReason = reason;
+                state = StoreStatus.State.READ_ONLY;
+                LOG.error("store {} is now read-only: {}", directory.root(), reason);
+            }
+            flusher.failWaiters(new StoreException("store is read-only: " + readOnlyReason));
+        } finally {
+            appendLock.unlock();
+        }
+    }
+
+    private void checkpoint() {
+        if (state != StoreStatus.State.OPEN) {
+            return;
+        }
+        try {
+            long indexed = log.writePosition();
+            indexes.forceDirty();
+            new Checkpoint(log.flushedPosition(), indexed, config.clock().millis())
+                    .write(config.fileIO(), directory.root());
+        } catch (IOException | RuntimeException e) {
+            goReadOnly("writing the checkpoint failed: " + e);
+        }
+    }
+
+    /**
+     * Reads messages from a queue.
+     *
+     * @param topic the topic
+     * @param queueId the queue
+     * @param fromOffset the first queue offset wanted
+     * @param maxMessages most messages to return, 1 or more
+     * @param maxBytes most body bytes to return, 1 or more; the first message is returned even if larger
+     * @return the messages (views of store memory) and the offset to continue from; close it when done
+     */
+    public ReadResult read(String topic, int queueId, long fromOffset, int maxMessages, long maxBytes) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        if (fromOffset < 0 || maxMessages < 1 || maxBytes < 1) {
+            throw new IllegalArgumentException("fromOffset must be >= 0 and maxMessages, maxBytes >= 1; were "
+                    + fromOffset + ", " + maxMessages + ", " + maxBytes);
+        }
+        checkOpen();
+        QueueIndex index = indexes.get(topic, queueId);
+        if (index == null) {
+            return DefaultReadResult.empty(ReadResult.Status.NO_SUCH_QUEUE, 0);
+        }
+        long min = index.minOffset();
+        long end = visibleEnd(index);
+        if (fromOffset < min) {
+            return DefaultReadResult.empty(ReadResult.Status.OFFSET_TOO_SMALL, min);
+        }
+        if (fromOffset >= end) {
+            return DefaultReadResult.empty(fromOffset == end ? ReadResult.Status.NO_NEW_MESSAGES
+                    : ReadResult.Status.OFFSET_OVERFLOW, end);
+        }
+        return new QueueReader(topic, queueId, index, log).read(fromOffset, end, maxMessages, maxBytes);
+    }
+
+    /**
+     * Reads the record stored at a log position (as returned in {@link AppendResult#logPosition()}).
+     *
+     * @param logPosition the record's position
+     * @return the record's messages
+     * @throws IllegalArgumentException if the position is not readable or no record starts there
+     */
+    public ReadResult readAt(long logPosition) {
+        checkOpen();
+        long limit = readLimit();
+        if (logPosition < log.minPosition() || logPosition + RecordFormat.FILLER_BYTES > limit) {
+            throw new IllegalArgumentException("log position " + logPosition + " is not readable (readable range ["
+                    + log.minPosition() + ", " + limit + "))");
+        }
+        int length;
+        try (RecordView header = log.read(logPosition, RecordFormat.FILLER_BYTES)) {
+            length = RecordFormat.length(header.bytes());
+        }
+        if (length < RecordFormat.TOPIC_OFFSET || logPosition + length > limit) {
+            throw new IllegalArgumentException("no record starts at log position " + logPosition);
+        }
+        RecordView view = log.read(logPosition, length);
+        MemorySegment record = view.bytes();
+        if (RecordFormat.validate(record, 0, logPosition) < 0 || RecordFormat.isFiller(record)) {
+            view.close();
+            throw new IllegalArgumentException("no record starts at log position " + logPosition);
+        }
+        return QueueReader.wholeRecord(view);
+    }
+
+    /** @return the first queue offset still stored; 0 for an unknown queue */
+    public long minOffset(String topic, int queueId) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        checkOpen();
+        QueueIndex index = indexes.get(topic, queueId);
+        return index == null ? 0 : index.minOffset();
+    }
+
+    /** @return the offset after the last readable message; 0 for an unknown queue */
+    public long maxOffset(String topic, int queueId) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        checkOpen();
+        QueueIndex index = indexes.get(topic, queueId);
+        return index == null ? 0 : visibleEnd(index);
+    }
+
+    /**
+     * Finds the first message stored at or after a time, by binary search over the queue index.
+     *
+     * @param epochMillis the time
+     * @return the offset of the first readable message whose store timestamp is at or after the time, or
+     *     {@link #maxOffset} if there is none
+     */
+    public long offsetForTimestamp(String topic, int queueId, long epochMillis) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        checkOpen();
+        QueueIndex index = indexes.get(topic, queueId);
+        if (index == null) {
+            return 0;
+        }
+        long low = index.minOffset();
+        long high = visibleEnd(index);
+        while (low < high) {
+            long mid = (low + high) >>> 1;
+            if (index.storeTimestamp(mid) < epochMillis) {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        return low;
+    }
+
+    /** @return the topics, sorted */
+    public Set<String> topics() {
+        checkOpen();
+        return indexes.topics();
+    }
+
+    /** @return the topic's queue ids, sorted; empty for an unknown topic */
+    public Set<Integer> queues(String topic) {
+        checkOpen();
+        return indexes.queues(topic);
+    }
+
+    /** @return a snapshot of the store's state and positions */
+    public StoreStatus status() {
+        return new StoreStatus(state, readOnlyReason, log.writePosition(), log.committedPosition(),
+                log.flushedPosition(), log.minPosition(), log.segments().size(), config.writePath(),
+                config.flushMode());
+    }
+
+    /** @return true if the last open found a clean shutdown and skipped recovery */
+    public boolean openedClean() {
+        return recoveredClean;
+    }
+
+    /** @return the store's directory */
+    public Path directory() {
+        return directory.root();
+    }
+
+    /** @return the configuration */
+    public StoreConfig config() {
+        return config;
+    }
+
+    /** Offsets below the returned one are readable: indexed, and durable under SYNC. */
+    private long visibleEnd(QueueIndex index) {
+        long end = index.publishedEnd();
+        if (config.flushMode() != FlushMode.SYNC) {
+            return end;
+        }
+        long flushed = log.flushedPosition();
+        long low = index.minOffset();
+        if (end <= low || index.recordEnd(end - 1) <= flushed) {
+            return end;
+        }
+        long high = end - 1;
+        while (low < high) {
+            long mid = (low + high) >>> 1;
+            if (index.recordEnd(mid) > flushed) {
+                high = mid;
+            } else {
+                low = mid + 1;
+            }
+        }
+        return low;
+    }
+
+    private long readLimit() {
+        return config.flushMode() == FlushMode.SYNC ? log.flushedPosition() : log.writePosition();
+    }
+
+    private void checkOpen() {
+        if (state == StoreStatus.State.CLOSED) {
+            throw new IllegalStateException("store " + directory.root() + " is closed");
+        }
+    }
+
+    /**
+     * Stops appends, waits for pending SYNC appends, forces everything, writes the checkpoint and the
+     * clean-shutdown marker (unless a force failed), then unmaps and closes every file. Idempotent.
+     *
+     * @throws StoreException if closing failed; every step is still attempted
+     */
+    @Override
+    public void close() {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
+        appendLock.lock();
+        boolean healthy;
+        try {
+            healthy = state == StoreStatus.State.OPEN;
+            state = StoreStatus.State.CLOSED;
+        } finally {
+            appendLock.unlock();
+        }
+        List<Throwable> errors = new ArrayList<>();
+        checkpointer.shutdownNow();
+        try {
+            checkpointer.awaitTermination(30, TimeUnit.SECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        flusher.close();
+        if (healthy && !flusher.failed()) {
+            try {
+                long end = log.writePosition();
+                log.flush(log.commit(end));
+                indexes.forceDirty();
+                new Checkpoint(end, end, config.clock().millis()).write(config.fileIO(), directory.root());
+                directory.markCleanShutdown();
+            } catch (IOException | RuntimeException e) {
+                errors.add(e);
+            }
+        }
+        flusher.failWaiters(new StoreException("store closed before the append was durable"));
+        run(errors, log::close);
+        run(errors, indexes::close);
+        run(errors, directory::close);
+        if (!errors.isEmpty()) {
+            StoreException failure = new StoreException("closing store " + directory.root() + " failed");
+            errors.forEach(failure::addSuppressed);
+            throw failure;
+        }
+        LOG.info("closed store {}", directory.root());
+    }
+
+    @FunctionalInterface
+    private interface IoAction {
+        void run() throws IOException;
+    }
+
+    private static void run(List<Throwable> errors, IoAction action) {
+        try {
+            action.run();
+        } catch (IOException | RuntimeException e) {
+            errors.add(e);
+        }
+    }
+
+    private static void closeQuietly(StoreDirectory directory) {
+        if (directory != null) {
+            try {
+                directory.close();
+            } catch (IOException e) {
+                LOG.warn("releasing store lock failed", e);
+            }
+        }
+    }
+}

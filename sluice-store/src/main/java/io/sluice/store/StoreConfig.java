@@ -1,0 +1,179 @@
+package io.sluice.store;
+
+import io.sluice.store.io.FileIO;
+import java.time.InstantSource;
+import java.util.Objects;
+
+/**
+ * The store's configuration: immutable, built with {@link #builder()}, validated by {@link Builder#build()}.
+ * A rule that fails throws {@link IllegalArgumentException} naming the field.
+ *
+ * @param segmentSizeBytes size of each commit-log segment file; 64 KiB to 1 TiB, a multiple of 4 KiB
+ * @param writePath how appends reach the segment files
+ * @param flushMode what an acknowledgement promises
+ * @param segmentAllocation how new segment files reserve their blocks
+ * @param flushIntervalMillis ASYNC: force at least this often while bytes are dirty
+ * @param flushDirtyBytes ASYNC: force as soon as this many bytes are dirty
+ * @param commitIntervalMillis WRITE_BUFFER: write buffered bytes to the file at least this often
+ * @param commitMinBytes WRITE_BUFFER: write buffered bytes to the file as soon as this many have gathered
+ * @param writeBufferBytes WRITE_BUFFER: size of one pooled buffer page
+ * @param writeBufferCount WRITE_BUFFER: number of pooled buffer pages
+ * @param maxMessageBytes largest encoded message accepted (body, keys, tag and properties)
+ * @param queueIndexEntriesPerFile entries in each queue-index file
+ * @param checkpointIntervalMillis how often the checkpoint (and the queue indexes) are forced
+ * @param truncateOnCorruption open a store with mid-log corruption by truncating the log there, losing
+ *     what follows, instead of refusing
+ * @param fileIO the file seam; {@link FileIO#DEFAULT} unless testing faults
+ * @param clock the source of store timestamps
+ */
+public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode flushMode,
+                          SegmentAllocation segmentAllocation, long flushIntervalMillis, long flushDirtyBytes,
+                          long commitIntervalMillis, long commitMinBytes, int writeBufferBytes,
+                          int writeBufferCount, int maxMessageBytes, int queueIndexEntriesPerFile,
+                          long checkpointIntervalMillis, boolean truncateOnCorruption, FileIO fileIO,
+                          InstantSource clock) {
+
+    /** Smallest segment size accepted (tests use it to exercise segment rolls). */
+    public static final long MIN_SEGMENT_SIZE_BYTES = 64 * 1024;
+    /** Largest segment size accepted. */
+    public static final long MAX_SEGMENT_SIZE_BYTES = 1L << 40;
+    /** Default segment size: 1 GiB. */
+    public static final long DEFAULT_SEGMENT_SIZE_BYTES = 1L << 30;
+    /** Room a record needs beyond its messages, for the record header and a topic name. */
+    public static final int RECORD_OVERHEAD_BYTES = 512;
+
+    /** Validates every field and the rules between fields. */
+    public StoreConfig {
+        requireRange("segmentSizeBytes", segmentSizeBytes, MIN_SEGMENT_SIZE_BYTES, MAX_SEGMENT_SIZE_BYTES);
+        if (segmentSizeBytes % 4096 != 0) {
+            throw new IllegalArgumentException("segmentSizeBytes must be a multiple of 4096, was " + segmentSizeBytes);
+        }
+        Objects.requireNonNull(writePath, "writePath");
+        Objects.requireNonNull(flushMode, "flushMode");
+        Objects.requireNonNull(segmentAllocation, "segmentAllocation");
+        requireRange("flushIntervalMillis", flushIntervalMillis, 1, 3_600_000);
+        requireRange("flushDirtyBytes", flushDirtyBytes, 1, Long.MAX_VALUE);
+        requireRange("commitIntervalMillis", commitIntervalMillis, 1, 3_600_000);
+        requireRange("commitMinBytes", commitMinBytes, 1, Long.MAX_VALUE);
+        requireRange("writeBufferBytes", writeBufferBytes, 4096, 1 << 30);
+        requireRange("writeBufferCount", writeBufferCount, 2, 1024);
+        requireRange("maxMessageBytes", maxMessageBytes, 1, 1 << 30);
+        requireRange("queueIndexEntriesPerFile", queueIndexEntriesPerFile, 64, 64 * 1024 * 1024);
+        requireRange("checkpointIntervalMillis", checkpointIntervalMillis, 1, 3_600_000);
+        Objects.requireNonNull(fileIO, "fileIO");
+        Objects.requireNonNull(clock, "clock");
+        if ((long) maxMessageBytes + RECORD_OVERHEAD_BYTES > segmentSizeBytes) {
+            throw new IllegalArgumentException("maxMessageBytes (" + maxMessageBytes + ") plus "
+                    + RECORD_OVERHEAD_BYTES + " bytes of record overhead must fit in segmentSizeBytes ("
+                    + segmentSizeBytes + ")");
+        }
+        if (writePath == WritePath.WRITE_BUFFER
+                && (long) maxMessageBytes + RECORD_OVERHEAD_BYTES > writeBufferBytes) {
+            throw new IllegalArgumentException("maxMessageBytes (" + maxMessageBytes + ") plus "
+                    + RECORD_OVERHEAD_BYTES + " bytes of record overhead must fit in writeBufferBytes ("
+                    + writeBufferBytes + ") on the WRITE_BUFFER path");
+        }
+    }
+
+    private static void requireRange(String field, long value, long min, long max) {
+        if (value < min || value > max) {
+            throw new IllegalArgumentException(field + " must be between " + min + " and " + max + ", was " + value);
+        }
+    }
+
+    /** @return a builder holding the defaults */
+    public static Builder builder() {
+        return new Builder();
+    }
+
+    /** @return the defaults */
+    public static StoreConfig defaults() {
+        return builder().build();
+    }
+
+    /** @return a builder initialised from this configuration */
+    public Builder toBuilder() {
+        Builder b = new Builder();
+        b.segmentSizeBytes = segmentSizeBytes;
+        b.writePath = writePath;
+        b.flushMode = flushMode;
+        b.segmentAllocation = segmentAllocation;
+        b.flushIntervalMillis = flushIntervalMillis;
+        b.flushDirtyBytes = flushDirtyBytes;
+        b.commitIntervalMillis = commitIntervalMillis;
+        b.commitMinBytes = commitMinBytes;
+        b.writeBufferBytes = writeBufferBytes;
+        b.writeBufferCount = writeBufferCount;
+        b.maxMessageBytes = maxMessageBytes;
+        b.queueIndexEntriesPerFile = queueIndexEntriesPerFile;
+        b.checkpointIntervalMillis = checkpointIntervalMillis;
+        b.truncateOnCorruption = truncateOnCorruption;
+        b.fileIO = fileIO;
+        b.clock = clock;
+        return b;
+    }
+
+    /** Collects settings; {@link #build()} validates them. Not thread-safe. */
+    public static final class Builder {
+        private long segmentSizeBytes = DEFAULT_SEGMENT_SIZE_BYTES;
+        private WritePath writePath = WritePath.MMAP;
+        private FlushMode flushMode = FlushMode.ASYNC;
+        private SegmentAllocation segmentAllocation = SegmentAllocation.FALLOCATE;
+        private long flushIntervalMillis = 500;
+        private long flushDirtyBytes = 16 * 1024;
+        private long commitIntervalMillis = 200;
+        private long commitMinBytes = 16 * 1024;
+        private int writeBufferBytes = 16 * 1024 * 1024;
+        private int writeBufferCount = 4;
+        private int maxMessageBytes = 4 * 1024 * 1024;
+        private int queueIndexEntriesPerFile = 300_000;
+        private long checkpointIntervalMillis = 1000;
+        private boolean truncateOnCorruption;
+        private FileIO fileIO = FileIO.DEFAULT;
+        private InstantSource clock = InstantSource.system();
+
+        private Builder() {
+        }
+
+        /** @param v segment file size in bytes @return this */
+        public Builder segmentSizeBytes(long v) { segmentSizeBytes = v; return this; }
+        /** @param v the write path @return this */
+        public Builder writePath(WritePath v) { writePath = v; return this; }
+        /** @param v the flush mode @return this */
+        public Builder flushMode(FlushMode v) { flushMode = v; return this; }
+        /** @param v how segments reserve blocks @return this */
+        public Builder segmentAllocation(SegmentAllocation v) { segmentAllocation = v; return this; }
+        /** @param v ASYNC flush interval @return this */
+        public Builder flushIntervalMillis(long v) { flushIntervalMillis = v; return this; }
+        /** @param v ASYNC dirty-bytes threshold @return this */
+        public Builder flushDirtyBytes(long v) { flushDirtyBytes = v; return this; }
+        /** @param v WRITE_BUFFER commit interval @return this */
+        public Builder commitIntervalMillis(long v) { commitIntervalMillis = v; return this; }
+        /** @param v WRITE_BUFFER commit threshold @return this */
+        public Builder commitMinBytes(long v) { commitMinBytes = v; return this; }
+        /** @param v WRITE_BUFFER page size @return this */
+        public Builder writeBufferBytes(int v) { writeBufferBytes = v; return this; }
+        /** @param v WRITE_BUFFER page count @return this */
+        public Builder writeBufferCount(int v) { writeBufferCount = v; return this; }
+        /** @param v largest encoded message @return this */
+        public Builder maxMessageBytes(int v) { maxMessageBytes = v; return this; }
+        /** @param v entries per queue-index file @return this */
+        public Builder queueIndexEntriesPerFile(int v) { queueIndexEntriesPerFile = v; return this; }
+        /** @param v checkpoint interval @return this */
+        public Builder checkpointIntervalMillis(long v) { checkpointIntervalMillis = v; return this; }
+        /** @param v truncate at mid-log corruption instead of refusing @return this */
+        public Builder truncateOnCorruption(boolean v) { truncateOnCorruption = v; return this; }
+        /** @param v the file seam @return this */
+        public Builder fileIO(FileIO v) { fileIO = v; return this; }
+        /** @param v the clock for store timestamps @return this */
+        public Builder clock(InstantSource v) { clock = v; return this; }
+
+        /** @return the validated configuration */
+        public StoreConfig build() {
+            return new StoreConfig(segmentSizeBytes, writePath, flushMode, segmentAllocation, flushIntervalMillis,
+                    flushDirtyBytes, commitIntervalMillis, commitMinBytes, writeBufferBytes, writeBufferCount,
+                    maxMessageBytes, queueIndexEntriesPerFile, checkpointIntervalMillis, truncateOnCorruption,
+                    fileIO, clock);
+        }
+    }
+}

@@ -1,0 +1,172 @@
+package io.sluice.store.internal.io;
+
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.FunctionDescriptor;
+import java.lang.foreign.Linker;
+import java.lang.foreign.MemoryLayout;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.StructLayout;
+import java.lang.foreign.ValueLayout;
+import java.lang.invoke.MethodHandle;
+import java.lang.invoke.VarHandle;
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Linux calls the JDK does not offer, made through FFM: {@code fallocate(2)} and {@code madvise(2)}.
+ *
+ * <p>Every call degrades instead of failing where the call is missing (another OS, a filesystem without
+ * support, no permission): it returns false and logs once, and the caller takes its fallback. Only errors
+ * that mean something to the caller (ENOSPC) become exceptions. Thread-safe.
+ */
+// "restricted": linking native functions is what this class is for; the launchers pass
+// --enable-native-access so the JVM does not warn at run time either.
+@SuppressWarnings("restricted")
+public final class NativeIO {
+
+    private static final Logger LOG = LoggerFactory.getLogger(NativeIO.class);
+
+    private static final int O_RDWR = 2;
+    private static final int O_CLOEXEC = 0x80000;
+    private static final int ENOSPC = 28;
+    /** {@code MADV_WILLNEED}: read ahead the range. */
+    public static final int MADV_WILLNEED = 3;
+    /** {@code MADV_SEQUENTIAL}: aggressive read-ahead, early reclaim behind. */
+    public static final int MADV_SEQUENTIAL = 2;
+    /** {@code MADV_POPULATE_WRITE} (Linux 5.14): fault the range in writable without touching the data. */
+    public static final int MADV_POPULATE_WRITE = 23;
+
+    private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
+    private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
+
+    private static final MethodHandle OPEN;
+    private static final MethodHandle CLOSE;
+    private static final MethodHandle FALLOCATE;
+    private static final MethodHandle MADVISE;
+    private static final MethodHandle STRERROR;
+
+    private static final AtomicBoolean FALLOCATE_WARNED = new AtomicBoolean();
+    private static final AtomicBoolean MADVISE_WARNED = new AtomicBoolean();
+
+    static {
+        MethodHandle open = null;
+        MethodHandle close = null;
+        MethodHandle fallocate = null;
+        MethodHandle madvise = null;
+        MethodHandle strerror = null;
+        try {
+            Linker linker = Linker.nativeLinker();
+            var libc = linker.defaultLookup();
+            Linker.Option errno = Linker.Option.captureCallState("errno");
+            open = linker.downcallHandle(libc.find("open").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_INT),
+                    errno, Linker.Option.firstVariadicArg(2));
+            close = linker.downcallHandle(libc.find("close").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT));
+            fallocate = linker.downcallHandle(libc.find("fallocate").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_INT,
+                            ValueLayout.JAVA_LONG, ValueLayout.JAVA_LONG), errno);
+            madvise = linker.downcallHandle(libc.find("madvise").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_INT), errno);
+            strerror = linker.downcallHandle(libc.find("strerror").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+        } catch (RuntimeException | LinkageError e) {
+            LOG.warn("native calls unavailable ({}); using portable fallbacks", e.toString());
+        }
+        OPEN = open;
+        CLOSE = close;
+        FALLOCATE = fallocate;
+        MADVISE = madvise;
+        STRERROR = strerror;
+    }
+
+    private NativeIO() {
+    }
+
+    /**
+     * Reserves {@code size} bytes of blocks for the file with {@code fallocate(fd, 0, 0, size)}.
+     *
+     * @param path the file (it must exist)
+     * @param size bytes to reserve from offset 0; the file grows to this size
+     * @return true if done, false if fallocate is unavailable here (the caller should zero-fill)
+     * @throws IOException with "No space left on device" on ENOSPC, or another failure
+     */
+    public static boolean fallocate(Path path, long size) throws IOException {
+        if (FALLOCATE == null) {
+            return false;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE_LAYOUT);
+            int fd = (int) OPEN.invokeExact(state, arena.allocateFrom(path.toString()), O_RDWR | O_CLOEXEC);
+            if (fd < 0) {
+                throw new IOException("open " + path + ": " + strerror(errno(state)));
+            }
+            try {
+                int rc = (int) FALLOCATE.invokeExact(state, fd, 0, 0L, size);
+                if (rc == 0) {
+                    return true;
+                }
+                int err = errno(state);
+                if (err == ENOSPC) {
+                    throw new IOException("No space left on device: fallocate " + path + " to " + size + " bytes");
+                }
+                if (FALLOCATE_WARNED.compareAndSet(false, true)) {
+                    LOG.warn("fallocate failed on {} ({}); zero-filling segments instead", path, strerror(err));
+                }
+                return false;
+            } finally {
+                int ignored = (int) CLOSE.invokeExact(fd);
+                assert ignored == 0 || ignored == -1;
+            }
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("native call failed", t);
+        }
+    }
+
+    /**
+     * Gives the kernel advice on a mapped range.
+     *
+     * @param mapping the mapped range
+     * @param advice one of the {@code MADV_*} constants
+     * @return true if the kernel took it; false (logged once) where it did not
+     */
+    public static boolean madvise(MemorySegment mapping, int advice) {
+        if (MADVISE == null || mapping.byteSize() == 0) {
+            return false;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE_LAYOUT);
+            int rc = (int) MADVISE.invokeExact(state, mapping, mapping.byteSize(), advice);
+            if (rc == 0) {
+                return true;
+            }
+            if (MADVISE_WARNED.compareAndSet(false, true)) {
+                LOG.warn("madvise({}) failed: {}; continuing without it", advice, strerror(errno(state)));
+            }
+            return false;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("native call failed", t);
+        }
+    }
+
+    private static int errno(MemorySegment state) {
+        return (int) ERRNO.get(state, 0L);
+    }
+
+    private static String strerror(int errno) {
+        try {
+            MemorySegment text = (MemorySegment) STRERROR.invokeExact(errno);
+            return text.reinterpret(256).getString(0) + " (errno " + errno + ")";
+        } catch (Throwable t) {
+            return "errno " + errno;
+        }
+    }
+}

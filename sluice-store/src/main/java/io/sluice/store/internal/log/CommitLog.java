@@ -1,0 +1,269 @@
+package io.sluice.store.internal.log;
+
+import io.sluice.store.StoreConfig;
+import io.sluice.store.WritePath;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The commit log: every topic's records appended to one sequence of fixed-size segment files.
+ *
+ * <h2>Positions</h2>
+ * Three positions only grow: {@code writePosition} (after the last appended record), {@code
+ * committedPosition} (bytes below it are in the files; trails the write position only on the WRITE_BUFFER
+ * path) and {@code flushedPosition} (bytes below it were forced to the device). Each is written by one thread
+ * and read by others through volatile fields, so a reader that sees a position also sees every byte below it.
+ *
+ * <h2>Threads</h2>
+ * {@link #append} and {@link #roll} run under the store's append lock (one writer); {@link #commit} and
+ * {@link #flush} run on the flusher thread; {@link #read} is for anyone.
+ */
+public final class CommitLog implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(CommitLog.class);
+
+    private final StoreConfig config;
+    private final Path directory;
+    private final SegmentWriter writer;
+    private final WriteBufferPool pool;
+    private final SegmentPreparer preparer;
+    private volatile Segment[] segments;
+    private Segment active;
+
+    private volatile long writePosition;
+    private volatile long committedPosition;
+    private volatile long flushedPosition;
+
+    /**
+     * @param config the store's configuration
+     * @param directory the log directory
+     * @param segments the existing segments in order (recovery has checked them)
+     * @param endPosition the log position after the last valid record
+     * @param commitNudge wakes the flusher when the write buffer needs committing now
+     */
+    public CommitLog(StoreConfig config, Path directory, List<Segment> segments, long endPosition,
+                     Runnable commitNudge) {
+        this.config = config;
+        this.directory = directory;
+        this.segments = segments.toArray(Segment[]::new);
+        this.writePosition = endPosition;
+        this.committedPosition = endPosition;
+        this.flushedPosition = endPosition;
+        this.pool = config.writePath() == WritePath.WRITE_BUFFER
+                ? new WriteBufferPool(config.writeBufferBytes(), config.writeBufferCount()) : null;
+        this.writer = switch (config.writePath()) {
+            case MMAP -> new MappedSegmentWriter();
+            case CHANNEL -> new ChannelSegmentWriter(64 * 1024);
+            case WRITE_BUFFER -> new BufferedSegmentWriter(pool, commitNudge);
+        };
+        this.preparer = new SegmentPreparer(this::createSegment);
+        for (Segment segment : this.segments) {
+            if (segment.base() <= endPosition && endPosition < segment.end()) {
+                active = segment;
+            }
+        }
+        preparer.prepare(active == null ? endPosition : active.end());
+    }
+
+    /** @return true if the write path maps segments read-write */
+    public static boolean mapsWritable(WritePath path) {
+        return path == WritePath.MMAP;
+    }
+
+    private Segment createSegment(long base) throws IOException {
+        return Segment.create(config.fileIO(), directory, base, config.segmentSizeBytes(),
+                config.segmentAllocation(), mapsWritable(config.writePath()));
+    }
+
+    /**
+     * Appends one record. Does not publish it: the caller indexes it, then calls {@link #publish}.
+     *
+     * @return the record's log position
+     * @throws IOException if no segment could be had (ENOSPC) or the write failed
+     */
+    public long append(int size, long storeTimestamp, long firstQueueOffset, int queueId, byte[] topic,
+                       PreparedMessage[] messages) throws IOException {
+        long position = writePosition;
+        if (active == null || position + size > active.end()) {
+            position = roll(position);
+        }
+        MemorySegment target = writer.reserve(active, position, size);
+        RecordFormat.encode(target, position, storeTimestamp, firstQueueOffset, queueId, topic, messages);
+        writer.complete(active, position, target);
+        return position;
+    }
+
+    /**
+     * Ends the active segment with a filler and switches to the next, which is obtained first so that a
+     * failure (a full disk) leaves the log exactly as it was.
+     *
+     * @return the new write position (the next segment's start)
+     */
+    private long roll(long position) throws IOException {
+        long nextBase = active == null ? position : active.end();
+        Segment next = preparer.take(nextBase);
+        if (active != null) {
+            long remaining = active.end() - position;
+            if (remaining >= RecordFormat.FILLER_BYTES) {
+                MemorySegment filler = writer.reserve(active, position, RecordFormat.FILLER_BYTES);
+                RecordFormat.encodeFiller(filler, position, (int) remaining);
+                writer.complete(active, position, filler);
+            }
+            writer.seal(active.end());
+        }
+        Segment[] grown = Arrays.copyOf(segments, segments.length + 1);
+        grown[grown.length - 1] = next;
+        segments = grown;
+        active = next;
+        preparer.prepare(next.end());
+        LOG.debug("rolled to segment {}", next);
+        return next.base();
+    }
+
+    /** Makes everything below {@code position} visible to the flusher and readers. */
+    public void publish(long position) {
+        writePosition = position;
+    }
+
+    /** @return the position after the last published record */
+    public long writePosition() {
+        return writePosition;
+    }
+
+    /** @return bytes below this position are in the files */
+    public long committedPosition() {
+        return committedPosition;
+    }
+
+    /** @return bytes below this position are forced */
+    public long flushedPosition() {
+        return flushedPosition;
+    }
+
+    /** @return the first position still stored */
+    public long minPosition() {
+        Segment[] current = segments;
+        return current.length == 0 ? writePosition : current[0].base();
+    }
+
+    /** @return bytes appended but not yet committed to the files */
+    public long uncommittedBytes() {
+        return config.writePath() == WritePath.WRITE_BUFFER ? writePosition - committedPosition : 0;
+    }
+
+    /** Flusher: writes buffered bytes below {@code upTo} to the files. @return the committed position */
+    public long commit(long upTo) throws IOException {
+        long committed = writer.commit(upTo);
+        if (committed > committedPosition) {
+            committedPosition = committed;
+        }
+        return committedPosition;
+    }
+
+    /**
+     * Flusher: forces every segment holding bytes in [flushedPosition, upTo), then advances the flushed
+     * position. On failure the flushed position stays where it was.
+     */
+    public void flush(long upTo) throws IOException {
+        long from = flushedPosition;
+        if (upTo <= from) {
+            return;
+        }
+        for (Segment segment : segments) {
+            if (segment.end() > from && segment.base() < upTo) {
+                segment.file().force();
+            }
+        }
+        flushedPosition = upTo;
+    }
+
+    /**
+     * A view of the bytes [position, position + length): pinned write-buffer memory if they are only in a
+     * buffer, else the segment's mapping. The caller must stay below the position it is allowed to read.
+     *
+     * @return the view; close it when done
+     */
+    public RecordView read(long position, int length) {
+        if (position + length > committedPosition) {
+            WriteBufferPool.Pinned pinned = writer.pin(position, length);
+            if (pinned != null) {
+                return new RecordView(pinned.bytes(), pinned);
+            }
+        }
+        Segment segment = segmentFor(position);
+        if (segment == null) {
+            throw new IllegalArgumentException("log position " + position + " is not stored");
+        }
+        return new RecordView(segment.slice(position, length).asReadOnly(), null);
+    }
+
+    /** @return the segment holding {@code position}, or null */
+    public Segment segmentFor(long position) {
+        Segment[] current = segments;
+        int low = 0;
+        int high = current.length - 1;
+        while (low <= high) {
+            int mid = (low + high) >>> 1;
+            Segment segment = current[mid];
+            if (position < segment.base()) {
+                high = mid - 1;
+            } else if (position >= segment.end()) {
+                low = mid + 1;
+            } else {
+                return segment;
+            }
+        }
+        return null;
+    }
+
+    /** @return the segments, oldest first */
+    public List<Segment> segments() {
+        return List.of(segments);
+    }
+
+    /** @return the write buffer pool, or null off the WRITE_BUFFER path */
+    public WriteBufferPool pool() {
+        return pool;
+    }
+
+    /** @return the log directory */
+    public Path directory() {
+        return directory;
+    }
+
+    /** Unmaps and closes every segment and frees the write buffers. Call after the final commit and flush. */
+    @Override
+    public void close() throws IOException {
+        preparer.close();
+        writer.close();
+        List<Throwable> errors = new ArrayList<>();
+        for (Segment segment : segments) {
+            try {
+                segment.close();
+            } catch (IOException | RuntimeException e) {
+                errors.add(e);
+            }
+        }
+        if (pool != null) {
+            pool.close();
+        }
+        if (!errors.isEmpty()) {
+            IOException failure = new IOException("closing the commit log failed");
+            errors.forEach(failure::addSuppressed);
+            throw failure;
+        }
+    }
+
+    /** @return true if the file name is a segment's: 20 digits */
+    public static boolean isSegmentName(Path file) {
+        String name = file.getFileName().toString();
+        return name.length() == 20 && name.chars().allMatch(Character::isDigit) && Files.isRegularFile(file);
+    }
+}

@@ -1,0 +1,92 @@
+package io.sluice.store.internal.log;
+
+import io.sluice.store.Message;
+import java.io.ByteArrayOutputStream;
+import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * A message with its metadata (keys, tag, properties) already encoded, so the append lock only copies bytes.
+ *
+ * @param bornTimestamp the producer's timestamp
+ * @param metadata encoded keys, tag and properties (see {@link RecordFormat})
+ * @param tagHash hash of the tag, stored in the queue index for filtering
+ * @param body the payload
+ */
+public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, MemorySegment body) {
+
+    private static final byte[] EMPTY_METADATA = new byte[6];
+    private static final int MAX_FIELD_BYTES = 0xFFFF;
+
+    /** @return the bytes this message takes inside a record */
+    public long encodedSize() {
+        return RecordFormat.MESSAGE_FIXED_BYTES + metadata.length + body.byteSize();
+    }
+
+    /**
+     * @param message the message
+     * @param maxMessageBytes the configured limit
+     * @return the prepared message
+     * @throws IllegalArgumentException if a field is too long or the message exceeds the limit
+     */
+    public static PreparedMessage prepare(Message message, int maxMessageBytes) {
+        byte[] metadata = encodeMetadata(message.keys(), message.tag(), message.properties());
+        long size = RecordFormat.MESSAGE_FIXED_BYTES + metadata.length + message.bodySize();
+        if (size > maxMessageBytes) {
+            throw new IllegalArgumentException("message of " + size + " encoded bytes exceeds maxMessageBytes ("
+                    + maxMessageBytes + ")");
+        }
+        return new PreparedMessage(message.bornTimestamp(), metadata, tagHash(message.tag()), message.body());
+    }
+
+    /** @param tag a tag @return its hash as stored in the queue index; 0 for no tag */
+    public static int tagHash(String tag) {
+        return tag.isEmpty() ? 0 : tag.hashCode();
+    }
+
+    private static byte[] encodeMetadata(List<String> keys, String tag, Map<String, String> properties) {
+        if (keys.isEmpty() && tag.isEmpty() && properties.isEmpty()) {
+            return EMPTY_METADATA;
+        }
+        ByteArrayOutputStream out = new ByteArrayOutputStream(64);
+        writeCount(out, keys.size(), "keys");
+        for (String key : keys) {
+            if (key.isEmpty()) {
+                throw new IllegalArgumentException("a message key must not be empty");
+            }
+            writeString(out, key, "key");
+        }
+        writeString(out, tag, "tag");
+        writeCount(out, properties.size(), "properties");
+        for (Map.Entry<String, String> property : properties.entrySet()) {
+            writeString(out, property.getKey(), "property name");
+            writeString(out, property.getValue(), "property value");
+        }
+        return out.toByteArray();
+    }
+
+    private static void writeCount(ByteArrayOutputStream out, int count, String what) {
+        if (count > MAX_FIELD_BYTES) {
+            throw new IllegalArgumentException("a message may carry at most " + MAX_FIELD_BYTES + " " + what);
+        }
+        writeShort(out, count);
+    }
+
+    private static void writeString(ByteArrayOutputStream out, String value, String what) {
+        byte[] bytes = value.getBytes(StandardCharsets.UTF_8);
+        if (bytes.length > MAX_FIELD_BYTES) {
+            throw new IllegalArgumentException("a " + what + " may be at most " + MAX_FIELD_BYTES
+                    + " bytes in UTF-8, was " + bytes.length);
+        }
+        writeShort(out, bytes.length);
+        out.writeBytes(bytes);
+    }
+
+    private static void writeShort(ByteArrayOutputStream out, int value) {
+        // Little-endian, like every field of the record.
+        out.write(value & 0xFF);
+        out.write((value >>> 8) & 0xFF);
+    }
+}

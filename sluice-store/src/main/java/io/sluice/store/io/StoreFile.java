@@ -1,0 +1,70 @@
+package io.sluice.store.io;
+
+import java.io.Closeable;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+
+/**
+ * One open file of the store: every operation the store performs on a file goes through here, so a test
+ * can replace it with one that fails (EIO, ENOSPC) on purpose. Implementations must be safe for one writer
+ * and concurrent readers and forcers, as {@link FileChannel} is.
+ */
+public interface StoreFile extends Closeable {
+
+    /** @return the file's path */
+    Path path();
+
+    /** @return the file's current size in bytes @throws IOException on an I/O error */
+    long size() throws IOException;
+
+    /**
+     * Makes the file {@code size} bytes long with its blocks reserved, so writes (and mapped stores) into it
+     * cannot fail for lack of space.
+     *
+     * @param size the size in bytes
+     * @param zeroFill write zeros instead of asking the filesystem to reserve unwritten extents
+     * @throws IOException on an I/O error; ENOSPC has the JDK's "No space left on device" message
+     */
+    void allocate(long size, boolean zeroFill) throws IOException;
+
+    /**
+     * Writes all of {@code source}'s remaining bytes at {@code position}.
+     *
+     * @param source bytes to write
+     * @param position file offset
+     * @throws IOException on an I/O error
+     */
+    void writeFully(ByteBuffer source, long position) throws IOException;
+
+    /**
+     * Reads up to {@code target}'s remaining bytes from {@code position}.
+     *
+     * @param target where to put them
+     * @param position file offset
+     * @return bytes read, or -1 at end of file
+     * @throws IOException on an I/O error
+     */
+    int read(ByteBuffer target, long position) throws IOException;
+
+    /** Forces written data to the device (fdatasync). @throws IOException on an I/O error */
+    void force() throws IOException;
+
+    /**
+     * Maps a region of the file.
+     *
+     * @param mode read-only or read-write
+     * @param offset file offset
+     * @param size bytes to map
+     * @param arena the arena whose closing unmaps it
+     * @return the mapping
+     * @throws IOException on an I/O error
+     */
+    MemorySegment map(FileChannel.MapMode mode, long offset, long size, Arena arena) throws IOException;
+
+    /** @param size the new size @throws IOException on an I/O error */
+    void truncate(long size) throws IOException;
+}
