@@ -225,7 +225,7 @@ public final class Store implements AutoCloseable {
     }
 
     private void onFlushFailure(IOException e) {
-        goReadOnly("forcing the commit log failed: " + e);
+        goReadOnly("committing or forcing the commit log failed: " + e);
     }
 
     private void goReadOnly(String reason) {

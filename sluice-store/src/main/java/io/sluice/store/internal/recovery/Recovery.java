@@ -111,6 +111,9 @@ public final class Recovery {
                 return new Result(segments, end, indexes, true, 0, -1);
             }
             if (checkpoint == null) {
+                if (segments.isEmpty()) {
+                    return rebuildAll(segments, logStart);
+                }
                 LOG.warn("{}: no valid checkpoint; rebuilding every queue index from the log", directory.root());
                 return rebuildAll(segments, logStart);
             }

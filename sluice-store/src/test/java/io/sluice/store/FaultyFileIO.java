@@ -1,0 +1,112 @@
+package io.sluice.store;
+
+import io.sluice.store.io.FileIO;
+import io.sluice.store.io.StoreFile;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicLong;
+
+/**
+ * A {@link FileIO} that injects faults: EIO on the n-th write or force, ENOSPC on allocation or writes while
+ * the "disk" is full. Counts start when armed. Thread-safe.
+ */
+final class FaultyFileIO implements FileIO {
+
+    final AtomicLong writes = new AtomicLong();
+    final AtomicLong forces = new AtomicLong();
+    volatile long failWriteAt = -1;
+    volatile long failForceAt = -1;
+    final AtomicBoolean diskFull = new AtomicBoolean();
+
+    /** Fails the n-th write from now (1 = the next) with EIO. */
+    void failWriteAfter(long n) {
+        failWriteAt = writes.get() + n;
+    }
+
+    /** Fails the n-th force from now (1 = the next) with EIO. */
+    void failForceAfter(long n) {
+        failForceAt = forces.get() + n;
+    }
+
+    @Override
+    public StoreFile open(Path path, boolean create) throws IOException {
+        return new Faulty(DEFAULT.open(path, create));
+    }
+
+    @Override
+    public void syncDirectory(Path directory) throws IOException {
+        DEFAULT.syncDirectory(directory);
+    }
+
+    private final class Faulty implements StoreFile {
+        private final StoreFile delegate;
+
+        Faulty(StoreFile delegate) {
+            this.delegate = delegate;
+        }
+
+        @Override
+        public Path path() {
+            return delegate.path();
+        }
+
+        @Override
+        public long size() throws IOException {
+            return delegate.size();
+        }
+
+        @Override
+        public void allocate(long size, boolean zeroFill) throws IOException {
+            if (diskFull.get()) {
+                throw new IOException("No space left on device (injected) allocating " + path());
+            }
+            delegate.allocate(size, zeroFill);
+        }
+
+        @Override
+        public void writeFully(ByteBuffer source, long position) throws IOException {
+            long n = writes.incrementAndGet();
+            if (n == failWriteAt) {
+                throw new IOException("Input/output error (injected) on write #" + n + " to " + path());
+            }
+            if (diskFull.get()) {
+                throw new IOException("No space left on device (injected) writing " + path());
+            }
+            delegate.writeFully(source, position);
+        }
+
+        @Override
+        public int read(ByteBuffer target, long position) throws IOException {
+            return delegate.read(target, position);
+        }
+
+        @Override
+        public void force() throws IOException {
+            long n = forces.incrementAndGet();
+            if (n == failForceAt) {
+                throw new IOException("Input/output error (injected) on force #" + n + " of " + path());
+            }
+            delegate.force();
+        }
+
+        @Override
+        public MemorySegment map(FileChannel.MapMode mode, long offset, long size, Arena arena) throws IOException {
+            return delegate.map(mode, offset, size, arena);
+        }
+
+        @Override
+        public void truncate(long size) throws IOException {
+            delegate.truncate(size);
+        }
+
+        @Override
+        public void close() throws IOException {
+            delegate.close();
+        }
+    }
+}
