@@ -64,7 +64,16 @@ public final class QueueIndex implements AutoCloseable {
             for (Path path : listing.sorted().toList()) {
                 String name = path.getFileName().toString();
                 if (name.length() == 20 && name.chars().allMatch(Character::isDigit)) {
-                    files.add(IndexFile.open(fileIO, path, Long.parseLong(name), entriesPerFile));
+                    long first = Long.parseLong(name);
+                    if (!files.isEmpty() && files.getLast().firstEntry + entriesPerFile != first) {
+                        long expected = files.getLast().firstEntry + entriesPerFile;
+                        for (IndexFile file : files) {
+                            file.close();
+                        }
+                        throw new IndexDamagedException("queue index " + directory + " is missing the file for"
+                                + " entries from " + expected);
+                    }
+                    files.add(IndexFile.open(fileIO, path, first, entriesPerFile));
                 }
             }
         }

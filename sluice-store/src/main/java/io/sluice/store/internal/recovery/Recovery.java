@@ -2,6 +2,7 @@ package io.sluice.store.internal.recovery;
 
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoreCorruptedException;
+import io.sluice.store.internal.index.IndexDamagedException;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
 import io.sluice.store.internal.log.CommitLog;
@@ -31,8 +32,8 @@ import org.slf4j.LoggerFactory;
  * <tr><td>1</td><td>clean-shutdown marker and a valid checkpoint whose position lies in the log</td>
  *     <td>any</td><td>fast open: the log ends at the checkpoint; no record is read</td></tr>
  * <tr><td>2</td><td>no marker, valid checkpoint</td><td>forced up to the checkpoint</td>
- *     <td>drop index entries for records at or after the scan start (min of the checkpoint's flushed and
- *     indexed positions), then validate every record from there (length, magic, version, own position,
+ *     <td>drop index entries for records at or after the scan start (the start of the segment holding the
+ *     lower of the checkpoint's flushed and indexed positions), then validate every record from there (length, magic, version, own position,
  *     CRC32C) and re-index it</td></tr>
  * <tr><td>3</td><td>checkpoint missing or damaged</td><td>untrusted</td>
  *     <td>delete every index and rebuild all of them from the first segment</td></tr>
@@ -49,8 +50,9 @@ import org.slf4j.LoggerFactory;
  *     re-indexed)</td></tr>
  * <tr><td>8</td><td>-</td><td>entries missing (index behind the log, or index files deleted) for records
  *     after the scan start</td><td>rebuilt by re-indexing</td></tr>
- * <tr><td>9</td><td>-</td><td>a record's queue offset is beyond its index's end before the scan start
- *     (index lost entries the checkpoint claimed)</td><td>fall back to row 3: rebuild every index</td></tr>
+ * <tr><td>9</td><td>-</td><td>an index file missing between two others, or a record's queue offset
+ *     beyond its index's end before the scan start (the index lost entries the checkpoint claimed)</td>
+ *     <td>fall back to row 3: rebuild every index</td></tr>
  * <tr><td>10</td><td>unknown directory or format version</td><td>-</td>
  *     <td>refuse (see {@link StoreDirectory})</td></tr>
  * </table>
@@ -99,6 +101,13 @@ public final class Recovery {
         QueueIndexes indexes = null;
         try {
             Checkpoint checkpoint = Checkpoint.read(directory.root());
+            try {
+                QueueIndexes.open(directory.indexDirectory(), config.fileIO(),
+                        directory.queueIndexEntriesPerFile()).close();
+            } catch (IndexDamagedException e) {
+                LOG.warn("{}: {}; rebuilding every queue index from the log", directory.root(), e.getMessage());
+                return rebuildAll(segments, segments.isEmpty() ? 0 : segments.getFirst().base());
+            }
             long logStart = segments.isEmpty() ? 0 : segments.getFirst().base();
             long logEnd = segments.isEmpty() ? 0 : segments.getLast().end();
             if (directory.wasCleanlyShutDown() && checkpoint != null
@@ -117,8 +126,8 @@ public final class Recovery {
                 LOG.warn("{}: no valid checkpoint; rebuilding every queue index from the log", directory.root());
                 return rebuildAll(segments, logStart);
             }
-            long scanFrom = Math.max(logStart, Math.min(checkpoint.flushedLogPosition(),
-                    checkpoint.indexedLogPosition()));
+            long scanFrom = scanStart(segments, Math.max(logStart, Math.min(checkpoint.flushedLogPosition(),
+                    checkpoint.indexedLogPosition())));
             indexes = QueueIndexes.open(directory.indexDirectory(), config.fileIO(),
                     directory.queueIndexEntriesPerFile());
             for (QueueIndex index : indexes.all()) {
@@ -214,7 +223,7 @@ public final class Recovery {
     }
 
     /** @return the position of a valid record after {@code position}, or -1 */
-    private static long findValidRecordAfter(List<Segment> segments, int segmentIndex, long position) {
+    public static long findValidRecordAfter(List<Segment> segments, int segmentIndex, long position) {
         for (int i = segmentIndex; i < segments.size(); i++) {
             Segment segment = segments.get(i);
             MemorySegment data = segment.mapping();
@@ -335,6 +344,20 @@ public final class Recovery {
             closeQuietly(segments, null, e);
             throw e;
         }
+    }
+
+    /**
+     * Scanning starts at the start of the segment holding the checkpoint position (or the last segment if
+     * the position is past them), so the whole active segment is always validated: the bytes of the log's
+     * tail are the ones most likely torn, whatever the checkpoint claims.
+     */
+    private static long scanStart(List<Segment> segments, long checkpointPosition) {
+        for (Segment segment : segments) {
+            if (checkpointPosition < segment.end()) {
+                return Math.min(checkpointPosition, segment.base());
+            }
+        }
+        return segments.isEmpty() ? checkpointPosition : segments.getLast().base();
     }
 
     private static int segmentIndexFor(List<Segment> segments, long position) {

@@ -1,0 +1,265 @@
+package io.sluice.store;
+
+import io.sluice.store.internal.index.QueueIndexFormat;
+import io.sluice.store.internal.log.RecordFormat;
+import io.sluice.store.internal.log.Segment;
+import io.sluice.store.internal.recovery.Checkpoint;
+import io.sluice.store.internal.recovery.Recovery;
+import io.sluice.store.internal.recovery.StoreDirectory;
+import io.sluice.store.io.FileIO;
+import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
+import java.nio.channels.FileChannel;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
+import java.util.stream.Stream;
+
+/**
+ * Checks a store directory without changing it: every record's length, magic, position and CRC32C, and
+ * every queue-index entry against the record it points to. Meant for a closed store (an open one may be
+ * mid-append at its tail). Stateless; thread-safe.
+ */
+public final class StoreVerifier {
+
+    private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+    private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    private StoreVerifier() {
+    }
+
+    /**
+     * What verification found.
+     *
+     * @param faults one line per problem; empty means the store is sound
+     * @param notes findings that are not faults (a torn tail that opening the store will cut off)
+     * @param segments segment files checked
+     * @param records valid records
+     * @param messages messages in them
+     * @param logEnd the position after the last valid record
+     * @param queueMessages messages per queue ("topic-queueId"), as counted in the log
+     * @param indexEntries index entries checked
+     */
+    public record Report(List<String> faults, List<String> notes, int segments, long records, long messages, long logEnd,
+                         Map<String, Long> queueMessages, long indexEntries) {
+        /** @return true if no fault was found */
+        public boolean ok() {
+            return faults.isEmpty();
+        }
+    }
+
+    /**
+     * @param directory a store directory
+     * @return the findings
+     * @throws IOException if the directory cannot be read at all
+     */
+    public static Report verify(Path directory) throws IOException {
+        List<String> faults = new ArrayList<>();
+        if (!Files.exists(directory.resolve(StoreDirectory.META_FILE))) {
+            faults.add(directory + " has no " + StoreDirectory.META_FILE + ": not a Sluice store");
+            return new Report(faults, List.of(), 0, 0, 0, 0, Map.of(), 0);
+        }
+        List<Segment> segments = openSegments(directory.resolve("log"), faults);
+        try {
+            Map<String, long[]> queues = new TreeMap<>();
+            long[] totals = new long[3];
+            List<String> notes = new ArrayList<>();
+            Checkpoint checkpoint = Checkpoint.read(directory);
+            boolean clean = Files.exists(directory.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE)) && checkpoint != null;
+            long cleanEnd = clean ? checkpoint.flushedLogPosition() : Long.MAX_VALUE;
+            scanLog(segments, cleanEnd, faults, notes, queues, totals);
+            long entries = checkIndexes(directory.resolve("index"), segments, totals[2], queues, faults);
+            Map<String, Long> counts = new TreeMap<>();
+            queues.forEach((queue, range) -> counts.put(queue, range[1] - range[0]));
+            return new Report(faults, notes, segments.size(), totals[0], totals[1], totals[2], counts, entries);
+        } finally {
+            for (Segment segment : segments) {
+                segment.close();
+            }
+        }
+    }
+
+    private static List<Segment> openSegments(Path logDirectory, List<String> faults) throws IOException {
+        List<Segment> segments = new ArrayList<>();
+        if (!Files.isDirectory(logDirectory)) {
+            return segments;
+        }
+        List<Path> files;
+        try (Stream<Path> listing = Files.list(logDirectory)) {
+            files = listing.filter(io.sluice.store.internal.log.CommitLog::isSegmentName)
+                    .sorted(Comparator.comparing(Path::toString)).toList();
+        }
+        for (Path file : files) {
+            if (Files.size(file) == 0) {
+                continue;
+            }
+            long base = Long.parseLong(file.getFileName().toString());
+            if (!segments.isEmpty() && segments.getLast().end() != base) {
+                faults.add("segment missing between log positions " + segments.getLast().end() + " and " + base);
+            }
+            segments.add(Segment.open(FileIO.DEFAULT, file, base, false));
+        }
+        return segments;
+    }
+
+    /** totals: [records, messages, logEnd]; queues: topic-queue -> [first offset, next offset]. */
+    private static void scanLog(List<Segment> segments, long cleanEnd, List<String> faults, List<String> notes,
+                                Map<String, long[]> queues, long[] totals) {
+        long position = segments.isEmpty() ? 0 : segments.getFirst().base();
+        for (int s = 0; s < segments.size(); s++) {
+            Segment segment = segments.get(s);
+            MemorySegment data = segment.mapping();
+            position = Math.max(position, segment.base());
+            while (position < segment.end()) {
+                long offset = position - segment.base();
+                if (position >= cleanEnd) {
+                    totals[2] = position;
+                    return;
+                }
+                if (segment.size() - offset < RecordFormat.FILLER_BYTES) {
+                    break;
+                }
+                long length = RecordFormat.validate(data, offset, position);
+                if (length < 0) {
+                    String where = "log position " + position + " (" + segment + ", offset " + offset + ")";
+                    long follower = Recovery.findValidRecordAfter(segments, s, position);
+                    if (cleanEnd != Long.MAX_VALUE) {
+                        faults.add("invalid record at " + where + " before the end recorded at clean shutdown ("
+                                + cleanEnd + ")");
+                    } else if (follower >= 0) {
+                        faults.add("invalid record at " + where + " with a valid record after it at log position "
+                                + follower + ": corruption");
+                    } else {
+                        notes.add("torn tail at " + where + ": the store was not closed cleanly; opening it"
+                                + " will cut the log there");
+                    }
+                    totals[2] = position;
+                    return;
+                }
+                MemorySegment record = data.asSlice(offset, length);
+                if (RecordFormat.isFiller(record)) {
+                    break;
+                }
+                String queue = RecordFormat.topic(record) + "-" + RecordFormat.queueId(record);
+                long first = RecordFormat.firstQueueOffset(record);
+                int count = RecordFormat.messageCount(record);
+                long[] range = queues.computeIfAbsent(queue, q -> new long[] {first, first});
+                if (range[1] != first) {
+                    faults.add("queue " + queue + ": record at log position " + position + " holds offset " + first
+                            + ", expected " + range[1]);
+                }
+                range[1] = first + count;
+                totals[0]++;
+                totals[1] += count;
+                position += length;
+            }
+            position = segment.end();
+        }
+        totals[2] = segments.isEmpty() ? 0 : position;
+    }
+
+    private static long checkIndexes(Path indexRoot, List<Segment> segments, long logEnd, Map<String, long[]> queues,
+                                     List<String> faults) throws IOException {
+        long checked = 0;
+        Map<String, Path> queueDirectories = new TreeMap<>();
+        if (Files.isDirectory(indexRoot)) {
+            try (Stream<Path> walk = Files.walk(indexRoot, 2)) {
+                walk.filter(p -> p.getNameCount() == indexRoot.getNameCount() + 2 && Files.isDirectory(p))
+                        .forEach(p -> queueDirectories.put(p.getParent().getFileName() + "-" + p.getFileName(), p));
+            }
+        }
+        for (Map.Entry<String, long[]> queue : queues.entrySet()) {
+            if (!queueDirectories.containsKey(queue.getKey())) {
+                faults.add("queue " + queue.getKey() + " has records in the log but no index");
+            }
+        }
+        for (Map.Entry<String, Path> queue : queueDirectories.entrySet()) {
+            long[] expected = queues.get(queue.getKey());
+            checked += checkQueue(queue.getKey(), queue.getValue(), expected, segments, logEnd, faults);
+        }
+        return checked;
+    }
+
+    private static long checkQueue(String queue, Path directory, long[] expected, List<Segment> segments, long logEnd,
+                                   List<String> faults) throws IOException {
+        List<Path> files;
+        try (Stream<Path> listing = Files.list(directory)) {
+            files = listing.sorted(Comparator.comparing(Path::toString)).toList();
+        }
+        long checked = 0;
+        long next = -1;
+        boolean ended = false;
+        for (Path file : files) {
+            long first = Long.parseLong(file.getFileName().toString());
+            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
+                MemorySegment entries = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
+                long count = channel.size() / QueueIndexFormat.ENTRY_BYTES;
+                for (long i = 0; i < count; i++) {
+                    long at = i * QueueIndexFormat.ENTRY_BYTES;
+                    int size = entries.get(INT, at + QueueIndexFormat.RECORD_SIZE_OFFSET);
+                    long offset = first + i;
+                    if (size == 0) {
+                        ended = true;
+                        continue;
+                    }
+                    if (ended) {
+                        faults.add("queue " + queue + ": index entry " + offset + " follows an empty entry");
+                        return checked;
+                    }
+                    if (next >= 0 && offset != next) {
+                        faults.add("queue " + queue + ": index jumps from " + next + " to " + offset);
+                    }
+                    next = offset + 1;
+                    checked++;
+                    String fault = checkEntry(entries, at, offset, size, segments, logEnd, queue);
+                    if (fault != null) {
+                        faults.add("queue " + queue + ": index entry " + offset + ": " + fault);
+                        return checked;
+                    }
+                }
+            }
+        }
+        long end = Math.max(next, 0);
+        if (expected == null ? end > 0 : end != expected[1]) {
+            faults.add("queue " + queue + ": index ends at offset " + end + " but the log holds offsets up to "
+                    + (expected == null ? 0 : expected[1]));
+        }
+        return checked;
+    }
+
+    private static String checkEntry(MemorySegment entries, long at, long offset, int size, List<Segment> segments,
+                                     long logEnd, String queue) {
+        long position = entries.get(LONG, at + QueueIndexFormat.LOG_POSITION_OFFSET);
+        if (position + size > logEnd) {
+            return "points past the end of the valid log (" + position + "+" + size + " > " + logEnd + ")";
+        }
+        Segment segment = null;
+        for (Segment candidate : segments) {
+            if (candidate.base() <= position && position < candidate.end()) {
+                segment = candidate;
+            }
+        }
+        if (segment == null) {
+            return "points at log position " + position + ", which is not stored";
+        }
+        long length = RecordFormat.validate(segment.mapping(), position - segment.base(), position);
+        if (length != size) {
+            return "no valid record of " + size + " bytes at log position " + position;
+        }
+        MemorySegment record = segment.mapping().asSlice(position - segment.base(), length);
+        int indexInRecord = entries.get(INT, at + QueueIndexFormat.INDEX_IN_RECORD_OFFSET);
+        boolean matches = (RecordFormat.topic(record) + "-" + RecordFormat.queueId(record)).equals(queue)
+                && RecordFormat.firstQueueOffset(record) + indexInRecord == offset
+                && RecordFormat.messageCount(record) == entries.get(INT, at + QueueIndexFormat.MESSAGE_COUNT_OFFSET)
+                && RecordFormat.storeTimestamp(record) == entries.get(LONG, at + QueueIndexFormat.STORE_TIMESTAMP_OFFSET);
+        return matches ? null : "does not match the record at log position " + position;
+    }
+}
