@@ -1,0 +1,119 @@
+package io.sluice.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.BufferedReader;
+import java.io.IOException;
+import java.io.InputStreamReader;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import org.junit.jupiter.api.Tag;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Kills a child JVM that appends with SYNC flush (SIGKILL, at a random moment) again and again on the same
+ * store, rotating through the write paths. After each kill: every acknowledged message is present with its
+ * exact bytes, queue offsets are dense, and the verifier finds nothing wrong.
+ * Rounds: {@code -Dsluice.crash.rounds} (25 by default); seed: {@code -Dsluice.crash.seed}.
+ */
+@Tag("slow")
+@ExtendWith(NoThreadLeaks.class)
+class CrashTest {
+
+    @TempDir
+    Path dir;
+
+    @Test
+    void acknowledgedMessagesSurviveSigkill() throws Exception {
+        int rounds = Integer.getInteger("sluice.crash.rounds", 25);
+        long seed = Long.getLong("sluice.crash.seed", System.nanoTime());
+        System.out.println("CrashTest seed " + seed + ", " + rounds + " rounds");
+        SplittableRandom random = new SplittableRandom(seed);
+        Map<String, Long> acknowledged = new HashMap<>();
+        for (int round = 0; round < rounds; round++) {
+            WritePath path = WritePath.values()[round % WritePath.values().length];
+            long killAfterMillis = 50 + random.nextLong(400);
+            int acks = runAndKill(path, 4, seed + round, killAfterMillis, acknowledged);
+            System.out.printf("crash round %d: %s, killed %d ms after ready, %d acks, %d acknowledged in all%n",
+                    round, path, killAfterMillis, acks, acknowledged.size());
+            checkStore(acknowledged, "round " + round + " (" + path + ", killed " + killAfterMillis + " ms after ready, "
+                    + acks + " acks this round)");
+        }
+        assertThat(acknowledged).isNotEmpty();
+    }
+
+    private int runAndKill(WritePath path, int threads, long seed, long killAfterMillis, Map<String, Long> acknowledged)
+            throws IOException, InterruptedException {
+        String java = ProcessHandle.current().info().command().orElse("java");
+        Process child = new ProcessBuilder(java, "-ea", "--enable-native-access=ALL-UNNAMED", "-Xmx256m",
+                "-cp", System.getProperty("java.class.path"), CrashChild.class.getName(),
+                dir.toString(), path.name(), Integer.toString(threads), Long.toString(seed))
+                .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        int acks = 0;
+        try (BufferedReader lines = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.US_ASCII))) {
+            String ready = lines.readLine();
+            assertThat(ready).as("child started").isEqualTo("READY");
+            Thread killer = Thread.ofPlatform().start(() -> {
+                try {
+                    Thread.sleep(killAfterMillis);
+                } catch (InterruptedException e) {
+                    return;
+                }
+                // SIGKILL on Linux; the handle, unlike Process.destroyForcibly, leaves our pipe open so every
+                // acknowledgement the child printed before dying is still read.
+                child.toHandle().destroyForcibly();
+            });
+            String line;
+            while ((line = lines.readLine()) != null) {
+                String[] parts = line.split(" ");
+                if (parts.length != 5 || !parts[0].equals("ACK") || !parts[4].equals("END")) {
+                    continue; // the line the kill cut short
+                }
+                Long previous = acknowledged.put(parts[1] + ":" + parts[2], Long.parseLong(parts[3]));
+                assertThat(previous).as("offset %s acknowledged twice", parts[1] + ":" + parts[2]).isNull();
+                acks++;
+            }
+            killer.join();
+        }
+        assertThat(child.waitFor(30, TimeUnit.SECONDS)).isTrue();
+        return acks;
+    }
+
+    private void checkStore(Map<String, Long> acknowledged, String round) throws IOException {
+        try (Store store = Store.open(dir, TestStores.small(WritePath.MMAP, FlushMode.SYNC).build())) {
+            for (int queue = 0; queue < 2; queue++) {
+                long max = store.maxOffset("crash", queue);
+                long offset = 0;
+                while (offset < max) {
+                    try (ReadResult result = store.read("crash", queue, offset, 500, 4 << 20)) {
+                        for (StoredMessage m : result.messages()) {
+                            assertThat(m.queueOffset()).as(round + ": dense offsets").isEqualTo(offset);
+                            Long expected = acknowledged.get(queue + ":" + offset);
+                            if (expected != null) {
+                                assertThat(TestStores.crc(m.bodyBytes())).as(round + ": bytes of " + queue + ":" + offset)
+                                        .isEqualTo(expected);
+                            }
+                            offset++;
+                        }
+                    }
+                }
+                for (String key : acknowledged.keySet()) {
+                    String[] parts = key.split(":");
+                    if (Integer.parseInt(parts[0]) == queue) {
+                        assertThat(Long.parseLong(parts[1])).as(round + ": acknowledged " + key + " present").isLessThan(max);
+                    }
+                }
+            }
+        }
+        StoreVerifier.Report report = StoreVerifier.verify(dir);
+        assertThat(report.faults()).as(round + ": verify").isEmpty();
+    }
+
+}
