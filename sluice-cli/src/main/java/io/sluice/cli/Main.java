@@ -1,11 +1,30 @@
 package io.sluice.cli;
 
-/** Placeholder entry point replaced below. */
+import picocli.CommandLine;
+import picocli.CommandLine.Command;
+
+/** The {@code sluice} command line. */
+@Command(name = "sluice", mixinStandardHelpOptions = true, version = "sluice 0.1.0",
+        description = "Sluice message store: produce, consume, inspect and verify a store directory.",
+        subcommands = {ProduceCommand.class, ConsumeCommand.class, StatCommand.class, VerifyCommand.class,
+                DemoCommand.class, PerfCommand.class})
 public final class Main {
+
     private Main() {
     }
 
-    /** @param args arguments */
+    /** @param args command-line arguments */
     public static void main(String[] args) {
+        System.exit(run(args));
+    }
+
+    /** @return the exit code: 0 ok, 1 a fault was found or the command failed, 2 bad usage */
+    public static int run(String... args) {
+        CommandLine commandLine = new CommandLine(new Main());
+        commandLine.setExecutionExceptionHandler((e, cmd, parsed) -> {
+            cmd.getErr().println("sluice " + cmd.getCommandName() + ": " + e.getMessage());
+            return e instanceof IllegalArgumentException ? 2 : 1;
+        });
+        return commandLine.execute(args);
     }
 }

@@ -1,0 +1,82 @@
+package io.sluice.cli;
+
+import io.sluice.store.ReadResult;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.StoredMessage;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** {@code sluice consume}: prints a queue's messages from an offset to its current end. */
+@Command(name = "consume", description = "Print a queue's messages from --from to the end.")
+final class ConsumeCommand implements Callable<Integer> {
+
+    @Option(names = "--dir", required = true, description = "Store directory.")
+    Path dir;
+
+    @Option(names = "--topic", required = true, description = "Topic name.")
+    String topic;
+
+    @Option(names = "--queue", required = true, description = "Queue id.")
+    int queue;
+
+    @Option(names = "--from", defaultValue = "0", description = "First offset (default 0).")
+    long from;
+
+    @Option(names = "--max", defaultValue = "9223372036854775807", description = "Most messages to print.")
+    long max;
+
+    @Option(names = "--json", description = "One JSON object per message on stdout.")
+    boolean json;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        if (!Files.isDirectory(dir)) {
+            throw new ParameterException(spec.commandLine(), "no store at " + dir);
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        long printed = 0;
+        try (Store store = Store.open(dir, StoreConfig.defaults())) {
+            long offset = Math.max(from, store.minOffset(topic, queue));
+            while (printed < max) {
+                try (ReadResult result = store.read(topic, queue, offset, 1000, 16 << 20)) {
+                    if (result.messages().isEmpty()) {
+                        break;
+                    }
+                    for (StoredMessage m : result.messages()) {
+                        if (printed++ >= max) {
+                            break;
+                        }
+                        print(out, m);
+                    }
+                    offset = result.nextOffset();
+                }
+            }
+        }
+        out.flush();
+        return 0;
+    }
+
+    private void print(PrintWriter out, StoredMessage m) {
+        String body = new String(m.bodyBytes(), StandardCharsets.UTF_8);
+        if (json) {
+            out.println(new Json().put("topic", m.topic()).put("queue", m.queueId()).put("offset", m.queueOffset())
+                    .put("logPosition", m.logPosition()).put("storeTimestamp", m.storeTimestamp())
+                    .put("bornTimestamp", m.bornTimestamp()).put("keys", m.keys()).put("tag", m.tag())
+                    .put("properties", m.properties()).put("body", body));
+        } else {
+            out.printf("%d\t%s%n", m.queueOffset(), body);
+        }
+    }
+}

@@ -1,0 +1,164 @@
+package io.sluice.cli;
+
+import io.sluice.store.FlushMode;
+import io.sluice.store.Message;
+import io.sluice.store.ReadResult;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.StoredMessage;
+import java.io.PrintWriter;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.LongAdder;
+import org.HdrHistogram.Histogram;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code sluice perf}: append throughput and latency for one store in this process, then optionally read it
+ * all back with one consumer. ASYNC latency is the append call; SYNC latency is until the ack.
+ */
+@Command(name = "perf", description = "Measure append throughput and latency (HdrHistogram), and read-back speed.")
+final class PerfCommand implements Callable<Integer> {
+
+    @Mixin
+    StoreOptions store;
+
+    @Option(names = "--size", defaultValue = "1024", description = "Body bytes (default 1024).")
+    int size;
+
+    @Option(names = "--seconds", defaultValue = "10", description = "Append phase length (default 10).")
+    int seconds;
+
+    @Option(names = "--producers", defaultValue = "1", description = "Producer threads (default 1; virtual under SYNC).")
+    int producers;
+
+    @Option(names = "--queues", defaultValue = "1", description = "Queues the producers spread over (default 1).")
+    int queues;
+
+    @Option(names = "--read", description = "Read everything back afterwards with one consumer.")
+    boolean read;
+
+    @Option(names = "--json", description = "One JSON object on stdout.")
+    boolean json;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws Exception {
+        DemoCommand.recreate(store.dir);
+        StoreConfig config = store.config();
+        Histogram latency = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
+        LongAdder appended = new LongAdder();
+        double appendSeconds;
+        double readGigabytesPerSecond = Double.NaN;
+        long readMessages = 0;
+        try (Store s = Store.open(store.dir, config)) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+            long started = System.nanoTime();
+            List<Thread> threads = new ArrayList<>();
+            List<Histogram> histograms = new ArrayList<>();
+            for (int p = 0; p < producers; p++) {
+                Histogram own = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
+                histograms.add(own);
+                int queue = p % queues;
+                Runnable producer = () -> produce(s, queue, deadline, own, appended, config.flushMode());
+                threads.add(config.flushMode() == FlushMode.SYNC ? Thread.ofVirtual().start(producer)
+                        : Thread.ofPlatform().start(producer));
+            }
+            for (Thread t : threads) {
+                t.join();
+            }
+            appendSeconds = (System.nanoTime() - started) / 1e9;
+            histograms.forEach(latency::add);
+            if (read) {
+                long readStarted = System.nanoTime();
+                long[] result = readAll(s);
+                readMessages = result[0];
+                readGigabytesPerSecond = result[1] / ((System.nanoTime() - readStarted) / 1e9) / 1e9;
+            }
+        }
+        report(appended.sum(), appendSeconds, latency, readMessages, readGigabytesPerSecond);
+        DemoCommand.recreate(store.dir);
+        return 0;
+    }
+
+    private void produce(Store s, int queue, long deadline, Histogram latency, LongAdder appended, FlushMode mode) {
+        byte[] body = new byte[size];
+        java.util.Arrays.fill(body, (byte) 7);
+        Message message = Message.builder().bornTimestamp(0).body(body).build();
+        long count = 0;
+        while ((count & 255) != 0 || System.nanoTime() < deadline) {
+            long t0 = System.nanoTime();
+            var future = s.append("perf", queue, message);
+            if (mode == FlushMode.SYNC) {
+                future.join();
+            }
+            latency.recordValue(Math.min(System.nanoTime() - t0, latency.getHighestTrackableValue()));
+            count++;
+        }
+        appended.add(count);
+    }
+
+    /** @return [messages, body bytes], reading every body's bytes (XOR of its longs) so nothing is skipped */
+    private long[] readAll(Store s) {
+        long messages = 0;
+        long bytes = 0;
+        long sink = 0;
+        for (int queue = 0; queue < queues; queue++) {
+            long offset = 0;
+            while (true) {
+                try (ReadResult r = s.read("perf", queue, offset, 4096, 32 << 20)) {
+                    if (r.messages().isEmpty()) {
+                        break;
+                    }
+                    for (StoredMessage m : r.messages()) {
+                        MemorySegment body = m.body();
+                        long n = body.byteSize() / 8;
+                        for (long i = 0; i < n; i++) {
+                            sink ^= body.getAtIndex(ValueLayout.JAVA_LONG_UNALIGNED, i);
+                        }
+                        bytes += body.byteSize();
+                        messages++;
+                    }
+                    offset = r.nextOffset();
+                }
+            }
+        }
+        if (sink == 42) {
+            spec.commandLine().getErr().print("");
+        }
+        return new long[] {messages, bytes};
+    }
+
+    private void report(long messages, double appendSeconds, Histogram latency, long readMessages, double readGbps) {
+        PrintWriter out = spec.commandLine().getOut();
+        double rate = messages / appendSeconds;
+        double us = 1000.0;
+        if (json) {
+            out.println(new Json().put("flush", store.flush).put("writePath", store.writePath).put("size", size)
+                    .put("producers", producers).put("messages", messages).put("seconds", appendSeconds)
+                    .put("messagesPerSecond", Math.round(rate)).put("megabytesPerSecond", Math.round(rate * size / 1e6))
+                    .put("p50us", latency.getValueAtPercentile(50) / us).put("p99us", latency.getValueAtPercentile(99) / us)
+                    .put("p999us", latency.getValueAtPercentile(99.9) / us).put("maxUs", latency.getMaxValue() / us)
+                    .put("readMessages", readMessages).put("readGBps", Double.isNaN(readGbps) ? null : readGbps));
+        } else {
+            out.printf("%s %s, %d B bodies, %d producer(s): %,d messages in %.2f s = %,.0f msg/s (%.0f MB/s)%n",
+                    store.flush, store.writePath, size, producers, messages, appendSeconds, rate, rate * size / 1e6);
+            out.printf("latency us: p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f%n", latency.getValueAtPercentile(50) / us,
+                    latency.getValueAtPercentile(99) / us, latency.getValueAtPercentile(99.9) / us, latency.getMaxValue() / us);
+            if (!Double.isNaN(readGbps)) {
+                out.printf("read back %,d messages with 1 consumer: %.2f GB/s of bodies%n", readMessages, readGbps);
+            }
+        }
+        out.flush();
+    }
+}

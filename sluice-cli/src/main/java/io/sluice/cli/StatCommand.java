@@ -1,0 +1,86 @@
+package io.sluice.cli;
+
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.StoreStatus;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.Callable;
+import java.util.stream.Stream;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** {@code sluice stat}: topics, queues, offsets, segments and bytes of a store. */
+@Command(name = "stat", description = "Show topics, queues, offsets, segments and bytes.")
+final class StatCommand implements Callable<Integer> {
+
+    @Option(names = "--dir", required = true, description = "Store directory.")
+    Path dir;
+
+    @Option(names = "--json", description = "One JSON object on stdout.")
+    boolean json;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        if (!Files.isDirectory(dir)) {
+            throw new ParameterException(spec.commandLine(), "no store at " + dir);
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        try (Store store = Store.open(dir, StoreConfig.defaults())) {
+            StoreStatus status = store.status();
+            long segmentBytes = sizeOf(dir.resolve("log"));
+            long indexBytes = sizeOf(dir.resolve("index"));
+            List<Json> queues = new ArrayList<>();
+            for (String topic : store.topics()) {
+                for (int queue : store.queues(topic)) {
+                    queues.add(new Json().put("topic", topic).put("queue", queue)
+                            .put("minOffset", store.minOffset(topic, queue)).put("maxOffset", store.maxOffset(topic, queue)));
+                }
+            }
+            if (json) {
+                out.println(new Json().put("dir", dir.toAbsolutePath().toString()).put("state", status.state())
+                        .put("writePosition", status.writePosition()).put("flushedPosition", status.flushedPosition())
+                        .put("minLogPosition", status.minLogPosition()).put("segments", status.segmentCount())
+                        .put("segmentBytes", segmentBytes).put("indexBytes", indexBytes).put("queues", queues));
+            } else {
+                out.printf("store %s (%s)%n", dir.toAbsolutePath(), status.state());
+                out.printf("log: positions %,d..%,d, %d segment files, %,d bytes on disk; indexes %,d bytes%n",
+                        status.minLogPosition(), status.writePosition(), status.segmentCount(), segmentBytes, indexBytes);
+                for (String topic : store.topics()) {
+                    for (int queue : store.queues(topic)) {
+                        out.printf("  %s-%d: offsets %,d..%,d%n", topic, queue, store.minOffset(topic, queue),
+                                store.maxOffset(topic, queue));
+                    }
+                }
+            }
+        }
+        out.flush();
+        return 0;
+    }
+
+    /** @return bytes allocated on disk under {@code root} (what a full disk would count) */
+    private static long sizeOf(Path root) throws IOException {
+        if (!Files.exists(root)) {
+            return 0;
+        }
+        try (Stream<Path> walk = Files.walk(root)) {
+            return walk.filter(Files::isRegularFile).mapToLong(p -> {
+                try {
+                    return Files.size(p);
+                } catch (IOException e) {
+                    return 0;
+                }
+            }).sum();
+        }
+    }
+}

@@ -1,0 +1,51 @@
+package io.sluice.cli;
+
+import io.sluice.store.FlushMode;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.WritePath;
+import java.nio.file.Path;
+import java.util.Locale;
+import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Option;
+
+/** Options shared by commands that open a store. */
+final class StoreOptions {
+
+    @Option(names = "--dir", required = true, description = "Store directory.")
+    Path dir;
+
+    @Option(names = "--flush", defaultValue = "async", converter = FlushConverter.class,
+            description = "sync (ack after fsync, group commit) or async (default).")
+    FlushMode flush;
+
+    @Option(names = "--write-path", defaultValue = "mmap", converter = WritePathConverter.class,
+            description = "mmap (default), write-buffer or channel.")
+    WritePath writePath;
+
+    @Option(names = "--segment-size", description = "Segment file size in bytes for a new store (default 1 GiB).")
+    Long segmentSize;
+
+    StoreConfig config() {
+        StoreConfig.Builder builder = StoreConfig.builder().flushMode(flush).writePath(writePath);
+        if (segmentSize != null) {
+            builder.segmentSizeBytes(segmentSize);
+        }
+        return builder.build();
+    }
+
+    /** Accepts sync / async in any case. */
+    static final class FlushConverter implements ITypeConverter<FlushMode> {
+        @Override
+        public FlushMode convert(String value) {
+            return FlushMode.valueOf(value.toUpperCase(Locale.ROOT));
+        }
+    }
+
+    /** Accepts mmap / write-buffer / channel in any case. */
+    static final class WritePathConverter implements ITypeConverter<WritePath> {
+        @Override
+        public WritePath convert(String value) {
+            return WritePath.valueOf(value.toUpperCase(Locale.ROOT).replace('-', '_'));
+        }
+    }
+}

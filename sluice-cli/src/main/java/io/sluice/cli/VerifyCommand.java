@@ -1,0 +1,51 @@
+package io.sluice.cli;
+
+import io.sluice.store.StoreVerifier;
+import java.io.IOException;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** {@code sluice verify}: checks every record CRC and every index entry; exit 1 on any fault. */
+@Command(name = "verify", description = "Check every record's CRC and every index entry without changing anything;"
+        + " exit 1 and a report on any fault.")
+final class VerifyCommand implements Callable<Integer> {
+
+    @Option(names = "--dir", required = true, description = "Store directory (close the store first).")
+    Path dir;
+
+    @Option(names = "--json", description = "One JSON object on stdout.")
+    boolean json;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException {
+        if (!Files.isDirectory(dir)) {
+            throw new ParameterException(spec.commandLine(), "no store at " + dir);
+        }
+        StoreVerifier.Report report = StoreVerifier.verify(dir);
+        PrintWriter out = spec.commandLine().getOut();
+        if (json) {
+            out.println(new Json().put("ok", report.ok()).put("faults", report.faults()).put("notes", report.notes())
+                    .put("segments", report.segments()).put("records", report.records())
+                    .put("messages", report.messages()).put("logEnd", report.logEnd())
+                    .put("indexEntries", report.indexEntries()).put("queues", report.queueMessages()));
+        } else {
+            out.printf("%s: %d segments, %,d records, %,d messages, %,d index entries checked, log ends at %,d%n",
+                    dir, report.segments(), report.records(), report.messages(), report.indexEntries(), report.logEnd());
+            report.notes().forEach(note -> out.println("note: " + note));
+            report.faults().forEach(fault -> out.println("FAULT: " + fault));
+            out.println(report.ok() ? "OK" : report.faults().size() + " fault(s)");
+        }
+        out.flush();
+        return report.ok() ? 0 : 1;
+    }
+}
