@@ -1,0 +1,99 @@
+package io.sluice.cli;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.ByteArrayInputStream;
+import java.io.ByteArrayOutputStream;
+import java.io.InputStream;
+import java.io.PrintStream;
+import java.io.RandomAccessFile;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+class CliTest {
+
+    @TempDir
+    Path dir;
+
+    private record Run(int exit, String out, String err) {
+    }
+
+    private static Run run(String stdin, String... args) {
+        PrintStream oldOut = System.out;
+        PrintStream oldErr = System.err;
+        InputStream oldIn = System.in;
+        ByteArrayOutputStream out = new ByteArrayOutputStream();
+        ByteArrayOutputStream err = new ByteArrayOutputStream();
+        try {
+            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
+            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
+            System.setIn(new ByteArrayInputStream(stdin.getBytes(StandardCharsets.UTF_8)));
+            int exit = Main.run(args);
+            return new Run(exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
+        } finally {
+            System.setOut(oldOut);
+            System.setErr(oldErr);
+            System.setIn(oldIn);
+        }
+    }
+
+    @Test
+    void produceLinesThenConsumeStatAndVerify() {
+        String store = dir.resolve("s").toString();
+        Run produce = run("hello\nwörld \"quoted\"\n", "produce", "--dir", store, "--topic", "greetings", "--json",
+                "--segment-size", "8388608");
+        assertThat(produce.exit()).isZero();
+        assertThat(produce.out().lines().toList().getLast())
+                .contains("\"event\":\"summary\"").contains("\"acknowledged\":2");
+
+        Run consume = run("", "consume", "--dir", store, "--topic", "greetings", "--queue", "0", "--json");
+        assertThat(consume.exit()).isZero();
+        assertThat(consume.out().lines()).hasSize(2);
+        assertThat(consume.out()).contains("\"offset\":0").contains("\"body\":\"hello\"")
+                .contains("\"body\":\"wörld \\\"quoted\\\"\"");
+
+        Run generated = run("", "produce", "--dir", store, "--topic", "bulk", "--queue", "3", "--count", "5000",
+                "--size", "100", "--flush", "sync", "--write-path", "write-buffer");
+        assertThat(generated.exit()).isZero();
+        assertThat(generated.out()).contains("produced 5,000 messages to bulk-3");
+
+        Run stat = run("", "stat", "--dir", store, "--json");
+        assertThat(stat.exit()).isZero();
+        assertThat(stat.out()).contains("{\"topic\":\"bulk\",\"queue\":3,\"minOffset\":0,\"maxOffset\":5000}")
+                .contains("{\"topic\":\"greetings\",\"queue\":0,\"minOffset\":0,\"maxOffset\":2}");
+
+        Run verify = run("", "verify", "--dir", store);
+        assertThat(verify.exit()).isZero();
+        assertThat(verify.out()).contains("5,002 messages").contains("OK");
+    }
+
+    @Test
+    void verifyExitsOneOnCorruption() throws Exception {
+        String store = dir.resolve("s").toString();
+        assertThat(run("", "produce", "--dir", store, "--topic", "t", "--count", "200", "--size", "500",
+                "--segment-size", "8388608").exit()).isZero();
+        Files.delete(dir.resolve("s/clean-shutdown"));
+        try (RandomAccessFile segment = new RandomAccessFile(dir.resolve("s/log/00000000000000000000").toFile(), "rw")) {
+            segment.seek(5_000);
+            segment.write(new byte[] {1, 2, 3, 4});
+        }
+        Run verify = run("", "verify", "--dir", store);
+        assertThat(verify.exit()).isEqualTo(1);
+        assertThat(verify.out()).contains("FAULT").contains("corruption");
+    }
+
+    @Test
+    void badArgumentsPrintUsageAndExitTwo() {
+        Run missing = run("", "produce", "--topic", "t");
+        assertThat(missing.exit()).isEqualTo(2);
+        assertThat(missing.err()).contains("Missing required option").contains("Usage:");
+        assertThat(run("", "produce", "--dir", dir.toString(), "--topic", "t", "--flush", "sometimes").exit()).isEqualTo(2);
+        assertThat(run("", "nonsense").exit()).isEqualTo(2);
+        Run badTopic = run("", "produce", "--dir", dir.resolve("x").toString(), "--topic", "no/slash", "--count", "1");
+        assertThat(badTopic.exit()).isEqualTo(2);
+        assertThat(badTopic.err()).contains("[a-zA-Z0-9._-]");
+    }
+}
