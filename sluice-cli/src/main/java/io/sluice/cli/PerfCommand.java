@@ -61,6 +61,7 @@ final class PerfCommand implements Callable<Integer> {
         double appendSeconds;
         double readGigabytesPerSecond = Double.NaN;
         long readMessages = 0;
+        long readDigest = 0;
         try (Store s = Store.open(store.dir, config)) {
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
             long started = System.nanoTime();
@@ -84,9 +85,10 @@ final class PerfCommand implements Callable<Integer> {
                 long[] result = readAll(s);
                 readMessages = result[0];
                 readGigabytesPerSecond = result[1] / ((System.nanoTime() - readStarted) / 1e9) / 1e9;
+                readDigest = result[2];
             }
         }
-        report(appended.sum(), appendSeconds, latency, readMessages, readGigabytesPerSecond);
+        report(appended.sum(), appendSeconds, latency, readMessages, readGigabytesPerSecond, readDigest);
         DemoCommand.recreate(store.dir);
         return 0;
     }
@@ -108,7 +110,10 @@ final class PerfCommand implements Callable<Integer> {
         appended.add(count);
     }
 
-    /** @return [messages, body bytes], reading every body's bytes (XOR of its longs) so nothing is skipped */
+    /**
+     * @return [messages, body bytes, XOR of every body's longs]; the XOR is reported so the JIT cannot drop
+     *     the reads
+     */
     private long[] readAll(Store s) {
         long messages = 0;
         long bytes = 0;
@@ -133,13 +138,11 @@ final class PerfCommand implements Callable<Integer> {
                 }
             }
         }
-        if (sink == 42) {
-            spec.commandLine().getErr().print("");
-        }
-        return new long[] {messages, bytes};
+        return new long[] {messages, bytes, sink};
     }
 
-    private void report(long messages, double appendSeconds, Histogram latency, long readMessages, double readGbps) {
+    private void report(long messages, double appendSeconds, Histogram latency, long readMessages, double readGbps,
+                        long readDigest) {
         PrintWriter out = spec.commandLine().getOut();
         double rate = messages / appendSeconds;
         double us = 1000.0;
@@ -149,14 +152,16 @@ final class PerfCommand implements Callable<Integer> {
                     .put("messagesPerSecond", Math.round(rate)).put("megabytesPerSecond", Math.round(rate * size / 1e6))
                     .put("p50us", latency.getValueAtPercentile(50) / us).put("p99us", latency.getValueAtPercentile(99) / us)
                     .put("p999us", latency.getValueAtPercentile(99.9) / us).put("maxUs", latency.getMaxValue() / us)
-                    .put("readMessages", readMessages).put("readGBps", Double.isNaN(readGbps) ? null : readGbps));
+                    .put("readMessages", readMessages).put("readGBps", Double.isNaN(readGbps) ? null : readGbps)
+                    .put("readDigest", Long.toHexString(readDigest)));
         } else {
             out.printf("%s %s, %d B bodies, %d producer(s): %,d messages in %.2f s = %,.0f msg/s (%.0f MB/s)%n",
                     store.flush, store.writePath, size, producers, messages, appendSeconds, rate, rate * size / 1e6);
             out.printf("latency us: p50 %.1f  p99 %.1f  p99.9 %.1f  max %.1f%n", latency.getValueAtPercentile(50) / us,
                     latency.getValueAtPercentile(99) / us, latency.getValueAtPercentile(99.9) / us, latency.getMaxValue() / us);
             if (!Double.isNaN(readGbps)) {
-                out.printf("read back %,d messages with 1 consumer: %.2f GB/s of bodies%n", readMessages, readGbps);
+                out.printf("read back %,d messages with 1 consumer: %.2f GB/s of bodies (digest %x)%n", readMessages,
+                        readGbps, readDigest);
             }
         }
         out.flush();
