@@ -1,6 +1,7 @@
 package io.sluice.cli;
 
 import io.sluice.store.FlushMode;
+import io.sluice.store.SegmentAllocation;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
 import java.nio.file.Path;
@@ -19,8 +20,12 @@ final class StoreOptions {
     FlushMode flush;
 
     @Option(names = "--write-path", defaultValue = "mmap", converter = WritePathConverter.class,
-            description = "mmap (default), write-buffer or channel.")
+            description = "mmap (default), write-buffer, channel or direct.")
     WritePath writePath;
+
+    @Option(names = "--allocation", converter = AllocationConverter.class,
+            description = "How new segments reserve blocks: fallocate (default) or zero-fill.")
+    SegmentAllocation allocation;
 
     @Option(names = "--segment-size", description = "Segment file size in bytes for a new store (default 1 GiB).")
     Long segmentSize;
@@ -29,6 +34,9 @@ final class StoreOptions {
         StoreConfig.Builder builder = StoreConfig.builder().flushMode(flush).writePath(writePath);
         if (segmentSize != null) {
             builder.segmentSizeBytes(segmentSize);
+        }
+        if (allocation != null) {
+            builder.segmentAllocation(allocation);
         }
         return builder.build();
     }
@@ -41,7 +49,15 @@ final class StoreOptions {
         }
     }
 
-    /** Accepts mmap / write-buffer / channel in any case. */
+    /** Accepts fallocate / zero-fill in any case. */
+    static final class AllocationConverter implements ITypeConverter<SegmentAllocation> {
+        @Override
+        public SegmentAllocation convert(String value) {
+            return SegmentAllocation.valueOf(value.toUpperCase(Locale.ROOT).replace('-', '_'));
+        }
+    }
+
+    /** Accepts mmap / write-buffer / channel / direct in any case. */
     static final class WritePathConverter implements ITypeConverter<WritePath> {
         @Override
         public WritePath convert(String value) {

@@ -151,12 +151,12 @@ public final class Store implements AutoCloseable {
         Names.checkQueueId(queueId);
         byte[] topicBytes = topic.getBytes(StandardCharsets.US_ASCII);
         long size = RecordFormat.recordSize(topicBytes.length, messages);
-        long limit = Math.min(config.segmentSizeBytes(), config.writePath() == WritePath.WRITE_BUFFER
-                ? config.writeBufferBytes() : Integer.MAX_VALUE);
+        boolean buffered = config.writePath().buffered();
+        long limit = Math.min(config.segmentSizeBytes(), buffered
+                ? StoreConfig.largestBufferedRecord(config.writePath(), config.writeBufferBytes()) : Integer.MAX_VALUE);
         if (size > limit) {
             throw new IllegalArgumentException("a record of " + size + " bytes exceeds the largest record this store"
-                    + " can hold (" + limit + " bytes: segmentSizeBytes"
-                    + (config.writePath() == WritePath.WRITE_BUFFER ? " and writeBufferBytes)" : ")"));
+                    + " can hold (" + limit + " bytes: segmentSizeBytes" + (buffered ? " and writeBufferBytes)" : ")"));
         }
         appendLock.lock();
         try {

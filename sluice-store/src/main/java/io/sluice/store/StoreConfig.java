@@ -14,10 +14,10 @@ import java.util.Objects;
  * @param segmentAllocation how new segment files reserve their blocks
  * @param flushIntervalMillis ASYNC: force at least this often while bytes are dirty
  * @param flushDirtyBytes ASYNC: force as soon as this many bytes are dirty
- * @param commitIntervalMillis WRITE_BUFFER: write buffered bytes to the file at least this often
- * @param commitMinBytes WRITE_BUFFER: write buffered bytes to the file as soon as this many have gathered
- * @param writeBufferBytes WRITE_BUFFER: size of one pooled buffer page
- * @param writeBufferCount WRITE_BUFFER: number of pooled buffer pages
+ * @param commitIntervalMillis WRITE_BUFFER and DIRECT: write buffered bytes to the file at least this often
+ * @param commitMinBytes WRITE_BUFFER and DIRECT: write buffered bytes to the file as soon as this many have gathered
+ * @param writeBufferBytes WRITE_BUFFER and DIRECT: size of one pooled buffer page; a multiple of 4 KiB
+ * @param writeBufferCount WRITE_BUFFER and DIRECT: number of pooled buffer pages
  * @param maxMessageBytes largest encoded message accepted (body, keys, tag and properties)
  * @param queueIndexEntriesPerFile entries in each queue-index file
  * @param checkpointIntervalMillis how often the checkpoint (and the queue indexes) are forced
@@ -41,6 +41,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
     public static final long DEFAULT_SEGMENT_SIZE_BYTES = 1L << 30;
     /** Room a record needs beyond its messages, for the record header and a topic name. */
     public static final int RECORD_OVERHEAD_BYTES = 512;
+    /** Alignment of {@link WritePath#DIRECT} writes: file offsets, lengths and buffer addresses. */
+    public static final int DIRECT_BLOCK_BYTES = 4096;
 
     /** Validates every field and the rules between fields. */
     public StoreConfig {
@@ -67,12 +69,25 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                     + RECORD_OVERHEAD_BYTES + " bytes of record overhead must fit in segmentSizeBytes ("
                     + segmentSizeBytes + ")");
         }
-        if (writePath == WritePath.WRITE_BUFFER
-                && (long) maxMessageBytes + RECORD_OVERHEAD_BYTES > writeBufferBytes) {
+        if (writePath.buffered() && writeBufferBytes % DIRECT_BLOCK_BYTES != 0) {
+            throw new IllegalArgumentException("writeBufferBytes must be a multiple of " + DIRECT_BLOCK_BYTES
+                    + ", was " + writeBufferBytes);
+        }
+        if (writePath.buffered() && (long) maxMessageBytes + RECORD_OVERHEAD_BYTES > largestBufferedRecord(
+                writePath, writeBufferBytes)) {
             throw new IllegalArgumentException("maxMessageBytes (" + maxMessageBytes + ") plus "
                     + RECORD_OVERHEAD_BYTES + " bytes of record overhead must fit in writeBufferBytes ("
-                    + writeBufferBytes + ") on the WRITE_BUFFER path");
+                    + writeBufferBytes + (writePath == WritePath.DIRECT ? " less one " + DIRECT_BLOCK_BYTES
+                    + "-byte block" : "") + ") on the " + writePath + " path");
         }
+    }
+
+    /**
+     * @return the largest record a write-buffer page of {@code writeBufferBytes} always has room for: a
+     *     {@link WritePath#DIRECT} page may start up to one block before the record, to keep its writes aligned
+     */
+    static long largestBufferedRecord(WritePath path, int writeBufferBytes) {
+        return path == WritePath.DIRECT ? writeBufferBytes - DIRECT_BLOCK_BYTES : writeBufferBytes;
     }
 
     private static void requireRange(String field, long value, long min, long max) {

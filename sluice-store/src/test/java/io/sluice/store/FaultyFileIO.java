@@ -81,6 +81,18 @@ final class FaultyFileIO implements FileIO {
         }
 
         @Override
+        public void writeDirect(MemorySegment source, long position) throws IOException {
+            long n = writes.incrementAndGet();
+            if (n == failWriteAt) {
+                throw new IOException("Input/output error (injected) on direct write #" + n + " to " + path());
+            }
+            if (diskFull.get()) {
+                throw new IOException("No space left on device (injected) writing " + path());
+            }
+            delegate.writeDirect(source, position);
+        }
+
+        @Override
         public int read(ByteBuffer target, long position) throws IOException {
             return delegate.read(target, position);
         }

@@ -1,13 +1,16 @@
 package io.sluice.store.io;
 
+import io.sluice.store.StoreConfig;
 import io.sluice.store.internal.io.NativeIO;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -16,6 +19,19 @@ final class DefaultFileIO implements FileIO {
 
     private static final Logger LOG = LoggerFactory.getLogger(DefaultFileIO.class);
     private static final int ZERO_CHUNK_BYTES = 1 << 20;
+    /**
+     * {@code com.sun.nio.file.ExtendedOpenOption.DIRECT}, looked up by name: jdk.unsupported exports it for
+     * this use, but javac flags any compile-time reference as proprietary API. Null where it is missing.
+     */
+    private static final OpenOption DIRECT_OPTION = directOption();
+
+    private static OpenOption directOption() {
+        try {
+            return (OpenOption) Class.forName("com.sun.nio.file.ExtendedOpenOption").getField("DIRECT").get(null);
+        } catch (ReflectiveOperationException | RuntimeException e) {
+            return null;
+        }
+    }
 
     @Override
     public StoreFile open(Path path, boolean create) throws IOException {
@@ -32,7 +48,24 @@ final class DefaultFileIO implements FileIO {
         }
     }
 
-    private record ChannelFile(Path path, FileChannel channel) implements StoreFile {
+    private static final class ChannelFile implements StoreFile {
+
+        private static final AtomicBoolean DIRECT_WARNED = new AtomicBoolean();
+
+        private final Path path;
+        private final FileChannel channel;
+        /** Opened on the first direct write; {@code channel} itself where O_DIRECT is refused. */
+        private volatile FileChannel direct;
+
+        ChannelFile(Path path, FileChannel channel) {
+            this.path = path;
+            this.channel = channel;
+        }
+
+        @Override
+        public Path path() {
+            return path;
+        }
 
         @Override
         public long size() throws IOException {
@@ -55,14 +88,55 @@ final class DefaultFileIO implements FileIO {
                 writeFully(zeros, position);
                 position += zeros.limit();
             }
+            // Forced so the zeros are on the device: later fdatasyncs then overwrite written blocks and need
+            // no extent conversion, which is the point of zero-filling.
+            channel.force(false);
             LOG.debug("zero-filled {} to {} bytes", path, size);
         }
 
         @Override
         public void writeFully(ByteBuffer source, long position) throws IOException {
+            writeFully(source, position, channel);
+        }
+
+        private static void writeFully(ByteBuffer source, long position, FileChannel target) throws IOException {
             long at = position;
             while (source.hasRemaining()) {
-                at += channel.write(source, at);
+                at += target.write(source, at);
+            }
+        }
+
+        @Override
+        public void writeDirect(MemorySegment source, long position) throws IOException {
+            long block = StoreConfig.DIRECT_BLOCK_BYTES;
+            if (source.address() % block != 0 || source.byteSize() % block != 0 || position % block != 0) {
+                throw new IllegalArgumentException("direct write of " + source.byteSize() + " bytes at " + position
+                        + " from address " + source.address() + " is not aligned to " + block + " bytes");
+            }
+            writeFully(source.asByteBuffer(), position, directChannel());
+        }
+
+        private FileChannel directChannel() throws IOException {
+            FileChannel open = direct;
+            if (open != null) {
+                return open;
+            }
+            synchronized (this) {
+                if (direct == null) {
+                    try {
+                        if (DIRECT_OPTION == null) {
+                            throw new UnsupportedOperationException("this JDK has no ExtendedOpenOption.DIRECT");
+                        }
+                        direct = FileChannel.open(path, StandardOpenOption.WRITE, DIRECT_OPTION);
+                    } catch (IOException | UnsupportedOperationException e) {
+                        if (DIRECT_WARNED.compareAndSet(false, true)) {
+                            LOG.warn("O_DIRECT refused for {} ({}); the DIRECT path writes through the page cache",
+                                    path, e.toString());
+                        }
+                        direct = channel;
+                    }
+                }
+                return direct;
             }
         }
 
@@ -88,7 +162,14 @@ final class DefaultFileIO implements FileIO {
 
         @Override
         public void close() throws IOException {
-            channel.close();
+            FileChannel open = direct;
+            try {
+                if (open != null && open != channel) {
+                    open.close();
+                }
+            } finally {
+                channel.close();
+            }
         }
     }
 }

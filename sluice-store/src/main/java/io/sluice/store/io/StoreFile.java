@@ -41,6 +41,18 @@ public interface StoreFile extends Closeable {
     void writeFully(ByteBuffer source, long position) throws IOException;
 
     /**
+     * Writes whole blocks bypassing the page cache ({@code O_DIRECT}). {@code source}'s address, its length
+     * and {@code position} must all be multiples of {@link io.sluice.store.StoreConfig#DIRECT_BLOCK_BYTES}.
+     * Where the filesystem refuses {@code O_DIRECT}, the bytes are written through the page cache instead
+     * (logged once); either way they then need {@link #force()} to be durable.
+     *
+     * @param source aligned bytes to write
+     * @param position aligned file offset
+     * @throws IOException on an I/O error
+     */
+    void writeDirect(MemorySegment source, long position) throws IOException;
+
+    /**
      * Reads up to {@code target}'s remaining bytes from {@code position}.
      *
      * @param target where to put them

@@ -3,7 +3,6 @@ package io.sluice.store.internal.flush;
 import io.sluice.store.AppendResult;
 import io.sluice.store.FlushMode;
 import io.sluice.store.StoreConfig;
-import io.sluice.store.WritePath;
 import io.sluice.store.internal.log.CommitLog;
 import java.io.IOException;
 import java.util.ArrayDeque;
@@ -125,7 +124,7 @@ public final class FlushService implements AutoCloseable {
         long lastFlush = lastCommit;
         long commitInterval = TimeUnit.MILLISECONDS.toNanos(config.commitIntervalMillis());
         long flushInterval = TimeUnit.MILLISECONDS.toNanos(config.flushIntervalMillis());
-        boolean buffered = config.writePath() == WritePath.WRITE_BUFFER;
+        boolean buffered = config.writePath().buffered();
         while (running) {
             long now = System.nanoTime();
             long write = log.writePosition();

@@ -1,47 +1,94 @@
 package io.sluice.store.internal.log;
 
+import io.sluice.store.StoreConfig;
 import java.io.IOException;
+import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.util.concurrent.ConcurrentLinkedDeque;
 
 /**
- * {@link io.sluice.store.WritePath#WRITE_BUFFER}: records are encoded into pooled off-heap pages; the flusher
- * commits them to the segment file with positional writes of whole runs of records. Appends never touch a
- * mapping, so they take neither first-touch nor write-protect faults, and the kernel sees few large writes
- * instead of many small ones. Until a page is committed, readers are served from the page itself.
+ * {@link io.sluice.store.WritePath#WRITE_BUFFER} and {@link io.sluice.store.WritePath#DIRECT}: records are
+ * encoded into pooled off-heap pages; the flusher commits them to the segment file with positional writes of
+ * whole runs of records. Appends never touch a mapping, so they take neither first-touch nor write-protect
+ * faults, and the kernel sees few large writes instead of many small ones. Until a page is committed, readers
+ * are served from the page itself.
+ *
+ * <p>On the DIRECT path every write is whole aligned blocks with {@code O_DIRECT}. A page therefore starts
+ * at the block boundary at or before its first record, holding a copy of the block's earlier bytes (from the
+ * page before it, or from the file after a restart), and a commit that ends inside a block writes that block
+ * padded with zeros from a scratch block; the next commit rewrites it with more records in it.
  *
  * <p>{@link #reserve}, {@link #complete} and {@link #seal} belong to the log writer; {@link #commit} to the
- * flusher; {@link #pin} to readers.
+ * flusher (or the closing thread once the flusher has stopped); {@link #pin} to readers.
  */
 final class BufferedSegmentWriter implements SegmentWriter {
 
     private static final long PAGE_WAIT_MILLIS = 30_000;
+    private static final int BLOCK = StoreConfig.DIRECT_BLOCK_BYTES;
 
     private final WriteBufferPool pool;
     private final Runnable commitNudge;
+    private final boolean direct;
+    private final Arena scratchArena;
+    /** DIRECT: the partial tail block of a commit, zero-padded. */
+    private final MemorySegment scratch;
     /** Lent pages in log order; the writer appends, the flusher removes from the head. */
     private final ConcurrentLinkedDeque<WriteBufferPool.Page> live = new ConcurrentLinkedDeque<>();
     private WriteBufferPool.Page current;
 
-    BufferedSegmentWriter(WriteBufferPool pool, Runnable commitNudge) {
+    BufferedSegmentWriter(WriteBufferPool pool, Runnable commitNudge, boolean direct) {
         this.pool = pool;
         this.commitNudge = commitNudge;
+        this.direct = direct;
+        this.scratchArena = direct ? Arena.ofShared() : null;
+        this.scratch = direct ? scratchArena.allocate(BLOCK, BLOCK) : null;
     }
 
     @Override
     public MemorySegment reserve(Segment segment, long position, int size) throws IOException {
         WriteBufferPool.Page page = current;
         if (page == null || page.segment != segment || position + size > page.start + page.capacity()) {
+            current = null;
+            WriteBufferPool.Page fresh = pool.take(PAGE_WAIT_MILLIS, commitNudge);
+            long start = direct ? position - Math.floorMod(position - segment.base(), BLOCK) : position;
+            fresh.lend(segment, start, position);
+            if (start < position) {
+                try {
+                    copyBlockHead(fresh, page, segment, start, position);
+                } catch (IOException | RuntimeException e) {
+                    fresh.retire();
+                    throw e;
+                }
+            }
             if (page != null) {
                 page.sealedAt = page.written;
             }
-            current = null;
-            page = pool.take(PAGE_WAIT_MILLIS, commitNudge);
-            page.lend(segment, position);
-            live.addLast(page);
-            current = page;
+            live.addLast(fresh);
+            current = fresh;
+            page = fresh;
         }
         return page.memory.asSlice(position - page.start, size);
+    }
+
+    /** DIRECT: fills [start, position) of a new page with the bytes already before it in its first block. */
+    private static void copyBlockHead(WriteBufferPool.Page fresh, WriteBufferPool.Page previous, Segment segment,
+                                      long start, long position) throws IOException {
+        int length = (int) (position - start);
+        if (previous != null && previous.segment == segment && previous.start <= start
+                && previous.written == position) {
+            MemorySegment.copy(previous.memory, start - previous.start, fresh.memory, 0, length);
+            return;
+        }
+        // After a restart: the block's earlier bytes are committed records in the file.
+        ByteBuffer head = fresh.memory.asSlice(0, length).asByteBuffer();
+        long at = start - segment.base();
+        while (head.hasRemaining()) {
+            int n = segment.file().read(head, at + head.position());
+            if (n < 0) {
+                throw new IOException("segment " + segment + " ends before its write position " + position);
+            }
+        }
     }
 
     @Override
@@ -65,8 +112,12 @@ final class BufferedSegmentWriter implements SegmentWriter {
             long written = page.written;
             long end = Math.min(written, upTo);
             if (end > page.committed) {
-                MemorySegment bytes = page.memory.asSlice(page.committed - page.start, end - page.committed);
-                page.segment.file().writeFully(bytes.asByteBuffer(), page.committed - page.segment.base());
+                if (direct) {
+                    commitDirect(page, end);
+                } else {
+                    MemorySegment bytes = page.memory.asSlice(page.committed - page.start, end - page.committed);
+                    page.segment.file().writeFully(bytes.asByteBuffer(), page.committed - page.segment.base());
+                }
                 page.committed = end;
             }
             if (sealedAt >= 0 && page.committed == written) {
@@ -78,6 +129,22 @@ final class BufferedSegmentWriter implements SegmentWriter {
             break;
         }
         return committedTo;
+    }
+
+    /** DIRECT: writes the blocks holding [page.committed, end), the last one zero-padded if partial. */
+    private void commitDirect(WriteBufferPool.Page page, long end) throws IOException {
+        long base = page.segment.base();
+        long from = page.committed - Math.floorMod(page.committed - base, BLOCK);
+        long fullEnd = end - Math.floorMod(end - base, BLOCK);
+        if (fullEnd > from) {
+            page.segment.file().writeDirect(page.memory.asSlice(from - page.start, fullEnd - from), from - base);
+        }
+        if (end > fullEnd) {
+            int tail = (int) (end - fullEnd);
+            MemorySegment.copy(page.memory, fullEnd - page.start, scratch, 0, tail);
+            scratch.asSlice(tail).fill((byte) 0);
+            page.segment.file().writeDirect(scratch, fullEnd - base);
+        }
     }
 
     @Override
@@ -110,5 +177,8 @@ final class BufferedSegmentWriter implements SegmentWriter {
     public void close() {
         live.clear();
         current = null;
+        if (scratchArena != null) {
+            scratchArena.close();
+        }
     }
 }

@@ -56,12 +56,13 @@ public final class CommitLog implements AutoCloseable {
         this.writePosition = endPosition;
         this.committedPosition = endPosition;
         this.flushedPosition = endPosition;
-        this.pool = config.writePath() == WritePath.WRITE_BUFFER
+        this.pool = config.writePath().buffered()
                 ? new WriteBufferPool(config.writeBufferBytes(), config.writeBufferCount()) : null;
         this.writer = switch (config.writePath()) {
             case MMAP -> new MappedSegmentWriter();
             case CHANNEL -> new ChannelSegmentWriter(64 * 1024);
-            case WRITE_BUFFER -> new BufferedSegmentWriter(pool, commitNudge);
+            case WRITE_BUFFER -> new BufferedSegmentWriter(pool, commitNudge, false);
+            case DIRECT -> new BufferedSegmentWriter(pool, commitNudge, true);
         };
         this.preparer = new SegmentPreparer(this::createSegment);
         for (Segment segment : this.segments) {
@@ -155,7 +156,7 @@ public final class CommitLog implements AutoCloseable {
 
     /** @return bytes appended but not yet committed to the files */
     public long uncommittedBytes() {
-        return config.writePath() == WritePath.WRITE_BUFFER ? writePosition - committedPosition : 0;
+        return config.writePath().buffered() ? writePosition - committedPosition : 0;
     }
 
     /** Flusher: writes buffered bytes below {@code upTo} to the files. @return the committed position */
@@ -228,7 +229,7 @@ public final class CommitLog implements AutoCloseable {
         return List.of(segments);
     }
 
-    /** @return the write buffer pool, or null off the WRITE_BUFFER path */
+    /** @return the write buffer pool, or null off the WRITE_BUFFER and DIRECT paths */
     public WriteBufferPool pool() {
         return pool;
     }

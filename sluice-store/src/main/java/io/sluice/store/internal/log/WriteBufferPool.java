@@ -100,10 +100,13 @@ public final class WriteBufferPool implements AutoCloseable {
             this.memory = memory;
         }
 
-        /** Lends the page out for the range starting at {@code position} in {@code target}. */
-        void lend(Segment target, long position) {
+        /**
+         * Lends the page out: its memory maps the log from {@code start}; records go in from {@code position}
+         * (later than {@code start} only on the DIRECT path, whose pages begin on a block boundary).
+         */
+        void lend(Segment target, long start, long position) {
             segment = target;
-            start = position;
+            this.start = start;
             written = position;
             committed = position;
             sealedAt = -1;
