@@ -133,7 +133,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         private long segmentSizeBytes = DEFAULT_SEGMENT_SIZE_BYTES;
         private WritePath writePath = WritePath.MMAP;
         private FlushMode flushMode = FlushMode.ASYNC;
-        private SegmentAllocation segmentAllocation = SegmentAllocation.FALLOCATE;
+        private SegmentAllocation segmentAllocation = SegmentAllocation.AUTO;
         private long flushIntervalMillis = 500;
         private long flushDirtyBytes = 16 * 1024;
         private long commitIntervalMillis = 200;

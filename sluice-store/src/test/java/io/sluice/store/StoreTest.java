@@ -209,6 +209,14 @@ class StoreTest {
     }
 
     @Test
+    void autoAllocationZeroFillsUnderSyncAndFallocatesUnderAsync() {
+        assertThat(StoreConfig.defaults().segmentAllocation()).isEqualTo(SegmentAllocation.AUTO);
+        assertThat(SegmentAllocation.AUTO.resolve(FlushMode.SYNC)).isEqualTo(SegmentAllocation.ZERO_FILL);
+        assertThat(SegmentAllocation.AUTO.resolve(FlushMode.ASYNC)).isEqualTo(SegmentAllocation.FALLOCATE);
+        assertThat(SegmentAllocation.FALLOCATE.resolve(FlushMode.SYNC)).isEqualTo(SegmentAllocation.FALLOCATE);
+    }
+
+    @Test
     void configValidationNamesTheField() {
         assertThatThrownBy(() -> StoreConfig.builder().segmentSizeBytes(1000).build())
                 .hasMessageContaining("segmentSizeBytes");

@@ -19,6 +19,7 @@ final class DefaultFileIO implements FileIO {
 
     private static final Logger LOG = LoggerFactory.getLogger(DefaultFileIO.class);
     private static final int ZERO_CHUNK_BYTES = 1 << 20;
+    private static final long ZERO_FORCE_BYTES = 64L << 20;
     /**
      * {@code com.sun.nio.file.ExtendedOpenOption.DIRECT}, looked up by name: jdk.unsupported exports it for
      * this use, but javac flags any compile-time reference as proprietary API. Null where it is missing.
@@ -80,16 +81,29 @@ final class DefaultFileIO implements FileIO {
             zeroFill(size);
         }
 
+        /**
+         * Writes zeros from the current end to {@code size} through the page cache, forcing every
+         * {@link #ZERO_FORCE_BYTES}. Through the cache, because the zeroed pages stay cached and later partial
+         * writes into them need no read from disk (zeros written with O_DIRECT measured 4x slower SYNC
+         * appends on the CHANNEL path for that reason). Forced as it goes, so preparing a segment never
+         * builds a backlog of dirty pages that would stall the forces of appends running meanwhile. The
+         * final force puts the zeros on the device: later fdatasyncs then overwrite written blocks and need
+         * no extent conversion, which is the point of zero-filling.
+         */
         private void zeroFill(long size) throws IOException {
             ByteBuffer zeros = ByteBuffer.allocateDirect(ZERO_CHUNK_BYTES);
             long position = channel.size();
+            long unforced = 0;
             while (position < size) {
                 zeros.clear().limit((int) Math.min(ZERO_CHUNK_BYTES, size - position));
                 writeFully(zeros, position);
                 position += zeros.limit();
+                unforced += zeros.limit();
+                if (unforced >= ZERO_FORCE_BYTES) {
+                    channel.force(false);
+                    unforced = 0;
+                }
             }
-            // Forced so the zeros are on the device: later fdatasyncs then overwrite written blocks and need
-            // no extent conversion, which is the point of zero-filling.
             channel.force(false);
             LOG.debug("zero-filled {} to {} bytes", path, size);
         }

@@ -80,7 +80,7 @@ public final class CommitLog implements AutoCloseable {
 
     private Segment createSegment(long base) throws IOException {
         return Segment.create(config.fileIO(), directory, base, config.segmentSizeBytes(),
-                config.segmentAllocation(), mapsWritable(config.writePath()));
+                config.segmentAllocation().resolve(config.flushMode()), mapsWritable(config.writePath()));
     }
 
     /**
