@@ -7,13 +7,12 @@ for run in 1 2 3; do
   for wp in mmap write-buffer channel direct; do
     echo "== run $run async 1KiB $wp"; ./sluice perf --dir "$D" --flush async --write-path $wp --size 1024 --seconds 10 --read
   done
-  for wp in mmap write-buffer direct; do
+  for wp in write-buffer direct; do
     echo "== run $run async 100B $wp"; ./sluice perf --dir "$D" --flush async --write-path $wp --size 100 --seconds 10
   done
-  for wp in mmap write-buffer channel direct; do
+  for wp in write-buffer channel direct; do
     echo "== run $run sync 64p 1KiB $wp"; ./sluice perf --dir "$D" --flush sync --write-path $wp --size 1024 --seconds 10 --producers 64 --queues 4
   done
-  for wp in write-buffer channel; do
-    echo "== run $run sync 64p 1KiB $wp fallocate"; ./sluice perf --dir "$D" --flush sync --write-path $wp --allocation fallocate --size 1024 --seconds 10 --producers 64 --queues 4
-  done
+  echo "== run $run sync 64p 1KiB write-buffer fallocate"
+  ./sluice perf --dir "$D" --flush sync --write-path write-buffer --allocation fallocate --size 1024 --seconds 10 --producers 64 --queues 4
 done

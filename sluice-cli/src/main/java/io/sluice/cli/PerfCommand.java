@@ -47,6 +47,13 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = "--read", description = "Read everything back afterwards with one consumer.")
     boolean read;
 
+    @Option(names = "--keyed", description = "Message i of producer p carries the key p-i; afterwards, time --lookups"
+            + " lookups of random keys.")
+    boolean keyed;
+
+    @Option(names = "--lookups", defaultValue = "100000", description = "Key lookups timed after a --keyed run (default 100000).")
+    int lookups;
+
     @Option(names = "--json", description = "One JSON object on stdout.")
     boolean json;
 
@@ -63,6 +70,7 @@ final class PerfCommand implements Callable<Integer> {
         double readGigabytesPerSecond = Double.NaN;
         long readMessages = 0;
         long readDigest = 0;
+        Histogram lookupLatency = null;
         try (Store s = Store.open(store.dir, config)) {
             // One acknowledged append before the clock starts, so the first segment exists (a fresh store
             // creates it on first use, and zero-filling 1 GiB takes seconds) and only steady state is timed.
@@ -75,7 +83,8 @@ final class PerfCommand implements Callable<Integer> {
                 Histogram own = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
                 histograms.add(own);
                 int queue = p % queues;
-                Runnable producer = () -> produce(s, queue, deadline, own, appended, config.flushMode());
+                int id = p;
+                Runnable producer = () -> produce(s, id, queue, deadline, own, appended, config.flushMode());
                 threads.add(config.flushMode() == FlushMode.SYNC ? Thread.ofVirtual().start(producer)
                         : Thread.ofPlatform().start(producer));
             }
@@ -84,6 +93,9 @@ final class PerfCommand implements Callable<Integer> {
             }
             appendSeconds = (System.nanoTime() - started) / 1e9;
             histograms.forEach(latency::add);
+            if (keyed) {
+                lookupLatency = timeLookups(s, appended.sum());
+            }
             if (read) {
                 long readStarted = System.nanoTime();
                 long[] result = readAll(s);
@@ -93,18 +105,47 @@ final class PerfCommand implements Callable<Integer> {
             }
         }
         report(appended.sum(), appendSeconds, latency, readMessages, readGigabytesPerSecond, readDigest);
+        if (lookupLatency != null) {
+            spec.commandLine().getOut().printf("key lookups: %,d random keys among %,d keyed messages: p50 %.1f  p99 %.1f"
+                    + "  p99.9 %.1f  max %.1f us%n", lookupLatency.getTotalCount(), appended.sum(),
+                    lookupLatency.getValueAtPercentile(50) / 1000.0, lookupLatency.getValueAtPercentile(99) / 1000.0,
+                    lookupLatency.getValueAtPercentile(99.9) / 1000.0, lookupLatency.getMaxValue() / 1000.0);
+            spec.commandLine().getOut().flush();
+        }
         DemoCommand.recreate(store.dir);
         return 0;
     }
 
-    private void produce(Store s, int queue, long deadline, Histogram latency, LongAdder appended, FlushMode mode) {
+    /** @return lookup latencies of random keys; every lookup must find exactly its one message */
+    private Histogram timeLookups(Store s, long messages) {
+        Histogram histogram = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
+        java.util.SplittableRandom random = new java.util.SplittableRandom(7);
+        long perProducer = messages / producers;
+        for (int n = 0; n < lookups; n++) {
+            String key = random.nextInt(producers) + "-" + random.nextLong(perProducer);
+            long t0 = System.nanoTime();
+            try (var found = s.lookupByKey("perf", key, 4, 0, Long.MAX_VALUE)) {
+                histogram.recordValue(Math.min(System.nanoTime() - t0, histogram.getHighestTrackableValue()));
+                if (found.messages().size() != 1 || !found.messages().getFirst().keys().contains(key)) {
+                    throw new IllegalStateException("lookup of " + key + " found " + found.messages().size()
+                            + " messages instead of exactly its own");
+                }
+            }
+        }
+        return histogram;
+    }
+
+    private void produce(Store s, int producer, int queue, long deadline, Histogram latency, LongAdder appended,
+                         FlushMode mode) {
         byte[] body = new byte[size];
         java.util.Arrays.fill(body, (byte) 7);
         Message message = Message.builder().bornTimestamp(0).body(body).build();
         long count = 0;
         while ((count & 255) != 0 || System.nanoTime() < deadline) {
+            Message next = keyed ? Message.builder().bornTimestamp(0).keys(producer + "-" + count).body(body).build()
+                    : message;
             long t0 = System.nanoTime();
-            var future = s.append("perf", queue, message);
+            var future = s.append("perf", queue, next);
             if (mode == FlushMode.SYNC) {
                 future.join();
             }

@@ -44,11 +44,18 @@ final class ProduceCommand implements Callable<Integer> {
     @Option(names = "--size", defaultValue = "1024", description = "Body size of generated messages (default 1024).")
     int size;
 
+    @Option(names = "--keyed", description = "Message i (from 0, in this run) carries the key key-<i>.")
+    boolean keyed;
+
     @Option(names = "--json", description = "One JSON object per line on stdout.")
     boolean json;
 
     @Spec
     CommandSpec spec;
+
+    private Message message(long i, byte[] body) {
+        return keyed ? Message.builder().keys("key-" + i).body(body).build() : Message.of(body);
+    }
 
     @Override
     public Integer call() throws Exception {
@@ -68,13 +75,14 @@ final class ProduceCommand implements Callable<Integer> {
                 byte[] body = new byte[size];
                 for (long i = 0; i < count; i++) {
                     random.nextBytes(body);
-                    track(inFlight, s.append(topic, queue, Message.of(body.clone())), acknowledged);
+                    track(inFlight, s.append(topic, queue, message(i, body.clone())), acknowledged);
                 }
             } else {
                 BufferedReader lines = new BufferedReader(new InputStreamReader(System.in, StandardCharsets.UTF_8));
                 String line;
-                while ((line = lines.readLine()) != null) {
-                    track(inFlight, s.append(topic, queue, Message.of(line.getBytes(StandardCharsets.UTF_8))), acknowledged);
+                for (long i = 0; (line = lines.readLine()) != null; i++) {
+                    track(inFlight, s.append(topic, queue, message(i, line.getBytes(StandardCharsets.UTF_8))),
+                            acknowledged);
                 }
             }
             while (!inFlight.isEmpty()) {

@@ -86,6 +86,26 @@ class CliTest {
     }
 
     @Test
+    void keyedProduceThenLookupByKey() {
+        String store = dir.resolve("keyed").toString();
+        assertThat(run("one\ntwo\nthree\n", "produce", "--dir", store, "--topic", "k", "--keyed", "--segment-size",
+                "8388608").exit()).isZero();
+        assertThat(run("", "produce", "--dir", store, "--topic", "k", "--queue", "2", "--count", "3", "--size", "8",
+                "--keyed", "--segment-size", "8388608").exit()).isZero();
+        Run text = run("", "lookup", "--dir", store, "--topic", "k", "--key", "key-1");
+        assertThat(text.exit()).isZero();
+        // key-1 was given to the second stdin line (queue 0) and to the second generated message (queue 2).
+        assertThat(text.out().lines().toList()).hasSize(2).first().asString().startsWith("2\t1\t");
+        assertThat(text.out().lines().toList().getLast()).isEqualTo("0\t1\ttwo");
+        Run json = run("", "lookup", "--dir", store, "--topic", "k", "--key", "key-2", "--max", "1", "--json");
+        assertThat(json.out().lines()).singleElement().asString().contains("\"keys\":[\"key-2\"]").contains("\"queue\":2");
+        assertThat(run("", "lookup", "--dir", store, "--topic", "k", "--key", "nope").out()).isEmpty();
+        Run empty = run("", "lookup", "--dir", store, "--topic", "k", "--key", "");
+        assertThat(empty.exit()).isEqualTo(2);
+        assertThat(empty.err()).contains("key must not be empty");
+    }
+
+    @Test
     void badArgumentsPrintUsageAndExitTwo() {
         Run missing = run("", "produce", "--topic", "t");
         assertThat(missing.exit()).isEqualTo(2);

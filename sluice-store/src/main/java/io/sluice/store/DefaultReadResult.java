@@ -3,8 +3,8 @@ package io.sluice.store;
 import io.sluice.store.internal.log.RecordView;
 import java.util.List;
 
-/** The store's {@link ReadResult}: messages plus the record views (and pins) behind them. */
-final class DefaultReadResult implements ReadResult {
+/** The store's {@link ReadResult} and {@link LookupResult}: messages plus the record views (and pins) behind them. */
+final class DefaultReadResult implements ReadResult, LookupResult {
 
     private final Status status;
     private final List<StoredMessage> messages;

@@ -82,7 +82,7 @@ final class QueueReader {
         return new DefaultReadResult(ReadResult.Status.FOUND, messages, first + count, List.of(view));
     }
 
-    private static StoredMessage decode(String topic, int queueId, long offset, long position, long storeTimestamp,
+    static StoredMessage decode(String topic, int queueId, long offset, long position, long storeTimestamp,
                                         MemorySegment record, long at, MemorySegment body) {
         RecordFormat.Metadata metadata = RecordFormat.decodeMetadata(record, at);
         return new StoredMessage(topic, queueId, offset, position, storeTimestamp,

@@ -1,6 +1,7 @@
 package io.sluice.store;
 
 import io.sluice.store.internal.flush.FlushService;
+import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
 import io.sluice.store.internal.log.CommitLog;
@@ -178,10 +179,21 @@ public final class Store implements AutoCloseable {
         QueueIndex index = indexes.getOrCreate(topic, queueId);
         long first = index.nextOffset();
         index.ensureCapacity(first + messages.length);
+        int keyCount = 0;
+        for (PreparedMessage message : messages) {
+            keyCount += message.keys().size();
+        }
+        indexes.keys().ensureRoom(keyCount);
         long now = config.clock().millis();
         long position = log.append(size, now, first, queueId, topicBytes, messages);
         for (int i = 0; i < messages.length; i++) {
             index.put(first + i, position, now, size, messages.length, i, messages[i].tagHash());
+        }
+        KeyIndex keys = indexes.keys();
+        for (int i = 0; i < messages.length; i++) {
+            for (String key : messages[i].keys()) {
+                keys.put(KeyIndex.hash(topic, key), position, now, i);
+            }
         }
         long end = position + size;
         log.publish(end);
@@ -318,6 +330,35 @@ public final class Store implements AutoCloseable {
             throw new IllegalArgumentException("no record starts at log position " + logPosition);
         }
         return QueueReader.wholeRecord(view);
+    }
+
+    /**
+     * Finds the messages of a topic that carry a key (RocketMQ's query by key), newest first, through the key
+     * index: no log scan. Every candidate record is re-read and its topic and keys compared, so a hash
+     * collision never returns another key's message.
+     *
+     * @param topic the topic
+     * @param key the key, not empty
+     * @param maxResults most messages to return, 1 or more
+     * @param fromMillis earliest store time, epoch ms, 0 or more
+     * @param toMillis latest store time, epoch ms, at or after {@code fromMillis}
+     * @return the messages (views of store memory); close it when done
+     */
+    public LookupResult lookupByKey(String topic, String key, int maxResults, long fromMillis, long toMillis) {
+        Names.checkTopic(topic);
+        Objects.requireNonNull(key, "key");
+        if (key.isEmpty()) {
+            throw new IllegalArgumentException("key must not be empty");
+        }
+        if (maxResults < 1) {
+            throw new IllegalArgumentException("maxResults must be 1 or more, was " + maxResults);
+        }
+        if (fromMillis < 0 || toMillis < fromMillis) {
+            throw new IllegalArgumentException("the time range must satisfy 0 <= fromMillis <= toMillis, was ["
+                    + fromMillis + ", " + toMillis + "]");
+        }
+        checkOpen();
+        return KeyLookup.run(indexes.keys(), log, topic, key, maxResults, fromMillis, toMillis, readLimit());
     }
 
     /** @return the first queue offset still stored; 0 for an unknown queue */

@@ -20,6 +20,9 @@ import java.util.Objects;
  * @param writeBufferCount WRITE_BUFFER and DIRECT: number of pooled buffer pages
  * @param maxMessageBytes largest encoded message accepted (body, keys, tag and properties)
  * @param queueIndexEntriesPerFile entries in each queue-index file
+ * @param keyIndexSlotsPerFile hash slots in each key-index file (4 bytes each)
+ * @param keyIndexEntriesPerFile entries in each key-index file (32 bytes each); a file is created when the
+ *     first keyed message arrives and when the previous one fills
  * @param checkpointIntervalMillis how often the checkpoint (and the queue indexes) are forced
  * @param truncateOnCorruption open a store with mid-log corruption by truncating the log there, losing
  *     what follows, instead of refusing
@@ -30,7 +33,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                           SegmentAllocation segmentAllocation, long flushIntervalMillis, long flushDirtyBytes,
                           long commitIntervalMillis, long commitMinBytes, int writeBufferBytes,
                           int writeBufferCount, int maxMessageBytes, int queueIndexEntriesPerFile,
-                          long checkpointIntervalMillis, boolean truncateOnCorruption, FileIO fileIO,
+                          int keyIndexSlotsPerFile, int keyIndexEntriesPerFile, long checkpointIntervalMillis, boolean truncateOnCorruption, FileIO fileIO,
                           InstantSource clock) {
 
     /** Smallest segment size accepted (tests use it to exercise segment rolls). */
@@ -61,6 +64,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         requireRange("writeBufferCount", writeBufferCount, 2, 1024);
         requireRange("maxMessageBytes", maxMessageBytes, 1, 1 << 30);
         requireRange("queueIndexEntriesPerFile", queueIndexEntriesPerFile, 64, 64 * 1024 * 1024);
+        requireRange("keyIndexSlotsPerFile", keyIndexSlotsPerFile, 16, 1 << 28);
+        requireRange("keyIndexEntriesPerFile", keyIndexEntriesPerFile, 16, 1 << 27);
         requireRange("checkpointIntervalMillis", checkpointIntervalMillis, 1, 3_600_000);
         Objects.requireNonNull(fileIO, "fileIO");
         Objects.requireNonNull(clock, "clock");
@@ -121,6 +126,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         b.writeBufferCount = writeBufferCount;
         b.maxMessageBytes = maxMessageBytes;
         b.queueIndexEntriesPerFile = queueIndexEntriesPerFile;
+        b.keyIndexSlotsPerFile = keyIndexSlotsPerFile;
+        b.keyIndexEntriesPerFile = keyIndexEntriesPerFile;
         b.checkpointIntervalMillis = checkpointIntervalMillis;
         b.truncateOnCorruption = truncateOnCorruption;
         b.fileIO = fileIO;
@@ -142,6 +149,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         private int writeBufferCount = 4;
         private int maxMessageBytes = 4 * 1024 * 1024;
         private int queueIndexEntriesPerFile = 300_000;
+        private int keyIndexSlotsPerFile = 2 * 1024 * 1024;
+        private int keyIndexEntriesPerFile = 8 * 1024 * 1024;
         private long checkpointIntervalMillis = 1000;
         private boolean truncateOnCorruption;
         private FileIO fileIO = FileIO.DEFAULT;
@@ -174,6 +183,10 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         public Builder maxMessageBytes(int v) { maxMessageBytes = v; return this; }
         /** @param v entries per queue-index file @return this */
         public Builder queueIndexEntriesPerFile(int v) { queueIndexEntriesPerFile = v; return this; }
+        /** @param v hash slots per key-index file @return this */
+        public Builder keyIndexSlotsPerFile(int v) { keyIndexSlotsPerFile = v; return this; }
+        /** @param v entries per key-index file @return this */
+        public Builder keyIndexEntriesPerFile(int v) { keyIndexEntriesPerFile = v; return this; }
         /** @param v checkpoint interval @return this */
         public Builder checkpointIntervalMillis(long v) { checkpointIntervalMillis = v; return this; }
         /** @param v truncate at mid-log corruption instead of refusing @return this */
@@ -187,7 +200,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         public StoreConfig build() {
             return new StoreConfig(segmentSizeBytes, writePath, flushMode, segmentAllocation, flushIntervalMillis,
                     flushDirtyBytes, commitIntervalMillis, commitMinBytes, writeBufferBytes, writeBufferCount,
-                    maxMessageBytes, queueIndexEntriesPerFile, checkpointIntervalMillis, truncateOnCorruption,
+                    maxMessageBytes, queueIndexEntriesPerFile, keyIndexSlotsPerFile, keyIndexEntriesPerFile,
+                    checkpointIntervalMillis, truncateOnCorruption,
                     fileIO, clock);
         }
     }

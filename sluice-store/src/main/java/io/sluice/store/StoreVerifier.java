@@ -1,5 +1,7 @@
 package io.sluice.store;
 
+import io.sluice.store.internal.index.IndexDamagedException;
+import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.index.QueueIndexFormat;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.Segment;
@@ -77,6 +79,7 @@ public final class StoreVerifier {
             long cleanEnd = clean ? checkpoint.flushedLogPosition() : Long.MAX_VALUE;
             scanLog(segments, cleanEnd, faults, notes, queues, totals);
             long entries = checkIndexes(directory.resolve("index"), segments, totals[2], queues, faults);
+            checkKeyIndex(directory.resolve("keys"), segments, totals[2], faults, notes);
             Map<String, Long> counts = new TreeMap<>();
             queues.forEach((queue, range) -> counts.put(queue, range[1] - range[0]));
             return new Report(faults, notes, segments.size(), totals[0], totals[1], totals[2], counts, entries);
@@ -233,6 +236,59 @@ public final class StoreVerifier {
                     + (expected == null ? 0 : expected[1]));
         }
         return checked;
+    }
+
+    /** Every key-index entry must point at a valid record whose message there carries a key of that hash. */
+    private static void checkKeyIndex(Path keyDirectory, List<Segment> segments, long logEnd, List<String> faults,
+                                      List<String> notes) throws IOException {
+        if (!Files.isDirectory(keyDirectory)) {
+            return;
+        }
+        long[] checked = new long[1];
+        try (KeyIndex keys = KeyIndex.open(keyDirectory, FileIO.DEFAULT, 16, 16)) {
+            keys.forEach((position, keyHash, indexInRecord) -> {
+                checked[0]++;
+                String fault = checkKeyEntry(segments, logEnd, position, keyHash, indexInRecord);
+                if (fault != null && faults.size() < 100) {
+                    faults.add("key index entry for log position " + position + ": " + fault);
+                }
+            });
+        } catch (IndexDamagedException e) {
+            faults.add(e.getMessage());
+        }
+        notes.add("key index: " + checked[0] + " entries checked");
+    }
+
+    private static String checkKeyEntry(List<Segment> segments, long logEnd, long position, int keyHash,
+                                        int indexInRecord) {
+        Segment segment = null;
+        for (Segment candidate : segments) {
+            if (candidate.base() <= position && position < candidate.end()) {
+                segment = candidate;
+            }
+        }
+        if (segment == null || position >= logEnd) {
+            return "not a stored log position";
+        }
+        long length = RecordFormat.validate(segment.mapping(), position - segment.base(), position);
+        if (length < 0 || position + length > logEnd) {
+            return "no valid record there";
+        }
+        MemorySegment record = segment.mapping().asSlice(position - segment.base(), length);
+        if (indexInRecord < 0 || indexInRecord >= RecordFormat.messageCount(record)) {
+            return "the record has no message " + indexInRecord;
+        }
+        long at = RecordFormat.firstMessageOffset(record);
+        for (int i = 0; i < indexInRecord; i++) {
+            at = RecordFormat.nextMessageOffset(record, at);
+        }
+        String topic = RecordFormat.topic(record);
+        for (String key : RecordFormat.decodeMetadata(record, at).keys()) {
+            if (KeyIndex.hash(topic, key) == keyHash) {
+                return null;
+            }
+        }
+        return "message " + indexInRecord + " of the record carries no key with that hash";
     }
 
     private static String checkEntry(MemorySegment entries, long at, long offset, int size, List<Segment> segments,

@@ -31,9 +31,11 @@ public final class CrashChild {
                     long i = sequence.getAndIncrement();
                     byte[] body = TestStores.body(seed, producer, i, 50 + (int) (i % 2000));
                     int queue = producer % 2;
-                    AppendResult result = store.append("crash", queue, Message.of(body)).join();
+                    long crc = TestStores.crc(body);
+                    AppendResult result = store.append("crash", queue,
+                            Message.builder().keys(Long.toHexString(crc)).body(body).build()).join();
                     synchronized (out) {
-                        out.println("ACK " + queue + " " + result.firstQueueOffset() + " " + TestStores.crc(body) + " END");
+                        out.println("ACK " + queue + " " + result.firstQueueOffset() + " " + crc + " END");
                     }
                 }
             });

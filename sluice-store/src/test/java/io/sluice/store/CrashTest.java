@@ -111,6 +111,21 @@ class CrashTest {
                     }
                 }
             }
+            // Each message's key is its body's CRC in hex: a sample of acknowledged ones must be found by key.
+            int sampled = 0;
+            for (Map.Entry<String, Long> ack : acknowledged.entrySet()) {
+                if (sampled++ == 200) {
+                    break;
+                }
+                String[] parts = ack.getKey().split(":");
+                try (LookupResult found = store.lookupByKey("crash", Long.toHexString(ack.getValue()), 10, 0,
+                        Long.MAX_VALUE)) {
+                    assertThat(found.messages()).as(round + ": lookup of " + ack.getKey()).anySatisfy(m -> {
+                        assertThat(m.queueId()).isEqualTo(Integer.parseInt(parts[0]));
+                        assertThat(m.queueOffset()).isEqualTo(Long.parseLong(parts[1]));
+                    });
+                }
+            }
         }
         StoreVerifier.Report report = StoreVerifier.verify(dir);
         assertThat(report.faults()).as(round + ": verify").isEmpty();

@@ -23,6 +23,8 @@ public final class TestStores {
                 .writeBufferBytes(64 * 1024)
                 .writeBufferCount(4)
                 .queueIndexEntriesPerFile(1024)
+                .keyIndexSlotsPerFile(256)
+                .keyIndexEntriesPerFile(4096)
                 .flushIntervalMillis(20)
                 .commitIntervalMillis(10)
                 .checkpointIntervalMillis(50);

@@ -14,8 +14,8 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.stream.Stream;
 
 /**
- * Every queue index of the store, found under {@code index/<topic>/<queueId>/}. Lookups are lock-free;
- * creation happens under the append lock (or during recovery). Thread-safe.
+ * Every index of the store: the queue indexes, found under {@code index/<topic>/<queueId>/}, and the key
+ * index. Lookups are lock-free; creation happens under the append lock (or during recovery). Thread-safe.
  */
 public final class QueueIndexes implements AutoCloseable {
 
@@ -23,17 +23,46 @@ public final class QueueIndexes implements AutoCloseable {
     private final FileIO fileIO;
     private final int entriesPerFile;
     private final Map<String, Map<Integer, QueueIndex>> topics = new ConcurrentHashMap<>();
+    private final KeyIndex keys;
 
-    private QueueIndexes(Path root, FileIO fileIO, int entriesPerFile) {
+    private QueueIndexes(Path root, FileIO fileIO, int entriesPerFile, KeyIndex keys) {
         this.root = root;
         this.fileIO = fileIO;
         this.entriesPerFile = entriesPerFile;
+        this.keys = keys;
     }
 
-    /** Opens every queue index found under {@code root}. */
-    public static QueueIndexes open(Path root, FileIO fileIO, int entriesPerFile) throws IOException {
+    /**
+     * Opens every queue index found under {@code root}, and the key index in {@code keyRoot}.
+     *
+     * @param root the queue indexes' directory
+     * @param keyRoot the key index's directory
+     * @param fileIO the file seam
+     * @param entriesPerFile entries per new queue-index file
+     * @param keySlotsPerFile slots per new key-index file
+     * @param keyEntriesPerFile entries per new key-index file
+     * @throws IndexDamagedException if an index is damaged beyond its tail
+     */
+    public static QueueIndexes open(Path root, Path keyRoot, FileIO fileIO, int entriesPerFile, int keySlotsPerFile,
+                                    int keyEntriesPerFile) throws IOException {
         Files.createDirectories(root);
-        QueueIndexes indexes = new QueueIndexes(root, fileIO, entriesPerFile);
+        QueueIndexes indexes = new QueueIndexes(root, fileIO, entriesPerFile,
+                KeyIndex.open(keyRoot, fileIO, keySlotsPerFile, keyEntriesPerFile));
+        try {
+            indexes.openQueues();
+        } catch (IOException | RuntimeException e) {
+            try {
+                indexes.close();
+            } catch (IOException | RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
+        }
+        return indexes;
+    }
+
+    private void openQueues() throws IOException {
+        QueueIndexes indexes = this;
         try (Stream<Path> topicDirs = Files.list(root)) {
             for (Path topicDir : topicDirs.filter(Files::isDirectory).sorted().toList()) {
                 try (Stream<Path> queueDirs = Files.list(topicDir)) {
@@ -50,7 +79,11 @@ public final class QueueIndexes implements AutoCloseable {
                 }
             }
         }
-        return indexes;
+    }
+
+    /** @return the key index */
+    public KeyIndex keys() {
+        return keys;
     }
 
     /** @return the queue's index, or null if the queue has never been written */
@@ -93,6 +126,7 @@ public final class QueueIndexes implements AutoCloseable {
 
     /** Forces every index that changed since its last force. */
     public void forceDirty() throws IOException {
+        keys.forceIfDirty();
         for (Collection<QueueIndex> queues : topics.values().stream().map(Map::values).toList()) {
             for (QueueIndex index : queues) {
                 index.forceIfDirty();
@@ -111,6 +145,11 @@ public final class QueueIndexes implements AutoCloseable {
             }
         }
         topics.clear();
+        try {
+            keys.close();
+        } catch (IOException e) {
+            failure = e;
+        }
         if (failure != null) {
             throw failure;
         }

@@ -14,8 +14,9 @@ import java.util.Map;
  * @param metadata encoded keys, tag and properties (see {@link RecordFormat})
  * @param tagHash hash of the tag, stored in the queue index for filtering
  * @param body the payload
+ * @param keys the message's keys, for the key index
  */
-public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, MemorySegment body) {
+public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, MemorySegment body, List<String> keys) {
 
     private static final byte[] EMPTY_METADATA = new byte[6];
     private static final int MAX_FIELD_BYTES = 0xFFFF;
@@ -38,7 +39,8 @@ public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, 
             throw new IllegalArgumentException("message of " + size + " encoded bytes exceeds maxMessageBytes ("
                     + maxMessageBytes + ")");
         }
-        return new PreparedMessage(message.bornTimestamp(), metadata, tagHash(message.tag()), message.body());
+        return new PreparedMessage(message.bornTimestamp(), metadata, tagHash(message.tag()), message.body(),
+                message.keys());
     }
 
     /** @param tag a tag @return its hash as stored in the queue index; 0 for no tag */

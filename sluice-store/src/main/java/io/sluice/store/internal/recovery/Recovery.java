@@ -3,9 +3,11 @@ package io.sluice.store.internal.recovery;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoreCorruptedException;
 import io.sluice.store.internal.index.IndexDamagedException;
+import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
 import io.sluice.store.internal.log.CommitLog;
+import io.sluice.store.internal.log.PreparedMessage;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.Segment;
 import java.io.IOException;
@@ -32,7 +34,7 @@ import org.slf4j.LoggerFactory;
  * <tr><td>1</td><td>clean-shutdown marker and a valid checkpoint whose position lies in the log</td>
  *     <td>any</td><td>fast open: the log ends at the checkpoint; no record is read</td></tr>
  * <tr><td>2</td><td>no marker, valid checkpoint</td><td>forced up to the checkpoint</td>
- *     <td>drop index entries for records at or after the scan start (the start of the segment holding the
+ *     <td>drop queue- and key-index entries for records at or after the scan start (the start of the segment holding the
  *     lower of the checkpoint's flushed and indexed positions), then validate every record from there (length, magic, version, own position,
  *     CRC32C) and re-index it</td></tr>
  * <tr><td>3</td><td>checkpoint missing or damaged</td><td>untrusted</td>
@@ -55,6 +57,9 @@ import org.slf4j.LoggerFactory;
  *     <td>fall back to row 3: rebuild every index</td></tr>
  * <tr><td>10</td><td>unknown directory or format version</td><td>-</td>
  *     <td>refuse (see {@link StoreDirectory})</td></tr>
+ * <tr><td>11</td><td>-</td><td>the key-index directory missing from a store with a log, a key-index file
+ *     missing between two others, or one with a damaged or unknown header</td>
+ *     <td>fall back to row 3: rebuild every index</td></tr>
  * </table>
  *
  * After a crash (rows 2-5, 7-9) the recovered range is forced and a new checkpoint written, so a second
@@ -101,19 +106,22 @@ public final class Recovery {
         QueueIndexes indexes = null;
         try {
             Checkpoint checkpoint = Checkpoint.read(directory.root());
+            if (!segments.isEmpty() && !Files.isDirectory(directory.keyIndexDirectory())) {
+                LOG.warn("{}: the key index directory is missing; rebuilding every index from the log",
+                        directory.root());
+                return rebuildAll(segments, segments.getFirst().base());
+            }
             try {
-                QueueIndexes.open(directory.indexDirectory(), config.fileIO(),
-                        directory.queueIndexEntriesPerFile()).close();
+                openIndexes().close();
             } catch (IndexDamagedException e) {
-                LOG.warn("{}: {}; rebuilding every queue index from the log", directory.root(), e.getMessage());
+                LOG.warn("{}: {}; rebuilding every index from the log", directory.root(), e.getMessage());
                 return rebuildAll(segments, segments.isEmpty() ? 0 : segments.getFirst().base());
             }
             long logStart = segments.isEmpty() ? 0 : segments.getFirst().base();
             long logEnd = segments.isEmpty() ? 0 : segments.getLast().end();
             if (directory.wasCleanlyShutDown() && checkpoint != null
                     && checkpoint.flushedLogPosition() >= logStart && checkpoint.flushedLogPosition() <= logEnd) {
-                indexes = QueueIndexes.open(directory.indexDirectory(), config.fileIO(),
-                        directory.queueIndexEntriesPerFile());
+                indexes = openIndexes();
                 long end = checkpoint.flushedLogPosition();
                 segments = dropSegmentsFrom(segments, end);
                 LOG.info("clean open of {}: log ends at {}", directory.root(), end);
@@ -128,11 +136,11 @@ public final class Recovery {
             }
             long scanFrom = scanStart(segments, Math.max(logStart, Math.min(checkpoint.flushedLogPosition(),
                     checkpoint.indexedLogPosition())));
-            indexes = QueueIndexes.open(directory.indexDirectory(), config.fileIO(),
-                    directory.queueIndexEntriesPerFile());
+            indexes = openIndexes();
             for (QueueIndex index : indexes.all()) {
                 index.truncateFrom(firstEntryAtOrAfter(index, scanFrom));
             }
+            indexes.keys().truncateFrom(scanFrom);
             try {
                 return scan(segments, indexes, scanFrom);
             } catch (IndexGapException e) {
@@ -147,10 +155,15 @@ public final class Recovery {
         }
     }
 
+    private QueueIndexes openIndexes() throws IOException {
+        return QueueIndexes.open(directory.indexDirectory(), directory.keyIndexDirectory(), config.fileIO(),
+                directory.queueIndexEntriesPerFile(), config.keyIndexSlotsPerFile(), config.keyIndexEntriesPerFile());
+    }
+
     private Result rebuildAll(List<Segment> segments, long logStart) throws IOException {
         deleteTree(directory.indexDirectory());
-        QueueIndexes indexes = QueueIndexes.open(directory.indexDirectory(), config.fileIO(),
-                directory.queueIndexEntriesPerFile());
+        deleteTree(directory.keyIndexDirectory());
+        QueueIndexes indexes = openIndexes();
         try {
             return scan(segments, indexes, logStart);
         } catch (IndexGapException e) {
@@ -260,8 +273,11 @@ public final class Recovery {
         long messageOffset = RecordFormat.firstMessageOffset(record);
         int size = (int) record.byteSize();
         for (int i = 0; i < count; i++) {
-            index.put(first + i, position, storeTimestamp, size, count, i,
-                    RecordFormat.tagHash(record, messageOffset));
+            RecordFormat.Metadata metadata = RecordFormat.decodeMetadata(record, messageOffset);
+            index.put(first + i, position, storeTimestamp, size, count, i, PreparedMessage.tagHash(metadata.tag()));
+            for (String key : metadata.keys()) {
+                indexes.keys().put(KeyIndex.hash(topic, key), position, storeTimestamp, i);
+            }
             messageOffset = RecordFormat.nextMessageOffset(record, messageOffset);
         }
         index.publish(first + count);
@@ -290,9 +306,7 @@ public final class Recovery {
                 segment.file().force();
             }
         }
-        for (QueueIndex index : indexes.all()) {
-            index.forceIfDirty();
-        }
+        indexes.forceDirty();
         new Checkpoint(end, end, System.currentTimeMillis()).write(config.fileIO(), directory.root());
     }
 

@@ -180,6 +180,11 @@ public final class StoreDirectory implements AutoCloseable {
         return root.resolve("index");
     }
 
+    /** @return the key index's directory */
+    public Path keyIndexDirectory() {
+        return root.resolve("keys");
+    }
+
     /** @return true if the last close was clean */
     public boolean wasCleanlyShutDown() {
         return Files.exists(root.resolve(CLEAN_SHUTDOWN_FILE));

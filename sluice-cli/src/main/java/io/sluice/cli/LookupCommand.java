@@ -1,0 +1,76 @@
+package io.sluice.cli;
+
+import io.sluice.store.LookupResult;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.StoredMessage;
+import java.io.PrintWriter;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.concurrent.Callable;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
+
+/** {@code sluice lookup}: prints the messages of a topic that carry a key, newest first, found through the key index. */
+@Command(name = "lookup", description = "Print a topic's messages carrying --key, newest first (key index, no scan).")
+final class LookupCommand implements Callable<Integer> {
+
+    @Option(names = "--dir", required = true, description = "Store directory.")
+    Path dir;
+
+    @Option(names = "--topic", required = true, description = "Topic name.")
+    String topic;
+
+    @Option(names = "--key", required = true, description = "The key.")
+    String key;
+
+    @Option(names = "--max", defaultValue = "32", description = "Most messages to print (default 32).")
+    int max;
+
+    @Option(names = "--from-millis", defaultValue = "0", description = "Earliest store time, epoch ms (default 0).")
+    long fromMillis;
+
+    @Option(names = "--to-millis", defaultValue = "9223372036854775807", description = "Latest store time, epoch ms.")
+    long toMillis;
+
+    @Option(names = "--json", description = "One JSON object per message on stdout.")
+    boolean json;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() {
+        if (!Files.isDirectory(dir)) {
+            throw new ParameterException(spec.commandLine(), "no store at " + dir);
+        }
+        PrintWriter out = spec.commandLine().getOut();
+        try (Store store = Store.open(dir, StoreConfig.defaults());
+             LookupResult found = lookup(store)) {
+            for (StoredMessage m : found.messages()) {
+                String body = new String(m.bodyBytes(), StandardCharsets.UTF_8);
+                if (json) {
+                    out.println(new Json().put("topic", m.topic()).put("queue", m.queueId()).put("offset", m.queueOffset())
+                            .put("logPosition", m.logPosition()).put("storeTimestamp", m.storeTimestamp())
+                            .put("keys", m.keys()).put("body", body));
+                } else {
+                    out.printf("%d\t%d\t%s%n", m.queueId(), m.queueOffset(), body);
+                }
+            }
+        }
+        out.flush();
+        return 0;
+    }
+
+    private LookupResult lookup(Store store) {
+        try {
+            return store.lookupByKey(topic, key, max, fromMillis, toMillis);
+        } catch (IllegalArgumentException e) {
+            throw new ParameterException(spec.commandLine(), e.getMessage());
+        }
+    }
+}
