@@ -9,8 +9,8 @@ public enum SegmentAllocation {
     /**
      * The default: {@link #ZERO_FILL} under {@link FlushMode#SYNC}, {@link #FALLOCATE} under
      * {@link FlushMode#ASYNC}. Measured on ext4 (docs/benchmarks.md): an fdatasync that overwrites written
-     * blocks needs no extent conversion, which made SYNC group commit ~30-50% faster, while under ASYNC the
-     * extra full write of each segment only competes with appends for the disk.
+     * blocks needs no extent conversion, which made SYNC group commit 6-45% faster depending on the write
+     * path, while under ASYNC the extra full write of each segment only competes with appends for the disk.
      */
     AUTO,
     /**
