@@ -51,10 +51,7 @@ final class KeyLookup {
             view.close();
             return null;
         }
-        long at = RecordFormat.firstMessageOffset(record);
-        for (int i = 0; i < indexInRecord; i++) {
-            at = RecordFormat.nextMessageOffset(record, at);
-        }
+        long at = RecordFormat.messageOffset(record, indexInRecord);
         StoredMessage message = QueueReader.decode(topic, RecordFormat.queueId(record),
                 RecordFormat.firstQueueOffset(record) + indexInRecord, position, RecordFormat.storeTimestamp(record),
                 record, at, RecordFormat.body(record, at));

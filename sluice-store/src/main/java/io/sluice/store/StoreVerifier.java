@@ -261,12 +261,7 @@ public final class StoreVerifier {
 
     private static String checkKeyEntry(List<Segment> segments, long logEnd, long position, int keyHash,
                                         int indexInRecord) {
-        Segment segment = null;
-        for (Segment candidate : segments) {
-            if (candidate.base() <= position && position < candidate.end()) {
-                segment = candidate;
-            }
-        }
+        Segment segment = segmentFor(segments, position);
         if (segment == null || position >= logEnd) {
             return "not a stored log position";
         }
@@ -278,10 +273,7 @@ public final class StoreVerifier {
         if (indexInRecord < 0 || indexInRecord >= RecordFormat.messageCount(record)) {
             return "the record has no message " + indexInRecord;
         }
-        long at = RecordFormat.firstMessageOffset(record);
-        for (int i = 0; i < indexInRecord; i++) {
-            at = RecordFormat.nextMessageOffset(record, at);
-        }
+        long at = RecordFormat.messageOffset(record, indexInRecord);
         String topic = RecordFormat.topic(record);
         for (String key : RecordFormat.decodeMetadata(record, at).keys()) {
             if (KeyIndex.hash(topic, key) == keyHash) {
@@ -291,18 +283,22 @@ public final class StoreVerifier {
         return "message " + indexInRecord + " of the record carries no key with that hash";
     }
 
+    private static Segment segmentFor(List<Segment> segments, long position) {
+        for (Segment segment : segments) {
+            if (segment.base() <= position && position < segment.end()) {
+                return segment;
+            }
+        }
+        return null;
+    }
+
     private static String checkEntry(MemorySegment entries, long at, long offset, int size, List<Segment> segments,
                                      long logEnd, String queue) {
         long position = entries.get(LONG, at + QueueIndexFormat.LOG_POSITION_OFFSET);
         if (position + size > logEnd) {
             return "points past the end of the valid log (" + position + "+" + size + " > " + logEnd + ")";
         }
-        Segment segment = null;
-        for (Segment candidate : segments) {
-            if (candidate.base() <= position && position < candidate.end()) {
-                segment = candidate;
-            }
-        }
+        Segment segment = segmentFor(segments, position);
         if (segment == null) {
             return "points at log position " + position + ", which is not stored";
         }

@@ -243,6 +243,15 @@ public final class RecordFormat {
         return TOPIC_OFFSET + Short.toUnsignedInt(record.get(SHORT, TOPIC_LENGTH_OFFSET));
     }
 
+    /** @return offset of the entry of message {@code index} (0-based) in the record */
+    public static long messageOffset(MemorySegment record, int index) {
+        long at = firstMessageOffset(record);
+        for (int i = 0; i < index; i++) {
+            at = nextMessageOffset(record, at);
+        }
+        return at;
+    }
+
     /** @return offset of the message entry after the one at {@code messageOffset} */
     public static long nextMessageOffset(MemorySegment record, long messageOffset) {
         return messageOffset + 4 + Integer.toUnsignedLong(record.get(INT, messageOffset));
