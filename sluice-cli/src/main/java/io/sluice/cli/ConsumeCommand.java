@@ -34,6 +34,10 @@ final class ConsumeCommand implements Callable<Integer> {
     @Option(names = "--max", defaultValue = "9223372036854775807", description = "Most messages to print.")
     long max;
 
+    @Option(names = "--group", description = "Consumer group: start at its registered position (if later than"
+            + " --from) and register the position after the last message printed, which retention then respects.")
+    String group;
+
     @Option(names = "--json", description = "One JSON object per message on stdout.")
     boolean json;
 
@@ -48,7 +52,12 @@ final class ConsumeCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         long printed = 0;
         try (Store store = Store.open(dir, StoreConfig.defaults())) {
-            long offset = Math.max(from, store.minOffset(topic, queue));
+            long start = from;
+            if (group != null) {
+                start = Math.max(start, store.committedOffset(group, topic, queue).orElse(0));
+            }
+            long offset = Math.max(start, store.minOffset(topic, queue));
+            long next = offset;
             while (printed < max) {
                 try (ReadResult result = store.read(topic, queue, offset, 1000, 16 << 20)) {
                     if (result.messages().isEmpty()) {
@@ -59,9 +68,13 @@ final class ConsumeCommand implements Callable<Integer> {
                             break;
                         }
                         print(out, m);
+                        next = m.queueOffset() + 1;
                     }
                     offset = result.nextOffset();
                 }
+            }
+            if (group != null) {
+                store.commitOffset(group, topic, queue, next);
             }
         }
         out.flush();

@@ -1,8 +1,10 @@
 package io.sluice.cli;
 
+import io.sluice.store.ConsumerPosition;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoreStatus;
+import io.sluice.store.io.DiskSpace;
 import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
@@ -38,6 +40,13 @@ final class StatCommand implements Callable<Integer> {
         PrintWriter out = spec.commandLine().getOut();
         try (Store store = Store.open(dir, StoreConfig.defaults())) {
             StoreStatus status = store.status();
+            DiskSpace disk = StoreConfig.defaults().fileIO().diskSpace(dir);
+            List<Json> consumers = new ArrayList<>();
+            for (ConsumerPosition p : store.consumerPositions()) {
+                consumers.add(new Json().put("group", p.group()).put("topic", p.topic()).put("queue", p.queueId())
+                        .put("nextOffset", p.nextOffset())
+                        .put("lag", Math.max(0, store.maxOffset(p.topic(), p.queueId()) - p.nextOffset())));
+            }
             long segmentBytes = sizeOf(dir.resolve("log"));
             long indexBytes = sizeOf(dir.resolve("index"));
             List<Json> queues = new ArrayList<>();
@@ -51,16 +60,23 @@ final class StatCommand implements Callable<Integer> {
                 out.println(new Json().put("dir", dir.toAbsolutePath().toString()).put("state", status.state())
                         .put("writePosition", status.writePosition()).put("flushedPosition", status.flushedPosition())
                         .put("minLogPosition", status.minLogPosition()).put("segments", status.segmentCount())
-                        .put("segmentBytes", segmentBytes).put("indexBytes", indexBytes).put("queues", queues));
+                        .put("segmentBytes", segmentBytes).put("indexBytes", indexBytes)
+                        .put("diskUsedRatio", disk.usedRatio()).put("diskUsableBytes", disk.usableBytes())
+                        .put("queues", queues).put("consumers", consumers));
             } else {
                 out.printf("store %s (%s)%n", dir.toAbsolutePath(), status.state());
                 out.printf("log: positions %,d..%,d, %d segment files, %,d bytes on disk; indexes %,d bytes%n",
                         status.minLogPosition(), status.writePosition(), status.segmentCount(), segmentBytes, indexBytes);
+                out.printf("disk: %.1f%% used, %,d bytes usable%n", disk.usedRatio() * 100, disk.usableBytes());
                 for (String topic : store.topics()) {
                     for (int queue : store.queues(topic)) {
                         out.printf("  %s-%d: offsets %,d..%,d%n", topic, queue, store.minOffset(topic, queue),
                                 store.maxOffset(topic, queue));
                     }
+                }
+                for (ConsumerPosition p : store.consumerPositions()) {
+                    out.printf("  consumer %s on %s-%d: next offset %,d, lag %,d%n", p.group(), p.topic(), p.queueId(),
+                            p.nextOffset(), Math.max(0, store.maxOffset(p.topic(), p.queueId()) - p.nextOffset()));
                 }
             }
         }

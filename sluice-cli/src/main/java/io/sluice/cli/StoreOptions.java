@@ -1,6 +1,7 @@
 package io.sluice.cli;
 
 import io.sluice.store.FlushMode;
+import io.sluice.store.RetentionPolicy;
 import io.sluice.store.SegmentAllocation;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
@@ -27,13 +28,30 @@ final class StoreOptions {
             description = "How new segments reserve blocks: fallocate (default) or zero-fill.")
     SegmentAllocation allocation;
 
-    @Option(names = "--segment-size", description = "Segment file size in bytes for a new store (default 1 GiB).")
+    @Option(names = "--segment-size", description = "Segment file size in bytes for a new store (default 1 GiB);"
+            + " below 16 MiB, messages are limited to a quarter of it.")
     Long segmentSize;
 
+    @Option(names = "--retention-hours", description = "Delete segments whose messages are all older (default 72).")
+    Long retentionHours;
+
+    @Option(names = "--retention-bytes", description = "Delete the oldest segments while the log is larger.")
+    Long retentionBytes;
+
     StoreConfig config() {
-        StoreConfig.Builder builder = StoreConfig.builder().flushMode(flush).writePath(writePath);
+        RetentionPolicy retention = RetentionPolicy.defaults();
+        if (retentionHours != null) {
+            retention = retention.withRetentionHours(retentionHours);
+        }
+        if (retentionBytes != null) {
+            retention = retention.withRetentionBytes(retentionBytes);
+        }
+        StoreConfig.Builder builder = StoreConfig.builder().flushMode(flush).writePath(writePath).retention(retention);
         if (segmentSize != null) {
             builder.segmentSizeBytes(segmentSize);
+            if (segmentSize < 16L << 20) {
+                builder.maxMessageBytes((int) Math.max(1, segmentSize / 4));
+            }
         }
         if (allocation != null) {
             builder.segmentAllocation(allocation);

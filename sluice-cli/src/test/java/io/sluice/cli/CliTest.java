@@ -106,6 +106,27 @@ class CliTest {
     }
 
     @Test
+    void retentionDeletesByBytesButHoldsWhatAConsumerGroupHasNotRead() {
+        String store = dir.resolve("retained").toString();
+        // 64 KiB segments, 2000 messages of 100 bytes: about four segments.
+        assertThat(run("", "produce", "--dir", store, "--topic", "r", "--count", "2000", "--size", "100",
+                "--segment-size", "65536").exit()).isZero();
+        Run consumed = run("", "consume", "--dir", store, "--topic", "r", "--queue", "0", "--group", "audit", "--max", "5",
+                "--json");
+        assertThat(consumed.out().lines()).hasSize(5);
+        Run held = run("", "retention", "--dir", store, "--retention-bytes", "65536", "--json");
+        assertThat(held.exit()).isZero();
+        assertThat(held.out()).contains("\"segmentsDeleted\":0").contains("\"heldBy\":\"audit\"");
+        Run stat = run("", "stat", "--dir", store);
+        assertThat(stat.out()).contains("consumer audit on r-0: next offset 5, lag 1,995").contains("disk:");
+        assertThat(run("", "consume", "--dir", store, "--topic", "r", "--queue", "0", "--group", "audit", "--json").out()
+                .lines()).hasSize(1995).first().asString().contains("\"offset\":5,");
+        Run deleted = run("", "retention", "--dir", store, "--retention-bytes", "65536");
+        assertThat(deleted.out()).startsWith("deleted ").contains("by size").doesNotContain("held back");
+        assertThat(run("", "stat", "--dir", store, "--json").out()).doesNotContain("\"minOffset\":0,");
+    }
+
+    @Test
     void badArgumentsPrintUsageAndExitTwo() {
         Run missing = run("", "produce", "--topic", "t");
         assertThat(missing.exit()).isEqualTo(2);

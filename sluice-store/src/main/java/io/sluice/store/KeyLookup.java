@@ -4,6 +4,7 @@ import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.RecordView;
+import io.sluice.store.internal.log.SegmentRetiredException;
 import java.lang.foreign.MemorySegment;
 import java.util.ArrayList;
 import java.util.List;
@@ -39,13 +40,18 @@ final class KeyLookup {
     private static StoredMessage match(CommitLog log, long position, int indexInRecord, String topic, String key,
                                        long limitPosition, List<RecordView> views) {
         int length;
-        try (RecordView header = log.read(position, RecordFormat.FILLER_BYTES)) {
-            length = RecordFormat.length(header.bytes());
+        RecordView view;
+        try {
+            try (RecordView header = log.read(position, RecordFormat.FILLER_BYTES)) {
+                length = RecordFormat.length(header.bytes());
+            }
+            if (length < RecordFormat.TOPIC_OFFSET || position + length > limitPosition) {
+                return null;
+            }
+            view = log.read(position, length);
+        } catch (SegmentRetiredException e) {
+            return null; // retention deleted it while the lookup ran
         }
-        if (length < RecordFormat.TOPIC_OFFSET || position + length > limitPosition) {
-            return null;
-        }
-        RecordView view = log.read(position, length);
         MemorySegment record = view.bytes();
         if (indexInRecord >= RecordFormat.messageCount(record) || !RecordFormat.topic(record).equals(topic)) {
             view.close();

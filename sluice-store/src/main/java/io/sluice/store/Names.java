@@ -11,22 +11,32 @@ final class Names {
 
     /** @throws IllegalArgumentException naming the rule the topic breaks */
     static void checkTopic(String topic) {
-        if (topic == null || topic.isEmpty()) {
-            throw new IllegalArgumentException("topic name must not be empty");
+        checkName("topic", topic);
+    }
+
+    /** @throws IllegalArgumentException naming the rule the consumer group name breaks */
+    static void checkGroup(String group) {
+        checkName("consumer group", group);
+    }
+
+    /** Topic and group names follow Kafka's rule: they must be safe as file and directory names. */
+    private static void checkName(String kind, String name) {
+        if (name == null || name.isEmpty()) {
+            throw new IllegalArgumentException(kind + " name must not be empty");
         }
-        if (topic.length() > MAX_TOPIC_LENGTH) {
-            throw new IllegalArgumentException("topic name must be at most " + MAX_TOPIC_LENGTH
-                    + " characters, was " + topic.length());
+        if (name.length() > MAX_TOPIC_LENGTH) {
+            throw new IllegalArgumentException(kind + " name must be at most " + MAX_TOPIC_LENGTH
+                    + " characters, was " + name.length());
         }
-        if (topic.equals(".") || topic.equals("..")) {
-            throw new IllegalArgumentException("topic name must not be '.' or '..'");
+        if (name.equals(".") || name.equals("..")) {
+            throw new IllegalArgumentException(kind + " name must not be '.' or '..'");
         }
-        for (int i = 0; i < topic.length(); i++) {
-            char c = topic.charAt(i);
+        for (int i = 0; i < name.length(); i++) {
+            char c = name.charAt(i);
             boolean ok = (c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9')
                     || c == '.' || c == '_' || c == '-';
             if (!ok) {
-                throw new IllegalArgumentException("topic name must use only [a-zA-Z0-9._-], found '" + c
+                throw new IllegalArgumentException(kind + " name must use only [a-zA-Z0-9._-], found '" + c
                         + "' at index " + i);
             }
         }

@@ -11,6 +11,9 @@ import io.sluice.store.internal.log.RecordView;
 import io.sluice.store.internal.recovery.Checkpoint;
 import io.sluice.store.internal.recovery.Recovery;
 import io.sluice.store.internal.recovery.StoreDirectory;
+import io.sluice.store.internal.log.SegmentRetiredException;
+import io.sluice.store.internal.retention.ConsumerOffsets;
+import io.sluice.store.internal.retention.RetentionService;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
@@ -18,6 +21,7 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executors;
@@ -56,13 +60,17 @@ public final class Store implements AutoCloseable {
     private final QueueIndexes indexes;
     private final FlushService flusher;
     private final ScheduledExecutorService checkpointer;
+    private final ScheduledExecutorService retentionTimer;
+    private final ConsumerOffsets consumers;
+    private final RetentionService retention;
     private final ReentrantLock appendLock = new ReentrantLock();
     private final AtomicBoolean closed = new AtomicBoolean();
     private final boolean recoveredClean;
     private volatile StoreStatus.State state = StoreStatus.State.OPEN;
     private volatile String readOnlyReason;
 
-    private Store(StoreConfig config, StoreDirectory directory, Recovery.Result recovered) {
+    private Store(StoreConfig config, StoreDirectory directory, Recovery.Result recovered, ConsumerOffsets consumers)
+            throws IOException {
         this.config = config;
         this.directory = directory;
         this.indexes = recovered.indexes();
@@ -72,6 +80,15 @@ public final class Store implements AutoCloseable {
         this.flusher = new FlushService(log, config, this::onFlushFailure);
         this.checkpointer = Executors.newSingleThreadScheduledExecutor(
                 r -> Thread.ofPlatform().name("sluice-checkpoint").daemon(true).unstarted(r));
+        this.retentionTimer = Executors.newSingleThreadScheduledExecutor(
+                r -> Thread.ofPlatform().name("sluice-retention").daemon(true).unstarted(r));
+        this.consumers = consumers;
+        this.retention = new RetentionService(config.retention(), config.fileIO(), config.clock(), log, indexes,
+                consumers, appendLock);
+        // Entries that point below the log's first segment (deleted by retention before a crash) are not stored.
+        for (QueueIndex index : indexes.all()) {
+            index.advanceMinOffset(log.minPosition());
+        }
     }
 
     /**
@@ -92,8 +109,9 @@ public final class Store implements AutoCloseable {
         try {
             storeDirectory = StoreDirectory.open(directory, config.fileIO(), config.queueIndexEntriesPerFile());
             Recovery.Result recovered = new Recovery(config, storeDirectory).run();
+            ConsumerOffsets consumers = ConsumerOffsets.load(storeDirectory.root(), config.clock().millis());
             storeDirectory.clearCleanShutdown();
-            Store store = new Store(config, storeDirectory, recovered);
+            Store store = new Store(config, storeDirectory, recovered, consumers);
             store.start();
             return store;
         } catch (IOException e) {
@@ -109,6 +127,8 @@ public final class Store implements AutoCloseable {
         flusher.start();
         checkpointer.scheduleWithFixedDelay(this::checkpoint, config.checkpointIntervalMillis(),
                 config.checkpointIntervalMillis(), TimeUnit.MILLISECONDS);
+        long interval = config.retention().checkIntervalMillis();
+        retentionTimer.scheduleWithFixedDelay(this::retentionPass, interval, interval, TimeUnit.MILLISECONDS);
         LOG.info("opened store {} ({}, {}, log ends at {})", directory.root(), config.writePath(),
                 config.flushMode(), log.writePosition());
     }
@@ -164,6 +184,12 @@ public final class Store implements AutoCloseable {
             checkOpen();
             if (state == StoreStatus.State.READ_ONLY) {
                 return CompletableFuture.failedFuture(new StoreException("store is read-only: " + readOnlyReason));
+            }
+            if (retention.appendsRefused()) {
+                return CompletableFuture.failedFuture(new DiskFullException(String.format(
+                        "append refused: disk use %.1f%% is above diskHardRatio %.1f%%; appends resume once"
+                        + " retention or an operator frees space", retention.lastReport().diskUsedRatio() * 100,
+                        config.retention().diskHardRatio() * 100), null));
             }
             return appendLocked(topic, queueId, topicBytes, (int) size, messages);
         } catch (IOException e) {
@@ -263,9 +289,85 @@ public final class Store implements AutoCloseable {
             indexes.forceDirty();
             new Checkpoint(log.flushedPosition(), indexed, config.clock().millis())
                     .write(config.fileIO(), directory.root());
+            consumers.saveIfDirty(config.fileIO(), directory.root());
         } catch (IOException | RuntimeException e) {
             goReadOnly("writing the checkpoint failed: " + e);
         }
+    }
+
+    private void retentionPass() {
+        if (state == StoreStatus.State.CLOSED) {
+            return;
+        }
+        try {
+            retention.run();
+        } catch (IOException | RuntimeException e) {
+            LOG.error("retention pass on {} failed; will retry: {}", directory.root(), e.toString());
+        }
+    }
+
+    /**
+     * Runs one retention pass now, as the store does every {@link RetentionPolicy#checkIntervalMillis()}:
+     * deletes expired segments per the policy and updates whether appends are refused for lack of disk.
+     *
+     * @return what the pass did
+     * @throws StoreException if deleting files failed
+     */
+    public RetentionReport enforceRetention() {
+        checkOpen();
+        try {
+            return retention.run();
+        } catch (IOException e) {
+            throw new StoreException("retention pass failed: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Registers (or moves) a consumer group's position on a queue: the next offset it will read. Retention
+     * keeps every segment holding messages at or after a registered position, unless the disk passes the
+     * emergency ratio. Positions are saved with each checkpoint and at close; after a crash a group resumes at
+     * most one checkpoint interval back.
+     *
+     * @param group the consumer group: 1-249 characters of {@code [a-zA-Z0-9._-]}
+     * @param topic the topic
+     * @param queueId the queue
+     * @param nextOffset the next offset the group will read, 0 or more
+     */
+    public void commitOffset(String group, String topic, int queueId, long nextOffset) {
+        Names.checkGroup(group);
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        if (nextOffset < 0) {
+            throw new IllegalArgumentException("nextOffset must not be negative, was " + nextOffset);
+        }
+        checkOpen();
+        consumers.commit(group, topic, queueId, nextOffset);
+    }
+
+    /** @return the group's registered position on the queue, if any */
+    public OptionalLong committedOffset(String group, String topic, int queueId) {
+        Names.checkGroup(group);
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        checkOpen();
+        return consumers.get(group, topic, queueId);
+    }
+
+    /** @return every registered consumer position, sorted by group, topic and queue */
+    public List<ConsumerPosition> consumerPositions() {
+        checkOpen();
+        return consumers.snapshot().entrySet().stream()
+                .map(e -> new ConsumerPosition(e.getKey().group(), e.getKey().topic(), e.getKey().queueId(), e.getValue()))
+                .sorted(java.util.Comparator.comparing(ConsumerPosition::group).thenComparing(ConsumerPosition::topic)
+                        .thenComparingInt(ConsumerPosition::queueId))
+                .toList();
+    }
+
+    /** Forgets every position of a consumer group, so retention no longer holds data for it. @return true if it had any */
+    public boolean removeConsumerGroup(String group) {
+        Names.checkGroup(group);
+        checkOpen();
+        return consumers.removeGroup(group);
     }
 
     /**
@@ -299,7 +401,12 @@ public final class Store implements AutoCloseable {
             return DefaultReadResult.empty(fromOffset == end ? ReadResult.Status.NO_NEW_MESSAGES
                     : ReadResult.Status.OFFSET_OVERFLOW, end);
         }
-        return new QueueReader(topic, queueId, index, log).read(fromOffset, end, maxMessages, maxBytes);
+        try {
+            return new QueueReader(topic, queueId, index, log).read(fromOffset, end, maxMessages, maxBytes);
+        } catch (SegmentRetiredException e) {
+            // Retention deleted the segment after the offset was checked against the queue's first offset.
+            return DefaultReadResult.empty(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1));
+        }
     }
 
     /**
@@ -319,6 +426,8 @@ public final class Store implements AutoCloseable {
         int length;
         try (RecordView header = log.read(logPosition, RecordFormat.FILLER_BYTES)) {
             length = RecordFormat.length(header.bytes());
+        } catch (SegmentRetiredException e) {
+            throw new IllegalArgumentException(e.getMessage(), e);
         }
         if (length < RecordFormat.TOPIC_OFFSET || logPosition + length > limit) {
             throw new IllegalArgumentException("no record starts at log position " + logPosition);
@@ -423,7 +532,7 @@ public final class Store implements AutoCloseable {
     public StoreStatus status() {
         return new StoreStatus(state, readOnlyReason, log.writePosition(), log.committedPosition(),
                 log.flushedPosition(), log.minPosition(), log.segments().size(), config.writePath(),
-                config.flushMode());
+                config.flushMode(), consumers.snapshot().size(), retention.appendsRefused(), retention.lastReport());
     }
 
     /** @return true if the last open found a clean shutdown and skipped recovery */
@@ -495,8 +604,10 @@ public final class Store implements AutoCloseable {
         }
         List<Throwable> errors = new ArrayList<>();
         checkpointer.shutdownNow();
+        retentionTimer.shutdownNow();
         try {
             checkpointer.awaitTermination(30, TimeUnit.SECONDS);
+            retentionTimer.awaitTermination(30, TimeUnit.SECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
         }
@@ -507,6 +618,7 @@ public final class Store implements AutoCloseable {
                 log.flush(log.commit(end));
                 indexes.forceDirty();
                 new Checkpoint(end, end, config.clock().millis()).write(config.fileIO(), directory.root());
+                consumers.saveIfDirty(config.fileIO(), directory.root());
                 directory.markCleanShutdown();
             } catch (IOException | RuntimeException e) {
                 errors.add(e);

@@ -24,6 +24,7 @@ import java.util.Objects;
  * @param keyIndexEntriesPerFile entries in each key-index file (32 bytes each); a file is created when the
  *     first keyed message arrives and when the previous one fills
  * @param checkpointIntervalMillis how often the checkpoint (and the queue indexes) are forced
+ * @param retention when old segments are deleted and when appends are refused for lack of disk
  * @param truncateOnCorruption open a store with mid-log corruption by truncating the log there, losing
  *     what follows, instead of refusing
  * @param fileIO the file seam; {@link FileIO#DEFAULT} unless testing faults
@@ -33,7 +34,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                           SegmentAllocation segmentAllocation, long flushIntervalMillis, long flushDirtyBytes,
                           long commitIntervalMillis, long commitMinBytes, int writeBufferBytes,
                           int writeBufferCount, int maxMessageBytes, int queueIndexEntriesPerFile,
-                          int keyIndexSlotsPerFile, int keyIndexEntriesPerFile, long checkpointIntervalMillis, boolean truncateOnCorruption, FileIO fileIO,
+                          int keyIndexSlotsPerFile, int keyIndexEntriesPerFile, long checkpointIntervalMillis,
+                          RetentionPolicy retention, boolean truncateOnCorruption, FileIO fileIO,
                           InstantSource clock) {
 
     /** Smallest segment size accepted (tests use it to exercise segment rolls). */
@@ -67,6 +69,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         requireRange("keyIndexSlotsPerFile", keyIndexSlotsPerFile, 16, 1 << 28);
         requireRange("keyIndexEntriesPerFile", keyIndexEntriesPerFile, 16, 1 << 27);
         requireRange("checkpointIntervalMillis", checkpointIntervalMillis, 1, 3_600_000);
+        Objects.requireNonNull(retention, "retention");
         Objects.requireNonNull(fileIO, "fileIO");
         Objects.requireNonNull(clock, "clock");
         if ((long) maxMessageBytes + RECORD_OVERHEAD_BYTES > segmentSizeBytes) {
@@ -129,6 +132,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         b.keyIndexSlotsPerFile = keyIndexSlotsPerFile;
         b.keyIndexEntriesPerFile = keyIndexEntriesPerFile;
         b.checkpointIntervalMillis = checkpointIntervalMillis;
+        b.retention = retention;
         b.truncateOnCorruption = truncateOnCorruption;
         b.fileIO = fileIO;
         b.clock = clock;
@@ -152,6 +156,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         private int keyIndexSlotsPerFile = 2 * 1024 * 1024;
         private int keyIndexEntriesPerFile = 8 * 1024 * 1024;
         private long checkpointIntervalMillis = 1000;
+        private RetentionPolicy retention = RetentionPolicy.defaults();
         private boolean truncateOnCorruption;
         private FileIO fileIO = FileIO.DEFAULT;
         private InstantSource clock = InstantSource.system();
@@ -189,6 +194,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         public Builder keyIndexEntriesPerFile(int v) { keyIndexEntriesPerFile = v; return this; }
         /** @param v checkpoint interval @return this */
         public Builder checkpointIntervalMillis(long v) { checkpointIntervalMillis = v; return this; }
+        /** @param v the retention policy @return this */
+        public Builder retention(RetentionPolicy v) { retention = v; return this; }
         /** @param v truncate at mid-log corruption instead of refusing @return this */
         public Builder truncateOnCorruption(boolean v) { truncateOnCorruption = v; return this; }
         /** @param v the file seam @return this */
@@ -201,8 +208,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
             return new StoreConfig(segmentSizeBytes, writePath, flushMode, segmentAllocation, flushIntervalMillis,
                     flushDirtyBytes, commitIntervalMillis, commitMinBytes, writeBufferBytes, writeBufferCount,
                     maxMessageBytes, queueIndexEntriesPerFile, keyIndexSlotsPerFile, keyIndexEntriesPerFile,
-                    checkpointIntervalMillis, truncateOnCorruption,
-                    fileIO, clock);
+                    checkpointIntervalMillis, retention, truncateOnCorruption, fileIO, clock);
         }
     }
 }

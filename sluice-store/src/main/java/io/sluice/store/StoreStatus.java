@@ -13,10 +13,14 @@ package io.sluice.store;
  * @param segmentCount how many commit-log segment files exist
  * @param writePath the write path in use
  * @param flushMode the flush mode in use
+ * @param consumerPositions registered consumer positions (group, topic, queue)
+ * @param appendsRefused true while disk use is above the retention policy's hard ratio
+ * @param lastRetention the last retention pass's report, or null if none ran since open
  */
 public record StoreStatus(State state, String reason, long writePosition, long committedPosition,
                           long flushedPosition, long minLogPosition, int segmentCount, WritePath writePath,
-                          FlushMode flushMode) {
+                          FlushMode flushMode, int consumerPositions, boolean appendsRefused,
+                          RetentionReport lastRetention) {
 
     /** The store's life cycle. */
     public enum State {

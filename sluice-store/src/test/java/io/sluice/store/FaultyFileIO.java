@@ -1,5 +1,6 @@
 package io.sluice.store;
 
+import io.sluice.store.io.DiskSpace;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
 import java.io.IOException;
@@ -22,6 +23,8 @@ final class FaultyFileIO implements FileIO {
     volatile long failWriteAt = -1;
     volatile long failForceAt = -1;
     final AtomicBoolean diskFull = new AtomicBoolean();
+    /** When set, what {@link #diskSpace} reports instead of the real filesystem. */
+    volatile DiskSpace reportedSpace;
 
     /** Fails the n-th write from now (1 = the next) with EIO. */
     void failWriteAfter(long n) {
@@ -41,6 +44,17 @@ final class FaultyFileIO implements FileIO {
     @Override
     public void syncDirectory(Path directory) throws IOException {
         DEFAULT.syncDirectory(directory);
+    }
+
+    /** Reports a filesystem of 1,000,000 bytes, {@code usedRatio} of it in use. */
+    void reportDiskUse(double usedRatio) {
+        reportedSpace = new DiskSpace(1_000_000, Math.round(1_000_000 * (1 - usedRatio)));
+    }
+
+    @Override
+    public DiskSpace diskSpace(Path path) throws IOException {
+        DiskSpace space = reportedSpace;
+        return space != null ? space : DEFAULT.diskSpace(path);
     }
 
     private final class Faulty implements StoreFile {

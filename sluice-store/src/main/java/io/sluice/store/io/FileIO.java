@@ -1,6 +1,8 @@
 package io.sluice.store.io;
 
 import java.io.IOException;
+import java.nio.file.FileStore;
+import java.nio.file.Files;
 import java.nio.file.Path;
 
 /**
@@ -29,4 +31,16 @@ public interface FileIO {
      * @throws IOException on an I/O error
      */
     void syncDirectory(Path directory) throws IOException;
+
+    /**
+     * Tells how full the filesystem holding {@code path} is; retention and the append guard act on it.
+     *
+     * @param path a file or directory on the filesystem
+     * @return its total and usable bytes
+     * @throws IOException on an I/O error
+     */
+    default DiskSpace diskSpace(Path path) throws IOException {
+        FileStore store = Files.getFileStore(path);
+        return new DiskSpace(store.getTotalSpace(), store.getUsableSpace());
+    }
 }

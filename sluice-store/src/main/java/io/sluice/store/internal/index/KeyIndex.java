@@ -74,6 +74,8 @@ public final class KeyIndex implements AutoCloseable {
     private final int slotsPerFile;
     private final int entriesPerFile;
     private volatile KeyFile[] files;
+    /** Files retention removed, still mapped until its next pass (see {@link #retireBefore}). */
+    private final List<KeyFile> retired = new ArrayList<>();
     private volatile boolean dirty;
 
     private KeyIndex(Path directory, FileIO fileIO, int slotsPerFile, int entriesPerFile, KeyFile[] files) {
@@ -255,6 +257,35 @@ public final class KeyIndex implements AutoCloseable {
         }
     }
 
+    /**
+     * Retention (under the append lock): deletes the oldest files whose every entry points before {@code
+     * logMinPosition}, never the last. As with queue indexes, deleted files stay mapped until the next call
+     * (or close), so a lookup walking them never finds the mapping gone.
+     *
+     * @return the number of files deleted
+     */
+    public int retireBefore(long logMinPosition) throws IOException {
+        for (KeyFile file : retired) {
+            file.close();
+        }
+        retired.clear();
+        KeyFile[] current = files;
+        int drop = 0;
+        while (drop < current.length - 1 && current[drop].lastPosition() < logMinPosition) {
+            drop++;
+        }
+        if (drop == 0) {
+            return 0;
+        }
+        files = Arrays.copyOfRange(current, drop, current.length);
+        for (int i = 0; i < drop; i++) {
+            retired.add(current[i]);
+            Files.deleteIfExists(current[i].path);
+        }
+        fileIO.syncDirectory(directory);
+        return drop;
+    }
+
     /** Forces written entries to the device if any were written since the last force. */
     public void forceIfDirty() throws IOException {
         if (!dirty) {
@@ -310,6 +341,14 @@ public final class KeyIndex implements AutoCloseable {
     @Override
     public void close() throws IOException {
         IOException failure = null;
+        for (KeyFile file : retired) {
+            try {
+                file.close();
+            } catch (IOException e) {
+                failure = e;
+            }
+        }
+        retired.clear();
         for (KeyFile file : files) {
             try {
                 file.close();

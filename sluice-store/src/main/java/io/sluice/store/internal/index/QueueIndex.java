@@ -33,6 +33,8 @@ public final class QueueIndex implements AutoCloseable {
     private final FileIO fileIO;
     private final int entriesPerFile;
     private volatile IndexFile[] files;
+    /** Files retention removed, still mapped until the next retention pass (see {@link #advanceMinOffset}). */
+    private final List<IndexFile> retired = new ArrayList<>();
     /** The writer's next offset to fill. */
     private long nextOffset;
     /** Offsets below this are visible to readers. */
@@ -260,6 +262,54 @@ public final class QueueIndex implements AutoCloseable {
         publishedEnd = offset;
     }
 
+    /**
+     * Retention (under the append lock) and open: moves the first offset up to the first entry whose record
+     * is at or after {@code logMinPosition}, the log's first stored position; entries below it point at
+     * deleted segments. Files whose every entry is now below the first offset are deleted, except the last
+     * (it tells where the queue ends). They are unmapped only at the next call, or at close, so that a
+     * reader who looked up an entry just before cannot find its mapping gone.
+     *
+     * @return the number of files deleted
+     */
+    public int advanceMinOffset(long logMinPosition) throws IOException {
+        closeRetired();
+        long low = minOffset;
+        long high = publishedEnd;
+        while (low < high) {
+            long mid = (low + high) >>> 1;
+            if (entry(mid).logPosition() < logMinPosition) {
+                low = mid + 1;
+            } else {
+                high = mid;
+            }
+        }
+        if (low > minOffset) {
+            minOffset = low;
+        }
+        IndexFile[] current = files;
+        int drop = 0;
+        while (drop < current.length - 1 && current[drop].firstEntry + entriesPerFile <= minOffset) {
+            drop++;
+        }
+        if (drop == 0) {
+            return 0;
+        }
+        files = Arrays.copyOfRange(current, drop, current.length);
+        for (int i = 0; i < drop; i++) {
+            retired.add(current[i]);
+            Files.deleteIfExists(current[i].path);
+        }
+        fileIO.syncDirectory(directory);
+        return drop;
+    }
+
+    private void closeRetired() throws IOException {
+        for (IndexFile file : retired) {
+            file.close();
+        }
+        retired.clear();
+    }
+
     /** Forces written entries to the device if any were written since the last force. */
     public void forceIfDirty() throws IOException {
         if (!dirty) {
@@ -286,6 +336,11 @@ public final class QueueIndex implements AutoCloseable {
     @Override
     public void close() throws IOException {
         IOException failure = null;
+        try {
+            closeRetired();
+        } catch (IOException e) {
+            failure = e;
+        }
         for (IndexFile file : files) {
             try {
                 file.close();

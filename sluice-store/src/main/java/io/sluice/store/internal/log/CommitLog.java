@@ -34,7 +34,9 @@ public final class CommitLog implements AutoCloseable {
     private final SegmentWriter writer;
     private final WriteBufferPool pool;
     private final SegmentPreparer preparer;
+    /** Replaced, never changed in place; swaps happen under {@link #segmentsLock} (roll and retention). */
     private volatile Segment[] segments;
+    private final Object segmentsLock = new Object();
     private Segment active;
 
     private volatile long writePosition;
@@ -119,9 +121,11 @@ public final class CommitLog implements AutoCloseable {
             }
             writer.seal(active.end());
         }
-        Segment[] grown = Arrays.copyOf(segments, segments.length + 1);
-        grown[grown.length - 1] = next;
-        segments = grown;
+        synchronized (segmentsLock) {
+            Segment[] grown = Arrays.copyOf(segments, segments.length + 1);
+            grown[grown.length - 1] = next;
+            segments = grown;
+        }
         active = next;
         preparer.prepare(next.end());
         LOG.debug("rolled to segment {}", next);
@@ -178,8 +182,12 @@ public final class CommitLog implements AutoCloseable {
             return;
         }
         for (Segment segment : segments) {
-            if (segment.end() > from && segment.base() < upTo) {
-                segment.file().force();
+            if (segment.end() > from && segment.base() < upTo && segment.retain()) {
+                try {
+                    segment.file().force();
+                } finally {
+                    segment.release();
+                }
             }
         }
         flushedPosition = upTo;
@@ -199,10 +207,34 @@ public final class CommitLog implements AutoCloseable {
             }
         }
         Segment segment = segmentFor(position);
-        if (segment == null) {
+        if (segment == null || !segment.retain()) {
+            if (segment != null || position < minPosition()) {
+                throw new SegmentRetiredException(position);
+            }
             throw new IllegalArgumentException("log position " + position + " is not stored");
         }
-        return new RecordView(segment.slice(position, length).asReadOnly(), null);
+        return new RecordView(segment.slice(position, length).asReadOnly(), segment);
+    }
+
+    /**
+     * Retention: takes the oldest segment out of the log and {@linkplain Segment#retire() retires} it, if it
+     * is not the active segment and every byte of it was flushed.
+     *
+     * @return the retired segment, or null if the oldest may not go
+     */
+    public Segment retireOldest() {
+        Segment oldest;
+        synchronized (segmentsLock) {
+            Segment[] current = segments;
+            if (current.length < 2 || current[0].end() > flushedPosition || current[0].end() > writePosition) {
+                return null;
+            }
+            oldest = current[0];
+            segments = Arrays.copyOfRange(current, 1, current.length);
+        }
+        oldest.retire();
+        LOG.info("retention deleted segment {} (log positions {}..{})", oldest, oldest.base(), oldest.end());
+        return oldest;
     }
 
     /** @return the segment holding {@code position}, or null */

@@ -3,16 +3,17 @@ package io.sluice.store.internal.log;
 import java.lang.foreign.MemorySegment;
 
 /**
- * A record's bytes in store memory, plus the pin that keeps them there (write-buffer pages only).
+ * A record's bytes in store memory, plus the pin that keeps them there: a write-buffer page's, or the
+ * segment's, which retention cannot unmap while it is held.
  *
  * @param bytes the record
- * @param pin the pin to release, or null when the bytes are in a segment mapping
+ * @param pin the pin to release, or null when nothing needs releasing
  */
-public record RecordView(MemorySegment bytes, WriteBufferPool.Pinned pin) implements AutoCloseable {
+public record RecordView(MemorySegment bytes, Pin pin) implements AutoCloseable {
     @Override
     public void close() {
         if (pin != null) {
-            pin.close();
+            pin.release();
         }
     }
 }

@@ -9,6 +9,10 @@ import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * One commit-log segment file: a fixed-size file named by the 20-digit log position of its first byte,
@@ -16,16 +20,28 @@ import java.nio.file.Path;
  * and read-only otherwise (appends arrive through the file; reads still come from the mapping, which the
  * page cache keeps coherent). Closing the segment unmaps it at once by closing its arena.
  *
- * <p>Thread-safe for one writer and many readers; {@link #close()} must not race with accesses the store
- * still allows.
+ * <h2>Life cycle</h2>
+ * The log holds one reference; every reader view holds another ({@link #retain()}, released through the
+ * {@link Pin}). Retention {@linkplain #retire() retires} a segment: the log drops its reference, and the
+ * last release unmaps the segment, closes and deletes the file. So a reader never touches an unmapped
+ * segment, and a retired segment's blocks are freed as soon as its last reader lets go. {@link #close()}
+ * (store shutdown) unmaps at once; readers must not use views after the store is closed.
+ *
+ * <p>Thread-safe for one writer and many readers.
  */
-public final class Segment implements AutoCloseable {
+public final class Segment implements AutoCloseable, Pin {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Segment.class);
 
     private final long base;
     private final long size;
     private final StoreFile file;
     private final Arena arena;
     private final MemorySegment mapping;
+    /** The log's reference plus one per reader view; at zero the segment is released for good. */
+    private final AtomicInteger references = new AtomicInteger(1);
+    private final AtomicBoolean closed = new AtomicBoolean();
+    private volatile boolean deleteOnRelease;
 
     private Segment(long base, long size, StoreFile file, Arena arena, MemorySegment mapping) {
         this.base = base;
@@ -116,9 +132,53 @@ public final class Segment implements AutoCloseable {
         return mapping.asSlice(position - base, length);
     }
 
-    /** Unmaps and closes the file. */
+    /**
+     * Takes a reader's reference.
+     *
+     * @return false if the segment was retired and released already (the caller must not read it)
+     */
+    public boolean retain() {
+        for (int current = references.get(); current > 0; current = references.get()) {
+            if (references.compareAndSet(current, current + 1)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Drops a reader's reference; the last one of a retired segment unmaps and deletes it. */
+    @Override
+    public void release() {
+        if (references.decrementAndGet() == 0 && deleteOnRelease) {
+            try {
+                close();
+                Files.deleteIfExists(file.path());
+            } catch (IOException e) {
+                LOG.warn("deleting retired segment {} failed: {}", file.path(), e.toString());
+            }
+        }
+    }
+
+    /**
+     * Retention: drops the log's reference. The file is unmapped and deleted now if no reader holds the
+     * segment, else when the last one lets go.
+     */
+    public void retire() {
+        deleteOnRelease = true;
+        release();
+    }
+
+    /** @return true once the segment is unmapped */
+    public boolean isClosed() {
+        return closed.get();
+    }
+
+    /** Unmaps and closes the file now. Idempotent. */
     @Override
     public void close() throws IOException {
+        if (!closed.compareAndSet(false, true)) {
+            return;
+        }
         try {
             arena.close();
         } finally {

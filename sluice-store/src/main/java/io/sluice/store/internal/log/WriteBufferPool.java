@@ -156,9 +156,9 @@ public final class WriteBufferPool implements AutoCloseable {
      * @param bytes the bytes
      * @param page the page they live in
      */
-    public record Pinned(MemorySegment bytes, Page page) implements AutoCloseable {
+    public record Pinned(MemorySegment bytes, Page page) implements Pin {
         @Override
-        public void close() {
+        public void release() {
             page.unpin();
         }
     }

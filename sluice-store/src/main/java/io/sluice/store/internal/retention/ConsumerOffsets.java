@@ -1,0 +1,189 @@
+package io.sluice.store.internal.retention;
+
+import io.sluice.store.io.FileIO;
+import io.sluice.store.io.StoreFile;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Objects;
+import java.util.OptionalLong;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.zip.CRC32C;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Registered consumer positions: for each (group, topic, queue), the next offset the group will read.
+ * Retention keeps every segment a position still needs. Positions are saved with each checkpoint (when they
+ * changed) and at close, so after a crash a group may resume up to one checkpoint interval back: it reads
+ * some messages again, never skips one.
+ *
+ * <p>The file {@code consumers} is replaced atomically (temp file, fsync, rename, directory fsync).
+ * Little-endian:
+ * <pre>
+ * offset size field
+ *   0     4   magic     0x534C434F ("SLCO")
+ *   4     2   version   1
+ *   6     2   reserved  0
+ *   8     4   count     number of entries
+ *  12     -   entries   count times: u16 group length, group (ASCII), u16 topic length, topic (ASCII),
+ *                       i32 queue id, i64 next offset
+ *   -     4   crc       CRC32C of every byte before it
+ * </pre>
+ * A file that fails its checks is renamed to {@code consumers.corrupt-<millis>} (kept for inspection) and
+ * the store starts with no positions, which only means retention holds nothing back for them.
+ *
+ * <p>Thread-safe.
+ */
+public final class ConsumerOffsets {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ConsumerOffsets.class);
+
+    /** The file's name in the store directory. */
+    public static final String FILE_NAME = "consumers";
+    static final int MAGIC = 0x534C434F;
+    static final short VERSION = 1;
+    private static final int HEADER_BYTES = 12;
+
+    /** One registered position's key. */
+    public record Key(String group, String topic, int queueId) {
+    }
+
+    private final Map<Key, Long> offsets = new ConcurrentHashMap<>();
+    private volatile boolean dirty;
+
+    private ConsumerOffsets() {
+    }
+
+    /** @return the positions saved in {@code directory}, or none if there is no file */
+    public static ConsumerOffsets load(Path directory, long nowMillis) throws IOException {
+        ConsumerOffsets loaded = new ConsumerOffsets();
+        Path path = directory.resolve(FILE_NAME);
+        if (!Files.exists(path)) {
+            return loaded;
+        }
+        byte[] bytes = Files.readAllBytes(path);
+        try {
+            loaded.decode(bytes);
+        } catch (RuntimeException e) {
+            Path aside = directory.resolve(FILE_NAME + ".corrupt-" + nowMillis);
+            Files.move(path, aside, StandardCopyOption.ATOMIC_MOVE);
+            LOG.error("consumer positions file {} is damaged ({}); moved it to {} and starting with no registered"
+                    + " positions", path, e.getMessage(), aside);
+            loaded.offsets.clear();
+        }
+        return loaded;
+    }
+
+    private void decode(byte[] bytes) {
+        if (bytes.length < HEADER_BYTES + 4) {
+            throw new IllegalStateException("file is " + bytes.length + " bytes, shorter than its header");
+        }
+        ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+        CRC32C crc = new CRC32C();
+        crc.update(bytes, 0, bytes.length - 4);
+        if (buffer.getInt(bytes.length - 4) != (int) crc.getValue()) {
+            throw new IllegalStateException("checksum mismatch");
+        }
+        if (buffer.getInt(0) != MAGIC || buffer.getShort(4) != VERSION) {
+            throw new IllegalStateException("unknown magic or version");
+        }
+        int count = buffer.getInt(8);
+        buffer.position(HEADER_BYTES).limit(bytes.length - 4);
+        for (int i = 0; i < count; i++) {
+            String group = string(buffer);
+            String topic = string(buffer);
+            int queueId = buffer.getInt();
+            long offset = buffer.getLong();
+            offsets.put(new Key(group, topic, queueId), offset);
+        }
+    }
+
+    private static String string(ByteBuffer buffer) {
+        byte[] bytes = new byte[Short.toUnsignedInt(buffer.getShort())];
+        buffer.get(bytes);
+        return new String(bytes, StandardCharsets.US_ASCII);
+    }
+
+    /** Registers or moves a position (names already validated). */
+    public void commit(String group, String topic, int queueId, long nextOffset) {
+        Long previous = offsets.put(new Key(group, topic, queueId), nextOffset);
+        if (previous == null || previous != nextOffset) {
+            dirty = true;
+        }
+    }
+
+    /** @return the group's position on the queue, if registered */
+    public OptionalLong get(String group, String topic, int queueId) {
+        Long offset = offsets.get(new Key(group, topic, queueId));
+        return offset == null ? OptionalLong.empty() : OptionalLong.of(offset);
+    }
+
+    /** Forgets every position of a group. @return true if it had any */
+    public boolean removeGroup(String group) {
+        boolean removed = offsets.keySet().removeIf(key -> key.group().equals(group));
+        if (removed) {
+            dirty = true;
+        }
+        return removed;
+    }
+
+    /** @return a snapshot of every position */
+    public Map<Key, Long> snapshot() {
+        return Map.copyOf(offsets);
+    }
+
+    /** Writes the positions atomically into {@code directory} if they changed since the last save. */
+    public void saveIfDirty(FileIO io, Path directory) throws IOException {
+        if (!dirty) {
+            return;
+        }
+        dirty = false;
+        try {
+            save(io, directory);
+        } catch (IOException | RuntimeException e) {
+            dirty = true;
+            throw e;
+        }
+    }
+
+    private void save(FileIO io, Path directory) throws IOException {
+        List<Map.Entry<Key, Long>> entries = new ArrayList<>(offsets.entrySet());
+        int size = HEADER_BYTES + 4;
+        for (Map.Entry<Key, Long> entry : entries) {
+            size += 2 + entry.getKey().group().length() + 2 + entry.getKey().topic().length() + 4 + 8;
+        }
+        ByteBuffer buffer = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
+        buffer.putInt(MAGIC).putShort(VERSION).putShort((short) 0).putInt(entries.size());
+        for (Map.Entry<Key, Long> entry : entries) {
+            Key key = Objects.requireNonNull(entry.getKey());
+            putString(buffer, key.group());
+            putString(buffer, key.topic());
+            buffer.putInt(key.queueId()).putLong(entry.getValue());
+        }
+        CRC32C crc = new CRC32C();
+        crc.update(buffer.array(), 0, size - 4);
+        buffer.putInt((int) crc.getValue()).flip();
+        Path temp = directory.resolve(FILE_NAME + ".tmp");
+        try (StoreFile file = io.open(temp, true)) {
+            file.truncate(0);
+            file.writeFully(buffer, 0);
+            file.force();
+        }
+        Files.move(temp, directory.resolve(FILE_NAME), StandardCopyOption.ATOMIC_MOVE,
+                StandardCopyOption.REPLACE_EXISTING);
+        io.syncDirectory(directory);
+    }
+
+    private static void putString(ByteBuffer buffer, String value) {
+        byte[] bytes = value.getBytes(StandardCharsets.US_ASCII);
+        buffer.putShort((short) bytes.length).put(bytes);
+    }
+}

@@ -1,0 +1,227 @@
+package io.sluice.store.internal.retention;
+
+import io.sluice.store.RetentionPolicy;
+import io.sluice.store.RetentionReport;
+import io.sluice.store.io.DiskSpace;
+import io.sluice.store.io.FileIO;
+import io.sluice.store.internal.index.QueueIndex;
+import io.sluice.store.internal.index.QueueIndexes;
+import io.sluice.store.internal.log.CommitLog;
+import io.sluice.store.internal.log.RecordFormat;
+import io.sluice.store.internal.log.RecordView;
+import io.sluice.store.internal.log.Segment;
+import java.io.IOException;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.locks.Lock;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * Deletes old segments per the {@link RetentionPolicy} and decides whether the disk is too full for appends.
+ *
+ * <h2>One pass</h2>
+ * <ol>
+ * <li>Read disk use, and the lowest log position any registered consumer still needs (the record of its
+ *     next offset, if that offset is still stored and not yet past the queue's end).</li>
+ * <li>Walk segments oldest first. The oldest may go if it is not the active segment, is fully flushed, and
+ *     is expired (the first record of the next segment is older than {@code retentionMillis}, so every
+ *     record of this one is), or the log exceeds {@code retentionBytes}, or the disk is fuller than
+ *     {@code diskCleanRatio}. If a consumer needs it, it stays and the pass stops, unless the disk is fuller
+ *     than {@code diskEmergencyRatio}: then it goes, with a warning naming the group. The walk stops at the
+ *     first segment that stays, so the log remains one contiguous range.</li>
+ * <li>Under the append lock, move every queue index's first offset past the deleted range and delete the
+ *     queue- and key-index files that only pointed into it.</li>
+ * <li>Refuse appends while disk use (less what this pass freed) is above {@code diskHardRatio}.</li>
+ * </ol>
+ * A deleted segment's blocks are freed when its last reader lets go (see {@link Segment#retire()}); the
+ * pass counts them as freed at once so that one pass does not delete more than the disk ratio asks.
+ *
+ * <p>Runs on one thread at a time (the store's retention thread, or a caller of
+ * {@code Store.enforceRetention}, serialised here).
+ */
+public final class RetentionService {
+
+    private static final Logger LOG = LoggerFactory.getLogger(RetentionService.class);
+
+    private final RetentionPolicy policy;
+    private final FileIO fileIO;
+    private final InstantSource clock;
+    private final CommitLog log;
+    private final QueueIndexes indexes;
+    private final ConsumerOffsets consumers;
+    private final Lock appendLock;
+    private volatile boolean appendsRefused;
+    private volatile RetentionReport lastReport;
+    private String lastHeldBy;
+
+    /**
+     * @param policy the policy
+     * @param fileIO the file seam (disk space)
+     * @param clock the store's clock
+     * @param log the commit log
+     * @param indexes the indexes
+     * @param consumers the registered consumer positions
+     * @param appendLock the store's append lock, held while indexes are trimmed
+     */
+    public RetentionService(RetentionPolicy policy, FileIO fileIO, InstantSource clock, CommitLog log,
+                            QueueIndexes indexes, ConsumerOffsets consumers, Lock appendLock) {
+        this.policy = policy;
+        this.fileIO = fileIO;
+        this.clock = clock;
+        this.log = log;
+        this.indexes = indexes;
+        this.consumers = consumers;
+        this.appendLock = appendLock;
+    }
+
+    /** @return true while disk use is above the hard ratio */
+    public boolean appendsRefused() {
+        return appendsRefused;
+    }
+
+    /** @return the last pass's report, or null before the first */
+    public RetentionReport lastReport() {
+        return lastReport;
+    }
+
+    /** Runs one pass. @return what it did */
+    public synchronized RetentionReport run() throws IOException {
+        DiskSpace space = fileIO.diskSpace(log.directory());
+        long usedBytes = space.totalBytes() - space.usableBytes();
+        Protection protection = protectedPosition();
+        long logBytes = logBytes(log.segments());
+        long now = clock.millis();
+        int deleted = 0;
+        long deletedBytes = 0;
+        String reason = null;
+        String heldBy = null;
+        while (true) {
+            List<Segment> segments = log.segments();
+            if (segments.size() < 2) {
+                break;
+            }
+            Segment oldest = segments.get(0);
+            double ratio = ratio(usedBytes - deletedBytes, space.totalBytes());
+            String why = expired(segments.get(1), now) ? "age"
+                    : logBytes - deletedBytes > policy.retentionBytes() ? "size"
+                    : ratio > policy.diskCleanRatio() ? "disk" : null;
+            if (why == null) {
+                break;
+            }
+            if (oldest.end() > protection.position()) {
+                if (ratio <= policy.diskEmergencyRatio()) {
+                    heldBy = protection.group();
+                    break;
+                }
+                why = "emergency";
+                LOG.warn("disk use {} is above diskEmergencyRatio {}: deleting segment {} although consumer group"
+                        + " {} has not read it", percent(ratio), percent(policy.diskEmergencyRatio()), oldest,
+                        protection.group());
+            }
+            Segment retired = log.retireOldest();
+            if (retired == null) {
+                break;
+            }
+            deleted++;
+            deletedBytes += retired.size();
+            reason = why;
+        }
+        if (deleted > 0) {
+            fileIO.syncDirectory(log.directory());
+        }
+        trimIndexes();
+        double ratio = ratio(usedBytes - deletedBytes, space.totalBytes());
+        updateRefusal(ratio);
+        if (heldBy != null && !heldBy.equals(lastHeldBy)) {
+            LOG.info("retention is holding segments from {} for consumer group {}", log.minPosition(), heldBy);
+        }
+        lastHeldBy = heldBy;
+        RetentionReport report = new RetentionReport(deleted, deletedBytes, logBytes - deletedBytes, ratio,
+                appendsRefused, heldBy, reason);
+        lastReport = report;
+        return report;
+    }
+
+    private void trimIndexes() throws IOException {
+        long minPosition = log.minPosition();
+        appendLock.lock();
+        try {
+            for (QueueIndex index : indexes.all()) {
+                index.advanceMinOffset(minPosition);
+            }
+            indexes.keys().retireBefore(minPosition);
+        } finally {
+            appendLock.unlock();
+        }
+    }
+
+    private void updateRefusal(double ratio) {
+        boolean refuse = ratio > policy.diskHardRatio();
+        if (refuse != appendsRefused) {
+            appendsRefused = refuse;
+            if (refuse) {
+                LOG.error("disk use {} is above diskHardRatio {}: refusing appends until it falls below",
+                        percent(ratio), percent(policy.diskHardRatio()));
+            } else {
+                LOG.warn("disk use {} is back below diskHardRatio {}: accepting appends again", percent(ratio),
+                        percent(policy.diskHardRatio()));
+            }
+        }
+    }
+
+    /** True if the record that starts {@code next} is older than the retention time: so is all before it. */
+    private boolean expired(Segment next, long now) {
+        if (policy.retentionMillis() == Long.MAX_VALUE || log.writePosition() < next.base() + RecordFormat.TOPIC_OFFSET) {
+            return false;
+        }
+        long storeTimestamp;
+        try (RecordView view = log.read(next.base(), RecordFormat.TOPIC_OFFSET)) {
+            storeTimestamp = RecordFormat.storeTimestamp(view.bytes());
+        }
+        return now - storeTimestamp > policy.retentionMillis();
+    }
+
+    /** The lowest log position a registered consumer still needs, and whose it is. */
+    private record Protection(long position, String group) {
+    }
+
+    private Protection protectedPosition() {
+        long lowest = Long.MAX_VALUE;
+        String group = null;
+        for (Map.Entry<ConsumerOffsets.Key, Long> entry : consumers.snapshot().entrySet()) {
+            ConsumerOffsets.Key key = entry.getKey();
+            QueueIndex index = indexes.get(key.topic(), key.queueId());
+            if (index == null) {
+                continue;
+            }
+            long offset = Math.max(entry.getValue(), index.minOffset());
+            if (offset >= index.publishedEnd()) {
+                continue;
+            }
+            long position = index.entry(offset).logPosition();
+            if (position < lowest) {
+                lowest = position;
+                group = key.group();
+            }
+        }
+        return new Protection(lowest, group);
+    }
+
+    private static long logBytes(List<Segment> segments) {
+        long total = 0;
+        for (Segment segment : segments) {
+            total += segment.size();
+        }
+        return total;
+    }
+
+    private static double ratio(long used, long total) {
+        return total <= 0 ? 0 : Math.max(0, (double) used / total);
+    }
+
+    private static String percent(double ratio) {
+        return String.format("%.1f%%", ratio * 100);
+    }
+}
