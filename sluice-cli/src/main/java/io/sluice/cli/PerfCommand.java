@@ -6,12 +6,21 @@ import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoredMessage;
+import io.sluice.store.TransferResult;
+import java.io.IOException;
 import java.io.PrintWriter;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.nio.ByteBuffer;
+import java.nio.channels.ServerSocketChannel;
+import java.nio.channels.SocketChannel;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.Callable;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.LongAdder;
 import org.HdrHistogram.Histogram;
@@ -47,6 +56,10 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = "--read", description = "Read everything back afterwards with one consumer.")
     boolean read;
 
+    @Option(names = "--transfer", description = "Afterwards, reopen the store and send every queue to a loopback"
+            + " socket with transferTo (sendfile), timed.")
+    boolean transfer;
+
     @Option(names = "--keyed", description = "Message i of producer p carries the key p-i; afterwards, time --lookups"
             + " lookups of random keys.")
     boolean keyed;
@@ -71,6 +84,7 @@ final class PerfCommand implements Callable<Integer> {
         long readMessages = 0;
         long readDigest = 0;
         Histogram lookupLatency = null;
+        long[] transferResult = null;
         try (Store s = Store.open(store.dir, config)) {
             // One acknowledged append before the clock starts, so the first segment exists (a fresh store
             // creates it on first use, and zero-filling 1 GiB takes seconds) and only steady state is timed.
@@ -104,7 +118,20 @@ final class PerfCommand implements Callable<Integer> {
                 readDigest = result[2];
             }
         }
+        if (transfer) {
+            // Reopened, so the close has forced everything: the transfer reads settled page-cache pages, not
+            // pages still under writeback from the append phase.
+            try (Store s = Store.open(store.dir, config)) {
+                transferResult = transferAll(s);
+            }
+        }
         report(appended.sum(), appendSeconds, latency, readMessages, readGigabytesPerSecond, readDigest);
+        if (transferResult != null) {
+            spec.commandLine().getOut().printf("transferTo a loopback socket: %,d bytes in %.2f s = %.2f GB/s (receiver"
+                    + " counted %,d bytes)%n", transferResult[0], transferResult[1] / 1e9,
+                    transferResult[0] / (transferResult[1] / 1e9) / 1e9, transferResult[2]);
+            spec.commandLine().getOut().flush();
+        }
         if (lookupLatency != null) {
             spec.commandLine().getOut().printf("key lookups: %,d random keys among %,d keyed messages: p50 %.1f  p99 %.1f"
                     + "  p99.9 %.1f  max %.1f us%n", lookupLatency.getTotalCount(), appended.sum(),
@@ -114,6 +141,43 @@ final class PerfCommand implements Callable<Integer> {
         }
         DemoCommand.recreate(store.dir);
         return 0;
+    }
+
+    /**
+     * Sends every queue from offset 0 to a loopback socket that a second thread drains and counts.
+     *
+     * @return {bytes sent, nanoseconds, bytes the receiver counted}
+     */
+    private long[] transferAll(Store s) throws Exception {
+        try (ServerSocketChannel server = ServerSocketChannel.open()) {
+            server.bind(new InetSocketAddress(InetAddress.getLoopbackAddress(), 0));
+            CompletableFuture<Long> received = CompletableFuture.supplyAsync(() -> {
+                try (SocketChannel peer = server.accept()) {
+                    ByteBuffer buffer = ByteBuffer.allocateDirect(1 << 20);
+                    long total = 0;
+                    for (int n = peer.read(buffer); n >= 0; n = peer.read(buffer.clear())) {
+                        total += n;
+                    }
+                    return total;
+                } catch (IOException e) {
+                    throw new UncheckedIOException(e);
+                }
+            });
+            long sent = 0;
+            long started = System.nanoTime();
+            try (SocketChannel socket = SocketChannel.open(server.getLocalAddress())) {
+                for (int queue = 0; queue < queues; queue++) {
+                    long end = s.maxOffset("perf", queue);
+                    for (long offset = 0; offset < end; ) {
+                        TransferResult result = s.transferTo("perf", queue, offset, 64L << 20, socket);
+                        sent += result.bytes();
+                        offset = result.nextOffset();
+                    }
+                }
+            }
+            long nanos = System.nanoTime() - started;
+            return new long[] {sent, nanos, received.get()};
+        }
     }
 
     /** @return lookup latencies of random keys; every lookup must find exactly its one message */

@@ -16,6 +16,7 @@ import io.sluice.store.internal.retention.ConsumerOffsets;
 import io.sluice.store.internal.retention.RetentionService;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.channels.WritableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -406,6 +407,57 @@ public final class Store implements AutoCloseable {
         } catch (SegmentRetiredException e) {
             // Retention deleted the segment after the offset was checked against the queue's first offset.
             return DefaultReadResult.empty(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1));
+        }
+    }
+
+    /**
+     * Sends a queue's records, as stored (docs/format.md, "Messages record"), to a channel with no copy
+     * through the Java heap: {@code sendfile} from the segment file, or a write straight from the write-buffer
+     * page for bytes not yet in the file. Whole records are sent, so the first may be a batch that starts
+     * before {@code fromOffset}: the receiver skips messages below it (each record names its first queue
+     * offset and message count). Records adjacent in the log go in one call. At least one record is sent if
+     * any is readable, even one larger than {@code maxBytes}.
+     *
+     * @param topic the topic
+     * @param queueId the queue
+     * @param fromOffset the first queue offset wanted
+     * @param maxBytes most bytes to send, 1 or more
+     * @param target a blocking channel (a socket, a pipe, a file)
+     * @return what was sent and the offset to continue from
+     * @throws StoreException if writing to the channel or reading the log failed; some records may have been
+     *     sent
+     */
+    public TransferResult transferTo(String topic, int queueId, long fromOffset, long maxBytes,
+                                     WritableByteChannel target) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        Objects.requireNonNull(target, "target");
+        if (fromOffset < 0 || maxBytes < 1) {
+            throw new IllegalArgumentException("fromOffset must be >= 0 and maxBytes >= 1; were " + fromOffset + ", "
+                    + maxBytes);
+        }
+        checkOpen();
+        QueueIndex index = indexes.get(topic, queueId);
+        if (index == null) {
+            return new TransferResult(ReadResult.Status.NO_SUCH_QUEUE, 0, 0, 0);
+        }
+        long min = index.minOffset();
+        long end = visibleEnd(index);
+        if (fromOffset < min) {
+            return new TransferResult(ReadResult.Status.OFFSET_TOO_SMALL, min, 0, 0);
+        }
+        if (fromOffset >= end) {
+            return new TransferResult(fromOffset == end ? ReadResult.Status.NO_NEW_MESSAGES
+                    : ReadResult.Status.OFFSET_OVERFLOW, end, 0, 0);
+        }
+        try {
+            return RecordTransfer.run(index, log, fromOffset, end, maxBytes, target);
+        } catch (SegmentRetiredException e) {
+            return new TransferResult(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1),
+                    0, 0);
+        } catch (IOException e) {
+            throw new StoreException("transfer of " + topic + "-" + queueId + " from offset " + fromOffset
+                    + " failed: " + e.getMessage(), e);
         }
     }
 

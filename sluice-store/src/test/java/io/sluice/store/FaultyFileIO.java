@@ -8,6 +8,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicLong;
@@ -109,6 +110,11 @@ final class FaultyFileIO implements FileIO {
         @Override
         public int read(ByteBuffer target, long position) throws IOException {
             return delegate.read(target, position);
+        }
+
+        @Override
+        public void transferTo(long position, long count, WritableByteChannel target) throws IOException {
+            delegate.transferTo(position, count, target);
         }
 
         @Override

@@ -2,11 +2,13 @@ package io.sluice.store.io;
 
 import io.sluice.store.StoreConfig;
 import io.sluice.store.internal.io.NativeIO;
+import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
 import java.nio.file.OpenOption;
 import java.nio.file.Path;
 import java.nio.file.StandardOpenOption;
@@ -117,6 +119,19 @@ final class DefaultFileIO implements FileIO {
             long at = position;
             while (source.hasRemaining()) {
                 at += target.write(source, at);
+            }
+        }
+
+        @Override
+        public void transferTo(long position, long count, WritableByteChannel target) throws IOException {
+            long at = position;
+            long end = position + count;
+            while (at < end) {
+                long sent = channel.transferTo(at, end - at, target);
+                if (sent == 0 && at >= channel.size()) {
+                    throw new EOFException(path + " ends at " + channel.size() + ", before " + end);
+                }
+                at += sent;
             }
         }
 

@@ -6,6 +6,7 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
+import java.nio.channels.WritableByteChannel;
 import java.nio.file.Path;
 
 /**
@@ -61,6 +62,18 @@ public interface StoreFile extends Closeable {
      * @throws IOException on an I/O error
      */
     int read(ByteBuffer target, long position) throws IOException;
+
+    /**
+     * Sends {@code count} bytes from {@code position} to {@code target} without copying them through the
+     * Java heap ({@link FileChannel#transferTo}: {@code sendfile} to a socket or pipe). Loops until all are
+     * sent, since one call moves at most 2 GiB, and a call may move fewer bytes than asked.
+     *
+     * @param position file offset
+     * @param count bytes to send
+     * @param target a blocking channel
+     * @throws IOException on an I/O error, or if the file ends first
+     */
+    void transferTo(long position, long count, WritableByteChannel target) throws IOException;
 
     /** Forces written data to the device (fdatasync). @throws IOException on an I/O error */
     void force() throws IOException;

@@ -4,6 +4,8 @@ import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.WritableByteChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -214,6 +216,41 @@ public final class CommitLog implements AutoCloseable {
             throw new IllegalArgumentException("log position " + position + " is not stored");
         }
         return new RecordView(segment.slice(position, length).asReadOnly(), segment);
+    }
+
+    /**
+     * Sends the log bytes [position, position + length) to {@code target}: bytes still only in a write-buffer
+     * page are written from the page (direct memory, no copy); bytes in the file go by {@code sendfile}
+     * ({@link io.sluice.store.io.StoreFile#transferTo}). The range must lie in one segment and, if any of it
+     * is only buffered, in one record.
+     *
+     * @throws SegmentRetiredException if retention deleted the segment
+     * @throws IOException if writing to {@code target} or reading the file failed
+     */
+    public void transfer(long position, long length, WritableByteChannel target) throws IOException {
+        if (position + length > committedPosition) {
+            WriteBufferPool.Pinned pinned = writer.pin(position, length);
+            if (pinned != null) {
+                try {
+                    ByteBuffer bytes = pinned.bytes().asByteBuffer();
+                    while (bytes.hasRemaining()) {
+                        target.write(bytes);
+                    }
+                    return;
+                } finally {
+                    pinned.release();
+                }
+            }
+        }
+        Segment segment = segmentFor(position);
+        if (segment == null || !segment.retain()) {
+            throw new SegmentRetiredException(position);
+        }
+        try {
+            segment.file().transferTo(position - segment.base(), length, target);
+        } finally {
+            segment.release();
+        }
     }
 
     /**
