@@ -3,6 +3,7 @@ package io.sluice.cli;
 import io.sluice.store.FlushMode;
 import io.sluice.store.RetentionPolicy;
 import io.sluice.store.SegmentAllocation;
+import io.sluice.store.WarmUp;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
 import java.nio.file.Path;
@@ -38,6 +39,17 @@ final class StoreOptions {
     @Option(names = "--retention-bytes", description = "Delete the oldest segments while the log is larger.")
     Long retentionBytes;
 
+    @Option(names = "--pre-touch", description = "Fault new MMAP segments in ahead of use: none, read (default) or"
+            + " write.")
+    String preTouch;
+
+    @Option(names = "--lock-active", description = "mlock the active segment.")
+    boolean lockActive;
+
+    @Option(names = "--writeback-distance", description = "ASYNC page-cache paths: start writeback this many bytes"
+            + " behind the writer (sync_file_range); 0 is off (default).")
+    Long writebackDistance;
+
     StoreConfig config() {
         RetentionPolicy retention = RetentionPolicy.defaults();
         if (retentionHours != null) {
@@ -47,6 +59,18 @@ final class StoreOptions {
             retention = retention.withRetentionBytes(retentionBytes);
         }
         StoreConfig.Builder builder = StoreConfig.builder().flushMode(flush).writePath(writePath).retention(retention);
+        WarmUp.PreTouch touch = WarmUp.defaults().preTouch();
+        if (preTouch != null) {
+            try {
+                touch = WarmUp.PreTouch.valueOf(preTouch.toUpperCase(java.util.Locale.ROOT));
+            } catch (IllegalArgumentException e) {
+                throw new IllegalArgumentException("--pre-touch must be none, read or write, was " + preTouch);
+            }
+        }
+        builder.warmUp(new WarmUp(touch, WarmUp.defaults().adviseReads(), lockActive));
+        if (writebackDistance != null) {
+            builder.writebackDistanceBytes(writebackDistance);
+        }
         if (segmentSize != null) {
             builder.segmentSizeBytes(segmentSize);
             if (segmentSize < 16L << 20) {

@@ -232,7 +232,7 @@ public final class Store implements AutoCloseable {
             return future;
         }
         if (end - log.flushedPosition() >= config.flushDirtyBytes()
-                || log.uncommittedBytes() >= config.commitMinBytes()) {
+                || log.uncommittedBytes() >= config.commitMinBytes() || flusher.writebackDue(log.committedPosition())) {
             flusher.wakeUp();
         }
         return CompletableFuture.completedFuture(result);
@@ -655,8 +655,10 @@ public final class Store implements AutoCloseable {
             appendLock.unlock();
         }
         List<Throwable> errors = new ArrayList<>();
-        checkpointer.shutdownNow();
-        retentionTimer.shutdownNow();
+        // shutdown, not shutdownNow: an interrupt during a force would close the FileChannel under it
+        // (channels are interruptible), and every later force of that file would fail.
+        checkpointer.shutdown();
+        retentionTimer.shutdown();
         try {
             checkpointer.awaitTermination(30, TimeUnit.SECONDS);
             retentionTimer.awaitTermination(30, TimeUnit.SECONDS);

@@ -24,6 +24,10 @@ import java.util.Objects;
  * @param keyIndexEntriesPerFile entries in each key-index file (32 bytes each); a file is created when the
  *     first keyed message arrives and when the previous one fills
  * @param checkpointIntervalMillis how often the checkpoint (and the queue indexes) are forced
+ * @param warmUp how segment memory is readied ahead of use
+ * @param writebackDistanceBytes ASYNC on the page-cache paths (MMAP, WRITE_BUFFER, CHANNEL): start writeback
+ *     ({@code sync_file_range}) of dirty log pages this far behind the committed position, so dirty pages
+ *     never pile up to the kernel's limits; 0 turns it off
  * @param retention when old segments are deleted and when appends are refused for lack of disk
  * @param truncateOnCorruption open a store with mid-log corruption by truncating the log there, losing
  *     what follows, instead of refusing
@@ -35,7 +39,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                           long commitIntervalMillis, long commitMinBytes, int writeBufferBytes,
                           int writeBufferCount, int maxMessageBytes, int queueIndexEntriesPerFile,
                           int keyIndexSlotsPerFile, int keyIndexEntriesPerFile, long checkpointIntervalMillis,
-                          RetentionPolicy retention, boolean truncateOnCorruption, FileIO fileIO,
+                          WarmUp warmUp, long writebackDistanceBytes, RetentionPolicy retention,
+                          boolean truncateOnCorruption, FileIO fileIO,
                           InstantSource clock) {
 
     /** Smallest segment size accepted (tests use it to exercise segment rolls). */
@@ -69,6 +74,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         requireRange("keyIndexSlotsPerFile", keyIndexSlotsPerFile, 16, 1 << 28);
         requireRange("keyIndexEntriesPerFile", keyIndexEntriesPerFile, 16, 1 << 27);
         requireRange("checkpointIntervalMillis", checkpointIntervalMillis, 1, 3_600_000);
+        Objects.requireNonNull(warmUp, "warmUp");
+        requireRange("writebackDistanceBytes", writebackDistanceBytes, 0, Long.MAX_VALUE);
         Objects.requireNonNull(retention, "retention");
         Objects.requireNonNull(fileIO, "fileIO");
         Objects.requireNonNull(clock, "clock");
@@ -132,6 +139,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         b.keyIndexSlotsPerFile = keyIndexSlotsPerFile;
         b.keyIndexEntriesPerFile = keyIndexEntriesPerFile;
         b.checkpointIntervalMillis = checkpointIntervalMillis;
+        b.warmUp = warmUp;
+        b.writebackDistanceBytes = writebackDistanceBytes;
         b.retention = retention;
         b.truncateOnCorruption = truncateOnCorruption;
         b.fileIO = fileIO;
@@ -156,6 +165,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         private int keyIndexSlotsPerFile = 2 * 1024 * 1024;
         private int keyIndexEntriesPerFile = 8 * 1024 * 1024;
         private long checkpointIntervalMillis = 1000;
+        private WarmUp warmUp = WarmUp.defaults();
+        private long writebackDistanceBytes;
         private RetentionPolicy retention = RetentionPolicy.defaults();
         private boolean truncateOnCorruption;
         private FileIO fileIO = FileIO.DEFAULT;
@@ -194,6 +205,10 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         public Builder keyIndexEntriesPerFile(int v) { keyIndexEntriesPerFile = v; return this; }
         /** @param v checkpoint interval @return this */
         public Builder checkpointIntervalMillis(long v) { checkpointIntervalMillis = v; return this; }
+        /** @param v how segment memory is readied @return this */
+        public Builder warmUp(WarmUp v) { warmUp = v; return this; }
+        /** @param v writeback distance behind the committed position, 0 for off @return this */
+        public Builder writebackDistanceBytes(long v) { writebackDistanceBytes = v; return this; }
         /** @param v the retention policy @return this */
         public Builder retention(RetentionPolicy v) { retention = v; return this; }
         /** @param v truncate at mid-log corruption instead of refusing @return this */
@@ -208,7 +223,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
             return new StoreConfig(segmentSizeBytes, writePath, flushMode, segmentAllocation, flushIntervalMillis,
                     flushDirtyBytes, commitIntervalMillis, commitMinBytes, writeBufferBytes, writeBufferCount,
                     maxMessageBytes, queueIndexEntriesPerFile, keyIndexSlotsPerFile, keyIndexEntriesPerFile,
-                    checkpointIntervalMillis, retention, truncateOnCorruption, fileIO, clock);
+                    checkpointIntervalMillis, warmUp, writebackDistanceBytes, retention, truncateOnCorruption, fileIO,
+                    clock);
         }
     }
 }

@@ -24,6 +24,9 @@ final class FaultyFileIO implements FileIO {
     volatile long failWriteAt = -1;
     volatile long failForceAt = -1;
     final AtomicBoolean diskFull = new AtomicBoolean();
+    /** {@code startWriteback} calls on segment files, and the furthest file offset they covered. */
+    final AtomicLong writebackCalls = new AtomicLong();
+    final AtomicLong writebackFurthest = new AtomicLong();
     /** When set, what {@link #diskSpace} reports instead of the real filesystem. */
     volatile DiskSpace reportedSpace;
 
@@ -110,6 +113,13 @@ final class FaultyFileIO implements FileIO {
         @Override
         public int read(ByteBuffer target, long position) throws IOException {
             return delegate.read(target, position);
+        }
+
+        @Override
+        public boolean startWriteback(long offset, long length) throws IOException {
+            writebackCalls.incrementAndGet();
+            writebackFurthest.accumulateAndGet(offset + length, Math::max);
+            return delegate.startWriteback(offset, length);
         }
 
         @Override

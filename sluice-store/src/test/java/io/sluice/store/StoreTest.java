@@ -19,6 +19,27 @@ import org.junit.jupiter.params.provider.MethodSource;
 @ExtendWith(NoThreadLeaks.class)
 class StoreTest {
 
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.EnumSource(WritePath.class)
+    void asyncFlushForcesAppendedBytesWithinTheIntervalOnEveryPath(WritePath path, @TempDir Path dir) throws Exception {
+        FaultyFileIO io = new FaultyFileIO();
+        StoreConfig config = TestStores.small(path, FlushMode.ASYNC).fileIO(io).flushIntervalMillis(20)
+                .flushDirtyBytes(Long.MAX_VALUE).build();
+        try (Store store = Store.open(dir, config)) {
+            long forcesBefore = io.forces.get();
+            for (int i = 0; i < 100; i++) {
+                store.append("f", 0, Message.of(new byte[100]));
+            }
+            long end = store.status().writePosition();
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (store.status().flushedPosition() < end && System.nanoTime() < deadline) {
+                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+            }
+            assertThat(store.status().flushedPosition()).isEqualTo(end);
+            assertThat(io.forces.get()).isGreaterThan(forcesBefore);
+        }
+    }
+
     @TempDir
     Path dir;
 

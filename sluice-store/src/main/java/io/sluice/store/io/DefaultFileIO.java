@@ -27,6 +27,7 @@ final class DefaultFileIO implements FileIO {
      * this use, but javac flags any compile-time reference as proprietary API. Null where it is missing.
      */
     private static final OpenOption DIRECT_OPTION = directOption();
+    private static final int NO_DESCRIPTOR = -2;
 
     private static OpenOption directOption() {
         try {
@@ -59,6 +60,8 @@ final class DefaultFileIO implements FileIO {
         private final FileChannel channel;
         /** Opened on the first direct write; {@code channel} itself where O_DIRECT is refused. */
         private volatile FileChannel direct;
+        /** A native descriptor of the file for {@code sync_file_range}, opened on first use. */
+        private volatile int nativeDescriptor = NO_DESCRIPTOR;
 
         ChannelFile(Path path, FileChannel channel) {
             this.path = path;
@@ -120,6 +123,20 @@ final class DefaultFileIO implements FileIO {
             while (source.hasRemaining()) {
                 at += target.write(source, at);
             }
+        }
+
+        @Override
+        public boolean startWriteback(long offset, long length) throws IOException {
+            int fd = nativeDescriptor;
+            if (fd == NO_DESCRIPTOR) {
+                synchronized (this) {
+                    if (nativeDescriptor == NO_DESCRIPTOR) {
+                        nativeDescriptor = NativeIO.open(path);
+                    }
+                    fd = nativeDescriptor;
+                }
+            }
+            return NativeIO.syncFileRange(fd, offset, length);
         }
 
         @Override
@@ -192,6 +209,10 @@ final class DefaultFileIO implements FileIO {
         @Override
         public void close() throws IOException {
             FileChannel open = direct;
+            synchronized (this) {
+                NativeIO.close(nativeDescriptor);
+                nativeDescriptor = NO_DESCRIPTOR;
+            }
             try {
                 if (open != null && open != channel) {
                     open.close();

@@ -75,6 +75,15 @@ public interface StoreFile extends Closeable {
      */
     void transferTo(long position, long count, WritableByteChannel target) throws IOException;
 
+    /**
+     * Starts writeback of the range's dirty pages without waiting for it ({@code sync_file_range} with
+     * {@code SYNC_FILE_RANGE_WRITE}). Makes nothing durable: only {@link #force()} does.
+     *
+     * @return false where the call is unavailable (logged once); the kernel then writes back on its own
+     * @throws IOException if the file cannot be opened for the call
+     */
+    boolean startWriteback(long offset, long length) throws IOException;
+
     /** Forces written data to the device (fdatasync). @throws IOException on an I/O error */
     void force() throws IOException;
 

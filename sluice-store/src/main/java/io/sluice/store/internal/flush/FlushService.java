@@ -3,6 +3,7 @@ package io.sluice.store.internal.flush;
 import io.sluice.store.AppendResult;
 import io.sluice.store.FlushMode;
 import io.sluice.store.StoreConfig;
+import io.sluice.store.WritePath;
 import io.sluice.store.internal.log.CommitLog;
 import java.io.IOException;
 import java.util.ArrayDeque;
@@ -58,6 +59,10 @@ public final class FlushService implements AutoCloseable {
     private volatile boolean sleeping;
     private volatile boolean failed;
     private volatile long forces;
+    /** Writeback control's distance, 0 when off (SYNC, the DIRECT path, or not configured). */
+    private final long writebackDistance;
+    /** Where writeback has been started up to, published for {@link #writebackDue}. */
+    private volatile long writebackStarted;
 
     /**
      * @param log the log to flush
@@ -68,6 +73,9 @@ public final class FlushService implements AutoCloseable {
         this.log = log;
         this.config = config;
         this.onFailure = onFailure;
+        this.writebackDistance = config.flushMode() == FlushMode.ASYNC && config.writePath() != WritePath.DIRECT
+                ? config.writebackDistanceBytes() : 0;
+        this.writebackStarted = log.flushedPosition();
         this.thread = Thread.ofPlatform().name("sluice-flusher").daemon(true).unstarted(
                 config.flushMode() == FlushMode.SYNC ? this::runSync : this::runAsync);
     }
@@ -88,6 +96,14 @@ public final class FlushService implements AutoCloseable {
         if (sleeping) {
             LockSupport.unpark(thread);
         }
+    }
+
+    /**
+     * @param committed the committed position
+     * @return true if writeback control is on and a step's worth of pages past the distance awaits writeback
+     */
+    public boolean writebackDue(long committed) {
+        return writebackDistance > 0 && committed - writebackDistance - writebackStarted >= Writeback.STEP_BYTES;
     }
 
     /** @return forces performed so far */
@@ -125,6 +141,7 @@ public final class FlushService implements AutoCloseable {
         long commitInterval = TimeUnit.MILLISECONDS.toNanos(config.commitIntervalMillis());
         long flushInterval = TimeUnit.MILLISECONDS.toNanos(config.flushIntervalMillis());
         boolean buffered = config.writePath().buffered();
+        Writeback writeback = writebackDistance > 0 ? new Writeback(log, writebackDistance) : null;
         while (running) {
             long now = System.nanoTime();
             long write = log.writePosition();
@@ -138,6 +155,10 @@ public final class FlushService implements AutoCloseable {
                     }
                 }
                 long committed = log.committedPosition();
+                if (writeback != null) {
+                    writeback.maybeStart(committed);
+                    writebackStarted = writeback.started();
+                }
                 long dirty = committed - log.flushedPosition();
                 if (dirty >= config.flushDirtyBytes() || (dirty > 0 && now - lastFlush >= flushInterval)) {
                     log.flush(committed);
@@ -163,7 +184,8 @@ public final class FlushService implements AutoCloseable {
     private boolean workPending() {
         long write = log.writePosition();
         return write - log.committedPosition() >= config.commitMinBytes()
-                || log.committedPosition() - log.flushedPosition() >= config.flushDirtyBytes();
+                || log.committedPosition() - log.flushedPosition() >= config.flushDirtyBytes()
+                || writebackDue(log.committedPosition());
     }
 
     /** Commits and forces everything below {@code target}. @return false if it failed (already reported) */

@@ -16,7 +16,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Linux calls the JDK does not offer, made through FFM: {@code fallocate(2)} and {@code madvise(2)}.
+ * Linux calls the JDK does not offer, made through FFM: {@code fallocate(2)}, {@code madvise(2)}, {@code
+ * mlock(2)}/{@code munlock(2)} and {@code sync_file_range(2)}.
  *
  * <p>Every call degrades instead of failing where the call is missing (another OS, a filesystem without
  * support, no permission): it returns false and logs once, and the caller takes its fallback. Only errors
@@ -36,8 +37,12 @@ public final class NativeIO {
     public static final int MADV_WILLNEED = 3;
     /** {@code MADV_SEQUENTIAL}: aggressive read-ahead, early reclaim behind. */
     public static final int MADV_SEQUENTIAL = 2;
-    /** {@code MADV_POPULATE_WRITE} (Linux 5.14): fault the range in writable without touching the data. */
+    /** {@code MADV_POPULATE_READ} (Linux 5.14): fault the range in readable, without dirtying it. */
+    public static final int MADV_POPULATE_READ = 22;
+    /** {@code MADV_POPULATE_WRITE} (Linux 5.14): fault the range in writable (which dirties shared file pages). */
     public static final int MADV_POPULATE_WRITE = 23;
+    /** {@code SYNC_FILE_RANGE_WRITE}: start writeback of the range's dirty pages, do not wait. */
+    public static final int SYNC_FILE_RANGE_WRITE = 2;
 
     private static final StructLayout CAPTURE_LAYOUT = Linker.Option.captureStateLayout();
     private static final VarHandle ERRNO = CAPTURE_LAYOUT.varHandle(MemoryLayout.PathElement.groupElement("errno"));
@@ -47,9 +52,14 @@ public final class NativeIO {
     private static final MethodHandle FALLOCATE;
     private static final MethodHandle MADVISE;
     private static final MethodHandle STRERROR;
+    private static final MethodHandle MLOCK;
+    private static final MethodHandle MUNLOCK;
+    private static final MethodHandle SYNC_FILE_RANGE;
 
     private static final AtomicBoolean FALLOCATE_WARNED = new AtomicBoolean();
     private static final AtomicBoolean MADVISE_WARNED = new AtomicBoolean();
+    private static final AtomicBoolean MLOCK_WARNED = new AtomicBoolean();
+    private static final AtomicBoolean SYNC_FILE_RANGE_WARNED = new AtomicBoolean();
 
     static {
         MethodHandle open = null;
@@ -57,6 +67,9 @@ public final class NativeIO {
         MethodHandle fallocate = null;
         MethodHandle madvise = null;
         MethodHandle strerror = null;
+        MethodHandle mlock = null;
+        MethodHandle munlock = null;
+        MethodHandle syncFileRange = null;
         try {
             Linker linker = Linker.nativeLinker();
             var libc = linker.defaultLookup();
@@ -74,6 +87,13 @@ public final class NativeIO {
                             ValueLayout.JAVA_INT), errno);
             strerror = linker.downcallHandle(libc.find("strerror").orElseThrow(),
                     FunctionDescriptor.of(ValueLayout.ADDRESS, ValueLayout.JAVA_INT));
+            FunctionDescriptor range = FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS,
+                    ValueLayout.JAVA_LONG);
+            mlock = linker.downcallHandle(libc.find("mlock").orElseThrow(), range, errno);
+            munlock = linker.downcallHandle(libc.find("munlock").orElseThrow(), range, errno);
+            syncFileRange = linker.downcallHandle(libc.find("sync_file_range").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
+                            ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), errno);
         } catch (RuntimeException | LinkageError e) {
             LOG.warn("native calls unavailable ({}); using portable fallbacks", e.toString());
         }
@@ -82,6 +102,9 @@ public final class NativeIO {
         FALLOCATE = fallocate;
         MADVISE = madvise;
         STRERROR = strerror;
+        MLOCK = mlock;
+        MUNLOCK = munlock;
+        SYNC_FILE_RANGE = syncFileRange;
     }
 
     private NativeIO() {
@@ -148,6 +171,111 @@ public final class NativeIO {
             }
             if (MADVISE_WARNED.compareAndSet(false, true)) {
                 LOG.warn("madvise({}) failed: {}; continuing without it", advice, strerror(errno(state)));
+            }
+            return false;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("native call failed", t);
+        }
+    }
+
+    /**
+     * Locks a mapped range in memory ({@code mlock}), so the kernel never evicts it.
+     *
+     * @param mapping the range
+     * @return true if locked; false (logged once) where not permitted (RLIMIT_MEMLOCK, no CAP_IPC_LOCK) or
+     *     not available
+     */
+    public static boolean mlock(MemorySegment mapping) {
+        return lockCall(MLOCK, mapping, "mlock");
+    }
+
+    /** Unlocks a range locked with {@link #mlock}. @return true if done */
+    public static boolean munlock(MemorySegment mapping) {
+        return lockCall(MUNLOCK, mapping, "munlock");
+    }
+
+    private static boolean lockCall(MethodHandle call, MemorySegment mapping, String name) {
+        if (call == null || mapping.byteSize() == 0) {
+            return false;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE_LAYOUT);
+            int rc = (int) call.invokeExact(state, mapping, mapping.byteSize());
+            if (rc == 0) {
+                return true;
+            }
+            if (MLOCK_WARNED.compareAndSet(false, true)) {
+                LOG.warn("{} of {} bytes failed: {}; continuing without locked memory", name, mapping.byteSize(),
+                        strerror(errno(state)));
+            }
+            return false;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("native call failed", t);
+        }
+    }
+
+    /**
+     * Opens a file read-only and returns its descriptor, for calls that need one ({@link #syncFileRange}).
+     *
+     * @return the descriptor, or -1 (logged once by the caller's call) if native calls are unavailable
+     * @throws IOException if the file cannot be opened
+     */
+    public static int open(Path path) throws IOException {
+        if (OPEN == null) {
+            return -1;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE_LAYOUT);
+            int fd = (int) OPEN.invokeExact(state, arena.allocateFrom(path.toString()), O_CLOEXEC);
+            if (fd < 0) {
+                throw new IOException("open " + path + ": " + strerror(errno(state)));
+            }
+            return fd;
+        } catch (IOException | RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("native call failed", t);
+        }
+    }
+
+    /** Closes a descriptor from {@link #open(Path)}. */
+    public static void close(int fd) {
+        if (CLOSE == null || fd < 0) {
+            return;
+        }
+        try {
+            int ignored = (int) CLOSE.invokeExact(fd);
+            assert ignored == 0 || ignored == -1;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("native call failed", t);
+        }
+    }
+
+    /**
+     * Starts writeback of a file range's dirty pages without waiting ({@code sync_file_range(fd, offset,
+     * length, SYNC_FILE_RANGE_WRITE)}). It makes nothing durable; it only keeps dirty pages from piling up.
+     *
+     * @param fd a descriptor of the file (any descriptor works: the call acts on the file's page cache)
+     * @return true if done; false (logged once) where the call is unavailable or the filesystem refuses it
+     */
+    public static boolean syncFileRange(int fd, long offset, long length) {
+        if (SYNC_FILE_RANGE == null || fd < 0) {
+            return false;
+        }
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE_LAYOUT);
+            int rc = (int) SYNC_FILE_RANGE.invokeExact(state, fd, offset, length, SYNC_FILE_RANGE_WRITE);
+            if (rc == 0) {
+                return true;
+            }
+            if (SYNC_FILE_RANGE_WARNED.compareAndSet(false, true)) {
+                LOG.warn("sync_file_range failed: {}; leaving writeback to the kernel", strerror(errno(state)));
             }
             return false;
         } catch (RuntimeException | Error e) {

@@ -19,8 +19,8 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Positions</h2>
  * Three positions only grow: {@code writePosition} (after the last appended record), {@code
- * committedPosition} (bytes below it are in the files; trails the write position only on the WRITE_BUFFER
- * path) and {@code flushedPosition} (bytes below it were forced to the device). Each is written by one thread
+ * committedPosition} (bytes below it are in the files; trails the write position only on the WRITE_BUFFER and DIRECT
+ * paths) and {@code flushedPosition} (bytes below it were forced to the device). Each is written by one thread
  * and read by others through volatile fields, so a reader that sees a position also sees every byte below it.
  *
  * <h2>Threads</h2>
@@ -36,6 +36,8 @@ public final class CommitLog implements AutoCloseable {
     private final SegmentWriter writer;
     private final WriteBufferPool pool;
     private final SegmentPreparer preparer;
+    private final SegmentWarmer warmer;
+    private final boolean buffered;
     /** Replaced, never changed in place; swaps happen under {@link #segmentsLock} (roll and retention). */
     private volatile Segment[] segments;
     private final Object segmentsLock = new Object();
@@ -60,7 +62,8 @@ public final class CommitLog implements AutoCloseable {
         this.writePosition = endPosition;
         this.committedPosition = endPosition;
         this.flushedPosition = endPosition;
-        this.pool = config.writePath().buffered()
+        this.buffered = config.writePath().buffered();
+        this.pool = buffered
                 ? new WriteBufferPool(config.writeBufferBytes(), config.writeBufferCount()) : null;
         this.writer = switch (config.writePath()) {
             case MMAP -> new MappedSegmentWriter();
@@ -68,10 +71,14 @@ public final class CommitLog implements AutoCloseable {
             case WRITE_BUFFER -> new BufferedSegmentWriter(pool, commitNudge, false);
             case DIRECT -> new BufferedSegmentWriter(pool, commitNudge, true);
         };
+        this.warmer = new SegmentWarmer(config.warmUp(), mapsWritable(config.writePath()));
         this.preparer = new SegmentPreparer(this::createSegment);
         for (Segment segment : this.segments) {
             if (segment.base() <= endPosition && endPosition < segment.end()) {
                 active = segment;
+                warmer.openActive(segment, endPosition);
+            } else {
+                warmer.sealed(segment, false);
             }
         }
         preparer.prepare(active == null ? endPosition : active.end());
@@ -83,8 +90,15 @@ public final class CommitLog implements AutoCloseable {
     }
 
     private Segment createSegment(long base) throws IOException {
-        return Segment.create(config.fileIO(), directory, base, config.segmentSizeBytes(),
+        Segment segment = Segment.create(config.fileIO(), directory, base, config.segmentSizeBytes(),
                 config.segmentAllocation().resolve(config.flushMode()), mapsWritable(config.writePath()));
+        try {
+            warmer.preTouch(segment);
+        } catch (IOException | RuntimeException e) {
+            segment.close();
+            throw e;
+        }
+        return segment;
     }
 
     /**
@@ -122,7 +136,9 @@ public final class CommitLog implements AutoCloseable {
                 writer.complete(active, position, filler);
             }
             writer.seal(active.end());
+            warmer.sealed(active, true);
         }
+        warmer.activated(next);
         synchronized (segmentsLock) {
             Segment[] grown = Arrays.copyOf(segments, segments.length + 1);
             grown[grown.length - 1] = next;
@@ -136,6 +152,10 @@ public final class CommitLog implements AutoCloseable {
 
     /** Makes everything below {@code position} visible to the flusher and readers. */
     public void publish(long position) {
+        if (!buffered) {
+            // MMAP and CHANNEL put the bytes in the file as they append: they are committed once published.
+            committedPosition = position;
+        }
         writePosition = position;
     }
 
