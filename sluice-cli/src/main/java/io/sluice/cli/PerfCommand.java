@@ -1,5 +1,6 @@
 package io.sluice.cli;
 
+import io.sluice.store.CacheStats;
 import io.sluice.store.FlushMode;
 import io.sluice.store.Message;
 import io.sluice.store.ReadResult;
@@ -56,6 +57,10 @@ final class PerfCommand implements Callable<Integer> {
     @Option(names = "--read", description = "Read everything back afterwards with one consumer.")
     boolean read;
 
+    @Option(names = "--read-tail", description = "With --read: read only the newest messages, as many as half"
+            + " the read cache holds (the tail consumers read), and report the cache's hit rate.")
+    boolean readTail;
+
     @Option(names = "--transfer", description = "Afterwards, reopen the store and send every queue to a loopback"
             + " socket with transferTo (sendfile), timed.")
     boolean transfer;
@@ -85,6 +90,7 @@ final class PerfCommand implements Callable<Integer> {
         long readDigest = 0;
         Histogram lookupLatency = null;
         long[] transferResult = null;
+        String cacheLine = null;
         try (Store s = Store.open(store.dir, config)) {
             // One acknowledged append before the clock starts, so the first segment exists (a fresh store
             // creates it on first use, and zero-filling 1 GiB takes seconds) and only steady state is timed.
@@ -111,11 +117,21 @@ final class PerfCommand implements Callable<Integer> {
                 lookupLatency = timeLookups(s, appended.sum());
             }
             if (read) {
+                CacheStats before = s.status().cache();
                 long readStarted = System.nanoTime();
                 long[] result = readAll(s);
                 readMessages = result[0];
                 readGigabytesPerSecond = result[1] / ((System.nanoTime() - readStarted) / 1e9) / 1e9;
                 readDigest = result[2];
+                CacheStats after = s.status().cache();
+                if (after != null) {
+                    long hits = after.hits() - before.hits();
+                    long misses = after.misses() - before.misses();
+                    cacheLine = String.format("read cache during the read: %,d hits, %,d misses (hit rate %.1f%%),"
+                            + " %,d pages loaded, %,d prefetched", hits, misses,
+                            hits + misses == 0 ? 0 : 100.0 * hits / (hits + misses), after.loads() - before.loads(),
+                            after.prefetches() - before.prefetches());
+                }
             }
         }
         if (transfer) {
@@ -126,6 +142,10 @@ final class PerfCommand implements Callable<Integer> {
             }
         }
         report(appended.sum(), appendSeconds, latency, readMessages, readGigabytesPerSecond, readDigest);
+        if (cacheLine != null) {
+            spec.commandLine().getOut().println(cacheLine);
+            spec.commandLine().getOut().flush();
+        }
         if (transferResult != null) {
             spec.commandLine().getOut().printf("transferTo a loopback socket: %,d bytes in %.2f s = %.2f GB/s (receiver"
                     + " counted %,d bytes)%n", transferResult[0], transferResult[1] / 1e9,
@@ -229,6 +249,11 @@ final class PerfCommand implements Callable<Integer> {
         long sink = 0;
         for (int queue = 0; queue < queues; queue++) {
             long offset = 0;
+            if (readTail) {
+                // The newest messages that fit in half the read cache: what tail consumers read.
+                long perQueue = s.config().cacheBytes() / 2 / queues / (size + 64);
+                offset = Math.max(0, s.maxOffset("perf", queue) - perQueue);
+            }
             while (true) {
                 try (ReadResult r = s.read("perf", queue, offset, 4096, 32 << 20)) {
                     if (r.messages().isEmpty()) {

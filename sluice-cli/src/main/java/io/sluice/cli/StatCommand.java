@@ -1,5 +1,6 @@
 package io.sluice.cli;
 
+import io.sluice.store.CacheStats;
 import io.sluice.store.ConsumerPosition;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
@@ -62,12 +63,26 @@ final class StatCommand implements Callable<Integer> {
                         .put("minLogPosition", status.minLogPosition()).put("segments", status.segmentCount())
                         .put("segmentBytes", segmentBytes).put("indexBytes", indexBytes)
                         .put("diskUsedRatio", disk.usedRatio()).put("diskUsableBytes", disk.usableBytes())
+                        .put("mappedBytes", status.mappedBytes())
+                        .put("unflushedBytes", status.writePosition() - status.flushedPosition())
+                        .put("cacheHitRate", status.cache() == null ? null : status.cache().hitRate())
+                        .put("appendsRefused", status.appendsRefused())
                         .put("queues", queues).put("consumers", consumers));
             } else {
                 out.printf("store %s (%s)%n", dir.toAbsolutePath(), status.state());
                 out.printf("log: positions %,d..%,d, %d segment files, %,d bytes on disk; indexes %,d bytes%n",
                         status.minLogPosition(), status.writePosition(), status.segmentCount(), segmentBytes, indexBytes);
-                out.printf("disk: %.1f%% used, %,d bytes usable%n", disk.usedRatio() * 100, disk.usableBytes());
+                out.printf("disk: %.1f%% used, %,d bytes usable; log: %,d bytes mapped, %,d bytes not yet forced%n",
+                        disk.usedRatio() * 100, disk.usableBytes(), status.mappedBytes(),
+                        status.writePosition() - status.flushedPosition());
+                CacheStats cache = status.cache();
+                if (cache != null) {
+                    out.printf("read cache (this process): %,d of %,d bytes, hit rate %.1f%% (%,d hits, %,d misses)%n",
+                            cache.cachedBytes(), cache.capacityBytes(), cache.hitRate() * 100, cache.hits(),
+                            cache.misses());
+                }
+                out.printf("retention: %d registered consumer positions%s%n", status.consumerPositions(),
+                        status.appendsRefused() ? "; APPENDS REFUSED (disk above the hard ratio)" : "");
                 for (String topic : store.topics()) {
                     for (int queue : store.queues(topic)) {
                         out.printf("  %s-%d: offsets %,d..%,d%n", topic, queue, store.minOffset(topic, queue),

@@ -39,7 +39,7 @@ final class StoreOptions {
     @Option(names = "--retention-bytes", description = "Delete the oldest segments while the log is larger.")
     Long retentionBytes;
 
-    @Option(names = "--pre-touch", description = "Fault new MMAP segments in ahead of use: none, read (default) or"
+    @Option(names = "--pre-touch", description = "Fault new MMAP segments in ahead of use: none (default), read or"
             + " write.")
     String preTouch;
 

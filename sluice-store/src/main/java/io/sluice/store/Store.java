@@ -584,7 +584,8 @@ public final class Store implements AutoCloseable {
     public StoreStatus status() {
         return new StoreStatus(state, readOnlyReason, log.writePosition(), log.committedPosition(),
                 log.flushedPosition(), log.minPosition(), log.segments().size(), config.writePath(),
-                config.flushMode(), consumers.snapshot().size(), retention.appendsRefused(), retention.lastReport());
+                config.flushMode(), consumers.snapshot().size(), retention.appendsRefused(), retention.lastReport(),
+                log.cacheStats(), log.mappedBytes());
     }
 
     /** @return true if the last open found a clean shutdown and skipped recovery */

@@ -24,6 +24,9 @@ import java.util.Objects;
  * @param keyIndexEntriesPerFile entries in each key-index file (32 bytes each); a file is created when the
  *     first keyed message arrives and when the previous one fills
  * @param checkpointIntervalMillis how often the checkpoint (and the queue indexes) are forced
+ * @param cacheBytes WRITE_BUFFER and DIRECT: memory of the tail-aware read cache; 0 for none, else at least
+ *     one page ({@code writeBufferBytes})
+ * @param cacheHotWindowMillis read-cache pages read within this window are hot and evicted after cold ones
  * @param warmUp how segment memory is readied ahead of use
  * @param writebackDistanceBytes ASYNC on the page-cache paths (MMAP, WRITE_BUFFER, CHANNEL): start writeback
  *     ({@code sync_file_range}) of dirty log pages this far behind the committed position, so dirty pages
@@ -39,7 +42,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                           long commitIntervalMillis, long commitMinBytes, int writeBufferBytes,
                           int writeBufferCount, int maxMessageBytes, int queueIndexEntriesPerFile,
                           int keyIndexSlotsPerFile, int keyIndexEntriesPerFile, long checkpointIntervalMillis,
-                          WarmUp warmUp, long writebackDistanceBytes, RetentionPolicy retention,
+                          long cacheBytes, long cacheHotWindowMillis, WarmUp warmUp, long writebackDistanceBytes, RetentionPolicy retention,
                           boolean truncateOnCorruption, FileIO fileIO,
                           InstantSource clock) {
 
@@ -74,6 +77,12 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         requireRange("keyIndexSlotsPerFile", keyIndexSlotsPerFile, 16, 1 << 28);
         requireRange("keyIndexEntriesPerFile", keyIndexEntriesPerFile, 16, 1 << 27);
         requireRange("checkpointIntervalMillis", checkpointIntervalMillis, 1, 3_600_000);
+        requireRange("cacheBytes", cacheBytes, 0, Long.MAX_VALUE);
+        requireRange("cacheHotWindowMillis", cacheHotWindowMillis, 1, 3_600_000);
+        if (writePath.buffered() && cacheBytes > 0 && cacheBytes < writeBufferBytes) {
+            throw new IllegalArgumentException("cacheBytes (" + cacheBytes + ") must be 0 (no read cache) or at least"
+                    + " one page (writeBufferBytes, " + writeBufferBytes + ")");
+        }
         Objects.requireNonNull(warmUp, "warmUp");
         requireRange("writebackDistanceBytes", writebackDistanceBytes, 0, Long.MAX_VALUE);
         Objects.requireNonNull(retention, "retention");
@@ -139,6 +148,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         b.keyIndexSlotsPerFile = keyIndexSlotsPerFile;
         b.keyIndexEntriesPerFile = keyIndexEntriesPerFile;
         b.checkpointIntervalMillis = checkpointIntervalMillis;
+        b.cacheBytes = cacheBytes;
+        b.cacheHotWindowMillis = cacheHotWindowMillis;
         b.warmUp = warmUp;
         b.writebackDistanceBytes = writebackDistanceBytes;
         b.retention = retention;
@@ -165,6 +176,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         private int keyIndexSlotsPerFile = 2 * 1024 * 1024;
         private int keyIndexEntriesPerFile = 8 * 1024 * 1024;
         private long checkpointIntervalMillis = 1000;
+        private long cacheBytes = 256L << 20;
+        private long cacheHotWindowMillis = 10_000;
         private WarmUp warmUp = WarmUp.defaults();
         private long writebackDistanceBytes;
         private RetentionPolicy retention = RetentionPolicy.defaults();
@@ -205,6 +218,10 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         public Builder keyIndexEntriesPerFile(int v) { keyIndexEntriesPerFile = v; return this; }
         /** @param v checkpoint interval @return this */
         public Builder checkpointIntervalMillis(long v) { checkpointIntervalMillis = v; return this; }
+        /** @param v read-cache memory, 0 for none @return this */
+        public Builder cacheBytes(long v) { cacheBytes = v; return this; }
+        /** @param v read-cache hot window @return this */
+        public Builder cacheHotWindowMillis(long v) { cacheHotWindowMillis = v; return this; }
         /** @param v how segment memory is readied @return this */
         public Builder warmUp(WarmUp v) { warmUp = v; return this; }
         /** @param v writeback distance behind the committed position, 0 for off @return this */
@@ -223,7 +240,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
             return new StoreConfig(segmentSizeBytes, writePath, flushMode, segmentAllocation, flushIntervalMillis,
                     flushDirtyBytes, commitIntervalMillis, commitMinBytes, writeBufferBytes, writeBufferCount,
                     maxMessageBytes, queueIndexEntriesPerFile, keyIndexSlotsPerFile, keyIndexEntriesPerFile,
-                    checkpointIntervalMillis, warmUp, writebackDistanceBytes, retention, truncateOnCorruption, fileIO,
+                    checkpointIntervalMillis, cacheBytes, cacheHotWindowMillis, warmUp, writebackDistanceBytes, retention, truncateOnCorruption, fileIO,
                     clock);
         }
     }

@@ -16,11 +16,13 @@ package io.sluice.store;
  * @param consumerPositions registered consumer positions (group, topic, queue)
  * @param appendsRefused true while disk use is above the retention policy's hard ratio
  * @param lastRetention the last retention pass's report, or null if none ran since open
+ * @param cache the read cache's counters, or null without a cache (MMAP, CHANNEL, or cacheBytes 0)
+ * @param mappedBytes bytes of segment files mapped now
  */
 public record StoreStatus(State state, String reason, long writePosition, long committedPosition,
                           long flushedPosition, long minLogPosition, int segmentCount, WritePath writePath,
                           FlushMode flushMode, int consumerPositions, boolean appendsRefused,
-                          RetentionReport lastRetention) {
+                          RetentionReport lastRetention, CacheStats cache, long mappedBytes) {
 
     /** The store's life cycle. */
     public enum State {

@@ -39,9 +39,12 @@ public record WarmUp(PreTouch preTouch, boolean adviseReads, boolean lockActiveS
         Objects.requireNonNull(preTouch, "preTouch");
     }
 
-    /** @return READ pre-touch and read advice on, no locking */
+    /**
+     * @return no pre-touch (READ came with appends stalled for seconds in the sustained runs of
+     *     docs/benchmarks.md), read advice on, no locking
+     */
     public static WarmUp defaults() {
-        return new WarmUp(PreTouch.READ, true, false);
+        return new WarmUp(PreTouch.NONE, true, false);
     }
 
     /** @return no warm-up at all */

@@ -52,7 +52,8 @@ final class FaultyFileIO implements FileIO {
 
     /** Reports a filesystem of 1,000,000 bytes, {@code usedRatio} of it in use. */
     void reportDiskUse(double usedRatio) {
-        reportedSpace = new DiskSpace(1_000_000, Math.round(1_000_000 * (1 - usedRatio)));
+        long free = Math.round(1_000_000 * (1 - usedRatio));
+        reportedSpace = new DiskSpace(1_000_000, free, free);
     }
 
     @Override

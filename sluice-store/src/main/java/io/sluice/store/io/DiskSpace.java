@@ -4,12 +4,22 @@ package io.sluice.store.io;
  * How full the filesystem holding the store is.
  *
  * @param totalBytes the filesystem's size
- * @param usableBytes bytes this process may still write
+ * @param freeBytes bytes not allocated to any file ({@code f_bfree}, including blocks reserved for root)
+ * @param usableBytes bytes an unprivileged process may still write ({@code f_bavail})
  */
-public record DiskSpace(long totalBytes, long usableBytes) {
+public record DiskSpace(long totalBytes, long freeBytes, long usableBytes) {
 
-    /** @return the share of the filesystem in use, 0 to 1, counting space reserved for root as used */
+    /** @return bytes allocated to files */
+    public long usedBytes() {
+        return totalBytes - freeBytes;
+    }
+
+    /**
+     * @return the share in use as {@code df} reports it, 0 to 1: used / (used + usable), so blocks reserved
+     *     for root count neither as used nor as available
+     */
     public double usedRatio() {
-        return totalBytes <= 0 ? 0 : 1.0 - (double) usableBytes / totalBytes;
+        long used = usedBytes();
+        return used + usableBytes <= 0 ? 0 : (double) used / (used + usableBytes);
     }
 }

@@ -41,6 +41,6 @@ public interface FileIO {
      */
     default DiskSpace diskSpace(Path path) throws IOException {
         FileStore store = Files.getFileStore(path);
-        return new DiskSpace(store.getTotalSpace(), store.getUsableSpace());
+        return new DiskSpace(store.getTotalSpace(), store.getUnallocatedSpace(), store.getUsableSpace());
     }
 }

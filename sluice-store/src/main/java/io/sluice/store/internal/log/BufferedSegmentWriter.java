@@ -122,6 +122,7 @@ final class BufferedSegmentWriter implements SegmentWriter {
             }
             if (sealedAt >= 0 && page.committed == written) {
                 live.remove(page);
+                page.fullyCommitted = true;
                 page.retire();
                 continue;
             }

@@ -2,6 +2,8 @@ package io.sluice.store.internal.log;
 
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
+import io.sluice.store.internal.cache.Pin;
+import io.sluice.store.internal.cache.ReadCache;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -38,6 +40,10 @@ public final class CommitLog implements AutoCloseable {
     private final SegmentPreparer preparer;
     private final SegmentWarmer warmer;
     private final boolean buffered;
+    /** DIRECT only: data is not in the page cache, so a cache miss loads the page from the file. */
+    private final boolean loadsOnMiss;
+    /** The tail-aware read cache (WRITE_BUFFER and DIRECT, when configured), or null. */
+    private final ReadCache cache;
     /** Replaced, never changed in place; swaps happen under {@link #segmentsLock} (roll and retention). */
     private volatile Segment[] segments;
     private final Object segmentsLock = new Object();
@@ -63,8 +69,11 @@ public final class CommitLog implements AutoCloseable {
         this.committedPosition = endPosition;
         this.flushedPosition = endPosition;
         this.buffered = config.writePath().buffered();
+        this.loadsOnMiss = config.writePath() == WritePath.DIRECT;
+        this.cache = buffered && config.cacheBytes() > 0 ? new ReadCache(config.cacheBytes(), config.writeBufferBytes(),
+                config.cacheHotWindowMillis(), config.clock(), ReadCache.Eviction.TAIL_AWARE, loadsOnMiss) : null;
         this.pool = buffered
-                ? new WriteBufferPool(config.writeBufferBytes(), config.writeBufferCount()) : null;
+                ? new WriteBufferPool(config.writeBufferBytes(), config.writeBufferCount(), cache) : null;
         this.writer = switch (config.writePath()) {
             case MMAP -> new MappedSegmentWriter();
             case CHANNEL -> new ChannelSegmentWriter(64 * 1024);
@@ -222,10 +231,19 @@ public final class CommitLog implements AutoCloseable {
      * @return the view; close it when done
      */
     public RecordView read(long position, int length) {
-        if (position + length > committedPosition) {
+        if (buffered) {
             WriteBufferPool.Pinned pinned = writer.pin(position, length);
             if (pinned != null) {
+                if (cache != null) {
+                    cache.countWriteBufferHit();
+                }
                 return new RecordView(pinned.bytes(), pinned);
+            }
+        }
+        if (cache != null) {
+            RecordView cached = readCached(position, length);
+            if (cached != null) {
+                return cached;
             }
         }
         Segment segment = segmentFor(position);
@@ -238,9 +256,68 @@ public final class CommitLog implements AutoCloseable {
         return new RecordView(segment.slice(position, length).asReadOnly(), segment);
     }
 
+    /** The read cache's answer: a hit, or on DIRECT a page loaded now; null to read through the mapping. */
+    private RecordView readCached(long position, int length) {
+        long committed = committedPosition;
+        ReadCache.Hit hit = cache.read(position, length, loadsOnMiss ? this::loadFromFile : null, committed);
+        if (hit == null) {
+            cache.countMiss();
+            if (loadsOnMiss && position + length <= committed) {
+                Segment segment = segmentFor(position);
+                if (segment != null) {
+                    try {
+                        hit = cache.load(position, length, Math.min(segment.end(), committed), this::loadFromFile);
+                    } catch (IOException e) {
+                        LOG.warn("loading log position {} into the read cache failed ({}); reading it through the"
+                                + " mapping", position, e.toString());
+                    }
+                }
+            }
+        }
+        return hit == null ? null : new RecordView(hit.bytes().asReadOnly(), hit.pin());
+    }
+
+    /** Reads log bytes from the segment files (a range may cross segments) into {@code target}. */
+    private void loadFromFile(long position, MemorySegment target) throws IOException {
+        long at = position;
+        long end = position + target.byteSize();
+        while (at < end) {
+            Segment segment = segmentFor(at);
+            if (segment == null || !segment.retain()) {
+                throw new SegmentRetiredException(at);
+            }
+            try {
+                long n = Math.min(end, segment.end()) - at;
+                ByteBuffer buffer = target.asSlice(at - position, n).asByteBuffer();
+                while (buffer.hasRemaining()) {
+                    if (segment.file().read(buffer, at - segment.base() + buffer.position()) < 0) {
+                        throw new IOException("segment " + segment + " ends before log position " + end);
+                    }
+                }
+                at += n;
+            } finally {
+                segment.release();
+            }
+        }
+    }
+
+    /** @return bytes of segment files mapped now (every segment is mapped whole) */
+    public long mappedBytes() {
+        long total = 0;
+        for (Segment segment : segments) {
+            total += segment.size();
+        }
+        return total;
+    }
+
+    /** @return the read cache's counters, or null without a cache */
+    public io.sluice.store.CacheStats cacheStats() {
+        return cache == null ? null : cache.stats();
+    }
+
     /**
-     * Sends the log bytes [position, position + length) to {@code target}: bytes still only in a write-buffer
-     * page are written from the page (direct memory, no copy); bytes in the file go by {@code sendfile}
+     * Sends the log bytes [position, position + length) to {@code target}: bytes in a write-buffer page or a
+     * read-cache page are written from that page (direct memory, no copy); bytes in the file go by {@code sendfile}
      * ({@link io.sluice.store.io.StoreFile#transferTo}). The range must lie in one segment and, if any of it
      * is only buffered, in one record.
      *
@@ -248,17 +325,29 @@ public final class CommitLog implements AutoCloseable {
      * @throws IOException if writing to {@code target} or reading the file failed
      */
     public void transfer(long position, long length, WritableByteChannel target) throws IOException {
-        if (position + length > committedPosition) {
+        if (buffered && length <= Integer.MAX_VALUE) {
+            Pin pin = null;
+            MemorySegment bytes = null;
             WriteBufferPool.Pinned pinned = writer.pin(position, length);
             if (pinned != null) {
+                pin = pinned;
+                bytes = pinned.bytes();
+            } else if (cache != null) {
+                ReadCache.Hit hit = cache.read(position, (int) length, null, committedPosition);
+                if (hit != null) {
+                    pin = hit.pin();
+                    bytes = hit.bytes();
+                }
+            }
+            if (pin != null) {
                 try {
-                    ByteBuffer bytes = pinned.bytes().asByteBuffer();
-                    while (bytes.hasRemaining()) {
-                        target.write(bytes);
+                    ByteBuffer buffer = bytes.asByteBuffer();
+                    while (buffer.hasRemaining()) {
+                        target.write(buffer);
                     }
                     return;
                 } finally {
-                    pinned.release();
+                    pin.release();
                 }
             }
         }
@@ -290,6 +379,9 @@ public final class CommitLog implements AutoCloseable {
             segments = Arrays.copyOfRange(current, 1, current.length);
         }
         oldest.retire();
+        if (cache != null) {
+            cache.dropBelow(oldest.end());
+        }
         LOG.info("retention deleted segment {} (log positions {}..{})", oldest, oldest.base(), oldest.end());
         return oldest;
     }
@@ -333,6 +425,9 @@ public final class CommitLog implements AutoCloseable {
     public void close() throws IOException {
         preparer.close();
         writer.close();
+        if (cache != null) {
+            cache.close(); // first: stops prefetching before the segments close
+        }
         List<Throwable> errors = new ArrayList<>();
         for (Segment segment : segments) {
             try {

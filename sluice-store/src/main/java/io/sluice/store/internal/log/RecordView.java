@@ -1,5 +1,6 @@
 package io.sluice.store.internal.log;
 
+import io.sluice.store.internal.cache.Pin;
 import java.lang.foreign.MemorySegment;
 
 /**

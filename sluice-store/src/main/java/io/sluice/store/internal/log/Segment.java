@@ -1,5 +1,6 @@
 package io.sluice.store.internal.log;
 
+import io.sluice.store.internal.cache.Pin;
 import io.sluice.store.SegmentAllocation;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;

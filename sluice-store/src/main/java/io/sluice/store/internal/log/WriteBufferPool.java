@@ -1,5 +1,7 @@
 package io.sluice.store.internal.log;
 
+import io.sluice.store.internal.cache.Pin;
+import io.sluice.store.internal.cache.ReadCache;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -25,13 +27,17 @@ public final class WriteBufferPool implements AutoCloseable {
     private final Arena arena = Arena.ofShared();
     private final ArrayBlockingQueue<Page> free;
     private final int pageBytes;
+    /** Adopts fully committed pages (exchanging their memory), or null without a read cache. */
+    private final ReadCache cache;
 
     /**
      * @param pageBytes bytes per page
      * @param pageCount pages
+     * @param cache the read cache that adopts committed pages, or null
      */
-    public WriteBufferPool(int pageBytes, int pageCount) {
+    public WriteBufferPool(int pageBytes, int pageCount, ReadCache cache) {
         this.pageBytes = pageBytes;
+        this.cache = cache;
         this.free = new ArrayBlockingQueue<>(pageCount);
         for (int i = 0; i < pageCount; i++) {
             MemorySegment memory = arena.allocate(pageBytes, 4096);
@@ -82,7 +88,10 @@ public final class WriteBufferPool implements AutoCloseable {
 
     /** One page of the pool. */
     final class Page {
-        final MemorySegment memory;
+        /** Exchanged with the read cache's memory when the cache adopts the page's bytes (while retired). */
+        volatile MemorySegment memory;
+        /** Set by the flusher when every byte of the page is committed: the cache may adopt it. */
+        volatile boolean fullyCommitted;
         /** Bumped each time the page is lent out, so readers can tell reuse apart. */
         volatile long generation;
         volatile long start;
@@ -111,6 +120,7 @@ public final class WriteBufferPool implements AutoCloseable {
             committed = position;
             sealedAt = -1;
             retiring = false;
+            fullyCommitted = false;
             generation = generation + 1;
             pins.set(0);
         }
@@ -145,6 +155,9 @@ public final class WriteBufferPool implements AutoCloseable {
         private void tryReturn() {
             if (pins.compareAndSet(0, RETIRED)) {
                 segment = null;
+                if (cache != null && fullyCommitted) {
+                    memory = cache.adopt(start, written, memory);
+                }
                 free.add(this);
             }
         }

@@ -89,7 +89,8 @@ public final class RetentionService {
     /** Runs one pass. @return what it did */
     public synchronized RetentionReport run() throws IOException {
         DiskSpace space = fileIO.diskSpace(log.directory());
-        long usedBytes = space.totalBytes() - space.usableBytes();
+        long usedBytes = space.usedBytes();
+        long capacity = space.usedBytes() + space.usableBytes();
         Protection protection = protectedPosition();
         long logBytes = logBytes(log.segments());
         long now = clock.millis();
@@ -103,7 +104,7 @@ public final class RetentionService {
                 break;
             }
             Segment oldest = segments.get(0);
-            double ratio = ratio(usedBytes - deletedBytes, space.totalBytes());
+            double ratio = ratio(usedBytes - deletedBytes, capacity);
             String why = expired(segments.get(1), now) ? "age"
                     : logBytes - deletedBytes > policy.retentionBytes() ? "size"
                     : ratio > policy.diskCleanRatio() ? "disk" : null;
@@ -132,7 +133,7 @@ public final class RetentionService {
             fileIO.syncDirectory(log.directory());
         }
         trimIndexes();
-        double ratio = ratio(usedBytes - deletedBytes, space.totalBytes());
+        double ratio = ratio(usedBytes - deletedBytes, capacity);
         updateRefusal(ratio);
         if (heldBy != null && !heldBy.equals(lastHeldBy)) {
             LOG.info("retention is holding segments from {} for consumer group {}", log.minPosition(), heldBy);

@@ -1,4 +1,4 @@
-package io.sluice.store.internal.log;
+package io.sluice.store.internal.cache;
 
 /**
  * A hold on store memory that a reader has a view of: a write-buffer page or a segment mapping stays where it
