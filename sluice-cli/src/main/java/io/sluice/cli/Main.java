@@ -7,7 +7,8 @@ import picocli.CommandLine.Command;
 @Command(name = "sluice", mixinStandardHelpOptions = true, version = "sluice 0.1.0",
         description = "Sluice message store: produce, consume, inspect and verify a store directory.",
         subcommands = {ProduceCommand.class, ConsumeCommand.class, StatCommand.class, VerifyCommand.class,
-                DemoCommand.class, PerfCommand.class, LookupCommand.class, RetentionCommand.class})
+                DemoCommand.class, PerfCommand.class, LookupCommand.class, RetentionCommand.class,
+                CalibrateCommand.class})
 public final class Main {
 
     private Main() {

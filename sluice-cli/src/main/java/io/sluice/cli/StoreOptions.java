@@ -47,7 +47,7 @@ final class StoreOptions {
     boolean lockActive;
 
     @Option(names = "--writeback-distance", description = "ASYNC page-cache paths: start writeback this many bytes"
-            + " behind the writer (sync_file_range); 0 is off (default).")
+            + " behind the writer (sync_file_range); 0 is off (default: 8 MiB on mmap, off elsewhere).")
     Long writebackDistance;
 
     StoreConfig config() {

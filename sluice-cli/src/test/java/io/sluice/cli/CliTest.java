@@ -127,6 +127,24 @@ class CliTest {
     }
 
     @Test
+    void calibrateMeasuresAndRecordsTheCrossoverAndTheStoreStillWorks() throws Exception {
+        String store = dir.resolve("calibrated").toString();
+        Run run = run("", "calibrate", "--dir", store, "--file-size", "8388608", "--json");
+        assertThat(run.exit()).as(run.err()).isZero();
+        assertThat(run.out()).contains("\"units\":[").contains("\"unit\":4194304").contains("mappedReadGBps");
+        String file = java.nio.file.Files.readString(dir.resolve("calibrated").resolve("calibration"));
+        assertThat(file).contains("format=1").containsPattern("readCrossoverBytes=(never|\\d+)");
+        try (java.util.stream.Stream<java.nio.file.Path> left = java.nio.file.Files.list(dir.resolve("calibrated"))) {
+            assertThat(left.map(p -> p.getFileName().toString())).noneMatch(n -> n.startsWith(".calibrate"));
+        }
+        assertThat(run("one\n", "produce", "--dir", store, "--topic", "c").exit()).isZero();
+        assertThat(run("", "consume", "--dir", store, "--topic", "c", "--queue", "0").out()).isEqualTo("0\tone\n");
+        Run notAStore = run("", "calibrate", "--dir", dir.resolve("calibrated").resolve("log").toString());
+        assertThat(notAStore.exit()).isEqualTo(2);
+        assertThat(notAStore.err()).contains("neither empty nor a Sluice store");
+    }
+
+    @Test
     void badArgumentsPrintUsageAndExitTwo() {
         Run missing = run("", "produce", "--topic", "t");
         assertThat(missing.exit()).isEqualTo(2);

@@ -77,7 +77,7 @@ public final class Store implements AutoCloseable {
         this.indexes = recovered.indexes();
         this.recoveredClean = recovered.clean();
         this.log = new CommitLog(config, directory.logDirectory(), recovered.segments(), recovered.endPosition(),
-                this::wakeFlusher);
+                this::wakeFlusher, Calibration.read(directory.root()).readCrossoverBytes());
         this.flusher = new FlushService(log, config, this::onFlushFailure);
         this.checkpointer = Executors.newSingleThreadScheduledExecutor(
                 r -> Thread.ofPlatform().name("sluice-checkpoint").daemon(true).unstarted(r));

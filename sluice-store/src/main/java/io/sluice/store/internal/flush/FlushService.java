@@ -74,7 +74,7 @@ public final class FlushService implements AutoCloseable {
         this.config = config;
         this.onFailure = onFailure;
         this.writebackDistance = config.flushMode() == FlushMode.ASYNC && config.writePath() != WritePath.DIRECT
-                ? config.writebackDistanceBytes() : 0;
+                ? config.resolvedWritebackDistanceBytes() : 0;
         this.writebackStarted = log.flushedPosition();
         this.thread = Thread.ofPlatform().name("sluice-flusher").daemon(true).unstarted(
                 config.flushMode() == FlushMode.SYNC ? this::runSync : this::runAsync);

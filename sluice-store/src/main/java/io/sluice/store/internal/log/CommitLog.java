@@ -5,6 +5,7 @@ import io.sluice.store.WritePath;
 import io.sluice.store.internal.cache.Pin;
 import io.sluice.store.internal.cache.ReadCache;
 import java.io.IOException;
+import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.WritableByteChannel;
@@ -40,6 +41,8 @@ public final class CommitLog implements AutoCloseable {
     private final SegmentPreparer preparer;
     private final SegmentWarmer warmer;
     private final boolean buffered;
+    private final long mappedReadMaxBytes;
+    private final ReadBuffers readBuffers = new ReadBuffers();
     /** DIRECT only: data is not in the page cache, so a cache miss loads the page from the file. */
     private final boolean loadsOnMiss;
     /** The tail-aware read cache (WRITE_BUFFER and DIRECT, when configured), or null. */
@@ -59,10 +62,13 @@ public final class CommitLog implements AutoCloseable {
      * @param segments the existing segments in order (recovery has checked them)
      * @param endPosition the log position after the last valid record
      * @param commitNudge wakes the flusher when the write buffer needs committing now
+     * @param mappedReadMaxBytes reads larger than this go positionally even where the segment is mapped (the
+     *     calibrated crossover; {@link Long#MAX_VALUE} without calibration)
      */
     public CommitLog(StoreConfig config, Path directory, List<Segment> segments, long endPosition,
-                     Runnable commitNudge) {
+                     Runnable commitNudge, long mappedReadMaxBytes) {
         this.config = config;
+        this.mappedReadMaxBytes = mappedReadMaxBytes;
         this.directory = directory;
         this.segments = segments.toArray(Segment[]::new);
         this.writePosition = endPosition;
@@ -91,6 +97,7 @@ public final class CommitLog implements AutoCloseable {
             }
         }
         preparer.prepare(active == null ? endPosition : active.end());
+        enforceMappingWindow();
     }
 
     /** @return true if the write path maps segments read-write */
@@ -154,6 +161,7 @@ public final class CommitLog implements AutoCloseable {
             segments = grown;
         }
         active = next;
+        enforceMappingWindow();
         preparer.prepare(next.end());
         LOG.debug("rolled to segment {}", next);
         return next.base();
@@ -253,7 +261,50 @@ public final class CommitLog implements AutoCloseable {
             }
             throw new IllegalArgumentException("log position " + position + " is not stored");
         }
-        return new RecordView(segment.slice(position, length).asReadOnly(), segment);
+        MemorySegment mapping = length <= mappedReadMaxBytes ? segment.pinMapping() : null;
+        if (mapping != null) {
+            return new RecordView(mapping.asSlice(position - segment.base(), length).asReadOnly(),
+                    segment.mappedViewPin());
+        }
+        try {
+            return readPositional(segment, position, length);
+        } finally {
+            segment.release();
+        }
+    }
+
+    /** Reads [position, position + length) of a held segment's file into a lent direct buffer. */
+    private RecordView readPositional(Segment segment, long position, int length) {
+        ReadBuffers.Buffer buffer = readBuffers.take(length);
+        try {
+            MemorySegment bytes = buffer.memory().asSlice(0, length);
+            ByteBuffer target = bytes.asByteBuffer();
+            while (target.hasRemaining()) {
+                if (segment.file().read(target, position - segment.base() + target.position()) < 0) {
+                    throw new IOException("segment " + segment + " ends before log position " + (position + length));
+                }
+            }
+            return new RecordView(bytes.asReadOnly(), buffer);
+        } catch (IOException e) {
+            buffer.release();
+            throw new UncheckedIOException("reading log position " + position + " failed: " + e.getMessage(), e);
+        } catch (RuntimeException e) {
+            buffer.release();
+            throw e;
+        }
+    }
+
+    /**
+     * Keeps only the newest {@code maxMappedSegments} segments mapped; older ones are unmapped (once their
+     * readers let go) and read positionally from then on.
+     */
+    private void enforceMappingWindow() {
+        Segment[] current = segments;
+        for (int i = 0; i < current.length - config.maxMappedSegments(); i++) {
+            if (current[i].mapped() && current[i] != active) {
+                current[i].unmap();
+            }
+        }
     }
 
     /** The read cache's answer: a hit, or on DIRECT a page loaded now; null to read through the mapping. */
@@ -301,11 +352,13 @@ public final class CommitLog implements AutoCloseable {
         }
     }
 
-    /** @return bytes of segment files mapped now (every segment is mapped whole) */
+    /** @return bytes of segment files mapped now (each mapped segment is mapped whole) */
     public long mappedBytes() {
         long total = 0;
         for (Segment segment : segments) {
-            total += segment.size();
+            if (segment.mapped()) {
+                total += segment.size();
+            }
         }
         return total;
     }
@@ -428,6 +481,7 @@ public final class CommitLog implements AutoCloseable {
         if (cache != null) {
             cache.close(); // first: stops prefetching before the segments close
         }
+        readBuffers.close();
         List<Throwable> errors = new ArrayList<>();
         for (Segment segment : segments) {
             try {

@@ -12,6 +12,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -43,6 +44,16 @@ public final class Segment implements AutoCloseable, Pin {
     private final AtomicInteger references = new AtomicInteger(1);
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean deleteOnRelease;
+    /** Readers holding views of the mapping, plus {@link #UNMAPPING} once the mapping is to go. */
+    private final AtomicLong mappingPins = new AtomicLong();
+    private final AtomicBoolean unmapped = new AtomicBoolean();
+    /** Releases a mapped view: the mapping hold, then the segment reference. One per segment, no allocation. */
+    private final Pin mappedViewPin = () -> {
+        unpinMapping();
+        release();
+    };
+
+    private static final long UNMAPPING = 1L << 62;
 
     private Segment(long base, long size, StoreFile file, Arena arena, MemorySegment mapping) {
         this.base = base;
@@ -123,7 +134,10 @@ public final class Segment implements AutoCloseable, Pin {
         return file;
     }
 
-    /** @return the whole mapping */
+    /**
+     * @return the whole mapping, for code that runs while nothing can unmap it: recovery, the writer of the
+     *     active segment, warm-up of a new segment
+     */
     public MemorySegment mapping() {
         return mapping;
     }
@@ -174,6 +188,54 @@ public final class Segment implements AutoCloseable, Pin {
         return closed.get();
     }
 
+    /**
+     * Takes a reader's hold on the mapping (the caller already holds a reference, see {@link #retain()}).
+     *
+     * @return the mapping, or null if it was unmapped (read the file positionally instead)
+     */
+    public MemorySegment pinMapping() {
+        for (long state = mappingPins.get(); (state & UNMAPPING) == 0; state = mappingPins.get()) {
+            if (mappingPins.compareAndSet(state, state + 1)) {
+                return mapping;
+            }
+        }
+        return null;
+    }
+
+    /** Drops a hold from {@link #pinMapping()}; the last one after {@link #unmap()} unmaps. */
+    public void unpinMapping() {
+        if (mappingPins.decrementAndGet() == UNMAPPING) {
+            closeMapping();
+        }
+    }
+
+    /** @return the pin that releases a view taken with {@link #retain()} and {@link #pinMapping()} */
+    public Pin mappedViewPin() {
+        return mappedViewPin;
+    }
+
+    /**
+     * Unmaps the segment as soon as no reader holds a view of the mapping; from now on readers read the file
+     * positionally. The file stays open. Idempotent.
+     */
+    public void unmap() {
+        long before = mappingPins.getAndUpdate(state -> state | UNMAPPING);
+        if (before == 0) {
+            closeMapping();
+        }
+    }
+
+    /** @return true until {@link #unmap()} was asked for */
+    public boolean mapped() {
+        return (mappingPins.get() & UNMAPPING) == 0;
+    }
+
+    private void closeMapping() {
+        if (unmapped.compareAndSet(false, true)) {
+            arena.close();
+        }
+    }
+
     /** Unmaps and closes the file now. Idempotent. */
     @Override
     public void close() throws IOException {
@@ -181,7 +243,7 @@ public final class Segment implements AutoCloseable, Pin {
             return;
         }
         try {
-            arena.close();
+            closeMapping();
         } finally {
             file.close();
         }

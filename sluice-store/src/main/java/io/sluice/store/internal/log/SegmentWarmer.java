@@ -78,7 +78,14 @@ final class SegmentWarmer {
             NativeIO.munlock(segment.mapping());
         }
         if (warmUp.adviseReads()) {
-            NativeIO.madvise(segment.mapping(), NativeIO.MADV_SEQUENTIAL);
+            MemorySegment mapping = segment.pinMapping();
+            if (mapping != null) {
+                try {
+                    NativeIO.madvise(mapping, NativeIO.MADV_SEQUENTIAL);
+                } finally {
+                    segment.unpinMapping();
+                }
+            }
         }
     }
 
