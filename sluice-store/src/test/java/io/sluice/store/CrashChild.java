@@ -14,15 +14,39 @@ public final class CrashChild {
     private CrashChild() {
     }
 
-    /** @param args directory, write path, threads, seed */
+    /** The consumer group whose position the child moves in retention mode. */
+    static final String GROUP = "crash-reader";
+
+    /**
+     * @param args directory, write path, threads, seed, and optionally "retention": keep the log to four
+     *     segments with a retention pass every 20 ms, two segments mapped, and a consumer group on queue 0
+     *     whose position trails the acknowledged end by 300 messages
+     */
     public static void main(String[] args) {
         Path dir = Path.of(args[0]);
         WritePath path = WritePath.valueOf(args[1]);
         int threads = Integer.parseInt(args[2]);
         long seed = Long.parseLong(args[3]);
+        boolean retention = args.length > 4 && args[4].equals("retention");
         PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true);
-        Store store = Store.open(dir, TestStores.small(path, FlushMode.SYNC).build());
+        StoreConfig.Builder config = TestStores.small(path, FlushMode.SYNC);
+        if (retention) {
+            config.retention(RetentionPolicy.defaults().withRetentionBytes(4 * 256 * 1024).withCheckIntervalMillis(20))
+                    .maxMappedSegments(2);
+        }
+        Store store = Store.open(dir, config.build());
         out.println("READY");
+        AtomicLong acknowledgedEnd = new AtomicLong();
+        if (retention) {
+            Thread.ofPlatform().daemon().start(() -> {
+                while (true) {
+                    long position = Math.max(store.committedOffset(GROUP, "crash", 0).orElse(0),
+                            acknowledgedEnd.get() - 300);
+                    store.commitOffset(GROUP, "crash", 0, Math.max(0, position));
+                    java.util.concurrent.locks.LockSupport.parkNanos(10_000_000);
+                }
+            });
+        }
         AtomicLong sequence = new AtomicLong();
         for (int t = 0; t < threads; t++) {
             int producer = t;
@@ -34,6 +58,9 @@ public final class CrashChild {
                     long crc = TestStores.crc(body);
                     AppendResult result = store.append("crash", queue,
                             Message.builder().keys(Long.toHexString(crc)).body(body).build()).join();
+                    if (queue == 0) {
+                        acknowledgedEnd.accumulateAndGet(result.firstQueueOffset() + 1, Math::max);
+                    }
                     synchronized (out) {
                         out.println("ACK " + queue + " " + result.firstQueueOffset() + " " + crc + " END");
                     }

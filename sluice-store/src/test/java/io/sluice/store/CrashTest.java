@@ -10,6 +10,7 @@ import java.nio.file.Path;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
@@ -40,21 +41,56 @@ class CrashTest {
         for (int round = 0; round < rounds; round++) {
             WritePath path = WritePath.values()[round % WritePath.values().length];
             long killAfterMillis = 50 + random.nextLong(400);
-            int acks = runAndKill(path, 4, seed + round, killAfterMillis, acknowledged);
+            int acks = runAndKill(path, 4, seed + round, killAfterMillis, acknowledged, "plain");
             System.out.printf("crash round %d: %s, killed %d ms after ready, %d acks, %d acknowledged in all%n",
                     round, path, killAfterMillis, acks, acknowledged.size());
             checkStore(acknowledged, "round " + round + " (" + path + ", killed " + killAfterMillis + " ms after ready, "
-                    + acks + " acks this round)");
+                    + acks + " acks this round)", false);
         }
         assertThat(acknowledged).isNotEmpty();
     }
 
-    private int runAndKill(WritePath path, int threads, long seed, long killAfterMillis, Map<String, Long> acknowledged)
-            throws IOException, InterruptedException {
+    /**
+     * The same kills while retention deletes segments every 20 ms and a consumer group's position trails the
+     * acknowledged end: messages may go only by retention (below each queue's first offset), never below
+     * the group's saved position, and everything from the first offset on is intact.
+     * Rounds: {@code -Dsluice.crash.retention.rounds} (8 by default).
+     */
+    @Test
+    void retentionUnderSigkillLosesNothingAConsumerStillNeeds() throws Exception {
+        int rounds = Integer.getInteger("sluice.crash.retention.rounds", 8);
+        long seed = Long.getLong("sluice.crash.seed", System.nanoTime());
+        System.out.println("CrashTest retention seed " + seed + ", " + rounds + " rounds");
+        SplittableRandom random = new SplittableRandom(seed);
+        Map<String, Long> acknowledged = new HashMap<>();
+        boolean deleted = false;
+        for (int round = 0; round < rounds; round++) {
+            WritePath path = WritePath.values()[round % WritePath.values().length];
+            long killAfterMillis = 300 + random.nextLong(500);
+            int acks = runAndKill(path, 4, seed + round, killAfterMillis, acknowledged, "retention");
+            String label = "retention round " + round + " (" + path + ", killed " + killAfterMillis + " ms after ready, "
+                    + acks + " acks this round)";
+            checkStore(acknowledged, label, true);
+            try (Store store = Store.open(dir, TestStores.small(WritePath.MMAP, FlushMode.SYNC).build())) {
+                long min = store.minOffset("crash", 0);
+                deleted |= min > 0;
+                OptionalLong saved = store.committedOffset(CrashChild.GROUP, "crash", 0);
+                if (saved.isPresent()) {
+                    assertThat(min).as(label + ": first offset against the group's saved position")
+                            .isLessThanOrEqualTo(saved.getAsLong());
+                }
+                System.out.printf("%s: queue 0 keeps offsets %d.. (group at %s)%n", label, min, saved);
+            }
+        }
+        assertThat(deleted).as("retention deleted something in some round").isTrue();
+    }
+
+    private int runAndKill(WritePath path, int threads, long seed, long killAfterMillis, Map<String, Long> acknowledged,
+                           String mode) throws IOException, InterruptedException {
         String java = ProcessHandle.current().info().command().orElse("java");
         Process child = new ProcessBuilder(java, "-ea", "--enable-native-access=ALL-UNNAMED", "-Xmx256m",
                 "-cp", System.getProperty("java.class.path"), CrashChild.class.getName(),
-                dir.toString(), path.name(), Integer.toString(threads), Long.toString(seed))
+                dir.toString(), path.name(), Integer.toString(threads), Long.toString(seed), mode)
                 .redirectError(ProcessBuilder.Redirect.DISCARD).start();
         int acks = 0;
         try (BufferedReader lines = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.US_ASCII))) {
@@ -86,11 +122,15 @@ class CrashTest {
         return acks;
     }
 
-    private void checkStore(Map<String, Long> acknowledged, String round) throws IOException {
+    /** @param retained true if retention may have deleted the oldest messages: check from each queue's first offset */
+    private void checkStore(Map<String, Long> acknowledged, String round, boolean retained) throws IOException {
         try (Store store = Store.open(dir, TestStores.small(WritePath.MMAP, FlushMode.SYNC).build())) {
+            long[] first = new long[2];
             for (int queue = 0; queue < 2; queue++) {
                 long max = store.maxOffset("crash", queue);
-                long offset = 0;
+                first[queue] = store.minOffset("crash", queue);
+                assertThat(first[queue] == 0 || retained).as(round + ": nothing deleted without retention").isTrue();
+                long offset = first[queue];
                 while (offset < max) {
                     try (ReadResult result = store.read("crash", queue, offset, 500, 4 << 20)) {
                         for (StoredMessage m : result.messages()) {
@@ -118,6 +158,10 @@ class CrashTest {
                     break;
                 }
                 String[] parts = ack.getKey().split(":");
+                if (Long.parseLong(parts[1]) < first[Integer.parseInt(parts[0])]) {
+                    sampled--;
+                    continue; // deleted by retention
+                }
                 try (LookupResult found = store.lookupByKey("crash", Long.toHexString(ack.getValue()), 10, 0,
                         Long.MAX_VALUE)) {
                     assertThat(found.messages()).as(round + ": lookup of " + ack.getKey()).anySatisfy(m -> {

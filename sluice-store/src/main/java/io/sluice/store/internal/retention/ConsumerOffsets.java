@@ -57,6 +57,8 @@ public final class ConsumerOffsets {
     }
 
     private final Map<Key, Long> offsets = new ConcurrentHashMap<>();
+    /** The positions as last saved: what a restart after a crash would resume from. */
+    private volatile Map<Key, Long> saved = Map.of();
     private volatile boolean dirty;
 
     private ConsumerOffsets() {
@@ -79,6 +81,7 @@ public final class ConsumerOffsets {
                     + " positions", path, e.getMessage(), aside);
             loaded.offsets.clear();
         }
+        loaded.saved = Map.copyOf(loaded.offsets);
         return loaded;
     }
 
@@ -140,6 +143,17 @@ public final class ConsumerOffsets {
         return Map.copyOf(offsets);
     }
 
+    /**
+     * @return for each position, the lower of the current one and the one last saved: retention must keep
+     *     data for the saved position too, since after a crash the group resumes from there
+     */
+    public Map<Key, Long> protectedPositions() {
+        Map<Key, Long> savedNow = saved;
+        Map<Key, Long> lowest = new java.util.HashMap<>(offsets);
+        savedNow.forEach((key, offset) -> lowest.merge(key, offset, Math::min));
+        return lowest;
+    }
+
     /** Writes the positions atomically into {@code directory} if they changed since the last save. */
     public void saveIfDirty(FileIO io, Path directory) throws IOException {
         if (!dirty) {
@@ -155,7 +169,8 @@ public final class ConsumerOffsets {
     }
 
     private void save(FileIO io, Path directory) throws IOException {
-        List<Map.Entry<Key, Long>> entries = new ArrayList<>(offsets.entrySet());
+        Map<Key, Long> snapshot = Map.copyOf(offsets);
+        List<Map.Entry<Key, Long>> entries = new ArrayList<>(snapshot.entrySet());
         int size = HEADER_BYTES + 4;
         for (Map.Entry<Key, Long> entry : entries) {
             size += 2 + entry.getKey().group().length() + 2 + entry.getKey().topic().length() + 4 + 8;
@@ -180,6 +195,7 @@ public final class ConsumerOffsets {
         Files.move(temp, directory.resolve(FILE_NAME), StandardCopyOption.ATOMIC_MOVE,
                 StandardCopyOption.REPLACE_EXISTING);
         io.syncDirectory(directory);
+        saved = snapshot;
     }
 
     private static void putString(ByteBuffer buffer, String value) {

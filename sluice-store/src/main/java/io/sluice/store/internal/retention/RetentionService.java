@@ -191,7 +191,7 @@ public final class RetentionService {
     private Protection protectedPosition() {
         long lowest = Long.MAX_VALUE;
         String group = null;
-        for (Map.Entry<ConsumerOffsets.Key, Long> entry : consumers.snapshot().entrySet()) {
+        for (Map.Entry<ConsumerOffsets.Key, Long> entry : consumers.protectedPositions().entrySet()) {
             ConsumerOffsets.Key key = entry.getKey();
             QueueIndex index = indexes.get(key.topic(), key.queueId());
             if (index == null) {
