@@ -1,0 +1,47 @@
+package io.sluice.store;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.classes;
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static com.tngtech.archunit.library.dependencies.SlicesRuleDefinition.slices;
+
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import org.junit.jupiter.api.Test;
+
+/** The store's layering, checked on its compiled classes (docs/design.md, "Packages"). */
+class LayeringTest {
+
+    private static final JavaClasses STORE = new ClassFileImporter()
+            .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+            .importPackages("io.sluice.store");
+
+    @Test
+    void theStoreDependsOnTheJdkAndSlf4jOnly() {
+        classes().should().onlyDependOnClassesThat()
+                .resideInAnyPackage("io.sluice.store..", "java..", "javax..", "org.slf4j..", "com.sun.nio.file..", "")
+                .check(STORE);
+    }
+
+    @Test
+    void theStoreNeverReachesIntoTheCliBenchOrBroker() {
+        noClasses().should().dependOnClassesThat()
+                .resideInAnyPackage("io.sluice.cli..", "io.sluice.bench..", "io.sluice.broker..")
+                .check(STORE);
+    }
+
+    @Test
+    void internalPackagesHaveNoCycles() {
+        slices().matching("io.sluice.store.internal.(*)..").should().beFreeOfCycles().check(STORE);
+    }
+
+    @Test
+    void theFileSeamAndTheCacheKnowNothingOfTheLog() {
+        noClasses().that().resideInAnyPackage("io.sluice.store.io..", "io.sluice.store.internal.cache..",
+                "io.sluice.store.internal.io..")
+                .should().dependOnClassesThat().resideInAnyPackage("io.sluice.store.internal.log..",
+                        "io.sluice.store.internal.index..", "io.sluice.store.internal.recovery..",
+                        "io.sluice.store.internal.flush..", "io.sluice.store.internal.retention..")
+                .check(STORE);
+    }
+}
