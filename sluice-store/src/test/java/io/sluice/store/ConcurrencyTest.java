@@ -21,7 +21,7 @@ import org.junit.jupiter.params.provider.MethodSource;
  * 8 producer threads append to 4 queues while one reader per queue follows the tail. Every message must
  * be read exactly once, in each producer's order within its queue, with its exact bytes.
  */
-@ExtendWith(NoThreadLeaks.class)
+@ExtendWith(NoLeaks.class)
 class ConcurrencyTest {
 
     private static final int PRODUCERS = 8;

@@ -25,7 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Rounds: {@code -Dsluice.crash.rounds} (25 by default); seed: {@code -Dsluice.crash.seed}.
  */
 @Tag("slow")
-@ExtendWith(NoThreadLeaks.class)
+@ExtendWith(NoLeaks.class)
 class CrashTest {
 
     @TempDir

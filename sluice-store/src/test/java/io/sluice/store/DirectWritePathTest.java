@@ -19,7 +19,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /** The DIRECT write path's block handling: page heads, padded tails, restarts mid-block and the fallback. */
-@ExtendWith(NoThreadLeaks.class)
+@ExtendWith(NoLeaks.class)
 class DirectWritePathTest {
 
     @TempDir

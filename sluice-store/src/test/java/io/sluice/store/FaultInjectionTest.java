@@ -13,7 +13,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /** Failures injected through the file seam: EIO on a force or a write, ENOSPC when segments are allocated. */
-@ExtendWith(NoThreadLeaks.class)
+@ExtendWith(NoLeaks.class)
 class FaultInjectionTest {
 
     @TempDir

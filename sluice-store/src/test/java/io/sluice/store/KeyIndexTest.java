@@ -25,7 +25,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /** Lookups by message key: completeness, order, collisions, time ranges, batches, recovery. */
-@ExtendWith(NoThreadLeaks.class)
+@ExtendWith(NoLeaks.class)
 class KeyIndexTest {
 
     @TempDir

@@ -11,7 +11,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /** Bounded mapped memory (old segments read positionally) and the calibrated mapped/positional choice. */
-@ExtendWith(NoThreadLeaks.class)
+@ExtendWith(NoLeaks.class)
 class MappingAndCalibrationTest {
 
     private static final long SEED = 0x3A9L;

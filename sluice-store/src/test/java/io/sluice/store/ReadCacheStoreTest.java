@@ -11,7 +11,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /** The read cache inside the store: adopted write buffers, loads on DIRECT, stats, configuration rules. */
-@ExtendWith(NoThreadLeaks.class)
+@ExtendWith(NoLeaks.class)
 class ReadCacheStoreTest {
 
     private static final long SEED = 0xCAC4EL;

@@ -23,7 +23,7 @@ import org.junit.jupiter.params.provider.EnumSource;
  * One test per row of the decision table in {@code Recovery}. Crashes are simulated by removing the
  * clean-shutdown marker (what a killed process leaves behind) and then damaging files.
  */
-@ExtendWith(NoThreadLeaks.class)
+@ExtendWith(NoLeaks.class)
 class RecoveryTest {
 
     private static final long SEED = 77;

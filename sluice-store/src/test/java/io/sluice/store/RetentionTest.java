@@ -21,7 +21,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /** Retention by age, size and disk use; consumer positions; the hard disk limit on appends. */
-@ExtendWith(NoThreadLeaks.class)
+@ExtendWith(NoLeaks.class)
 class RetentionTest {
 
     private static final long HOUR = TimeUnit.HOURS.toMillis(1);

@@ -16,7 +16,7 @@ import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
-@ExtendWith(NoThreadLeaks.class)
+@ExtendWith(NoLeaks.class)
 class StoreTest {
 
     @ParameterizedTest

@@ -24,7 +24,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.MethodSource;
 
 /** {@link Store#transferTo}: whole records, as stored, by sendfile or from write-buffer pages. */
-@ExtendWith(NoThreadLeaks.class)
+@ExtendWith(NoLeaks.class)
 class TransferTest {
 
     private static final long SEED = 0x5EED_7A45L;

@@ -11,7 +11,7 @@ import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /** The store with every warm-up option, and writeback control started behind the writer. */
-@ExtendWith(NoThreadLeaks.class)
+@ExtendWith(NoLeaks.class)
 class WarmUpAndWritebackTest {
 
     @TempDir

@@ -169,6 +169,14 @@ public final class Recovery {
         } catch (IndexGapException e) {
             indexes.close();
             throw new StoreCorruptedException("log records out of queue order: " + e.getMessage(), null, -1);
+        } catch (IOException | RuntimeException e) {
+            // Corruption refused mid-scan: the indexes opened here must not stay open and mapped.
+            try {
+                indexes.close();
+            } catch (IOException | RuntimeException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
         }
     }
 

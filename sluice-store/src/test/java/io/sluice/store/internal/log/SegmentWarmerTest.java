@@ -2,6 +2,7 @@ package io.sluice.store.internal.log;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.store.NoLeaks;
 import io.sluice.store.SegmentAllocation;
 import io.sluice.store.WarmUp;
 import io.sluice.store.internal.io.NativeIO;
@@ -10,11 +11,13 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
 
 /** Pre-touching, read advice and locking, and their fallbacks when the kernel refuses. */
+@ExtendWith(NoLeaks.class)
 class SegmentWarmerTest {
 
     private static final long SIZE = 4 << 20;
