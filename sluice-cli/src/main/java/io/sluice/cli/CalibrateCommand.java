@@ -153,49 +153,49 @@ final class CalibrateCommand implements Callable<Integer> {
 
     private long sink;
 
-    private double mappedRead(MemorySegment mapping, int unit) {
+    /** One unit's worth of work at a file offset. */
+    @FunctionalInterface
+    private interface UnitOperation {
+        void run(long offset) throws IOException;
+    }
+
+    /** @return nanoseconds per byte of running {@code operation} at every unit offset, in shuffled order */
+    private double time(int unit, UnitOperation operation) throws IOException {
         long[] offsets = offsets(unit);
         long started = System.nanoTime();
         for (long offset : offsets) {
-            sink += sum(mapping.asSlice(offset, unit));
+            operation.run(offset);
         }
         return (double) (System.nanoTime() - started) / ((long) offsets.length * unit);
     }
 
+    private double mappedRead(MemorySegment mapping, int unit) throws IOException {
+        return time(unit, offset -> sink += sum(mapping.asSlice(offset, unit)));
+    }
+
     private double channelRead(FileChannel channel, MemorySegment buffer, int unit) throws IOException {
-        long[] offsets = offsets(unit);
         MemorySegment target = buffer.asSlice(0, unit);
-        long started = System.nanoTime();
-        for (long offset : offsets) {
+        return time(unit, offset -> {
             ByteBuffer bytes = target.asByteBuffer();
             while (bytes.hasRemaining()) {
                 channel.read(bytes, offset + bytes.position());
             }
             sink += sum(target);
-        }
-        return (double) (System.nanoTime() - started) / ((long) offsets.length * unit);
+        });
     }
 
-    private double mappedWrite(MemorySegment mapping, MemorySegment buffer, int unit) {
-        long[] offsets = offsets(unit);
-        long started = System.nanoTime();
-        for (long offset : offsets) {
-            MemorySegment.copy(buffer, 0, mapping, offset, unit);
-        }
-        return (double) (System.nanoTime() - started) / ((long) offsets.length * unit);
+    private double mappedWrite(MemorySegment mapping, MemorySegment buffer, int unit) throws IOException {
+        return time(unit, offset -> MemorySegment.copy(buffer, 0, mapping, offset, unit));
     }
 
     private double channelWrite(FileChannel channel, MemorySegment buffer, int unit) throws IOException {
-        long[] offsets = offsets(unit);
         MemorySegment source = buffer.asSlice(0, unit);
-        long started = System.nanoTime();
-        for (long offset : offsets) {
+        return time(unit, offset -> {
             ByteBuffer bytes = source.asByteBuffer();
             while (bytes.hasRemaining()) {
                 channel.write(bytes, offset + bytes.position());
             }
-        }
-        return (double) (System.nanoTime() - started) / ((long) offsets.length * unit);
+        });
     }
 
     /**

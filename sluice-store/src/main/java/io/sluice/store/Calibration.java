@@ -1,14 +1,13 @@
 package io.sluice.store;
 
+import io.sluice.store.internal.io.AtomicFile;
 import io.sluice.store.io.FileIO;
-import io.sluice.store.io.StoreFile;
 import java.io.IOException;
 import java.io.StringReader;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.Properties;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -87,15 +86,8 @@ public record Calibration(long readCrossoverBytes, long writeCrossoverBytes, lon
                 + "readCrossoverBytes=" + describe(readCrossoverBytes) + "\n"
                 + "writeCrossoverBytes=" + describe(writeCrossoverBytes) + "\n"
                 + "measuredMillis=" + measuredMillis + "\n";
-        Path temp = storeDirectory.resolve(FILE_NAME + ".tmp");
-        try (StoreFile file = FileIO.DEFAULT.open(temp, true)) {
-            file.truncate(0);
-            file.writeFully(ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8)), 0);
-            file.force();
-        }
-        Files.move(temp, storeDirectory.resolve(FILE_NAME), StandardCopyOption.ATOMIC_MOVE,
-                StandardCopyOption.REPLACE_EXISTING);
-        FileIO.DEFAULT.syncDirectory(storeDirectory);
+        AtomicFile.replace(FileIO.DEFAULT, storeDirectory, FILE_NAME,
+                ByteBuffer.wrap(text.getBytes(StandardCharsets.UTF_8)));
     }
 
     private static String describe(long bytes) {

@@ -1,13 +1,12 @@
 package io.sluice.store.internal.recovery;
 
+import io.sluice.store.internal.io.AtomicFile;
 import io.sluice.store.io.FileIO;
-import io.sluice.store.io.StoreFile;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.zip.CRC32C;
 
 /**
@@ -64,14 +63,6 @@ public record Checkpoint(long flushedLogPosition, long indexedLogPosition, long 
         CRC32C crc = new CRC32C();
         crc.update(buffer.array(), 0, BYTES - 4);
         buffer.putInt((int) crc.getValue()).flip();
-        Path temp = directory.resolve(FILE_NAME + ".tmp");
-        try (StoreFile file = io.open(temp, true)) {
-            file.truncate(0);
-            file.writeFully(buffer, 0);
-            file.force();
-        }
-        Files.move(temp, directory.resolve(FILE_NAME), StandardCopyOption.ATOMIC_MOVE,
-                StandardCopyOption.REPLACE_EXISTING);
-        io.syncDirectory(directory);
+        AtomicFile.replace(io, directory, FILE_NAME, buffer);
     }
 }
