@@ -18,6 +18,8 @@ import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.EnumSource;
+import org.junit.jupiter.params.provider.Arguments;
+import org.junit.jupiter.params.provider.MethodSource;
 
 /**
  * One test per row of the decision table in {@code Recovery}. Crashes are simulated by removing the
@@ -115,14 +117,25 @@ class RecoveryTest {
         }
     }
 
+    /** Every torn tail under every write path. */
+    static List<Arguments> tornTails() {
+        List<Arguments> all = new ArrayList<>();
+        for (TornTail tear : TornTail.values()) {
+            for (WritePath path : WritePath.values()) {
+                all.add(Arguments.of(tear, path));
+            }
+        }
+        return all;
+    }
+
     @ParameterizedTest
-    @EnumSource(TornTail.class)
-    void row4TornTailRecoversToTheLastGoodRecord(TornTail tear) throws IOException {
-        fill(WritePath.MMAP, 400);
+    @MethodSource("tornTails")
+    void row4TornTailRecoversToTheLastGoodRecord(TornTail tear, WritePath path) throws IOException {
+        fill(path, 400);
         AppendResult last = appended.getLast();
         simulateCrash();
         tear.apply(this, last);
-        try (Store store = Store.open(dir, config(WritePath.MMAP))) {
+        try (Store store = Store.open(dir, config(path))) {
             assertFirst(store, 399);
             // Appends continue at the cut, with the lost offset reused.
             assertThat(store.append("t", 0, Message.of(new byte[] {9})).join().logPosition())
@@ -157,14 +170,15 @@ class RecoveryTest {
         abstract void apply(RecoveryTest test, AppendResult last) throws IOException;
     }
 
-    @Test
-    void row5MidLogCorruptionIsRefusedNamingSegmentAndPosition() throws IOException {
-        fill(WritePath.MMAP, 400);
+    @ParameterizedTest
+    @EnumSource(WritePath.class)
+    void row5MidLogCorruptionIsRefusedNamingSegmentAndPosition(WritePath path) throws IOException {
+        fill(path, 400);
         AppendResult victim = appended.get(100);
         simulateCrash();
         Files.delete(dir.resolve("checkpoint"));
         overwrite(victim.logPosition() + 60, new byte[] {1, 2, 3});
-        assertThatThrownBy(() -> Store.open(dir, config(WritePath.MMAP)))
+        assertThatThrownBy(() -> Store.open(dir, config(path)))
                 .isInstanceOf(StoreCorruptedException.class)
                 .hasMessageContaining("log position " + victim.logPosition())
                 .hasMessageContaining(segmentOf(victim.logPosition()).toString())

@@ -223,6 +223,11 @@ public final class ReadCache implements AutoCloseable {
                 if (closed) {
                     return null;
                 }
+                if (overlaps(start, end)) {
+                    // A write-buffer page covering part of the range was adopted while the file was read.
+                    spare.add(memory);
+                    return null;
+                }
                 pages.put(start, page);
             }
             loads.increment();
