@@ -19,6 +19,25 @@ import org.junit.jupiter.params.provider.MethodSource;
 @ExtendWith(NoLeaks.class)
 class StoreTest {
 
+    @Test
+    void openingAStoreOnlyToReadItCreatesNoSegmentFile(@TempDir Path dir) throws Exception {
+        try (Store store = Store.open(dir, TestStores.small(WritePath.MMAP, FlushMode.SYNC).build())) {
+            store.append("r", 0, Message.of(new byte[10])).get();
+        }
+        List<String> before;
+        // (The next segment the first store prepared is deleted at its close, or failing that at the next open.)
+        try (var files = java.nio.file.Files.list(dir.resolve("log"))) {
+            before = files.map(p -> p.getFileName().toString()).sorted().toList();
+        }
+        // Opened as the CLI's read-only commands open it: with other settings, reading only.
+        try (Store store = Store.open(dir, StoreConfig.defaults()); ReadResult r = store.read("r", 0, 0, 10, 1 << 20)) {
+            assertThat(r.messages()).hasSize(1);
+        }
+        try (var files = java.nio.file.Files.list(dir.resolve("log"))) {
+            assertThat(files.map(p -> p.getFileName().toString()).sorted().toList()).isSubsetOf(before);
+        }
+    }
+
     @ParameterizedTest
     @org.junit.jupiter.params.provider.EnumSource(WritePath.class)
     void asyncFlushForcesAppendedBytesWithinTheIntervalOnEveryPath(WritePath path, @TempDir Path dir) throws Exception {

@@ -51,6 +51,8 @@ public final class CommitLog implements AutoCloseable {
     private volatile Segment[] segments;
     private final Object segmentsLock = new Object();
     private Segment active;
+    /** Writer-owned: the segment after the active one is being prepared. */
+    private boolean nextPrepared;
 
     private volatile long writePosition;
     private volatile long committedPosition;
@@ -96,7 +98,8 @@ public final class CommitLog implements AutoCloseable {
                 warmer.sealed(segment, false);
             }
         }
-        preparer.prepare(active == null ? endPosition : active.end());
+        // The next segment is prepared at the first append, not here: a store opened only to be read (stat,
+        // consume, verify) must not create a segment file.
         enforceMappingWindow();
     }
 
@@ -126,6 +129,10 @@ public final class CommitLog implements AutoCloseable {
     public long append(int size, long storeTimestamp, long firstQueueOffset, int queueId, byte[] topic,
                        PreparedMessage[] messages) throws IOException {
         long position = writePosition;
+        if (!nextPrepared && active != null) {
+            preparer.prepare(active.end());
+            nextPrepared = true;
+        }
         if (active == null || position + size > active.end()) {
             position = roll(position);
         }
@@ -163,6 +170,7 @@ public final class CommitLog implements AutoCloseable {
         active = next;
         enforceMappingWindow();
         preparer.prepare(next.end());
+        nextPrepared = true;
         LOG.debug("rolled to segment {}", next);
         return next.base();
     }

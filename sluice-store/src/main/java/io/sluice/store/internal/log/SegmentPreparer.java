@@ -81,7 +81,9 @@ final class SegmentPreparer implements AutoCloseable {
         prepared = null;
         future.thenAccept(segment -> {
             try {
+                // Unused: it holds no record, and leaving it would only take disk space until the next open.
                 segment.close();
+                java.nio.file.Files.deleteIfExists(segment.file().path());
             } catch (IOException e) {
                 LOG.warn("closing unused prepared segment {}", segment, e);
             }
