@@ -45,8 +45,12 @@ final class FaultyFileIO implements FileIO {
         return new Faulty(DEFAULT.open(path, create));
     }
 
+    /** Every directory sync, as "thread name|directory". */
+    final java.util.Queue<String> directorySyncs = new java.util.concurrent.ConcurrentLinkedQueue<>();
+
     @Override
     public void syncDirectory(Path directory) throws IOException {
+        directorySyncs.add(Thread.currentThread().getName() + "|" + directory);
         DEFAULT.syncDirectory(directory);
     }
 

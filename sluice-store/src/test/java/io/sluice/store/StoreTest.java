@@ -20,6 +20,31 @@ import org.junit.jupiter.params.provider.MethodSource;
 class StoreTest {
 
     @Test
+    void indexFilesCreatedByAppendsHaveTheirDirectoryForcedByTheCheckpointNotTheAppender(@TempDir Path dir)
+            throws Exception {
+        FaultyFileIO io = new FaultyFileIO();
+        StoreConfig config = TestStores.small(WritePath.MMAP, FlushMode.SYNC).fileIO(io).queueIndexEntriesPerFile(64)
+                .keyIndexEntriesPerFile(16).build();
+        String appender = Thread.currentThread().getName();
+        try (Store store = Store.open(dir, config)) {
+            for (int i = 0; i < 300; i++) { // about five queue-index files and nineteen key-index files
+                store.append("d", 0, Message.builder().keys("k" + i).body(new byte[10]).build()).get();
+            }
+            Path queueDirectory = dir.resolve("index").resolve("d").resolve("0");
+            Path keyDirectory = dir.resolve("keys");
+            assertThat(io.directorySyncs).noneMatch(sync -> sync.equals(appender + "|" + queueDirectory)
+                    || sync.equals(appender + "|" + keyDirectory));
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (!(io.directorySyncs.contains("sluice-checkpoint|" + queueDirectory)
+                    && io.directorySyncs.contains("sluice-checkpoint|" + keyDirectory)) && System.nanoTime() < deadline) {
+                java.util.concurrent.locks.LockSupport.parkNanos(1_000_000);
+            }
+            assertThat(io.directorySyncs).contains("sluice-checkpoint|" + queueDirectory,
+                    "sluice-checkpoint|" + keyDirectory);
+        }
+    }
+
+    @Test
     void openingAStoreOnlyToReadItCreatesNoSegmentFile(@TempDir Path dir) throws Exception {
         try (Store store = Store.open(dir, TestStores.small(WritePath.MMAP, FlushMode.SYNC).build())) {
             store.append("r", 0, Message.of(new byte[10])).get();

@@ -77,6 +77,8 @@ public final class KeyIndex implements AutoCloseable {
     /** Files retention removed, still mapped until its next pass (see {@link #retireBefore}). */
     private final List<KeyFile> retired = new ArrayList<>();
     private volatile boolean dirty;
+    /** Set by the writer when it created a file whose directory entry is not yet forced. */
+    private volatile boolean directoryUnsynced;
 
     private KeyIndex(Path directory, FileIO fileIO, int slotsPerFile, int entriesPerFile, KeyFile[] files) {
         this.directory = directory;
@@ -180,6 +182,7 @@ public final class KeyIndex implements AutoCloseable {
     private KeyFile roll(KeyFile[] current) throws IOException {
         long sequence = current.length == 0 ? 0 : current[current.length - 1].sequence + 1;
         KeyFile file = KeyFile.create(fileIO, directory, sequence, slotsPerFile, entriesPerFile);
+        directoryUnsynced = true;
         KeyFile[] grown = Arrays.copyOf(current, current.length + 1);
         grown[grown.length - 1] = file;
         files = grown;
@@ -288,6 +291,10 @@ public final class KeyIndex implements AutoCloseable {
 
     /** Forces written entries to the device if any were written since the last force. */
     public void forceIfDirty() throws IOException {
+        if (directoryUnsynced) {
+            directoryUnsynced = false;
+            fileIO.syncDirectory(directory);
+        }
         if (!dirty) {
             return;
         }
@@ -400,7 +407,7 @@ public final class KeyIndex implements AutoCloseable {
                 mapping.set(INT, H_CAPACITY, capacity);
                 mapping.set(INT, H_VERSION, VERSION);
                 mapping.set(INT, H_MAGIC, MAGIC);
-                io.syncDirectory(directory);
+                // The directory is forced by the checkpoint, not under the append lock (see forceIfDirty).
                 return new KeyFile(path, sequence, file, arena, mapping);
             } catch (IOException | RuntimeException e) {
                 arena.close();

@@ -41,6 +41,8 @@ public final class QueueIndex implements AutoCloseable {
     private volatile long publishedEnd;
     /** First offset still stored. */
     private volatile long minOffset;
+    /** Set by the writer when it created a file whose directory entry is not yet forced. */
+    private volatile boolean directoryUnsynced;
     /** Set by the writer when entries were written since the last force. */
     private volatile boolean dirty;
 
@@ -210,6 +212,7 @@ public final class QueueIndex implements AutoCloseable {
         }
         try {
             IndexFile file = IndexFile.create(fileIO, directory, firstEntry, entriesPerFile);
+            directoryUnsynced = true;
             IndexFile[] grown = Arrays.copyOf(current, current.length + 1);
             grown[grown.length - 1] = file;
             files = grown;
@@ -310,8 +313,15 @@ public final class QueueIndex implements AutoCloseable {
         retired.clear();
     }
 
-    /** Forces written entries to the device if any were written since the last force. */
+    /**
+     * Forces written entries to the device if any were written since the last force, and the directory if a
+     * file was created since: the checkpoint calls this before it claims the entries durable.
+     */
     public void forceIfDirty() throws IOException {
+        if (directoryUnsynced) {
+            directoryUnsynced = false;
+            fileIO.syncDirectory(directory);
+        }
         if (!dirty) {
             return;
         }
@@ -373,8 +383,9 @@ public final class QueueIndex implements AutoCloseable {
             Path path = directory.resolve(String.format("%020d", firstEntry));
             StoreFile file = io.open(path, true);
             try {
+                // No directory fsync here, under the append lock: the owner marks its directory unsynced and
+                // the checkpoint syncs it before claiming the entries durable (see forceIfDirty).
                 file.allocate((long) entries * ENTRY_BYTES, false);
-                io.syncDirectory(directory);
             } catch (IOException e) {
                 file.close();
                 Files.deleteIfExists(path);
