@@ -81,6 +81,9 @@ final class PerfCommand implements Callable<Integer> {
     @Spec
     CommandSpec spec;
 
+    /** Messages each producer appended (written by that producer's thread, read after it was joined). */
+    private long[] appendedBy;
+
     @Override
     public Integer call() throws Exception {
         DemoCommand.recreate(store.dir);
@@ -100,6 +103,7 @@ final class PerfCommand implements Callable<Integer> {
             s.append("perf-warmup", 0, Message.of(new byte[1])).join();
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
             long started = System.nanoTime();
+            appendedBy = new long[producers];
             List<Thread> threads = new ArrayList<>();
             List<Histogram> histograms = new ArrayList<>();
             for (int p = 0; p < producers; p++) {
@@ -117,7 +121,7 @@ final class PerfCommand implements Callable<Integer> {
             appendSeconds = (System.nanoTime() - started) / 1e9;
             histograms.forEach(latency::add);
             if (keyed) {
-                lookupLatency = timeLookups(s, appended.sum());
+                lookupLatency = timeLookups(s);
             }
             if (read) {
                 if (readTail) {
@@ -211,12 +215,13 @@ final class PerfCommand implements Callable<Integer> {
     }
 
     /** @return lookup latencies of random keys; every lookup must find exactly its one message */
-    private Histogram timeLookups(Store s, long messages) {
+    private Histogram timeLookups(Store s) {
         Histogram histogram = new Histogram(TimeUnit.SECONDS.toNanos(10), 3);
         java.util.SplittableRandom random = new java.util.SplittableRandom(7);
-        long perProducer = messages / producers;
         for (int n = 0; n < lookups; n++) {
-            String key = random.nextInt(producers) + "-" + random.nextLong(perProducer);
+            int producer = random.nextInt(producers);
+            // Producers stop at the same deadline with different counts: pick among this one's own keys.
+            String key = producer + "-" + random.nextLong(Math.max(1, appendedBy[producer]));
             long t0 = System.nanoTime();
             try (var found = s.lookupByKey("perf", key, 4, 0, Long.MAX_VALUE)) {
                 histogram.recordValue(Math.min(System.nanoTime() - t0, histogram.getHighestTrackableValue()));
@@ -247,6 +252,7 @@ final class PerfCommand implements Callable<Integer> {
             count++;
         }
         appended.add(count);
+        appendedBy[producer] = count;
     }
 
     /**
