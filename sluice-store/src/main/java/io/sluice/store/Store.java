@@ -180,6 +180,7 @@ public final class Store implements AutoCloseable {
             throw new IllegalArgumentException("a record of " + size + " bytes exceeds the largest record this store"
                     + " can hold (" + limit + " bytes: segmentSizeBytes" + (buffered ? " and writeBufferBytes)" : ")"));
         }
+        int[] keyHashes = keyHashes(topic, messages);
         appendLock.lock();
         try {
             checkOpen();
@@ -192,7 +193,7 @@ public final class Store implements AutoCloseable {
                         + " retention or an operator frees space", retention.lastReport().diskUsedRatio() * 100,
                         config.retention().diskHardRatio() * 100), null));
             }
-            return appendLocked(topic, queueId, topicBytes, (int) size, messages);
+            return appendLocked(topic, queueId, topicBytes, (int) size, messages, keyHashes);
         } catch (IOException e) {
             return CompletableFuture.failedFuture(classify(e));
         } finally {
@@ -200,26 +201,40 @@ public final class Store implements AutoCloseable {
         }
     }
 
+    /** The key-index hashes of every key of every message, in order, computed before the append lock is taken. */
+    private static int[] keyHashes(String topic, PreparedMessage[] messages) {
+        int count = 0;
+        for (PreparedMessage message : messages) {
+            count += message.keys().size();
+        }
+        int[] hashes = new int[count];
+        int at = 0;
+        for (PreparedMessage message : messages) {
+            for (String key : message.keys()) {
+                hashes[at++] = KeyIndex.hash(topic, key);
+            }
+        }
+        return hashes;
+    }
+
     private CompletableFuture<AppendResult> appendLocked(String topic, int queueId, byte[] topicBytes, int size,
-                                                         PreparedMessage[] messages) throws IOException {
+                                                         PreparedMessage[] messages, int[] keyHashes)
+            throws IOException {
         assert appendLock.isHeldByCurrentThread();
         QueueIndex index = indexes.getOrCreate(topic, queueId);
         long first = index.nextOffset();
         index.ensureCapacity(first + messages.length);
-        int keyCount = 0;
-        for (PreparedMessage message : messages) {
-            keyCount += message.keys().size();
-        }
-        indexes.keys().ensureRoom(keyCount);
+        indexes.keys().ensureRoom(keyHashes.length);
         long now = config.clock().millis();
         long position = log.append(size, now, first, queueId, topicBytes, messages);
         for (int i = 0; i < messages.length; i++) {
             index.put(first + i, position, now, size, messages.length, i, messages[i].tagHash());
         }
         KeyIndex keys = indexes.keys();
+        int hash = 0;
         for (int i = 0; i < messages.length; i++) {
-            for (String key : messages[i].keys()) {
-                keys.put(KeyIndex.hash(topic, key), position, now, i);
+            for (int k = 0; k < messages[i].keys().size(); k++) {
+                keys.put(keyHashes[hash++], position, now, i);
             }
         }
         long end = position + size;
