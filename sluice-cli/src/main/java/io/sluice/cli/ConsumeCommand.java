@@ -6,21 +6,20 @@ import io.sluice.store.StoreConfig;
 import io.sluice.store.StoredMessage;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /** {@code sluice consume}: prints a queue's messages from an offset to its current end. */
 @Command(name = "consume", description = "Print a queue's messages from --from to the end.")
 final class ConsumeCommand implements Callable<Integer> {
 
-    @Option(names = "--dir", required = true, description = "Store directory.")
-    Path dir;
+    @Mixin
+    ExistingStore location;
 
     @Option(names = "--topic", required = true, description = "Topic name.")
     String topic;
@@ -46,9 +45,7 @@ final class ConsumeCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        if (!Files.isDirectory(dir)) {
-            throw new ParameterException(spec.commandLine(), "no store at " + dir);
-        }
+        Path dir = location.require();
         PrintWriter out = spec.commandLine().getOut();
         long printed = 0;
         try (Store store = Store.open(dir, StoreConfig.defaults())) {

@@ -6,10 +6,10 @@ import io.sluice.store.StoreConfig;
 import io.sluice.store.StoredMessage;
 import java.io.PrintWriter;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
 import picocli.CommandLine.ParameterException;
@@ -19,8 +19,8 @@ import picocli.CommandLine.Spec;
 @Command(name = "lookup", description = "Print a topic's messages carrying --key, newest first (key index, no scan).")
 final class LookupCommand implements Callable<Integer> {
 
-    @Option(names = "--dir", required = true, description = "Store directory.")
-    Path dir;
+    @Mixin
+    ExistingStore location;
 
     @Option(names = "--topic", required = true, description = "Topic name.")
     String topic;
@@ -45,9 +45,7 @@ final class LookupCommand implements Callable<Integer> {
 
     @Override
     public Integer call() {
-        if (!Files.isDirectory(dir)) {
-            throw new ParameterException(spec.commandLine(), "no store at " + dir);
-        }
+        Path dir = location.require();
         PrintWriter out = spec.commandLine().getOut();
         try (Store store = Store.open(dir, StoreConfig.defaults());
              LookupResult found = lookup(store)) {

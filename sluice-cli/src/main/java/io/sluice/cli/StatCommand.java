@@ -15,17 +15,17 @@ import java.util.List;
 import java.util.concurrent.Callable;
 import java.util.stream.Stream;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /** {@code sluice stat}: topics, queues, offsets, segments and bytes of a store. */
 @Command(name = "stat", description = "Show topics, queues, offsets, segments and bytes.")
 final class StatCommand implements Callable<Integer> {
 
-    @Option(names = "--dir", required = true, description = "Store directory.")
-    Path dir;
+    @Mixin
+    ExistingStore location;
 
     @Option(names = "--json", description = "One JSON object on stdout.")
     boolean json;
@@ -35,9 +35,7 @@ final class StatCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        if (!Files.isDirectory(dir)) {
-            throw new ParameterException(spec.commandLine(), "no store at " + dir);
-        }
+        Path dir = location.require();
         PrintWriter out = spec.commandLine().getOut();
         try (Store store = Store.open(dir, StoreConfig.defaults())) {
             StoreStatus status = store.status();

@@ -3,22 +3,21 @@ package io.sluice.cli;
 import io.sluice.store.StoreVerifier;
 import java.io.IOException;
 import java.io.PrintWriter;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
 import picocli.CommandLine.Model.CommandSpec;
 import picocli.CommandLine.Option;
-import picocli.CommandLine.ParameterException;
 import picocli.CommandLine.Spec;
 
 /** {@code sluice verify}: checks every record CRC and every index entry; exit 1 on any fault. */
-@Command(name = "verify", description = "Check every record's CRC and every index entry without changing anything;"
+@Command(name = "verify", description = "Check every record's CRC and every index entry of a closed store without changing anything;"
         + " exit 1 and a report on any fault.")
 final class VerifyCommand implements Callable<Integer> {
 
-    @Option(names = "--dir", required = true, description = "Store directory (close the store first).")
-    Path dir;
+    @Mixin
+    ExistingStore location;
 
     @Option(names = "--json", description = "One JSON object on stdout.")
     boolean json;
@@ -28,9 +27,7 @@ final class VerifyCommand implements Callable<Integer> {
 
     @Override
     public Integer call() throws IOException {
-        if (!Files.isDirectory(dir)) {
-            throw new ParameterException(spec.commandLine(), "no store at " + dir);
-        }
+        Path dir = location.require();
         StoreVerifier.Report report = StoreVerifier.verify(dir);
         PrintWriter out = spec.commandLine().getOut();
         if (json) {
