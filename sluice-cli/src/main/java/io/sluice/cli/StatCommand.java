@@ -47,11 +47,13 @@ final class StatCommand implements Callable<Integer> {
                         .put("lag", Math.max(0, store.maxOffset(p.topic(), p.queueId()) - p.nextOffset())));
             }
             long segmentBytes = sizeOf(dir.resolve("log"));
+            long ownLogBytes = sizeOf(dir.resolve("logs"));
             long indexBytes = sizeOf(dir.resolve("index"));
             List<Json> queues = new ArrayList<>();
             for (String topic : store.topics()) {
                 for (int queue : store.queues(topic)) {
                     queues.add(new Json().put("topic", topic).put("queue", queue)
+                            .put("layout", store.layout(topic).name().toLowerCase(java.util.Locale.ROOT))
                             .put("minOffset", store.minOffset(topic, queue)).put("maxOffset", store.maxOffset(topic, queue)));
                 }
             }
@@ -59,7 +61,7 @@ final class StatCommand implements Callable<Integer> {
                 out.println(new Json().put("dir", dir.toAbsolutePath().toString()).put("state", status.state())
                         .put("writePosition", status.writePosition()).put("flushedPosition", status.flushedPosition())
                         .put("minLogPosition", status.minLogPosition()).put("segments", status.segmentCount())
-                        .put("segmentBytes", segmentBytes).put("indexBytes", indexBytes)
+                        .put("segmentBytes", segmentBytes).put("indexBytes", indexBytes).put("ownLogBytes", ownLogBytes)
                         .put("diskUsedRatio", disk.usedRatio()).put("diskUsableBytes", disk.usableBytes())
                         .put("mappedBytes", status.mappedBytes())
                         .put("unflushedBytes", status.writePosition() - status.flushedPosition())
@@ -83,10 +85,16 @@ final class StatCommand implements Callable<Integer> {
                         status.appendsRefused() ? "; APPENDS REFUSED (disk above the hard ratio)" : "");
                 for (String topic : store.topics()) {
                     for (int queue : store.queues(topic)) {
-                        out.printf("  %s-%d: offsets %,d..%,d%n", topic, queue, store.minOffset(topic, queue),
-                                store.maxOffset(topic, queue));
+                        out.printf("  %s-%d: offsets %,d..%,d (%s log)%n", topic, queue, store.minOffset(topic, queue),
+                                store.maxOffset(topic, queue), store.layout(topic).name().toLowerCase(java.util.Locale.ROOT));
                     }
                 }
+                if (ownLogBytes > 0) {
+                    out.printf("logs of their own (TOPIC and QUEUE layouts): %,d bytes on disk%n", ownLogBytes);
+                }
+                store.ownLogStatuses().forEach((name, log) -> out.printf(
+                        "  log logs/%s: positions %,d..%,d, %d segment files, %,d bytes mapped%n", name,
+                        log.minLogPosition(), log.writePosition(), log.segmentCount(), log.mappedBytes()));
                 for (ConsumerPosition p : store.consumerPositions()) {
                     out.printf("  consumer %s on %s-%d: next offset %,d, lag %,d%n", p.group(), p.topic(), p.queueId(),
                             p.nextOffset(), Math.max(0, store.maxOffset(p.topic(), p.queueId()) - p.nextOffset()));

@@ -62,8 +62,8 @@ class CliTest {
 
         Run stat = run("", "stat", "--dir", store, "--json");
         assertThat(stat.exit()).isZero();
-        assertThat(stat.out()).contains("{\"topic\":\"bulk\",\"queue\":3,\"minOffset\":0,\"maxOffset\":5000}")
-                .contains("{\"topic\":\"greetings\",\"queue\":0,\"minOffset\":0,\"maxOffset\":2}");
+        assertThat(stat.out()).contains("{\"topic\":\"bulk\",\"queue\":3,\"layout\":\"shared\",\"minOffset\":0,\"maxOffset\":5000}")
+                .contains("{\"topic\":\"greetings\",\"queue\":0,\"layout\":\"shared\",\"minOffset\":0,\"maxOffset\":2}");
 
         Run verify = run("", "verify", "--dir", store);
         assertThat(verify.exit()).isZero();
@@ -142,6 +142,25 @@ class CliTest {
         Run notAStore = run("", "calibrate", "--dir", dir.resolve("calibrated").resolve("log").toString());
         assertThat(notAStore.exit()).isEqualTo(2);
         assertThat(notAStore.err()).contains("neither empty nor a Sluice store");
+    }
+
+    @Test
+    void produceCreatesATopicInTheLayoutAskedForAndStatShowsItsLogs() {
+        String store = dir.resolve("layouts").toString();
+        for (int queue = 0; queue < 2; queue++) {
+            assertThat(run("", "produce", "--dir", store, "--topic", "perq", "--queue", Integer.toString(queue), "--count",
+                    "10", "--size", "16", "--layout", "queue", "--segment-size", "1048576").exit()).isZero();
+        }
+        assertThat(run("one\n", "produce", "--dir", store, "--topic", "plain").exit()).isZero();
+        Run stat = run("", "stat", "--dir", store);
+        assertThat(stat.out()).contains("perq-0: offsets 0..10 (queue log)").contains("perq-1: offsets 0..10 (queue log)")
+                .contains("plain-0: offsets 0..1 (shared log)").contains("log logs/perq/0:").contains("log logs/perq/1:");
+        Run conflict = run("", "produce", "--dir", store, "--topic", "perq", "--count", "1", "--layout", "topic");
+        assertThat(conflict.exit()).isEqualTo(2);
+        assertThat(conflict.err()).contains("already exists with layout QUEUE");
+        assertThat(run("", "produce", "--dir", store, "--topic", "x", "--count", "1", "--layout", "sideways").exit())
+                .isEqualTo(2);
+        assertThat(run("", "verify", "--dir", store).exit()).isZero();
     }
 
     @Test

@@ -1,6 +1,7 @@
 package io.sluice.store;
 
 import io.sluice.store.internal.log.RecordView;
+import java.util.ArrayList;
 import java.util.List;
 
 /** The store's {@link ReadResult} and {@link LookupResult}: messages plus the record views (and pins) behind them. */
@@ -11,12 +12,31 @@ final class DefaultReadResult implements ReadResult, LookupResult {
     private final long nextOffset;
     private final List<RecordView> views;
     private boolean closed;
+    /** Results this one was merged from, closed with it. */
+    private List<? extends AutoCloseable> parts = List.of();
 
     DefaultReadResult(Status status, List<StoredMessage> messages, long nextOffset, List<RecordView> views) {
         this.status = status;
         this.messages = messages;
         this.nextOffset = nextOffset;
         this.views = views;
+    }
+
+    /**
+     * @return the messages of several lookups in {@code order}, at most {@code max}; closing it closes them
+     *     all
+     */
+    static DefaultReadResult merged(List<? extends LookupResult> parts, java.util.Comparator<StoredMessage> order,
+                                    int max) {
+        List<StoredMessage> messages = new ArrayList<>();
+        for (LookupResult part : parts) {
+            messages.addAll(part.messages());
+        }
+        messages.sort(order);
+        DefaultReadResult merged = new DefaultReadResult(Status.FOUND,
+                List.copyOf(messages.subList(0, Math.min(max, messages.size()))), -1, List.of());
+        merged.parts = List.copyOf(parts);
+        return merged;
     }
 
     static DefaultReadResult empty(Status status, long nextOffset) {
@@ -46,6 +66,13 @@ final class DefaultReadResult implements ReadResult, LookupResult {
         closed = true;
         for (RecordView view : views) {
             view.close();
+        }
+        for (AutoCloseable part : parts) {
+            try {
+                part.close();
+            } catch (Exception e) {
+                throw new IllegalStateException("closing a merged lookup failed", e);
+            }
         }
     }
 

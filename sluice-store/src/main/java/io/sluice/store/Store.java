@@ -1,137 +1,228 @@
 package io.sluice.store;
 
-import io.sluice.store.internal.flush.FlushService;
-import io.sluice.store.internal.index.KeyIndex;
-import io.sluice.store.internal.index.QueueIndex;
-import io.sluice.store.internal.index.QueueIndexes;
-import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.PreparedMessage;
-import io.sluice.store.internal.log.RecordFormat;
-import io.sluice.store.internal.log.RecordView;
-import io.sluice.store.internal.recovery.Checkpoint;
-import io.sluice.store.internal.recovery.Recovery;
-import io.sluice.store.internal.recovery.StoreDirectory;
-import io.sluice.store.internal.log.SegmentRetiredException;
-import io.sluice.store.internal.retention.ConsumerOffsets;
-import io.sluice.store.internal.retention.RetentionService;
+import io.sluice.store.internal.recovery.TopicRegistry;
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
 import java.nio.channels.WritableByteChannel;
-import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.OptionalLong;
 import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.locks.ReentrantLock;
-import org.slf4j.Logger;
-import org.slf4j.LoggerFactory;
+import java.util.stream.Stream;
 
 /**
- * An embeddable message store: one commit log for every topic, and a dense index per topic queue.
+ * An embeddable message store: commit logs in fixed-size segments, a dense index per topic queue, a key
+ * index, and every topic in the layout it was created with ({@link TopicLayout}): the shared log by
+ * default, or a log of its own per topic or per queue.
  *
  * <h2>Appending</h2>
  * {@link #append} and {@link #appendBatch} encode the messages into one log record, index it, and return a
  * future that completes when the record is as durable as the {@link FlushMode} promises. Bad input (a bad
  * topic name, a negative queue id, an oversize message) throws {@link IllegalArgumentException}; a closed
  * store throws {@link IllegalStateException}; I/O failures complete the future exceptionally with a
- * {@link StoreException} ({@link DiskFullException} when the disk is full).
+ * {@link StoreException} ({@link DiskFullException} when the disk is full). A topic first appended to
+ * without {@link #createTopic} lives in the shared log.
  *
  * <h2>Reading</h2>
  * A message is readable only once indexed, and under {@link FlushMode#SYNC} only once durable. Bodies are
  * views of store memory, valid until the {@link ReadResult} is closed.
  *
+ * <h2>Layouts on disk</h2>
+ * The shared log is the store directory's {@code log/}; a TOPIC log lives in {@code logs/<topic>/}, a QUEUE
+ * log in {@code logs/<topic>/<queueId>/}, each a complete log directory with its own indexes, checkpoint,
+ * recovery and retention. The file {@code topics} records which topics have logs of their own.
+ *
  * <h2>Thread-safety</h2>
- * Every method is thread-safe. Appends are serialised by one lock (the log has a single writer at a time);
- * reads take no lock. Do not use read results after {@link #close()}.
+ * Every method is thread-safe. Appends to one log are serialised by that log's lock; appends to different
+ * logs run in parallel; reads take no lock. Do not use read results after {@link #close()}.
  */
 public final class Store implements AutoCloseable {
 
-    private static final Logger LOG = LoggerFactory.getLogger(Store.class);
+    /** The directory under the store that holds the logs of TOPIC and QUEUE topics. */
+    static final String OWN_LOGS_DIRECTORY = "logs";
 
+    private final Path root;
     private final StoreConfig config;
-    private final StoreDirectory directory;
-    private final CommitLog log;
-    private final QueueIndexes indexes;
-    private final FlushService flusher;
-    private final ScheduledExecutorService checkpointer;
-    private final ScheduledExecutorService retentionTimer;
-    private final ConsumerOffsets consumers;
-    private final RetentionService retention;
-    private final ReentrantLock appendLock = new ReentrantLock();
+    private final LogStore shared;
+    private final TopicRegistry registry;
+    /** Open logs of their own, by {@code <topic>} (TOPIC) or {@code <topic>/<queueId>} (QUEUE). */
+    private final Map<String, LogStore> own = new ConcurrentHashMap<>();
+    private final Object ownLock = new Object();
     private final AtomicBoolean closed = new AtomicBoolean();
-    private final boolean recoveredClean;
-    private volatile StoreStatus.State state = StoreStatus.State.OPEN;
-    private volatile String readOnlyReason;
 
-    private Store(StoreConfig config, StoreDirectory directory, Recovery.Result recovered, ConsumerOffsets consumers)
-            throws IOException {
+    private Store(Path root, StoreConfig config, LogStore shared, TopicRegistry registry) {
+        this.root = root;
         this.config = config;
-        this.directory = directory;
-        this.indexes = recovered.indexes();
-        this.recoveredClean = recovered.clean();
-        this.log = new CommitLog(config, directory.logDirectory(), recovered.segments(), recovered.endPosition(),
-                this::wakeFlusher, Calibration.read(directory.root()).readCrossoverBytes());
-        this.flusher = new FlushService(log, config, this::onFlushFailure);
-        this.checkpointer = Executors.newSingleThreadScheduledExecutor(
-                r -> Thread.ofPlatform().name("sluice-checkpoint").daemon(true).unstarted(r));
-        this.retentionTimer = Executors.newSingleThreadScheduledExecutor(
-                r -> Thread.ofPlatform().name("sluice-retention").daemon(true).unstarted(r));
-        this.consumers = consumers;
-        this.retention = new RetentionService(config.retention(), config.fileIO(), config.clock(), log, indexes,
-                consumers, appendLock);
-        // Entries that point below the log's first segment (deleted by retention before a crash) are not stored.
-        for (QueueIndex index : indexes.all()) {
-            index.advanceMinOffset(log.minPosition());
-        }
+        this.shared = shared;
+        this.registry = registry;
+        shared.acceptOnly(topic -> registry.layout(topic) == TopicLayout.SHARED);
     }
 
     /**
      * Opens the store in {@code directory}, creating it if the directory is absent or empty, and recovering
-     * it if it was not closed cleanly.
+     * every log that was not closed cleanly.
      *
      * @param directory the store's directory
-     * @param config the configuration
+     * @param config the configuration, for every log of the store
      * @return the open store
-     * @throws StoreCorruptedException if the directory is not a store, has an unknown format, or its log is
-     *     corrupt before its tail
+     * @throws StoreCorruptedException if the directory is not a store, has an unknown format, a log is
+     *     corrupt before its tail, or the topic registry is damaged
      * @throws StoreException on I/O errors, or if the store is already open
      */
     public static Store open(Path directory, StoreConfig config) {
         Objects.requireNonNull(directory, "directory");
         Objects.requireNonNull(config, "config");
-        StoreDirectory storeDirectory = null;
+        LogStore shared = LogStore.open(directory, config);
+        Store store = null;
         try {
-            storeDirectory = StoreDirectory.open(directory, config.fileIO(), config.queueIndexEntriesPerFile());
-            Recovery.Result recovered = new Recovery(config, storeDirectory).run();
-            ConsumerOffsets consumers = ConsumerOffsets.load(storeDirectory.root(), config.clock().millis());
-            storeDirectory.clearCleanShutdown();
-            Store store = new Store(config, storeDirectory, recovered, consumers);
-            store.start();
+            store = new Store(directory, config, shared, TopicRegistry.load(directory));
+            store.openOwnLogs();
             return store;
         } catch (IOException e) {
-            closeQuietly(storeDirectory);
+            closeAfterFailedOpen(store, shared, e);
             throw new StoreException("cannot open store " + directory + ": " + e.getMessage(), e);
         } catch (RuntimeException e) {
-            closeQuietly(storeDirectory);
+            closeAfterFailedOpen(store, shared, e);
             throw e;
         }
     }
 
-    private void start() {
-        flusher.start();
-        checkpointer.scheduleWithFixedDelay(this::checkpoint, config.checkpointIntervalMillis(),
-                config.checkpointIntervalMillis(), TimeUnit.MILLISECONDS);
-        long interval = config.retention().checkIntervalMillis();
-        retentionTimer.scheduleWithFixedDelay(this::retentionPass, interval, interval, TimeUnit.MILLISECONDS);
-        LOG.info("opened store {} ({}, {}, log ends at {})", directory.root(), config.writePath(),
-                config.flushMode(), log.writePosition());
+    private static void closeAfterFailedOpen(Store store, LogStore shared, Exception failure) {
+        try {
+            if (store != null) {
+                store.close();
+            } else {
+                shared.close();
+            }
+        } catch (RuntimeException e) {
+            failure.addSuppressed(e);
+        }
+    }
+
+    private void openOwnLogs() throws IOException {
+        for (Map.Entry<String, TopicLayout> topic : registry.ownLogs().entrySet()) {
+            Path directory = root.resolve(OWN_LOGS_DIRECTORY).resolve(topic.getKey());
+            if (!Files.isDirectory(directory)) {
+                continue;
+            }
+            if (topic.getValue() == TopicLayout.TOPIC) {
+                own.put(topic.getKey(), LogStore.open(directory, config));
+                continue;
+            }
+            try (Stream<Path> queues = Files.list(directory)) {
+                for (Path queue : queues.filter(Files::isDirectory).sorted().toList()) {
+                    String name = queue.getFileName().toString();
+                    if (!name.isEmpty() && name.length() <= 10 && name.chars().allMatch(Character::isDigit)) {
+                        own.put(topic.getKey() + "/" + Integer.parseInt(name), LogStore.open(queue, config));
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * Creates a topic in a layout: where its messages will live, for good. Creating a SHARED topic is
+     * optional (appending to a new topic creates it so).
+     *
+     * @param topic the topic name
+     * @param layout the layout
+     * @throws IllegalArgumentException if the topic already exists in another layout
+     * @throws StoreException if the registry cannot be written
+     */
+    public void createTopic(String topic, TopicLayout layout) {
+        Names.checkTopic(topic);
+        Objects.requireNonNull(layout, "layout");
+        checkOpen();
+        synchronized (ownLock) {
+            TopicLayout existing = registry.layout(topic);
+            if (existing != TopicLayout.SHARED) {
+                if (existing != layout) {
+                    throw new IllegalArgumentException("topic " + topic + " already exists with layout " + existing);
+                }
+                return;
+            }
+            try {
+                boolean created = layout == TopicLayout.SHARED || shared.ifTopicAbsent(topic,
+                        () -> registry.register(config.fileIO(), root, topic, layout));
+                if (!created) {
+                    throw new IllegalArgumentException("topic " + topic + " already exists with layout SHARED");
+                }
+            } catch (IOException e) {
+                throw new StoreException("cannot record the layout of topic " + topic + ": " + e.getMessage(), e);
+            }
+        }
+    }
+
+    /** @return the topic's layout (SHARED for a topic never created otherwise) */
+    public TopicLayout layout(String topic) {
+        Names.checkTopic(topic);
+        return registry.layout(topic);
+    }
+
+    /** @return the log holding the topic queue; null if it has a log of its own not created yet */
+    private LogStore logFor(String topic, int queueId, boolean create) {
+        TopicLayout layout = registry.layout(topic);
+        if (layout == TopicLayout.SHARED) {
+            return shared;
+        }
+        String key = layout == TopicLayout.TOPIC ? topic : topic + "/" + queueId;
+        LogStore log = own.get(key);
+        if (log != null || !create) {
+            return log;
+        }
+        synchronized (ownLock) {
+            checkOpen();
+            log = own.get(key);
+            if (log == null) {
+                Path directory = root.resolve(OWN_LOGS_DIRECTORY).resolve(topic);
+                if (layout == TopicLayout.QUEUE) {
+                    directory = directory.resolve(Integer.toString(queueId));
+                }
+                log = LogStore.open(directory, config);
+                own.put(key, log);
+            }
+            return log;
+        }
+    }
+
+    /**
+     * @return {@code log}, or the shared log when it is null: a queue whose log of its own does not exist yet
+     *     is unknown there too, so the shared log answers as for an unknown queue (and checks the arguments)
+     */
+    private LogStore orShared(LogStore log) {
+        return log == null ? shared : log;
+    }
+
+    /** @return the logs that hold the topic: one, or every queue's for a QUEUE topic */
+    private List<LogStore> logsOf(String topic) {
+        TopicLayout layout = registry.layout(topic);
+        if (layout == TopicLayout.SHARED) {
+            return List.of(shared);
+        }
+        List<LogStore> logs = new ArrayList<>();
+        own.forEach((key, log) -> {
+            if (key.equals(topic) || key.startsWith(topic + "/")) {
+                logs.add(log);
+            }
+        });
+        return logs;
+    }
+
+    private List<LogStore> allLogs() {
+        List<LogStore> logs = new ArrayList<>();
+        logs.add(shared);
+        logs.addAll(new TreeMap<>(own).values());
+        return logs;
     }
 
     /**
@@ -171,219 +262,13 @@ public final class Store implements AutoCloseable {
     private CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
-        byte[] topicBytes = topic.getBytes(StandardCharsets.US_ASCII);
-        long size = RecordFormat.recordSize(topicBytes.length, messages);
-        boolean buffered = config.writePath().buffered();
-        long limit = Math.min(config.segmentSizeBytes(), buffered
-                ? StoreConfig.largestBufferedRecord(config.writePath(), config.writeBufferBytes()) : Integer.MAX_VALUE);
-        if (size > limit) {
-            throw new IllegalArgumentException("a record of " + size + " bytes exceeds the largest record this store"
-                    + " can hold (" + limit + " bytes: segmentSizeBytes" + (buffered ? " and writeBufferBytes)" : ")"));
-        }
-        int[] keyHashes = keyHashes(topic, messages);
-        appendLock.lock();
-        try {
-            checkOpen();
-            if (state == StoreStatus.State.READ_ONLY) {
-                return CompletableFuture.failedFuture(new StoreException("store is read-only: " + readOnlyReason));
-            }
-            if (retention.appendsRefused()) {
-                return CompletableFuture.failedFuture(new DiskFullException(String.format(
-                        "append refused: disk use %.1f%% is above diskHardRatio %.1f%%; appends resume once"
-                        + " retention or an operator frees space", retention.lastReport().diskUsedRatio() * 100,
-                        config.retention().diskHardRatio() * 100), null));
-            }
-            return appendLocked(topic, queueId, topicBytes, (int) size, messages, keyHashes);
-        } catch (IOException e) {
-            return CompletableFuture.failedFuture(classify(e));
-        } finally {
-            appendLock.unlock();
-        }
-    }
-
-    /** The key-index hashes of every key of every message, in order, computed before the append lock is taken. */
-    private static int[] keyHashes(String topic, PreparedMessage[] messages) {
-        int count = 0;
-        for (PreparedMessage message : messages) {
-            count += message.keys().size();
-        }
-        int[] hashes = new int[count];
-        int at = 0;
-        for (PreparedMessage message : messages) {
-            for (String key : message.keys()) {
-                hashes[at++] = KeyIndex.hash(topic, key);
-            }
-        }
-        return hashes;
-    }
-
-    private CompletableFuture<AppendResult> appendLocked(String topic, int queueId, byte[] topicBytes, int size,
-                                                         PreparedMessage[] messages, int[] keyHashes)
-            throws IOException {
-        assert appendLock.isHeldByCurrentThread();
-        QueueIndex index = indexes.getOrCreate(topic, queueId);
-        long first = index.nextOffset();
-        index.ensureCapacity(first + messages.length);
-        indexes.keys().ensureRoom(keyHashes.length);
-        long now = config.clock().millis();
-        long position = log.append(size, now, first, queueId, topicBytes, messages);
-        for (int i = 0; i < messages.length; i++) {
-            index.put(first + i, position, now, size, messages.length, i, messages[i].tagHash());
-        }
-        KeyIndex keys = indexes.keys();
-        int hash = 0;
-        for (int i = 0; i < messages.length; i++) {
-            for (int k = 0; k < messages[i].keys().size(); k++) {
-                keys.put(keyHashes[hash++], position, now, i);
-            }
-        }
-        long end = position + size;
-        log.publish(end);
-        index.publish(first + messages.length);
-        AppendResult result = new AppendResult(first, messages.length, position, size, now);
-        if (config.flushMode() == FlushMode.SYNC) {
-            CompletableFuture<AppendResult> future = new CompletableFuture<>();
-            flusher.enqueue(new FlushService.Waiter(end, result, future));
-            return future;
-        }
-        if (end - log.flushedPosition() >= config.flushDirtyBytes()
-                || log.uncommittedBytes() >= config.commitMinBytes() || flusher.writebackDue(log.committedPosition())) {
-            flusher.wakeUp();
-        }
-        return CompletableFuture.completedFuture(result);
-    }
-
-    private StoreException classify(IOException e) {
-        if (isDiskFull(e)) {
-            return new DiskFullException("append failed: disk full (" + e.getMessage() + "); acknowledged messages"
-                    + " are intact and appends resume once space is freed", e);
-        }
-        if (e instanceof io.sluice.store.internal.log.WriteBufferExhaustedException) {
-            return new StoreException("append failed: " + e.getMessage(), e);
-        }
-        goReadOnly("write failed: " + e);
-        return new StoreException("append failed and the store is now read-only: " + e.getMessage(), e);
-    }
-
-    private static boolean isDiskFull(Throwable e) {
-        for (Throwable t = e; t != null; t = t.getCause()) {
-            if (t.getMessage() != null && t.getMessage().contains("No space left on device")) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    private void wakeFlusher() {
-        flusher.wakeUp();
-    }
-
-    private void onFlushFailure(IOException e) {
-        goReadOnly("committing or forcing the commit log failed: " + e);
-    }
-
-    private void goReadOnly(String reason) {
-        appendLock.lock();
-        try {
-            if (state == StoreStatus.State.OPEN) {
-                readOnlyReason = reason;
-                state = StoreStatus.State.READ_ONLY;
-                LOG.error("store {} is now read-only: {}", directory.root(), reason);
-            }
-            flusher.failWaiters(new StoreException("store is read-only: " + readOnlyReason));
-        } finally {
-            appendLock.unlock();
-        }
-    }
-
-    private void checkpoint() {
-        if (state != StoreStatus.State.OPEN) {
-            return;
-        }
-        try {
-            long indexed = log.writePosition();
-            indexes.forceDirty();
-            new Checkpoint(log.flushedPosition(), indexed, config.clock().millis())
-                    .write(config.fileIO(), directory.root());
-            consumers.saveIfDirty(config.fileIO(), directory.root());
-        } catch (IOException | RuntimeException e) {
-            goReadOnly("writing the checkpoint failed: " + e);
-        }
-    }
-
-    private void retentionPass() {
-        if (state == StoreStatus.State.CLOSED) {
-            return;
-        }
-        try {
-            retention.run();
-        } catch (IOException | RuntimeException e) {
-            LOG.error("retention pass on {} failed; will retry: {}", directory.root(), e.toString());
-        }
-    }
-
-    /**
-     * Runs one retention pass now, as the store does every {@link RetentionPolicy#checkIntervalMillis()}:
-     * deletes expired segments per the policy and updates whether appends are refused for lack of disk.
-     *
-     * @return what the pass did
-     * @throws StoreException if deleting files failed
-     */
-    public RetentionReport enforceRetention() {
         checkOpen();
-        try {
-            return retention.run();
-        } catch (IOException e) {
-            throw new StoreException("retention pass failed: " + e.getMessage(), e);
+        CompletableFuture<AppendResult> result = logFor(topic, queueId, true).append(topic, queueId, messages);
+        if (result == null) {
+            // The topic was created with a log of its own while this append was on its way to the shared log.
+            result = logFor(topic, queueId, true).append(topic, queueId, messages);
         }
-    }
-
-    /**
-     * Registers (or moves) a consumer group's position on a queue: the next offset it will read. Retention
-     * keeps every segment holding messages at or after a registered position, unless the disk passes the
-     * emergency ratio. Positions are saved with each checkpoint and at close; after a crash a group resumes at
-     * most one checkpoint interval back.
-     *
-     * @param group the consumer group: 1-249 characters of {@code [a-zA-Z0-9._-]}
-     * @param topic the topic
-     * @param queueId the queue
-     * @param nextOffset the next offset the group will read, 0 or more
-     */
-    public void commitOffset(String group, String topic, int queueId, long nextOffset) {
-        Names.checkGroup(group);
-        Names.checkTopic(topic);
-        Names.checkQueueId(queueId);
-        if (nextOffset < 0) {
-            throw new IllegalArgumentException("nextOffset must not be negative, was " + nextOffset);
-        }
-        checkOpen();
-        consumers.commit(group, topic, queueId, nextOffset);
-    }
-
-    /** @return the group's registered position on the queue, if any */
-    public OptionalLong committedOffset(String group, String topic, int queueId) {
-        Names.checkGroup(group);
-        Names.checkTopic(topic);
-        Names.checkQueueId(queueId);
-        checkOpen();
-        return consumers.get(group, topic, queueId);
-    }
-
-    /** @return every registered consumer position, sorted by group, topic and queue */
-    public List<ConsumerPosition> consumerPositions() {
-        checkOpen();
-        return consumers.snapshot().entrySet().stream()
-                .map(e -> new ConsumerPosition(e.getKey().group(), e.getKey().topic(), e.getKey().queueId(), e.getValue()))
-                .sorted(java.util.Comparator.comparing(ConsumerPosition::group).thenComparing(ConsumerPosition::topic)
-                        .thenComparingInt(ConsumerPosition::queueId))
-                .toList();
-    }
-
-    /** Forgets every position of a consumer group, so retention no longer holds data for it. @return true if it had any */
-    public boolean removeConsumerGroup(String group) {
-        Names.checkGroup(group);
-        checkOpen();
-        return consumers.removeGroup(group);
+        return result;
     }
 
     /**
@@ -398,120 +283,45 @@ public final class Store implements AutoCloseable {
      */
     public ReadResult read(String topic, int queueId, long fromOffset, int maxMessages, long maxBytes) {
         Names.checkTopic(topic);
-        Names.checkQueueId(queueId);
-        if (fromOffset < 0 || maxMessages < 1 || maxBytes < 1) {
-            throw new IllegalArgumentException("fromOffset must be >= 0 and maxMessages, maxBytes >= 1; were "
-                    + fromOffset + ", " + maxMessages + ", " + maxBytes);
-        }
-        checkOpen();
-        QueueIndex index = indexes.get(topic, queueId);
-        if (index == null) {
-            return DefaultReadResult.empty(ReadResult.Status.NO_SUCH_QUEUE, 0);
-        }
-        long min = index.minOffset();
-        long end = visibleEnd(index);
-        if (fromOffset < min) {
-            return DefaultReadResult.empty(ReadResult.Status.OFFSET_TOO_SMALL, min);
-        }
-        if (fromOffset >= end) {
-            return DefaultReadResult.empty(fromOffset == end ? ReadResult.Status.NO_NEW_MESSAGES
-                    : ReadResult.Status.OFFSET_OVERFLOW, end);
-        }
-        try {
-            return new QueueReader(topic, queueId, index, log).read(fromOffset, end, maxMessages, maxBytes);
-        } catch (SegmentRetiredException e) {
-            // Retention deleted the segment after the offset was checked against the queue's first offset.
-            return DefaultReadResult.empty(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1));
-        }
+        // A queue whose log of its own does not exist yet is unknown to the shared log too: NO_SUCH_QUEUE.
+        return orShared(logFor(topic, queueId, false)).read(topic, queueId, fromOffset, maxMessages, maxBytes);
     }
 
     /**
-     * Sends a queue's records, as stored (docs/format.md, "Messages record"), to a channel with no copy
-     * through the Java heap: {@code sendfile} from the segment file, or a write straight from the write-buffer
-     * page for bytes not yet in the file. Whole records are sent, so the first may be a batch that starts
-     * before {@code fromOffset}: the receiver skips messages below it (each record names its first queue
-     * offset and message count). Records adjacent in the log go in one call. At least one record is sent if
-     * any is readable, even one larger than {@code maxBytes}.
+     * Sends a queue's records, as stored, to a channel with no copy through the Java heap (see
+     * docs/design.md, "Zero-copy transfer"). Whole records are sent, so the first may be a batch that starts
+     * before {@code fromOffset}: the receiver skips messages below it.
      *
      * @param topic the topic
      * @param queueId the queue
      * @param fromOffset the first queue offset wanted
-     * @param maxBytes most bytes to send, 1 or more
+     * @param maxBytes most bytes to send, 1 or more; at least one record is sent if any is readable
      * @param target a blocking channel (a socket, a pipe, a file)
      * @return what was sent and the offset to continue from
-     * @throws StoreException if writing to the channel or reading the log failed; some records may have been
-     *     sent
+     * @throws StoreException if writing to the channel or reading the log failed
      */
     public TransferResult transferTo(String topic, int queueId, long fromOffset, long maxBytes,
                                      WritableByteChannel target) {
         Names.checkTopic(topic);
-        Names.checkQueueId(queueId);
-        Objects.requireNonNull(target, "target");
-        if (fromOffset < 0 || maxBytes < 1) {
-            throw new IllegalArgumentException("fromOffset must be >= 0 and maxBytes >= 1; were " + fromOffset + ", "
-                    + maxBytes);
-        }
-        checkOpen();
-        QueueIndex index = indexes.get(topic, queueId);
-        if (index == null) {
-            return new TransferResult(ReadResult.Status.NO_SUCH_QUEUE, 0, 0, 0);
-        }
-        long min = index.minOffset();
-        long end = visibleEnd(index);
-        if (fromOffset < min) {
-            return new TransferResult(ReadResult.Status.OFFSET_TOO_SMALL, min, 0, 0);
-        }
-        if (fromOffset >= end) {
-            return new TransferResult(fromOffset == end ? ReadResult.Status.NO_NEW_MESSAGES
-                    : ReadResult.Status.OFFSET_OVERFLOW, end, 0, 0);
-        }
-        try {
-            return RecordTransfer.run(index, log, fromOffset, end, maxBytes, target);
-        } catch (SegmentRetiredException e) {
-            return new TransferResult(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1),
-                    0, 0);
-        } catch (IOException e) {
-            throw new StoreException("transfer of " + topic + "-" + queueId + " from offset " + fromOffset
-                    + " failed: " + e.getMessage(), e);
-        }
+        return orShared(logFor(topic, queueId, false)).transferTo(topic, queueId, fromOffset, maxBytes, target);
     }
 
     /**
-     * Reads the record stored at a log position (as returned in {@link AppendResult#logPosition()}).
+     * Reads the record stored at a position of the shared log (as returned in {@link AppendResult#logPosition()}
+     * for a SHARED topic; positions of logs of their own are read through {@link #read}).
      *
      * @param logPosition the record's position
      * @return the record's messages
      * @throws IllegalArgumentException if the position is not readable or no record starts there
      */
     public ReadResult readAt(long logPosition) {
-        checkOpen();
-        long limit = readLimit();
-        if (logPosition < log.minPosition() || logPosition + RecordFormat.FILLER_BYTES > limit) {
-            throw new IllegalArgumentException("log position " + logPosition + " is not readable (readable range ["
-                    + log.minPosition() + ", " + limit + "))");
-        }
-        int length;
-        try (RecordView header = log.read(logPosition, RecordFormat.FILLER_BYTES)) {
-            length = RecordFormat.length(header.bytes());
-        } catch (SegmentRetiredException e) {
-            throw new IllegalArgumentException(e.getMessage(), e);
-        }
-        if (length < RecordFormat.TOPIC_OFFSET || logPosition + length > limit) {
-            throw new IllegalArgumentException("no record starts at log position " + logPosition);
-        }
-        RecordView view = log.read(logPosition, length);
-        MemorySegment record = view.bytes();
-        if (RecordFormat.validate(record, 0, logPosition) < 0 || RecordFormat.isFiller(record)) {
-            view.close();
-            throw new IllegalArgumentException("no record starts at log position " + logPosition);
-        }
-        return QueueReader.wholeRecord(view);
+        return shared.readAt(logPosition);
     }
 
     /**
      * Finds the messages of a topic that carry a key (RocketMQ's query by key), newest first, through the key
      * index: no log scan. Every candidate record is re-read and its topic and keys compared, so a hash
-     * collision never returns another key's message.
+     * collision never returns another key's message. For a QUEUE topic every queue's log is asked.
      *
      * @param topic the topic
      * @param key the key, not empty
@@ -522,37 +332,30 @@ public final class Store implements AutoCloseable {
      */
     public LookupResult lookupByKey(String topic, String key, int maxResults, long fromMillis, long toMillis) {
         Names.checkTopic(topic);
-        Objects.requireNonNull(key, "key");
-        if (key.isEmpty()) {
-            throw new IllegalArgumentException("key must not be empty");
+        List<LogStore> logs = logsOf(topic);
+        if (logs.size() == 1) {
+            return logs.getFirst().lookupByKey(topic, key, maxResults, fromMillis, toMillis);
         }
-        if (maxResults < 1) {
-            throw new IllegalArgumentException("maxResults must be 1 or more, was " + maxResults);
+        LookupResult validated = shared.lookupByKey(topic, key, maxResults, fromMillis, toMillis);
+        validated.close(); // the shared log holds none of a QUEUE topic's messages; this checked the arguments
+        List<LookupResult> parts = new ArrayList<>();
+        for (LogStore log : logs) {
+            parts.add(log.lookupByKey(topic, key, maxResults, fromMillis, toMillis));
         }
-        if (fromMillis < 0 || toMillis < fromMillis) {
-            throw new IllegalArgumentException("the time range must satisfy 0 <= fromMillis <= toMillis, was ["
-                    + fromMillis + ", " + toMillis + "]");
-        }
-        checkOpen();
-        return KeyLookup.run(indexes.keys(), log, topic, key, maxResults, fromMillis, toMillis, readLimit());
+        return DefaultReadResult.merged(parts, Comparator.comparingLong(StoredMessage::storeTimestamp).reversed(),
+                maxResults);
     }
 
     /** @return the first queue offset still stored; 0 for an unknown queue */
     public long minOffset(String topic, int queueId) {
         Names.checkTopic(topic);
-        Names.checkQueueId(queueId);
-        checkOpen();
-        QueueIndex index = indexes.get(topic, queueId);
-        return index == null ? 0 : index.minOffset();
+        return orShared(logFor(topic, queueId, false)).minOffset(topic, queueId);
     }
 
     /** @return the offset after the last readable message; 0 for an unknown queue */
     public long maxOffset(String topic, int queueId) {
         Names.checkTopic(topic);
-        Names.checkQueueId(queueId);
-        checkOpen();
-        QueueIndex index = indexes.get(topic, queueId);
-        return index == null ? 0 : visibleEnd(index);
+        return orShared(logFor(topic, queueId, false)).maxOffset(topic, queueId);
     }
 
     /**
@@ -564,53 +367,126 @@ public final class Store implements AutoCloseable {
      */
     public long offsetForTimestamp(String topic, int queueId, long epochMillis) {
         Names.checkTopic(topic);
-        Names.checkQueueId(queueId);
-        checkOpen();
-        QueueIndex index = indexes.get(topic, queueId);
-        if (index == null) {
-            return 0;
-        }
-        long low = index.minOffset();
-        long high = visibleEnd(index);
-        while (low < high) {
-            long mid = (low + high) >>> 1;
-            if (index.storeTimestamp(mid) < epochMillis) {
-                low = mid + 1;
-            } else {
-                high = mid;
-            }
-        }
-        return low;
+        return orShared(logFor(topic, queueId, false)).offsetForTimestamp(topic, queueId, epochMillis);
     }
 
     /** @return the topics, sorted */
     public Set<String> topics() {
         checkOpen();
-        return indexes.topics();
+        Set<String> topics = new TreeSet<>(shared.topics());
+        for (LogStore log : own.values()) {
+            topics.addAll(log.topics());
+        }
+        return topics;
     }
 
     /** @return the topic's queue ids, sorted; empty for an unknown topic */
     public Set<Integer> queues(String topic) {
         checkOpen();
-        return indexes.queues(topic);
+        Set<Integer> queues = new TreeSet<>();
+        for (LogStore log : logsOf(topic)) {
+            queues.addAll(log.queues(topic));
+        }
+        return queues;
     }
 
-    /** @return a snapshot of the store's state and positions */
+    /**
+     * Registers (or moves) a consumer group's position on a queue: the next offset it will read. Retention
+     * keeps every segment holding messages at or after a registered position (and the last saved one),
+     * unless the disk passes the emergency ratio. Positions are saved with each checkpoint and at close;
+     * after a crash a group resumes at most one checkpoint interval back.
+     *
+     * @param group the consumer group: 1-249 characters of {@code [a-zA-Z0-9._-]}
+     * @param topic the topic
+     * @param queueId the queue
+     * @param nextOffset the next offset the group will read, 0 or more
+     */
+    public void commitOffset(String group, String topic, int queueId, long nextOffset) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        logFor(topic, queueId, true).commitOffset(group, topic, queueId, nextOffset);
+    }
+
+    /** @return the group's registered position on the queue, if any */
+    public OptionalLong committedOffset(String group, String topic, int queueId) {
+        Names.checkTopic(topic);
+        return orShared(logFor(topic, queueId, false)).committedOffset(group, topic, queueId);
+    }
+
+    /** @return every registered consumer position, sorted by group, topic and queue */
+    public List<ConsumerPosition> consumerPositions() {
+        checkOpen();
+        List<ConsumerPosition> all = new ArrayList<>();
+        for (LogStore log : allLogs()) {
+            all.addAll(log.consumerPositions());
+        }
+        all.sort(Comparator.comparing(ConsumerPosition::group).thenComparing(ConsumerPosition::topic)
+                .thenComparingInt(ConsumerPosition::queueId));
+        return all;
+    }
+
+    /** Forgets every position of a consumer group, so retention no longer holds data for it. @return true if it had any */
+    public boolean removeConsumerGroup(String group) {
+        boolean removed = false;
+        for (LogStore log : allLogs()) {
+            removed |= log.removeConsumerGroup(group);
+        }
+        return removed;
+    }
+
+    /**
+     * Runs one retention pass on every log now, as each does every
+     * {@link RetentionPolicy#checkIntervalMillis()}. {@code retentionBytes} applies to each log.
+     *
+     * @return what the passes did together: counts summed, the first reason and holding group found
+     * @throws StoreException if deleting files failed
+     */
+    public RetentionReport enforceRetention() {
+        checkOpen();
+        int segments = 0;
+        long bytes = 0;
+        long logBytes = 0;
+        double ratio = 0;
+        boolean refused = false;
+        String heldBy = null;
+        String reason = null;
+        for (LogStore log : allLogs()) {
+            RetentionReport report = log.enforceRetention();
+            segments += report.segmentsDeleted();
+            bytes += report.bytesDeleted();
+            logBytes += report.logBytes();
+            ratio = Math.max(ratio, report.diskUsedRatio());
+            refused |= report.appendsRefused();
+            heldBy = heldBy != null ? heldBy : report.heldBy();
+            reason = reason != null ? reason : report.reason();
+        }
+        return new RetentionReport(segments, bytes, logBytes, ratio, refused, heldBy, reason);
+    }
+
+    /** @return a snapshot of the shared log's state and positions (see {@link #ownLogStatuses()} for the rest) */
     public StoreStatus status() {
-        return new StoreStatus(state, readOnlyReason, log.writePosition(), log.committedPosition(),
-                log.flushedPosition(), log.minPosition(), log.segments().size(), config.writePath(),
-                config.flushMode(), consumers.snapshot().size(), retention.appendsRefused(), retention.lastReport(),
-                log.cacheStats(), log.mappedBytes());
+        return shared.status();
     }
 
-    /** @return true if the last open found a clean shutdown and skipped recovery */
+    /** @return the state of each log of its own, by {@code <topic>} or {@code <topic>/<queueId>}, sorted */
+    public Map<String, StoreStatus> ownLogStatuses() {
+        Map<String, StoreStatus> statuses = new TreeMap<>();
+        own.forEach((key, log) -> statuses.put(key, log.status()));
+        return statuses;
+    }
+
+    /** @return true if the last open found every log cleanly shut down and skipped recovery */
     public boolean openedClean() {
-        return recoveredClean;
+        boolean clean = shared.openedClean();
+        for (LogStore log : own.values()) {
+            clean &= log.openedClean();
+        }
+        return clean;
     }
 
     /** @return the store's directory */
     public Path directory() {
-        return directory.root();
+        return root;
     }
 
     /** @return the configuration */
@@ -618,114 +494,41 @@ public final class Store implements AutoCloseable {
         return config;
     }
 
-    /** Offsets below the returned one are readable: indexed, and durable under SYNC. */
-    private long visibleEnd(QueueIndex index) {
-        long end = index.publishedEnd();
-        if (config.flushMode() != FlushMode.SYNC) {
-            return end;
-        }
-        long flushed = log.flushedPosition();
-        long low = index.minOffset();
-        if (end <= low || index.recordEnd(end - 1) <= flushed) {
-            return end;
-        }
-        long high = end - 1;
-        while (low < high) {
-            long mid = (low + high) >>> 1;
-            if (index.recordEnd(mid) > flushed) {
-                high = mid;
-            } else {
-                low = mid + 1;
-            }
-        }
-        return low;
-    }
-
-    private long readLimit() {
-        return config.flushMode() == FlushMode.SYNC ? log.flushedPosition() : log.writePosition();
-    }
-
     private void checkOpen() {
-        if (state == StoreStatus.State.CLOSED) {
-            throw new IllegalStateException("store " + directory.root() + " is closed");
+        if (closed.get()) {
+            throw new IllegalStateException("store " + root + " is closed");
         }
     }
 
     /**
-     * Stops appends, waits for pending SYNC appends, forces everything, writes the checkpoint and the
-     * clean-shutdown marker (unless a force failed), then unmaps and closes every file. Idempotent.
+     * Closes every log: stops appends, waits for pending SYNC appends, forces everything, writes each log's
+     * checkpoint and clean-shutdown marker (unless a force failed), then unmaps and closes every file.
+     * Idempotent.
      *
-     * @throws StoreException if closing failed; every step is still attempted
+     * @throws StoreException if closing failed; every log is still closed
      */
     @Override
     public void close() {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        appendLock.lock();
-        boolean healthy;
-        try {
-            healthy = state == StoreStatus.State.OPEN;
-            state = StoreStatus.State.CLOSED;
-        } finally {
-            appendLock.unlock();
-        }
-        List<Throwable> errors = new ArrayList<>();
-        // shutdown, not shutdownNow: an interrupt during a force would close the FileChannel under it
-        // (channels are interruptible), and every later force of that file would fail.
-        checkpointer.shutdown();
-        retentionTimer.shutdown();
-        try {
-            checkpointer.awaitTermination(30, TimeUnit.SECONDS);
-            retentionTimer.awaitTermination(30, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-        flusher.close();
-        if (healthy && !flusher.failed()) {
-            try {
-                long end = log.writePosition();
-                log.flush(log.commit(end));
-                indexes.forceDirty();
-                new Checkpoint(end, end, config.clock().millis()).write(config.fileIO(), directory.root());
-                consumers.saveIfDirty(config.fileIO(), directory.root());
-                directory.markCleanShutdown();
-            } catch (IOException | RuntimeException e) {
-                errors.add(e);
+        List<RuntimeException> errors = new ArrayList<>();
+        synchronized (ownLock) {
+            for (LogStore log : allLogs()) {
+                try {
+                    log.close();
+                } catch (RuntimeException e) {
+                    errors.add(e);
+                }
             }
         }
-        flusher.failWaiters(new StoreException("store closed before the append was durable"));
-        run(errors, log::close);
-        run(errors, indexes::close);
-        run(errors, directory::close);
         if (!errors.isEmpty()) {
-            StoreException failure = new StoreException("closing store " + directory.root() + " failed");
+            if (errors.size() == 1) {
+                throw errors.getFirst();
+            }
+            StoreException failure = new StoreException("closing store " + root + " failed");
             errors.forEach(failure::addSuppressed);
             throw failure;
-        }
-        LOG.info("closed store {}", directory.root());
-    }
-
-    @FunctionalInterface
-    private interface IoAction {
-        void run() throws IOException;
-    }
-
-    private static void run(List<Throwable> errors, IoAction action) {
-        try {
-            action.run();
-        } catch (IOException | RuntimeException e) {
-            errors.add(e);
-        }
-    }
-
-    private static void closeQuietly(StoreDirectory directory) {
-        if (directory != null) {
-            try {
-                directory.close();
-            } catch (IOException e) {
-                LOG.warn("releasing store lock failed", e);
-            }
         }
     }
 }

@@ -27,7 +27,8 @@ import java.util.stream.Stream;
 
 /**
  * Checks a store directory without changing it: every record's length, magic, position and CRC32C, and
- * every queue-index entry against the record it points to. Meant for a closed store (an open one may be
+ * every queue-index and key-index entry against the record it points to, in the shared log and in every
+ * log of its own under {@code logs/}. Meant for a closed store (an open one may be
  * mid-append at its tail). Stateless; thread-safe.
  */
 public final class StoreVerifier {
@@ -46,7 +47,7 @@ public final class StoreVerifier {
      * @param segments segment files checked
      * @param records valid records
      * @param messages messages in them
-     * @param logEnd the position after the last valid record
+     * @param logEnd the position after the last valid record of the shared log
      * @param queueMessages messages per queue ("topic-queueId"), as counted in the log
      * @param indexEntries index entries checked
      */
@@ -64,6 +65,36 @@ public final class StoreVerifier {
      * @throws IOException if the directory cannot be read at all
      */
     public static Report verify(Path directory) throws IOException {
+        Report report = verifyLog(directory);
+        for (Path own : ownLogDirectories(directory)) {
+            String name = directory.relativize(own).toString();
+            Report part = verifyLog(own);
+            List<String> faults = new ArrayList<>(report.faults());
+            part.faults().forEach(fault -> faults.add(name + ": " + fault));
+            List<String> notes = new ArrayList<>(report.notes());
+            part.notes().forEach(note -> notes.add(name + ": " + note));
+            Map<String, Long> queues = new TreeMap<>(report.queueMessages());
+            part.queueMessages().forEach((queue, count) -> queues.merge(queue, count, Long::sum));
+            report = new Report(faults, notes, report.segments() + part.segments(), report.records() + part.records(),
+                    report.messages() + part.messages(), report.logEnd(), queues,
+                    report.indexEntries() + part.indexEntries());
+        }
+        return report;
+    }
+
+    /** @return the directories of the logs of their own under {@code logs/} (TOPIC and QUEUE layouts) */
+    private static List<Path> ownLogDirectories(Path directory) throws IOException {
+        Path logs = directory.resolve(Store.OWN_LOGS_DIRECTORY);
+        if (!Files.isDirectory(logs)) {
+            return List.of();
+        }
+        try (Stream<Path> walk = Files.walk(logs, 2)) {
+            return walk.filter(p -> Files.exists(p.resolve(StoreDirectory.META_FILE))).sorted().toList();
+        }
+    }
+
+    /** Verifies one log directory: the shared log's (the store directory) or one under {@code logs/}. */
+    private static Report verifyLog(Path directory) throws IOException {
         List<String> faults = new ArrayList<>();
         if (!Files.exists(directory.resolve(StoreDirectory.META_FILE))) {
             faults.add(directory + " has no " + StoreDirectory.META_FILE + ": not a Sluice store");

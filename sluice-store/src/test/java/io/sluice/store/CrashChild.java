@@ -6,7 +6,7 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The crash tests' child process: appends with SYNC flush from several threads forever and prints one line
- * per acknowledged message, {@code ACK <queue> <offset> <crc> END}, only after its future completed. The
+ * per acknowledged message, {@code ACK <topic> <queue> <offset> <crc> END}, only after its future completed. The
  * parent kills it with SIGKILL at a random moment.
  */
 public final class CrashChild {
@@ -18,9 +18,10 @@ public final class CrashChild {
     static final String GROUP = "crash-reader";
 
     /**
-     * @param args directory, write path, threads, seed, and optionally "retention": keep the log to four
+     * @param args directory, write path, threads, seed, then "plain" or "retention" (keep the log to four
      *     segments with a retention pass every 20 ms, two segments mapped, and a consumer group on queue 0
-     *     whose position trails the acknowledged end by 300 messages
+     *     whose position trails the acknowledged end by 300 messages), then optionally a {@link TopicLayout}:
+     *     append to the topic {@code crash-<layout>} created so, instead of the shared topic {@code crash}
      */
     public static void main(String[] args) {
         Path dir = Path.of(args[0]);
@@ -28,6 +29,8 @@ public final class CrashChild {
         int threads = Integer.parseInt(args[2]);
         long seed = Long.parseLong(args[3]);
         boolean retention = args.length > 4 && args[4].equals("retention");
+        TopicLayout layout = args.length > 5 ? TopicLayout.valueOf(args[5]) : null;
+        String topic = layout == null ? "crash" : "crash-" + layout.name().toLowerCase(java.util.Locale.ROOT);
         PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true);
         StoreConfig.Builder config = TestStores.small(path, FlushMode.SYNC);
         if (retention) {
@@ -35,6 +38,9 @@ public final class CrashChild {
                     .maxMappedSegments(2);
         }
         Store store = Store.open(dir, config.build());
+        if (layout != null) {
+            store.createTopic(topic, layout);
+        }
         out.println("READY");
         AtomicLong acknowledgedEnd = new AtomicLong();
         if (retention) {
@@ -56,13 +62,13 @@ public final class CrashChild {
                     byte[] body = TestStores.body(seed, producer, i, 50 + (int) (i % 2000));
                     int queue = producer % 2;
                     long crc = TestStores.crc(body);
-                    AppendResult result = store.append("crash", queue,
+                    AppendResult result = store.append(topic, queue,
                             Message.builder().keys(Long.toHexString(crc)).body(body).build()).join();
                     if (queue == 0) {
                         acknowledgedEnd.accumulateAndGet(result.firstQueueOffset() + 1, Math::max);
                     }
                     synchronized (out) {
-                        out.println("ACK " + queue + " " + result.firstQueueOffset() + " " + crc + " END");
+                        out.println("ACK " + topic + " " + queue + " " + result.firstQueueOffset() + " " + crc + " END");
                     }
                 }
             });

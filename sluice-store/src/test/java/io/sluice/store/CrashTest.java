@@ -11,6 +11,8 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.SplittableRandom;
 import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.Tag;
@@ -40,12 +42,13 @@ class CrashTest {
         Map<String, Long> acknowledged = new HashMap<>();
         for (int round = 0; round < rounds; round++) {
             WritePath path = WritePath.values()[round % WritePath.values().length];
+            TopicLayout layout = TopicLayout.values()[round % TopicLayout.values().length];
             long killAfterMillis = 50 + random.nextLong(400);
-            int acks = runAndKill(path, 4, seed + round, killAfterMillis, acknowledged, "plain");
-            System.out.printf("crash round %d: %s, killed %d ms after ready, %d acks, %d acknowledged in all%n",
-                    round, path, killAfterMillis, acks, acknowledged.size());
-            checkStore(acknowledged, "round " + round + " (" + path + ", killed " + killAfterMillis + " ms after ready, "
-                    + acks + " acks this round)", false);
+            int acks = runAndKill(path, 4, seed + round, killAfterMillis, acknowledged, "plain", layout.name());
+            System.out.printf("crash round %d: %s, %s layout, killed %d ms after ready, %d acks, %d acknowledged in all%n",
+                    round, path, layout, killAfterMillis, acks, acknowledged.size());
+            checkStore(acknowledged, "round " + round + " (" + path + ", " + layout + " layout, killed " + killAfterMillis
+                    + " ms after ready, " + acks + " acks this round)", false);
         }
         assertThat(acknowledged).isNotEmpty();
     }
@@ -67,7 +70,7 @@ class CrashTest {
         for (int round = 0; round < rounds; round++) {
             WritePath path = WritePath.values()[round % WritePath.values().length];
             long killAfterMillis = 300 + random.nextLong(500);
-            int acks = runAndKill(path, 4, seed + round, killAfterMillis, acknowledged, "retention");
+            int acks = runAndKill(path, 4, seed + round, killAfterMillis, acknowledged, "retention", null);
             String label = "retention round " + round + " (" + path + ", killed " + killAfterMillis + " ms after ready, "
                     + acks + " acks this round)";
             checkStore(acknowledged, label, true);
@@ -86,12 +89,15 @@ class CrashTest {
     }
 
     private int runAndKill(WritePath path, int threads, long seed, long killAfterMillis, Map<String, Long> acknowledged,
-                           String mode) throws IOException, InterruptedException {
+                           String mode, String layout) throws IOException, InterruptedException {
         String java = ProcessHandle.current().info().command().orElse("java");
-        Process child = new ProcessBuilder(java, "-ea", "--enable-native-access=ALL-UNNAMED", "-Xmx256m",
-                "-cp", System.getProperty("java.class.path"), CrashChild.class.getName(),
-                dir.toString(), path.name(), Integer.toString(threads), Long.toString(seed), mode)
-                .redirectError(ProcessBuilder.Redirect.DISCARD).start();
+        List<String> command = new java.util.ArrayList<>(List.of(java, "-ea", "--enable-native-access=ALL-UNNAMED",
+                "-Xmx256m", "-cp", System.getProperty("java.class.path"), CrashChild.class.getName(),
+                dir.toString(), path.name(), Integer.toString(threads), Long.toString(seed), mode));
+        if (layout != null) {
+            command.add(layout);
+        }
+        Process child = new ProcessBuilder(command).redirectError(ProcessBuilder.Redirect.DISCARD).start();
         int acks = 0;
         try (BufferedReader lines = new BufferedReader(new InputStreamReader(child.getInputStream(), StandardCharsets.US_ASCII))) {
             String ready = lines.readLine();
@@ -109,11 +115,12 @@ class CrashTest {
             String line;
             while ((line = lines.readLine()) != null) {
                 String[] parts = line.split(" ");
-                if (parts.length != 5 || !parts[0].equals("ACK") || !parts[4].equals("END")) {
+                if (parts.length != 6 || !parts[0].equals("ACK") || !parts[5].equals("END")) {
                     continue; // the line the kill cut short
                 }
-                Long previous = acknowledged.put(parts[1] + ":" + parts[2], Long.parseLong(parts[3]));
-                assertThat(previous).as("offset %s acknowledged twice", parts[1] + ":" + parts[2]).isNull();
+                String key = parts[1] + ":" + parts[2] + ":" + parts[3];
+                Long previous = acknowledged.put(key, Long.parseLong(parts[4]));
+                assertThat(previous).as("offset %s acknowledged twice", key).isNull();
                 acks++;
             }
             killer.join();
@@ -124,55 +131,71 @@ class CrashTest {
 
     /** @param retained true if retention may have deleted the oldest messages: check from each queue's first offset */
     private void checkStore(Map<String, Long> acknowledged, String round, boolean retained) throws IOException {
+        Set<String> topics = new TreeSet<>();
+        acknowledged.keySet().forEach(key -> topics.add(key.split(":")[0]));
         try (Store store = Store.open(dir, TestStores.small(WritePath.MMAP, FlushMode.SYNC).build())) {
-            long[] first = new long[2];
-            for (int queue = 0; queue < 2; queue++) {
-                long max = store.maxOffset("crash", queue);
-                first[queue] = store.minOffset("crash", queue);
-                assertThat(first[queue] == 0 || retained).as(round + ": nothing deleted without retention").isTrue();
-                long offset = first[queue];
-                while (offset < max) {
-                    try (ReadResult result = store.read("crash", queue, offset, 500, 4 << 20)) {
-                        for (StoredMessage m : result.messages()) {
-                            assertThat(m.queueOffset()).as(round + ": dense offsets").isEqualTo(offset);
-                            Long expected = acknowledged.get(queue + ":" + offset);
-                            if (expected != null) {
-                                assertThat(TestStores.crc(m.bodyBytes())).as(round + ": bytes of " + queue + ":" + offset)
-                                        .isEqualTo(expected);
-                            }
-                            offset++;
-                        }
-                    }
-                }
-                for (String key : acknowledged.keySet()) {
-                    String[] parts = key.split(":");
-                    if (Integer.parseInt(parts[0]) == queue) {
-                        assertThat(Long.parseLong(parts[1])).as(round + ": acknowledged " + key + " present").isLessThan(max);
-                    }
+            Map<String, Long> first = new HashMap<>();
+            for (String topic : topics) {
+                for (int queue = 0; queue < 2; queue++) {
+                    first.put(topic + ":" + queue, checkQueue(store, topic, queue, acknowledged, round, retained));
                 }
             }
             // Each message's key is its body's CRC in hex: a sample of acknowledged ones must be found by key.
             int sampled = 0;
             for (Map.Entry<String, Long> ack : acknowledged.entrySet()) {
+                String[] parts = ack.getKey().split(":");
+                if (Long.parseLong(parts[2]) < first.get(parts[0] + ":" + parts[1])) {
+                    continue; // deleted by retention
+                }
                 if (sampled++ == 200) {
                     break;
                 }
-                String[] parts = ack.getKey().split(":");
-                if (Long.parseLong(parts[1]) < first[Integer.parseInt(parts[0])]) {
-                    sampled--;
-                    continue; // deleted by retention
-                }
-                try (LookupResult found = store.lookupByKey("crash", Long.toHexString(ack.getValue()), 10, 0,
+                try (LookupResult found = store.lookupByKey(parts[0], Long.toHexString(ack.getValue()), 10, 0,
                         Long.MAX_VALUE)) {
                     assertThat(found.messages()).as(round + ": lookup of " + ack.getKey()).anySatisfy(m -> {
-                        assertThat(m.queueId()).isEqualTo(Integer.parseInt(parts[0]));
-                        assertThat(m.queueOffset()).isEqualTo(Long.parseLong(parts[1]));
+                        assertThat(m.queueId()).isEqualTo(Integer.parseInt(parts[1]));
+                        assertThat(m.queueOffset()).isEqualTo(Long.parseLong(parts[2]));
                     });
                 }
             }
         }
         StoreVerifier.Report report = StoreVerifier.verify(dir);
         assertThat(report.faults()).as(round + ": verify").isEmpty();
+    }
+
+    /**
+     * Reads a queue from its first offset: offsets dense, acknowledged bytes intact, every acknowledged offset
+     * at or after the first present.
+     *
+     * @return the queue's first offset
+     */
+    private static long checkQueue(Store store, String topic, int queue, Map<String, Long> acknowledged, String round,
+                                   boolean retained) {
+        long max = store.maxOffset(topic, queue);
+        long first = store.minOffset(topic, queue);
+        assertThat(first == 0 || retained).as(round + ": nothing deleted without retention").isTrue();
+        long offset = first;
+        while (offset < max) {
+            try (ReadResult result = store.read(topic, queue, offset, 500, 4 << 20)) {
+                for (StoredMessage m : result.messages()) {
+                    assertThat(m.queueOffset()).as(round + ": dense offsets").isEqualTo(offset);
+                    Long expected = acknowledged.get(topic + ":" + queue + ":" + offset);
+                    if (expected != null) {
+                        assertThat(TestStores.crc(m.bodyBytes())).as(round + ": bytes of " + topic + ":" + queue + ":"
+                                + offset).isEqualTo(expected);
+                    }
+                    offset++;
+                }
+            }
+        }
+        String prefix = topic + ":" + queue + ":";
+        for (String key : acknowledged.keySet()) {
+            if (key.startsWith(prefix)) {
+                assertThat(Long.parseLong(key.substring(prefix.length()))).as(round + ": acknowledged " + key
+                        + " present").isLessThan(max);
+            }
+        }
+        return first;
     }
 
 }

@@ -1,0 +1,14 @@
+package io.sluice.store;
+
+/**
+ * Where a topic's messages live, chosen when the topic is created ({@link Store#createTopic}) and recorded
+ * on disk (docs/format.md, "topics").
+ */
+public enum TopicLayout {
+    /** One commit log shared by every such topic (RocketMQ): the fewest files, the most sequential writes. */
+    SHARED,
+    /** One commit log for the topic (JMQ4): its reads and retention are its own. */
+    TOPIC,
+    /** One commit log per queue (Kafka): a queue's records are contiguous, so transfers are single ranges. */
+    QUEUE
+}
