@@ -43,6 +43,10 @@ final class StoreOptions {
             + " write.")
     String preTouch;
 
+    @Option(names = "--cache-bytes", description = "Read cache of the write-buffer and direct paths, in bytes"
+            + " (default 256 MiB; 0 for none).")
+    Long cacheBytes;
+
     @Option(names = "--lock-active", description = "mlock the active segment.")
     boolean lockActive;
 
@@ -68,6 +72,9 @@ final class StoreOptions {
             }
         }
         builder.warmUp(new WarmUp(touch, WarmUp.defaults().adviseReads(), lockActive));
+        if (cacheBytes != null) {
+            builder.cacheBytes(cacheBytes);
+        }
         if (writebackDistance != null) {
             builder.writebackDistanceBytes(writebackDistance);
         }
