@@ -124,6 +124,59 @@ class LayoutTest {
         assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
     }
 
+    /** A torn tail, then mid-log corruption, in a log of its own: recovered, then refused naming the file. */
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.EnumSource(value = TopicLayout.class, names = {"TOPIC", "QUEUE"})
+    void tornTailsAndCorruptionInALogOfItsOwnAreHandledAsInTheSharedLog(TopicLayout layout) throws Exception {
+        StoreConfig config = TestStores.small(WritePath.MMAP, FlushMode.SYNC).build();
+        AppendResult last;
+        AppendResult victim;
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("l", layout);
+            fill(store, 300);
+            victim = store.append("l", 1, Message.of(body(1, 300))).get();
+            for (int i = 301; i < 400; i++) {
+                store.append("l", 1, Message.of(body(1, i))).get();
+            }
+            last = store.append("l", 1, Message.of(body(1, 400))).get();
+        }
+        Path log = dir.resolve("logs").resolve("l");
+        if (layout == TopicLayout.QUEUE) {
+            log = log.resolve("1");
+        }
+        Files.delete(log.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+        overwrite(log, last.logPosition() + last.recordBytes() / 2, new byte[last.recordBytes() / 2]);
+        try (Store store = Store.open(dir, config)) {
+            assertThat(store.maxOffset("l", 1)).isEqualTo(400); // the torn last record is gone, the rest intact
+            try (ReadResult before = store.read("l", 1, 399, 1, 1 << 20)) {
+                assertThat(before.messages().getFirst().bodyBytes()).isEqualTo(body(1, 399));
+            }
+        }
+        Files.delete(log.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+        Files.delete(log.resolve("checkpoint"));
+        overwrite(log, victim.logPosition() + 60, new byte[] {1, 2, 3});
+        Path damaged = log;
+        assertThatThrownBy(() -> Store.open(dir, config)).isInstanceOf(StoreCorruptedException.class)
+                .hasMessageContaining(damaged.toString()).hasMessageContaining("log position " + victim.logPosition());
+        assertThat(StoreVerifier.verify(dir).faults()).anyMatch(fault -> fault.startsWith(dir.relativize(damaged) + ":"));
+    }
+
+    /** Overwrites bytes of a log directory's segments at a log position. */
+    private static void overwrite(Path log, long position, byte[] bytes) throws Exception {
+        try (Stream<Path> segments = Files.list(log.resolve("log"))) {
+            for (Path segment : segments.sorted().toList()) {
+                long base = Long.parseLong(segment.getFileName().toString());
+                if (position >= base && position < base + Files.size(segment)) {
+                    try (var channel = java.nio.channels.FileChannel.open(segment, java.nio.file.StandardOpenOption.WRITE)) {
+                        channel.write(java.nio.ByteBuffer.wrap(bytes), position - base);
+                    }
+                    return;
+                }
+            }
+        }
+        throw new AssertionError("no segment holds log position " + position);
+    }
+
     @Test
     void aQueueLogSendsAQueueAsOneContiguousRangeOfRecords() throws Exception {
         try (Store store = Store.open(dir, TestStores.small(WritePath.MMAP, FlushMode.SYNC).build())) {
