@@ -74,11 +74,8 @@ public final class KeyIndex implements AutoCloseable {
     private final int slotsPerFile;
     private final int entriesPerFile;
     private volatile KeyFile[] files;
-    /** Files retention removed, still mapped until its next pass (see {@link #retireBefore}). */
-    private final List<KeyFile> retired = new ArrayList<>();
-    private volatile boolean dirty;
-    /** Set by the writer when it created a file whose directory entry is not yet forced. */
-    private volatile boolean directoryUnsynced;
+    /** Unforced entries and directory, and files retention removed (see {@link #retireBefore}). */
+    private final IndexFiles bookkeeping;
 
     private KeyIndex(Path directory, FileIO fileIO, int slotsPerFile, int entriesPerFile, KeyFile[] files) {
         this.directory = directory;
@@ -86,6 +83,7 @@ public final class KeyIndex implements AutoCloseable {
         this.slotsPerFile = slotsPerFile;
         this.entriesPerFile = entriesPerFile;
         this.files = files;
+        this.bookkeeping = new IndexFiles(fileIO, directory);
     }
 
     /**
@@ -152,9 +150,7 @@ public final class KeyIndex implements AutoCloseable {
             file = roll(current);
         }
         file.put(keyHash, logPosition, storeTimestamp, indexInRecord);
-        if (!dirty) {
-            dirty = true;
-        }
+        bookkeeping.markWritten();
     }
 
     /**
@@ -182,7 +178,7 @@ public final class KeyIndex implements AutoCloseable {
     private KeyFile roll(KeyFile[] current) throws IOException {
         long sequence = current.length == 0 ? 0 : current[current.length - 1].sequence + 1;
         KeyFile file = KeyFile.create(fileIO, directory, sequence, slotsPerFile, entriesPerFile);
-        directoryUnsynced = true;
+        bookkeeping.markCreated();
         KeyFile[] grown = Arrays.copyOf(current, current.length + 1);
         grown[grown.length - 1] = file;
         files = grown;
@@ -246,7 +242,7 @@ public final class KeyIndex implements AutoCloseable {
             int keep = file.scanCount(logPosition);
             if (keep > 0) {
                 file.rebuild(keep);
-                dirty = true;
+                bookkeeping.markWritten();
                 break;
             }
             file.close();
@@ -268,10 +264,7 @@ public final class KeyIndex implements AutoCloseable {
      * @return the number of files deleted
      */
     public int retireBefore(long logMinPosition) throws IOException {
-        for (KeyFile file : retired) {
-            file.close();
-        }
-        retired.clear();
+        bookkeeping.closeRetired();
         KeyFile[] current = files;
         int drop = 0;
         while (drop < current.length - 1 && current[drop].lastPosition() < logMinPosition) {
@@ -281,28 +274,13 @@ public final class KeyIndex implements AutoCloseable {
             return 0;
         }
         files = Arrays.copyOfRange(current, drop, current.length);
-        for (int i = 0; i < drop; i++) {
-            retired.add(current[i]);
-            Files.deleteIfExists(current[i].path);
-        }
-        fileIO.syncDirectory(directory);
+        bookkeeping.retire(current, drop);
         return drop;
     }
 
     /** Forces written entries to the device if any were written since the last force. */
     public void forceIfDirty() throws IOException {
-        if (directoryUnsynced) {
-            directoryUnsynced = false;
-            fileIO.syncDirectory(directory);
-        }
-        if (!dirty) {
-            return;
-        }
-        dirty = false;
-        KeyFile[] current = files;
-        for (int i = Math.max(0, current.length - 2); i < current.length; i++) {
-            current[i].file.force();
-        }
+        bookkeeping.forceIfDirty(files);
     }
 
     /** @return entries in all files */
@@ -348,14 +326,11 @@ public final class KeyIndex implements AutoCloseable {
     @Override
     public void close() throws IOException {
         IOException failure = null;
-        for (KeyFile file : retired) {
-            try {
-                file.close();
-            } catch (IOException e) {
-                failure = e;
-            }
+        try {
+            bookkeeping.closeRetired();
+        } catch (IOException e) {
+            failure = e;
         }
-        retired.clear();
         for (KeyFile file : files) {
             try {
                 file.close();
@@ -370,7 +345,7 @@ public final class KeyIndex implements AutoCloseable {
     }
 
     /** One mapped key-index file. */
-    private static final class KeyFile {
+    private static final class KeyFile implements IndexFiles.MappedFile {
         final Path path;
         final long sequence;
         final StoreFile file;
@@ -531,7 +506,18 @@ public final class KeyIndex implements AutoCloseable {
             count = keep;
         }
 
-        void close() throws IOException {
+        @Override
+        public Path path() {
+            return path;
+        }
+
+        @Override
+        public StoreFile storeFile() {
+            return file;
+        }
+
+        @Override
+        public void close() throws IOException {
             try {
                 arena.close();
             } finally {

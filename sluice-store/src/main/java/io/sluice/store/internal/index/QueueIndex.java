@@ -33,18 +33,14 @@ public final class QueueIndex implements AutoCloseable {
     private final FileIO fileIO;
     private final int entriesPerFile;
     private volatile IndexFile[] files;
-    /** Files retention removed, still mapped until the next retention pass (see {@link #advanceMinOffset}). */
-    private final List<IndexFile> retired = new ArrayList<>();
+    /** Unforced entries and directory, and files retention removed (see {@link #advanceMinOffset}). */
+    private final IndexFiles bookkeeping;
     /** The writer's next offset to fill. */
     private long nextOffset;
     /** Offsets below this are visible to readers. */
     private volatile long publishedEnd;
     /** First offset still stored. */
     private volatile long minOffset;
-    /** Set by the writer when it created a file whose directory entry is not yet forced. */
-    private volatile boolean directoryUnsynced;
-    /** Set by the writer when entries were written since the last force. */
-    private volatile boolean dirty;
 
     private QueueIndex(String topic, int queueId, Path directory, FileIO fileIO, int entriesPerFile,
                        IndexFile[] files) {
@@ -54,6 +50,7 @@ public final class QueueIndex implements AutoCloseable {
         this.fileIO = fileIO;
         this.entriesPerFile = entriesPerFile;
         this.files = files;
+        this.bookkeeping = new IndexFiles(fileIO, directory);
         this.minOffset = files.length == 0 ? 0 : files[0].firstEntry;
     }
 
@@ -161,9 +158,7 @@ public final class QueueIndex implements AutoCloseable {
         file.set(INT, at + QueueIndexFormat.TAG_HASH_OFFSET, tagHash);
         file.set(INT, at + QueueIndexFormat.RECORD_SIZE_OFFSET, recordSize);
         nextOffset = offset + 1;
-        if (!dirty) {
-            dirty = true;
-        }
+        bookkeeping.markWritten();
     }
 
     /** Writer: makes entries below {@code end} visible to readers. */
@@ -212,7 +207,7 @@ public final class QueueIndex implements AutoCloseable {
         }
         try {
             IndexFile file = IndexFile.create(fileIO, directory, firstEntry, entriesPerFile);
-            directoryUnsynced = true;
+            bookkeeping.markCreated();
             IndexFile[] grown = Arrays.copyOf(current, current.length + 1);
             grown[grown.length - 1] = file;
             files = grown;
@@ -275,7 +270,7 @@ public final class QueueIndex implements AutoCloseable {
      * @return the number of files deleted
      */
     public int advanceMinOffset(long logMinPosition) throws IOException {
-        closeRetired();
+        bookkeeping.closeRetired();
         long low = minOffset;
         long high = publishedEnd;
         while (low < high) {
@@ -298,19 +293,8 @@ public final class QueueIndex implements AutoCloseable {
             return 0;
         }
         files = Arrays.copyOfRange(current, drop, current.length);
-        for (int i = 0; i < drop; i++) {
-            retired.add(current[i]);
-            Files.deleteIfExists(current[i].path);
-        }
-        fileIO.syncDirectory(directory);
+        bookkeeping.retire(current, drop);
         return drop;
-    }
-
-    private void closeRetired() throws IOException {
-        for (IndexFile file : retired) {
-            file.close();
-        }
-        retired.clear();
     }
 
     /**
@@ -318,19 +302,7 @@ public final class QueueIndex implements AutoCloseable {
      * file was created since: the checkpoint calls this before it claims the entries durable.
      */
     public void forceIfDirty() throws IOException {
-        if (directoryUnsynced) {
-            directoryUnsynced = false;
-            fileIO.syncDirectory(directory);
-        }
-        if (!dirty) {
-            return;
-        }
-        dirty = false;
-        IndexFile[] current = files;
-        // Only the last two files can have changed since the previous force at checkpoint cadence.
-        for (int i = Math.max(0, current.length - 2); i < current.length; i++) {
-            current[i].file.force();
-        }
+        bookkeeping.forceIfDirty(files);
     }
 
     /** @return the number of index files */
@@ -347,7 +319,7 @@ public final class QueueIndex implements AutoCloseable {
     public void close() throws IOException {
         IOException failure = null;
         try {
-            closeRetired();
+            bookkeeping.closeRetired();
         } catch (IOException e) {
             failure = e;
         }
@@ -364,7 +336,7 @@ public final class QueueIndex implements AutoCloseable {
     }
 
     /** One mapped index file. */
-    private static final class IndexFile {
+    private static final class IndexFile implements IndexFiles.MappedFile {
         final Path path;
         final long firstEntry;
         final StoreFile file;
@@ -414,7 +386,18 @@ public final class QueueIndex implements AutoCloseable {
             }
         }
 
-        void close() throws IOException {
+        @Override
+        public Path path() {
+            return path;
+        }
+
+        @Override
+        public StoreFile storeFile() {
+            return file;
+        }
+
+        @Override
+        public void close() throws IOException {
             try {
                 arena.close();
             } finally {
