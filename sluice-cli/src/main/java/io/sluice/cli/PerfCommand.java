@@ -65,9 +65,10 @@ final class PerfCommand implements Callable<Integer> {
 
     static final int TAIL_WARM_UP_PASSES = 5;
 
-    @Option(names = "--layout", description = "Layout of the perf topic: shared (default), topic or queue (a log per"
-            + " queue, so producers on different queues append to different logs).")
-    String layout = "shared";
+    @Option(names = "--layout", defaultValue = "shared", converter = StoreOptions.LayoutConverter.class,
+            description = "Layout of the perf topic: shared (default), topic or queue (a log per queue, so producers"
+            + " on different queues append to different logs).")
+    TopicLayout layout;
 
     @Option(names = "--transfer", description = "Afterwards, reopen the store and send every queue to a loopback"
             + " socket with transferTo (sendfile), timed.")
@@ -102,17 +103,10 @@ final class PerfCommand implements Callable<Integer> {
         Histogram lookupLatency = null;
         long[] transferResult = null;
         String cacheLine = null;
-        TopicLayout topicLayout;
-        try {
-            topicLayout = TopicLayout.valueOf(layout.toUpperCase(java.util.Locale.ROOT));
-        } catch (IllegalArgumentException e) {
-            throw new picocli.CommandLine.ParameterException(spec.commandLine(),
-                    "--layout must be shared, topic or queue, was " + layout);
-        }
         try (Store s = Store.open(store.dir, config)) {
             // One acknowledged append before the clock starts, so the first segment exists (a fresh store
             // creates it on first use, and zero-filling 1 GiB takes seconds) and only steady state is timed.
-            s.createTopic("perf", topicLayout);
+            s.createTopic("perf", layout);
             s.append("perf-warmup", 0, Message.of(new byte[1])).join();
             for (int queue = 0; queue < queues; queue++) {
                 // In the QUEUE layout each queue's log (and its first segment) is created by its first append.

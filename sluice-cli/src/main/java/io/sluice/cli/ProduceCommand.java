@@ -45,9 +45,9 @@ final class ProduceCommand implements Callable<Integer> {
     @Option(names = "--size", defaultValue = "1024", description = "Body size of generated messages (default 1024).")
     int size;
 
-    @Option(names = "--layout", description = "For a new topic: shared (one log for all such topics, the default),"
-            + " topic (a log of its own) or queue (a log per queue).")
-    String layout;
+    @Option(names = "--layout", converter = StoreOptions.LayoutConverter.class, description = "For a new topic:"
+            + " shared (one log for all such topics, the default), topic (a log of its own) or queue (a log per queue).")
+    TopicLayout layout;
 
     @Option(names = "--keyed", description = "Message i (from 0, in this run) carries the key key-<i>.")
     boolean keyed;
@@ -73,17 +73,9 @@ final class ProduceCommand implements Callable<Integer> {
         ScheduledExecutorService reporter = Executors.newSingleThreadScheduledExecutor(
                 r -> Thread.ofPlatform().daemon(true).name("produce-progress").unstarted(r));
         reporter.scheduleAtFixedRate(() -> report(out, "progress", acknowledged.get(), started), 1, 1, TimeUnit.SECONDS);
-        TopicLayout topicLayout = null;
-        if (layout != null) {
-            try {
-                topicLayout = TopicLayout.valueOf(layout.toUpperCase(java.util.Locale.ROOT));
-            } catch (IllegalArgumentException e) {
-                throw new ParameterException(spec.commandLine(), "--layout must be shared, topic or queue, was " + layout);
-            }
-        }
         try (Store s = Store.open(store.dir, store.config())) {
-            if (topicLayout != null) {
-                s.createTopic(topic, topicLayout);
+            if (layout != null) {
+                s.createTopic(topic, layout);
             }
             ArrayDeque<CompletableFuture<AppendResult>> inFlight = new ArrayDeque<>();
             if (count != null) {

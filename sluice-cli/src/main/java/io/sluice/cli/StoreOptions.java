@@ -3,12 +3,16 @@ package io.sluice.cli;
 import io.sluice.store.FlushMode;
 import io.sluice.store.RetentionPolicy;
 import io.sluice.store.SegmentAllocation;
+import io.sluice.store.TopicLayout;
 import io.sluice.store.WarmUp;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Locale;
 import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.TypeConversionException;
 import picocli.CommandLine.Option;
 
 /** Options shared by commands that open a store. */
@@ -39,9 +43,9 @@ final class StoreOptions {
     @Option(names = "--retention-bytes", description = "Delete the oldest segments while the log is larger.")
     Long retentionBytes;
 
-    @Option(names = "--pre-touch", description = "Fault new MMAP segments in ahead of use: none (default), read or"
-            + " write.")
-    String preTouch;
+    @Option(names = "--pre-touch", converter = PreTouchConverter.class, description = "Fault new MMAP segments in"
+            + " ahead of use: none (default), read or write.")
+    WarmUp.PreTouch preTouch;
 
     @Option(names = "--cache-bytes", description = "Read cache of the write-buffer and direct paths, in bytes"
             + " (default 256 MiB; 0 for none).")
@@ -63,15 +67,8 @@ final class StoreOptions {
             retention = retention.withRetentionBytes(retentionBytes);
         }
         StoreConfig.Builder builder = StoreConfig.builder().flushMode(flush).writePath(writePath).retention(retention);
-        WarmUp.PreTouch touch = WarmUp.defaults().preTouch();
-        if (preTouch != null) {
-            try {
-                touch = WarmUp.PreTouch.valueOf(preTouch.toUpperCase(java.util.Locale.ROOT));
-            } catch (IllegalArgumentException e) {
-                throw new IllegalArgumentException("--pre-touch must be none, read or write, was " + preTouch);
-            }
-        }
-        builder.warmUp(new WarmUp(touch, WarmUp.defaults().adviseReads(), lockActive));
+        builder.warmUp(new WarmUp(preTouch != null ? preTouch : WarmUp.defaults().preTouch(),
+                WarmUp.defaults().adviseReads(), lockActive));
         if (cacheBytes != null) {
             builder.cacheBytes(cacheBytes);
         }
@@ -90,27 +87,61 @@ final class StoreOptions {
         return builder.build();
     }
 
-    /** Accepts sync / async in any case. */
-    static final class FlushConverter implements ITypeConverter<FlushMode> {
+    /** Accepts an enum constant's name in any case, with '-' for '_' (write-buffer, zero-fill). */
+    abstract static class NameConverter<E extends Enum<E>> implements ITypeConverter<E> {
+        private final Class<E> type;
+
+        NameConverter(Class<E> type) {
+            this.type = type;
+        }
+
         @Override
-        public FlushMode convert(String value) {
-            return FlushMode.valueOf(value.toUpperCase(Locale.ROOT));
+        public E convert(String value) {
+            for (E constant : type.getEnumConstants()) {
+                if (constant.name().equals(value.toUpperCase(Locale.ROOT).replace('-', '_'))) {
+                    return constant;
+                }
+            }
+            List<String> names = new ArrayList<>();
+            for (E constant : type.getEnumConstants()) {
+                names.add(constant.name().toLowerCase(Locale.ROOT).replace('_', '-'));
+            }
+            throw new TypeConversionException("expected one of " + String.join(", ", names) + ", was '" + value + "'");
         }
     }
 
-    /** Accepts fallocate / zero-fill in any case. */
-    static final class AllocationConverter implements ITypeConverter<SegmentAllocation> {
-        @Override
-        public SegmentAllocation convert(String value) {
-            return SegmentAllocation.valueOf(value.toUpperCase(Locale.ROOT).replace('-', '_'));
+    /** sync / async. */
+    static final class FlushConverter extends NameConverter<FlushMode> {
+        FlushConverter() {
+            super(FlushMode.class);
         }
     }
 
-    /** Accepts mmap / write-buffer / channel / direct in any case. */
-    static final class WritePathConverter implements ITypeConverter<WritePath> {
-        @Override
-        public WritePath convert(String value) {
-            return WritePath.valueOf(value.toUpperCase(Locale.ROOT).replace('-', '_'));
+    /** fallocate / zero-fill. */
+    static final class AllocationConverter extends NameConverter<SegmentAllocation> {
+        AllocationConverter() {
+            super(SegmentAllocation.class);
+        }
+    }
+
+    /** mmap / write-buffer / channel / direct. */
+    static final class WritePathConverter extends NameConverter<WritePath> {
+        WritePathConverter() {
+            super(WritePath.class);
+        }
+    }
+
+    /** none / read / write. */
+    static final class PreTouchConverter extends NameConverter<WarmUp.PreTouch> {
+        PreTouchConverter() {
+            super(WarmUp.PreTouch.class);
+        }
+    }
+
+    /** shared / topic / queue. */
+    static final class LayoutConverter extends NameConverter<TopicLayout> {
+        LayoutConverter() {
+            super(TopicLayout.class);
         }
     }
 }
