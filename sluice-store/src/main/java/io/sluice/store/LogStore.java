@@ -193,11 +193,16 @@ final class LogStore implements AutoCloseable {
         }
     }
 
+    private static final int[] NO_KEY_HASHES = new int[0];
+
     /** The key-index hashes of every key of every message, in order, computed before the append lock is taken. */
     private static int[] keyHashes(String topic, PreparedMessage[] messages) {
         int count = 0;
         for (PreparedMessage message : messages) {
             count += message.keys().size();
+        }
+        if (count == 0) {
+            return NO_KEY_HASHES;
         }
         int[] hashes = new int[count];
         int at = 0;
@@ -514,6 +519,13 @@ final class LogStore implements AutoCloseable {
      */
     public LookupResult lookupByKey(String topic, String key, int maxResults, long fromMillis, long toMillis) {
         Names.checkTopic(topic);
+        checkLookup(key, maxResults, fromMillis, toMillis);
+        checkOpen();
+        return KeyLookup.run(indexes.keys(), log, topic, key, maxResults, fromMillis, toMillis, readLimit());
+    }
+
+    /** @throws IllegalArgumentException naming the rule a key lookup's arguments break */
+    static void checkLookup(String key, int maxResults, long fromMillis, long toMillis) {
         Objects.requireNonNull(key, "key");
         if (key.isEmpty()) {
             throw new IllegalArgumentException("key must not be empty");
@@ -525,8 +537,6 @@ final class LogStore implements AutoCloseable {
             throw new IllegalArgumentException("the time range must satisfy 0 <= fromMillis <= toMillis, was ["
                     + fromMillis + ", " + toMillis + "]");
         }
-        checkOpen();
-        return KeyLookup.run(indexes.keys(), log, topic, key, maxResults, fromMillis, toMillis, readLimit());
     }
 
     /** @return the first queue offset still stored; 0 for an unknown queue */

@@ -332,12 +332,12 @@ public final class Store implements AutoCloseable {
      */
     public LookupResult lookupByKey(String topic, String key, int maxResults, long fromMillis, long toMillis) {
         Names.checkTopic(topic);
+        LogStore.checkLookup(key, maxResults, fromMillis, toMillis);
+        checkOpen();
         List<LogStore> logs = logsOf(topic);
         if (logs.size() == 1) {
             return logs.getFirst().lookupByKey(topic, key, maxResults, fromMillis, toMillis);
         }
-        LookupResult validated = shared.lookupByKey(topic, key, maxResults, fromMillis, toMillis);
-        validated.close(); // the shared log holds none of a QUEUE topic's messages; this checked the arguments
         List<LookupResult> parts = new ArrayList<>();
         for (LogStore log : logs) {
             parts.add(log.lookupByKey(topic, key, maxResults, fromMillis, toMillis));

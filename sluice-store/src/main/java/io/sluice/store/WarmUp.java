@@ -22,14 +22,12 @@ public record WarmUp(PreTouch preTouch, boolean adviseReads, boolean lockActiveS
         NONE,
         /**
          * {@code MADV_POPULATE_READ}: page-cache pages and page tables are set up without dirtying anything;
-         * the first write to a page still takes a cheap write fault. Measured here: copying 1 KiB records into
-         * a fresh 512 MiB mapping ran at 0.57 GB/s untouched and 6 GB/s after this.
+         * the first write to a page still takes a cheap write fault.
          */
         READ,
         /**
          * {@code MADV_POPULATE_WRITE}, then a force: pages are writable and clean before use (RocketMQ's
-         * {@code warmMappedFile}). Copies then ran at 29-33 GB/s, but each segment costs a full write of zeros
-         * to the device in the background.
+         * {@code warmMappedFile}). Each segment costs a full write of zeros to the device in the background.
          */
         WRITE
     }

@@ -6,7 +6,8 @@ import java.util.concurrent.atomic.AtomicLong;
 
 /**
  * The crash tests' child process: appends with SYNC flush from several threads forever and prints one line
- * per acknowledged message, {@code ACK <topic> <queue> <offset> <crc> END}, only after its future completed. The
+ * per acknowledged message, {@code ACK <topic> <queue> <offset> <crc> END}, only after its future completed, and
+ * in retention mode one line per consumer position it registered, {@code COMMIT <offset> END}, printed just before registering it. The
  * parent kills it with SIGKILL at a random moment.
  */
 public final class CrashChild {
@@ -48,6 +49,10 @@ public final class CrashChild {
                 while (true) {
                     long position = Math.max(store.committedOffset(GROUP, "crash", 0).orElse(0),
                             acknowledgedEnd.get() - 300);
+                    // Printed before registering, so the parent knows every position that may have been saved.
+                    synchronized (out) {
+                        out.println("COMMIT " + Math.max(0, position) + " END");
+                    }
                     store.commitOffset(GROUP, "crash", 0, Math.max(0, position));
                     java.util.concurrent.locks.LockSupport.parkNanos(10_000_000);
                 }

@@ -294,7 +294,8 @@ class RetentionTest {
             appendMessages(store, "t", 600);
             store.enforceRetention();
         }
-        Segment segment = Segment.open(io, segmentFiles().getFirst(), 0, false);
+        Path file = segmentFiles().getFirst();
+        Segment segment = Segment.open(io, file, Long.parseLong(file.getFileName().toString()), false);
         assertThat(segment.retain()).isTrue();
         segment.release();
         segment.retire();

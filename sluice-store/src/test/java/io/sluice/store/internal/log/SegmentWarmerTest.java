@@ -9,7 +9,9 @@ import io.sluice.store.internal.io.NativeIO;
 import io.sluice.store.io.FileIO;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import org.junit.jupiter.api.Assumptions;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.extension.ExtendWith;
 import org.junit.jupiter.api.io.TempDir;
@@ -80,16 +82,32 @@ class SegmentWarmerTest {
     }
 
     @Test
-    void theActiveSegmentCanBeLockedAndUnlocked() throws Exception {
+    void theActiveSegmentIsLockedWhileActiveAndUnlockedWhenSealed() throws Exception {
+        // Locking needs CAP_IPC_LOCK or a large enough RLIMIT_MEMLOCK; where refused, the warmer goes on
+        // without it (lockingAndAdviceRefusedByTheKernel... covers that), and there is nothing to check here.
+        try (Segment probe = fresh()) {
+            Assumptions.assumeTrue(NativeIO.mlock(probe.mapping()) && NativeIO.munlock(probe.mapping()),
+                    "mlock is not permitted here");
+        }
+        Files.deleteIfExists(dir.resolve(Segment.fileName(0)));
         try (Segment segment = fresh()) {
             SegmentWarmer warmer = new SegmentWarmer(new WarmUp(WarmUp.PreTouch.NONE, true, true), true);
+            long before = lockedKilobytes();
             warmer.activated(segment);
-            // Locking faults every page in (where permitted: as root, or within RLIMIT_MEMLOCK).
-            boolean locked = NativeIO.munlock(segment.mapping());
-            if (locked) {
-                assertThat(segment.mapping().isLoaded()).isTrue();
-            }
+            assertThat(lockedKilobytes() - before).isEqualTo(SIZE / 1024);
+            assertThat(segment.mapping().isLoaded()).isTrue();
             warmer.sealed(segment, true);
+            assertThat(lockedKilobytes()).isEqualTo(before);
         }
+    }
+
+    /** @return VmLck of this process, in KiB */
+    private static long lockedKilobytes() throws Exception {
+        for (String line : Files.readAllLines(Path.of("/proc/self/status"))) {
+            if (line.startsWith("VmLck:")) {
+                return Long.parseLong(line.replaceAll("[^0-9]", ""));
+            }
+        }
+        throw new AssertionError("no VmLck in /proc/self/status");
     }
 }
