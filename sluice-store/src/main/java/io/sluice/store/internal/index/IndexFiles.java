@@ -87,17 +87,39 @@ final class IndexFiles {
         fileIO.syncDirectory(directory);
     }
 
-    /** Unmaps the files retired by the previous pass (and at close). */
+    /** Unmaps the files retired by the previous pass. */
     void closeRetired() throws IOException {
+        closeAll(retired.toArray(MappedFile[]::new));
+        retired.clear();
+    }
+
+    /** The index's close: unmaps the retired files and {@code files}, trying every one. */
+    void close(MappedFile[] files) throws IOException {
         IOException failure = null;
-        for (MappedFile file : retired) {
+        try {
+            closeRetired();
+        } catch (IOException e) {
+            failure = e;
+        }
+        try {
+            closeAll(files);
+        } catch (IOException e) {
+            failure = e;
+        }
+        if (failure != null) {
+            throw failure;
+        }
+    }
+
+    private static void closeAll(MappedFile[] files) throws IOException {
+        IOException failure = null;
+        for (MappedFile file : files) {
             try {
                 file.close();
             } catch (IOException e) {
                 failure = e;
             }
         }
-        retired.clear();
         if (failure != null) {
             throw failure;
         }

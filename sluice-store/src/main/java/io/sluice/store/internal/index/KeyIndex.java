@@ -325,23 +325,9 @@ public final class KeyIndex implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
-        IOException failure = null;
-        try {
-            bookkeeping.closeRetired();
-        } catch (IOException e) {
-            failure = e;
-        }
-        for (KeyFile file : files) {
-            try {
-                file.close();
-            } catch (IOException e) {
-                failure = e;
-            }
-        }
+        KeyFile[] closing = files;
         files = new KeyFile[0];
-        if (failure != null) {
-            throw failure;
-        }
+        bookkeeping.close(closing);
     }
 
     /** One mapped key-index file. */

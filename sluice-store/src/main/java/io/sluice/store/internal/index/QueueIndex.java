@@ -317,22 +317,7 @@ public final class QueueIndex implements AutoCloseable {
 
     @Override
     public void close() throws IOException {
-        IOException failure = null;
-        try {
-            bookkeeping.closeRetired();
-        } catch (IOException e) {
-            failure = e;
-        }
-        for (IndexFile file : files) {
-            try {
-                file.close();
-            } catch (IOException e) {
-                failure = e;
-            }
-        }
-        if (failure != null) {
-            throw failure;
-        }
+        bookkeeping.close(files);
     }
 
     /** One mapped index file. */
