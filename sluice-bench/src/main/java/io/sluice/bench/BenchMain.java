@@ -1,6 +1,7 @@
 package io.sluice.bench;
 
 import io.sluice.bench.experiments.IoCopy;
+import io.sluice.bench.experiments.MmapVsChannel;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -11,7 +12,7 @@ import picocli.CommandLine.Command;
 @Command(name = "sluice bench", mixinStandardHelpOptions = true, version = "sluice bench 0.1.0",
         description = "Reproduce the I/O experiments Sluice is designed from on this machine, and race Sluice "
                 + "against peer stores.",
-        subcommands = {IoCopy.class})
+        subcommands = {IoCopy.class, MmapVsChannel.class})
 public final class BenchMain {
 
     private BenchMain() {

@@ -10,6 +10,9 @@ import me.tongfei.progressbar.ProgressBarStyle;
  */
 public final class Progress implements AutoCloseable {
 
+    /** Draws nothing. */
+    public static final Progress NONE = new Progress("", 0, true);
+
     private final ProgressBar bar;
 
     Progress(String task, long total, boolean quiet) {
