@@ -3,6 +3,7 @@ package io.sluice.bench;
 import io.sluice.bench.experiments.IoCopy;
 import io.sluice.bench.experiments.MmapVsChannel;
 import io.sluice.bench.experiments.SmallIo;
+import io.sluice.bench.experiments.Peers;
 import io.sluice.bench.experiments.StoreRun;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -14,7 +15,7 @@ import picocli.CommandLine.Command;
 @Command(name = "sluice bench", mixinStandardHelpOptions = true, version = "sluice bench 0.1.0",
         description = "Reproduce the I/O experiments Sluice is designed from on this machine, and race Sluice "
                 + "against peer stores.",
-        subcommands = {IoCopy.class, MmapVsChannel.class, SmallIo.class, StoreRun.class})
+        subcommands = {IoCopy.class, MmapVsChannel.class, SmallIo.class, StoreRun.class, Peers.class})
 public final class BenchMain {
 
     private BenchMain() {

@@ -76,7 +76,7 @@ public final class Race {
             Phase measured = phase(target, scenario, seconds);
             long cpu = cpuNanos() - cpuBefore;
             long acknowledged = warmUp.messages + measured.messages;
-            long stored = target.count();
+            long stored = target.count(acknowledged);
             lab.check(stored == acknowledged, name + " " + scenario.label() + ": stores " + stored
                     + " messages, as many as were acknowledged (" + acknowledged + ")");
             int queues = Math.min(Target.QUEUES, scenario.producers);

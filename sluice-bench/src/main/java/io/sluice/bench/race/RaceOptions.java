@@ -25,7 +25,7 @@ public final class RaceOptions {
     int batch = 32;
 
     @Option(names = "--segment-size", paramLabel = "SIZE", description = "Commit-log segment size for every "
-            + "store (default 1g; 64m with --quick).")
+            + "store (default 1g, the size Sluice and RocketMQ use by default; 64m with --quick).")
     String segmentSize;
 
     @Option(names = "--rounds", paramLabel = "N", description = "Runs of every cell; the median is reported "
@@ -53,8 +53,8 @@ public final class RaceOptions {
             throw new UsageException("--rounds must be between 1 and 99");
         }
         long segment = segmentBytes(false);
-        if (segment < (1 << 20) || segment > (1L << 30)) {
-            throw new UsageException("--segment-size must be between 1m and 1g");
+        if (segment < (64 << 20) || segment > (1L << 30)) {
+            throw new UsageException("--segment-size must be between 64m and 1g");
         }
     }
 

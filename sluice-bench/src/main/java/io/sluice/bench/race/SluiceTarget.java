@@ -31,7 +31,7 @@ final class SluiceTarget implements Target {
     }
 
     @Override
-    public long count() {
+    public long count(long acknowledged) {
         long count = 0;
         for (int queue : store.queues(TOPIC)) {
             count += store.maxOffset(TOPIC, queue) - store.minOffset(TOPIC, queue);

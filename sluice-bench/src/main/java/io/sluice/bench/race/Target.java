@@ -21,11 +21,12 @@ public interface Target extends AutoCloseable {
     void send(int queue, List<byte[]> bodies) throws Exception;
 
     /**
-     * Waits until every acknowledged message is readable, then counts them.
+     * Counts the messages stored, first waiting (up to 30 s) for {@code acknowledged} of them to become
+     * readable where the store makes them readable later than it acknowledges them.
      *
      * @return messages stored
      */
-    long count() throws Exception;
+    long count(long acknowledged) throws Exception;
 
     /** @return the body of the first message in {@code queue}, read back through the store's read path */
     byte[] first(int queue) throws Exception;
