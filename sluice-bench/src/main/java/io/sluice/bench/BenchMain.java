@@ -1,9 +1,11 @@
 package io.sluice.bench;
 
 import io.sluice.bench.experiments.IoCopy;
+import io.sluice.bench.experiments.MmapModes;
 import io.sluice.bench.experiments.MmapVsChannel;
 import io.sluice.bench.experiments.SmallIo;
 import io.sluice.bench.experiments.Peers;
+import io.sluice.bench.experiments.Report;
 import io.sluice.bench.experiments.StoreRun;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
@@ -15,7 +17,7 @@ import picocli.CommandLine.Command;
 @Command(name = "sluice bench", mixinStandardHelpOptions = true, version = "sluice bench 0.1.0",
         description = "Reproduce the I/O experiments Sluice is designed from on this machine, and race Sluice "
                 + "against peer stores.",
-        subcommands = {IoCopy.class, MmapVsChannel.class, SmallIo.class, StoreRun.class, Peers.class})
+        subcommands = {All.class, IoCopy.class, MmapVsChannel.class, SmallIo.class, StoreRun.class, Peers.class, MmapModes.class, Report.class})
 public final class BenchMain {
 
     private BenchMain() {

@@ -85,7 +85,7 @@ public final class Peers extends Experiment {
         for (Durability durability : Durability.values()) {
             runs += contenders.stream().filter(c -> c.syncToo || durability == Durability.ASYNC).count();
         }
-        runs *= (long) race.bodyBytes().size() * race.producers().size() * rounds;
+        runs *= (long) race.bodyBytes().size() * race.producers(quick).size() * rounds;
         int run = 0;
         try (Progress progress = lab.progress("runs", runs)) {
             for (Durability durability : Durability.values()) {
@@ -93,7 +93,7 @@ public final class Peers extends Experiment {
                         .filter(c -> c.syncToo || durability == Durability.ASYNC).toList();
                 for (int body : race.bodyBytes()) {
                     Map<String, List<Double>> chart = new LinkedHashMap<>();
-                    for (int producers : race.producers()) {
+                    for (int producers : race.producers(quick)) {
                         Race.Scenario scenario = new Race.Scenario(durability, body, producers,
                                 durability == Durability.SYNC ? 1 : race.batch());
                         Map<String, List<Race.Outcome>> outcomes = new LinkedHashMap<>();
@@ -126,7 +126,7 @@ public final class Peers extends Experiment {
                     lab.chart("peers-" + durability.name().toLowerCase() + "-" + Sizes.format(body),
                             Charts.bars(durability + ", " + Sizes.format(body) + " bodies: messages/s (higher is "
                                             + "better)", "producers", "messages/s (log)",
-                                    race.producers().stream().map(String::valueOf).toList(), chart, true));
+                                    race.producers(quick).stream().map(String::valueOf).toList(), chart, true));
                 }
             }
         }

@@ -59,13 +59,13 @@ public final class StoreRun extends Experiment {
         List<WritePath> paths = List.of(WritePath.values());
         Table table = RaceTable.table(lab, "store", "Sluice, median of " + rounds + " round(s) of "
                 + race.seconds(quick) + " s per cell", "durability", "body", "producers", "write path");
-        long cells = 2L * race.bodyBytes().size() * race.producers().size() * paths.size() * rounds;
+        long cells = 2L * race.bodyBytes().size() * race.producers(quick).size() * paths.size() * rounds;
         int run = 0;
         try (Progress progress = lab.progress("runs", cells)) {
             for (Durability durability : Durability.values()) {
                 for (int body : race.bodyBytes()) {
                     Map<String, List<Double>> throughput = new LinkedHashMap<>();
-                    for (int producers : race.producers()) {
+                    for (int producers : race.producers(quick)) {
                         for (WritePath path : paths) {
                             Race.Scenario scenario = new Race.Scenario(durability, body, producers,
                                     durability == Durability.SYNC ? 1 : race.batch());
@@ -89,7 +89,7 @@ public final class StoreRun extends Experiment {
                             Charts.bars("Sluice " + durability + ", " + Sizes.format(body) + " bodies"
                                             + (durability == Durability.ASYNC ? ", batches of " + race.batch() : "")
                                             + ": messages/s (higher is better)", "producers", "messages/s (log)",
-                                    race.producers().stream().map(String::valueOf).toList(), throughput, true));
+                                    race.producers(quick).stream().map(String::valueOf).toList(), throughput, true));
                 }
             }
         }

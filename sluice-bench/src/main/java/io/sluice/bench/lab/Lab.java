@@ -115,9 +115,7 @@ public final class Lab {
         LabOptions options = experiment.options();
         String name = experiment.name();
         try {
-            experiment.validate();
-            checkResultsDirectory(options.results);
-            checkFreeSpace(options.workDirectory(), experiment.workBytes(), name);
+            precheck(experiment);
         } catch (UsageException e) {
             err.println("sluice bench " + name + ": " + e.getMessage());
             err.flush();
@@ -167,6 +165,19 @@ public final class Lab {
         }
     }
 
+    /**
+     * Checks an experiment's options, its results directory and the free space it needs, before anything is
+     * written.
+     *
+     * @throws UsageException saying what is wrong
+     */
+    public static void precheck(Experiment experiment) {
+        LabOptions options = experiment.options();
+        experiment.validate();
+        checkResultsDirectory(options.results);
+        checkFreeSpace(options.workDirectory(), experiment.workBytes(), experiment.name());
+    }
+
     private void publish(Path directory, Instant started) throws IOException {
         for (Table table : tables) {
             Files.writeString(directory.resolve(table.name() + ".csv"), table.csv());
@@ -188,7 +199,45 @@ public final class Lab {
         json.put("notes", notes);
         json.put("checks", checks);
         Files.writeString(directory.resolve("result.json"), Json.write(json));
+        Files.writeString(directory.resolve("summary.md"), markdown(started));
+        Files.writeString(directory.resolve("summary.html"), html(started));
         Files.writeString(directory.resolve("machine.json"), Json.write(machine.toMap()));
+    }
+
+    /** The run as a Markdown section for the report; chart paths are relative to the results directory. */
+    private String markdown(Instant started) {
+        StringBuilder out = new StringBuilder("## ").append(experiment.name()).append(": ")
+                .append(experiment.title()).append("\n\n")
+                .append("`").append(experiment.command()).append("` (").append(started).append(", ")
+                .append(String.format("%.0f s", secondsSince(started))).append(", ").append(checks.size())
+                .append(" self-checks passed)\n\nMachine: ").append(machine.summary()).append("\n\n");
+        for (Table table : tables) {
+            out.append(table.markdown()).append('\n');
+        }
+        for (String chart : charts.keySet()) {
+            out.append("![").append(chart).append("](").append(experiment.name()).append('/').append(chart)
+                    .append(".png)\n\n");
+        }
+        notes.forEach(n -> out.append("- ").append(n).append('\n'));
+        return out.append('\n').toString();
+    }
+
+    /** The run as an HTML section for the report. */
+    private String html(Instant started) {
+        StringBuilder out = new StringBuilder("<section id=\"").append(experiment.name()).append("\">\n<h2>")
+                .append(Html.escape(experiment.name() + ": " + experiment.title())).append("</h2>\n<p><code>")
+                .append(Html.escape(experiment.command())).append("</code> (").append(started).append(", ")
+                .append(String.format("%.0f s", secondsSince(started))).append(", ").append(checks.size())
+                .append(" self-checks passed)</p>\n<p>Machine: ").append(Html.escape(machine.summary()))
+                .append("</p>\n");
+        tables.forEach(t -> out.append(t.html()));
+        for (String chart : charts.keySet()) {
+            out.append("<img src=\"").append(experiment.name()).append('/').append(chart).append(".png\" alt=\"")
+                    .append(chart).append("\">\n");
+        }
+        out.append("<ul>\n");
+        notes.forEach(n -> out.append("<li>").append(Html.escape(n)).append("</li>\n"));
+        return out.append("</ul>\n</section>\n").toString();
     }
 
     private void printSummary(Path target, Instant started) {

@@ -81,6 +81,35 @@ public final class Table {
         return rows.get(renderedLine - 1);
     }
 
+    /** @return the table as Markdown, title first */
+    String markdown() {
+        StringBuilder out = new StringBuilder("**").append(title).append("**\n\n| ")
+                .append(String.join(" | ", columns)).append(" |\n|");
+        for (int i = 0; i < columns.size(); i++) {
+            out.append(" --- |");
+        }
+        out.append('\n');
+        for (List<Object> row : rows) {
+            out.append("| ").append(String.join(" | ", row.stream().map(Table::human).toList())).append(" |\n");
+        }
+        return out.toString();
+    }
+
+    /** @return the table as an HTML fragment */
+    String html() {
+        StringBuilder out = new StringBuilder("<table>\n<caption>").append(Html.escape(title))
+                .append("</caption>\n<tr>");
+        columns.forEach(c -> out.append("<th>").append(Html.escape(c)).append("</th>"));
+        out.append("</tr>\n");
+        for (List<Object> row : rows) {
+            out.append("<tr>");
+            row.forEach(v -> out.append(v instanceof Number ? "<td class=n>" : "<td>")
+                    .append(Html.escape(human(v))).append("</td>"));
+            out.append("</tr>\n");
+        }
+        return out.append("</table>\n").toString();
+    }
+
     String csv() {
         StringBuilder out = new StringBuilder(String.join(",", columns.stream().map(Table::csvCell).toList()));
         out.append('\n');

@@ -127,6 +127,11 @@ public final class RocketMqTarget implements Target {
             Thread.sleep(5);
             count = queued();
         }
+        if (count < acknowledged) {
+            System.err.printf("rocketmq: %d of %d acknowledged messages readable after 30 s; the dispatcher is %d "
+                            + "bytes behind a commit log of %d%n", count, acknowledged, store.dispatchBehindBytes(),
+                    store.getMaxPhyOffset());
+        }
         return count;
     }
 

@@ -15,8 +15,9 @@ public final class RaceOptions {
             + "store (default 1; 0.1 with --quick).")
     Double warmUpSeconds;
 
-    @Option(names = "--producers", split = ",", paramLabel = "N", description = "Producer counts (default 1,16,64,256).")
-    List<Integer> producers = List.of(1, 16, 64, 256);
+    @Option(names = "--producers", split = ",", paramLabel = "N", description = "Producer counts (default "
+            + "1,16,64,256; 1,256 with --quick).")
+    List<Integer> producers;
 
     @Option(names = "--body", split = ",", paramLabel = "SIZE", description = "Body sizes (default 100,1k).")
     List<String> bodies = List.of("100", "1k");
@@ -25,7 +26,7 @@ public final class RaceOptions {
     int batch = 32;
 
     @Option(names = "--segment-size", paramLabel = "SIZE", description = "Commit-log segment size for every "
-            + "store (default 1g, the size Sluice and RocketMQ use by default; 64m with --quick).")
+            + "store (default 1g, the size Sluice and RocketMQ use by default; 256m with --quick).")
     String segmentSize;
 
     @Option(names = "--rounds", paramLabel = "N", description = "Runs of every cell; the median is reported "
@@ -34,7 +35,7 @@ public final class RaceOptions {
 
     /** Checks ranges. @throws UsageException naming the option */
     public void validate() {
-        if (producers.isEmpty() || producers.stream().anyMatch(p -> p < 1 || p > 10_000)) {
+        if (producers != null && (producers.isEmpty() || producers.stream().anyMatch(p -> p < 1 || p > 10_000))) {
             throw new UsageException("--producers must be between 1 and 10000");
         }
         for (String body : bodies) {
@@ -74,8 +75,8 @@ public final class RaceOptions {
     }
 
     /** @return producer counts */
-    public List<Integer> producers() {
-        return List.copyOf(producers);
+    public List<Integer> producers(boolean quick) {
+        return producers != null ? List.copyOf(producers) : quick ? List.of(1, 256) : List.of(1, 16, 64, 256);
     }
 
     /** @return messages per ASYNC send */
@@ -85,7 +86,7 @@ public final class RaceOptions {
 
     /** @return segment size in bytes */
     public long segmentBytes(boolean quick) {
-        return Sizes.parse(segmentSize != null ? segmentSize : quick ? "64m" : "1g");
+        return Sizes.parse(segmentSize != null ? segmentSize : quick ? "256m" : "1g");
     }
 
     /** @return rounds per cell */
