@@ -54,6 +54,9 @@ final class All implements Callable<Integer> {
         }
         List<String> failed = new ArrayList<>();
         for (Experiment experiment : experiments) {
+            // Experiments share this JVM: let the last one's buffers go (RocketMQ's pools are direct memory)
+            // before the next one measures, and before mmap-modes samples this process's memory.
+            System.gc();
             if (experiment.execute(out, err) != 0) {
                 failed.add(experiment.name());
             }

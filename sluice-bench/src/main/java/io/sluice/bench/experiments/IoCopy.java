@@ -215,7 +215,7 @@ public final class IoCopy extends Experiment {
         return size;
     }
 
-    private static long transferTo(Path from, Path to, long size, long capNanos, Progress progress)
+    static long transferTo(Path from, Path to, long size, long capNanos, Progress progress)
             throws IOException {
         try (FileChannel in = FileChannel.open(from, StandardOpenOption.READ);
              FileChannel out = FileChannel.open(to, StandardOpenOption.CREATE_NEW, StandardOpenOption.WRITE)) {

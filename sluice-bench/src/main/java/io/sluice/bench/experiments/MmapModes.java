@@ -66,18 +66,19 @@ public final class MmapModes extends Experiment {
         return bytes();
     }
 
-    /** One sample: bytes written so far and the memory figures, in bytes. */
-    private record Sample(long written, long rssAnon, long rssFile, long dirty, long writeback) {
+    /** One sample: seconds since the writing began, bytes written so far, and the memory figures in bytes. */
+    private record Sample(double seconds, long written, long rss, long rssAnon, long rssFile, long dirty,
+                          long writeback) {
     }
 
     @Override
     public void run(Lab lab) throws Exception {
         long target = bytes();
         Table table = lab.table("mmap-modes", "Writing " + Sizes.format(target) + " through a mapping "
-                        + "(MiB; peak = largest sample)", "mapping", "written MiB", "peak anonymous MiB",
-                "peak file-backed MiB", "peak dirty + writeback MiB", "file holds the writes");
-        Map<String, double[][]> anonymous = new LinkedHashMap<>();
-        Map<String, double[][]> fileBacked = new LinkedHashMap<>();
+                        + "(MiB; growth = largest sample minus the sample before the first write)", "mapping",
+                "written MiB", "anonymous growth MiB", "file-backed growth MiB", "peak dirty + writeback MiB",
+                "file holds the writes");
+        Map<String, double[][]> lines = new LinkedHashMap<>();
         for (String mode : List.of("shared", "private")) {
             Path file = lab.work().resolve(mode);
             long limit = target;
@@ -94,37 +95,43 @@ public final class MmapModes extends Experiment {
             boolean reachedFile = holdsPattern(file, written);
             lab.check(reachedFile == mode.equals("shared"), mode + " mapping: the file "
                     + (reachedFile ? "holds" : "does not hold") + " the written bytes after unmapping");
-            double peakAnon = samples.stream().mapToLong(Sample::rssAnon).max().orElse(0) / 1048576.0;
-            double peakFile = samples.stream().mapToLong(Sample::rssFile).max().orElse(0) / 1048576.0;
+            Sample before = samples.getFirst();
+            double peakAnon = (samples.stream().mapToLong(Sample::rssAnon).max().orElse(0) - before.rssAnon)
+                    / 1048576.0;
+            double peakFile = (samples.stream().mapToLong(Sample::rssFile).max().orElse(0) - before.rssFile)
+                    / 1048576.0;
             double peakDirty = samples.stream().mapToLong(s -> s.dirty + s.writeback).max().orElse(0) / 1048576.0;
             table.add(mode, written / 1048576.0, peakAnon, peakFile, peakDirty, reachedFile ? "yes" : "no");
-            lab.figure(mode + " peak anonymous MiB", peakAnon);
-            lab.figure(mode + " peak file-backed MiB", peakFile);
-            anonymous.put(mode + ": anonymous", series(samples, Sample::rssAnon));
-            fileBacked.put(mode + ": file-backed", series(samples, Sample::rssFile));
+            lab.figure(mode + " anonymous growth MiB", peakAnon);
+            lab.figure(mode + " file-backed growth MiB", peakFile);
+            lines.put(mode + ": resident", series(samples, s -> s.rss - before.rss));
+            lines.put(mode + ": anonymous", series(samples, s -> s.rssAnon - before.rssAnon));
+            lines.put(mode + ": file-backed", series(samples, s -> s.rssFile - before.rssFile));
             Files.delete(file);
         }
-        Map<String, double[][]> all = new LinkedHashMap<>(anonymous);
-        all.putAll(fileBacked);
-        lab.chart("mmap-modes", Charts.lines("Resident memory while writing through a mapping",
-                "MiB written", "MiB resident", all));
+        lab.chart("mmap-modes", Charts.lines("Process memory while writing " + Sizes.format(target)
+                + " through a shared, then a private mapping", "seconds since that mapping's first write", "MiB above the process's memory before it",
+                lines));
         long swap = meminfo("SwapTotal");
         lab.note(String.format("A private mapping turns every written page into anonymous memory (copy on write) "
                 + "that never reaches the file: writing a log larger than RAM + swap (here %s + %s) through one "
                 + "ends in the OOM killer. A shared mapping's written pages stay file-backed: the kernel writes "
                 + "them back and can evict them, so the log can outgrow memory.", gib(meminfo("MemTotal")),
                 gib(Math.max(swap, 0))));
-        lab.note("Memory is sampled every 50 ms from /proc/self/status (RssAnon, RssFile) and /proc/meminfo "
-                + "(Dirty, Writeback: system-wide).");
+        lab.note("Memory is sampled every 50 ms from /proc/self/status (VmRSS, RssAnon, RssFile: this process) "
+                + "and /proc/meminfo (Dirty, Writeback: system-wide). Each mapping is held for a moment after the "
+                + "last write, so the tail of each line shows what the kernel does next.");
     }
 
     private List<Sample> write(Lab lab, Path file, long size, long limit, boolean shared) throws Exception {
         List<Sample> samples = new ArrayList<>();
         AtomicLong written = new AtomicLong();
+        long start = System.nanoTime();
+        samples.add(sample(start, 0));
         Thread sampler = Thread.ofPlatform().daemon().name("memory-sampler").start(() -> {
             try {
                 while (!Thread.currentThread().isInterrupted()) {
-                    Sample sample = sample(written.get());
+                    Sample sample = sample(start, written.get());
                     synchronized (samples) {
                         samples.add(sample);
                     }
@@ -153,7 +160,7 @@ public final class MmapModes extends Experiment {
             sampler.join();
         }
         synchronized (samples) {
-            samples.add(sample(written.get()));
+            samples.add(sample(start, written.get()));
             return List.copyOf(samples);
         }
     }
@@ -178,16 +185,17 @@ public final class MmapModes extends Experiment {
     private static double[][] series(List<Sample> samples, java.util.function.ToLongFunction<Sample> value) {
         double[][] xy = new double[2][samples.size()];
         for (int i = 0; i < samples.size(); i++) {
-            xy[0][i] = samples.get(i).written / 1048576.0;
+            xy[0][i] = samples.get(i).seconds;
             xy[1][i] = value.applyAsLong(samples.get(i)) / 1048576.0;
         }
         return xy;
     }
 
-    private static Sample sample(long written) throws IOException {
+    private static Sample sample(long start, long written) throws IOException {
         Map<String, Long> status = kilobytes(Path.of("/proc/self/status"));
         Map<String, Long> memory = kilobytes(Path.of("/proc/meminfo"));
-        return new Sample(written, status.getOrDefault("RssAnon", 0L), status.getOrDefault("RssFile", 0L),
+        return new Sample((System.nanoTime() - start) / 1e9, written, status.getOrDefault("VmRSS", 0L),
+                status.getOrDefault("RssAnon", 0L), status.getOrDefault("RssFile", 0L),
                 memory.getOrDefault("Dirty", 0L), memory.getOrDefault("Writeback", 0L));
     }
 

@@ -1,6 +1,7 @@
 package io.sluice.bench.experiments;
 
 import io.sluice.bench.io.DataFiles;
+import io.sluice.bench.io.Faults;
 import io.sluice.bench.io.Posix;
 import io.sluice.bench.io.UnitIo;
 import io.sluice.bench.io.UnitIo.Deadline;
@@ -84,8 +85,8 @@ public final class MmapVsChannel extends Experiment {
         return 2 * bytes();
     }
 
-    /** One measured cell: bytes moved in nanos; extrapolated when stopped by the cap. */
-    private record Cell(long bytes, long nanos, long size) {
+    /** One measured cell: bytes moved in nanos, and the page faults taken; extrapolated when capped. */
+    private record Cell(long bytes, long nanos, long size, Faults.Count faults) {
         double millisForFile() {
             return nanos / 1e6 * size / bytes;
         }
@@ -110,7 +111,8 @@ public final class MmapVsChannel extends Experiment {
         Map<String, double[]> millis = new LinkedHashMap<>();
         Table table = lab.table("mmap-vs-channel", "Milliseconds to move " + Sizes.format(fileSize)
                         + " (lower is better; * = extrapolated from a capped run)",
-                "case", "op", "unit", "mmap ms", "channel direct ms", "channel heap ms", "extrapolated");
+                "case", "op", "unit", "mmap ms", "channel direct ms", "channel heap ms", "mmap minor faults",
+                "mmap major faults", "extrapolated");
         try (Progress progress = lab.progress("cells", (long) units.length * 12)) {
             try (Arena arena = Arena.ofConfined();
                  FileChannel channel = FileChannel.open(cachedFile, StandardOpenOption.READ,
@@ -137,6 +139,7 @@ public final class MmapVsChannel extends Experiment {
             for (String op : OPS) {
                 List<String> capped = new ArrayList<>();
                 double[] row = new double[METHODS.size()];
+                Faults.Count mmapFaults = null;
                 for (int m = 0; m < METHODS.size(); m++) {
                     String method = METHODS.get(m);
                     progress.say(caseName + " " + op + " " + Sizes.format(unit) + " " + method);
@@ -146,6 +149,9 @@ public final class MmapVsChannel extends Experiment {
                             cap, warmFile(file), null);
                     Cell cell = measure(lab, caseName, op, method, (int) unit, cap, file, locked);
                     row[m] = cell.millisForFile();
+                    if (m == 0) {
+                        mmapFaults = cell.faults;
+                    }
                     if (cell.extrapolated()) {
                         capped.add(method);
                     }
@@ -153,8 +159,8 @@ public final class MmapVsChannel extends Experiment {
                             row[m];
                     progress.step(1);
                 }
-                table.add(caseName, op, Sizes.format(unit), row[0], row[1], row[2],
-                        capped.isEmpty() ? "" : String.join(" + ", capped));
+                table.add(caseName, op, Sizes.format(unit), row[0], row[1], row[2], mmapFaults.minor(),
+                        mmapFaults.major(), capped.isEmpty() ? "" : String.join(" + ", capped));
             }
         }
     }
@@ -179,6 +185,7 @@ public final class MmapVsChannel extends Experiment {
             if (write) {
                 fill(buffer, unit);
             }
+            Faults.Count faultsBefore = Faults.now();
             long start = System.nanoTime();
             Deadline deadline = Deadline.in(cap);
             long moved;
@@ -194,11 +201,12 @@ public final class MmapVsChannel extends Experiment {
                 }
             }
             long nanos = System.nanoTime() - start;
+            Faults.Count faults = Faults.now().since(faultsBefore);
             verify(lab, channel, buffer, moved, write, caseName + " " + op + " " + Sizes.format(unit) + " " + method);
             if (write && !cached) {
                 channel.force(false);
             }
-            return new Cell(moved, nanos, fileSize);
+            return new Cell(moved, nanos, fileSize, faults);
         } finally {
             if (write && !cached) {
                 Files.deleteIfExists(target);
@@ -269,7 +277,7 @@ public final class MmapVsChannel extends Experiment {
             Posix.mlock(mapping);
             lab.note("Cached case: the file was read into the page cache and its mapping mlock()ed for the whole "
                     + "case; mmap measurements use that mapping, so they take no page faults, except write-protect faults on pages "
-                    + "that writeback has cleaned since the last write.");
+                    + "that writeback has cleaned since the last write (the mmap fault columns count them).");
         } catch (IOException e) {
             lab.note("Cached case: mlock was refused (" + e.getMessage() + "), so the file was cached but not "
                     + "locked.");
