@@ -1,7 +1,6 @@
 package io.sluice.bench.experiments;
 
 import io.sluice.bench.lab.Charts;
-import io.sluice.bench.lab.Experiment;
 import io.sluice.bench.lab.Lab;
 import io.sluice.bench.lab.Progress;
 import io.sluice.bench.lab.Sizes;
@@ -9,7 +8,7 @@ import io.sluice.bench.lab.Table;
 import io.sluice.bench.peers.Listeners;
 import io.sluice.bench.race.Durability;
 import io.sluice.bench.race.Race;
-import io.sluice.bench.race.RaceOptions;
+import io.sluice.bench.race.RaceExperiment;
 import io.sluice.bench.race.RaceTable;
 import io.sluice.bench.race.Target;
 import io.sluice.bench.race.Targets;
@@ -20,7 +19,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
 
 /**
  * {@code peers}: the {@code store} scenarios against Apache RocketMQ's store (through its mapping and through
@@ -30,10 +28,7 @@ import picocli.CommandLine.Mixin;
 @Command(name = "peers", mixinStandardHelpOptions = true,
         description = "Race Sluice against RocketMQ's store (mmap and transient store pool) and Chronicle Queue "
                 + "at the same durability, interleaved; ratios Sluice/peer.")
-public final class Peers extends Experiment {
-
-    @Mixin
-    RaceOptions race = new RaceOptions();
+public final class Peers extends RaceExperiment {
 
     /** A contender: a name, the durabilities it supports, and how to open it on a fresh directory. */
     private record Contender(String name, boolean syncToo, Opener opener) {
@@ -52,16 +47,6 @@ public final class Peers extends Experiment {
     @Override
     public String title() {
         return "Sluice against RocketMQ's store and Chronicle Queue, same scenarios, same durability";
-    }
-
-    @Override
-    public void validate() {
-        race.validate();
-    }
-
-    @Override
-    public long workBytes() {
-        return race.bytesPerRun(options().quick);
     }
 
     @Override

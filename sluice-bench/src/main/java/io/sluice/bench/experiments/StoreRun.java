@@ -1,14 +1,13 @@
 package io.sluice.bench.experiments;
 
 import io.sluice.bench.lab.Charts;
-import io.sluice.bench.lab.Experiment;
 import io.sluice.bench.lab.Lab;
 import io.sluice.bench.lab.Progress;
 import io.sluice.bench.lab.Sizes;
 import io.sluice.bench.lab.Table;
 import io.sluice.bench.race.Durability;
 import io.sluice.bench.race.Race;
-import io.sluice.bench.race.RaceOptions;
+import io.sluice.bench.race.RaceExperiment;
 import io.sluice.bench.race.RaceTable;
 import io.sluice.bench.race.Targets;
 import io.sluice.store.WritePath;
@@ -18,7 +17,6 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import picocli.CommandLine.Command;
-import picocli.CommandLine.Mixin;
 
 /**
  * {@code store} (seed 004's scenarios, on Sluice alone): SYNC, one message per send and wait for its ack, and
@@ -27,10 +25,7 @@ import picocli.CommandLine.Mixin;
 @Command(name = "store", mixinStandardHelpOptions = true,
         description = "Sluice under seed 004's scenarios: SYNC one-by-one and ASYNC batched sends, 1-256 "
                 + "producers, every write path; throughput, latency percentiles, CPU.")
-public final class StoreRun extends Experiment {
-
-    @Mixin
-    RaceOptions race = new RaceOptions();
+public final class StoreRun extends RaceExperiment {
 
     @Override
     public String name() {
@@ -40,16 +35,6 @@ public final class StoreRun extends Experiment {
     @Override
     public String title() {
         return "Sluice: SYNC and ASYNC sends by 1-256 producers on each write path";
-    }
-
-    @Override
-    public void validate() {
-        race.validate();
-    }
-
-    @Override
-    public long workBytes() {
-        return race.bytesPerRun(options().quick);
     }
 
     @Override

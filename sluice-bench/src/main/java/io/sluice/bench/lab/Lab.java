@@ -100,12 +100,6 @@ public final class Lab {
         return new Progress(experiment.name() + " " + task, total, options().noProgress);
     }
 
-    /** Prints a line on standard output. */
-    public void say(String line) {
-        out.println(line);
-        out.flush();
-    }
-
     /**
      * Runs {@code experiment}: checks its input, results directory and free space first (exit 2 and nothing
      * written when they are wrong), then runs it and publishes the results (exit 0), or deletes everything

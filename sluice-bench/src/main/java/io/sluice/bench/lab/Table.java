@@ -38,11 +38,6 @@ public final class Table {
         return name;
     }
 
-    /** @return a copy of the rows added so far */
-    public List<List<Object>> rows() {
-        return List.copyOf(rows);
-    }
-
     String render() {
         List<String[]> cells = new ArrayList<>();
         cells.add(columns.toArray(String[]::new));
