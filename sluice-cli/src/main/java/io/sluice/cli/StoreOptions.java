@@ -30,7 +30,8 @@ final class StoreOptions {
     WritePath writePath;
 
     @Option(names = "--allocation", converter = AllocationConverter.class,
-            description = "How new segments reserve blocks: fallocate (default) or zero-fill.")
+            description = "How new segments reserve blocks: fallocate or zero-fill (default: zero-fill under "
+                    + "sync except on mmap, fallocate otherwise).")
     SegmentAllocation allocation;
 
     @Option(names = "--segment-size", description = "Segment file size in bytes for a new store (default 1 GiB);"

@@ -274,11 +274,20 @@ class StoreTest {
     }
 
     @Test
-    void autoAllocationZeroFillsUnderSyncAndFallocatesUnderAsync() {
+    void autoAllocationZeroFillsUnderSyncExceptOnMmapAndFallocatesUnderAsync() {
         assertThat(StoreConfig.defaults().segmentAllocation()).isEqualTo(SegmentAllocation.AUTO);
-        assertThat(SegmentAllocation.AUTO.resolve(FlushMode.SYNC)).isEqualTo(SegmentAllocation.ZERO_FILL);
-        assertThat(SegmentAllocation.AUTO.resolve(FlushMode.ASYNC)).isEqualTo(SegmentAllocation.FALLOCATE);
-        assertThat(SegmentAllocation.FALLOCATE.resolve(FlushMode.SYNC)).isEqualTo(SegmentAllocation.FALLOCATE);
+        for (WritePath path : List.of(WritePath.WRITE_BUFFER, WritePath.CHANNEL, WritePath.DIRECT)) {
+            assertThat(SegmentAllocation.AUTO.resolve(FlushMode.SYNC, path)).isEqualTo(SegmentAllocation.ZERO_FILL);
+        }
+        assertThat(SegmentAllocation.AUTO.resolve(FlushMode.SYNC, WritePath.MMAP))
+                .isEqualTo(SegmentAllocation.FALLOCATE);
+        for (WritePath path : WritePath.values()) {
+            assertThat(SegmentAllocation.AUTO.resolve(FlushMode.ASYNC, path)).isEqualTo(SegmentAllocation.FALLOCATE);
+            assertThat(SegmentAllocation.ZERO_FILL.resolve(FlushMode.ASYNC, path))
+                    .isEqualTo(SegmentAllocation.ZERO_FILL);
+        }
+        assertThat(SegmentAllocation.FALLOCATE.resolve(FlushMode.SYNC, WritePath.CHANNEL))
+                .isEqualTo(SegmentAllocation.FALLOCATE);
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.sluice.store.internal.log;
 
+import io.sluice.store.SegmentAllocation;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
 import io.sluice.store.internal.cache.Pin;
@@ -109,8 +110,9 @@ public final class CommitLog implements AutoCloseable {
     }
 
     private Segment createSegment(long base) throws IOException {
-        Segment segment = Segment.create(config.fileIO(), directory, base, config.segmentSizeBytes(),
-                config.segmentAllocation().resolve(config.flushMode()), mapsWritable(config.writePath()));
+        SegmentAllocation allocation = config.segmentAllocation().resolve(config.flushMode(), config.writePath());
+        Segment segment = Segment.create(config.fileIO(), directory, base, config.segmentSizeBytes(), allocation,
+                mapsWritable(config.writePath()));
         try {
             warmer.preTouch(segment);
         } catch (IOException | RuntimeException e) {
