@@ -1,6 +1,5 @@
 package io.sluice.bench.experiments;
 
-import io.sluice.bench.lab.Charts;
 import io.sluice.bench.lab.Lab;
 import io.sluice.bench.lab.Progress;
 import io.sluice.bench.lab.Sizes;
@@ -31,11 +30,11 @@ import picocli.CommandLine.Command;
 public final class Peers extends RaceExperiment {
 
     /** A contender: a name, the durabilities it supports, and how to open it on a fresh directory. */
-    private record Contender(String name, boolean syncToo, Opener opener) {
+    private record Contender(String name, boolean syncToo, DurableOpener opener) {
     }
 
     @FunctionalInterface
-    private interface Opener {
+    private interface DurableOpener {
         Target open(Path directory, Durability durability) throws Exception;
     }
 
@@ -71,7 +70,6 @@ public final class Peers extends RaceExperiment {
             runs += contenders.stream().filter(c -> c.syncToo || durability == Durability.ASYNC).count();
         }
         runs *= (long) race.bodyBytes().size() * race.producers(quick).size() * rounds;
-        int run = 0;
         try (Progress progress = lab.progress("runs", runs)) {
             for (Durability durability : Durability.values()) {
                 List<Contender> racing = contenders.stream()
@@ -79,20 +77,15 @@ public final class Peers extends RaceExperiment {
                 for (int body : race.bodyBytes()) {
                     Map<String, List<Double>> chart = new LinkedHashMap<>();
                     for (int producers : race.producers(quick)) {
-                        Race.Scenario scenario = new Race.Scenario(durability, body, producers,
-                                durability == Durability.SYNC ? 1 : race.batch());
+                        Race.Scenario scenario = race.scenario(durability, body, producers);
                         Map<String, List<Race.Outcome>> outcomes = new LinkedHashMap<>();
                         // Interleaved: every contender runs once per round, so drift in the disk or the
                         // machine lands on all of them alike.
                         for (int round = 0; round < rounds; round++) {
                             for (Contender contender : racing) {
-                                progress.say(scenario.label() + " " + contender.name);
-                                Path directory = lab.work().resolve("run-" + run++);
-                                outcomes.computeIfAbsent(contender.name, k -> new ArrayList<>()).add(Race.run(lab,
-                                        contender.name, () -> contender.opener.open(directory, durability), scenario,
-                                        race.warmUpSeconds(quick), race.seconds(quick)));
-                                Lab.deleteTree(directory);
-                                progress.step(1);
+                                outcomes.computeIfAbsent(contender.name, k -> new ArrayList<>()).add(runFresh(lab,
+                                        progress, contender.name, d -> contender.opener.open(d, durability),
+                                        scenario));
                             }
                         }
                         Map<String, Double> rate = new LinkedHashMap<>();
@@ -108,10 +101,8 @@ public final class Peers extends RaceExperiment {
                                 ratio(rate, "sluice WRITE_BUFFER", "rocketmq pool"),
                                 ratio(rate, "sluice MMAP", "chronicle"), best(rate));
                     }
-                    lab.chart("peers-" + durability.name().toLowerCase() + "-" + Sizes.format(body),
-                            Charts.bars(durability + ", " + Sizes.format(body) + " bodies: messages/s (higher is "
-                                            + "better)", "producers", "messages/s (log)",
-                                    race.producers(quick).stream().map(String::valueOf).toList(), chart, true));
+                    chartRates(lab, "peers-" + durability.name().toLowerCase() + "-" + Sizes.format(body),
+                            durability + ", " + Sizes.format(body) + " bodies", chart);
                 }
             }
         }

@@ -1,6 +1,5 @@
 package io.sluice.bench.experiments;
 
-import io.sluice.bench.lab.Charts;
 import io.sluice.bench.lab.Lab;
 import io.sluice.bench.lab.Progress;
 import io.sluice.bench.lab.Sizes;
@@ -9,9 +8,9 @@ import io.sluice.bench.race.Durability;
 import io.sluice.bench.race.Race;
 import io.sluice.bench.race.RaceExperiment;
 import io.sluice.bench.race.RaceTable;
+import io.sluice.bench.race.Target;
 import io.sluice.bench.race.Targets;
 import io.sluice.store.WritePath;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -45,24 +44,17 @@ public final class StoreRun extends RaceExperiment {
         Table table = RaceTable.table(lab, "store", "Sluice, median of " + rounds + " round(s) of "
                 + race.seconds(quick) + " s per cell", "durability", "body", "producers", "write path");
         long cells = 2L * race.bodyBytes().size() * race.producers(quick).size() * paths.size() * rounds;
-        int run = 0;
         try (Progress progress = lab.progress("runs", cells)) {
             for (Durability durability : Durability.values()) {
                 for (int body : race.bodyBytes()) {
                     Map<String, List<Double>> throughput = new LinkedHashMap<>();
                     for (int producers : race.producers(quick)) {
+                        Race.Scenario scenario = race.scenario(durability, body, producers);
                         for (WritePath path : paths) {
-                            Race.Scenario scenario = new Race.Scenario(durability, body, producers,
-                                    durability == Durability.SYNC ? 1 : race.batch());
                             List<Race.Outcome> outcomes = new ArrayList<>();
                             for (int round = 0; round < rounds; round++) {
-                                progress.say(scenario.label() + " " + path);
-                                Path directory = lab.work().resolve("run-" + run++);
-                                outcomes.add(Race.run(lab, "sluice " + path, () -> Targets.sluice(directory, path,
-                                                durability, race.segmentBytes(quick)), scenario,
-                                        race.warmUpSeconds(quick), race.seconds(quick)));
-                                Lab.deleteTree(directory);
-                                progress.step(1);
+                                outcomes.add(runFresh(lab, progress, "sluice " + path, directory -> Targets.sluice(
+                                        directory, path, durability, race.segmentBytes(quick)), scenario));
                             }
                             Race.Outcome median = RaceTable.median(outcomes);
                             RaceTable.add(table, median, durability, Sizes.format(body), producers, path);
@@ -70,18 +62,17 @@ public final class StoreRun extends RaceExperiment {
                                     .add(median.messagesPerSecond());
                         }
                     }
-                    lab.chart("store-" + durability.name().toLowerCase() + "-" + Sizes.format(body),
-                            Charts.bars("Sluice " + durability + ", " + Sizes.format(body) + " bodies"
-                                            + (durability == Durability.ASYNC ? ", batches of " + race.batch() : "")
-                                            + ": messages/s (higher is better)", "producers", "messages/s (log)",
-                                    race.producers(quick).stream().map(String::valueOf).toList(), throughput, true));
+                    chartRates(lab, "store-" + durability.name().toLowerCase() + "-" + Sizes.format(body),
+                            "Sluice " + durability + ", " + Sizes.format(body) + " bodies"
+                                    + (durability == Durability.ASYNC ? ", batches of " + race.batch() : ""),
+                            throughput);
                 }
             }
         }
         lab.note("SYNC: each producer sends one message and waits until it is forced to disk. ASYNC: each send "
                 + "is a batch of " + race.batch() + " messages, acknowledged once appended; the store forces in "
                 + "the background. Latency is per send. Producers are virtual threads spread over "
-                + io.sluice.bench.race.Target.QUEUES + " queues of one topic; each run starts on an empty "
+                + Target.QUEUES + " queues of one topic; each run starts on an empty "
                 + "directory after " + race.warmUpSeconds(quick) + " s of unmeasured sending.");
         lab.note("CPU cores = process CPU seconds per wall second during the measured part (this machine has "
                 + lab.machine().cores() + ").");

@@ -149,14 +149,17 @@ public final class Race {
             throws Exception {
         int queue = producer % Target.QUEUES;
         List<byte[]> batch = new ArrayList<>(scenario.batch);
+        List<ByteBuffer> stamps = new ArrayList<>(scenario.batch);
         for (int i = 0; i < scenario.batch; i++) {
-            batch.add(new byte[scenario.bodyBytes]);
+            byte[] body = new byte[scenario.bodyBytes];
+            batch.add(body);
+            stamps.add(ByteBuffer.wrap(body).putInt(0, producer));
         }
         long sequence = 0;
         long messages = 0;
         while (System.nanoTime() - end < 0) {
-            for (byte[] body : batch) {
-                ByteBuffer.wrap(body).putInt(0, producer).putLong(4, sequence++);
+            for (ByteBuffer stamp : stamps) {
+                stamp.putLong(4, sequence++);
             }
             long sendStart = System.nanoTime();
             target.send(queue, batch);

@@ -79,6 +79,11 @@ public final class RaceOptions {
         return producers != null ? List.copyOf(producers) : quick ? List.of(1, 256) : List.of(1, 16, 64, 256);
     }
 
+    /** @return the scenario for one cell: one message per send under SYNC, batches under ASYNC */
+    public Race.Scenario scenario(Durability durability, int bodyBytes, int producers) {
+        return new Race.Scenario(durability, bodyBytes, producers, durability == Durability.SYNC ? 1 : batch);
+    }
+
     /** @return messages per ASYNC send */
     public int batch() {
         return batch;
