@@ -1,12 +1,12 @@
 package io.sluice.store;
 
 import io.sluice.store.internal.io.AtomicFile;
+import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
 import java.io.IOException;
 import java.io.StringReader;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Properties;
 import org.slf4j.Logger;
@@ -53,13 +53,24 @@ public record Calibration(long readCrossoverBytes, long writeCrossoverBytes, lon
      * @return the calibration, or {@link #none()}
      */
     public static Calibration read(Path storeDirectory) {
+        return read(FileIO.DEFAULT, storeDirectory);
+    }
+
+    /**
+     * Reads the store directory's calibration through a file seam (see {@link #read(Path)}).
+     *
+     * @param io the file seam
+     * @param storeDirectory the store's directory
+     * @return the calibration, or {@link #none()}
+     */
+    public static Calibration read(FileIO io, Path storeDirectory) {
         Path path = storeDirectory.resolve(FILE_NAME);
-        if (!Files.exists(path)) {
-            return none();
-        }
         try {
+            if (!io.exists(path)) {
+                return none();
+            }
             Properties properties = new Properties();
-            properties.load(new StringReader(Files.readString(path, StandardCharsets.UTF_8)));
+            properties.load(new StringReader(new String(FileTree.readAll(io, path), StandardCharsets.UTF_8)));
             if (!FORMAT.equals(properties.getProperty("format"))) {
                 throw new IllegalArgumentException("unknown format " + properties.getProperty("format"));
             }

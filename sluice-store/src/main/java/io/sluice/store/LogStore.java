@@ -14,6 +14,9 @@ import io.sluice.store.internal.recovery.StoreDirectory;
 import io.sluice.store.internal.log.SegmentRetiredException;
 import io.sluice.store.internal.retention.ConsumerOffsets;
 import io.sluice.store.internal.retention.RetentionService;
+import io.sluice.store.internal.task.SerialTask;
+import io.sluice.store.internal.task.TaskGate;
+import io.sluice.store.io.Scheduler;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.WritableByteChannel;
@@ -25,9 +28,6 @@ import java.util.Objects;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.Executors;
-import java.util.concurrent.ScheduledExecutorService;
-import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
 import org.slf4j.Logger;
@@ -51,8 +51,14 @@ final class LogStore implements AutoCloseable {
     private final CommitLog log;
     private final QueueIndexes indexes;
     private final FlushService flusher;
-    private final ScheduledExecutorService checkpointer;
-    private final ScheduledExecutorService retentionTimer;
+    private final Scheduler scheduler;
+    /** Checkpoint and retention tasks run inside it; close waits for them. */
+    private final TaskGate gate = new TaskGate();
+    /** Set while a checkpoint is scheduled: something changed since the last one. */
+    private final AtomicBoolean checkpointArmed = new AtomicBoolean();
+    /** Checkpoints run one at a time. */
+    private final SerialTask checkpointTask;
+    private volatile Scheduler.Timer retentionTimer;
     private final ConsumerOffsets consumers;
     private final RetentionService retention;
     private final ReentrantLock appendLock = new ReentrantLock();
@@ -61,19 +67,17 @@ final class LogStore implements AutoCloseable {
     private volatile StoreStatus.State state = StoreStatus.State.OPEN;
     private volatile String readOnlyReason;
 
-    private LogStore(StoreConfig config, StoreDirectory directory, Recovery.Result recovered, ConsumerOffsets consumers)
-            throws IOException {
+    private LogStore(StoreConfig config, Scheduler scheduler, StoreDirectory directory, Recovery.Result recovered,
+                     ConsumerOffsets consumers) throws IOException {
         this.config = config;
+        this.scheduler = scheduler;
         this.directory = directory;
         this.indexes = recovered.indexes();
         this.recoveredClean = recovered.clean();
         this.log = new CommitLog(config, directory.logDirectory(), recovered.segments(), recovered.endPosition(),
-                this::wakeFlusher, Calibration.read(directory.root()).readCrossoverBytes());
-        this.flusher = new FlushService(log, config, this::onFlushFailure);
-        this.checkpointer = Executors.newSingleThreadScheduledExecutor(
-                r -> Thread.ofPlatform().name("sluice-checkpoint").daemon(true).unstarted(r));
-        this.retentionTimer = Executors.newSingleThreadScheduledExecutor(
-                r -> Thread.ofPlatform().name("sluice-retention").daemon(true).unstarted(r));
+                this::wakeFlusher, Calibration.read(config.fileIO(), directory.root()).readCrossoverBytes(), scheduler);
+        this.flusher = new FlushService(log, config, scheduler, this::onFlushFailure);
+        this.checkpointTask = new SerialTask(scheduler, this::checkpoint);
         this.consumers = consumers;
         this.retention = new RetentionService(config.retention(), config.fileIO(), config.clock(), log, indexes,
                 consumers, appendLock);
@@ -94,16 +98,17 @@ final class LogStore implements AutoCloseable {
      *     corrupt before its tail
      * @throws StoreException on I/O errors, or if the store is already open
      */
-    static LogStore open(Path directory, StoreConfig config) {
+    static LogStore open(Path directory, StoreConfig config, Scheduler scheduler) {
         Objects.requireNonNull(directory, "directory");
         Objects.requireNonNull(config, "config");
         StoreDirectory storeDirectory = null;
         try {
             storeDirectory = StoreDirectory.open(directory, config.fileIO(), config.queueIndexEntriesPerFile());
             Recovery.Result recovered = new Recovery(config, storeDirectory).run();
-            ConsumerOffsets consumers = ConsumerOffsets.load(storeDirectory.root(), config.clock().millis());
+            ConsumerOffsets consumers = ConsumerOffsets.load(config.fileIO(), storeDirectory.root(),
+                    config.clock().millis());
             storeDirectory.clearCleanShutdown();
-            LogStore store = new LogStore(config, storeDirectory, recovered, consumers);
+            LogStore store = new LogStore(config, scheduler, storeDirectory, recovered, consumers);
             store.start();
             return store;
         } catch (IOException e) {
@@ -116,11 +121,7 @@ final class LogStore implements AutoCloseable {
     }
 
     private void start() {
-        flusher.start();
-        checkpointer.scheduleWithFixedDelay(this::checkpoint, config.checkpointIntervalMillis(),
-                config.checkpointIntervalMillis(), TimeUnit.MILLISECONDS);
-        long interval = config.retention().checkIntervalMillis();
-        retentionTimer.scheduleWithFixedDelay(this::retentionPass, interval, interval, TimeUnit.MILLISECONDS);
+        scheduleRetention();
         LOG.info("opened store {} ({}, {}, log ends at {})", directory.root(), config.writePath(),
                 config.flushMode(), log.writePosition());
     }
@@ -238,6 +239,7 @@ final class LogStore implements AutoCloseable {
         log.publish(end);
         index.publish(first + messages.length);
         AppendResult result = new AppendResult(first, messages.length, position, size, now);
+        armCheckpoint();
         if (config.flushMode() == FlushMode.SYNC) {
             CompletableFuture<AppendResult> future = new CompletableFuture<>();
             flusher.enqueue(new FlushService.Waiter(end, result, future));
@@ -246,6 +248,8 @@ final class LogStore implements AutoCloseable {
         if (end - log.flushedPosition() >= config.flushDirtyBytes()
                 || log.uncommittedBytes() >= config.commitMinBytes() || flusher.writebackDue(log.committedPosition())) {
             flusher.wakeUp();
+        } else {
+            flusher.armTimer();
         }
         return CompletableFuture.completedFuture(result);
     }
@@ -293,8 +297,16 @@ final class LogStore implements AutoCloseable {
         }
     }
 
+    /** Schedules a checkpoint one interval from now unless one is scheduled: something changed. */
+    private void armCheckpoint() {
+        if (!checkpointArmed.get() && checkpointArmed.compareAndSet(false, true)) {
+            scheduler.schedule(checkpointTask::request, config.checkpointIntervalMillis());
+        }
+    }
+
     private void checkpoint() {
-        if (state != StoreStatus.State.OPEN) {
+        checkpointArmed.set(false);
+        if (state != StoreStatus.State.OPEN || !gate.enter()) {
             return;
         }
         try {
@@ -305,18 +317,27 @@ final class LogStore implements AutoCloseable {
             consumers.saveIfDirty(config.fileIO(), directory.root());
         } catch (IOException | RuntimeException e) {
             goReadOnly("writing the checkpoint failed: " + e);
+        } finally {
+            gate.exit();
         }
     }
 
+    private void scheduleRetention() {
+        retentionTimer = scheduler.schedule(this::retentionPass, config.retention().checkIntervalMillis());
+    }
+
     private void retentionPass() {
-        if (state == StoreStatus.State.CLOSED) {
+        if (!gate.enter()) {
             return;
         }
         try {
             retention.run();
         } catch (IOException | RuntimeException e) {
             LOG.error("retention pass on {} failed; will retry: {}", directory.root(), e.toString());
+        } finally {
+            gate.exit();
         }
+        scheduleRetention();
     }
 
     /**
@@ -355,6 +376,7 @@ final class LogStore implements AutoCloseable {
         }
         checkOpen();
         consumers.commit(group, topic, queueId, nextOffset);
+        armCheckpoint();
     }
 
     /** @return the group's registered position on the queue, if any */
@@ -380,7 +402,9 @@ final class LogStore implements AutoCloseable {
     public boolean removeConsumerGroup(String group) {
         Names.checkGroup(group);
         checkOpen();
-        return consumers.removeGroup(group);
+        boolean removed = consumers.removeGroup(group);
+        armCheckpoint();
+        return removed;
     }
 
     /**
@@ -673,21 +697,15 @@ final class LogStore implements AutoCloseable {
             appendLock.unlock();
         }
         List<Throwable> errors = new ArrayList<>();
-        // shutdown, not shutdownNow: an interrupt during a force would close the FileChannel under it
-        // (channels are interruptible), and every later force of that file would fail.
-        checkpointer.shutdown();
-        retentionTimer.shutdown();
-        try {
-            checkpointer.awaitTermination(30, TimeUnit.SECONDS);
-            retentionTimer.awaitTermination(30, TimeUnit.SECONDS);
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        gate.closeAndAwait();
+        Scheduler.Timer timer = retentionTimer;
+        if (timer != null) {
+            timer.cancel();
         }
         flusher.close();
         if (healthy && !flusher.failed()) {
             try {
-                long end = log.writePosition();
-                log.flush(log.commit(end));
+                long end = flusher.finalRound();
                 indexes.forceDirty();
                 new Checkpoint(end, end, config.clock().millis()).write(config.fileIO(), directory.root());
                 consumers.saveIfDirty(config.fileIO(), directory.root());

@@ -2,9 +2,10 @@ package io.sluice.store;
 
 import io.sluice.store.internal.log.PreparedMessage;
 import io.sluice.store.internal.recovery.TopicRegistry;
+import io.sluice.store.io.FileIO;
+import io.sluice.store.io.Scheduler;
 import java.io.IOException;
 import java.nio.channels.WritableByteChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -18,7 +19,6 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.stream.Stream;
 
 /**
  * An embeddable message store: commit logs in fixed-size segments, a dense index per topic queue, a key
@@ -59,10 +59,13 @@ public final class Store implements AutoCloseable {
     private final Map<String, LogStore> own = new ConcurrentHashMap<>();
     private final Object ownLock = new Object();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Runs every log's background work; the store's own unless the configuration gave one. */
+    private final Scheduler scheduler;
 
-    private Store(Path root, StoreConfig config, LogStore shared, TopicRegistry registry) {
+    private Store(Path root, StoreConfig config, Scheduler scheduler, LogStore shared, TopicRegistry registry) {
         this.root = root;
         this.config = config;
+        this.scheduler = scheduler;
         this.shared = shared;
         this.registry = registry;
         shared.acceptOnly(topic -> registry.layout(topic) == TopicLayout.SHARED);
@@ -82,27 +85,40 @@ public final class Store implements AutoCloseable {
     public static Store open(Path directory, StoreConfig config) {
         Objects.requireNonNull(directory, "directory");
         Objects.requireNonNull(config, "config");
-        LogStore shared = LogStore.open(directory, config);
+        Scheduler scheduler = config.scheduler() != null ? config.scheduler() : Scheduler.threads(config.ioThreads());
+        LogStore shared;
+        try {
+            shared = LogStore.open(directory, config, scheduler);
+        } catch (RuntimeException e) {
+            if (config.scheduler() == null) {
+                scheduler.shutdown();
+            }
+            throw e;
+        }
         Store store = null;
         try {
-            store = new Store(directory, config, shared, TopicRegistry.load(directory));
+            store = new Store(directory, config, scheduler, shared, TopicRegistry.load(config.fileIO(), directory));
             store.openOwnLogs();
             return store;
         } catch (IOException e) {
-            closeAfterFailedOpen(store, shared, e);
+            closeAfterFailedOpen(store, shared, scheduler, config, e);
             throw new StoreException("cannot open store " + directory + ": " + e.getMessage(), e);
         } catch (RuntimeException e) {
-            closeAfterFailedOpen(store, shared, e);
+            closeAfterFailedOpen(store, shared, scheduler, config, e);
             throw e;
         }
     }
 
-    private static void closeAfterFailedOpen(Store store, LogStore shared, Exception failure) {
+    private static void closeAfterFailedOpen(Store store, LogStore shared, Scheduler scheduler, StoreConfig config,
+                                             Exception failure) {
         try {
             if (store != null) {
                 store.close();
             } else {
                 shared.close();
+                if (config.scheduler() == null) {
+                    scheduler.shutdown();
+                }
             }
         } catch (RuntimeException e) {
             failure.addSuppressed(e);
@@ -112,19 +128,19 @@ public final class Store implements AutoCloseable {
     private void openOwnLogs() throws IOException {
         for (Map.Entry<String, TopicLayout> topic : registry.ownLogs().entrySet()) {
             Path directory = root.resolve(OWN_LOGS_DIRECTORY).resolve(topic.getKey());
-            if (!Files.isDirectory(directory)) {
+            FileIO io = config.fileIO();
+            if (!io.isDirectory(directory)) {
                 continue;
             }
             if (topic.getValue() == TopicLayout.TOPIC) {
-                own.put(topic.getKey(), LogStore.open(directory, config));
+                own.put(topic.getKey(), LogStore.open(directory, config, scheduler));
                 continue;
             }
-            try (Stream<Path> queues = Files.list(directory)) {
-                for (Path queue : queues.filter(Files::isDirectory).sorted().toList()) {
-                    String name = queue.getFileName().toString();
-                    if (!name.isEmpty() && name.length() <= 10 && name.chars().allMatch(Character::isDigit)) {
-                        own.put(topic.getKey() + "/" + Integer.parseInt(name), LogStore.open(queue, config));
-                    }
+            for (Path queue : io.list(directory)) {
+                String name = queue.getFileName().toString();
+                if (io.isDirectory(queue) && !name.isEmpty() && name.length() <= 10
+                        && name.chars().allMatch(Character::isDigit)) {
+                    own.put(topic.getKey() + "/" + Integer.parseInt(name), LogStore.open(queue, config, scheduler));
                 }
             }
         }
@@ -188,7 +204,7 @@ public final class Store implements AutoCloseable {
                 if (layout == TopicLayout.QUEUE) {
                     directory = directory.resolve(Integer.toString(queueId));
                 }
-                log = LogStore.open(directory, config);
+                log = LogStore.open(directory, config, scheduler);
                 own.put(key, log);
             }
             return log;
@@ -521,6 +537,9 @@ public final class Store implements AutoCloseable {
                     errors.add(e);
                 }
             }
+        }
+        if (config.scheduler() == null) {
+            scheduler.shutdown();
         }
         if (!errors.isEmpty()) {
             if (errors.size() == 1) {

@@ -1,6 +1,7 @@
 package io.sluice.store;
 
 import io.sluice.store.io.FileIO;
+import io.sluice.store.io.Scheduler;
 import java.time.InstantSource;
 import java.util.Objects;
 
@@ -39,6 +40,10 @@ import java.util.Objects;
  *     what follows, instead of refusing
  * @param fileIO the file seam; {@link FileIO#DEFAULT} unless testing faults
  * @param clock the source of store timestamps
+ * @param ioThreads threads of the store's background pool (flush, checkpoint, retention, segment preparation),
+ *     shared by every log of the store
+ * @param scheduler runs the store's background work instead of a pool of its own (a simulation's
+ *     deterministic scheduler), or null; the store does not shut a given scheduler down
  */
 public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode flushMode,
                           SegmentAllocation segmentAllocation, long flushIntervalMillis, long flushDirtyBytes,
@@ -47,7 +52,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                           int keyIndexSlotsPerFile, int keyIndexEntriesPerFile, long checkpointIntervalMillis,
                           int maxMappedSegments, long cacheBytes, long cacheHotWindowMillis, WarmUp warmUp, long writebackDistanceBytes, RetentionPolicy retention,
                           boolean truncateOnCorruption, FileIO fileIO,
-                          InstantSource clock) {
+                          InstantSource clock, int ioThreads, Scheduler scheduler) {
 
     /** Smallest segment size accepted (tests use it to exercise segment rolls). */
     public static final long MIN_SEGMENT_SIZE_BYTES = 64 * 1024;
@@ -96,6 +101,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         Objects.requireNonNull(retention, "retention");
         Objects.requireNonNull(fileIO, "fileIO");
         Objects.requireNonNull(clock, "clock");
+        requireRange("ioThreads", ioThreads, 1, 256);
         if ((long) maxMessageBytes + RECORD_OVERHEAD_BYTES > segmentSizeBytes) {
             throw new IllegalArgumentException("maxMessageBytes (" + maxMessageBytes + ") plus "
                     + RECORD_OVERHEAD_BYTES + " bytes of record overhead must fit in segmentSizeBytes ("
@@ -177,6 +183,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         b.truncateOnCorruption = truncateOnCorruption;
         b.fileIO = fileIO;
         b.clock = clock;
+        b.ioThreads = ioThreads;
+        b.scheduler = scheduler;
         return b;
     }
 
@@ -206,6 +214,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         private boolean truncateOnCorruption;
         private FileIO fileIO = FileIO.DEFAULT;
         private InstantSource clock = InstantSource.system();
+        private int ioThreads = 4;
+        private Scheduler scheduler;
 
         private Builder() {
         }
@@ -258,6 +268,10 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         public Builder fileIO(FileIO v) { fileIO = v; return this; }
         /** @param v the clock for store timestamps @return this */
         public Builder clock(InstantSource v) { clock = v; return this; }
+        /** @param v threads of the store's background pool @return this */
+        public Builder ioThreads(int v) { ioThreads = v; return this; }
+        /** @param v a scheduler to run background work on instead of the store's own pool, or null @return this */
+        public Builder scheduler(Scheduler v) { scheduler = v; return this; }
 
         /** @return the validated configuration */
         public StoreConfig build() {
@@ -265,7 +279,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                     flushDirtyBytes, commitIntervalMillis, commitMinBytes, writeBufferBytes, writeBufferCount,
                     maxMessageBytes, queueIndexEntriesPerFile, keyIndexSlotsPerFile, keyIndexEntriesPerFile,
                     checkpointIntervalMillis, maxMappedSegments, cacheBytes, cacheHotWindowMillis, warmUp, writebackDistanceBytes, retention, truncateOnCorruption, fileIO,
-                    clock);
+                    clock, ioThreads, scheduler);
         }
     }
 }

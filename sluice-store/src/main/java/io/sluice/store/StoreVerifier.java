@@ -3,27 +3,25 @@ package io.sluice.store;
 import io.sluice.store.internal.index.IndexDamagedException;
 import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.index.QueueIndexFormat;
+import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.Segment;
 import io.sluice.store.internal.recovery.Checkpoint;
 import io.sluice.store.internal.recovery.Recovery;
 import io.sluice.store.internal.recovery.StoreDirectory;
 import io.sluice.store.io.FileIO;
+import io.sluice.store.io.StoreFile;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardOpenOption;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
-import java.util.stream.Stream;
 
 /**
  * Checks a store directory without changing it: every record's length, magic, position and CRC32C, and
@@ -65,10 +63,20 @@ public final class StoreVerifier {
      * @throws IOException if the directory cannot be read at all
      */
     public static Report verify(Path directory) throws IOException {
-        Report report = verifyLog(directory);
-        for (Path own : ownLogDirectories(directory)) {
+        return verify(directory, FileIO.DEFAULT);
+    }
+
+    /**
+     * @param directory a store directory
+     * @param io the file seam to read it through
+     * @return the findings
+     * @throws IOException if the directory cannot be read at all
+     */
+    public static Report verify(Path directory, FileIO io) throws IOException {
+        Report report = verifyLog(io, directory);
+        for (Path own : ownLogDirectories(io, directory)) {
             String name = directory.relativize(own).toString();
-            Report part = verifyLog(own);
+            Report part = verifyLog(io, own);
             List<String> faults = new ArrayList<>(report.faults());
             part.faults().forEach(fault -> faults.add(name + ": " + fault));
             List<String> notes = new ArrayList<>(report.notes());
@@ -83,34 +91,44 @@ public final class StoreVerifier {
     }
 
     /** @return the directories of the logs of their own under {@code logs/} (TOPIC and QUEUE layouts) */
-    private static List<Path> ownLogDirectories(Path directory) throws IOException {
+    private static List<Path> ownLogDirectories(FileIO io, Path directory) throws IOException {
         Path logs = directory.resolve(Store.OWN_LOGS_DIRECTORY);
-        if (!Files.isDirectory(logs)) {
-            return List.of();
+        List<Path> found = new ArrayList<>();
+        if (!io.isDirectory(logs)) {
+            return found;
         }
-        try (Stream<Path> walk = Files.walk(logs, 2)) {
-            return walk.filter(p -> Files.exists(p.resolve(StoreDirectory.META_FILE))).sorted().toList();
+        for (Path topic : io.list(logs)) {
+            if (io.exists(topic.resolve(StoreDirectory.META_FILE))) {
+                found.add(topic);
+            } else if (io.isDirectory(topic)) {
+                for (Path queue : io.list(topic)) {
+                    if (io.exists(queue.resolve(StoreDirectory.META_FILE))) {
+                        found.add(queue);
+                    }
+                }
+            }
         }
+        return found;
     }
 
     /** Verifies one log directory: the shared log's (the store directory) or one under {@code logs/}. */
-    private static Report verifyLog(Path directory) throws IOException {
+    private static Report verifyLog(FileIO io, Path directory) throws IOException {
         List<String> faults = new ArrayList<>();
-        if (!Files.exists(directory.resolve(StoreDirectory.META_FILE))) {
+        if (!io.exists(directory.resolve(StoreDirectory.META_FILE))) {
             faults.add(directory + " has no " + StoreDirectory.META_FILE + ": not a Sluice store");
             return new Report(faults, List.of(), 0, 0, 0, 0, Map.of(), 0);
         }
-        List<Segment> segments = openSegments(directory.resolve("log"), faults);
+        List<Segment> segments = openSegments(io, directory.resolve("log"), faults);
         try {
             Map<String, long[]> queues = new TreeMap<>();
             long[] totals = new long[3];
             List<String> notes = new ArrayList<>();
-            Checkpoint checkpoint = Checkpoint.read(directory);
-            boolean clean = Files.exists(directory.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE)) && checkpoint != null;
+            Checkpoint checkpoint = Checkpoint.read(io, directory);
+            boolean clean = io.exists(directory.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE)) && checkpoint != null;
             long cleanEnd = clean ? checkpoint.flushedLogPosition() : Long.MAX_VALUE;
             scanLog(segments, cleanEnd, faults, notes, queues, totals);
-            long entries = checkIndexes(directory.resolve("index"), segments, totals[2], queues, faults);
-            checkKeyIndex(directory.resolve("keys"), segments, totals[2], faults, notes);
+            long entries = checkIndexes(io, directory.resolve("index"), segments, totals[2], queues, faults);
+            checkKeyIndex(io, directory.resolve("keys"), segments, totals[2], faults, notes);
             Map<String, Long> counts = new TreeMap<>();
             queues.forEach((queue, range) -> counts.put(queue, range[1] - range[0]));
             return new Report(faults, notes, segments.size(), totals[0], totals[1], totals[2], counts, entries);
@@ -121,25 +139,23 @@ public final class StoreVerifier {
         }
     }
 
-    private static List<Segment> openSegments(Path logDirectory, List<String> faults) throws IOException {
+    private static List<Segment> openSegments(FileIO io, Path logDirectory, List<String> faults)
+            throws IOException {
         List<Segment> segments = new ArrayList<>();
-        if (!Files.isDirectory(logDirectory)) {
+        if (!io.isDirectory(logDirectory)) {
             return segments;
         }
-        List<Path> files;
-        try (Stream<Path> listing = Files.list(logDirectory)) {
-            files = listing.filter(io.sluice.store.internal.log.CommitLog::isSegmentName)
-                    .sorted(Comparator.comparing(Path::toString)).toList();
-        }
+        List<Path> files = io.list(logDirectory).stream()
+                .filter(CommitLog::isSegmentName).toList();
         for (Path file : files) {
-            if (Files.size(file) == 0) {
+            if (sizeOf(io, file) == 0) {
                 continue;
             }
             long base = Long.parseLong(file.getFileName().toString());
             if (!segments.isEmpty() && segments.getLast().end() != base) {
                 faults.add("segment missing between log positions " + segments.getLast().end() + " and " + base);
             }
-            segments.add(Segment.open(FileIO.DEFAULT, file, base, false));
+            segments.add(Segment.open(io, file, base, false, true));
         }
         return segments;
     }
@@ -200,14 +216,26 @@ public final class StoreVerifier {
         totals[2] = segments.isEmpty() ? 0 : position;
     }
 
-    private static long checkIndexes(Path indexRoot, List<Segment> segments, long logEnd, Map<String, long[]> queues,
+    private static long sizeOf(FileIO io, Path file) throws IOException {
+        try (StoreFile opened = io.open(file, FileIO.OpenMode.READ_ONLY)) {
+            return opened.size();
+        }
+    }
+
+    private static long checkIndexes(FileIO io, Path indexRoot, List<Segment> segments, long logEnd, Map<String, long[]> queues,
                                      List<String> faults) throws IOException {
         long checked = 0;
         Map<String, Path> queueDirectories = new TreeMap<>();
-        if (Files.isDirectory(indexRoot)) {
-            try (Stream<Path> walk = Files.walk(indexRoot, 2)) {
-                walk.filter(p -> p.getNameCount() == indexRoot.getNameCount() + 2 && Files.isDirectory(p))
-                        .forEach(p -> queueDirectories.put(p.getParent().getFileName() + "-" + p.getFileName(), p));
+        if (io.isDirectory(indexRoot)) {
+            for (Path topic : io.list(indexRoot)) {
+                if (!io.isDirectory(topic)) {
+                    continue;
+                }
+                for (Path queue : io.list(topic)) {
+                    if (io.isDirectory(queue)) {
+                        queueDirectories.put(topic.getFileName() + "-" + queue.getFileName(), queue);
+                    }
+                }
             }
         }
         for (Map.Entry<String, long[]> queue : queues.entrySet()) {
@@ -217,23 +245,20 @@ public final class StoreVerifier {
         }
         for (Map.Entry<String, Path> queue : queueDirectories.entrySet()) {
             long[] expected = queues.get(queue.getKey());
-            checked += checkQueue(queue.getKey(), queue.getValue(), expected, segments, logEnd, faults);
+            checked += checkQueue(io, queue.getKey(), queue.getValue(), expected, segments, logEnd, faults);
         }
         return checked;
     }
 
-    private static long checkQueue(String queue, Path directory, long[] expected, List<Segment> segments, long logEnd,
-                                   List<String> faults) throws IOException {
-        List<Path> files;
-        try (Stream<Path> listing = Files.list(directory)) {
-            files = listing.sorted(Comparator.comparing(Path::toString)).toList();
-        }
+    private static long checkQueue(FileIO io, String queue, Path directory, long[] expected,
+                                   List<Segment> segments, long logEnd, List<String> faults) throws IOException {
+        List<Path> files = io.list(directory);
         long checked = 0;
         long next = -1;
         boolean ended = false;
         for (Path file : files) {
             long first = Long.parseLong(file.getFileName().toString());
-            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
+            try (StoreFile channel = io.open(file, FileIO.OpenMode.READ_ONLY); Arena arena = Arena.ofConfined()) {
                 MemorySegment entries = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
                 long count = channel.size() / QueueIndexFormat.ENTRY_BYTES;
                 for (long i = 0; i < count; i++) {
@@ -263,7 +288,7 @@ public final class StoreVerifier {
         }
         long end = Math.max(next, 0);
         boolean allRetired = expected == null && next > 0 && !segments.isEmpty()
-                && lastEntryPosition(files) < segments.getFirst().base();
+                && lastEntryPosition(io, files) < segments.getFirst().base();
         if (expected == null ? end > 0 && !allRetired : end != expected[1]) {
             faults.add("queue " + queue + ": index ends at offset " + end + " but the log holds offsets up to "
                     + (expected == null ? 0 : expected[1]));
@@ -272,10 +297,10 @@ public final class StoreVerifier {
     }
 
     /** @return the log position the last filled entry of the queue's files points at, or -1 */
-    private static long lastEntryPosition(List<Path> files) throws IOException {
+    private static long lastEntryPosition(FileIO io, List<Path> files) throws IOException {
         long last = -1;
         for (Path file : files) {
-            try (FileChannel channel = FileChannel.open(file, StandardOpenOption.READ); Arena arena = Arena.ofConfined()) {
+            try (StoreFile channel = io.open(file, FileIO.OpenMode.READ_ONLY); Arena arena = Arena.ofConfined()) {
                 MemorySegment entries = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
                 for (long at = 0; at + QueueIndexFormat.ENTRY_BYTES <= channel.size(); at += QueueIndexFormat.ENTRY_BYTES) {
                     if (entries.get(INT, at + QueueIndexFormat.RECORD_SIZE_OFFSET) != 0) {
@@ -288,13 +313,13 @@ public final class StoreVerifier {
     }
 
     /** Every key-index entry must point at a valid record whose message there carries a key of that hash. */
-    private static void checkKeyIndex(Path keyDirectory, List<Segment> segments, long logEnd, List<String> faults,
-                                      List<String> notes) throws IOException {
-        if (!Files.isDirectory(keyDirectory)) {
+    private static void checkKeyIndex(FileIO io, Path keyDirectory, List<Segment> segments, long logEnd,
+                                      List<String> faults, List<String> notes) throws IOException {
+        if (!io.isDirectory(keyDirectory)) {
             return;
         }
         long[] checked = new long[1];
-        try (KeyIndex keys = KeyIndex.open(keyDirectory, FileIO.DEFAULT, 16, 16)) {
+        try (KeyIndex keys = KeyIndex.open(keyDirectory, io, 16, 16)) {
             keys.forEach((position, keyHash, indexInRecord) -> {
                 checked[0]++;
                 String fault = checkKeyEntry(segments, logEnd, position, keyHash, indexInRecord);

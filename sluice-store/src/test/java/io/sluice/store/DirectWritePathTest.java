@@ -95,7 +95,7 @@ class DirectWritePathTest {
 
     @Test
     void misalignedDirectWritesAreRefused() throws IOException {
-        try (StoreFile file = FileIO.DEFAULT.open(dir.resolve("f"), true); Arena arena = Arena.ofConfined()) {
+        try (StoreFile file = FileIO.DEFAULT.open(dir.resolve("f"), FileIO.OpenMode.CREATE); Arena arena = Arena.ofConfined()) {
             MemorySegment aligned = arena.allocate(8192, 4096);
             assertThatThrownBy(() -> file.writeDirect(aligned.asSlice(0, 100), 0))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not aligned");

@@ -41,8 +41,43 @@ final class FaultyFileIO implements FileIO {
     }
 
     @Override
-    public StoreFile open(Path path, boolean create) throws IOException {
-        return new Faulty(DEFAULT.open(path, create));
+    public StoreFile open(Path path, OpenMode mode) throws IOException {
+        return new Faulty(DEFAULT.open(path, mode));
+    }
+
+    @Override
+    public boolean exists(Path path) throws IOException {
+        return DEFAULT.exists(path);
+    }
+
+    @Override
+    public boolean isDirectory(Path path) throws IOException {
+        return DEFAULT.isDirectory(path);
+    }
+
+    @Override
+    public java.util.List<Path> list(Path directory) throws IOException {
+        return DEFAULT.list(directory);
+    }
+
+    @Override
+    public boolean createDirectory(Path directory) throws IOException {
+        return DEFAULT.createDirectory(directory);
+    }
+
+    @Override
+    public boolean delete(Path path) throws IOException {
+        return DEFAULT.delete(path);
+    }
+
+    @Override
+    public void rename(Path source, Path target) throws IOException {
+        DEFAULT.rename(source, target);
+    }
+
+    @Override
+    public java.io.Closeable tryLock(Path path) throws IOException {
+        return DEFAULT.tryLock(path);
     }
 
     /** Every directory sync, as "thread name|directory". */
@@ -144,6 +179,14 @@ final class FaultyFileIO implements FileIO {
         @Override
         public MemorySegment map(FileChannel.MapMode mode, long offset, long size, Arena arena) throws IOException {
             return delegate.map(mode, offset, size, arena);
+        }
+
+        @Override
+        public void zeroRange(long offset, long length) throws IOException {
+            if (diskFull.get()) {
+                throw new IOException("No space left on device (injected) zeroing " + path());
+            }
+            delegate.zeroRange(offset, length);
         }
 
         @Override

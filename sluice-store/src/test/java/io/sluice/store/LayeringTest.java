@@ -35,6 +35,23 @@ class LayeringTest {
         slices().matching("io.sluice.store.internal.(*)..").should().beFreeOfCycles().check(STORE);
     }
 
+    /**
+     * Every file and directory operation goes through the {@link io.sluice.store.io.FileIO} seam, so a simulated
+     * file system (power loss, faults) sees all of them; only the operating system's implementation may call
+     * the JDK's file APIs.
+     */
+    @Test
+    void onlyTheDefaultFileSeamTouchesTheFileSystem() {
+        noClasses().that().doNotHaveFullyQualifiedName("io.sluice.store.io.DefaultFileIO")
+                .and().doNotHaveFullyQualifiedName("io.sluice.store.io.DefaultFileIO$ChannelFile")
+                .should().dependOnClassesThat().haveFullyQualifiedName("java.nio.file.Files")
+                .orShould().dependOnClassesThat().haveFullyQualifiedName("java.nio.channels.FileChannel")
+                .orShould().dependOnClassesThat().haveFullyQualifiedName("java.io.RandomAccessFile")
+                .orShould().dependOnClassesThat().haveFullyQualifiedName("java.io.FileInputStream")
+                .orShould().dependOnClassesThat().haveFullyQualifiedName("java.io.FileOutputStream")
+                .check(STORE);
+    }
+
     @Test
     void theFileSeamAndTheCacheKnowNothingOfTheLog() {
         noClasses().that().resideInAnyPackage("io.sluice.store.io..", "io.sluice.store.internal.cache..",

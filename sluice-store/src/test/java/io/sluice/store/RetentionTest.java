@@ -295,7 +295,7 @@ class RetentionTest {
             store.enforceRetention();
         }
         Path file = segmentFiles().getFirst();
-        Segment segment = Segment.open(io, file, Long.parseLong(file.getFileName().toString()), false);
+        Segment segment = Segment.open(io, file, Long.parseLong(file.getFileName().toString()), false, false);
         assertThat(segment.retain()).isTrue();
         segment.release();
         segment.retire();

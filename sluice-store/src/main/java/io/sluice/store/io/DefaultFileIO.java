@@ -2,6 +2,7 @@ package io.sluice.store.io;
 
 import io.sluice.store.StoreConfig;
 import io.sluice.store.internal.io.NativeIO;
+import java.io.Closeable;
 import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -9,10 +10,20 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.channels.WritableByteChannel;
+import java.nio.channels.FileLock;
+import java.nio.channels.OverlappingFileLockException;
+import java.nio.file.FileAlreadyExistsException;
+import java.nio.file.FileStore;
+import java.nio.file.Files;
+import java.nio.file.LinkOption;
 import java.nio.file.OpenOption;
 import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.Comparator;
+import java.util.List;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -38,10 +49,13 @@ final class DefaultFileIO implements FileIO {
     }
 
     @Override
-    public StoreFile open(Path path, boolean create) throws IOException {
-        FileChannel channel = create
-                ? FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE, StandardOpenOption.CREATE)
-                : FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+    public StoreFile open(Path path, OpenMode mode) throws IOException {
+        FileChannel channel = switch (mode) {
+            case READ_ONLY -> FileChannel.open(path, StandardOpenOption.READ);
+            case READ_WRITE -> FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE);
+            case CREATE -> FileChannel.open(path, StandardOpenOption.READ, StandardOpenOption.WRITE,
+                    StandardOpenOption.CREATE);
+        };
         return new ChannelFile(path, channel);
     }
 
@@ -50,6 +64,78 @@ final class DefaultFileIO implements FileIO {
         try (FileChannel dir = FileChannel.open(directory, StandardOpenOption.READ)) {
             dir.force(true);
         }
+    }
+
+    @Override
+    public DiskSpace diskSpace(Path path) throws IOException {
+        FileStore store = Files.getFileStore(path);
+        return new DiskSpace(store.getTotalSpace(), store.getUnallocatedSpace(), store.getUsableSpace());
+    }
+
+    @Override
+    public boolean exists(Path path) {
+        return Files.exists(path, LinkOption.NOFOLLOW_LINKS);
+    }
+
+    @Override
+    public boolean isDirectory(Path path) {
+        return Files.isDirectory(path);
+    }
+
+    @Override
+    public List<Path> list(Path directory) throws IOException {
+        try (Stream<Path> entries = Files.list(directory)) {
+            return entries.sorted(Comparator.comparing(p -> p.getFileName().toString())).toList();
+        }
+    }
+
+    @Override
+    public boolean createDirectory(Path directory) throws IOException {
+        try {
+            Files.createDirectory(directory);
+            return true;
+        } catch (FileAlreadyExistsException e) {
+            if (!Files.isDirectory(directory)) {
+                throw e;
+            }
+            return false;
+        }
+    }
+
+    @Override
+    public boolean delete(Path path) throws IOException {
+        return Files.deleteIfExists(path);
+    }
+
+    @Override
+    public void rename(Path source, Path target) throws IOException {
+        Files.move(source, target, StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+    }
+
+    @Override
+    public Closeable tryLock(Path path) throws IOException {
+        FileChannel channel = FileChannel.open(path, StandardOpenOption.CREATE, StandardOpenOption.WRITE);
+        FileLock lock;
+        try {
+            lock = channel.tryLock();
+        } catch (OverlappingFileLockException e) {
+            lock = null;
+        } catch (IOException | RuntimeException e) {
+            channel.close();
+            throw e;
+        }
+        if (lock == null) {
+            channel.close();
+            return null;
+        }
+        FileLock held = lock;
+        return () -> {
+            try {
+                held.release();
+            } finally {
+                channel.close();
+            }
+        };
     }
 
     private static final class ChannelFile implements StoreFile {
@@ -199,6 +285,18 @@ final class DefaultFileIO implements FileIO {
         @Override
         public MemorySegment map(FileChannel.MapMode mode, long offset, long size, Arena arena) throws IOException {
             return channel.map(mode, offset, size, arena);
+        }
+
+        @Override
+        public void zeroRange(long offset, long length) throws IOException {
+            if (length <= 0 || NativeIO.zeroRange(path, offset, length)) {
+                return;
+            }
+            ByteBuffer zeros = ByteBuffer.allocateDirect((int) Math.min(ZERO_CHUNK_BYTES, length));
+            for (long at = offset; at < offset + length; at += zeros.limit()) {
+                zeros.clear().limit((int) Math.min(zeros.capacity(), offset + length - at));
+                writeFully(zeros, at);
+            }
         }
 
         @Override

@@ -84,8 +84,25 @@ public interface StoreFile extends Closeable {
      */
     boolean startWriteback(long offset, long length) throws IOException;
 
-    /** Forces written data to the device (fdatasync). @throws IOException on an I/O error */
+    /**
+     * Forces the file's written data and its size to the device (fdatasync): until this returns, a power cut
+     * may lose, keep or tear any of them (see {@link FileIO}'s durability contract).
+     *
+     * @throws IOException on an I/O error; the data is then of unknown durability and must never be retried into
+     *     a success
+     */
     void force() throws IOException;
+
+    /**
+     * Makes the range read as zeros, keeping the file's size (durable once forced). Used to erase what lies
+     * past a cut, so old bytes can never come back. Cheap where the filesystem can do it without writing
+     * ({@code fallocate(FALLOC_FL_ZERO_RANGE)}); otherwise zeros are written.
+     *
+     * @param offset file offset
+     * @param length bytes
+     * @throws IOException on an I/O error
+     */
+    void zeroRange(long offset, long length) throws IOException;
 
     /**
      * Maps a region of the file.

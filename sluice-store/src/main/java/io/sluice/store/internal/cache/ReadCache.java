@@ -1,6 +1,7 @@
 package io.sluice.store.internal.cache;
 
 import io.sluice.store.CacheStats;
+import io.sluice.store.internal.task.TaskGate;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -9,10 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentSkipListMap;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
-import java.util.concurrent.RejectedExecutionException;
-import java.util.concurrent.TimeUnit;
+import java.util.concurrent.Executor;
 import java.util.concurrent.atomic.LongAdder;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -71,7 +69,10 @@ public final class ReadCache implements AutoCloseable {
     /** Memory of retired pages, ready for reuse. */
     private final List<MemorySegment> spare = new ArrayList<>();
     private final Object loadLock = new Object();
-    private final ExecutorService prefetcher;
+    /** Runs prefetches (the store's scheduler), or null for none. */
+    private final Executor prefetcher;
+    /** Prefetches run inside it; close waits for them. */
+    private final TaskGate prefetching = new TaskGate();
     private int allocatedPages;
     private volatile long minPosition;
     private volatile boolean closed;
@@ -89,10 +90,10 @@ public final class ReadCache implements AutoCloseable {
      * @param hotWindowMillis pages read within this window are hot
      * @param clock the clock that times accesses
      * @param eviction the policy
-     * @param prefetch true to prefetch the next range on a background thread (when misses load)
+     * @param prefetcher runs prefetches of the next range (when misses load), or null for none
      */
     public ReadCache(long capacityBytes, int pageBytes, long hotWindowMillis, InstantSource clock, Eviction eviction,
-                     boolean prefetch) {
+                     Executor prefetcher) {
         if (capacityBytes < pageBytes) {
             throw new IllegalArgumentException("cacheBytes (" + capacityBytes + ") must be at least one page ("
                     + pageBytes + " bytes)");
@@ -102,8 +103,7 @@ public final class ReadCache implements AutoCloseable {
         this.hotWindowMillis = hotWindowMillis;
         this.clock = clock;
         this.eviction = eviction;
-        this.prefetcher = prefetch ? Executors.newSingleThreadExecutor(
-                r -> Thread.ofPlatform().name("sluice-cache-prefetch").daemon(true).unstarted(r)) : null;
+        this.prefetcher = prefetcher;
     }
 
     /**
@@ -239,20 +239,21 @@ public final class ReadCache implements AutoCloseable {
         if (prefetcher == null || position >= readableEnd || pages.containsKey(position) || closed) {
             return;
         }
-        try {
-            prefetcher.execute(() -> {
-                try {
-                    if (!pages.containsKey(position)
-                            && loadPage(position, Math.min(position + 1, readableEnd), readableEnd, loader) != null) {
-                        prefetches.increment();
-                    }
-                } catch (IOException | RuntimeException e) {
-                    LOG.debug("prefetch at log position {} failed: {}", position, e.toString());
+        prefetcher.execute(() -> {
+            if (!prefetching.enter()) {
+                return;
+            }
+            try {
+                if (!pages.containsKey(position)
+                        && loadPage(position, Math.min(position + 1, readableEnd), readableEnd, loader) != null) {
+                    prefetches.increment();
                 }
-            });
-        } catch (RejectedExecutionException e) {
-            // Closing.
-        }
+            } catch (IOException | RuntimeException e) {
+                LOG.debug("prefetch at log position {} failed: {}", position, e.toString());
+            } finally {
+                prefetching.exit();
+            }
+        });
     }
 
     private boolean overlaps(long start, long end) {
@@ -331,18 +332,11 @@ public final class ReadCache implements AutoCloseable {
     /** Frees the memory. Call after every reader is done, with the write buffer closed too. */
     @Override
     public void close() {
+        prefetching.closeAndAwait();
         synchronized (this) {
             closed = true;
             pages.clear();
             spare.clear();
-        }
-        if (prefetcher != null) {
-            prefetcher.shutdown();
-            try {
-                prefetcher.awaitTermination(30, TimeUnit.SECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            }
         }
         arena.close();
     }

@@ -5,34 +5,42 @@ import io.sluice.store.FlushMode;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
 import io.sluice.store.internal.log.CommitLog;
+import io.sluice.store.internal.task.SerialTask;
+import io.sluice.store.internal.task.TaskGate;
+import io.sluice.store.io.Scheduler;
 import java.io.IOException;
-import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentLinkedQueue;
-import java.util.concurrent.TimeUnit;
-import java.util.concurrent.locks.LockSupport;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.function.Consumer;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The flusher thread: commits write buffers to the files and forces the log.
+ * A log's flusher: commits write buffers to the files and forces the log, as a task on the store's
+ * {@link Scheduler} (one log is never flushed by two threads at once; many logs share the threads).
  *
  * <h2>SYNC: group commit</h2>
- * Appenders enqueue a {@link Waiter} (in log order: they do it under the append lock) and wake the flusher.
- * The flusher takes the write position at that moment, commits and forces everything below it with one
- * fdatasync, then completes every waiter whose record ends at or below the forced position. Appenders that
- * arrive during a force are covered by the next one, so the number of forces per second stays bounded by
- * the device while throughput grows with the number of concurrent appenders.
+ * Appenders enqueue a {@link Waiter} (in log order: they do it under the append lock) and request a round.
+ * A round takes the write position at that moment, commits and forces everything below it with one
+ * fdatasync, then hands every waiter whose record ends at or below the forced position to the scheduler's
+ * acknowledgement thread (never completing a future on the flusher: a callback that appends and waits would
+ * deadlock it, and a slow one would delay everyone). Rounds repeat while waiters remain, so appenders that
+ * arrive during a force ride on the next one, and forces per second stay bounded by the device while
+ * throughput grows with the number of concurrent appenders.
  *
  * <h2>ASYNC</h2>
  * Commits once {@code commitMinBytes} are buffered or {@code commitIntervalMillis} passed; forces once
- * {@code flushDirtyBytes} are dirty or {@code flushIntervalMillis} passed.
+ * {@code flushDirtyBytes} are dirty or {@code flushIntervalMillis} passed. Appenders request a round when a
+ * threshold is crossed; a timer, armed only while something is unflushed, covers the intervals, so an idle log
+ * costs nothing.
  *
  * <h2>Failure</h2>
  * A failed commit or force is never retried: the pages it covered may already be marked clean by the kernel,
- * so a later "successful" force would prove nothing. The flusher reports the failure to the store (which
- * turns read-only and fails every waiting append) and stops.
+ * so a later "successful" force would prove nothing. The flusher reports the failure once (the store turns
+ * read-only and fails every waiting append) and does nothing from then on.
  *
  * <p>Thread-safe: {@link #enqueue} and {@link #wakeUp} may be called from any thread.
  */
@@ -52,49 +60,61 @@ public final class FlushService implements AutoCloseable {
 
     private final CommitLog log;
     private final StoreConfig config;
+    private final Scheduler scheduler;
     private final Consumer<IOException> onFailure;
     private final ConcurrentLinkedQueue<Waiter> waiters = new ConcurrentLinkedQueue<>();
-    private final Thread thread;
-    private volatile boolean running = true;
-    private volatile boolean sleeping;
+    private final SerialTask task;
+    private final TaskGate gate = new TaskGate();
+    private final AtomicBoolean timerArmed = new AtomicBoolean();
     private volatile boolean failed;
     private volatile long forces;
     /** Writeback control's distance, 0 when off (SYNC, the DIRECT path, or not configured). */
     private final long writebackDistance;
+    private final Writeback writeback;
     /** Where writeback has been started up to, published for {@link #writebackDue}. */
     private volatile long writebackStarted;
+    /** Flusher-owned (ASYNC): clock millis of the last commit and the last force. */
+    private long lastCommitMillis;
+    private long lastFlushMillis;
 
     /**
      * @param log the log to flush
      * @param config the configuration
-     * @param onFailure told (once, on the flusher thread) when a commit or force fails
+     * @param scheduler where rounds run and acknowledgements complete
+     * @param onFailure told (once) when a commit or force fails
      */
-    public FlushService(CommitLog log, StoreConfig config, Consumer<IOException> onFailure) {
+    public FlushService(CommitLog log, StoreConfig config, Scheduler scheduler, Consumer<IOException> onFailure) {
         this.log = log;
         this.config = config;
+        this.scheduler = scheduler;
         this.onFailure = onFailure;
         this.writebackDistance = config.flushMode() == FlushMode.ASYNC && config.writePath() != WritePath.DIRECT
                 ? config.resolvedWritebackDistanceBytes() : 0;
+        this.writeback = writebackDistance > 0 ? new Writeback(log, writebackDistance) : null;
         this.writebackStarted = log.flushedPosition();
-        this.thread = Thread.ofPlatform().name("sluice-flusher").daemon(true).unstarted(
-                config.flushMode() == FlushMode.SYNC ? this::runSync : this::runAsync);
-    }
-
-    /** Starts the flusher thread. */
-    public void start() {
-        thread.start();
+        this.lastCommitMillis = config.clock().millis();
+        this.lastFlushMillis = lastCommitMillis;
+        this.task = new SerialTask(scheduler, this::round);
     }
 
     /** SYNC: registers an append to complete after its force. Call in log order. */
     public void enqueue(Waiter waiter) {
         waiters.add(waiter);
-        wakeUp();
+        task.request();
     }
 
-    /** Wakes the flusher if it sleeps. Cheap when it is awake. */
+    /** Has a round run soon (a threshold was crossed). Cheap when one is already pending. */
     public void wakeUp() {
-        if (sleeping) {
-            LockSupport.unpark(thread);
+        task.request();
+    }
+
+    /** ASYNC: arms the interval timer if it is not armed; call after an append left unflushed bytes. */
+    public void armTimer() {
+        if (!timerArmed.get() && timerArmed.compareAndSet(false, true)) {
+            scheduler.schedule(() -> {
+                timerArmed.set(false);
+                task.request();
+            }, Math.min(config.flushIntervalMillis(), config.commitIntervalMillis()));
         }
     }
 
@@ -111,81 +131,79 @@ public final class FlushService implements AutoCloseable {
         return forces;
     }
 
-    private void runSync() {
-        ArrayDeque<Waiter> batch = new ArrayDeque<>();
-        while (running || !waiters.isEmpty()) {
-            if (waiters.isEmpty()) {
-                sleep(TimeUnit.MILLISECONDS.toNanos(config.flushIntervalMillis()));
-                continue;
+    private void round() {
+        if (failed || !gate.enter()) {
+            return;
+        }
+        try {
+            if (config.flushMode() == FlushMode.SYNC) {
+                syncRounds();
+            } else {
+                asyncRound();
             }
-            long target = log.writePosition();
-            if (!commitAndForce(target)) {
-                return;
-            }
-            long flushed = log.flushedPosition();
-            Waiter waiter;
-            while ((waiter = waiters.peek()) != null && waiter.end() <= flushed) {
-                waiters.poll();
-                batch.add(waiter);
-            }
-            // Complete outside the queue walk: completions may run caller code.
-            while ((waiter = batch.poll()) != null) {
-                waiter.future().complete(waiter.result());
-            }
+        } finally {
+            gate.exit();
         }
     }
 
-    private void runAsync() {
-        long lastCommit = System.nanoTime();
-        long lastFlush = lastCommit;
-        long commitInterval = TimeUnit.MILLISECONDS.toNanos(config.commitIntervalMillis());
-        long flushInterval = TimeUnit.MILLISECONDS.toNanos(config.flushIntervalMillis());
+    private void syncRounds() {
+        while (!waiters.isEmpty() && !failed) {
+            if (!commitAndForce(log.writePosition())) {
+                return;
+            }
+            completeDurable();
+        }
+    }
+
+    /** Hands every waiter whose record is now durable to the acknowledgement thread. */
+    private void completeDurable() {
+        long flushed = log.flushedPosition();
+        List<Waiter> batch = new ArrayList<>();
+        Waiter waiter;
+        while ((waiter = waiters.peek()) != null && waiter.end() <= flushed) {
+            waiters.poll();
+            batch.add(waiter);
+        }
+        if (!batch.isEmpty()) {
+            scheduler.completeAcknowledgements(() -> {
+                for (Waiter done : batch) {
+                    done.future().complete(done.result());
+                }
+            });
+        }
+    }
+
+    private void asyncRound() {
+        long now = config.clock().millis();
         boolean buffered = config.writePath().buffered();
-        Writeback writeback = writebackDistance > 0 ? new Writeback(log, writebackDistance) : null;
-        while (running) {
-            long now = System.nanoTime();
+        try {
             long write = log.writePosition();
-            try {
-                if (buffered) {
-                    long uncommitted = write - log.committedPosition();
-                    if (uncommitted >= config.commitMinBytes()
-                            || (uncommitted > 0 && now - lastCommit >= commitInterval)) {
-                        log.commit(write);
-                        lastCommit = now;
-                    }
-                }
-                long committed = log.committedPosition();
-                if (writeback != null) {
-                    writeback.maybeStart(committed);
-                    writebackStarted = writeback.started();
-                }
-                long dirty = committed - log.flushedPosition();
-                if (dirty >= config.flushDirtyBytes() || (dirty > 0 && now - lastFlush >= flushInterval)) {
-                    log.flush(committed);
-                    forces++;
-                    lastFlush = now;
-                    continue;
-                }
-            } catch (IOException e) {
-                fail(e);
-                return;
-            }
-            long wait = flushInterval - (now - lastFlush);
             if (buffered) {
-                wait = Math.min(wait, commitInterval - (now - lastCommit));
+                long uncommitted = write - log.committedPosition();
+                if (uncommitted >= config.commitMinBytes()
+                        || (uncommitted > 0 && now - lastCommitMillis >= config.commitIntervalMillis())) {
+                    log.commit(write);
+                    lastCommitMillis = now;
+                }
             }
-            if (!workPending()) {
-                sleep(Math.max(wait, TimeUnit.MICROSECONDS.toNanos(100)));
+            long committed = log.committedPosition();
+            if (writeback != null) {
+                writeback.maybeStart(committed);
+                writebackStarted = writeback.started();
             }
+            long dirty = committed - log.flushedPosition();
+            if (dirty >= config.flushDirtyBytes() || (dirty > 0 && now - lastFlushMillis >= config.flushIntervalMillis())) {
+                log.flush(committed);
+                forces++;
+                lastFlushMillis = now;
+            }
+        } catch (IOException e) {
+            fail(e);
+            return;
         }
-    }
-
-    /** @return true if a threshold is already crossed (so the flusher should not sleep) */
-    private boolean workPending() {
-        long write = log.writePosition();
-        return write - log.committedPosition() >= config.commitMinBytes()
-                || log.committedPosition() - log.flushedPosition() >= config.flushDirtyBytes()
-                || writebackDue(log.committedPosition());
+        if (log.writePosition() > log.flushedPosition()) {
+            armTimer();
+        }
     }
 
     /** Commits and forces everything below {@code target}. @return false if it failed (already reported) */
@@ -209,18 +227,18 @@ public final class FlushService implements AutoCloseable {
 
     /** Fails every waiting append with {@code cause}. Call with appends stopped. */
     public void failWaiters(Throwable cause) {
+        List<Waiter> batch = new ArrayList<>();
         Waiter waiter;
         while ((waiter = waiters.poll()) != null) {
-            waiter.future().completeExceptionally(cause);
+            batch.add(waiter);
         }
-    }
-
-    private void sleep(long nanos) {
-        sleeping = true;
-        if (waiters.isEmpty() && !workPending() && running) {
-            LockSupport.parkNanos(this, nanos);
+        if (!batch.isEmpty()) {
+            scheduler.completeAcknowledgements(() -> {
+                for (Waiter failedWaiter : batch) {
+                    failedWaiter.future().completeExceptionally(cause);
+                }
+            });
         }
-        sleeping = false;
     }
 
     /** @return true if a commit or force failed */
@@ -229,16 +247,34 @@ public final class FlushService implements AutoCloseable {
     }
 
     /**
-     * Stops the flusher after a last commit and force of everything appended. Call after appends stopped.
+     * Close, after appends stopped: waits for a running round to end and runs no more. The caller then
+     * commits and forces what remains ({@link #finalRound}).
      */
     @Override
     public void close() {
-        running = false;
-        LockSupport.unpark(thread);
-        try {
-            thread.join();
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+        gate.closeAndAwait();
+    }
+
+    /**
+     * Close, on the closing thread after {@link #close()}: commits and forces everything appended and
+     * acknowledges every waiter, unless a force failed before.
+     *
+     * @return the position everything below which is durable
+     * @throws IOException if the commit or force failed (waiters are then left for {@link #failWaiters})
+     */
+    public long finalRound() throws IOException {
+        if (failed) {
+            throw new IOException("an earlier commit or force failed");
         }
+        long end = log.writePosition();
+        long committed = log.commit(end);
+        if (committed < end) {
+            throw new IOException("only " + committed + " of the log's " + end + " bytes could be committed to the"
+                    + " files");
+        }
+        log.flush(committed);
+        forces++;
+        completeDurable();
+        return committed;
     }
 }

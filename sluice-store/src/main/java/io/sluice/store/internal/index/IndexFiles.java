@@ -3,7 +3,6 @@ package io.sluice.store.internal.index;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -82,7 +81,7 @@ final class IndexFiles {
     void retire(MappedFile[] files, int drop) throws IOException {
         for (int i = 0; i < drop; i++) {
             retired.add(files[i]);
-            Files.deleteIfExists(files[i].path());
+            fileIO.delete(files[i].path());
         }
         fileIO.syncDirectory(directory);
     }

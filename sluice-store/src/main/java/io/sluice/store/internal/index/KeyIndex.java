@@ -1,5 +1,6 @@
 package io.sluice.store.internal.index;
 
+import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
 import java.io.IOException;
@@ -9,12 +10,10 @@ import java.lang.foreign.ValueLayout;
 import java.lang.invoke.VarHandle;
 import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.stream.Stream;
 
 /**
  * The key index (RocketMQ's IndexFile): finds the records whose messages carry a key, newest first, without
@@ -94,10 +93,10 @@ public final class KeyIndex implements AutoCloseable {
      */
     public static KeyIndex open(Path directory, FileIO fileIO, int slotsPerFile, int entriesPerFile)
             throws IOException {
-        Files.createDirectories(directory);
+        FileTree.createDirectories(fileIO, directory);
         List<KeyFile> files = new ArrayList<>();
-        try (Stream<Path> listing = Files.list(directory)) {
-            for (Path path : listing.filter(KeyIndex::isKeyFileName).sorted().toList()) {
+        {
+            for (Path path : fileIO.list(directory).stream().filter(KeyIndex::isKeyFileName).toList()) {
                 try {
                     long sequence = Long.parseLong(path.getFileName().toString());
                     if (!files.isEmpty() && files.getLast().sequence + 1 != sequence) {
@@ -246,7 +245,7 @@ public final class KeyIndex implements AutoCloseable {
                 break;
             }
             file.close();
-            Files.deleteIfExists(file.path);
+            fileIO.delete(file.path);
             deleted = true;
             last--;
         }
@@ -359,7 +358,7 @@ public final class KeyIndex implements AutoCloseable {
 
         static KeyFile create(FileIO io, Path directory, long sequence, int slots, int capacity) throws IOException {
             Path path = directory.resolve(String.format("%020d", sequence));
-            StoreFile file = io.open(path, true);
+            StoreFile file = io.open(path, FileIO.OpenMode.CREATE);
             Arena arena = Arena.ofShared();
             try {
                 file.allocate(bytes(slots, capacity), false);
@@ -373,13 +372,13 @@ public final class KeyIndex implements AutoCloseable {
             } catch (IOException | RuntimeException e) {
                 arena.close();
                 file.close();
-                Files.deleteIfExists(path);
+                io.delete(path);
                 throw e;
             }
         }
 
         static KeyFile open(FileIO io, Path path) throws IOException {
-            StoreFile file = io.open(path, false);
+            StoreFile file = io.open(path, FileIO.OpenMode.READ_WRITE);
             Arena arena = Arena.ofShared();
             try {
                 long size = file.size();

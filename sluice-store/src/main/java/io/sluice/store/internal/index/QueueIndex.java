@@ -4,18 +4,17 @@ import static io.sluice.store.internal.index.QueueIndexFormat.ENTRY_BYTES;
 import static io.sluice.store.internal.index.QueueIndexFormat.INT;
 import static io.sluice.store.internal.index.QueueIndexFormat.LONG;
 
+import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
-import java.util.stream.Stream;
 
 /**
  * The dense index of one topic's queue: entry n locates the message at queue offset n in O(1).
@@ -59,10 +58,10 @@ public final class QueueIndex implements AutoCloseable {
      */
     public static QueueIndex open(String topic, int queueId, Path directory, FileIO fileIO, int entriesPerFile)
             throws IOException {
-        Files.createDirectories(directory);
+        FileTree.createDirectories(fileIO, directory);
         List<IndexFile> files = new ArrayList<>();
-        try (Stream<Path> listing = Files.list(directory)) {
-            for (Path path : listing.sorted().toList()) {
+        {
+            for (Path path : fileIO.list(directory)) {
                 String name = path.getFileName().toString();
                 if (name.length() == 20 && name.chars().allMatch(Character::isDigit)) {
                     long first = Long.parseLong(name);
@@ -227,7 +226,7 @@ public final class QueueIndex implements AutoCloseable {
         for (IndexFile file : current) {
             if (file.firstEntry >= offset) {
                 file.close();
-                Files.deleteIfExists(file.path);
+                fileIO.delete(file.path);
                 continue;
             }
             long from = Math.max(0, offset - file.firstEntry);
@@ -252,7 +251,7 @@ public final class QueueIndex implements AutoCloseable {
     public void resetTo(long offset) throws IOException {
         for (IndexFile file : files) {
             file.close();
-            Files.deleteIfExists(file.path);
+            fileIO.delete(file.path);
         }
         files = new IndexFile[0];
         minOffset = offset;
@@ -338,21 +337,21 @@ public final class QueueIndex implements AutoCloseable {
 
         static IndexFile create(FileIO io, Path directory, long firstEntry, int entries) throws IOException {
             Path path = directory.resolve(String.format("%020d", firstEntry));
-            StoreFile file = io.open(path, true);
+            StoreFile file = io.open(path, FileIO.OpenMode.CREATE);
             try {
                 // No directory fsync here, under the append lock: the owner marks its directory unsynced and
                 // the checkpoint syncs it before claiming the entries durable (see forceIfDirty).
                 file.allocate((long) entries * ENTRY_BYTES, false);
             } catch (IOException e) {
                 file.close();
-                Files.deleteIfExists(path);
+                io.delete(path);
                 throw e;
             }
             return map(path, firstEntry, file, entries);
         }
 
         static IndexFile open(FileIO io, Path path, long firstEntry, int entries) throws IOException {
-            StoreFile file = io.open(path, false);
+            StoreFile file = io.open(path, FileIO.OpenMode.READ_WRITE);
             if (file.size() < (long) entries * ENTRY_BYTES) {
                 file.allocate((long) entries * ENTRY_BYTES, false);
             }

@@ -1,8 +1,8 @@
 package io.sluice.store.internal.index;
 
+import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
 import java.io.IOException;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Collection;
@@ -11,7 +11,6 @@ import java.util.Map;
 import java.util.Set;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.stream.Stream;
 
 /**
  * Every index of the store: the queue indexes, found under {@code index/<topic>/<queueId>/}, and the key
@@ -45,7 +44,7 @@ public final class QueueIndexes implements AutoCloseable {
      */
     public static QueueIndexes open(Path root, Path keyRoot, FileIO fileIO, int entriesPerFile, int keySlotsPerFile,
                                     int keyEntriesPerFile) throws IOException {
-        Files.createDirectories(root);
+        FileTree.createDirectories(fileIO, root);
         QueueIndexes indexes = new QueueIndexes(root, fileIO, entriesPerFile,
                 KeyIndex.open(keyRoot, fileIO, keySlotsPerFile, keyEntriesPerFile));
         try {
@@ -63,10 +62,16 @@ public final class QueueIndexes implements AutoCloseable {
 
     private void openQueues() throws IOException {
         QueueIndexes indexes = this;
-        try (Stream<Path> topicDirs = Files.list(root)) {
-            for (Path topicDir : topicDirs.filter(Files::isDirectory).sorted().toList()) {
-                try (Stream<Path> queueDirs = Files.list(topicDir)) {
-                    for (Path queueDir : queueDirs.filter(Files::isDirectory).sorted().toList()) {
+        {
+            for (Path topicDir : fileIO.list(root)) {
+                if (!fileIO.isDirectory(topicDir)) {
+                    continue;
+                }
+                {
+                    for (Path queueDir : fileIO.list(topicDir)) {
+                        if (!fileIO.isDirectory(queueDir)) {
+                            continue;
+                        }
                         String name = queueDir.getFileName().toString();
                         if (!name.chars().allMatch(Character::isDigit) || name.isEmpty() || name.length() > 10) {
                             continue;

@@ -4,9 +4,7 @@ import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 
 /**
  * Replaces a small file so that a crash leaves either the old content or the new, never a mix: write a
@@ -27,12 +25,12 @@ public final class AtomicFile {
      */
     public static void replace(FileIO io, Path directory, String name, ByteBuffer content) throws IOException {
         Path temp = directory.resolve(name + ".tmp");
-        try (StoreFile file = io.open(temp, true)) {
+        try (StoreFile file = io.open(temp, FileIO.OpenMode.CREATE)) {
             file.truncate(0);
             file.writeFully(content, 0);
             file.force();
         }
-        Files.move(temp, directory.resolve(name), StandardCopyOption.ATOMIC_MOVE, StandardCopyOption.REPLACE_EXISTING);
+        io.rename(temp, directory.resolve(name));
         io.syncDirectory(directory);
     }
 }

@@ -33,6 +33,8 @@ public final class NativeIO {
     private static final int O_RDWR = 2;
     private static final int O_CLOEXEC = 0x80000;
     private static final int ENOSPC = 28;
+    private static final int FALLOC_FL_KEEP_SIZE = 0x01;
+    private static final int FALLOC_FL_ZERO_RANGE = 0x10;
     /** {@code MADV_WILLNEED}: read ahead the range. */
     public static final int MADV_WILLNEED = 3;
     /** {@code MADV_SEQUENTIAL}: aggressive read-ahead, early reclaim behind. */
@@ -57,6 +59,7 @@ public final class NativeIO {
     private static final MethodHandle SYNC_FILE_RANGE;
 
     private static final AtomicBoolean FALLOCATE_WARNED = new AtomicBoolean();
+    private static final AtomicBoolean ZERO_RANGE_WARNED = new AtomicBoolean();
     private static final AtomicBoolean MADVISE_WARNED = new AtomicBoolean();
     private static final AtomicBoolean MLOCK_WARNED = new AtomicBoolean();
     private static final AtomicBoolean SYNC_FILE_RANGE_WARNED = new AtomicBoolean();
@@ -115,10 +118,26 @@ public final class NativeIO {
      *
      * @param path the file (it must exist)
      * @param size bytes to reserve from offset 0; the file grows to this size
-     * @return true if done, false if fallocate is unavailable here (the caller should zero-fill)
+     * @return true if done, false if fallocate is unavailable here (the caller should write zeros)
      * @throws IOException with "No space left on device" on ENOSPC, or another failure
      */
     public static boolean fallocate(Path path, long size) throws IOException {
+        return fallocate(path, 0, 0, size, "reserving " + size + " bytes");
+    }
+
+    /**
+     * Makes a range of the file read as zeros without writing it ({@code fallocate(FALLOC_FL_ZERO_RANGE |
+     * FALLOC_FL_KEEP_SIZE)}): the filesystem marks the blocks unwritten.
+     *
+     * @return true if done, false where the call is unavailable or the filesystem refuses it (write zeros)
+     * @throws IOException on ENOSPC or an I/O error
+     */
+    public static boolean zeroRange(Path path, long offset, long length) throws IOException {
+        return fallocate(path, FALLOC_FL_ZERO_RANGE | FALLOC_FL_KEEP_SIZE, offset, length,
+                "zeroing " + length + " bytes at " + offset);
+    }
+
+    private static boolean fallocate(Path path, int mode, long offset, long length, String what) throws IOException {
         if (FALLOCATE == null) {
             return false;
         }
@@ -129,16 +148,18 @@ public final class NativeIO {
                 throw new IOException("open " + path + ": " + strerror(errno(state)));
             }
             try {
-                int rc = (int) FALLOCATE.invokeExact(state, fd, 0, 0L, size);
+                int rc = (int) FALLOCATE.invokeExact(state, fd, mode, offset, length);
                 if (rc == 0) {
                     return true;
                 }
                 int err = errno(state);
                 if (err == ENOSPC) {
-                    throw new IOException("No space left on device: fallocate " + path + " to " + size + " bytes");
+                    throw new IOException("No space left on device: fallocate " + path + ", " + what);
                 }
-                if (FALLOCATE_WARNED.compareAndSet(false, true)) {
-                    LOG.warn("fallocate failed on {} ({}); zero-filling segments instead", path, strerror(err));
+                AtomicBoolean warned = mode == 0 ? FALLOCATE_WARNED : ZERO_RANGE_WARNED;
+                if (warned.compareAndSet(false, true)) {
+                    LOG.warn("fallocate refused ({}) on {}, {}; writing zeros instead (warned once)", strerror(err),
+                            path, what);
                 }
                 return false;
             } finally {

@@ -5,12 +5,12 @@ import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
 import io.sluice.store.internal.cache.Pin;
 import io.sluice.store.internal.cache.ReadCache;
+import io.sluice.store.io.Scheduler;
 import java.io.IOException;
 import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.WritableByteChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
@@ -51,6 +51,10 @@ public final class CommitLog implements AutoCloseable {
     /** Replaced, never changed in place; swaps happen under {@link #segmentsLock} (roll and retention). */
     private volatile Segment[] segments;
     private final Object segmentsLock = new Object();
+    /** Serialises commits (the write buffer has one committer at a time). */
+    private final Object commitLock = new Object();
+    /** Serialises forces, so the flushed position only grows. */
+    private final Object flushLock = new Object();
     private Segment active;
     /** Writer-owned: the segment after the active one is being prepared. */
     private boolean nextPrepared;
@@ -69,7 +73,7 @@ public final class CommitLog implements AutoCloseable {
      *     calibrated crossover; {@link Long#MAX_VALUE} without calibration)
      */
     public CommitLog(StoreConfig config, Path directory, List<Segment> segments, long endPosition,
-                     Runnable commitNudge, long mappedReadMaxBytes) {
+                     Runnable commitNudge, long mappedReadMaxBytes, Scheduler scheduler) {
         this.config = config;
         this.mappedReadMaxBytes = mappedReadMaxBytes;
         this.directory = directory;
@@ -80,7 +84,8 @@ public final class CommitLog implements AutoCloseable {
         this.buffered = config.writePath().buffered();
         this.loadsOnMiss = config.writePath() == WritePath.DIRECT;
         this.cache = buffered && config.cacheBytes() > 0 ? new ReadCache(config.cacheBytes(), config.writeBufferBytes(),
-                config.cacheHotWindowMillis(), config.clock(), ReadCache.Eviction.TAIL_AWARE, loadsOnMiss) : null;
+                config.cacheHotWindowMillis(), config.clock(), ReadCache.Eviction.TAIL_AWARE,
+                loadsOnMiss ? scheduler::execute : null) : null;
         this.pool = buffered
                 ? new WriteBufferPool(config.writeBufferBytes(), config.writeBufferCount(), cache) : null;
         this.writer = switch (config.writePath()) {
@@ -90,7 +95,7 @@ public final class CommitLog implements AutoCloseable {
             case DIRECT -> new BufferedSegmentWriter(pool, commitNudge, true);
         };
         this.warmer = new SegmentWarmer(config.warmUp(), mapsWritable(config.writePath()));
-        this.preparer = new SegmentPreparer(this::createSegment);
+        this.preparer = new SegmentPreparer(this::createSegment, config.fileIO(), scheduler);
         for (Segment segment : this.segments) {
             if (segment.base() <= endPosition && endPosition < segment.end()) {
                 active = segment;
@@ -212,13 +217,20 @@ public final class CommitLog implements AutoCloseable {
         return config.writePath().buffered() ? writePosition - committedPosition : 0;
     }
 
-    /** Flusher: writes buffered bytes below {@code upTo} to the files. @return the committed position */
+    /**
+     * Writes buffered bytes below {@code upTo} to the files (the flusher, a checkpoint or the closing thread;
+     * one at a time).
+     *
+     * @return the committed position
+     */
     public long commit(long upTo) throws IOException {
-        long committed = writer.commit(upTo);
-        if (committed > committedPosition) {
-            committedPosition = committed;
+        synchronized (commitLock) {
+            long committed = writer.commit(upTo);
+            if (committed > committedPosition) {
+                committedPosition = committed;
+            }
+            return committedPosition;
         }
-        return committedPosition;
     }
 
     /**
@@ -226,20 +238,22 @@ public final class CommitLog implements AutoCloseable {
      * position. On failure the flushed position stays where it was.
      */
     public void flush(long upTo) throws IOException {
-        long from = flushedPosition;
-        if (upTo <= from) {
-            return;
-        }
-        for (Segment segment : segments) {
-            if (segment.end() > from && segment.base() < upTo && segment.retain()) {
-                try {
-                    segment.file().force();
-                } finally {
-                    segment.release();
+        synchronized (flushLock) {
+            long from = flushedPosition;
+            if (upTo <= from) {
+                return;
+            }
+            for (Segment segment : segments) {
+                if (segment.end() > from && segment.base() < upTo && segment.retain()) {
+                    try {
+                        segment.file().force();
+                    } finally {
+                        segment.release();
+                    }
                 }
             }
+            flushedPosition = upTo;
         }
-        flushedPosition = upTo;
     }
 
     /**
@@ -513,6 +527,6 @@ public final class CommitLog implements AutoCloseable {
     /** @return true if the file name is a segment's: 20 digits */
     public static boolean isSegmentName(Path file) {
         String name = file.getFileName().toString();
-        return name.length() == 20 && name.chars().allMatch(Character::isDigit) && Files.isRegularFile(file);
+        return name.length() == 20 && name.chars().allMatch(Character::isDigit);
     }
 }

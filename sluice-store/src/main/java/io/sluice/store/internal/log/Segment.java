@@ -8,7 +8,6 @@ import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -35,6 +34,7 @@ public final class Segment implements AutoCloseable, Pin {
 
     private static final Logger LOG = LoggerFactory.getLogger(Segment.class);
 
+    private final FileIO io;
     private final long base;
     private final long size;
     private final StoreFile file;
@@ -55,7 +55,8 @@ public final class Segment implements AutoCloseable, Pin {
 
     private static final long UNMAPPING = 1L << 62;
 
-    private Segment(long base, long size, StoreFile file, Arena arena, MemorySegment mapping) {
+    private Segment(FileIO io, long base, long size, StoreFile file, Arena arena, MemorySegment mapping) {
+        this.io = io;
         this.base = base;
         this.size = size;
         this.file = file;
@@ -76,38 +77,45 @@ public final class Segment implements AutoCloseable, Pin {
     public static Segment create(FileIO io, Path directory, long base, long size, SegmentAllocation allocation,
                                  boolean writable) throws IOException {
         Path path = directory.resolve(fileName(base));
-        StoreFile file = io.open(path, true);
+        StoreFile file = io.open(path, FileIO.OpenMode.CREATE);
         try {
             if (file.size() > size) {
                 file.truncate(size);
             }
             file.allocate(size, allocation == SegmentAllocation.ZERO_FILL);
             io.syncDirectory(directory);
-            return map(base, size, file, writable);
+            return map(io, base, size, file, writable);
         } catch (IOException | RuntimeException e) {
             file.close();
-            Files.deleteIfExists(path);
+            io.delete(path);
             throw e;
         }
     }
 
-    /** Opens and maps an existing segment file; its size is the file's size. */
-    public static Segment open(FileIO io, Path path, long base, boolean writable) throws IOException {
-        StoreFile file = io.open(path, false);
+    /**
+     * Opens and maps an existing segment file; its size is the file's size.
+     *
+     * @param writable map it read-write (the MMAP path)
+     * @param readOnly open the file for reading only (a store opened to be read); implies a read-only mapping
+     */
+    public static Segment open(FileIO io, Path path, long base, boolean writable, boolean readOnly)
+            throws IOException {
+        StoreFile file = io.open(path, readOnly ? FileIO.OpenMode.READ_ONLY : FileIO.OpenMode.READ_WRITE);
         try {
-            return map(base, file.size(), file, writable);
+            return map(io, base, file.size(), file, writable && !readOnly);
         } catch (IOException | RuntimeException e) {
             file.close();
             throw e;
         }
     }
 
-    private static Segment map(long base, long size, StoreFile file, boolean writable) throws IOException {
+    private static Segment map(FileIO io, long base, long size, StoreFile file, boolean writable)
+            throws IOException {
         Arena arena = Arena.ofShared();
         try {
             FileChannel.MapMode mode = writable ? FileChannel.MapMode.READ_WRITE : FileChannel.MapMode.READ_ONLY;
             MemorySegment mapping = file.map(mode, 0, size, arena);
-            return new Segment(base, size, file, arena, mapping);
+            return new Segment(io, base, size, file, arena, mapping);
         } catch (IOException | RuntimeException e) {
             arena.close();
             throw e;
@@ -167,7 +175,7 @@ public final class Segment implements AutoCloseable, Pin {
         if (references.decrementAndGet() == 0 && deleteOnRelease) {
             try {
                 close();
-                Files.deleteIfExists(file.path());
+                io.delete(file.path());
             } catch (IOException e) {
                 LOG.warn("deleting retired segment {} failed: {}", file.path(), e.toString());
             }

@@ -1,19 +1,23 @@
 package io.sluice.store.internal.log;
 
+import io.sluice.store.io.FileIO;
+import io.sluice.store.io.Scheduler;
 import java.io.IOException;
+import java.util.concurrent.CancellationException;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
-import java.util.concurrent.ExecutorService;
-import java.util.concurrent.Executors;
+import java.util.concurrent.atomic.AtomicBoolean;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Creates the next segment in the background while the active one fills, so a roll rarely waits for file
- * creation and block allocation. A failed background attempt (a full disk) is not fatal: the roll tries
- * again synchronously and reports that attempt's error.
+ * Creates the next segment in the background (a task on the store's {@link Scheduler}) while the active one
+ * fills, so a roll rarely waits for file creation and block allocation. If the roll comes before the task
+ * started, the roll runs it itself; a failed background attempt (a full disk) is not fatal: the roll tries
+ * again and reports that attempt's error.
  *
- * <p>Thread-safe: {@link #prepare} and {@link #take} are called by the single log writer.
+ * <p>{@link #prepare}, {@link #take} and {@link #close} are called by the single log writer (or the closing
+ * thread).
  */
 final class SegmentPreparer implements AutoCloseable {
 
@@ -26,80 +30,111 @@ final class SegmentPreparer implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(SegmentPreparer.class);
 
     private final Factory factory;
-    private final ExecutorService executor;
-    private long preparedBase = -1;
-    private CompletableFuture<Segment> prepared;
+    private final FileIO io;
+    private final Scheduler scheduler;
+    private Preparation prepared;
 
-    SegmentPreparer(Factory factory) {
+    SegmentPreparer(Factory factory, FileIO io, Scheduler scheduler) {
         this.factory = factory;
-        this.executor = Executors.newSingleThreadExecutor(r -> {
-            Thread t = new Thread(r, "sluice-segment-preparer");
-            t.setDaemon(true);
-            return t;
-        });
+        this.io = io;
+        this.scheduler = scheduler;
     }
 
     /** Starts creating the segment at {@code base} unless it is already under way. */
     void prepare(long base) {
-        if (preparedBase == base && prepared != null) {
+        if (prepared != null && prepared.base == base) {
             return;
         }
         discardPrepared();
-        preparedBase = base;
-        prepared = CompletableFuture.supplyAsync(() -> {
-            try {
-                return factory.create(base);
-            } catch (IOException e) {
-                throw new java.io.UncheckedIOException(e);
-            }
-        }, executor);
+        prepared = new Preparation(base);
+        scheduler.execute(prepared);
     }
 
     /** @return the segment at {@code base}: the prepared one if it succeeded, else a new one made now */
     Segment take(long base) throws IOException {
-        if (preparedBase == base && prepared != null) {
-            CompletableFuture<Segment> future = prepared;
+        Preparation preparation = prepared;
+        if (preparation != null && preparation.base == base) {
             prepared = null;
-            preparedBase = -1;
             try {
-                return future.get();
+                return preparation.await();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
+                preparation.discard();
                 throw new IOException("interrupted while waiting for segment " + base, e);
-            } catch (ExecutionException e) {
-                LOG.debug("background creation of segment {} failed ({}); retrying now", base, e.getCause().toString());
+            } catch (ExecutionException | CancellationException e) {
+                LOG.debug("background creation of segment {} failed ({}); retrying now", base, e.toString());
             }
         }
         return factory.create(base);
     }
 
     private void discardPrepared() {
-        if (prepared == null) {
-            return;
+        if (prepared != null) {
+            prepared.discard();
+            prepared = null;
         }
-        CompletableFuture<Segment> future = prepared;
-        prepared = null;
-        future.thenAccept(segment -> {
-            try {
-                // Unused: it holds no record, and leaving it would only take disk space until the next open.
-                segment.close();
-                java.nio.file.Files.deleteIfExists(segment.file().path());
-            } catch (IOException e) {
-                LOG.warn("closing unused prepared segment {}", segment, e);
-            }
-        });
     }
 
     @Override
     public void close() {
         discardPrepared();
-        executor.shutdown();
-        try {
-            if (!executor.awaitTermination(30, java.util.concurrent.TimeUnit.SECONDS)) {
-                LOG.warn("segment preparer did not stop within 30 s");
+    }
+
+    /** One segment being made, by whichever comes first: the scheduler or the roll. */
+    private final class Preparation implements Runnable {
+        final long base;
+        private final AtomicBoolean claimed = new AtomicBoolean();
+        private final AtomicBoolean cleaned = new AtomicBoolean();
+        private final CompletableFuture<Segment> result = new CompletableFuture<>();
+        private volatile boolean discarded;
+
+        Preparation(long base) {
+            this.base = base;
+        }
+
+        @Override
+        public void run() {
+            if (!claimed.compareAndSet(false, true)) {
+                return;
             }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
+            try {
+                result.complete(factory.create(base));
+            } catch (IOException | RuntimeException e) {
+                result.completeExceptionally(e);
+            }
+            if (discarded) {
+                cleanUp();
+            }
+        }
+
+        /** Runs it here unless it already ran or runs elsewhere, then waits for it. */
+        Segment await() throws InterruptedException, ExecutionException {
+            run();
+            return result.get();
+        }
+
+        /** Gives it up: never run, or its segment closed and deleted once made. */
+        void discard() {
+            discarded = true;
+            if (claimed.compareAndSet(false, true)) {
+                result.cancel(false);
+            } else if (result.isDone()) {
+                cleanUp();
+            }
+        }
+
+        private void cleanUp() {
+            Segment segment = result.isCompletedExceptionally() ? null : result.getNow(null);
+            if (segment == null || !cleaned.compareAndSet(false, true)) {
+                return;
+            }
+            try {
+                // Unused: it holds no record, and leaving it would only take disk space until the next open.
+                segment.close();
+                io.delete(segment.file().path());
+            } catch (IOException e) {
+                LOG.warn("deleting unused prepared segment {}: {}", segment, e.toString());
+            }
         }
     }
 }

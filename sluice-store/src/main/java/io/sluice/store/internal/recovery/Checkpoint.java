@@ -1,11 +1,11 @@
 package io.sluice.store.internal.recovery;
 
 import io.sluice.store.internal.io.AtomicFile;
+import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.zip.CRC32C;
 
@@ -37,12 +37,12 @@ public record Checkpoint(long flushedLogPosition, long indexedLogPosition, long 
     static final int BYTES = 36;
 
     /** @return the checkpoint in {@code directory}, or null if it is missing or fails its checksum */
-    public static Checkpoint read(Path directory) throws IOException {
+    public static Checkpoint read(FileIO io, Path directory) throws IOException {
         Path path = directory.resolve(FILE_NAME);
-        if (!Files.exists(path)) {
+        if (!io.exists(path)) {
             return null;
         }
-        byte[] bytes = Files.readAllBytes(path);
+        byte[] bytes = FileTree.readAll(io, path);
         if (bytes.length != BYTES) {
             return null;
         }

@@ -10,15 +10,14 @@ import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.PreparedMessage;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.Segment;
+import io.sluice.store.internal.io.FileTree;
+import io.sluice.store.io.FileIO;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
-import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -105,8 +104,8 @@ public final class Recovery {
         List<Segment> segments = openSegments();
         QueueIndexes indexes = null;
         try {
-            Checkpoint checkpoint = Checkpoint.read(directory.root());
-            if (!segments.isEmpty() && !Files.isDirectory(directory.keyIndexDirectory())) {
+            Checkpoint checkpoint = Checkpoint.read(config.fileIO(), directory.root());
+            if (!segments.isEmpty() && !config.fileIO().isDirectory(directory.keyIndexDirectory())) {
                 LOG.warn("{}: the key index directory is missing; rebuilding every index from the log",
                         directory.root());
                 return rebuildAll(segments, segments.getFirst().base());
@@ -326,7 +325,7 @@ public final class Recovery {
             if (segment.base() >= end) {
                 Path path = segment.file().path();
                 segment.close();
-                Files.deleteIfExists(path);
+                config.fileIO().delete(path);
                 deleted = true;
             } else {
                 kept.add(segment);
@@ -340,18 +339,20 @@ public final class Recovery {
 
     private List<Segment> openSegments() throws IOException {
         Path logDirectory = directory.logDirectory();
-        Files.createDirectories(logDirectory);
-        List<Path> files;
-        try (Stream<Path> listing = Files.list(logDirectory)) {
-            files = listing.filter(CommitLog::isSegmentName).sorted(Comparator.comparing(Path::toString)).toList();
-        }
+        FileIO io = config.fileIO();
+        FileTree.createDirectories(io, logDirectory);
+        List<Path> files = io.list(logDirectory).stream().filter(CommitLog::isSegmentName).toList();
         List<Segment> segments = new ArrayList<>();
         try {
             for (Path file : files) {
                 long base = Long.parseLong(file.getFileName().toString());
-                if (Files.size(file) == 0) {
+                long size;
+                try (var probe = io.open(file, FileIO.OpenMode.READ_ONLY)) {
+                    size = probe.size();
+                }
+                if (size == 0) {
                     // A crash between creating and allocating a segment file leaves it empty.
-                    Files.delete(file);
+                    io.delete(file);
                     continue;
                 }
                 if (!segments.isEmpty() && segments.getLast().end() != base) {
@@ -359,7 +360,7 @@ public final class Recovery {
                             + segments.getLast().end() + " and " + base + " in " + logDirectory, file,
                             segments.getLast().end());
                 }
-                segments.add(Segment.open(config.fileIO(), file, base, writable));
+                segments.add(Segment.open(io, file, base, writable, false));
             }
             return segments;
         } catch (IOException | RuntimeException e) {
@@ -391,14 +392,9 @@ public final class Recovery {
         return -1;
     }
 
-    private static void deleteTree(Path root) throws IOException {
-        if (!Files.exists(root)) {
-            return;
-        }
-        try (Stream<Path> walk = Files.walk(root)) {
-            for (Path path : walk.sorted(Comparator.reverseOrder()).toList()) {
-                Files.delete(path);
-            }
+    private void deleteTree(Path root) throws IOException {
+        if (FileTree.deleteTree(config.fileIO(), root)) {
+            config.fileIO().syncDirectory(root.getParent());
         }
     }
 

@@ -2,20 +2,15 @@ package io.sluice.store.internal.recovery;
 
 import io.sluice.store.StoreCorruptedException;
 import io.sluice.store.StoreException;
+import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
+import java.io.Closeable;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
-import java.nio.channels.FileChannel;
-import java.nio.channels.FileLock;
-import java.nio.channels.OverlappingFileLockException;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.UUID;
-import java.util.stream.Stream;
 import java.util.zip.CRC32C;
 
 /**
@@ -50,16 +45,13 @@ public final class StoreDirectory implements AutoCloseable {
 
     private final Path root;
     private final FileIO io;
-    private final FileChannel lockChannel;
-    private final FileLock lock;
+    private final Closeable lock;
     private final UUID storeId;
     private final int queueIndexEntriesPerFile;
 
-    private StoreDirectory(Path root, FileIO io, FileChannel lockChannel, FileLock lock, UUID storeId,
-                           int queueIndexEntriesPerFile) {
+    private StoreDirectory(Path root, FileIO io, Closeable lock, UUID storeId, int queueIndexEntriesPerFile) {
         this.root = root;
         this.io = io;
-        this.lockChannel = lockChannel;
         this.lock = lock;
         this.storeId = storeId;
         this.queueIndexEntriesPerFile = queueIndexEntriesPerFile;
@@ -72,29 +64,21 @@ public final class StoreDirectory implements AutoCloseable {
      * @throws StoreException if another process holds the store
      */
     public static StoreDirectory open(Path root, FileIO io, int queueIndexEntriesPerFile) throws IOException {
-        Files.createDirectories(root);
+        FileTree.createDirectories(io, root);
         Path meta = root.resolve(META_FILE);
-        if (!Files.exists(meta) && !isEmpty(root)) {
+        if (!io.exists(meta) && !isEmpty(io, root)) {
             throw new StoreCorruptedException(root + " is not a Sluice store: it is not empty and has no "
                     + META_FILE, root, -1);
         }
-        FileChannel lockChannel = FileChannel.open(root.resolve(LOCK_FILE), StandardOpenOption.CREATE,
-                StandardOpenOption.WRITE);
-        FileLock lock;
-        try {
-            lock = lockChannel.tryLock();
-        } catch (OverlappingFileLockException e) {
-            lock = null;
-        }
+        Closeable lock = io.tryLock(root.resolve(LOCK_FILE));
         if (lock == null) {
-            lockChannel.close();
             throw new StoreException("store " + root + " is already open (in this or another process)");
         }
         try {
             UUID id;
             int entries = queueIndexEntriesPerFile;
-            if (Files.exists(meta)) {
-                ByteBuffer buffer = readMeta(meta);
+            if (io.exists(meta)) {
+                ByteBuffer buffer = readMeta(io, meta);
                 id = new UUID(buffer.getLong(8), buffer.getLong(16));
                 entries = buffer.getInt(32);
                 if (entries != queueIndexEntriesPerFile) {
@@ -106,22 +90,19 @@ public final class StoreDirectory implements AutoCloseable {
                 id = UUID.randomUUID();
                 writeMeta(root, io, id, entries);
             }
-            return new StoreDirectory(root, io, lockChannel, lock, id, entries);
+            return new StoreDirectory(root, io, lock, id, entries);
         } catch (IOException | RuntimeException e) {
-            lock.release();
-            lockChannel.close();
+            lock.close();
             throw e;
         }
     }
 
-    private static boolean isEmpty(Path root) throws IOException {
-        try (Stream<Path> entries = Files.list(root)) {
-            return entries.allMatch(p -> p.getFileName().toString().equals(LOCK_FILE));
-        }
+    private static boolean isEmpty(FileIO io, Path root) throws IOException {
+        return io.list(root).stream().allMatch(p -> p.getFileName().toString().equals(LOCK_FILE));
     }
 
-    private static ByteBuffer readMeta(Path meta) throws IOException {
-        byte[] bytes = Files.readAllBytes(meta);
+    private static ByteBuffer readMeta(FileIO io, Path meta) throws IOException {
+        byte[] bytes = FileTree.readAll(io, meta);
         ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
         if (bytes.length < 8 || buffer.getInt(0) != MAGIC) {
             throw new StoreCorruptedException(meta + " is not a Sluice store identity file (bad magic)", meta, 0);
@@ -147,11 +128,12 @@ public final class StoreDirectory implements AutoCloseable {
         crc.update(buffer.array(), 0, META_BYTES - 4);
         buffer.putInt((int) crc.getValue()).flip();
         Path temp = root.resolve(META_FILE + ".tmp");
-        try (StoreFile file = io.open(temp, true)) {
+        try (StoreFile file = io.open(temp, FileIO.OpenMode.CREATE)) {
+            file.truncate(0);
             file.writeFully(buffer, 0);
             file.force();
         }
-        Files.move(temp, root.resolve(META_FILE), StandardCopyOption.ATOMIC_MOVE);
+        io.rename(temp, root.resolve(META_FILE));
         io.syncDirectory(root);
     }
 
@@ -186,32 +168,33 @@ public final class StoreDirectory implements AutoCloseable {
     }
 
     /** @return true if the last close was clean */
-    public boolean wasCleanlyShutDown() {
-        return Files.exists(root.resolve(CLEAN_SHUTDOWN_FILE));
+    public boolean wasCleanlyShutDown() throws IOException {
+        return io.exists(root.resolve(CLEAN_SHUTDOWN_FILE));
     }
 
     /** Removes the clean-shutdown marker, durably, before the store changes anything. */
     public void clearCleanShutdown() throws IOException {
-        if (Files.deleteIfExists(root.resolve(CLEAN_SHUTDOWN_FILE))) {
+        if (io.delete(root.resolve(CLEAN_SHUTDOWN_FILE))) {
             io.syncDirectory(root);
         }
     }
 
     /** Writes the clean-shutdown marker, durably, as the last act of a clean close. */
     public void markCleanShutdown() throws IOException {
-        try (StoreFile file = io.open(root.resolve(CLEAN_SHUTDOWN_FILE), true)) {
+        try (StoreFile file = io.open(root.resolve(CLEAN_SHUTDOWN_FILE), FileIO.OpenMode.CREATE)) {
             file.force();
         }
         io.syncDirectory(root);
     }
 
+    /** @return the file seam the store uses */
+    public FileIO io() {
+        return io;
+    }
+
     /** Releases the lock. */
     @Override
     public void close() throws IOException {
-        try {
-            lock.release();
-        } finally {
-            lockChannel.close();
-        }
+        lock.close();
     }
 }

@@ -3,12 +3,12 @@ package io.sluice.store.internal.recovery;
 import io.sluice.store.StoreCorruptedException;
 import io.sluice.store.TopicLayout;
 import io.sluice.store.internal.io.AtomicFile;
+import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.TreeMap;
@@ -45,13 +45,13 @@ public final class TopicRegistry {
     }
 
     /** @return the registry in {@code directory}; empty if there is no file */
-    public static TopicRegistry load(Path directory) throws IOException {
+    public static TopicRegistry load(FileIO io, Path directory) throws IOException {
         TopicRegistry registry = new TopicRegistry();
         Path path = directory.resolve(FILE_NAME);
-        if (!Files.exists(path)) {
+        if (!io.exists(path)) {
             return registry;
         }
-        byte[] bytes = Files.readAllBytes(path);
+        byte[] bytes = FileTree.readAll(io, path);
         try {
             ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
             CRC32C crc = new CRC32C();

@@ -1,14 +1,13 @@
 package io.sluice.store.internal.retention;
 
 import io.sluice.store.internal.io.AtomicFile;
+import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -65,18 +64,19 @@ public final class ConsumerOffsets {
     }
 
     /** @return the positions saved in {@code directory}, or none if there is no file */
-    public static ConsumerOffsets load(Path directory, long nowMillis) throws IOException {
+    public static ConsumerOffsets load(FileIO io, Path directory, long nowMillis) throws IOException {
         ConsumerOffsets loaded = new ConsumerOffsets();
         Path path = directory.resolve(FILE_NAME);
-        if (!Files.exists(path)) {
+        if (!io.exists(path)) {
             return loaded;
         }
-        byte[] bytes = Files.readAllBytes(path);
+        byte[] bytes = FileTree.readAll(io, path);
         try {
             loaded.decode(bytes);
         } catch (RuntimeException e) {
             Path aside = directory.resolve(FILE_NAME + ".corrupt-" + nowMillis);
-            Files.move(path, aside, StandardCopyOption.ATOMIC_MOVE);
+            io.rename(path, aside);
+            io.syncDirectory(directory);
             LOG.error("consumer positions file {} is damaged ({}); moved it to {} and starting with no registered"
                     + " positions", path, e.getMessage(), aside);
             loaded.offsets.clear();
