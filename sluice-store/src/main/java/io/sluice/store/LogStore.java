@@ -75,7 +75,7 @@ final class LogStore implements AutoCloseable {
         this.indexes = recovered.indexes();
         this.recoveredClean = recovered.clean();
         this.log = new CommitLog(config, directory.logDirectory(), recovered.segments(), recovered.endPosition(),
-                this::wakeFlusher, Calibration.read(config.fileIO(), directory.root()).readCrossoverBytes(), scheduler);
+                Calibration.read(config.fileIO(), directory.root()).readCrossoverBytes(), scheduler);
         this.flusher = new FlushService(log, config, scheduler, this::onFlushFailure);
         this.checkpointTask = new SerialTask(scheduler, this::checkpoint);
         this.consumers = consumers;
@@ -273,10 +273,6 @@ final class LogStore implements AutoCloseable {
             }
         }
         return false;
-    }
-
-    private void wakeFlusher() {
-        flusher.wakeUp();
     }
 
     private void onFlushFailure(IOException e) {

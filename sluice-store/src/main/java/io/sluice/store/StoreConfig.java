@@ -40,6 +40,8 @@ import java.util.Objects;
  *     what follows, instead of refusing
  * @param fileIO the file seam; {@link FileIO#DEFAULT} unless testing faults
  * @param clock the source of store timestamps
+ * @param writeBufferWaitMillis WRITE_BUFFER and DIRECT: how long an append waits for a write-buffer page that
+ *     open read results pin before it fails (committed pages are freed at once, without waiting)
  * @param ioThreads threads of the store's background pool (flush, checkpoint, retention, segment preparation),
  *     shared by every log of the store
  * @param scheduler runs the store's background work instead of a pool of its own (a simulation's
@@ -52,7 +54,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                           int keyIndexSlotsPerFile, int keyIndexEntriesPerFile, long checkpointIntervalMillis,
                           int maxMappedSegments, long cacheBytes, long cacheHotWindowMillis, WarmUp warmUp, long writebackDistanceBytes, RetentionPolicy retention,
                           boolean truncateOnCorruption, FileIO fileIO,
-                          InstantSource clock, int ioThreads, Scheduler scheduler) {
+                          InstantSource clock, long writeBufferWaitMillis, int ioThreads, Scheduler scheduler) {
 
     /** Smallest segment size accepted (tests use it to exercise segment rolls). */
     public static final long MIN_SEGMENT_SIZE_BYTES = 64 * 1024;
@@ -101,6 +103,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         Objects.requireNonNull(retention, "retention");
         Objects.requireNonNull(fileIO, "fileIO");
         Objects.requireNonNull(clock, "clock");
+        requireRange("writeBufferWaitMillis", writeBufferWaitMillis, 0, 3_600_000);
         requireRange("ioThreads", ioThreads, 1, 256);
         if ((long) maxMessageBytes + RECORD_OVERHEAD_BYTES > segmentSizeBytes) {
             throw new IllegalArgumentException("maxMessageBytes (" + maxMessageBytes + ") plus "
@@ -183,6 +186,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         b.truncateOnCorruption = truncateOnCorruption;
         b.fileIO = fileIO;
         b.clock = clock;
+        b.writeBufferWaitMillis = writeBufferWaitMillis;
         b.ioThreads = ioThreads;
         b.scheduler = scheduler;
         return b;
@@ -214,6 +218,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         private boolean truncateOnCorruption;
         private FileIO fileIO = FileIO.DEFAULT;
         private InstantSource clock = InstantSource.system();
+        private long writeBufferWaitMillis = 30_000;
         private int ioThreads = 4;
         private Scheduler scheduler;
 
@@ -268,6 +273,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         public Builder fileIO(FileIO v) { fileIO = v; return this; }
         /** @param v the clock for store timestamps @return this */
         public Builder clock(InstantSource v) { clock = v; return this; }
+        /** @param v how long an append waits for a page readers pin @return this */
+        public Builder writeBufferWaitMillis(long v) { writeBufferWaitMillis = v; return this; }
         /** @param v threads of the store's background pool @return this */
         public Builder ioThreads(int v) { ioThreads = v; return this; }
         /** @param v a scheduler to run background work on instead of the store's own pool, or null @return this */
@@ -279,7 +286,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                     flushDirtyBytes, commitIntervalMillis, commitMinBytes, writeBufferBytes, writeBufferCount,
                     maxMessageBytes, queueIndexEntriesPerFile, keyIndexSlotsPerFile, keyIndexEntriesPerFile,
                     checkpointIntervalMillis, maxMappedSegments, cacheBytes, cacheHotWindowMillis, warmUp, writebackDistanceBytes, retention, truncateOnCorruption, fileIO,
-                    clock, ioThreads, scheduler);
+                    clock, writeBufferWaitMillis, ioThreads, scheduler);
         }
     }
 }

@@ -24,11 +24,17 @@ import java.util.concurrent.ConcurrentLinkedDeque;
  */
 final class BufferedSegmentWriter implements SegmentWriter {
 
-    private static final long PAGE_WAIT_MILLIS = 30_000;
     private static final int BLOCK = StoreConfig.DIRECT_BLOCK_BYTES;
 
+    /** Commits what was appended so far (the log's commit), freeing committed pages that no reader pins. */
+    @FunctionalInterface
+    interface Committer {
+        void commitAppended() throws IOException;
+    }
+
     private final WriteBufferPool pool;
-    private final Runnable commitNudge;
+    private final Committer committer;
+    private final long pageWaitMillis;
     private final boolean direct;
     private final Arena scratchArena;
     /** DIRECT: the partial tail block of a commit, zero-padded. */
@@ -37,9 +43,17 @@ final class BufferedSegmentWriter implements SegmentWriter {
     private final ConcurrentLinkedDeque<WriteBufferPool.Page> live = new ConcurrentLinkedDeque<>();
     private WriteBufferPool.Page current;
 
-    BufferedSegmentWriter(WriteBufferPool pool, Runnable commitNudge, boolean direct) {
+    /**
+     * @param pool the pages
+     * @param committer commits appended bytes when the pool is empty, so the appender never waits for the
+     *     flusher (nor for a scheduler that runs nothing until it returns)
+     * @param pageWaitMillis how long to wait for a page that readers pin before failing the append
+     * @param direct write whole aligned blocks with O_DIRECT
+     */
+    BufferedSegmentWriter(WriteBufferPool pool, Committer committer, long pageWaitMillis, boolean direct) {
         this.pool = pool;
-        this.commitNudge = commitNudge;
+        this.committer = committer;
+        this.pageWaitMillis = pageWaitMillis;
         this.direct = direct;
         this.scratchArena = direct ? Arena.ofShared() : null;
         this.scratch = direct ? scratchArena.allocate(BLOCK, BLOCK) : null;
@@ -49,8 +63,13 @@ final class BufferedSegmentWriter implements SegmentWriter {
     public MemorySegment reserve(Segment segment, long position, int size) throws IOException {
         WriteBufferPool.Page page = current;
         if (page == null || page.segment != segment || position + size > page.start + page.capacity()) {
-            current = null;
-            WriteBufferPool.Page fresh = pool.take(PAGE_WAIT_MILLIS, commitNudge);
+            // Seal the full page before anything can fail, so the flusher commits it and moves past it whatever
+            // happens next: an unsealed page would stop every later commit.
+            if (page != null) {
+                page.sealedAt = page.written;
+                current = null;
+            }
+            WriteBufferPool.Page fresh = takePage();
             long start = direct ? position - Math.floorMod(position - segment.base(), BLOCK) : position;
             fresh.lend(segment, start, position);
             if (start < position) {
@@ -61,14 +80,35 @@ final class BufferedSegmentWriter implements SegmentWriter {
                     throw e;
                 }
             }
-            if (page != null) {
-                page.sealedAt = page.written;
-            }
             live.addLast(fresh);
             current = fresh;
             page = fresh;
         }
         return page.memory.asSlice(position - page.start, size);
+    }
+
+    /**
+     * A free page: from the pool, else after committing everything appended (committed pages return to the pool
+     * unless readers pin them), else after waiting up to {@code pageWaitMillis} for readers to let one go.
+     *
+     * @throws WriteBufferExhaustedException if readers pin every page for longer; nothing was written
+     */
+    private WriteBufferPool.Page takePage() throws IOException {
+        WriteBufferPool.Page page = pool.poll();
+        if (page != null) {
+            return page;
+        }
+        committer.commitAppended();
+        page = pool.poll();
+        if (page != null) {
+            return page;
+        }
+        page = pool.await(pageWaitMillis);
+        if (page == null) {
+            throw new WriteBufferExhaustedException("every write buffer page is pinned by open read results (waited "
+                    + pageWaitMillis + " ms); close read results sooner or add pages (writeBufferCount)");
+        }
+        return page;
     }
 
     /** DIRECT: fills [start, position) of a new page with the bytes already before it in its first block. */

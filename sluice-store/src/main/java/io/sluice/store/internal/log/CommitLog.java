@@ -68,12 +68,11 @@ public final class CommitLog implements AutoCloseable {
      * @param directory the log directory
      * @param segments the existing segments in order (recovery has checked them)
      * @param endPosition the log position after the last valid record
-     * @param commitNudge wakes the flusher when the write buffer needs committing now
      * @param mappedReadMaxBytes reads larger than this go positionally even where the segment is mapped (the
      *     calibrated crossover; {@link Long#MAX_VALUE} without calibration)
      */
     public CommitLog(StoreConfig config, Path directory, List<Segment> segments, long endPosition,
-                     Runnable commitNudge, long mappedReadMaxBytes, Scheduler scheduler) {
+                     long mappedReadMaxBytes, Scheduler scheduler) {
         this.config = config;
         this.mappedReadMaxBytes = mappedReadMaxBytes;
         this.directory = directory;
@@ -91,8 +90,10 @@ public final class CommitLog implements AutoCloseable {
         this.writer = switch (config.writePath()) {
             case MMAP -> new MappedSegmentWriter();
             case CHANNEL -> new ChannelSegmentWriter(64 * 1024);
-            case WRITE_BUFFER -> new BufferedSegmentWriter(pool, commitNudge, false);
-            case DIRECT -> new BufferedSegmentWriter(pool, commitNudge, true);
+            case WRITE_BUFFER -> new BufferedSegmentWriter(pool, () -> commit(writePosition),
+                    config.writeBufferWaitMillis(), false);
+            case DIRECT -> new BufferedSegmentWriter(pool, () -> commit(writePosition), config.writeBufferWaitMillis(),
+                    true);
         };
         this.warmer = new SegmentWarmer(config.warmUp(), mapsWritable(config.writePath()));
         this.preparer = new SegmentPreparer(this::createSegment, config.fileIO(), scheduler);

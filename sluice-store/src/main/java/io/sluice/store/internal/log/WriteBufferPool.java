@@ -56,29 +56,27 @@ public final class WriteBufferPool implements AutoCloseable {
         return free.size();
     }
 
+    /** @return a free page, or null if none is free now */
+    Page poll() {
+        return free.poll();
+    }
+
     /**
-     * Takes a free page, waiting up to {@code timeoutMillis}.
+     * Waits up to {@code timeoutMillis} for a page to come free (a reader releasing its pin).
      *
-     * @throws IOException if none came free in time
+     * @return the page, or null if none came free in time
+     * @throws IOException if interrupted
      */
-    Page take(long timeoutMillis, Runnable nudge) throws IOException {
-        Page page = free.poll();
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMillis);
-        while (page == null) {
-            nudge.run();
-            long left = deadline - System.nanoTime();
-            if (left <= 0) {
-                throw new WriteBufferExhaustedException("write buffer pool exhausted for " + timeoutMillis
-                        + " ms: pages are waiting to be committed or are pinned by open read results");
-            }
-            try {
-                page = free.poll(Math.min(left, TimeUnit.MILLISECONDS.toNanos(10)), TimeUnit.NANOSECONDS);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                throw new IOException("interrupted while waiting for a write buffer page", e);
-            }
+    Page await(long timeoutMillis) throws IOException {
+        if (timeoutMillis <= 0) {
+            return free.poll();
         }
-        return page;
+        try {
+            return free.poll(timeoutMillis, TimeUnit.MILLISECONDS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted while waiting for a write buffer page", e);
+        }
     }
 
     @Override
