@@ -6,26 +6,30 @@ import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.RecordView;
 import java.lang.foreign.MemorySegment;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 
-/** Turns queue-index entries into {@link StoredMessage}s whose bodies are views of the records. */
+/**
+ * Turns queue-index entries into {@link StoredMessage}s whose bodies are views of the records. Every record is
+ * checked against its entry before anything of it is served ({@link RecordFormat#matchesEntry}).
+ */
 final class QueueReader {
 
     private final String topic;
+    private final byte[] topicBytes;
     private final int queueId;
-    private final QueueIndex index;
     private final CommitLog log;
 
-    QueueReader(String topic, int queueId, QueueIndex index, CommitLog log) {
+    QueueReader(String topic, int queueId, CommitLog log) {
         this.topic = topic;
+        this.topicBytes = topic.getBytes(StandardCharsets.US_ASCII);
         this.queueId = queueId;
-        this.index = index;
         this.log = log;
     }
 
     /** Reads offsets [from, end) up to the limits; the first message is returned even if over maxBytes. */
-    ReadResult read(long from, long end, int maxMessages, long maxBytes) {
+    ReadResult read(QueueIndex.Cursor cursor, long from, long end, int maxMessages, long maxBytes) {
         List<StoredMessage> messages = new ArrayList<>(Math.min(maxMessages, 1024));
         List<RecordView> views = new ArrayList<>();
         long offset = from;
@@ -33,11 +37,12 @@ final class QueueReader {
         try {
             outer:
             while (offset < end && messages.size() < maxMessages) {
-                IndexEntry entry = index.entry(offset);
+                IndexEntry entry = cursor.entry(offset);
                 RecordView view = log.read(entry.logPosition(), entry.recordSize());
                 views.add(view);
                 MemorySegment record = view.bytes();
                 long first = offset - entry.indexInRecord();
+                checkRecord(record, entry, first, offset);
                 long at = RecordFormat.firstMessageOffset(record);
                 for (int i = 0; i < entry.messageCount(); i++, at = RecordFormat.nextMessageOffset(record, at)) {
                     long messageOffset = first + i;
@@ -64,6 +69,16 @@ final class QueueReader {
         return new DefaultReadResult(ReadResult.Status.FOUND, messages, offset, views);
     }
 
+    /** @throws StoreCorruptedException if the record is not the one the index entry names */
+    void checkRecord(MemorySegment record, IndexEntry entry, long first, long offset) {
+        if (!RecordFormat.matchesEntry(record, entry.logPosition(), topicBytes, queueId, first, entry.messageCount())) {
+            throw new StoreCorruptedException("the index entry for " + topic + "-" + queueId + " offset " + offset
+                    + " points at log position " + entry.logPosition() + ", where no matching record of "
+                    + entry.recordSize() + " bytes is: the store is damaged; sluice verify tells more", null,
+                    entry.logPosition());
+        }
+    }
+
     /** @return every message of the record in {@code view} */
     static ReadResult wholeRecord(RecordView view) {
         MemorySegment record = view.bytes();
@@ -83,7 +98,7 @@ final class QueueReader {
     }
 
     static StoredMessage decode(String topic, int queueId, long offset, long position, long storeTimestamp,
-                                        MemorySegment record, long at, MemorySegment body) {
+                                MemorySegment record, long at, MemorySegment body) {
         RecordFormat.Metadata metadata = RecordFormat.decodeMetadata(record, at);
         return new StoredMessage(topic, queueId, offset, position, storeTimestamp,
                 RecordFormat.bornTimestamp(record, at), metadata.keys(), metadata.tag(), metadata.properties(), body);

@@ -16,7 +16,7 @@ final class RecordTransfer {
     private RecordTransfer() {
     }
 
-    static TransferResult run(QueueIndex index, CommitLog log, long fromOffset, long end, long maxBytes,
+    static TransferResult run(QueueIndex.Cursor cursor, CommitLog log, long fromOffset, long end, long maxBytes,
                               WritableByteChannel target) throws IOException {
         long offset = fromOffset;
         long sent = 0;
@@ -25,7 +25,7 @@ final class RecordTransfer {
         long rangeEnd = -1;
         Segment rangeSegment = null;
         while (offset < end) {
-            IndexEntry entry = index.entry(offset);
+            IndexEntry entry = cursor.entry(offset);
             long position = entry.logPosition();
             int size = entry.recordSize();
             if (records > 0 && sent + size > maxBytes) {

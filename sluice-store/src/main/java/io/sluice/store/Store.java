@@ -1,7 +1,16 @@
 package io.sluice.store;
 
+import io.sluice.store.internal.index.IndexGeometry;
+import io.sluice.store.internal.index.KeyGeometry;
 import io.sluice.store.internal.log.PreparedMessage;
+import io.sluice.store.internal.recovery.Checkpoint;
+import io.sluice.store.internal.recovery.Recovery;
+import io.sluice.store.internal.recovery.StoreDirectory;
 import io.sluice.store.internal.recovery.TopicRegistry;
+import io.sluice.store.internal.retention.ConsumerOffsets;
+import io.sluice.store.internal.task.SerialTask;
+import io.sluice.store.internal.task.TaskGate;
+import io.sluice.store.io.DiskSpace;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.Scheduler;
 import java.io.IOException;
@@ -19,11 +28,13 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * An embeddable message store: commit logs in fixed-size segments, a dense index per topic queue, a key
- * index, and every topic in the layout it was created with ({@link TopicLayout}): the shared log by
- * default, or a log of its own per topic or per queue.
+ * An embeddable message store: commit logs in segment files, a dense index per topic queue, a key index, and
+ * every topic in the layout it was created with ({@link TopicLayout}): the shared log by default, or a log of
+ * its own per topic or per queue.
  *
  * <h2>Appending</h2>
  * {@link #append} and {@link #appendBatch} encode the messages into one log record, index it, and return a
@@ -31,16 +42,22 @@ import java.util.concurrent.atomic.AtomicBoolean;
  * topic name, a negative queue id, an oversize message) throws {@link IllegalArgumentException}; a closed
  * store throws {@link IllegalStateException}; I/O failures complete the future exceptionally with a
  * {@link StoreException} ({@link DiskFullException} when the disk is full). A topic first appended to
- * without {@link #createTopic} lives in the shared log.
+ * without {@link #createTopic} lives in the shared log. Under SYNC, futures complete on the scheduler's
+ * acknowledgement thread (a virtual thread per group commit by default), never on a store thread.
  *
  * <h2>Reading</h2>
  * A message is readable only once indexed, and under {@link FlushMode#SYNC} only once durable. Bodies are
  * views of store memory, valid until the {@link ReadResult} is closed.
  *
+ * <h2>Durability</h2>
+ * The store's {@code checkpoint} file holds each log's durable position: everything below it (the log's bytes,
+ * its index entries, the names of its files) was forced first. Recovery trusts what lies below it and cuts
+ * (and erases) an interrupted tail past it. One {@code clean-shutdown} marker covers every log.
+ *
  * <h2>Layouts on disk</h2>
- * The shared log is the store directory's {@code log/}; a TOPIC log lives in {@code logs/<topic>/}, a QUEUE
- * log in {@code logs/<topic>/<queueId>/}, each a complete log directory with its own indexes, checkpoint,
- * recovery and retention. The file {@code topics} records which topics have logs of their own.
+ * The shared log is the store directory's {@code log/}, {@code index/} and {@code keys/}; a TOPIC log lives in
+ * {@code logs/<topic>/}, a QUEUE log in {@code logs/<topic>/<queueId>/}, each with its own three directories.
+ * The file {@code topics} records which topics have logs of their own.
  *
  * <h2>Thread-safety</h2>
  * Every method is thread-safe. Appends to one log are serialised by that log's lock; appends to different
@@ -48,27 +65,50 @@ import java.util.concurrent.atomic.AtomicBoolean;
  */
 public final class Store implements AutoCloseable {
 
+    private static final Logger LOG = LoggerFactory.getLogger(Store.class);
+
     /** The directory under the store that holds the logs of TOPIC and QUEUE topics. */
     static final String OWN_LOGS_DIRECTORY = "logs";
+    /** The shared log's name in the checkpoint. */
+    static final String SHARED_LOG = "";
 
     private final Path root;
     private final StoreConfig config;
-    private final LogStore shared;
+    private final boolean readOnly;
+    private final StoreDirectory directory;
     private final TopicRegistry registry;
+    private final ConsumerOffsets consumers;
+    /** Runs every log's background work; the store's own unless the configuration gave one. */
+    private final Scheduler scheduler;
+    /** What the checkpoint that opened the store said, or null if there was none. */
+    private final Checkpoint openedFrom;
+    private final boolean openedClean;
+    private LogStore shared;
     /** Open logs of their own, by {@code <topic>} (TOPIC) or {@code <topic>/<queueId>} (QUEUE). */
     private final Map<String, LogStore> own = new ConcurrentHashMap<>();
     private final Object ownLock = new Object();
     private final AtomicBoolean closed = new AtomicBoolean();
-    /** Runs every log's background work; the store's own unless the configuration gave one. */
-    private final Scheduler scheduler;
+    /** The store's checkpoint and retention tasks run inside it; close waits for them. */
+    private final TaskGate gate = new TaskGate();
+    private final SerialTask checkpointTask;
+    private final AtomicBoolean checkpointArmed = new AtomicBoolean();
+    private volatile Scheduler.Timer retentionTimer;
+    /** What the last checkpoint written holds; guarded by {@link #checkpointLock}. */
+    private Map<String, Checkpoint.Log> lastCheckpoint = Map.of();
+    private final Object checkpointLock = new Object();
 
-    private Store(Path root, StoreConfig config, Scheduler scheduler, LogStore shared, TopicRegistry registry) {
+    private Store(Path root, StoreConfig config, boolean readOnly, StoreDirectory directory, TopicRegistry registry,
+                  ConsumerOffsets consumers, Scheduler scheduler, Checkpoint openedFrom, boolean openedClean) {
         this.root = root;
         this.config = config;
-        this.scheduler = scheduler;
-        this.shared = shared;
+        this.readOnly = readOnly;
+        this.directory = directory;
         this.registry = registry;
-        shared.acceptOnly(topic -> registry.layout(topic) == TopicLayout.SHARED);
+        this.consumers = consumers;
+        this.scheduler = scheduler;
+        this.openedFrom = openedFrom;
+        this.openedClean = openedClean;
+        this.checkpointTask = new SerialTask(scheduler, this::checkpoint);
     }
 
     /**
@@ -79,76 +119,131 @@ public final class Store implements AutoCloseable {
      * @param config the configuration, for every log of the store
      * @return the open store
      * @throws StoreCorruptedException if the directory is not a store, has an unknown format, a log is
-     *     corrupt before its tail, or the topic registry is damaged
+     *     corrupt below its durable position, or the topic registry is damaged
      * @throws StoreException on I/O errors, or if the store is already open
      */
     public static Store open(Path directory, StoreConfig config) {
+        return open(directory, config, false);
+    }
+
+    /**
+     * Opens an existing store to read it, creating, changing and deleting nothing, and running no background
+     * work: no recovery, no retention, no checkpoint. A store that was not closed cleanly is shown up to each
+     * log's durable position (what the last checkpoint claims); opening it for writing recovers the rest.
+     * Appends and other changes throw {@link IllegalStateException}.
+     *
+     * @param directory the store's directory
+     * @param config how to read it (the write path decides how segments are mapped)
+     * @return the store, open for reading
+     * @throws StoreException if there is no store, or it cannot be read without recovery (no checkpoint)
+     */
+    public static Store openReadOnly(Path directory, StoreConfig config) {
+        return open(directory, config, true);
+    }
+
+    private static Store open(Path directory, StoreConfig config, boolean readOnly) {
         Objects.requireNonNull(directory, "directory");
         Objects.requireNonNull(config, "config");
-        Scheduler scheduler = config.scheduler() != null ? config.scheduler() : Scheduler.threads(config.ioThreads());
-        LogStore shared;
+        FileIO io = config.fileIO();
+        StoreDirectory storeDirectory;
         try {
-            shared = LogStore.open(directory, config, scheduler);
-        } catch (RuntimeException e) {
-            if (config.scheduler() == null) {
-                scheduler.shutdown();
-            }
-            throw e;
+            storeDirectory = StoreDirectory.open(directory, io, IndexGeometry.growingTo(config.queueIndexEntriesPerFile()),
+                    KeyGeometry.growingTo(config.keyIndexSlotsPerFile(), config.keyIndexEntriesPerFile()), readOnly);
+        } catch (IOException e) {
+            throw new StoreException("cannot open store " + directory + ": " + e.getMessage(), e);
         }
+        Scheduler scheduler = null;
         Store store = null;
         try {
-            store = new Store(directory, config, scheduler, shared, TopicRegistry.load(config.fileIO(), directory));
-            store.openOwnLogs();
+            Checkpoint checkpoint = Checkpoint.read(io, directory);
+            boolean clean = checkpoint != null && storeDirectory.wasCleanlyShutDown();
+            TopicRegistry registry = TopicRegistry.load(io, directory);
+            ConsumerOffsets consumers = ConsumerOffsets.load(io, directory, config.clock().millis(), readOnly);
+            scheduler = config.scheduler() != null ? config.scheduler()
+                    : readOnly ? Scheduler.threads(1) : Scheduler.threads(config.ioThreads());
+            store = new Store(directory, config, readOnly, storeDirectory, registry, consumers, scheduler, checkpoint,
+                    clean);
+            store.openLogs(storeDirectory.created() ? new Checkpoint(Map.of(), 0) : checkpoint, clean);
+            if (!readOnly) {
+                if (clean) {
+                    storeDirectory.clearCleanShutdown();
+                }
+                if (storeDirectory.created() || !clean) {
+                    store.writeCheckpoint(store.durablePositions());
+                }
+                store.scheduleRetention();
+            }
             return store;
-        } catch (IOException e) {
-            closeAfterFailedOpen(store, shared, scheduler, config, e);
-            throw new StoreException("cannot open store " + directory + ": " + e.getMessage(), e);
-        } catch (RuntimeException e) {
-            closeAfterFailedOpen(store, shared, scheduler, config, e);
-            throw e;
+        } catch (IOException | RuntimeException e) {
+            closeAfterFailedOpen(store, storeDirectory, scheduler, config, e);
+            if (e instanceof IOException io2) {
+                throw new StoreException("cannot open store " + directory + ": " + io2.getMessage(), io2);
+            }
+            throw (RuntimeException) e;
         }
     }
 
-    private static void closeAfterFailedOpen(Store store, LogStore shared, Scheduler scheduler, StoreConfig config,
-                                             Exception failure) {
-        try {
-            if (store != null) {
-                store.close();
-            } else {
-                shared.close();
-                if (config.scheduler() == null) {
-                    scheduler.shutdown();
+    private static void closeAfterFailedOpen(Store store, StoreDirectory directory, Scheduler scheduler,
+                                             StoreConfig config, Exception failure) {
+        if (store != null) {
+            for (LogStore log : store.allLogs()) {
+                try {
+                    log.close();
+                } catch (RuntimeException e) {
+                    failure.addSuppressed(e);
                 }
             }
-        } catch (RuntimeException e) {
+        }
+        if (scheduler != null && config.scheduler() == null) {
+            scheduler.shutdown();
+        }
+        try {
+            directory.close();
+        } catch (IOException | RuntimeException e) {
             failure.addSuppressed(e);
         }
     }
 
-    private void openOwnLogs() throws IOException {
+    /** Opens the shared log and every log of its own the registry lists, each from its durable position. */
+    private void openLogs(Checkpoint checkpoint, boolean clean) throws IOException {
+        shared = openLog(SHARED_LOG, root, checkpoint, clean);
+        shared.acceptOnly(topic -> registry.layout(topic) == TopicLayout.SHARED);
+        FileIO io = config.fileIO();
         for (Map.Entry<String, TopicLayout> topic : registry.ownLogs().entrySet()) {
-            Path directory = root.resolve(OWN_LOGS_DIRECTORY).resolve(topic.getKey());
-            FileIO io = config.fileIO();
-            if (!io.isDirectory(directory)) {
+            Path topicDirectory = root.resolve(OWN_LOGS_DIRECTORY).resolve(topic.getKey());
+            if (!io.isDirectory(topicDirectory)) {
                 continue;
             }
             if (topic.getValue() == TopicLayout.TOPIC) {
-                own.put(topic.getKey(), LogStore.open(directory, config, scheduler));
+                own.put(topic.getKey(), openLog(topic.getKey(), topicDirectory, checkpoint, clean));
                 continue;
             }
-            for (Path queue : io.list(directory)) {
+            for (Path queue : io.list(topicDirectory)) {
                 String name = queue.getFileName().toString();
                 if (io.isDirectory(queue) && !name.isEmpty() && name.length() <= 10
                         && name.chars().allMatch(Character::isDigit)) {
-                    own.put(topic.getKey() + "/" + Integer.parseInt(name), LogStore.open(queue, config, scheduler));
+                    String key = topic.getKey() + "/" + Integer.parseInt(name);
+                    own.put(key, openLog(key, queue, checkpoint, clean));
                 }
             }
         }
     }
 
     /**
+     * @param checkpoint the store's checkpoint, or null if it has none (every log's durable position unknown)
+     */
+    private LogStore openLog(String name, Path logRoot, Checkpoint checkpoint, boolean clean) {
+        Checkpoint.Log positions = checkpoint == null ? null : checkpoint.log(name);
+        long durable = checkpoint == null ? Recovery.UNKNOWN : positions == null ? 0 : positions.durablePosition();
+        long start = positions == null ? -1 : positions.start();
+        return LogStore.open(name, logRoot, config, scheduler, directory, durable, start, clean, readOnly, consumers,
+                this::changed);
+    }
+
+    /**
      * Creates a topic in a layout: where its messages will live, for good. Creating a SHARED topic is
-     * optional (appending to a new topic creates it so).
+     * optional (appending to a new topic creates it so). The layout is in force only once the registry that
+     * records it is durable.
      *
      * @param topic the topic name
      * @param layout the layout
@@ -158,7 +253,7 @@ public final class Store implements AutoCloseable {
     public void createTopic(String topic, TopicLayout layout) {
         Names.checkTopic(topic);
         Objects.requireNonNull(layout, "layout");
-        checkOpen();
+        checkWritable();
         synchronized (ownLock) {
             TopicLayout existing = registry.layout(topic);
             if (existing != TopicLayout.SHARED) {
@@ -173,6 +268,14 @@ public final class Store implements AutoCloseable {
                 if (!created) {
                     throw new IllegalArgumentException("topic " + topic + " already exists with layout SHARED");
                 }
+            } catch (TopicRegistry.UncertainSaveException e) {
+                // The registry file may or may not say the topic has a log of its own now: appending anywhere
+                // could strand messages where the next open does not look. Stop writing.
+                for (LogStore log : allLogs()) {
+                    log.stopWriting("saving the topic registry failed after its rename: " + e.getMessage());
+                }
+                throw new StoreException("cannot record the layout of topic " + topic + ": " + e.getMessage()
+                        + "; the store is now read-only", e);
             } catch (IOException e) {
                 throw new StoreException("cannot record the layout of topic " + topic + ": " + e.getMessage(), e);
             }
@@ -196,15 +299,17 @@ public final class Store implements AutoCloseable {
         if (log != null || !create) {
             return log;
         }
+        checkWritable();
         synchronized (ownLock) {
             checkOpen();
             log = own.get(key);
             if (log == null) {
-                Path directory = root.resolve(OWN_LOGS_DIRECTORY).resolve(topic);
+                Path logRoot = root.resolve(OWN_LOGS_DIRECTORY).resolve(topic);
                 if (layout == TopicLayout.QUEUE) {
-                    directory = directory.resolve(Integer.toString(queueId));
+                    logRoot = logRoot.resolve(Integer.toString(queueId));
                 }
-                log = LogStore.open(directory, config, scheduler);
+                log = LogStore.open(key, logRoot, config, scheduler, directory, 0, -1, false, false, consumers,
+                        this::changed);
                 own.put(key, log);
             }
             return log;
@@ -226,7 +331,7 @@ public final class Store implements AutoCloseable {
             return List.of(shared);
         }
         List<LogStore> logs = new ArrayList<>();
-        own.forEach((key, log) -> {
+        new TreeMap<>(own).forEach((key, log) -> {
             if (key.equals(topic) || key.startsWith(topic + "/")) {
                 logs.add(log);
             }
@@ -234,9 +339,12 @@ public final class Store implements AutoCloseable {
         return logs;
     }
 
+    /** @return every open log, the shared one first, then by name (a fixed order: checkpoints replay the same) */
     private List<LogStore> allLogs() {
         List<LogStore> logs = new ArrayList<>();
-        logs.add(shared);
+        if (shared != null) {
+            logs.add(shared);
+        }
         logs.addAll(new TreeMap<>(own).values());
         return logs;
     }
@@ -278,7 +386,7 @@ public final class Store implements AutoCloseable {
     private CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
-        checkOpen();
+        checkWritable();
         CompletableFuture<AppendResult> result = logFor(topic, queueId, true).append(topic, queueId, messages);
         if (result == null) {
             // The topic was created with a log of its own while this append was on its way to the shared log.
@@ -296,6 +404,7 @@ public final class Store implements AutoCloseable {
      * @param maxMessages most messages to return, 1 or more
      * @param maxBytes most body bytes to return, 1 or more; the first message is returned even if larger
      * @return the messages (views of store memory) and the offset to continue from; close it when done
+     * @throws StoreCorruptedException if the index or the log is damaged where the messages should be
      */
     public ReadResult read(String topic, int queueId, long fromOffset, int maxMessages, long maxBytes) {
         Names.checkTopic(topic);
@@ -348,15 +457,20 @@ public final class Store implements AutoCloseable {
      */
     public LookupResult lookupByKey(String topic, String key, int maxResults, long fromMillis, long toMillis) {
         Names.checkTopic(topic);
-        LogStore.checkLookup(key, maxResults, fromMillis, toMillis);
+        LogReader.checkLookup(key, maxResults, fromMillis, toMillis);
         checkOpen();
         List<LogStore> logs = logsOf(topic);
         if (logs.size() == 1) {
             return logs.getFirst().lookupByKey(topic, key, maxResults, fromMillis, toMillis);
         }
         List<LookupResult> parts = new ArrayList<>();
-        for (LogStore log : logs) {
-            parts.add(log.lookupByKey(topic, key, maxResults, fromMillis, toMillis));
+        try {
+            for (LogStore log : logs) {
+                parts.add(log.lookupByKey(topic, key, maxResults, fromMillis, toMillis));
+            }
+        } catch (RuntimeException e) {
+            parts.forEach(LookupResult::close);
+            throw e;
         }
         return DefaultReadResult.merged(parts, Comparator.comparingLong(StoredMessage::storeTimestamp).reversed(),
                 maxResults);
@@ -389,8 +503,8 @@ public final class Store implements AutoCloseable {
     /** @return the topics, sorted */
     public Set<String> topics() {
         checkOpen();
-        Set<String> topics = new TreeSet<>(shared.topics());
-        for (LogStore log : own.values()) {
+        Set<String> topics = new TreeSet<>();
+        for (LogStore log : allLogs()) {
             topics.addAll(log.topics());
         }
         return topics;
@@ -418,47 +532,64 @@ public final class Store implements AutoCloseable {
      * @param nextOffset the next offset the group will read, 0 or more
      */
     public void commitOffset(String group, String topic, int queueId, long nextOffset) {
+        Names.checkGroup(group);
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
-        logFor(topic, queueId, true).commitOffset(group, topic, queueId, nextOffset);
+        if (nextOffset < 0) {
+            throw new IllegalArgumentException("nextOffset must not be negative, was " + nextOffset);
+        }
+        checkWritable();
+        consumers.commit(group, topic, queueId, nextOffset);
+        changed();
     }
 
     /** @return the group's registered position on the queue, if any */
     public OptionalLong committedOffset(String group, String topic, int queueId) {
+        Names.checkGroup(group);
         Names.checkTopic(topic);
-        return orShared(logFor(topic, queueId, false)).committedOffset(group, topic, queueId);
+        Names.checkQueueId(queueId);
+        checkOpen();
+        return consumers.get(group, topic, queueId);
     }
 
     /** @return every registered consumer position, sorted by group, topic and queue */
     public List<ConsumerPosition> consumerPositions() {
         checkOpen();
-        List<ConsumerPosition> all = new ArrayList<>();
-        for (LogStore log : allLogs()) {
-            all.addAll(log.consumerPositions());
-        }
-        all.sort(Comparator.comparing(ConsumerPosition::group).thenComparing(ConsumerPosition::topic)
-                .thenComparingInt(ConsumerPosition::queueId));
-        return all;
+        return consumers.snapshot().entrySet().stream()
+                .map(e -> new ConsumerPosition(e.getKey().group(), e.getKey().topic(), e.getKey().queueId(),
+                        e.getValue()))
+                .sorted(Comparator.comparing(ConsumerPosition::group).thenComparing(ConsumerPosition::topic)
+                        .thenComparingInt(ConsumerPosition::queueId))
+                .toList();
     }
 
     /** Forgets every position of a consumer group, so retention no longer holds data for it. @return true if it had any */
     public boolean removeConsumerGroup(String group) {
-        boolean removed = false;
-        for (LogStore log : allLogs()) {
-            removed |= log.removeConsumerGroup(group);
-        }
+        Names.checkGroup(group);
+        checkWritable();
+        boolean removed = consumers.removeGroup(group);
+        changed();
         return removed;
     }
 
     /**
-     * Runs one retention pass on every log now, as each does every
+     * Runs one retention pass on every log now, as the store does every
      * {@link RetentionPolicy#checkIntervalMillis()}. {@code retentionBytes} applies to each log.
      *
      * @return what the passes did together: counts summed, the first reason and holding group found
      * @throws StoreException if deleting files failed
      */
     public RetentionReport enforceRetention() {
-        checkOpen();
+        checkWritable();
+        try {
+            return retentionPass();
+        } catch (IOException e) {
+            throw new StoreException("retention pass failed: " + e.getMessage(), e);
+        }
+    }
+
+    private RetentionReport retentionPass() throws IOException {
+        DiskSpace space = config.fileIO().diskSpace(root);
         int segments = 0;
         long bytes = 0;
         long logBytes = 0;
@@ -467,7 +598,7 @@ public final class Store implements AutoCloseable {
         String heldBy = null;
         String reason = null;
         for (LogStore log : allLogs()) {
-            RetentionReport report = log.enforceRetention();
+            RetentionReport report = log.enforceRetention(space);
             segments += report.segmentsDeleted();
             bytes += report.bytesDeleted();
             logBytes += report.logBytes();
@@ -479,25 +610,118 @@ public final class Store implements AutoCloseable {
         return new RetentionReport(segments, bytes, logBytes, ratio, refused, heldBy, reason);
     }
 
+    private void scheduleRetention() {
+        retentionTimer = scheduler.schedule(this::scheduledRetention, config.retention().checkIntervalMillis());
+    }
+
+    private void scheduledRetention() {
+        if (!gate.enter()) {
+            return;
+        }
+        try {
+            retentionPass();
+        } catch (IOException | RuntimeException e) {
+            LOG.error("retention pass on {} failed; will retry: {}", root, e.toString());
+        } finally {
+            gate.exit();
+        }
+        scheduleRetention();
+    }
+
+    /** A log changed (or a consumer position moved): schedules a checkpoint unless one is scheduled. */
+    private void changed() {
+        if (!checkpointArmed.get() && checkpointArmed.compareAndSet(false, true)) {
+            scheduler.schedule(checkpointTask::request, config.checkpointIntervalMillis());
+        }
+    }
+
+    /**
+     * One checkpoint: every log that changed makes itself durable, then the checkpoint file records every
+     * log's durable position, and the consumer positions are saved if they moved. Nothing runs if nothing
+     * changed since the last one, so an idle store writes nothing.
+     */
+    private void checkpoint() {
+        checkpointArmed.set(false);
+        if (!gate.enter()) {
+            return;
+        }
+        try {
+            Map<String, Checkpoint.Log> positions = new TreeMap<>();
+            for (LogStore log : allLogs()) {
+                long start = log.start();
+                positions.put(log.name(), new Checkpoint.Log(log.makeDurable(), start));
+            }
+            writeCheckpoint(positions);
+        } catch (IOException | RuntimeException e) {
+            LOG.error("writing the checkpoint of {} failed; the logs' durable positions stay where the last one"
+                    + " put them, and it is tried again after the next change: {}", root, e.toString());
+        } finally {
+            gate.exit();
+        }
+    }
+
+    private Map<String, Checkpoint.Log> durablePositions() {
+        Map<String, Checkpoint.Log> positions = new TreeMap<>();
+        for (LogStore log : allLogs()) {
+            positions.put(log.name(), new Checkpoint.Log(log.durablePosition(), log.start()));
+        }
+        return positions;
+    }
+
+    /**
+     * Writes the checkpoint if any position moved, then the consumer positions if they moved; then each log may
+     * delete the index files retention took out below the start just recorded.
+     */
+    private void writeCheckpoint(Map<String, Checkpoint.Log> positions) throws IOException {
+        synchronized (checkpointLock) {
+            if (!positions.equals(lastCheckpoint)) {
+                new Checkpoint(positions, config.clock().millis()).write(config.fileIO(), root);
+                lastCheckpoint = positions;
+            }
+            consumers.saveIfDirty(config.fileIO(), root);
+        }
+        for (LogStore log : allLogs()) {
+            Checkpoint.Log recorded = positions.get(log.name());
+            if (recorded != null) {
+                log.afterCheckpoint(recorded.start());
+            }
+        }
+    }
+
     /** @return a snapshot of the shared log's state and positions (see {@link #ownLogStatuses()} for the rest) */
     public StoreStatus status() {
-        return shared.status();
+        return shared.status(consumers.snapshot().size());
     }
 
     /** @return the state of each log of its own, by {@code <topic>} or {@code <topic>/<queueId>}, sorted */
     public Map<String, StoreStatus> ownLogStatuses() {
         Map<String, StoreStatus> statuses = new TreeMap<>();
-        own.forEach((key, log) -> statuses.put(key, log.status()));
+        int positions = consumers.snapshot().size();
+        own.forEach((key, log) -> statuses.put(key, log.status(positions)));
         return statuses;
     }
 
     /** @return true if the last open found every log cleanly shut down and skipped recovery */
     public boolean openedClean() {
-        boolean clean = shared.openedClean();
-        for (LogStore log : own.values()) {
+        boolean clean = openedClean;
+        for (LogStore log : allLogs()) {
             clean &= log.openedClean();
         }
         return clean;
+    }
+
+    /** @return what recovery found and did to each log at open, by log name ("" for the shared log) */
+    public Map<String, Recovery.Report> recoveryReports() {
+        Map<String, Recovery.Report> reports = new TreeMap<>();
+        for (LogStore log : allLogs()) {
+            reports.put(log.name(), log.recovery());
+        }
+        return reports;
+    }
+
+    /** @return true if the store was opened with {@link #openReadOnly} */
+    public boolean readOnly() {
+        return readOnly;
     }
 
     /** @return the store's directory */
@@ -510,16 +734,27 @@ public final class Store implements AutoCloseable {
         return config;
     }
 
+    /** @return the checkpoint the store opened from, or null if it had none */
+    Checkpoint openedFrom() {
+        return openedFrom;
+    }
+
     private void checkOpen() {
         if (closed.get()) {
             throw new IllegalStateException("store " + root + " is closed");
         }
     }
 
+    private void checkWritable() {
+        checkOpen();
+        if (readOnly) {
+            throw new IllegalStateException("store " + root + " is open for reading only");
+        }
+    }
+
     /**
-     * Closes every log: stops appends, waits for pending SYNC appends, forces everything, writes each log's
-     * checkpoint and clean-shutdown marker (unless a force failed), then unmaps and closes every file.
-     * Idempotent.
+     * Closes every log: stops appends, waits for pending SYNC appends, forces everything, writes the checkpoint
+     * and the clean-shutdown marker (unless a log failed), then unmaps and closes every file. Idempotent.
      *
      * @throws StoreException if closing failed; every log is still closed
      */
@@ -528,9 +763,18 @@ public final class Store implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return;
         }
-        List<RuntimeException> errors = new ArrayList<>();
+        List<Throwable> errors = new ArrayList<>();
+        Scheduler.Timer timer = retentionTimer;
+        if (timer != null) {
+            timer.cancel();
+        }
+        gate.closeAndAwait();
         synchronized (ownLock) {
-            for (LogStore log : allLogs()) {
+            List<LogStore> logs = allLogs();
+            if (!readOnly) {
+                closeDurably(logs, errors);
+            }
+            for (LogStore log : logs) {
                 try {
                     log.close();
                 } catch (RuntimeException e) {
@@ -541,13 +785,35 @@ public final class Store implements AutoCloseable {
         if (config.scheduler() == null) {
             scheduler.shutdown();
         }
+        try {
+            directory.close();
+        } catch (IOException e) {
+            errors.add(e);
+        }
         if (!errors.isEmpty()) {
-            if (errors.size() == 1) {
-                throw errors.getFirst();
-            }
             StoreException failure = new StoreException("closing store " + root + " failed");
             errors.forEach(failure::addSuppressed);
             throw failure;
+        }
+        LOG.debug("closed store {}", root);
+    }
+
+    /** Every log forces what it holds; then the checkpoint, and the marker if every log was healthy. */
+    private void closeDurably(List<LogStore> logs, List<Throwable> errors) {
+        Map<String, Checkpoint.Log> positions = new TreeMap<>();
+        boolean healthy = true;
+        for (LogStore log : logs) {
+            long end = log.quiesce();
+            healthy &= end >= 0;
+            positions.put(log.name(), new Checkpoint.Log(end >= 0 ? end : log.durablePosition(), log.start()));
+        }
+        try {
+            writeCheckpoint(positions);
+            if (healthy) {
+                directory.markCleanShutdown();
+            }
+        } catch (IOException | RuntimeException e) {
+            errors.add(e);
         }
     }
 }

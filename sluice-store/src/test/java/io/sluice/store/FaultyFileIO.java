@@ -121,7 +121,8 @@ final class FaultyFileIO implements FileIO {
         @Override
         public void allocate(long size, boolean zeroFill) throws IOException {
             if (diskFull.get()) {
-                throw new IOException("No space left on device (injected) allocating " + path());
+                throw new io.sluice.store.io.StoreIOException("No space left on device (injected) allocating " + path(),
+                        io.sluice.store.io.StoreIOException.ENOSPC);
             }
             delegate.allocate(size, zeroFill);
         }
@@ -133,7 +134,8 @@ final class FaultyFileIO implements FileIO {
                 throw new IOException("Input/output error (injected) on write #" + n + " to " + path());
             }
             if (diskFull.get()) {
-                throw new IOException("No space left on device (injected) writing " + path());
+                throw new io.sluice.store.io.StoreIOException("No space left on device (injected) writing " + path(),
+                        io.sluice.store.io.StoreIOException.ENOSPC);
             }
             delegate.writeFully(source, position);
         }
@@ -145,7 +147,8 @@ final class FaultyFileIO implements FileIO {
                 throw new IOException("Input/output error (injected) on direct write #" + n + " to " + path());
             }
             if (diskFull.get()) {
-                throw new IOException("No space left on device (injected) writing " + path());
+                throw new io.sluice.store.io.StoreIOException("No space left on device (injected) writing " + path(),
+                        io.sluice.store.io.StoreIOException.ENOSPC);
             }
             delegate.writeDirect(source, position);
         }
@@ -184,7 +187,8 @@ final class FaultyFileIO implements FileIO {
         @Override
         public void zeroRange(long offset, long length) throws IOException {
             if (diskFull.get()) {
-                throw new IOException("No space left on device (injected) zeroing " + path());
+                throw new io.sluice.store.io.StoreIOException("No space left on device (injected) zeroing " + path(),
+                        io.sluice.store.io.StoreIOException.ENOSPC);
             }
             delegate.zeroRange(offset, length);
         }

@@ -4,7 +4,9 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.sluice.store.internal.log.RecordFormat;
+import io.sluice.store.internal.recovery.Checkpoint;
 import io.sluice.store.internal.recovery.StoreDirectory;
+import io.sluice.store.io.FileIO;
 import java.io.ByteArrayOutputStream;
 import java.nio.channels.Channels;
 import java.nio.file.Files;
@@ -111,10 +113,8 @@ class LayoutTest {
             case TOPIC -> List.of("logs/l");
             case QUEUE -> List.of("logs/l/0", "logs/l/1", "logs/l/2");
         });
-        // A crash: every log loses its clean-shutdown marker and recovers on open.
-        for (Path log : allLogDirectories()) {
-            Files.deleteIfExists(log.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
-        }
+        // A crash: the store's clean-shutdown marker is gone, and every log recovers on open.
+        Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
         try (Store store = Store.open(dir, config)) {
             assertThat(store.openedClean()).isFalse();
             assertThat(store.layout("l")).isEqualTo(layout);
@@ -141,10 +141,14 @@ class LayoutTest {
             last = store.append("l", 1, Message.of(body(1, 400))).get();
         }
         Path log = dir.resolve("logs").resolve("l");
+        String name = "l";
         if (layout == TopicLayout.QUEUE) {
             log = log.resolve("1");
+            name = "l/1";
         }
-        Files.delete(log.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+        // A torn last record past the log's durable position: an interrupted write, cut.
+        Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+        setDurable(name, victim.logPosition());
         overwrite(log, last.logPosition() + last.recordBytes() / 2, new byte[last.recordBytes() / 2]);
         try (Store store = Store.open(dir, config)) {
             assertThat(store.maxOffset("l", 1)).isEqualTo(400); // the torn last record is gone, the rest intact
@@ -152,13 +156,23 @@ class LayoutTest {
                 assertThat(before.messages().getFirst().bodyBytes()).isEqualTo(body(1, 399));
             }
         }
-        Files.delete(log.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
-        Files.delete(log.resolve("checkpoint"));
+        // Damage below the durable position (in the segment recovery validates): corruption, refused naming the
+        // log's file.
+        Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+        setDurable(name, victim.logPosition() + victim.recordBytes());
         overwrite(log, victim.logPosition() + 60, new byte[] {1, 2, 3});
         Path damaged = log;
         assertThatThrownBy(() -> Store.open(dir, config)).isInstanceOf(StoreCorruptedException.class)
                 .hasMessageContaining(damaged.toString()).hasMessageContaining("log position " + victim.logPosition());
         assertThat(StoreVerifier.verify(dir).faults()).anyMatch(fault -> fault.startsWith(dir.relativize(damaged) + ":"));
+    }
+
+    /** Makes the checkpoint claim less for {@code log}, as if written when the log ended at {@code position}. */
+    private void setDurable(String log, long position) throws Exception {
+        Checkpoint current = Checkpoint.read(FileIO.DEFAULT, dir);
+        java.util.Map<String, Checkpoint.Log> logs = new java.util.TreeMap<>(current.logs());
+        logs.put(log, new Checkpoint.Log(position, logs.get(log).start()));
+        new Checkpoint(logs, current.writtenMillis()).write(FileIO.DEFAULT, dir);
     }
 
     /** Overwrites bytes of a log directory's segments at a log position. */
@@ -268,7 +282,7 @@ class LayoutTest {
 
     private List<Path> allLogDirectories() throws Exception {
         try (Stream<Path> walk = Files.walk(dir, 3)) {
-            return walk.filter(p -> Files.exists(p.resolve(StoreDirectory.META_FILE))).sorted().toList();
+            return walk.filter(p -> Files.isDirectory(p.resolve("log"))).sorted().toList();
         }
     }
 }

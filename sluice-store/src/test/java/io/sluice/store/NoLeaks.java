@@ -58,8 +58,10 @@ public final class NoLeaks implements BeforeEachCallback, AfterEachCallback {
 
     private static List<String> leaks() throws IOException {
         List<String> leaked = new ArrayList<>();
-        Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive).map(Thread::getName)
-                .filter(name -> name.startsWith("sluice-")).forEach(name -> leaked.add("thread " + name));
+        // By name and identity: schedulers of different stores number their threads alike.
+        Thread.getAllStackTraces().keySet().stream().filter(Thread::isAlive)
+                .filter(thread -> thread.getName().startsWith("sluice-"))
+                .forEach(thread -> leaked.add("thread " + thread.getName() + " #" + thread.threadId()));
         Path fds = Path.of("/proc/self/fd");
         if (Files.isDirectory(fds)) {
             try (Stream<Path> open = Files.list(fds)) {

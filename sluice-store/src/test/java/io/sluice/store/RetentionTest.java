@@ -298,7 +298,7 @@ class RetentionTest {
         Segment segment = Segment.open(io, file, Long.parseLong(file.getFileName().toString()), false, false);
         assertThat(segment.retain()).isTrue();
         segment.release();
-        segment.retire();
+        segment.retire(() -> { });
         assertThat(segment.retain()).isFalse();
         assertThat(segment.isClosed()).isTrue();
     }

@@ -169,7 +169,11 @@ final class DefaultFileIO implements FileIO {
             if (!zeroFill && NativeIO.fallocate(path, size)) {
                 return;
             }
-            zeroFill(size);
+            try {
+                zeroFill(size);
+            } catch (IOException e) {
+                throw withErrno(e, size - channel.size());
+            }
         }
 
         /**
@@ -201,7 +205,33 @@ final class DefaultFileIO implements FileIO {
 
         @Override
         public void writeFully(ByteBuffer source, long position) throws IOException {
-            writeFully(source, position, channel);
+            int length = source.remaining();
+            try {
+                writeFully(source, position, channel);
+            } catch (IOException e) {
+                throw withErrno(e, length);
+            }
+        }
+
+        /**
+         * FileChannel reports no error number: a write that fails while the filesystem has less room than it
+         * needed is taken for ENOSPC.
+         */
+        private IOException withErrno(IOException failure, long needed) {
+            if (failure instanceof StoreIOException) {
+                return failure;
+            }
+            try {
+                if (Files.getFileStore(path).getUsableSpace() < Math.max(needed, 4096)) {
+                    StoreIOException full = new StoreIOException("No space left on device: " + path + ": "
+                            + failure.getMessage(), StoreIOException.ENOSPC);
+                    full.initCause(failure);
+                    return full;
+                }
+            } catch (IOException | RuntimeException e) {
+                failure.addSuppressed(e);
+            }
+            return failure;
         }
 
         private static void writeFully(ByteBuffer source, long position, FileChannel target) throws IOException {

@@ -1,5 +1,7 @@
 package io.sluice.store.internal.index;
 
+import io.sluice.store.internal.cache.RefCounted;
+import io.sluice.store.internal.io.DurabilityLedger;
 import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
@@ -14,10 +16,12 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The key index (RocketMQ's IndexFile): finds the records whose messages carry a key, newest first, without
- * scanning the log. Fixed-size files, each a hash table of slots whose chains link entries newest first:
+ * scanning the log. Files, each a hash table of slots whose chains link entries newest first:
  *
  * <pre>
  * header (64 bytes, little-endian)
@@ -30,16 +34,25 @@ import java.util.List;
  *      (1 + its number, 0 for none)  24  4 message's place in the record   28  4 marker "KEY1"
  * </pre>
  *
- * Files are named by a 20-digit sequence number and filled in log order, so entries are sorted by log
- * position within a file and across files. A hash says nothing certain: the store re-reads each candidate
- * record and checks its topic and keys, so collisions never return another key's messages.
+ * Files are named by a 20-digit sequence number, sized per {@link KeyGeometry} (larger when one append carries
+ * more keys than the scheduled size holds), and filled in log order, so entries are sorted by log position
+ * within a file and across files. A hash says nothing certain: the store re-reads each candidate record and
+ * checks its topic and keys, so collisions never return another key's messages.
  *
- * <p>One writer ({@link #put}, under the store's append lock, or recovery); any number of readers. A
- * slot is published with a release store after its entry is complete, and read with an acquire load, so
- * a reader that finds an entry through a slot sees all of it. Readers also skip entries past the log
- * position they may read.
+ * <h2>Durability</h2>
+ * Every file written is marked in the log's {@link DurabilityLedger}; the checkpoint forces it before claiming
+ * the entries durable. After a power cut, a file whose header is damaged or whose size was lost was created
+ * after the last checkpoint, so it holds only entries that recovery re-derives from the log: it is deleted, with
+ * every later file. {@link #truncateFrom} erases what lies past a cut, so no stale entry ever comes back.
+ *
+ * <p>One writer ({@link #put}, under the store's append lock, or recovery); any number of readers, each holding
+ * the files it walks. A slot is published with a release store after its entry is complete, and read with an
+ * acquire load, so a reader that finds an entry through a slot sees all of it. Readers also skip entries past
+ * the log position they may read.
  */
 public final class KeyIndex implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(KeyIndex.class);
 
     static final int MAGIC = 0x59454B53;
     static final int VERSION = 1;
@@ -69,50 +82,68 @@ public final class KeyIndex implements AutoCloseable {
     private static final VarHandle SLOT = ValueLayout.JAVA_INT.withOrder(ByteOrder.LITTLE_ENDIAN).varHandle();
 
     private final Path directory;
-    private final FileIO fileIO;
-    private final int slotsPerFile;
-    private final int entriesPerFile;
+    private final FileIO io;
+    private final KeyGeometry geometry;
+    private final DurabilityLedger ledger;
+    private final boolean readOnly;
     private volatile KeyFile[] files;
-    /** Unforced entries and directory, and files retention removed (see {@link #retireBefore}). */
-    private final IndexFiles bookkeeping;
 
-    private KeyIndex(Path directory, FileIO fileIO, int slotsPerFile, int entriesPerFile, KeyFile[] files) {
+    private KeyIndex(Path directory, FileIO io, KeyGeometry geometry, DurabilityLedger ledger, boolean readOnly,
+                     KeyFile[] files) {
         this.directory = directory;
-        this.fileIO = fileIO;
-        this.slotsPerFile = slotsPerFile;
-        this.entriesPerFile = entriesPerFile;
+        this.io = io;
+        this.geometry = geometry;
+        this.ledger = ledger;
+        this.readOnly = readOnly;
         this.files = files;
-        this.bookkeeping = new IndexFiles(fileIO, directory);
     }
 
     /**
-     * Opens the key index directory (creating it if needed). Each file keeps the geometry it was created
-     * with; new files get {@code slotsPerFile} and {@code entriesPerFile}.
+     * Opens the key index directory. A file with a damaged header (or one that follows such a file) was created
+     * after the last checkpoint and is deleted, unless read-only: then it is left out.
      *
-     * @throws IndexDamagedException if a file's header is not a key index header
+     * @throws IndexDamagedException if a file is missing between two others
      */
-    public static KeyIndex open(Path directory, FileIO fileIO, int slotsPerFile, int entriesPerFile)
-            throws IOException {
-        FileTree.createDirectories(fileIO, directory);
-        List<KeyFile> files = new ArrayList<>();
-        {
-            for (Path path : fileIO.list(directory).stream().filter(KeyIndex::isKeyFileName).toList()) {
-                try {
+    public static KeyIndex open(Path directory, FileIO io, KeyGeometry geometry, DurabilityLedger ledger,
+                                boolean readOnly) throws IOException {
+        List<KeyFile> opened = new ArrayList<>();
+        try {
+            if (io.isDirectory(directory)) {
+                List<Path> names = io.list(directory).stream().filter(KeyIndex::isKeyFileName).toList();
+                for (int i = 0; i < names.size(); i++) {
+                    Path path = names.get(i);
                     long sequence = Long.parseLong(path.getFileName().toString());
-                    if (!files.isEmpty() && files.getLast().sequence + 1 != sequence) {
+                    if (!opened.isEmpty() && opened.getLast().sequence + 1 != sequence) {
                         throw new IndexDamagedException("key index " + directory + " is missing file "
-                                + (files.getLast().sequence + 1));
+                                + (opened.getLast().sequence + 1));
                     }
-                    files.add(KeyFile.open(fileIO, path));
-                } catch (IOException | RuntimeException e) {
-                    for (KeyFile file : files) {
-                        file.close();
+                    KeyFile file = KeyFile.open(io, path, sequence, ledger, readOnly);
+                    if (file == null) {
+                        dropFrom(io, names.subList(i, names.size()), readOnly, ledger, directory);
+                        break;
                     }
-                    throw e;
+                    opened.add(file);
                 }
             }
+        } catch (IOException | RuntimeException e) {
+            opened.forEach(KeyFile::retire);
+            throw e;
         }
-        return new KeyIndex(directory, fileIO, slotsPerFile, entriesPerFile, files.toArray(KeyFile[]::new));
+        return new KeyIndex(directory, io, geometry, ledger, readOnly, opened.toArray(KeyFile[]::new));
+    }
+
+    private static void dropFrom(FileIO io, List<Path> damaged, boolean readOnly, DurabilityLedger ledger,
+                                 Path directory) throws IOException {
+        LOG.info("key index {}: {} has a damaged header (created after the last checkpoint); {} it and {} later"
+                + " file(s)", directory, damaged.getFirst().getFileName(), readOnly ? "leaving out" : "deleting",
+                damaged.size() - 1);
+        if (readOnly) {
+            return;
+        }
+        for (Path path : damaged.reversed()) {
+            io.delete(path);
+        }
+        ledger.markDirectory(directory);
     }
 
     private static boolean isKeyFileName(Path path) {
@@ -138,50 +169,46 @@ public final class KeyIndex implements AutoCloseable {
 
     /**
      * Writer: indexes one key of the message at {@code indexInRecord} in the record at {@code logPosition}.
-     * Calls must come in log order.
-     *
-     * @throws IOException if a new file cannot be created (ENOSPC)
+     * Calls must come in log order, after {@link #ensureRoom} made room.
      */
-    public void put(int keyHash, long logPosition, long storeTimestamp, int indexInRecord) throws IOException {
+    public void put(int keyHash, long logPosition, long storeTimestamp, int indexInRecord) {
         KeyFile[] current = files;
-        KeyFile file = current.length == 0 ? null : current[current.length - 1];
-        if (file == null || file.count == file.capacity) {
-            file = roll(current);
-        }
+        KeyFile file = current[current.length - 1];
         file.put(keyHash, logPosition, storeTimestamp, indexInRecord);
-        bookkeeping.markWritten();
+        file.markWritten();
     }
 
     /**
-     * Writer: makes sure the active file has room for {@code keys} more entries, starting a new file if not,
-     * so that the puts of one append cannot fail half-way.
+     * Writer: makes sure the active file has room for {@code keys} more entries, starting a new file if not
+     * (larger than scheduled if one append carries that many keys), so the puts of one append cannot fail
+     * half-way.
      *
-     * @throws IllegalArgumentException if {@code keys} exceeds what one file holds
      * @throws IOException if a new file cannot be created (ENOSPC)
      */
     public void ensureRoom(int keys) throws IOException {
         if (keys == 0) {
             return;
         }
-        if (keys > entriesPerFile) {
-            throw new IllegalArgumentException("one append carries " + keys + " keys, more than a key-index file holds"
-                    + " (keyIndexEntriesPerFile = " + entriesPerFile + ")");
+        if (readOnly) {
+            throw new IllegalStateException("key index " + directory + " is open for reading only");
         }
         KeyFile[] current = files;
         KeyFile file = current.length == 0 ? null : current[current.length - 1];
         if (file == null || file.capacity - file.count < keys) {
-            roll(current);
+            roll(current, keys);
         }
     }
 
-    private KeyFile roll(KeyFile[] current) throws IOException {
+    private void roll(KeyFile[] current, int keys) throws IOException {
         long sequence = current.length == 0 ? 0 : current[current.length - 1].sequence + 1;
-        KeyFile file = KeyFile.create(fileIO, directory, sequence, slotsPerFile, entriesPerFile);
-        bookkeeping.markCreated();
+        if (current.length == 0) {
+            FileTree.createDirectories(io, directory, ledger);
+        }
+        KeyFile file = KeyFile.create(io, directory, sequence, geometry.slotsOf(sequence),
+                Math.max(geometry.entriesOf(sequence), keys), ledger);
         KeyFile[] grown = Arrays.copyOf(current, current.length + 1);
         grown[grown.length - 1] = file;
         files = grown;
-        return file;
     }
 
     /** Called for each candidate entry; returns true if the record really carries the key (it counts). */
@@ -197,7 +224,8 @@ public final class KeyIndex implements AutoCloseable {
 
     /**
      * Walks the entries for {@code keyHash}, newest first, offering those with a store time in [fromMillis,
-     * toMillis] and a log position in [minPosition, limitPosition) until {@code maxResults} were accepted.
+     * toMillis] and a log position in [minPosition, limitPosition) until {@code maxResults} were accepted. Each
+     * file is held while walked, so retention never unmaps it underneath.
      */
     public void lookup(int keyHash, long fromMillis, long toMillis, long minPosition, long limitPosition,
                        int maxResults, Candidate candidate) {
@@ -205,81 +233,93 @@ public final class KeyIndex implements AutoCloseable {
         int accepted = 0;
         for (int f = current.length - 1; f >= 0 && accepted < maxResults; f--) {
             KeyFile file = current[f];
-            if (file.count == 0 || file.lastTime() < fromMillis || file.firstTime() > toMillis
-                    || file.lastPosition() < minPosition) {
-                continue;
+            if (!file.tryRetain()) {
+                continue; // deleted by retention meanwhile: it only held entries before the log's start
             }
-            int link = file.slot(keyHash);
-            while (link != 0 && accepted < maxResults) {
-                long at = file.entryOffset(link - 1);
-                MemorySegment m = file.mapping;
-                int previous = m.get(INT, at + E_PREVIOUS);
-                if (m.get(INT, at + E_HASH) == keyHash) {
-                    long position = m.get(LONG, at + E_POSITION);
-                    long time = m.get(LONG, at + E_TIME);
-                    if (position >= minPosition && position < limitPosition && time >= fromMillis && time <= toMillis
-                            && candidate.accept(position, m.get(INT, at + E_INDEX_IN_RECORD))) {
-                        accepted++;
-                    }
+            try {
+                if (file.count == 0 || file.lastTime() < fromMillis || file.firstTime() > toMillis
+                        || file.lastPosition() < minPosition) {
+                    continue;
                 }
-                link = previous;
+                int link = file.slot(keyHash);
+                while (link != 0 && accepted < maxResults) {
+                    long at = file.entryOffset(link - 1);
+                    MemorySegment m = file.mapping;
+                    int previous = m.get(INT, at + E_PREVIOUS);
+                    if (m.get(INT, at + E_HASH) == keyHash) {
+                        long position = m.get(LONG, at + E_POSITION);
+                        long time = m.get(LONG, at + E_TIME);
+                        if (position >= minPosition && position < limitPosition && time >= fromMillis
+                                && time <= toMillis && candidate.accept(position, m.get(INT, at + E_INDEX_IN_RECORD))) {
+                            accepted++;
+                        }
+                    }
+                    link = previous;
+                }
+            } finally {
+                file.release();
             }
         }
     }
 
     /**
-     * Recovery: forgets every entry for a record at or after {@code logPosition}: files that start there
-     * are deleted, the last kept file ends before it, and its slots are rebuilt from the entries kept. The
-     * kept entries were forced at the checkpoint that {@code logPosition} comes from, so they are intact.
+     * Recovery: forgets every entry for a record at or after {@code logPosition}: files whose first entry is
+     * there are deleted (newest first); in the last kept file the entries past the cut are erased and, if any
+     * was there, the slots and header are rebuilt from the entries kept. Entries below the log's durable
+     * position are intact (the checkpoint forced them), and past it they are intact or erased, never stale, so
+     * the kept entries are a run found by binary search.
      */
     public void truncateFrom(long logPosition) throws IOException {
+        if (readOnly) {
+            throw new IllegalStateException("key index " + directory + " is open for reading only");
+        }
         KeyFile[] current = files;
         int last = current.length - 1;
-        boolean deleted = false;
         while (last >= 0) {
             KeyFile file = current[last];
-            int keep = file.scanCount(logPosition);
+            int keep = file.entriesBefore(logPosition);
             if (keep > 0) {
-                file.rebuild(keep);
-                bookkeeping.markWritten();
+                if (file.hasEntryAt(keep) || file.count != keep) {
+                    file.erase(keep);
+                    file.rebuild(keep);
+                }
                 break;
             }
-            file.close();
-            fileIO.delete(file.path);
-            deleted = true;
+            file.retire();
+            io.delete(file.path);
+            ledger.markDirectory(directory);
             last--;
         }
         files = Arrays.copyOf(current, last + 1);
-        if (deleted) {
-            fileIO.syncDirectory(directory);
-        }
     }
 
     /**
-     * Retention (under the append lock): deletes the oldest files whose every entry points before {@code
-     * logMinPosition}, never the last. As with queue indexes, deleted files stay mapped until the next call
-     * (or close), so a lookup walking them never finds the mapping gone.
-     *
-     * @return the number of files deleted
+     * Retention (under the append lock): takes out the oldest files whose every entry points before {@code
+     * logMinPosition}, never the last, and returns them; the caller deletes them outside the lock
+     * ({@link #deleteRetired}).
      */
-    public int retireBefore(long logMinPosition) throws IOException {
-        bookkeeping.closeRetired();
+    public List<KeyFile> retireBefore(long logMinPosition) {
         KeyFile[] current = files;
         int drop = 0;
         while (drop < current.length - 1 && current[drop].lastPosition() < logMinPosition) {
             drop++;
         }
         if (drop == 0) {
-            return 0;
+            return List.of();
         }
         files = Arrays.copyOfRange(current, drop, current.length);
-        bookkeeping.retire(current, drop);
-        return drop;
+        return List.of(Arrays.copyOf(current, drop));
     }
 
-    /** Forces written entries to the device if any were written since the last force. */
-    public void forceIfDirty() throws IOException {
-        bookkeeping.forceIfDirty(files);
+    /** Retention, outside the append lock: deletes files {@link #retireBefore} took out, unmapping each once free. */
+    public void deleteRetired(List<KeyFile> retired) throws IOException {
+        for (KeyFile file : retired) {
+            file.retire();
+            io.delete(file.path);
+        }
+        if (!retired.isEmpty()) {
+            ledger.markDirectory(directory);
+        }
     }
 
     /** @return entries in all files */
@@ -297,16 +337,17 @@ public final class KeyIndex implements AutoCloseable {
     }
 
     /**
-     * Visits every entry of every file, oldest first (the verifier's view).
+     * Visits every entry the header counts, of every file, oldest first (the verifier's view).
      *
-     * @param visitor receives (log position, key hash, index in record)
+     * @param visitor receives each entry
      */
     public void forEach(EntryVisitor visitor) {
         for (KeyFile file : files) {
             for (int n = 0; n < file.count; n++) {
                 long at = file.entryOffset(n);
                 visitor.visit(file.mapping.get(LONG, at + E_POSITION), file.mapping.get(INT, at + E_HASH),
-                        file.mapping.get(INT, at + E_INDEX_IN_RECORD));
+                        file.mapping.get(INT, at + E_INDEX_IN_RECORD),
+                        file.mapping.get(INT, at + E_MARKER) == ENTRY_MARKER);
             }
         }
     }
@@ -318,35 +359,43 @@ public final class KeyIndex implements AutoCloseable {
          * @param logPosition the record's position
          * @param keyHash the key's hash
          * @param indexInRecord the message's place in the record
+         * @param written false if the entry's marker is missing (never written, or lost in a power cut)
          */
-        void visit(long logPosition, int keyHash, int indexInRecord);
+        void visit(long logPosition, int keyHash, int indexInRecord, boolean written);
     }
 
+    /** Unmaps every file once its readers let go. */
     @Override
-    public void close() throws IOException {
+    public void close() {
         KeyFile[] closing = files;
         files = new KeyFile[0];
-        bookkeeping.close(closing);
+        for (KeyFile file : closing) {
+            file.retire();
+        }
     }
 
-    /** One mapped key-index file. */
-    private static final class KeyFile implements IndexFiles.MappedFile {
+    /** One mapped key-index file. No descriptor stays open. */
+    public static final class KeyFile extends RefCounted implements DurabilityLedger.Durable {
         final Path path;
         final long sequence;
-        final StoreFile file;
-        final Arena arena;
+        private final FileIO io;
+        private final Arena arena;
         final MemorySegment mapping;
+        private final DurabilityLedger ledger;
         final int slots;
         final int capacity;
         /** Entries written; the writer's copy of the header field. */
         volatile int count;
+        private volatile boolean dirty;
 
-        private KeyFile(Path path, long sequence, StoreFile file, Arena arena, MemorySegment mapping) {
+        private KeyFile(Path path, long sequence, FileIO io, Arena arena, MemorySegment mapping,
+                        DurabilityLedger ledger) {
             this.path = path;
             this.sequence = sequence;
-            this.file = file;
+            this.io = io;
             this.arena = arena;
             this.mapping = mapping;
+            this.ledger = ledger;
             this.slots = mapping.get(INT, H_SLOTS);
             this.capacity = mapping.get(INT, H_CAPACITY);
             this.count = mapping.get(INT, H_COUNT);
@@ -356,48 +405,54 @@ public final class KeyIndex implements AutoCloseable {
             return HEADER_BYTES + (long) slots * 4 + (long) capacity * ENTRY_BYTES;
         }
 
-        static KeyFile create(FileIO io, Path directory, long sequence, int slots, int capacity) throws IOException {
+        static KeyFile create(FileIO io, Path directory, long sequence, int slots, int capacity,
+                              DurabilityLedger ledger) throws IOException {
             Path path = directory.resolve(String.format("%020d", sequence));
-            StoreFile file = io.open(path, FileIO.OpenMode.CREATE);
             Arena arena = Arena.ofShared();
-            try {
+            try (StoreFile file = io.open(path, FileIO.OpenMode.CREATE)) {
                 file.allocate(bytes(slots, capacity), false);
                 MemorySegment mapping = file.map(FileChannel.MapMode.READ_WRITE, 0, bytes(slots, capacity), arena);
                 mapping.set(INT, H_SLOTS, slots);
                 mapping.set(INT, H_CAPACITY, capacity);
                 mapping.set(INT, H_VERSION, VERSION);
                 mapping.set(INT, H_MAGIC, MAGIC);
-                // The directory is forced by the checkpoint, not under the append lock (see forceIfDirty).
-                return new KeyFile(path, sequence, file, arena, mapping);
+                KeyFile created = new KeyFile(path, sequence, io, arena, mapping, ledger);
+                // Its name, size and header are forced by the next checkpoint, not here under the append lock.
+                ledger.markDirectory(directory);
+                created.markWritten();
+                return created;
             } catch (IOException | RuntimeException e) {
                 arena.close();
-                file.close();
                 io.delete(path);
                 throw e;
             }
         }
 
-        static KeyFile open(FileIO io, Path path) throws IOException {
-            StoreFile file = io.open(path, FileIO.OpenMode.READ_WRITE);
-            Arena arena = Arena.ofShared();
-            try {
+        /** @return the file, or null if its header is damaged or its size does not match it */
+        static KeyFile open(FileIO io, Path path, long sequence, DurabilityLedger ledger, boolean readOnly)
+                throws IOException {
+            try (StoreFile file = io.open(path, readOnly ? FileIO.OpenMode.READ_ONLY : FileIO.OpenMode.READ_WRITE)) {
                 long size = file.size();
                 if (size < HEADER_BYTES) {
-                    throw new IndexDamagedException("key index file " + path + " is too short for its header");
+                    return null;
                 }
-                MemorySegment mapping = file.map(FileChannel.MapMode.READ_WRITE, 0, size, arena);
-                int slots = mapping.get(INT, H_SLOTS);
-                int capacity = mapping.get(INT, H_CAPACITY);
-                int count = mapping.get(INT, H_COUNT);
-                if (mapping.get(INT, H_MAGIC) != MAGIC || mapping.get(INT, H_VERSION) != VERSION || slots <= 0
-                        || capacity <= 0 || size != bytes(slots, capacity) || count < 0 || count > capacity) {
-                    throw new IndexDamagedException("key index file " + path + " has a damaged or unknown header");
+                Arena arena = Arena.ofShared();
+                try {
+                    MemorySegment mapping = file.map(readOnly ? FileChannel.MapMode.READ_ONLY
+                            : FileChannel.MapMode.READ_WRITE, 0, size, arena);
+                    int slots = mapping.get(INT, H_SLOTS);
+                    int capacity = mapping.get(INT, H_CAPACITY);
+                    int count = mapping.get(INT, H_COUNT);
+                    if (mapping.get(INT, H_MAGIC) != MAGIC || mapping.get(INT, H_VERSION) != VERSION || slots <= 0
+                            || capacity <= 0 || size != bytes(slots, capacity) || count < 0 || count > capacity) {
+                        arena.close();
+                        return null;
+                    }
+                    return new KeyFile(path, sequence, io, arena, mapping, ledger);
+                } catch (IOException | RuntimeException e) {
+                    arena.close();
+                    throw e;
                 }
-                return new KeyFile(path, Long.parseLong(path.getFileName().toString()), file, arena, mapping);
-            } catch (IOException | RuntimeException e) {
-                arena.close();
-                file.close();
-                throw e;
             }
         }
 
@@ -446,22 +501,37 @@ public final class KeyIndex implements AutoCloseable {
             count = n + 1;
         }
 
+        boolean hasEntryAt(int n) {
+            return n < capacity && mapping.get(INT, entryOffset(n) + E_MARKER) == ENTRY_MARKER;
+        }
+
         /**
-         * @return how many leading entries are complete and index records before {@code logPosition}. Never
-         *     more than the header's count: that was forced with the entries at every checkpoint and only grows,
-         *     and anything past it is left over from before an earlier truncation.
+         * @return how many leading entries are written and index records before {@code logPosition}: found by
+         *     binary search, and never more than the header's count. That count was forced with the entries at
+         *     every checkpoint, so it covers every entry the checkpoint claims; an entry past it can only be left
+         *     over from before an erasure that did not finish, and is not trusted.
          */
-        int scanCount(long logPosition) {
-            int n = 0;
-            int limit = Math.min(capacity, count);
-            while (n < limit) {
-                long at = entryOffset(n);
-                if (mapping.get(INT, at + E_MARKER) != ENTRY_MARKER || mapping.get(LONG, at + E_POSITION) >= logPosition) {
-                    break;
+        int entriesBefore(long logPosition) {
+            int low = 0;
+            int high = Math.min(capacity, Math.max(count, 0));
+            while (low < high) {
+                int mid = (low + high) >>> 1;
+                long at = entryOffset(mid);
+                if (mapping.get(INT, at + E_MARKER) == ENTRY_MARKER && mapping.get(LONG, at + E_POSITION) < logPosition) {
+                    low = mid + 1;
+                } else {
+                    high = mid;
                 }
-                n++;
             }
-            return n;
+            return low;
+        }
+
+        /** Zeroes entries from number {@code from} to the end, through the file seam. */
+        void erase(int from) throws IOException {
+            try (StoreFile file = io.open(path, FileIO.OpenMode.READ_WRITE)) {
+                file.zeroRange(entryOffset(from), (long) (capacity - from) * ENTRY_BYTES);
+            }
+            markWritten();
         }
 
         /** Keeps the first {@code keep} entries and rebuilds the slots and header from them. */
@@ -478,36 +548,41 @@ public final class KeyIndex implements AutoCloseable {
                 firstTime = n == 0 ? time : firstTime;
                 lastTime = Math.max(lastTime, time);
             }
-            if (keep < capacity) {
-                // Only the first entry after the kept ones is cleared: nothing past the count is ever read,
-                // and the writer overwrites entries in order.
-                mapping.asSlice(entryOffset(keep), ENTRY_BYTES).fill((byte) 0);
-            }
             mapping.set(LONG, H_FIRST_TIME, firstTime);
             mapping.set(LONG, H_LAST_TIME, lastTime);
             mapping.set(LONG, H_FIRST_POSITION, keep == 0 ? 0 : mapping.get(LONG, entryOffset(0) + E_POSITION));
             mapping.set(LONG, H_LAST_POSITION, keep == 0 ? 0 : mapping.get(LONG, entryOffset(keep - 1) + E_POSITION));
             mapping.set(INT, H_COUNT, keep);
             count = keep;
+            markWritten();
         }
 
-        @Override
-        public Path path() {
-            return path;
-        }
-
-        @Override
-        public StoreFile storeFile() {
-            return file;
-        }
-
-        @Override
-        public void close() throws IOException {
-            try {
-                arena.close();
-            } finally {
-                file.close();
+        void markWritten() {
+            if (!dirty) {
+                dirty = true;
+                ledger.markDirty(this);
             }
+        }
+
+        @Override
+        public void force() throws IOException {
+            if (isRetired()) {
+                return;
+            }
+            dirty = false;
+            try (StoreFile file = io.open(path, FileIO.OpenMode.READ_WRITE)) {
+                file.force();
+            }
+        }
+
+        @Override
+        protected void free() {
+            arena.close();
+        }
+
+        @Override
+        public String toString() {
+            return path.toString();
         }
     }
 }

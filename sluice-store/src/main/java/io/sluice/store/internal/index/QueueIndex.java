@@ -4,6 +4,9 @@ import static io.sluice.store.internal.index.QueueIndexFormat.ENTRY_BYTES;
 import static io.sluice.store.internal.index.QueueIndexFormat.INT;
 import static io.sluice.store.internal.index.QueueIndexFormat.LONG;
 
+import io.sluice.store.StoreCorruptedException;
+import io.sluice.store.internal.cache.RefCounted;
+import io.sluice.store.internal.io.DurabilityLedger;
 import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
@@ -15,25 +18,39 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.function.LongPredicate;
 
 /**
  * The dense index of one topic's queue: entry n locates the message at queue offset n in O(1).
  *
- * <p>One writer (the log writer, under the append lock, or recovery) writes entries with {@link #put} and
- * then makes them visible with {@link #publish}, a volatile store; readers read {@link #publishedEnd()}
- * first, so every entry below it is complete when they read it. Files are mapped whole and grow by
- * whole files; the file array is replaced, never changed in place.
+ * <h2>Writing</h2>
+ * One writer (the log writer under the append lock, or recovery) fills entries with {@link #put} and makes
+ * them visible with {@link #publish}, a volatile store; readers read {@link #publishedEnd()} first, so every
+ * entry below it is complete when they read it. Every file written is marked in the log's
+ * {@link DurabilityLedger}, so the checkpoint forces it before it claims the entries durable.
+ *
+ * <h2>Files</h2>
+ * Files grow per {@link IndexGeometry}, are mapped whole, and keep no descriptor open (a force reopens the
+ * file), so an idle queue costs one small mapping. The file array is replaced, never changed in place.
+ * Readers hold a file through a {@link Cursor}; retention {@linkplain RefCounted#retire() retires} files, and a
+ * file is unmapped when its last reader lets go, never under one.
+ *
+ * <h2>Finding the end</h2>
+ * Entries carry check words ({@link QueueIndexFormat}), so the valid entries of a queue are one run from its
+ * first file's start (gap markers, then entries); the run's end is found by binary search. Below a log's
+ * durable position every entry is intact (the ledger forced it); above it, an entry is intact, absent, or
+ * erased, never stale, because a truncation erases what lies past it before anything is written there again.
  */
 public final class QueueIndex implements AutoCloseable {
 
     private final String topic;
     private final int queueId;
     private final Path directory;
-    private final FileIO fileIO;
-    private final int entriesPerFile;
+    private final FileIO io;
+    private final IndexGeometry geometry;
+    private final DurabilityLedger ledger;
+    private final boolean readOnly;
     private volatile IndexFile[] files;
-    /** Unforced entries and directory, and files retention removed (see {@link #advanceMinOffset}). */
-    private final IndexFiles bookkeeping;
     /** The writer's next offset to fill. */
     private long nextOffset;
     /** Offsets below this are visible to readers. */
@@ -41,68 +58,122 @@ public final class QueueIndex implements AutoCloseable {
     /** First offset still stored. */
     private volatile long minOffset;
 
-    private QueueIndex(String topic, int queueId, Path directory, FileIO fileIO, int entriesPerFile,
-                       IndexFile[] files) {
+    private QueueIndex(String topic, int queueId, Path directory, FileIO io, IndexGeometry geometry,
+                       DurabilityLedger ledger, boolean readOnly, IndexFile[] files) {
         this.topic = topic;
         this.queueId = queueId;
         this.directory = directory;
-        this.fileIO = fileIO;
-        this.entriesPerFile = entriesPerFile;
+        this.io = io;
+        this.geometry = geometry;
+        this.ledger = ledger;
+        this.readOnly = readOnly;
         this.files = files;
-        this.bookkeeping = new IndexFiles(fileIO, directory);
-        this.minOffset = files.length == 0 ? 0 : files[0].firstEntry;
     }
 
     /**
-     * Opens a queue's index directory (creating it if needed) and finds where its entries end.
+     * Opens a queue's index directory and finds where its entries start and end. A file shorter than the
+     * geometry says (its size was lost in a power cut) is restored to its size, unless read-only.
+     *
+     * @throws IndexDamagedException if a file is missing between two others or is not one of the geometry's
      */
-    public static QueueIndex open(String topic, int queueId, Path directory, FileIO fileIO, int entriesPerFile)
-            throws IOException {
-        FileTree.createDirectories(fileIO, directory);
-        List<IndexFile> files = new ArrayList<>();
-        {
-            for (Path path : fileIO.list(directory)) {
-                String name = path.getFileName().toString();
-                if (name.length() == 20 && name.chars().allMatch(Character::isDigit)) {
-                    long first = Long.parseLong(name);
-                    if (!files.isEmpty() && files.getLast().firstEntry + entriesPerFile != first) {
-                        long expected = files.getLast().firstEntry + entriesPerFile;
-                        for (IndexFile file : files) {
-                            file.close();
-                        }
-                        throw new IndexDamagedException("queue index " + directory + " is missing the file for"
-                                + " entries from " + expected);
+    public static QueueIndex open(String topic, int queueId, Path directory, FileIO io, IndexGeometry geometry,
+                                  DurabilityLedger ledger, boolean readOnly) throws IOException {
+        List<IndexFile> opened = new ArrayList<>();
+        try {
+            if (io.isDirectory(directory)) {
+                int expected = -1;
+                for (Path path : io.list(directory)) {
+                    String name = path.getFileName().toString();
+                    if (name.length() != 20 || !name.chars().allMatch(Character::isDigit)) {
+                        continue;
                     }
-                    files.add(IndexFile.open(fileIO, path, first, entriesPerFile));
+                    long first = Long.parseLong(name);
+                    int number = geometry.fileStartingAt(first);
+                    if (number < 0 || (expected >= 0 && number != expected)) {
+                        throw new IndexDamagedException("queue index " + directory + ": file " + name
+                                + (number < 0 ? " does not start where a file starts"
+                                : " follows a missing file (entries from " + geometry.firstEntryOfFile(expected) + ")"));
+                    }
+                    expected = number + 1;
+                    opened.add(IndexFile.open(io, path, first, geometry.entriesOfFile(number), ledger, readOnly));
                 }
             }
+        } catch (IOException | RuntimeException e) {
+            opened.forEach(IndexFile::retire);
+            throw e;
         }
-        QueueIndex index = new QueueIndex(topic, queueId, directory, fileIO, entriesPerFile,
-                files.toArray(IndexFile[]::new));
-        long end = index.findEnd();
-        index.nextOffset = end;
-        index.publishedEnd = end;
+        QueueIndex index = new QueueIndex(topic, queueId, directory, io, geometry, ledger, readOnly,
+                opened.toArray(IndexFile[]::new));
+        index.findBounds();
         return index;
     }
 
-    /** Binary-searches the last file for its first empty entry (entries fill in order). */
-    private long findEnd() {
+    /** Finds the run of gap markers and entries from the first file's start: the queue's first offset and end. */
+    private void findBounds() {
         IndexFile[] current = files;
         if (current.length == 0) {
-            return 0;
+            return;
         }
-        IndexFile last = current[current.length - 1];
-        long low = 0;
-        long high = entriesPerFile;
+        long start = current[0].firstEntry;
+        long limit = current[current.length - 1].end();
+        long end = search(start, limit, offset -> !isFilled(offset));
+        long min = search(start, end, offset -> !isGapAt(offset));
+        nextOffset = end;
+        publishedEnd = end;
+        minOffset = min;
+    }
+
+    /** @return the first offset in [from, to) where {@code predicate} holds (it must hold from there on), or to */
+    private static long search(long from, long to, LongPredicate predicate) {
+        long low = from;
+        long high = to;
         while (low < high) {
             long mid = (low + high) >>> 1;
-            if (last.mapping.get(INT, mid * ENTRY_BYTES + QueueIndexFormat.RECORD_SIZE_OFFSET) != 0) {
-                low = mid + 1;
-            } else {
+            if (predicate.test(mid)) {
                 high = mid;
+            } else {
+                low = mid + 1;
             }
         }
-        return last.firstEntry + low;
+        return low;
+    }
+
+    private boolean isFilled(long offset) {
+        IndexFile file = ownedFile(offset);
+        long at = file.byteOf(offset);
+        return QueueIndexFormat.isEntry(file.mapping, at, offset) || QueueIndexFormat.isGap(file.mapping, at, offset);
+    }
+
+    private boolean isGapAt(long offset) {
+        IndexFile file = ownedFile(offset);
+        return QueueIndexFormat.isGap(file.mapping, file.byteOf(offset), offset);
+    }
+
+    /** The writer's (or recovery's) view of a file it owns: no reader can retire it meanwhile. */
+    private IndexFile ownedFile(long offset) {
+        IndexFile file = find(files, offset);
+        if (file == null) {
+            throw new IllegalArgumentException("queue offset " + offset + " of " + topic + "-" + queueId
+                    + " has no index file");
+        }
+        return file;
+    }
+
+    private static IndexFile find(IndexFile[] current, long offset) {
+        int low = 0;
+        int high = current.length - 1;
+        while (low <= high) {
+            int mid = (low + high) >>> 1;
+            IndexFile file = current[mid];
+            if (offset < file.firstEntry) {
+                high = mid - 1;
+            } else if (offset >= file.end()) {
+                low = mid + 1;
+            } else {
+                return file;
+            }
+        }
+        return null;
     }
 
     /** @return the topic */
@@ -130,180 +201,6 @@ public final class QueueIndex implements AutoCloseable {
         return minOffset;
     }
 
-    /**
-     * Writer: makes sure the files for entries below {@code endOffset} exist, so that {@link #put} cannot
-     * fail half-way through a batch.
-     */
-    public void ensureCapacity(long endOffset) throws IOException {
-        for (long offset = nextOffset; offset < endOffset; offset += entriesPerFile - offset % entriesPerFile) {
-            try {
-                fileFor(offset, true);
-            } catch (java.io.UncheckedIOException e) {
-                throw e.getCause();
-            }
-        }
-    }
-
-    /** Writer: fills entry {@code offset}, which must be {@link #nextOffset()}. */
-    public void put(long offset, long logPosition, long storeTimestamp, int recordSize, int messageCount,
-                    int indexInRecord, int tagHash) throws IOException {
-        assert offset == nextOffset : "queue index " + topic + "-" + queueId + " expected " + nextOffset + " got " + offset;
-        MemorySegment file = fileFor(offset, true).mapping;
-        long at = (offset % entriesPerFile) * ENTRY_BYTES;
-        file.set(LONG, at + QueueIndexFormat.LOG_POSITION_OFFSET, logPosition);
-        file.set(LONG, at + QueueIndexFormat.STORE_TIMESTAMP_OFFSET, storeTimestamp);
-        file.set(INT, at + QueueIndexFormat.MESSAGE_COUNT_OFFSET, messageCount);
-        file.set(INT, at + QueueIndexFormat.INDEX_IN_RECORD_OFFSET, indexInRecord);
-        file.set(INT, at + QueueIndexFormat.TAG_HASH_OFFSET, tagHash);
-        file.set(INT, at + QueueIndexFormat.RECORD_SIZE_OFFSET, recordSize);
-        nextOffset = offset + 1;
-        bookkeeping.markWritten();
-    }
-
-    /** Writer: makes entries below {@code end} visible to readers. */
-    public void publish(long end) {
-        publishedEnd = end;
-    }
-
-    /** @return the entry at {@code offset}, which must be in [minOffset, nextOffset) */
-    public IndexEntry entry(long offset) {
-        MemorySegment file = fileFor(offset, false).mapping;
-        long at = (offset % entriesPerFile) * ENTRY_BYTES;
-        return new IndexEntry(file.get(LONG, at + QueueIndexFormat.LOG_POSITION_OFFSET),
-                file.get(LONG, at + QueueIndexFormat.STORE_TIMESTAMP_OFFSET),
-                file.get(INT, at + QueueIndexFormat.RECORD_SIZE_OFFSET),
-                file.get(INT, at + QueueIndexFormat.MESSAGE_COUNT_OFFSET),
-                file.get(INT, at + QueueIndexFormat.INDEX_IN_RECORD_OFFSET),
-                file.get(INT, at + QueueIndexFormat.TAG_HASH_OFFSET));
-    }
-
-    /** @return the log position of entry {@code offset}'s record end, without allocating */
-    public long recordEnd(long offset) {
-        MemorySegment file = fileFor(offset, false).mapping;
-        long at = (offset % entriesPerFile) * ENTRY_BYTES;
-        return file.get(LONG, at + QueueIndexFormat.LOG_POSITION_OFFSET)
-                + file.get(INT, at + QueueIndexFormat.RECORD_SIZE_OFFSET);
-    }
-
-    /** @return the store timestamp of entry {@code offset} */
-    public long storeTimestamp(long offset) {
-        MemorySegment file = fileFor(offset, false).mapping;
-        return file.get(LONG, (offset % entriesPerFile) * ENTRY_BYTES + QueueIndexFormat.STORE_TIMESTAMP_OFFSET);
-    }
-
-    private IndexFile fileFor(long offset, boolean create) {
-        IndexFile[] current = files;
-        long firstEntry = offset - offset % entriesPerFile;
-        if (current.length > 0) {
-            long slot = (firstEntry - current[0].firstEntry) / entriesPerFile;
-            if (slot >= 0 && slot < current.length) {
-                return current[(int) slot];
-            }
-        }
-        if (!create) {
-            throw new IllegalArgumentException("queue offset " + offset + " of " + topic + "-" + queueId
-                    + " is not stored");
-        }
-        try {
-            IndexFile file = IndexFile.create(fileIO, directory, firstEntry, entriesPerFile);
-            bookkeeping.markCreated();
-            IndexFile[] grown = Arrays.copyOf(current, current.length + 1);
-            grown[grown.length - 1] = file;
-            files = grown;
-            return file;
-        } catch (IOException e) {
-            throw new java.io.UncheckedIOException(e);
-        }
-    }
-
-    /**
-     * Recovery: empties entries from {@code offset} on (zeroing them in place and deleting files that start
-     * at or after it), so the index ends at {@code offset}.
-     */
-    public void truncateFrom(long offset) throws IOException {
-        IndexFile[] current = files;
-        List<IndexFile> kept = new ArrayList<>();
-        for (IndexFile file : current) {
-            if (file.firstEntry >= offset) {
-                file.close();
-                fileIO.delete(file.path);
-                continue;
-            }
-            long from = Math.max(0, offset - file.firstEntry);
-            if (from < entriesPerFile) {
-                file.mapping.asSlice(from * ENTRY_BYTES).fill((byte) 0);
-            }
-            kept.add(file);
-        }
-        files = kept.toArray(IndexFile[]::new);
-        if (files.length == 0) {
-            minOffset = offset;
-        }
-        nextOffset = offset;
-        publishedEnd = offset;
-        fileIO.syncDirectory(directory);
-    }
-
-    /**
-     * Recovery: restarts an index that lost its files (or whose entries are older than the log) at
-     * {@code offset}.
-     */
-    public void resetTo(long offset) throws IOException {
-        for (IndexFile file : files) {
-            file.close();
-            fileIO.delete(file.path);
-        }
-        files = new IndexFile[0];
-        minOffset = offset;
-        nextOffset = offset;
-        publishedEnd = offset;
-    }
-
-    /**
-     * Retention (under the append lock) and open: moves the first offset up to the first entry whose record
-     * is at or after {@code logMinPosition}, the log's first stored position; entries below it point at
-     * deleted segments. Files whose every entry is now below the first offset are deleted, except the last
-     * (it tells where the queue ends). They are unmapped only at the next call, or at close, so that a
-     * reader who looked up an entry just before cannot find its mapping gone.
-     *
-     * @return the number of files deleted
-     */
-    public int advanceMinOffset(long logMinPosition) throws IOException {
-        bookkeeping.closeRetired();
-        long low = minOffset;
-        long high = publishedEnd;
-        while (low < high) {
-            long mid = (low + high) >>> 1;
-            if (entry(mid).logPosition() < logMinPosition) {
-                low = mid + 1;
-            } else {
-                high = mid;
-            }
-        }
-        if (low > minOffset) {
-            minOffset = low;
-        }
-        IndexFile[] current = files;
-        int drop = 0;
-        while (drop < current.length - 1 && current[drop].firstEntry + entriesPerFile <= minOffset) {
-            drop++;
-        }
-        if (drop == 0) {
-            return 0;
-        }
-        files = Arrays.copyOfRange(current, drop, current.length);
-        bookkeeping.retire(current, drop);
-        return drop;
-    }
-
-    /**
-     * Forces written entries to the device if any were written since the last force, and the directory if a
-     * file was created since: the checkpoint calls this before it claims the entries durable.
-     */
-    public void forceIfDirty() throws IOException {
-        bookkeeping.forceIfDirty(files);
-    }
-
     /** @return the number of index files */
     public int fileCount() {
         return files.length;
@@ -314,79 +211,396 @@ public final class QueueIndex implements AutoCloseable {
         return directory;
     }
 
-    @Override
-    public void close() throws IOException {
-        bookkeeping.close(files);
+    /**
+     * Writer: makes sure the files for entries below {@code endOffset} exist, so that {@link #put} cannot fail
+     * half-way through a batch.
+     */
+    public void ensureCapacity(long endOffset) throws IOException {
+        checkWritable();
+        for (long offset = nextOffset; offset < endOffset; ) {
+            IndexFile file = find(files, offset);
+            if (file == null) {
+                file = createFile(geometry.fileFor(offset));
+            }
+            offset = file.end();
+        }
     }
 
-    /** One mapped index file. */
-    private static final class IndexFile implements IndexFiles.MappedFile {
-        final Path path;
-        final long firstEntry;
-        final StoreFile file;
-        final Arena arena;
-        final MemorySegment mapping;
+    private IndexFile createFile(int number) throws IOException {
+        if (files.length == 0) {
+            FileTree.createDirectories(io, directory, ledger);
+        }
+        long first = geometry.firstEntryOfFile(number);
+        IndexFile file = IndexFile.create(io, directory, first, geometry.entriesOfFile(number), ledger);
+        IndexFile[] current = files;
+        IndexFile[] grown = Arrays.copyOf(current, current.length + 1);
+        grown[grown.length - 1] = file;
+        Arrays.sort(grown, (a, b) -> Long.compare(a.firstEntry, b.firstEntry));
+        files = grown;
+        return file;
+    }
 
-        private IndexFile(Path path, long firstEntry, StoreFile file, Arena arena, MemorySegment mapping) {
-            this.path = path;
-            this.firstEntry = firstEntry;
-            this.file = file;
-            this.arena = arena;
-            this.mapping = mapping;
+    /** Writer: fills entry {@code offset}, which must be {@link #nextOffset()}, in a file that exists. */
+    public void put(long offset, long logPosition, long storeTimestamp, int recordSize, int messageCount,
+                    int indexInRecord) {
+        assert offset == nextOffset : "queue index " + topic + "-" + queueId + " expected " + nextOffset + " got " + offset;
+        IndexFile file = ownedFile(offset);
+        QueueIndexFormat.write(file.mapping, file.byteOf(offset), offset, logPosition, storeTimestamp, recordSize,
+                messageCount, indexInRecord);
+        file.markWritten();
+        nextOffset = offset + 1;
+    }
+
+    /** Read-only open after a crash: shows only the entries below {@code end} (those the checkpoint claimed). */
+    public void limitTo(long end) {
+        nextOffset = Math.min(nextOffset, end);
+        publishedEnd = Math.min(publishedEnd, end);
+    }
+
+    /** Writer: makes entries below {@code end} visible to readers. */
+    public void publish(long end) {
+        publishedEnd = end;
+    }
+
+    /** @return a reader of entries in [minOffset, publishedEnd); close it when done */
+    public Cursor cursor() {
+        return new Cursor();
+    }
+
+    /**
+     * Reads entries, holding the file it reads so retention cannot unmap it meanwhile. Not thread-safe: one
+     * reader at a time.
+     */
+    public final class Cursor implements AutoCloseable {
+        private IndexFile held;
+
+        private Cursor() {
         }
 
-        static IndexFile create(FileIO io, Path directory, long firstEntry, int entries) throws IOException {
-            Path path = directory.resolve(String.format("%020d", firstEntry));
-            StoreFile file = io.open(path, FileIO.OpenMode.CREATE);
-            try {
-                // No directory fsync here, under the append lock: the owner marks its directory unsynced and
-                // the checkpoint syncs it before claiming the entries durable (see forceIfDirty).
-                file.allocate((long) entries * ENTRY_BYTES, false);
-            } catch (IOException e) {
-                file.close();
-                io.delete(path);
-                throw e;
+        private IndexFile hold(long offset) {
+            IndexFile file = held;
+            if (file != null && offset >= file.firstEntry && offset < file.end()) {
+                return file;
             }
-            return map(path, firstEntry, file, entries);
+            close();
+            while (true) {
+                file = find(files, offset);
+                if (file == null) {
+                    throw new IndexFileRetiredException(topic + "-" + queueId + " holds no entry " + offset);
+                }
+                if (file.tryRetain()) {
+                    held = file;
+                    return file;
+                }
+                if (file.isRetired() && find(files, offset) == file) {
+                    throw new IndexFileRetiredException(topic + "-" + queueId + " entry " + offset + " was retired");
+                }
+            }
         }
 
-        static IndexFile open(FileIO io, Path path, long firstEntry, int entries) throws IOException {
-            StoreFile file = io.open(path, FileIO.OpenMode.READ_WRITE);
-            if (file.size() < (long) entries * ENTRY_BYTES) {
-                file.allocate((long) entries * ENTRY_BYTES, false);
+        /**
+         * @return entry {@code offset}
+         * @throws StoreCorruptedException if its check word does not match (the file is damaged)
+         * @throws IndexFileRetiredException if retention deleted it
+         */
+        public IndexEntry entry(long offset) {
+            IndexFile file = hold(offset);
+            long at = file.byteOf(offset);
+            if (!QueueIndexFormat.isEntry(file.mapping, at, offset)) {
+                throw new StoreCorruptedException("queue index " + topic + "-" + queueId + " entry " + offset + " in "
+                        + file.path + " fails its check: the index file is damaged; sluice verify tells more",
+                        file.path, offset);
             }
-            return map(path, firstEntry, file, entries);
+            return new IndexEntry(file.mapping.get(LONG, at + QueueIndexFormat.LOG_POSITION_OFFSET),
+                    file.mapping.get(LONG, at + QueueIndexFormat.STORE_TIMESTAMP_OFFSET),
+                    file.mapping.get(INT, at + QueueIndexFormat.RECORD_SIZE_OFFSET),
+                    file.mapping.get(INT, at + QueueIndexFormat.MESSAGE_COUNT_OFFSET),
+                    file.mapping.get(INT, at + QueueIndexFormat.INDEX_IN_RECORD_OFFSET));
         }
 
-        private static IndexFile map(Path path, long firstEntry, StoreFile file, int entries) throws IOException {
-            Arena arena = Arena.ofShared();
-            try {
-                MemorySegment mapping = file.map(FileChannel.MapMode.READ_WRITE, 0, (long) entries * ENTRY_BYTES, arena);
-                return new IndexFile(path, firstEntry, file, arena, mapping);
-            } catch (IOException | RuntimeException e) {
-                arena.close();
-                file.close();
-                throw e;
-            }
+        /** @return the log position of entry {@code offset}'s record end, without allocating */
+        public long recordEnd(long offset) {
+            IndexFile file = hold(offset);
+            long at = file.byteOf(offset);
+            return file.mapping.get(LONG, at + QueueIndexFormat.LOG_POSITION_OFFSET)
+                    + file.mapping.get(INT, at + QueueIndexFormat.RECORD_SIZE_OFFSET);
+        }
+
+        /** @return the store timestamp of entry {@code offset} */
+        public long storeTimestamp(long offset) {
+            IndexFile file = hold(offset);
+            return file.mapping.get(LONG, file.byteOf(offset) + QueueIndexFormat.STORE_TIMESTAMP_OFFSET);
+        }
+
+        /** @return the log position of entry {@code offset}'s record */
+        public long logPosition(long offset) {
+            IndexFile file = hold(offset);
+            return file.mapping.get(LONG, file.byteOf(offset) + QueueIndexFormat.LOG_POSITION_OFFSET);
         }
 
         @Override
+        public void close() {
+            IndexFile file = held;
+            held = null;
+            if (file != null) {
+                file.release();
+            }
+        }
+    }
+
+    /** Recovery: @return true if entry {@code offset} was never written (all zeros), or lies past every file */
+    public boolean isBlank(long offset) {
+        IndexFile file = find(files, offset);
+        if (file == null) {
+            return true;
+        }
+        MemorySegment entry = file.mapping.asSlice(file.byteOf(offset), ENTRY_BYTES);
+        return entry.get(LONG, 0) == 0 && entry.get(LONG, 8) == 0 && entry.get(LONG, 16) == 0 && entry.get(LONG, 24) == 0;
+    }
+
+    /**
+     * Recovery: the first offset at or past {@link #minOffset()} whose entry is not a valid entry for a record
+     * below {@code logPosition}: where the entries recovery must re-derive from the log begin.
+     */
+    public long firstEntryAtOrAfter(long logPosition) {
+        return search(minOffset, nextOffset, offset -> {
+            IndexFile file = ownedFile(offset);
+            long at = file.byteOf(offset);
+            return !QueueIndexFormat.isEntry(file.mapping, at, offset)
+                    || file.mapping.get(LONG, at + QueueIndexFormat.LOG_POSITION_OFFSET) >= logPosition;
+        });
+    }
+
+    /**
+     * Recovery: empties entries from {@code offset} on, so the index ends there: the rest of the file holding
+     * {@code offset} is erased (zeroed through the file seam, cheaply where the filesystem can) and later files
+     * deleted, newest first. Marked in the ledger; the caller forces it before anything is written past the cut.
+     */
+    public void truncateFrom(long offset) throws IOException {
+        checkWritable();
+        IndexFile[] current = files;
+        int keep = current.length;
+        while (keep > 0 && current[keep - 1].firstEntry >= offset) {
+            IndexFile dropped = current[--keep];
+            dropped.retire();
+            io.delete(dropped.path);
+            ledger.markDirectory(directory);
+        }
+        files = Arrays.copyOf(current, keep);
+        if (keep > 0) {
+            IndexFile last = current[keep - 1];
+            if (offset < last.end()) {
+                last.erase(offset);
+            }
+        }
+        nextOffset = offset;
+        publishedEnd = offset;
+        if (keep == 0 || offset < minOffset) {
+            minOffset = offset;
+        }
+    }
+
+    /**
+     * Recovery: restarts an index whose files were lost (or whose entries lie wholly before the log) at
+     * {@code offset}: its first file is filled with gap markers below it.
+     */
+    public void resetTo(long offset) throws IOException {
+        checkWritable();
+        truncateFrom(0);
+        IndexFile file = createFile(geometry.fileFor(offset));
+        for (long gap = file.firstEntry; gap < offset; gap++) {
+            QueueIndexFormat.write(file.mapping, file.byteOf(gap), gap, QueueIndexFormat.GAP, 0, 0, 0, 0);
+        }
+        file.markWritten();
+        minOffset = offset;
+        nextOffset = offset;
+        publishedEnd = offset;
+    }
+
+    /**
+     * Retention (under the append lock) and open: moves the first offset up to the first entry whose record is
+     * at or after {@code logMinPosition}, the log's first stored position; entries below it point at deleted
+     * segments. Files whose every entry is now below the first offset are taken out of the index, except the
+     * last (it tells where the queue ends), and returned: the caller deletes them outside the lock
+     * ({@link #deleteRetired}).
+     *
+     * @return the files taken out
+     */
+    public List<IndexFile> advanceMinOffset(long logMinPosition) {
+        long low;
+        try (Cursor cursor = cursor()) {
+            low = search(minOffset, publishedEnd, offset -> cursor.logPosition(offset) >= logMinPosition);
+        }
+        if (low > minOffset) {
+            minOffset = low;
+        }
+        IndexFile[] current = files;
+        int drop = 0;
+        while (drop < current.length - 1 && current[drop].end() <= minOffset) {
+            drop++;
+        }
+        if (drop == 0) {
+            return List.of();
+        }
+        files = Arrays.copyOfRange(current, drop, current.length);
+        return List.of(Arrays.copyOf(current, drop));
+    }
+
+    /**
+     * Retention, outside the append lock: deletes files {@link #advanceMinOffset} took out. Each is unmapped
+     * once no reader holds it; the directory change is forced by the next checkpoint.
+     */
+    public void deleteRetired(List<IndexFile> retired) throws IOException {
+        for (IndexFile file : retired) {
+            file.retire();
+            io.delete(file.path);
+        }
+        if (!retired.isEmpty()) {
+            ledger.markDirectory(directory);
+        }
+    }
+
+    private void checkWritable() {
+        if (readOnly) {
+            throw new IllegalStateException("queue index " + directory + " is open for reading only");
+        }
+    }
+
+    /** Unmaps every file once its readers let go. */
+    @Override
+    public void close() {
+        IndexFile[] closing = files;
+        files = new IndexFile[0];
+        for (IndexFile file : closing) {
+            file.retire();
+        }
+    }
+
+    /** One mapped index file: entries [firstEntry, firstEntry + entries). No descriptor stays open. */
+    public static final class IndexFile extends RefCounted implements DurabilityLedger.Durable {
+        final Path path;
+        final long firstEntry;
+        final long entries;
+        private final FileIO io;
+        private final Arena arena;
+        final MemorySegment mapping;
+        private final DurabilityLedger ledger;
+        private volatile boolean dirty;
+
+        private IndexFile(Path path, long firstEntry, long entries, FileIO io, Arena arena, MemorySegment mapping,
+                          DurabilityLedger ledger) {
+            this.path = path;
+            this.firstEntry = firstEntry;
+            this.entries = entries;
+            this.io = io;
+            this.arena = arena;
+            this.mapping = mapping;
+            this.ledger = ledger;
+        }
+
+        static IndexFile create(FileIO io, Path directory, long firstEntry, long entries, DurabilityLedger ledger)
+                throws IOException {
+            Path path = directory.resolve(String.format("%020d", firstEntry));
+            IndexFile file;
+            try (StoreFile opened = io.open(path, FileIO.OpenMode.CREATE)) {
+                try {
+                    opened.allocate(entries * ENTRY_BYTES, false);
+                    file = map(opened, path, firstEntry, entries, io, ledger, false);
+                } catch (IOException | RuntimeException e) {
+                    io.delete(path);
+                    throw e;
+                }
+            }
+            // Its name and its size are forced by the next checkpoint, not here under the append lock.
+            ledger.markDirectory(directory);
+            file.markWritten();
+            return file;
+        }
+
+        static IndexFile open(FileIO io, Path path, long firstEntry, long entries, DurabilityLedger ledger,
+                              boolean readOnly) throws IOException {
+            try (StoreFile opened = io.open(path, readOnly ? FileIO.OpenMode.READ_ONLY : FileIO.OpenMode.READ_WRITE)) {
+                long size = opened.size();
+                if (size > entries * ENTRY_BYTES) {
+                    throw new IndexDamagedException("queue index file " + path + " holds " + size
+                            + " bytes, more than its " + entries + " entries");
+                }
+                boolean restored = false;
+                if (size < entries * ENTRY_BYTES && !readOnly) {
+                    // A power cut lost the size of a file created after the last checkpoint.
+                    opened.allocate(entries * ENTRY_BYTES, false);
+                    restored = true;
+                }
+                IndexFile file = map(opened, path, firstEntry, readOnly ? size / ENTRY_BYTES : entries, io, ledger,
+                        readOnly);
+                if (restored) {
+                    file.markWritten();
+                }
+                return file;
+            }
+        }
+
+        private static IndexFile map(StoreFile opened, Path path, long firstEntry, long entries, FileIO io,
+                                     DurabilityLedger ledger, boolean readOnly) throws IOException {
+            Arena arena = Arena.ofShared();
+            try {
+                MemorySegment mapping = opened.map(readOnly ? FileChannel.MapMode.READ_ONLY
+                        : FileChannel.MapMode.READ_WRITE, 0, entries * ENTRY_BYTES, arena);
+                return new IndexFile(path, firstEntry, entries, io, arena, mapping, ledger);
+            } catch (IOException | RuntimeException e) {
+                arena.close();
+                throw e;
+            }
+        }
+
+        long end() {
+            return firstEntry + entries;
+        }
+
+        long byteOf(long offset) {
+            return (offset - firstEntry) * ENTRY_BYTES;
+        }
+
+        /** @return the file's path */
         public Path path() {
             return path;
         }
 
-        @Override
-        public StoreFile storeFile() {
-            return file;
+        /** Writer: entries were written; the next checkpoint must force the file. */
+        void markWritten() {
+            if (!dirty) {
+                dirty = true;
+                ledger.markDirty(this);
+            }
+        }
+
+        /** Zeroes the entries from {@code offset} to the file's end, through the file seam. */
+        void erase(long offset) throws IOException {
+            try (StoreFile opened = io.open(path, FileIO.OpenMode.READ_WRITE)) {
+                opened.zeroRange(byteOf(offset), (end() - offset) * ENTRY_BYTES);
+            }
+            markWritten();
         }
 
         @Override
-        public void close() throws IOException {
-            try {
-                arena.close();
-            } finally {
-                file.close();
+        public void force() throws IOException {
+            if (isRetired()) {
+                return;
             }
+            dirty = false;
+            try (StoreFile opened = io.open(path, FileIO.OpenMode.READ_WRITE)) {
+                opened.force();
+            }
+        }
+
+        @Override
+        protected void free() {
+            arena.close();
+        }
+
+        @Override
+        public String toString() {
+            return path.toString();
         }
     }
 }

@@ -1,87 +1,77 @@
 package io.sluice.store.internal.index;
 
-import io.sluice.store.internal.io.FileTree;
+import io.sluice.store.internal.io.DurabilityLedger;
 import io.sluice.store.io.FileIO;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.ConcurrentHashMap;
 
 /**
- * Every index of the store: the queue indexes, found under {@code index/<topic>/<queueId>/}, and the key
- * index. Lookups are lock-free; creation happens under the append lock (or during recovery). Thread-safe.
+ * Every index of one log: the queue indexes, found under {@code index/<topic>/<queueId>/}, and the key index.
+ * Lookups are lock-free; creation happens under the append lock (or during recovery). Thread-safe.
  */
 public final class QueueIndexes implements AutoCloseable {
 
     private final Path root;
-    private final FileIO fileIO;
-    private final int entriesPerFile;
+    private final FileIO io;
+    private final IndexGeometry geometry;
+    private final DurabilityLedger ledger;
+    private final boolean readOnly;
     private final Map<String, Map<Integer, QueueIndex>> topics = new ConcurrentHashMap<>();
     private final KeyIndex keys;
 
-    private QueueIndexes(Path root, FileIO fileIO, int entriesPerFile, KeyIndex keys) {
+    private QueueIndexes(Path root, FileIO io, IndexGeometry geometry, DurabilityLedger ledger, boolean readOnly,
+                         KeyIndex keys) {
         this.root = root;
-        this.fileIO = fileIO;
-        this.entriesPerFile = entriesPerFile;
+        this.io = io;
+        this.geometry = geometry;
+        this.ledger = ledger;
+        this.readOnly = readOnly;
         this.keys = keys;
     }
 
     /**
      * Opens every queue index found under {@code root}, and the key index in {@code keyRoot}.
      *
-     * @param root the queue indexes' directory
-     * @param keyRoot the key index's directory
-     * @param fileIO the file seam
-     * @param entriesPerFile entries per new queue-index file
-     * @param keySlotsPerFile slots per new key-index file
-     * @param keyEntriesPerFile entries per new key-index file
-     * @throws IndexDamagedException if an index is damaged beyond its tail
+     * @throws IndexDamagedException if an index's files are not a contiguous run
      */
-    public static QueueIndexes open(Path root, Path keyRoot, FileIO fileIO, int entriesPerFile, int keySlotsPerFile,
-                                    int keyEntriesPerFile) throws IOException {
-        FileTree.createDirectories(fileIO, root);
-        QueueIndexes indexes = new QueueIndexes(root, fileIO, entriesPerFile,
-                KeyIndex.open(keyRoot, fileIO, keySlotsPerFile, keyEntriesPerFile));
+    public static QueueIndexes open(Path root, Path keyRoot, FileIO io, IndexGeometry geometry, KeyGeometry keyGeometry,
+                                    DurabilityLedger ledger, boolean readOnly) throws IOException {
+        QueueIndexes indexes = new QueueIndexes(root, io, geometry, ledger, readOnly,
+                KeyIndex.open(keyRoot, io, keyGeometry, ledger, readOnly));
         try {
             indexes.openQueues();
         } catch (IOException | RuntimeException e) {
-            try {
-                indexes.close();
-            } catch (IOException | RuntimeException suppressed) {
-                e.addSuppressed(suppressed);
-            }
+            indexes.close();
             throw e;
         }
         return indexes;
     }
 
     private void openQueues() throws IOException {
-        QueueIndexes indexes = this;
-        {
-            for (Path topicDir : fileIO.list(root)) {
-                if (!fileIO.isDirectory(topicDir)) {
+        if (!io.isDirectory(root)) {
+            return;
+        }
+        for (Path topicDirectory : io.list(root)) {
+            if (!io.isDirectory(topicDirectory)) {
+                continue;
+            }
+            String topic = topicDirectory.getFileName().toString();
+            for (Path queueDirectory : io.list(topicDirectory)) {
+                String name = queueDirectory.getFileName().toString();
+                if (name.isEmpty() || name.length() > 10 || !name.chars().allMatch(Character::isDigit)
+                        || !io.isDirectory(queueDirectory)) {
                     continue;
                 }
-                {
-                    for (Path queueDir : fileIO.list(topicDir)) {
-                        if (!fileIO.isDirectory(queueDir)) {
-                            continue;
-                        }
-                        String name = queueDir.getFileName().toString();
-                        if (!name.chars().allMatch(Character::isDigit) || name.isEmpty() || name.length() > 10) {
-                            continue;
-                        }
-                        String topic = topicDir.getFileName().toString();
-                        int queueId = Integer.parseInt(name);
-                        indexes.topics.computeIfAbsent(topic, t -> new ConcurrentHashMap<>())
-                                .put(queueId, QueueIndex.open(topic, queueId, queueDir, fileIO, entriesPerFile));
-                    }
-                }
+                int queueId = Integer.parseInt(name);
+                topics.computeIfAbsent(topic, t -> new ConcurrentHashMap<>()).put(queueId,
+                        QueueIndex.open(topic, queueId, queueDirectory, io, geometry, ledger, readOnly));
             }
         }
     }
@@ -97,16 +87,17 @@ public final class QueueIndexes implements AutoCloseable {
         return queues == null ? null : queues.get(queueId);
     }
 
-    /** Writer: the queue's index, created if new. */
+    /**
+     * Writer: the queue's index, created if new. Its directory is created with the first file; the ledger
+     * forces the new names before the checkpoint claims anything in them.
+     */
     public QueueIndex getOrCreate(String topic, int queueId) throws IOException {
         QueueIndex index = get(topic, queueId);
         if (index != null) {
             return index;
         }
         Path directory = root.resolve(topic).resolve(Integer.toString(queueId));
-        index = QueueIndex.open(topic, queueId, directory, fileIO, entriesPerFile);
-        fileIO.syncDirectory(directory.getParent());
-        fileIO.syncDirectory(root);
+        index = QueueIndex.open(topic, queueId, directory, io, geometry, ledger, readOnly);
         topics.computeIfAbsent(topic, t -> new ConcurrentHashMap<>()).put(queueId, index);
         return index;
     }
@@ -122,41 +113,24 @@ public final class QueueIndexes implements AutoCloseable {
         return queues == null ? Set.of() : new TreeSet<>(queues.keySet());
     }
 
-    /** @return every queue index */
+    /** @return every queue index, by topic then queue id */
     public List<QueueIndex> all() {
         List<QueueIndex> all = new ArrayList<>();
-        topics.values().forEach(queues -> all.addAll(queues.values()));
+        new TreeMap<>(topics).values().forEach(queues -> all.addAll(new TreeMap<>(queues).values()));
         return all;
     }
 
-    /** Forces every index that changed since its last force. */
-    public void forceDirty() throws IOException {
-        keys.forceIfDirty();
-        for (Collection<QueueIndex> queues : topics.values().stream().map(Map::values).toList()) {
-            for (QueueIndex index : queues) {
-                index.forceIfDirty();
-            }
-        }
+    /** @return the geometry new index files follow */
+    public IndexGeometry geometry() {
+        return geometry;
     }
 
     @Override
-    public void close() throws IOException {
-        IOException failure = null;
+    public void close() {
         for (QueueIndex index : all()) {
-            try {
-                index.close();
-            } catch (IOException e) {
-                failure = e;
-            }
+            index.close();
         }
         topics.clear();
-        try {
-            keys.close();
-        } catch (IOException e) {
-            failure = e;
-        }
-        if (failure != null) {
-            throw failure;
-        }
+        keys.close();
     }
 }

@@ -21,7 +21,9 @@ public final class AtomicFile {
      * @param directory where the file lives
      * @param name the file's name
      * @param content its new content (all remaining bytes)
-     * @throws IOException on an I/O error; the old file is then intact
+     * @throws UncertainReplaceException if the rename or the directory sync failed: the file on disk may be
+     *     the old one or the new one
+     * @throws IOException on an I/O error before the rename; the old file is then intact
      */
     public static void replace(FileIO io, Path directory, String name, ByteBuffer content) throws IOException {
         Path temp = directory.resolve(name + ".tmp");
@@ -30,7 +32,20 @@ public final class AtomicFile {
             file.writeFully(content, 0);
             file.force();
         }
-        io.rename(temp, directory.resolve(name));
-        io.syncDirectory(directory);
+        try {
+            io.rename(temp, directory.resolve(name));
+            io.syncDirectory(directory);
+        } catch (IOException e) {
+            throw new UncertainReplaceException(directory.resolve(name) + ": " + e.getMessage(), e);
+        }
+    }
+
+    /** The replace failed at or after its rename: the old content or the new one may be what a restart finds. */
+    public static final class UncertainReplaceException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        UncertainReplaceException(String message, IOException cause) {
+            super(message, cause);
+        }
     }
 }

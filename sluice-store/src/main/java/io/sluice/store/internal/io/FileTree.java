@@ -43,6 +43,33 @@ public final class FileTree {
     }
 
     /**
+     * Creates {@code directory} and any missing ancestors, and marks the parent of each directory it creates in
+     * {@code ledger} instead of syncing it now: for directories made on the append path, whose names the next
+     * checkpoint forces before it claims anything inside them.
+     *
+     * @return true if anything was created
+     * @throws IOException on an I/O error
+     */
+    public static boolean createDirectories(FileIO io, Path directory, DurabilityLedger ledger) throws IOException {
+        Path absolute = directory.toAbsolutePath().normalize();
+        Deque<Path> missing = new ArrayDeque<>();
+        for (Path at = absolute; at != null && !io.isDirectory(at); at = at.getParent()) {
+            missing.push(at);
+        }
+        boolean created = false;
+        while (!missing.isEmpty()) {
+            Path next = missing.pop();
+            if (io.createDirectory(next)) {
+                created = true;
+                if (next.getParent() != null) {
+                    ledger.markDirectory(next.getParent());
+                }
+            }
+        }
+        return created;
+    }
+
+    /**
      * @return the file's whole content
      * @throws NoSuchFileException if it does not exist
      * @throws IOException on an I/O error

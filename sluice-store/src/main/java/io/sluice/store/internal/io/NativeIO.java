@@ -1,5 +1,6 @@
 package io.sluice.store.internal.io;
 
+import io.sluice.store.io.StoreIOException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.FunctionDescriptor;
@@ -154,7 +155,7 @@ public final class NativeIO {
                 }
                 int err = errno(state);
                 if (err == ENOSPC) {
-                    throw new IOException("No space left on device: fallocate " + path + ", " + what);
+                    throw new StoreIOException("No space left on device: fallocate " + path + ", " + what, ENOSPC);
                 }
                 AtomicBoolean warned = mode == 0 ? FALLOCATE_WARNED : ZERO_RANGE_WARNED;
                 if (warned.compareAndSet(false, true)) {

@@ -70,9 +70,11 @@ public final class CommitLog implements AutoCloseable {
      * @param endPosition the log position after the last valid record
      * @param mappedReadMaxBytes reads larger than this go positionally even where the segment is mapped (the
      *     calibrated crossover; {@link Long#MAX_VALUE} without calibration)
+     * @param scheduler runs segment preparation and prefetch
+     * @param readOnly a log opened to be read: no write buffer, no cache, nothing written
      */
     public CommitLog(StoreConfig config, Path directory, List<Segment> segments, long endPosition,
-                     long mappedReadMaxBytes, Scheduler scheduler) {
+                     long mappedReadMaxBytes, Scheduler scheduler, boolean readOnly) {
         this.config = config;
         this.mappedReadMaxBytes = mappedReadMaxBytes;
         this.directory = directory;
@@ -82,12 +84,12 @@ public final class CommitLog implements AutoCloseable {
         this.flushedPosition = endPosition;
         this.buffered = config.writePath().buffered();
         this.loadsOnMiss = config.writePath() == WritePath.DIRECT;
-        this.cache = buffered && config.cacheBytes() > 0 ? new ReadCache(config.cacheBytes(), config.writeBufferBytes(),
+        this.cache = buffered && !readOnly && config.cacheBytes() > 0 ? new ReadCache(config.cacheBytes(), config.writeBufferBytes(),
                 config.cacheHotWindowMillis(), config.clock(), ReadCache.Eviction.TAIL_AWARE,
                 loadsOnMiss ? scheduler::execute : null) : null;
-        this.pool = buffered
+        this.pool = buffered && !readOnly
                 ? new WriteBufferPool(config.writeBufferBytes(), config.writeBufferCount(), cache) : null;
-        this.writer = switch (config.writePath()) {
+        this.writer = readOnly ? new MappedSegmentWriter() : switch (config.writePath()) {
             case MMAP -> new MappedSegmentWriter();
             case CHANNEL -> new ChannelSegmentWriter(64 * 1024);
             case WRITE_BUFFER -> new BufferedSegmentWriter(pool, () -> commit(writePosition),
@@ -441,12 +443,12 @@ public final class CommitLog implements AutoCloseable {
     }
 
     /**
-     * Retention: takes the oldest segment out of the log and {@linkplain Segment#retire() retires} it, if it
+     * Retention: takes the oldest segment out of the log and {@linkplain Segment#retire(Runnable) retires} it, if it
      * is not the active segment and every byte of it was flushed.
      *
      * @return the retired segment, or null if the oldest may not go
      */
-    public Segment retireOldest() {
+    public Segment retireOldest(Runnable onDeleted) {
         Segment oldest;
         synchronized (segmentsLock) {
             Segment[] current = segments;
@@ -456,7 +458,7 @@ public final class CommitLog implements AutoCloseable {
             oldest = current[0];
             segments = Arrays.copyOfRange(current, 1, current.length);
         }
-        oldest.retire();
+        oldest.retire(onDeleted);
         if (cache != null) {
             cache.dropBelow(oldest.end());
         }

@@ -203,6 +203,30 @@ public final class RecordFormat {
         return count > 0 && at == record.byteSize();
     }
 
+    /**
+     * Checks, without a checksum, that {@code record} (the bytes an index entry points at) is the record the
+     * entry claims: its length, magic, version, type, own position, topic, queue, first queue offset and message
+     * count. A read checks this before it serves anything, so a damaged index never serves another record's
+     * bytes or zeros.
+     *
+     * @return true if it matches
+     */
+    public static boolean matchesEntry(MemorySegment record, long logPosition, byte[] topic, int queueId,
+                                       long firstQueueOffset, int messageCount) {
+        long size = record.byteSize();
+        if (size < TOPIC_OFFSET + topic.length || record.get(INT, LENGTH_OFFSET) != size
+                || record.get(INT, MAGIC_OFFSET) != MAGIC || record.get(ValueLayout.JAVA_BYTE, VERSION_OFFSET) != VERSION
+                || record.get(ValueLayout.JAVA_BYTE, TYPE_OFFSET) != TYPE_MESSAGES
+                || record.get(LONG, LOG_POSITION_OFFSET) != logPosition || record.get(INT, QUEUE_ID_OFFSET) != queueId
+                || record.get(LONG, FIRST_QUEUE_OFFSET_OFFSET) != firstQueueOffset
+                || record.get(INT, MESSAGE_COUNT_OFFSET) != messageCount
+                || Short.toUnsignedInt(record.get(SHORT, TOPIC_LENGTH_OFFSET)) != topic.length) {
+            return false;
+        }
+        return MemorySegment.mismatch(record, TOPIC_OFFSET, TOPIC_OFFSET + topic.length,
+                MemorySegment.ofArray(topic), 0, topic.length) < 0;
+    }
+
     /** @return true if the record at offset 0 of {@code record} is a filler */
     public static boolean isFiller(MemorySegment record) {
         return record.get(ValueLayout.JAVA_BYTE, TYPE_OFFSET) == TYPE_FILLER;

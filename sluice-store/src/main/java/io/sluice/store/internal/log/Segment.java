@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Life cycle</h2>
  * The log holds one reference; every reader view holds another ({@link #retain()}, released through the
- * {@link Pin}). Retention {@linkplain #retire() retires} a segment: the log drops its reference, and the
+ * {@link Pin}). Retention {@linkplain #retire(Runnable) retires} a segment: the log drops its reference, and the
  * last release unmaps the segment, closes and deletes the file. So a reader never touches an unmapped
  * segment, and a retired segment's blocks are freed as soon as its last reader lets go. {@link #close()}
  * (store shutdown) unmaps at once; readers must not use views after the store is closed.
@@ -44,6 +44,7 @@ public final class Segment implements AutoCloseable, Pin {
     private final AtomicInteger references = new AtomicInteger(1);
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile boolean deleteOnRelease;
+    private volatile Runnable onDeleted;
     /** Readers holding views of the mapping, plus {@link #UNMAPPING} once the mapping is to go. */
     private final AtomicLong mappingPins = new AtomicLong();
     private final AtomicBoolean unmapped = new AtomicBoolean();
@@ -83,6 +84,9 @@ public final class Segment implements AutoCloseable, Pin {
                 file.truncate(size);
             }
             file.allocate(size, allocation == SegmentAllocation.ZERO_FILL);
+            // The size and the reserved blocks first, then the name: a segment that exists after a power cut has
+            // its full size, so the log's positions past it stay where they were.
+            file.force();
             io.syncDirectory(directory);
             return map(io, base, size, file, writable);
         } catch (IOException | RuntimeException e) {
@@ -176,6 +180,10 @@ public final class Segment implements AutoCloseable, Pin {
             try {
                 close();
                 io.delete(file.path());
+                Runnable deleted = onDeleted;
+                if (deleted != null) {
+                    deleted.run();
+                }
             } catch (IOException e) {
                 LOG.warn("deleting retired segment {} failed: {}", file.path(), e.toString());
             }
@@ -186,7 +194,8 @@ public final class Segment implements AutoCloseable, Pin {
      * Retention: drops the log's reference. The file is unmapped and deleted now if no reader holds the
      * segment, else when the last one lets go.
      */
-    public void retire() {
+    public void retire(Runnable whenDeleted) {
+        onDeleted = whenDeleted;
         deleteOnRelease = true;
         release();
     }

@@ -2,101 +2,189 @@ package io.sluice.store.internal.recovery;
 
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoreCorruptedException;
+import io.sluice.store.StoreException;
 import io.sluice.store.internal.index.IndexDamagedException;
+import io.sluice.store.internal.index.IndexGeometry;
+import io.sluice.store.internal.index.KeyGeometry;
 import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
+import io.sluice.store.internal.io.DurabilityLedger;
+import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.internal.log.CommitLog;
-import io.sluice.store.internal.log.PreparedMessage;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.Segment;
-import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
+import io.sluice.store.io.StoreFile;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Brings a store directory to a consistent state before it opens: finds where the log's valid records
- * end, cuts off what follows, and makes the queue indexes agree with the log.
+ * Brings one log to a consistent state before it opens: finds where its valid records end, cuts off and
+ * erases what follows, and makes its queue and key indexes agree with it.
+ *
+ * <h2>The durable position</h2>
+ * The store's checkpoint records, per log, a position P below which everything was forced: the log's bytes,
+ * the index entries of its records, and the names of their files (the log's {@code DurabilityLedger}). A power
+ * cut cannot damage anything below P. Above P it can leave anything a file system may leave: lost pages, later
+ * pages written before earlier ones, torn sectors, the head of the next segment without the tail of this one.
+ * So damage below P is corruption; damage at or above P is the tail of an interrupted write, cut and logged.
  *
  * <h2>Decision table</h2>
  * Rows are checked in order; each has a test in {@code RecoveryTest}.
  * <table>
  * <caption>state found at open, and what recovery does</caption>
- * <tr><th>#</th><th>log / markers</th><th>indexes</th><th>action</th></tr>
- * <tr><td>1</td><td>clean-shutdown marker and a valid checkpoint whose position lies in the log</td>
- *     <td>any</td><td>fast open: the log ends at the checkpoint; no record is read</td></tr>
- * <tr><td>2</td><td>no marker, valid checkpoint</td><td>forced up to the checkpoint</td>
- *     <td>drop queue- and key-index entries for records at or after the scan start (the start of the segment holding the
- *     lower of the checkpoint's flushed and indexed positions), then validate every record from there (length, magic, version, own position,
- *     CRC32C) and re-index it</td></tr>
- * <tr><td>3</td><td>checkpoint missing or damaged</td><td>untrusted</td>
- *     <td>delete every index and rebuild all of them from the first segment</td></tr>
- * <tr><td>4</td><td>a record fails validation and no valid record follows (cut mid-record, random or zero
- *     bytes after the last record)</td><td>-</td><td>torn tail: the log ends before it; later segment
- *     files are deleted</td></tr>
- * <tr><td>5</td><td>a record fails validation and a valid record follows it</td><td>-</td>
- *     <td>corruption: refuse to open, naming segment and position, unless {@code truncateOnCorruption},
- *     then truncate there and log what was dropped</td></tr>
- * <tr><td>6</td><td>a segment file is missing between two others</td><td>-</td>
- *     <td>corruption: refuse, naming the gap</td></tr>
- * <tr><td>7</td><td>-</td><td>entries past the valid end of the log</td>
- *     <td>dropped (they were dropped with everything after the scan start and only valid records were
- *     re-indexed)</td></tr>
- * <tr><td>8</td><td>-</td><td>entries missing (index behind the log, or index files deleted) for records
- *     after the scan start</td><td>rebuilt by re-indexing</td></tr>
- * <tr><td>9</td><td>-</td><td>an index file missing between two others, or a record's queue offset
- *     beyond its index's end before the scan start (the index lost entries the checkpoint claimed)</td>
- *     <td>fall back to row 3: rebuild every index</td></tr>
- * <tr><td>10</td><td>unknown directory or format version</td><td>-</td>
- *     <td>refuse (see {@link StoreDirectory})</td></tr>
- * <tr><td>11</td><td>-</td><td>the key-index directory missing from a store with a log, a key-index file
- *     missing between two others, or one with a damaged or unknown header</td>
- *     <td>fall back to row 3: rebuild every index</td></tr>
+ * <tr><th>#</th><th>state</th><th>action</th></tr>
+ * <tr><td>1</td><td>clean-shutdown marker, P within the log, and each queue's last entry matches its record</td>
+ *     <td>fast open: the log ends at P; no record is read. Segment files that start at or past P (prepared,
+ *     never written) are deleted</td></tr>
+ * <tr><td>2</td><td>no marker (or row 1's checks fail), P known</td>
+ *     <td>scan from S, the start of the segment holding P: drop index entries for records at or after S,
+ *     validate each record from S (length, magic, version, own position, CRC32C, structure) and index it</td></tr>
+ * <tr><td>3</td><td>a record at D fails validation, D &gt;= P</td>
+ *     <td>the tail of an interrupted write: the log ends at D. What lies past D in its segment is erased and
+ *     later segments are deleted, durably, before anything is appended, so no old record can come back after a
+ *     later crash. Logged with the bytes dropped</td></tr>
+ * <tr><td>4</td><td>a record at D fails validation, D &lt; P</td>
+ *     <td>corruption: refuse, naming segment and position, unless {@code truncateOnCorruption} (or
+ *     {@code sluice recover --truncate}): then as row 3, logged as an error</td></tr>
+ * <tr><td>5</td><td>no checkpoint at all (deleted or damaged; a power cut cannot leave this once a store has
+ *     data, since the checkpoint is written at creation and replaced atomically)</td>
+ *     <td>rebuild every index from the first segment. An invalid record with a valid record after it is
+ *     corruption (row 4); without one, a torn tail (row 3)</td></tr>
+ * <tr><td>6</td><td>the checkpoint does not list the log (created after it)</td><td>P is the log's start</td></tr>
+ * <tr><td>7</td><td>a segment file missing between two others, or a segment shorter than the next one's start
+ *     says</td><td>at or past P: the log ends at the gap (row 3). Below P: corruption (row 4)</td></tr>
+ * <tr><td>8</td><td>an empty segment file (a crash between creating and sizing it)</td><td>deleted</td></tr>
+ * <tr><td>9</td><td>index files not a contiguous run, or a record whose queue offset does not follow its
+ *     index's end</td><td>rebuild every index of the log from its first segment</td></tr>
+ * <tr><td>10</td><td>an index file shorter than its geometry (its size was lost)</td>
+ *     <td>restored to its size; its entries past the scan start are re-derived (row 2)</td></tr>
+ * <tr><td>11</td><td>a key-index file with a damaged header (created after the last checkpoint)</td>
+ *     <td>deleted with every later key file; their entries are re-derived (row 2)</td></tr>
+ * <tr><td>12</td><td>opened read-only, not clean, P known</td><td>nothing is written: the log is shown up to
+ *     P, each queue up to its last entry below P</td></tr>
+ * <tr><td>13</td><td>opened read-only, not clean, no checkpoint</td><td>refused: only a writable open can
+ *     recover it</td></tr>
+ * <tr><td>14</td><td>a segment wholly below the log's start as the checkpoint records it (retention deleted it;
+ *     a power cut undid the deletion)</td><td>deleted again; its index files are still there, since they are
+ *     deleted only after a checkpoint records the new start</td></tr>
  * </table>
- *
- * After a crash (rows 2-5, 7-9) the recovered range is forced and a new checkpoint written, so a second
- * crash during or after recovery recovers to the same state.
+ * After a crash (rows 2-11) the recovered range, the erasure, the index files and the directories are forced
+ * before the store opens; the caller then writes the new end into the checkpoint. A crash during recovery
+ * therefore recovers to the same state (tested).
  *
  * <p>Not thread-safe; runs alone before the store opens.
  */
 public final class Recovery {
 
     private static final Logger LOG = LoggerFactory.getLogger(Recovery.class);
+    private static final ValueLayout.OfInt MAGIC_LAYOUT =
+            ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.LITTLE_ENDIAN);
+
+    /** The durable position when the store has no checkpoint at all. */
+    public static final long UNKNOWN = -1;
+
+    /** How a log was opened. */
+    public enum Mode {
+        /** Clean shutdown: nothing read, nothing changed. */
+        CLEAN,
+        /** After a crash: records from the scan start validated and indexed. */
+        CRASH,
+        /** Every index rebuilt from the log's first segment. */
+        REBUILD,
+        /** Read-only after a crash: shown up to the durable position, nothing changed. */
+        READ_ONLY_TO_DURABLE
+    }
 
     /**
-     * What recovery found.
+     * What recovery found and did to one log.
      *
+     * @param mode how it opened
+     * @param durablePosition the checkpoint's position for the log, or {@link #UNKNOWN}
+     * @param scanFrom where validation started (-1 if nothing was scanned)
+     * @param end where the log ends now
+     * @param records records validated and indexed
+     * @param cutAt where the log was cut, or -1
+     * @param bytesDropped bytes past the cut that were erased or deleted
+     * @param segmentsDropped segment files deleted past the cut
+     * @param dropped what valid records the cut dropped (only when asked for: a dry run scans for them)
+     */
+    public record Report(Mode mode, long durablePosition, long scanFrom, long end, long records, long cutAt,
+                         long bytesDropped, int segmentsDropped, List<String> dropped) {
+    }
+
+    /**
      * @param segments the segments kept, oldest first
      * @param endPosition where the next record goes
-     * @param indexes the queue indexes, consistent with the log
-     * @param clean true if the store had shut down cleanly (fast open)
-     * @param scannedRecords records validated and re-indexed
-     * @param invalidAt log position of the first record that failed validation (a torn tail, or corruption
-     *     accepted with truncateOnCorruption), or -1 if every record was valid
+     * @param indexes the indexes, consistent with the log
+     * @param report what recovery found and did
      */
-    public record Result(List<Segment> segments, long endPosition, QueueIndexes indexes, boolean clean,
-                         long scannedRecords, long invalidAt) {
+    public record Result(List<Segment> segments, long endPosition, QueueIndexes indexes, Report report) {
+    }
+
+    /**
+     * Where a log lives and how to open it.
+     *
+     * @param root the log's directory (holding {@code log/}, {@code index/}, {@code keys/})
+     * @param durablePosition its durable position from the checkpoint, {@link #UNKNOWN} without one
+     * @param start its start from the checkpoint (segments wholly below it are retention's leftovers), or -1
+     * @param clean the store was shut down cleanly
+     * @param readOnly change nothing
+     * @param dryRun change nothing, and describe every valid record a cut would drop
+     */
+    public record Target(Path root, long durablePosition, long start, boolean clean, boolean readOnly,
+                         boolean dryRun) {
+        Path logDirectory() {
+            return root.resolve("log");
+        }
+
+        Path indexDirectory() {
+            return root.resolve("index");
+        }
+
+        Path keyDirectory() {
+            return root.resolve("keys");
+        }
+
+        boolean writes() {
+            return !readOnly && !dryRun;
+        }
     }
 
     private final StoreConfig config;
-    private final StoreDirectory directory;
-    private final boolean writable;
+    private final FileIO io;
+    private final Target target;
+    private final IndexGeometry indexGeometry;
+    private final KeyGeometry keyGeometry;
+    private final DurabilityLedger ledger;
+    private final boolean writableMappings;
 
     /**
      * @param config the configuration
-     * @param directory the opened store directory
+     * @param target the log
+     * @param indexGeometry the store's queue-index geometry
+     * @param keyGeometry the store's key-index geometry
+     * @param ledger the log's ledger: recovery marks what it writes, and forces it all before returning
      */
-    public Recovery(StoreConfig config, StoreDirectory directory) {
+    public Recovery(StoreConfig config, Target target, IndexGeometry indexGeometry, KeyGeometry keyGeometry,
+                    DurabilityLedger ledger) {
         this.config = config;
-        this.directory = directory;
-        this.writable = CommitLog.mapsWritable(config.writePath());
+        this.io = config.fileIO();
+        this.target = target;
+        this.indexGeometry = indexGeometry;
+        this.keyGeometry = keyGeometry;
+        this.ledger = ledger;
+        this.writableMappings = target.writes() && CommitLog.mapsWritable(config.writePath());
     }
 
     /** Runs recovery. On failure every file it opened is closed again. */
@@ -104,46 +192,39 @@ public final class Recovery {
         List<Segment> segments = openSegments();
         QueueIndexes indexes = null;
         try {
-            Checkpoint checkpoint = Checkpoint.read(config.fileIO(), directory.root());
-            if (!segments.isEmpty() && !config.fileIO().isDirectory(directory.keyIndexDirectory())) {
-                LOG.warn("{}: the key index directory is missing; rebuilding every index from the log",
-                        directory.root());
-                return rebuildAll(segments, segments.getFirst().base());
-            }
-            try {
-                openIndexes().close();
-            } catch (IndexDamagedException e) {
-                LOG.warn("{}: {}; rebuilding every index from the log", directory.root(), e.getMessage());
-                return rebuildAll(segments, segments.isEmpty() ? 0 : segments.getFirst().base());
-            }
             long logStart = segments.isEmpty() ? 0 : segments.getFirst().base();
             long logEnd = segments.isEmpty() ? 0 : segments.getLast().end();
-            if (directory.wasCleanlyShutDown() && checkpoint != null
-                    && checkpoint.flushedLogPosition() >= logStart && checkpoint.flushedLogPosition() <= logEnd) {
-                indexes = openIndexes();
-                long end = checkpoint.flushedLogPosition();
-                segments = dropSegmentsFrom(segments, end);
-                LOG.info("clean open of {}: log ends at {}", directory.root(), end);
-                return new Result(segments, end, indexes, true, 0, -1);
-            }
-            if (checkpoint == null) {
-                if (segments.isEmpty()) {
-                    return rebuildAll(segments, logStart);
+            long durable = target.durablePosition();
+            if (target.clean() && durable >= logStart && durable <= logEnd) {
+                Result clean = tryCleanOpen(segments, durable);
+                if (clean != null) {
+                    return clean;
                 }
-                LOG.warn("{}: no valid checkpoint; rebuilding every queue index from the log", directory.root());
+            }
+            if (target.readOnly()) {
+                return openReadOnlyToDurable(segments, durable);
+            }
+            if (durable == UNKNOWN) {
+                LOG.warn("{}: the store has no valid checkpoint; rebuilding every index from the log", target.root());
                 return rebuildAll(segments, logStart);
             }
-            long scanFrom = scanStart(segments, Math.max(logStart, Math.min(checkpoint.flushedLogPosition(),
-                    checkpoint.indexedLogPosition())));
-            indexes = openIndexes();
-            for (QueueIndex index : indexes.all()) {
-                index.truncateFrom(firstEntryAtOrAfter(index, scanFrom));
-            }
-            indexes.keys().truncateFrom(scanFrom);
+            long scanFrom = scanStart(segments, Math.max(logStart, checkGapsBelow(segments, durable)));
             try {
-                return scan(segments, indexes, scanFrom);
+                indexes = openIndexes();
+            } catch (IndexDamagedException e) {
+                LOG.warn("{}: {}; rebuilding every index from the log", target.root(), e.getMessage());
+                return rebuildAll(segments, logStart);
+            }
+            if (target.writes()) {
+                for (QueueIndex index : indexes.all()) {
+                    index.truncateFrom(index.firstEntryAtOrAfter(scanFrom));
+                }
+                indexes.keys().truncateFrom(scanFrom);
+            }
+            try {
+                return scan(segments, indexes, scanFrom, Mode.CRASH);
             } catch (IndexGapException e) {
-                LOG.warn("{}: {}; rebuilding every queue index from the log", directory.root(), e.getMessage());
+                LOG.warn("{}: {}; rebuilding every index from the log", target.root(), e.getMessage());
                 indexes.close();
                 indexes = null;
                 return rebuildAll(segments, logStart);
@@ -155,38 +236,117 @@ public final class Recovery {
     }
 
     private QueueIndexes openIndexes() throws IOException {
-        return QueueIndexes.open(directory.indexDirectory(), directory.keyIndexDirectory(), config.fileIO(),
-                directory.queueIndexEntriesPerFile(), config.keyIndexSlotsPerFile(), config.keyIndexEntriesPerFile());
+        return QueueIndexes.open(target.indexDirectory(), target.keyDirectory(), io, indexGeometry, keyGeometry,
+                ledger, !target.writes());
+    }
+
+    /** Row 1: a clean open, if every queue's last entry matches its record below P; else null (row 2). */
+    private Result tryCleanOpen(List<Segment> segments, long end) throws IOException {
+        QueueIndexes indexes;
+        try {
+            indexes = openIndexes();
+        } catch (IndexDamagedException e) {
+            LOG.warn("{}: closed cleanly but {}; recovering", target.root(), e.getMessage());
+            return null;
+        }
+        for (QueueIndex index : indexes.all()) {
+            String problem = tailProblem(segments, index, end);
+            if (problem != null) {
+                LOG.warn("{}: closed cleanly, but queue {}-{} {}; recovering", target.root(), index.topic(),
+                        index.queueId(), problem);
+                indexes.close();
+                return null;
+            }
+        }
+        List<Segment> kept = dropSegmentsFrom(segments, end);
+        LOG.debug("clean open of {}: log ends at {}", target.root(), end);
+        return new Result(kept, end, indexes, new Report(Mode.CLEAN, end, -1, end, 0, -1, 0, 0, List.of()));
+    }
+
+    /**
+     * @return what is wrong with the queue's last entry (it must point at its own record, ending by {@code end}),
+     *     or with the entry past it (a clean close leaves it never written: zeros)
+     */
+    private static String tailProblem(List<Segment> segments, QueueIndex index, long end) {
+        if (!index.isBlank(index.publishedEnd())) {
+            return "has a damaged entry where its index ends (" + index.publishedEnd() + ")";
+        }
+        long last = index.publishedEnd() - 1;
+        if (last < index.minOffset()) {
+            return null;
+        }
+        try (QueueIndex.Cursor cursor = index.cursor()) {
+            var entry = cursor.entry(last);
+            if (entry.recordEnd() > end) {
+                return "ends past the log (" + entry.recordEnd() + " > " + end + ")";
+            }
+            Segment segment = segmentAt(segments, entry.logPosition());
+            if (segment == null) {
+                return null; // its segment went to retention: nothing to check it against
+            }
+            MemorySegment data = segment.mapping();
+            long offset = entry.logPosition() - segment.base();
+            if (RecordFormat.validate(data, offset, entry.logPosition()) != entry.recordSize()) {
+                return "has a last entry that matches no record";
+            }
+            MemorySegment record = data.asSlice(offset, entry.recordSize());
+            boolean matches = RecordFormat.queueId(record) == index.queueId()
+                    && RecordFormat.topic(record).equals(index.topic())
+                    && RecordFormat.firstQueueOffset(record) + entry.indexInRecord() == last;
+            return matches ? null : "has a last entry that points at another queue's record";
+        } catch (RuntimeException e) {
+            return "has a damaged last entry (" + e.getMessage() + ")";
+        }
+    }
+
+    /** Rows 12 and 13: read-only after a crash. */
+    private Result openReadOnlyToDurable(List<Segment> segments, long durable) throws IOException {
+        if (durable == UNKNOWN) {
+            throw new StoreException(target.root() + " was not closed cleanly and has no checkpoint: only a writable"
+                    + " open can recover it");
+        }
+        long logStart = segments.isEmpty() ? 0 : segments.getFirst().base();
+        long end = Math.max(durable, logStart);
+        QueueIndexes indexes = openIndexes();
+        for (QueueIndex index : indexes.all()) {
+            index.limitTo(index.firstEntryAtOrAfter(end));
+        }
+        LOG.info("{} was not closed cleanly: shown read-only up to its durable position {}; open it for writing to"
+                + " recover what lies past it", target.root(), end);
+        return new Result(segments, end, indexes, new Report(Mode.READ_ONLY_TO_DURABLE, durable, -1, end, 0, -1, 0, 0,
+                List.of()));
     }
 
     private Result rebuildAll(List<Segment> segments, long logStart) throws IOException {
-        deleteTree(directory.indexDirectory());
-        deleteTree(directory.keyIndexDirectory());
+        if (!target.writes()) {
+            throw new StoreException(target.root() + ": its indexes must be rebuilt, which only a writable open does");
+        }
+        deleteTree(target.indexDirectory());
+        deleteTree(target.keyDirectory());
         QueueIndexes indexes = openIndexes();
         try {
-            return scan(segments, indexes, logStart);
+            return scan(segments, indexes, logStart, Mode.REBUILD);
         } catch (IndexGapException e) {
             indexes.close();
             throw new StoreCorruptedException("log records out of queue order: " + e.getMessage(), null, -1);
         } catch (IOException | RuntimeException e) {
-            // Corruption refused mid-scan: the indexes opened here must not stay open and mapped.
-            try {
-                indexes.close();
-            } catch (IOException | RuntimeException suppressed) {
-                e.addSuppressed(suppressed);
-            }
+            indexes.close();
             throw e;
         }
     }
 
-    /** Validates and re-indexes every record from {@code scanFrom}; classifies the first invalid one. */
-    private Result scan(List<Segment> segments, QueueIndexes indexes, long scanFrom) throws IOException {
+    /** Validates and indexes every record from {@code scanFrom}; decides what an invalid one means. */
+    private Result scan(List<Segment> segments, QueueIndexes indexes, long scanFrom, Mode mode) throws IOException {
         long position = scanFrom;
         long records = 0;
         long invalidAt = -1;
         int segmentIndex = segmentIndexFor(segments, scanFrom);
         while (segmentIndex >= 0 && segmentIndex < segments.size()) {
             Segment segment = segments.get(segmentIndex);
+            if (segment.base() > position) {
+                invalidAt = position; // row 7: a gap between segments
+                break;
+            }
             MemorySegment data = segment.mapping();
             long offset = position - segment.base();
             long length = RecordFormat.validate(data, offset, position);
@@ -197,7 +357,6 @@ public final class Recovery {
                     continue;
                 }
                 invalidAt = position;
-                position = classifyInvalid(segments, segmentIndex, position);
                 break;
             }
             MemorySegment record = data.asSlice(offset, length);
@@ -206,61 +365,133 @@ public final class Recovery {
                 segmentIndex++;
                 continue;
             }
-            reindex(indexes, record, position);
+            if (target.writes()) {
+                reindex(indexes, record, position);
+            }
             records++;
             position += length;
         }
-        long validEnd = position;
-        List<Segment> kept = dropSegmentsFrom(segments, validEnd);
-        forceRecovered(kept, indexes, scanFrom, validEnd);
-        LOG.info("recovered {}: {} records validated from log position {}, log ends at {}",
-                directory.root(), records, scanFrom, validEnd);
-        return new Result(kept, validEnd, indexes, false, records, invalidAt);
+        long end = position;
+        List<String> dropped = List.of();
+        if (invalidAt >= 0) {
+            decideOnInvalid(segments, segmentIndex, invalidAt);
+            if (target.dryRun()) {
+                dropped = describeDropped(segments, segmentIndex, invalidAt);
+            }
+        }
+        long bytesDropped = 0;
+        int segmentsDropped = 0;
+        for (Segment segment : segments) {
+            if (segment.end() > end) {
+                bytesDropped += segment.end() - Math.max(end, segment.base());
+                segmentsDropped += segment.base() >= end ? 1 : 0;
+            }
+        }
+        List<Segment> kept = segments;
+        if (target.writes()) {
+            kept = cut(segments, end);
+            forceRecovered(kept, scanFrom, end);
+        }
+        LOG.info("recovered {}: {} records validated from log position {}, log ends at {}{}", target.root(), records,
+                scanFrom, end, invalidAt >= 0 ? " (cut there: " + bytesDropped + " bytes past it dropped)" : "");
+        return new Result(kept, end, indexes, new Report(mode, target.durablePosition(), scanFrom, end, records,
+                invalidAt, bytesDropped, segmentsDropped, dropped));
     }
 
     /**
-     * A record at {@code position} failed validation. If any valid record follows it, the log is corrupt
-     * (row 5); otherwise this is a torn tail (row 4).
+     * Row 7 below the scan: a segment missing (or short) below the durable position is corruption; past it, the
+     * scan meets the gap and cuts there.
      *
-     * @return the position the log ends at
+     * @return where the scan must start from: the durable position, or the gap if truncating through it
      */
-    private long classifyInvalid(List<Segment> segments, int segmentIndex, long position) {
-        long follower = findValidRecordAfter(segments, segmentIndex, position);
-        if (follower < 0) {
-            LOG.warn("{}: torn tail at log position {}; the log ends there", directory.root(), position);
-            return position;
-        }
-        Segment segment = segments.get(segmentIndex);
-        String message = "commit log corrupt: the record at log position " + position + " (segment "
-                + segment.file().path() + ", offset " + (position - segment.base())
-                + ") fails validation, but a valid record follows at log position " + follower;
-        if (!config.truncateOnCorruption()) {
-            throw new StoreCorruptedException(message + "; set truncateOnCorruption to drop everything from "
-                    + position + " on", segment.file().path(), position);
-        }
-        LOG.error("{}; truncateOnCorruption is set: dropping every record from log position {}", message, position);
-        return position;
-    }
-
-    /** @return the position of a valid record after {@code position}, or -1 */
-    public static long findValidRecordAfter(List<Segment> segments, int segmentIndex, long position) {
-        for (int i = segmentIndex; i < segments.size(); i++) {
-            Segment segment = segments.get(i);
-            MemorySegment data = segment.mapping();
-            long from = i == segmentIndex ? position - segment.base() + 1 : 0;
-            long last = segment.size() - RecordFormat.FILLER_BYTES;
-            for (long offset = from; offset <= last; offset++) {
-                if (data.get(MAGIC_LAYOUT, offset + RecordFormat.MAGIC_OFFSET) == RecordFormat.MAGIC
-                        && RecordFormat.validate(data, offset, segment.base() + offset) > 0) {
-                    return segment.base() + offset;
+    private long checkGapsBelow(List<Segment> segments, long durable) {
+        for (int i = 1; i < segments.size(); i++) {
+            long gap = segments.get(i - 1).end();
+            if (segments.get(i).base() != gap && gap < durable) {
+                String message = "commit log corrupt: log positions " + gap + " to " + segments.get(i).base()
+                        + " are missing (no segment holds them), below the durable position " + durable + " in "
+                        + target.logDirectory();
+                if (!config.truncateOnCorruption() && !target.dryRun()) {
+                    throw new StoreCorruptedException(message + "; truncateOnCorruption (sluice recover --truncate)"
+                            + " drops everything from " + gap, target.logDirectory(), gap);
                 }
+                LOG.error("{}; dropping everything from {}", message, gap);
+                return gap;
             }
         }
-        return -1;
+        return durable;
     }
 
-    private static final ValueLayout.OfInt MAGIC_LAYOUT =
-            ValueLayout.JAVA_INT_UNALIGNED.withOrder(java.nio.ByteOrder.LITTLE_ENDIAN);
+    /** Rows 3, 4 and 5: an invalid record at {@code position}; returns if the log may end there. */
+    private void decideOnInvalid(List<Segment> segments, int segmentIndex, long position) {
+        long durable = target.durablePosition();
+        String where = where(segments, segmentIndex, position);
+        String corruption;
+        if (durable != UNKNOWN) {
+            if (position >= durable) {
+                LOG.warn("{}: the record at {} fails validation, at or past the durable position {}: the tail of an"
+                        + " interrupted write; the log ends there", target.root(), where, durable);
+                return;
+            }
+            corruption = "commit log corrupt: the record at " + where + " fails validation below the durable position "
+                    + durable + ", which was forced before the last checkpoint";
+        } else {
+            long follower = findValidRecordAfter(segments, Math.min(segmentIndex, segments.size() - 1), position);
+            if (follower < 0) {
+                LOG.warn("{}: torn tail at {}; the log ends there", target.root(), where);
+                return;
+            }
+            corruption = "commit log corrupt: the record at " + where + " fails validation, but a valid record follows"
+                    + " at log position " + follower;
+        }
+        if (config.truncateOnCorruption() || target.dryRun()) {
+            LOG.error("{}; {}dropping every record from log position {}", corruption,
+                    target.dryRun() ? "a truncating recovery would be " : "truncateOnCorruption is set: ", position);
+            return;
+        }
+        throw new StoreCorruptedException(corruption + "; sluice recover --dry-run shows what truncating would drop,"
+                + " and truncateOnCorruption (sluice recover --truncate) drops everything from " + position,
+                segmentIndex < segments.size() ? segments.get(segmentIndex).file().path() : target.logDirectory(),
+                position);
+    }
+
+    private static String where(List<Segment> segments, int segmentIndex, long position) {
+        if (segmentIndex < 0 || segmentIndex >= segments.size() || segments.get(segmentIndex).base() > position) {
+            return "log position " + position + " (no segment holds it)";
+        }
+        Segment segment = segments.get(segmentIndex);
+        return "log position " + position + " (segment " + segment.file().path() + ", offset "
+                + (position - segment.base()) + ")";
+    }
+
+    /** Dry run: every valid record past {@code position}, by queue. */
+    private static List<String> describeDropped(List<Segment> segments, int segmentIndex, long position) {
+        Map<String, long[]> queues = new TreeMap<>();
+        long at = position;
+        int index = Math.min(Math.max(segmentIndex, 0), segments.size() - 1);
+        while (index >= 0 && (at = findValidRecordAfter(segments, index, at)) >= 0) {
+            Segment segment = segmentAt(segments, at);
+            index = segments.indexOf(segment);
+            MemorySegment data = segment.mapping();
+            long length = RecordFormat.validate(data, at - segment.base(), at);
+            MemorySegment record = data.asSlice(at - segment.base(), length);
+            if (!RecordFormat.isFiller(record)) {
+                String queue = RecordFormat.topic(record) + "-" + RecordFormat.queueId(record);
+                long first = RecordFormat.firstQueueOffset(record);
+                long last = first + RecordFormat.messageCount(record) - 1;
+                long[] range = queues.computeIfAbsent(queue, q -> new long[] {first, last, 0, 0});
+                range[0] = Math.min(range[0], first);
+                range[1] = Math.max(range[1], last);
+                range[2] += RecordFormat.messageCount(record);
+                range[3]++;
+            }
+            at += length - 1;
+        }
+        List<String> lines = new ArrayList<>();
+        queues.forEach((queue, range) -> lines.add(queue + ": offsets " + range[0] + ".." + range[1] + " (" + range[2]
+                + " messages in " + range[3] + " records)"));
+        return lines;
+    }
 
     private static void reindex(QueueIndexes indexes, MemorySegment record, long position) throws IOException {
         String topic = RecordFormat.topic(record);
@@ -276,91 +507,122 @@ public final class Recovery {
                         + position + " holds offset " + first + " but the index ends at " + index.nextOffset());
             }
         }
+        index.ensureCapacity(first + count);
         long storeTimestamp = RecordFormat.storeTimestamp(record);
         long messageOffset = RecordFormat.firstMessageOffset(record);
         int size = (int) record.byteSize();
+        KeyIndex keys = indexes.keys();
         for (int i = 0; i < count; i++) {
-            RecordFormat.Metadata metadata = RecordFormat.decodeMetadata(record, messageOffset);
-            index.put(first + i, position, storeTimestamp, size, count, i, PreparedMessage.tagHash(metadata.tag()));
-            for (String key : metadata.keys()) {
-                indexes.keys().put(KeyIndex.hash(topic, key), position, storeTimestamp, i);
+            index.put(first + i, position, storeTimestamp, size, count, i);
+            List<String> messageKeys = RecordFormat.decodeMetadata(record, messageOffset).keys();
+            keys.ensureRoom(messageKeys.size());
+            for (String key : messageKeys) {
+                keys.put(KeyIndex.hash(topic, key), position, storeTimestamp, i);
             }
             messageOffset = RecordFormat.nextMessageOffset(record, messageOffset);
         }
         index.publish(first + count);
     }
 
-    /** @return the first offset whose entry is empty or points at or after {@code logPosition} */
-    private static long firstEntryAtOrAfter(QueueIndex index, long logPosition) {
-        long low = index.minOffset();
-        long high = index.nextOffset();
-        while (low < high) {
-            long mid = (low + high) >>> 1;
-            var entry = index.entry(mid);
-            if (entry.isEmpty() || entry.logPosition() >= logPosition) {
-                high = mid;
-            } else {
-                low = mid + 1;
-            }
-        }
-        return low;
-    }
-
-    private void forceRecovered(List<Segment> segments, QueueIndexes indexes, long from, long end)
-            throws IOException {
-        for (Segment segment : segments) {
-            if (segment.end() > from && segment.base() < end) {
-                segment.file().force();
-            }
-        }
-        indexes.forceDirty();
-        new Checkpoint(end, end, System.currentTimeMillis()).write(config.fileIO(), directory.root());
-    }
-
-    /** Closes and deletes segments that start at or after {@code end}; they hold no valid record. */
-    private List<Segment> dropSegmentsFrom(List<Segment> segments, long end) throws IOException {
+    /**
+     * Row 3: makes the log end at {@code end}: the rest of its segment is erased, later segments deleted
+     * (newest first, so a crash midway leaves a contiguous run), and the index entries past it are gone already.
+     */
+    private List<Segment> cut(List<Segment> segments, long end) throws IOException {
         List<Segment> kept = new ArrayList<>();
-        boolean deleted = false;
+        List<Segment> dropped = new ArrayList<>();
         for (Segment segment : segments) {
-            if (segment.base() >= end) {
-                Path path = segment.file().path();
-                segment.close();
-                config.fileIO().delete(path);
-                deleted = true;
-            } else {
-                kept.add(segment);
-            }
+            (segment.base() >= end ? dropped : kept).add(segment);
         }
-        if (deleted) {
-            config.fileIO().syncDirectory(directory.logDirectory());
+        for (Segment segment : dropped.reversed()) {
+            Path path = segment.file().path();
+            segment.close();
+            io.delete(path);
+        }
+        if (!dropped.isEmpty()) {
+            ledger.markDirectory(target.logDirectory());
+        }
+        if (!kept.isEmpty()) {
+            Segment last = kept.getLast();
+            if (end < last.end()) {
+                last.file().zeroRange(end - last.base(), last.end() - end);
+            }
         }
         return kept;
     }
 
+    private void forceRecovered(List<Segment> segments, long from, long end) throws IOException {
+        for (Segment segment : segments) {
+            if (segment.end() > from && segment.base() <= end) {
+                segment.file().force();
+            }
+        }
+        ledger.forceAll();
+    }
+
+    /** Closes and deletes segments that start at or after {@code end} (never written); returns the rest. */
+    private List<Segment> dropSegmentsFrom(List<Segment> segments, long end) throws IOException {
+        List<Segment> kept = new ArrayList<>();
+        boolean deleted = false;
+        for (Segment segment : segments.reversed()) {
+            if (segment.base() >= end && target.writes()) {
+                Path path = segment.file().path();
+                segment.close();
+                io.delete(path);
+                deleted = true;
+            } else {
+                kept.addFirst(segment);
+            }
+        }
+        if (deleted) {
+            io.syncDirectory(target.logDirectory());
+        }
+        return kept;
+    }
+
+    /** @return the position of a valid record after {@code position}, or -1 (scans byte by byte) */
+    public static long findValidRecordAfter(List<Segment> segments, int segmentIndex, long position) {
+        for (int i = Math.max(segmentIndex, 0); i < segments.size(); i++) {
+            Segment segment = segments.get(i);
+            MemorySegment data = segment.mapping();
+            long from = Math.max(0, position - segment.base() + 1);
+            long last = segment.size() - RecordFormat.FILLER_BYTES;
+            for (long offset = from; offset <= last; offset++) {
+                if (data.get(MAGIC_LAYOUT, offset + RecordFormat.MAGIC_OFFSET) == RecordFormat.MAGIC
+                        && RecordFormat.validate(data, offset, segment.base() + offset) > 0) {
+                    return segment.base() + offset;
+                }
+            }
+        }
+        return -1;
+    }
+
+    /** Rows 7 and 8: opens the segment files in order; empty ones (never sized) are deleted. */
     private List<Segment> openSegments() throws IOException {
-        Path logDirectory = directory.logDirectory();
-        FileIO io = config.fileIO();
-        FileTree.createDirectories(io, logDirectory);
+        Path logDirectory = target.logDirectory();
+        if (target.writes()) {
+            FileTree.createDirectories(io, logDirectory);
+        } else if (!io.isDirectory(logDirectory)) {
+            return new ArrayList<>();
+        }
         List<Path> files = io.list(logDirectory).stream().filter(CommitLog::isSegmentName).toList();
         List<Segment> segments = new ArrayList<>();
         try {
             for (Path file : files) {
                 long base = Long.parseLong(file.getFileName().toString());
                 long size;
-                try (var probe = io.open(file, FileIO.OpenMode.READ_ONLY)) {
+                try (StoreFile probe = io.open(file, FileIO.OpenMode.READ_ONLY)) {
                     size = probe.size();
                 }
-                if (size == 0) {
-                    // A crash between creating and allocating a segment file leaves it empty.
-                    io.delete(file);
+                if (size == 0 || (target.start() >= 0 && base < target.start() && base + size <= target.start())) {
+                    // Row 8, and row 14: a segment retention deleted whose deletion a power cut undid.
+                    if (target.writes()) {
+                        io.delete(file);
+                        ledger.markDirectory(logDirectory);
+                    }
                     continue;
                 }
-                if (!segments.isEmpty() && segments.getLast().end() != base) {
-                    throw new StoreCorruptedException("commit log corrupt: segment missing between log positions "
-                            + segments.getLast().end() + " and " + base + " in " + logDirectory, file,
-                            segments.getLast().end());
-                }
-                segments.add(Segment.open(io, file, base, writable, false));
+                segments.add(Segment.open(io, file, base, writableMappings, !target.writes()));
             }
             return segments;
         } catch (IOException | RuntimeException e) {
@@ -370,17 +632,16 @@ public final class Recovery {
     }
 
     /**
-     * Scanning starts at the start of the segment holding the checkpoint position (or the last segment if
-     * the position is past them), so the whole active segment is always validated: the bytes of the log's
-     * tail are the ones most likely torn, whatever the checkpoint claims.
+     * Scanning starts at the start of the segment holding the durable position (or the last segment if it
+     * lies past them), so the whole active segment is always validated.
      */
-    private static long scanStart(List<Segment> segments, long checkpointPosition) {
+    private static long scanStart(List<Segment> segments, long durable) {
         for (Segment segment : segments) {
-            if (checkpointPosition < segment.end()) {
-                return Math.min(checkpointPosition, segment.base());
+            if (durable < segment.end()) {
+                return Math.min(durable, segment.base());
             }
         }
-        return segments.isEmpty() ? checkpointPosition : segments.getLast().base();
+        return segments.isEmpty() ? durable : segments.getLast().base();
     }
 
     private static int segmentIndexFor(List<Segment> segments, long position) {
@@ -392,9 +653,18 @@ public final class Recovery {
         return -1;
     }
 
+    private static Segment segmentAt(List<Segment> segments, long position) {
+        for (Segment segment : segments) {
+            if (segment.base() <= position && position < segment.end()) {
+                return segment;
+            }
+        }
+        return null;
+    }
+
     private void deleteTree(Path root) throws IOException {
-        if (FileTree.deleteTree(config.fileIO(), root)) {
-            config.fileIO().syncDirectory(root.getParent());
+        if (FileTree.deleteTree(io, root)) {
+            ledger.markDirectory(root.getParent());
         }
     }
 
@@ -407,11 +677,7 @@ public final class Recovery {
             }
         }
         if (indexes != null) {
-            try {
-                indexes.close();
-            } catch (IOException | RuntimeException e) {
-                primary.addSuppressed(e);
-            }
+            indexes.close();
         }
     }
 

@@ -94,17 +94,27 @@ public final class TopicRegistry {
         if (layout == TopicLayout.SHARED) {
             throw new IllegalArgumentException("shared topics are not registered");
         }
-        layouts.put(topic, layout);
+        Map<String, TopicLayout> next = new TreeMap<>(layouts);
+        next.put(topic, layout);
         try {
-            save(io, directory);
-        } catch (IOException | RuntimeException e) {
-            layouts.remove(topic);
-            throw e;
+            save(io, directory, next);
+        } catch (AtomicFile.UncertainReplaceException e) {
+            throw new UncertainSaveException(e.getMessage(), e);
+        }
+        // In force only now that it is durable: no append is routed by a layout a crash could take back.
+        layouts.put(topic, layout);
+    }
+
+    /** Saving failed at or after the rename: the registry on disk may or may not hold the new topic. */
+    public static final class UncertainSaveException extends IOException {
+        private static final long serialVersionUID = 1L;
+
+        UncertainSaveException(String message, IOException cause) {
+            super(message, cause);
         }
     }
 
-    private void save(FileIO io, Path directory) throws IOException {
-        Map<String, TopicLayout> snapshot = new TreeMap<>(layouts);
+    private static void save(FileIO io, Path directory, Map<String, TopicLayout> snapshot) throws IOException {
         int size = 12 + 4;
         for (String topic : snapshot.keySet()) {
             size += 2 + topic.length() + 1;

@@ -64,7 +64,7 @@ public final class ConsumerOffsets {
     }
 
     /** @return the positions saved in {@code directory}, or none if there is no file */
-    public static ConsumerOffsets load(FileIO io, Path directory, long nowMillis) throws IOException {
+    public static ConsumerOffsets load(FileIO io, Path directory, long nowMillis, boolean readOnly) throws IOException {
         ConsumerOffsets loaded = new ConsumerOffsets();
         Path path = directory.resolve(FILE_NAME);
         if (!io.exists(path)) {
@@ -74,6 +74,13 @@ public final class ConsumerOffsets {
         try {
             loaded.decode(bytes);
         } catch (RuntimeException e) {
+            if (readOnly) {
+                LOG.error("consumer positions file {} is damaged ({}); showing no registered positions", path,
+                        e.getMessage());
+                loaded.offsets.clear();
+                loaded.saved = Map.of();
+                return loaded;
+            }
             Path aside = directory.resolve(FILE_NAME + ".corrupt-" + nowMillis);
             io.rename(path, aside);
             io.syncDirectory(directory);

@@ -4,6 +4,7 @@ import io.sluice.store.RetentionPolicy;
 import io.sluice.store.RetentionReport;
 import io.sluice.store.io.DiskSpace;
 import io.sluice.store.io.FileIO;
+import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
 import io.sluice.store.internal.log.CommitLog;
@@ -31,11 +32,14 @@ import org.slf4j.LoggerFactory;
  *     {@code diskCleanRatio}. If a consumer needs it, it stays and the pass stops, unless the disk is fuller
  *     than {@code diskEmergencyRatio}: then it goes, with a warning naming the group. The walk stops at the
  *     first segment that stays, so the log remains one contiguous range.</li>
- * <li>Under the append lock, move every queue index's first offset past the deleted range and delete the
- *     queue- and key-index files that only pointed into it.</li>
+ * <li>Under the append lock, move every queue index's first offset past the deleted range and take the
+ *     queue- and key-index files that only pointed into it out of the indexes (readers still holding them keep
+ *     them mapped). Their files are deleted only after a checkpoint has recorded the log's new start
+ *     ({@link #deletePendingUpTo}): until then a power cut may bring a deleted segment back, and it must come
+ *     back with the index entries that lead to it.</li>
  * <li>Refuse appends while disk use (less what this pass freed) is above {@code diskHardRatio}.</li>
  * </ol>
- * A deleted segment's blocks are freed when its last reader lets go (see {@link Segment#retire()}); the
+ * A deleted segment's blocks are freed when its last reader lets go (see {@link Segment#retire(Runnable)}); the
  * pass counts them as freed at once so that one pass does not delete more than the disk ratio asks.
  *
  * <p>Runs on one thread at a time (the store's retention thread, or a caller of
@@ -52,6 +56,8 @@ public final class RetentionService {
     private final QueueIndexes indexes;
     private final ConsumerOffsets consumers;
     private final Lock appendLock;
+    /** Told when a retired segment's file is deleted: the log directory's entries changed. */
+    private final Runnable segmentDeleted;
     private volatile boolean appendsRefused;
     private volatile RetentionReport lastReport;
     private String lastHeldBy;
@@ -64,9 +70,10 @@ public final class RetentionService {
      * @param indexes the indexes
      * @param consumers the registered consumer positions
      * @param appendLock the store's append lock, held while indexes are trimmed
+     * @param segmentDeleted told when a retired segment's file is deleted
      */
     public RetentionService(RetentionPolicy policy, FileIO fileIO, InstantSource clock, CommitLog log,
-                            QueueIndexes indexes, ConsumerOffsets consumers, Lock appendLock) {
+                            QueueIndexes indexes, ConsumerOffsets consumers, Lock appendLock, Runnable segmentDeleted) {
         this.policy = policy;
         this.fileIO = fileIO;
         this.clock = clock;
@@ -74,6 +81,7 @@ public final class RetentionService {
         this.indexes = indexes;
         this.consumers = consumers;
         this.appendLock = appendLock;
+        this.segmentDeleted = segmentDeleted;
     }
 
     /** @return true while disk use is above the hard ratio */
@@ -86,9 +94,18 @@ public final class RetentionService {
         return lastReport;
     }
 
-    /** Runs one pass. @return what it did */
-    public synchronized RetentionReport run() throws IOException {
-        DiskSpace space = fileIO.diskSpace(log.directory());
+    /** Runs one pass, reading disk use itself. @return what it did */
+    public RetentionReport run() throws IOException {
+        return run(fileIO.diskSpace(log.directory()));
+    }
+
+    /**
+     * Runs one pass.
+     *
+     * @param space the filesystem's use, read once by the caller for every log of the store
+     * @return what it did
+     */
+    public synchronized RetentionReport run(DiskSpace space) throws IOException {
         long usedBytes = space.usedBytes();
         long capacity = space.usedBytes() + space.usableBytes();
         Protection protection = protectedPosition();
@@ -121,16 +138,13 @@ public final class RetentionService {
                         + " {} has not read it", percent(ratio), percent(policy.diskEmergencyRatio()), oldest,
                         protection.group());
             }
-            Segment retired = log.retireOldest();
+            Segment retired = log.retireOldest(segmentDeleted);
             if (retired == null) {
                 break;
             }
             deleted++;
             deletedBytes += retired.size();
             reason = why;
-        }
-        if (deleted > 0) {
-            fileIO.syncDirectory(log.directory());
         }
         trimIndexes();
         double ratio = ratio(usedBytes - deletedBytes, capacity);
@@ -145,16 +159,52 @@ public final class RetentionService {
         return report;
     }
 
-    private void trimIndexes() throws IOException {
+    private void trimIndexes() {
         long minPosition = log.minPosition();
+        Map<QueueIndex, List<QueueIndex.IndexFile>> retired = new java.util.LinkedHashMap<>();
+        List<KeyIndex.KeyFile> retiredKeys;
         appendLock.lock();
         try {
             for (QueueIndex index : indexes.all()) {
-                index.advanceMinOffset(minPosition);
+                List<QueueIndex.IndexFile> files = index.advanceMinOffset(minPosition);
+                if (!files.isEmpty()) {
+                    retired.put(index, files);
+                }
             }
-            indexes.keys().retireBefore(minPosition);
+            retiredKeys = indexes.keys().retireBefore(minPosition);
         } finally {
             appendLock.unlock();
+        }
+        if (!retired.isEmpty() || !retiredKeys.isEmpty()) {
+            synchronized (pending) {
+                pending.add(new PendingDeletion(minPosition, retired, retiredKeys));
+            }
+        }
+    }
+
+    /** Index files taken out by a pass, to delete once a checkpoint records a log start of at least {@code start}. */
+    private record PendingDeletion(long start, Map<QueueIndex, List<QueueIndex.IndexFile>> files,
+                                   List<KeyIndex.KeyFile> keyFiles) {
+    }
+
+    private final List<PendingDeletion> pending = new java.util.ArrayList<>();
+
+    /**
+     * After a checkpoint recorded the log's start: deletes the index files that only pointed below it.
+     *
+     * @param recordedStart the start the checkpoint recorded
+     * @throws IOException if deleting failed (the rest stay pending)
+     */
+    public void deletePendingUpTo(long recordedStart) throws IOException {
+        List<PendingDeletion> due = new java.util.ArrayList<>();
+        synchronized (pending) {
+            pending.removeIf(deletion -> deletion.start() <= recordedStart && due.add(deletion));
+        }
+        for (PendingDeletion deletion : due) {
+            for (Map.Entry<QueueIndex, List<QueueIndex.IndexFile>> entry : deletion.files().entrySet()) {
+                entry.getKey().deleteRetired(entry.getValue());
+            }
+            indexes.keys().deleteRetired(deletion.keyFiles());
         }
     }
 
@@ -201,7 +251,12 @@ public final class RetentionService {
             if (offset >= index.publishedEnd()) {
                 continue;
             }
-            long position = index.entry(offset).logPosition();
+            long position;
+            try (QueueIndex.Cursor cursor = index.cursor()) {
+                position = cursor.logPosition(offset);
+            } catch (io.sluice.store.internal.index.IndexFileRetiredException e) {
+                continue;
+            }
             if (position < lowest) {
                 lowest = position;
                 group = key.group();

@@ -1,0 +1,247 @@
+package io.sluice.store;
+
+import io.sluice.store.internal.index.IndexFileRetiredException;
+import io.sluice.store.internal.index.QueueIndex;
+import io.sluice.store.internal.index.QueueIndexes;
+import io.sluice.store.internal.log.CommitLog;
+import io.sluice.store.internal.log.RecordFormat;
+import io.sluice.store.internal.log.RecordView;
+import io.sluice.store.internal.log.SegmentRetiredException;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.channels.WritableByteChannel;
+import java.util.Objects;
+import java.util.function.BooleanSupplier;
+
+/**
+ * A log's reads: queue reads, transfers, reads by position, key and time lookups. Lock-free: readers see a
+ * queue's entries below its published end, and under SYNC only records below the flushed position, so a reader
+ * never sees bytes a crash could take back. Every position and offset argument is checked without overflow,
+ * and every pin a read takes is released if the read fails.
+ *
+ * <p>Thread-safe.
+ */
+final class LogReader {
+
+    private final CommitLog log;
+    private final QueueIndexes indexes;
+    private final boolean durableOnly;
+    private final BooleanSupplier open;
+
+    /**
+     * @param durableOnly show only records below the flushed position (SYNC)
+     * @param open false once the log is closed
+     */
+    LogReader(CommitLog log, QueueIndexes indexes, boolean durableOnly, BooleanSupplier open) {
+        this.log = log;
+        this.indexes = indexes;
+        this.durableOnly = durableOnly;
+        this.open = open;
+    }
+
+    private void checkOpen() {
+        if (!open.getAsBoolean()) {
+            throw new IllegalStateException("store " + log.directory().getParent() + " is closed");
+        }
+    }
+
+    ReadResult read(String topic, int queueId, long fromOffset, int maxMessages, long maxBytes) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        if (fromOffset < 0 || maxMessages < 1 || maxBytes < 1) {
+            throw new IllegalArgumentException("fromOffset must be >= 0 and maxMessages, maxBytes >= 1; were "
+                    + fromOffset + ", " + maxMessages + ", " + maxBytes);
+        }
+        checkOpen();
+        QueueIndex index = indexes.get(topic, queueId);
+        if (index == null) {
+            return DefaultReadResult.empty(ReadResult.Status.NO_SUCH_QUEUE, 0);
+        }
+        try (QueueIndex.Cursor cursor = index.cursor()) {
+            long min = index.minOffset();
+            long end = visibleEnd(index, cursor);
+            if (fromOffset < min) {
+                return DefaultReadResult.empty(ReadResult.Status.OFFSET_TOO_SMALL, min);
+            }
+            if (fromOffset >= end) {
+                return DefaultReadResult.empty(fromOffset == end ? ReadResult.Status.NO_NEW_MESSAGES
+                        : ReadResult.Status.OFFSET_OVERFLOW, end);
+            }
+            return new QueueReader(topic, queueId, log).read(cursor, fromOffset, end, maxMessages, maxBytes);
+        } catch (SegmentRetiredException | IndexFileRetiredException e) {
+            // Retention deleted the data after the offset was checked against the queue's first offset.
+            return DefaultReadResult.empty(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1));
+        }
+    }
+
+    TransferResult transferTo(String topic, int queueId, long fromOffset, long maxBytes, WritableByteChannel target) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        Objects.requireNonNull(target, "target");
+        if (fromOffset < 0 || maxBytes < 1) {
+            throw new IllegalArgumentException("fromOffset must be >= 0 and maxBytes >= 1; were " + fromOffset + ", "
+                    + maxBytes);
+        }
+        checkOpen();
+        QueueIndex index = indexes.get(topic, queueId);
+        if (index == null) {
+            return new TransferResult(ReadResult.Status.NO_SUCH_QUEUE, 0, 0, 0);
+        }
+        try (QueueIndex.Cursor cursor = index.cursor()) {
+            long min = index.minOffset();
+            long end = visibleEnd(index, cursor);
+            if (fromOffset < min) {
+                return new TransferResult(ReadResult.Status.OFFSET_TOO_SMALL, min, 0, 0);
+            }
+            if (fromOffset >= end) {
+                return new TransferResult(fromOffset == end ? ReadResult.Status.NO_NEW_MESSAGES
+                        : ReadResult.Status.OFFSET_OVERFLOW, end, 0, 0);
+            }
+            return RecordTransfer.run(cursor, log, fromOffset, end, maxBytes, target);
+        } catch (SegmentRetiredException | IndexFileRetiredException e) {
+            return new TransferResult(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1),
+                    0, 0);
+        } catch (IOException e) {
+            throw new StoreException("transfer of " + topic + "-" + queueId + " from offset " + fromOffset
+                    + " failed: " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Reads the record stored at a log position.
+     *
+     * @throws IllegalArgumentException if the position is not readable or no record starts there
+     */
+    ReadResult readAt(long logPosition) {
+        checkOpen();
+        long limit = readLimit();
+        long min = log.minPosition();
+        // limit - FILLER_BYTES, not logPosition + FILLER_BYTES: the sum overflows near Long.MAX_VALUE.
+        if (logPosition < min || logPosition > limit - RecordFormat.FILLER_BYTES) {
+            throw new IllegalArgumentException("log position " + logPosition + " is not readable (readable range ["
+                    + min + ", " + limit + "))");
+        }
+        int length;
+        try (RecordView header = log.read(logPosition, RecordFormat.FILLER_BYTES)) {
+            length = RecordFormat.length(header.bytes());
+        } catch (SegmentRetiredException e) {
+            throw new IllegalArgumentException(e.getMessage(), e);
+        }
+        if (length < RecordFormat.TOPIC_OFFSET || length > limit - logPosition) {
+            throw new IllegalArgumentException("no record starts at log position " + logPosition);
+        }
+        RecordView view;
+        try {
+            view = log.read(logPosition, length);
+        } catch (SegmentRetiredException e) {
+            throw new IllegalArgumentException(e.getMessage(), e);
+        }
+        try {
+            MemorySegment record = view.bytes();
+            if (RecordFormat.validate(record, 0, logPosition) < 0 || RecordFormat.isFiller(record)) {
+                throw new IllegalArgumentException("no record starts at log position " + logPosition);
+            }
+            return QueueReader.wholeRecord(view);
+        } catch (RuntimeException e) {
+            view.close();
+            throw e;
+        }
+    }
+
+    LookupResult lookupByKey(String topic, String key, int maxResults, long fromMillis, long toMillis) {
+        Names.checkTopic(topic);
+        checkLookup(key, maxResults, fromMillis, toMillis);
+        checkOpen();
+        return KeyLookup.run(indexes.keys(), log, topic, key, maxResults, fromMillis, toMillis, readLimit());
+    }
+
+    /** @throws IllegalArgumentException naming the rule a key lookup's arguments break */
+    static void checkLookup(String key, int maxResults, long fromMillis, long toMillis) {
+        Objects.requireNonNull(key, "key");
+        if (key.isEmpty()) {
+            throw new IllegalArgumentException("key must not be empty");
+        }
+        if (maxResults < 1) {
+            throw new IllegalArgumentException("maxResults must be 1 or more, was " + maxResults);
+        }
+        if (fromMillis < 0 || toMillis < fromMillis) {
+            throw new IllegalArgumentException("the time range must satisfy 0 <= fromMillis <= toMillis, was ["
+                    + fromMillis + ", " + toMillis + "]");
+        }
+    }
+
+    long minOffset(String topic, int queueId) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        checkOpen();
+        QueueIndex index = indexes.get(topic, queueId);
+        return index == null ? 0 : index.minOffset();
+    }
+
+    long maxOffset(String topic, int queueId) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        checkOpen();
+        QueueIndex index = indexes.get(topic, queueId);
+        if (index == null) {
+            return 0;
+        }
+        try (QueueIndex.Cursor cursor = index.cursor()) {
+            return visibleEnd(index, cursor);
+        } catch (IndexFileRetiredException e) {
+            return index.minOffset();
+        }
+    }
+
+    long offsetForTimestamp(String topic, int queueId, long epochMillis) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        checkOpen();
+        QueueIndex index = indexes.get(topic, queueId);
+        if (index == null) {
+            return 0;
+        }
+        try (QueueIndex.Cursor cursor = index.cursor()) {
+            long low = index.minOffset();
+            long high = visibleEnd(index, cursor);
+            while (low < high) {
+                long mid = (low + high) >>> 1;
+                if (cursor.storeTimestamp(mid) < epochMillis) {
+                    low = mid + 1;
+                } else {
+                    high = mid;
+                }
+            }
+            return low;
+        } catch (IndexFileRetiredException e) {
+            return index.minOffset();
+        }
+    }
+
+    /** Offsets below the returned one are readable: indexed, and durable under SYNC. */
+    long visibleEnd(QueueIndex index, QueueIndex.Cursor cursor) {
+        long end = index.publishedEnd();
+        if (!durableOnly) {
+            return end;
+        }
+        long flushed = log.flushedPosition();
+        long low = index.minOffset();
+        if (end <= low || cursor.recordEnd(end - 1) <= flushed) {
+            return end;
+        }
+        long high = end - 1;
+        while (low < high) {
+            long mid = (low + high) >>> 1;
+            if (cursor.recordEnd(mid) > flushed) {
+                high = mid;
+            } else {
+                low = mid + 1;
+            }
+        }
+        return low;
+    }
+
+    long readLimit() {
+        return durableOnly ? log.flushedPosition() : log.writePosition();
+    }
+}

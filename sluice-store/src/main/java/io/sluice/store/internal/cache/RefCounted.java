@@ -1,0 +1,69 @@
+package io.sluice.store.internal.cache;
+
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+
+/**
+ * The store's one lifetime scheme for memory and files that readers hold views of: segments and their
+ * mappings, write-buffer pages, read-cache pages, index files and read buffers.
+ *
+ * <p>The owner holds one reference from birth. A reader {@link #tryRetain()}s before it looks at the memory
+ * and {@link #release()}s when done. The owner {@link #retire()}s the object when it takes it out of its
+ * structures (retention, eviction, unmapping, a committed page); the last release after that frees it
+ * ({@link #free()}: unmap, close, return memory to a pool), and from then on {@code tryRetain} fails, so a
+ * reader that found the object in a stale snapshot treats it as gone. So no reader ever sees unmapped or
+ * reused memory, and nothing is freed while a view of it exists. An object is never reused after it is freed;
+ * its memory may be, under a new object.
+ *
+ * <p>Thread-safe.
+ */
+public abstract class RefCounted implements Pin {
+
+    private final AtomicInteger references = new AtomicInteger(1);
+    private final AtomicBoolean retired = new AtomicBoolean();
+
+    /**
+     * Takes a reader's reference.
+     *
+     * @return false if the object is retired and freed already (or being freed): the caller must not use it
+     */
+    public final boolean tryRetain() {
+        for (int current = references.get(); current > 0; current = references.get()) {
+            if (references.compareAndSet(current, current + 1)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Drops a reference; the last one frees the object. */
+    @Override
+    public final void release() {
+        int left = references.decrementAndGet();
+        if (left == 0) {
+            free();
+        } else if (left < 0) {
+            throw new IllegalStateException(this + " released more often than retained");
+        }
+    }
+
+    /** The owner gives the object up: it is freed once no reader holds it. Idempotent. */
+    public final void retire() {
+        if (retired.compareAndSet(false, true)) {
+            release();
+        }
+    }
+
+    /** @return true once the owner gave the object up */
+    public final boolean isRetired() {
+        return retired.get();
+    }
+
+    /** @return true while readers (or the owner) hold the object */
+    public final boolean isLive() {
+        return references.get() > 0;
+    }
+
+    /** Frees the object; called once, by the last release. */
+    protected abstract void free();
+}

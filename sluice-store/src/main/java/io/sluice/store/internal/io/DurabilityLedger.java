@@ -1,0 +1,95 @@
+package io.sluice.store.internal.io;
+
+import io.sluice.store.io.FileIO;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.LinkedHashSet;
+import java.util.List;
+import java.util.Set;
+
+/**
+ * One log's ledger of what was written since it was last forced: index files, key-index files, and
+ * directories whose entries changed. A checkpoint forces everything in it before it advances the log's durable
+ * position, so the checkpoint (and the clean-shutdown marker) never claims a byte or a name that was not
+ * forced. The log's own bytes are tracked by position instead (the flushed position).
+ *
+ * <p>Writers mark an item once per change from clean to dirty (each item keeps a flag), so marking costs a
+ * volatile read on the hot path. Items are forced in the order they were first marked, so a simulation that
+ * cuts the power at the n-th file operation replays the same way.
+ *
+ * <p>Thread-safe.
+ */
+public final class DurabilityLedger {
+
+    /** Something that becomes durable when forced. */
+    public interface Durable {
+        /** Forces it. @throws IOException on an I/O error */
+        void force() throws IOException;
+    }
+
+    private final FileIO io;
+    private final Set<Durable> dirty = new LinkedHashSet<>();
+
+    /** @param io the file seam, for directory syncs */
+    public DurabilityLedger(FileIO io) {
+        this.io = io;
+    }
+
+    /** Records that {@code item} was written and must be forced before the next durable claim. */
+    public synchronized void markDirty(Durable item) {
+        dirty.add(item);
+    }
+
+    /** Records that names in {@code directory} were created, deleted or renamed. */
+    public void markDirectory(Path directory) {
+        markDirty(new DirectoryEntries(io, directory));
+    }
+
+    /** @return true if nothing awaits a force */
+    public synchronized boolean isClean() {
+        return dirty.isEmpty();
+    }
+
+    /**
+     * Forces everything marked so far. An item marked again while this runs is forced by the next call. On
+     * failure the items not yet forced stay marked, and the failure is thrown.
+     *
+     * @throws IOException if a force failed
+     */
+    public void forceAll() throws IOException {
+        List<Durable> batch;
+        synchronized (this) {
+            batch = new ArrayList<>(dirty);
+            dirty.clear();
+        }
+        for (int i = 0; i < batch.size(); i++) {
+            try {
+                batch.get(i).force();
+            } catch (IOException | RuntimeException e) {
+                synchronized (this) {
+                    dirty.addAll(batch.subList(i, batch.size()));
+                }
+                throw e;
+            }
+        }
+    }
+
+    /** A directory whose entries changed; equal by path, so marking one twice forces it once. */
+    private record DirectoryEntries(FileIO io, Path directory) implements Durable {
+        @Override
+        public void force() throws IOException {
+            io.syncDirectory(directory);
+        }
+
+        @Override
+        public boolean equals(Object other) {
+            return other instanceof DirectoryEntries entries && entries.directory.equals(directory);
+        }
+
+        @Override
+        public int hashCode() {
+            return directory.hashCode();
+        }
+    }
+}
