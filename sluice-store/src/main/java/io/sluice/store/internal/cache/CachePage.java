@@ -13,6 +13,8 @@ final class CachePage implements Pin {
     private static final int RETIRED = -1;
 
     final long start;
+    /** The log position of the memory's first byte: at or before {@code start}. */
+    final long base;
     final long end;
     final MemorySegment memory;
     private final AtomicInteger pins = new AtomicInteger();
@@ -20,6 +22,15 @@ final class CachePage implements Pin {
     volatile long lastAccessMillis;
 
     CachePage(long start, long end, MemorySegment memory, long nowMillis) {
+        this(start, start, end, memory, nowMillis);
+    }
+
+    /**
+     * A page whose memory holds the log from {@code base}, serving [start, end): a DIRECT write-buffer page begins
+     * at the block boundary before its first record, and its head repeats the previous page's last bytes.
+     */
+    CachePage(long base, long start, long end, MemorySegment memory, long nowMillis) {
+        this.base = base;
         this.start = start;
         this.end = end;
         this.memory = memory;
@@ -52,7 +63,7 @@ final class CachePage implements Pin {
 
     /** @return the bytes of [position, position + length), which must lie inside the page */
     MemorySegment slice(long position, long length) {
-        return memory.asSlice(position - start, length);
+        return memory.asSlice(position - base, length);
     }
 
     long bytes() {

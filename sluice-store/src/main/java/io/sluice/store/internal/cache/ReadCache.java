@@ -148,10 +148,12 @@ public final class ReadCache implements AutoCloseable {
     /**
      * Adopts a write-buffer page whose bytes [start, end) are all committed.
      *
+     * @param base the log position of the memory's first byte (before {@code start} on DIRECT, whose pages begin
+     *     at a block boundary and repeat the previous page's last bytes there)
      * @return the memory the write buffer should use from now on: other memory if the page was adopted,
      *     {@code memory} itself if not (cache full of pinned pages, an overlapping page, or nothing useful)
      */
-    public MemorySegment adopt(long start, long end, MemorySegment memory) {
+    public MemorySegment adopt(long base, long start, long end, MemorySegment memory) {
         if (closed || end <= start || end <= minPosition || memory.byteSize() != pageBytes) {
             return memory;
         }
@@ -163,7 +165,7 @@ public final class ReadCache implements AutoCloseable {
             if (replacement == null) {
                 return memory;
             }
-            pages.put(start, new CachePage(start, end, memory, clock.millis()));
+            pages.put(start, new CachePage(base, start, end, memory, clock.millis()));
             adoptions.increment();
             return replacement;
         }

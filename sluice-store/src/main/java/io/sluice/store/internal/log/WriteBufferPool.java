@@ -93,6 +93,8 @@ public final class WriteBufferPool implements AutoCloseable {
         /** Bumped each time the page is lent out, so readers can tell reuse apart. */
         volatile long generation;
         volatile long start;
+        /** Log position of the page's first record (after {@code start} on DIRECT, when the page repeats a head). */
+        volatile long firstRecord;
         /** Log position after the last byte written into the page. */
         volatile long written;
         /** Log position where the page's range ends once sealed (its written end, or its segment's end). */
@@ -112,6 +114,7 @@ public final class WriteBufferPool implements AutoCloseable {
          * (later than {@code start} only on the DIRECT path, whose pages begin on a block boundary).
          */
         void lend(Segment target, long start, long position) {
+            firstRecord = position;
             segment = target;
             this.start = start;
             written = position;
@@ -154,7 +157,7 @@ public final class WriteBufferPool implements AutoCloseable {
             if (pins.compareAndSet(0, RETIRED)) {
                 segment = null;
                 if (cache != null && fullyCommitted) {
-                    memory = cache.adopt(start, written, memory);
+                    memory = cache.adopt(start, firstRecord, written, memory);
                 }
                 free.add(this);
             }

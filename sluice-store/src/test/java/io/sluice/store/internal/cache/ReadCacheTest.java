@@ -57,7 +57,7 @@ class ReadCacheTest {
     void anAdoptedWriteBufferPageIsServedWithoutACopyAndItsMemoryIsExchanged() {
         try (ReadCache cache = new ReadCache(4L * PAGE, PAGE, 10_000, clock, ReadCache.Eviction.TAIL_AWARE, null)) {
             MemorySegment page = writeBufferPage(PAGE);
-            MemorySegment replacement = cache.adopt(PAGE, 2L * PAGE, page);
+            MemorySegment replacement = cache.adopt(PAGE, PAGE, 2L * PAGE, page);
             assertThat(replacement.address()).isNotEqualTo(page.address());
             ReadCache.Hit hit = cache.read(PAGE + 100, 500, null, Long.MAX_VALUE);
             assertThat(hit.bytes().address()).isEqualTo(page.address() + 100);
@@ -72,12 +72,12 @@ class ReadCacheTest {
     @Test
     void aCacheFullOfPinnedPagesKeepsItsPagesAndDeclinesTheAdoption() {
         try (ReadCache cache = new ReadCache(PAGE, PAGE, 10_000, clock, ReadCache.Eviction.TAIL_AWARE, null)) {
-            cache.adopt(0, PAGE, writeBufferPage(0));
+            cache.adopt(0, 0, PAGE, writeBufferPage(0));
             ReadCache.Hit pinned = cache.read(0, 10, null, Long.MAX_VALUE);
             MemorySegment second = writeBufferPage(PAGE);
-            assertThat(cache.adopt(PAGE, 2L * PAGE, second)).isSameAs(second);
+            assertThat(cache.adopt(PAGE, PAGE, 2L * PAGE, second)).isSameAs(second);
             assertBytes(pinned, 0);
-            assertThat(cache.adopt(PAGE, 2L * PAGE, second)).isNotSameAs(second);
+            assertThat(cache.adopt(PAGE, PAGE, 2L * PAGE, second)).isNotSameAs(second);
             assertThat(cache.read(0, 10, null, Long.MAX_VALUE)).isNull();
         }
     }
@@ -118,7 +118,7 @@ class ReadCacheTest {
         int tailPages = 4;
         try (ReadCache cache = new ReadCache(8L * PAGE, PAGE, 10_000, clock, eviction, null)) {
             for (int i = 0; i < tailPages; i++) {
-                cache.adopt(tailBase + (long) i * PAGE, tailBase + (long) (i + 1) * PAGE,
+                cache.adopt(tailBase + (long) i * PAGE, tailBase + (long) i * PAGE, tailBase + (long) (i + 1) * PAGE,
                         writeBufferPage(tailBase + (long) i * PAGE));
             }
             long replay = 0;
@@ -184,7 +184,7 @@ class ReadCacheTest {
             assertThat(cache.read(0, 100, null, Long.MAX_VALUE)).isNull();
             assertThat(cache.stats().pages()).isZero();
             MemorySegment stale = writeBufferPage(0);
-            assertThat(cache.adopt(0, PAGE - 1, stale)).isSameAs(stale);
+            assertThat(cache.adopt(0, 0, PAGE - 1, stale)).isSameAs(stale);
         }
     }
 
