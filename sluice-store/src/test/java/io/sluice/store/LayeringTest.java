@@ -42,8 +42,10 @@ class LayeringTest {
      */
     @Test
     void onlyTheDefaultFileSeamTouchesTheFileSystem() {
-        noClasses().that().doNotHaveFullyQualifiedName("io.sluice.store.io.DefaultFileIO")
-                .and().doNotHaveFullyQualifiedName("io.sluice.store.io.DefaultFileIO$ChannelFile")
+        noClasses().that().doNotHaveFullyQualifiedName("io.sluice.store.io.ChannelFileIO")
+                .and().doNotHaveFullyQualifiedName("io.sluice.store.io.ChannelFileIO$ChannelFile")
+                .and().doNotHaveFullyQualifiedName("io.sluice.store.io.NativeFileIO")
+                .and().doNotHaveFullyQualifiedName("io.sluice.store.io.NativeFileIO$NativeFile")
                 .should().dependOnClassesThat().haveFullyQualifiedName("java.nio.file.Files")
                 .orShould().dependOnClassesThat().haveFullyQualifiedName("java.nio.channels.FileChannel")
                 .orShould().dependOnClassesThat().haveFullyQualifiedName("java.io.RandomAccessFile")

@@ -27,10 +27,24 @@ import java.util.stream.Stream;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
-/** {@link FileIO} over {@link FileChannel}, with {@code fallocate} through FFM where it is available. */
-final class DefaultFileIO implements FileIO {
+/**
+ * {@link FileIO} over {@link FileChannel}, with {@code fallocate} through FFM where it is available: the fallback
+ * where the C library cannot be linked ({@link NativeFileIO} is the default on Linux). FileChannel reports no
+ * error number, and an interrupted caller closes a channel for every thread that shares it.
+ */
+class ChannelFileIO implements FileIO {
 
-    private static final Logger LOG = LoggerFactory.getLogger(DefaultFileIO.class);
+    private static final Logger LOG = LoggerFactory.getLogger(ChannelFileIO.class);
+
+    /** @return {@link NativeFileIO} where the C library's calls could be linked, else a ChannelFileIO */
+    static FileIO platformDefault() {
+        if (io.sluice.store.internal.io.Libc.AVAILABLE) {
+            return new NativeFileIO();
+        }
+        LOG.warn("native file calls are unavailable on this platform: files go through FileChannel, whose errors carry"
+                + " no error number and which an interrupted caller closes for every thread");
+        return new ChannelFileIO();
+    }
     private static final int ZERO_CHUNK_BYTES = 1 << 20;
     private static final long ZERO_FORCE_BYTES = 64L << 20;
     /**

@@ -26,8 +26,11 @@ import java.util.List;
  */
 public interface FileIO {
 
-    /** The operating system's files. */
-    FileIO DEFAULT = new DefaultFileIO();
+    /**
+     * The operating system's files: through the C library's calls on Linux ({@code errno} on every failure, no
+     * reaction to interrupts), through {@code FileChannel} elsewhere.
+     */
+    FileIO DEFAULT = ChannelFileIO.platformDefault();
 
     /** How a file is opened. */
     enum OpenMode {

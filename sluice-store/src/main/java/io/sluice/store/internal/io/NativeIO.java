@@ -58,6 +58,7 @@ public final class NativeIO {
     private static final MethodHandle MLOCK;
     private static final MethodHandle MUNLOCK;
     private static final MethodHandle SYNC_FILE_RANGE;
+    private static final MethodHandle MINCORE;
 
     private static final AtomicBoolean FALLOCATE_WARNED = new AtomicBoolean();
     private static final AtomicBoolean ZERO_RANGE_WARNED = new AtomicBoolean();
@@ -74,6 +75,7 @@ public final class NativeIO {
         MethodHandle mlock = null;
         MethodHandle munlock = null;
         MethodHandle syncFileRange = null;
+        MethodHandle mincore = null;
         try {
             Linker linker = Linker.nativeLinker();
             var libc = linker.defaultLookup();
@@ -98,6 +100,9 @@ public final class NativeIO {
             syncFileRange = linker.downcallHandle(libc.find("sync_file_range").orElseThrow(),
                     FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.JAVA_INT, ValueLayout.JAVA_LONG,
                             ValueLayout.JAVA_LONG, ValueLayout.JAVA_INT), errno);
+            mincore = linker.downcallHandle(libc.find("mincore").orElseThrow(),
+                    FunctionDescriptor.of(ValueLayout.JAVA_INT, ValueLayout.ADDRESS, ValueLayout.JAVA_LONG,
+                            ValueLayout.ADDRESS), errno);
         } catch (RuntimeException | LinkageError e) {
             LOG.warn("native calls unavailable ({}); using portable fallbacks", e.toString());
         }
@@ -109,6 +114,38 @@ public final class NativeIO {
         MLOCK = mlock;
         MUNLOCK = munlock;
         SYNC_FILE_RANGE = syncFileRange;
+        MINCORE = mincore;
+    }
+
+    /**
+     * Tells whether every page of a page-aligned mapped range is resident in memory ({@code mincore}).
+     *
+     * @return true if all are, false if any is not
+     * @throws UnsupportedOperationException where the call is unavailable
+     */
+    public static boolean isResident(MemorySegment mapping) {
+        if (MINCORE == null) {
+            throw new UnsupportedOperationException("mincore is unavailable");
+        }
+        long pages = (mapping.byteSize() + 4095) / 4096;
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE_LAYOUT);
+            MemorySegment vector = arena.allocate(Math.max(1, pages));
+            int rc = (int) MINCORE.invokeExact(state, mapping, mapping.byteSize(), vector);
+            if (rc != 0) {
+                throw new IllegalStateException("mincore failed: " + strerror(errno(state)));
+            }
+            for (long page = 0; page < pages; page++) {
+                if ((vector.get(ValueLayout.JAVA_BYTE, page) & 1) == 0) {
+                    return false;
+                }
+            }
+            return true;
+        } catch (RuntimeException | Error e) {
+            throw e;
+        } catch (Throwable t) {
+            throw new IllegalStateException("native call failed", t);
+        }
     }
 
     private NativeIO() {

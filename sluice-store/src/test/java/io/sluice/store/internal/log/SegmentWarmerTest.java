@@ -35,7 +35,7 @@ class SegmentWarmerTest {
     void aFreshFallocatedSegmentIsNotResidentUntilPreTouched() throws Exception {
         try (Segment untouched = fresh()) {
             new SegmentWarmer(new WarmUp(WarmUp.PreTouch.NONE, false, false), true).preTouch(untouched);
-            assertThat(untouched.mapping().isLoaded()).isFalse();
+            assertThat(io.sluice.store.internal.io.NativeIO.isResident(untouched.mapping())).isFalse();
         }
     }
 
@@ -44,7 +44,7 @@ class SegmentWarmerTest {
     void preTouchMakesEveryPageResident(WarmUp.PreTouch mode) throws Exception {
         try (Segment segment = fresh()) {
             new SegmentWarmer(new WarmUp(mode, false, false), true).preTouch(segment);
-            assertThat(segment.mapping().isLoaded()).isTrue();
+            assertThat(io.sluice.store.internal.io.NativeIO.isResident(segment.mapping())).isTrue();
             assertThat(segment.mapping().asSlice(0, 4096).toArray(java.lang.foreign.ValueLayout.JAVA_BYTE))
                     .containsOnly((byte) 0);
         }
@@ -54,7 +54,7 @@ class SegmentWarmerTest {
     void theManualTouchFallbackFaultsPagesInToo() throws Exception {
         try (Segment segment = fresh()) {
             SegmentWarmer.touch(segment.mapping(), false);
-            assertThat(segment.mapping().isLoaded()).isTrue();
+            assertThat(io.sluice.store.internal.io.NativeIO.isResident(segment.mapping())).isTrue();
         }
     }
 
@@ -62,7 +62,7 @@ class SegmentWarmerTest {
     void readOnlyMappingsAreNotPreTouched() throws Exception {
         try (Segment segment = Segment.create(FileIO.DEFAULT, dir, 0, SIZE, SegmentAllocation.FALLOCATE, false)) {
             new SegmentWarmer(WarmUp.defaults(), false).preTouch(segment);
-            assertThat(segment.mapping().isLoaded()).isFalse();
+            assertThat(io.sluice.store.internal.io.NativeIO.isResident(segment.mapping())).isFalse();
         }
     }
 
@@ -95,7 +95,7 @@ class SegmentWarmerTest {
             long before = lockedKilobytes();
             warmer.activated(segment);
             assertThat(lockedKilobytes() - before).isEqualTo(SIZE / 1024);
-            assertThat(segment.mapping().isLoaded()).isTrue();
+            assertThat(io.sluice.store.internal.io.NativeIO.isResident(segment.mapping())).isTrue();
             warmer.sealed(segment, true);
             assertThat(lockedKilobytes()).isEqualTo(before);
         }
