@@ -5,7 +5,6 @@ import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoredMessage;
 import java.io.PrintWriter;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -48,7 +47,10 @@ final class ConsumeCommand implements Callable<Integer> {
         Path dir = location.require();
         PrintWriter out = spec.commandLine().getOut();
         long printed = 0;
-        try (Store store = Store.open(dir, StoreConfig.defaults())) {
+        // Reading only: nothing is created, recovered or deleted. Registering a group's position writes, so then the
+        // store is opened for writing, with its own settings (retention and segment size are the store's).
+        try (Store store = group == null ? Store.openReadOnly(dir, StoreConfig.defaults())
+                : Store.open(dir, StoreConfig.defaults())) {
             long start = from;
             if (group != null) {
                 start = Math.max(start, store.committedOffset(group, topic, queue).orElse(0));
@@ -79,14 +81,13 @@ final class ConsumeCommand implements Callable<Integer> {
     }
 
     private void print(PrintWriter out, StoredMessage m) {
-        String body = new String(m.bodyBytes(), StandardCharsets.UTF_8);
         if (json) {
-            out.println(new Json().put("topic", m.topic()).put("queue", m.queueId()).put("offset", m.queueOffset())
-                    .put("logPosition", m.logPosition()).put("storeTimestamp", m.storeTimestamp())
-                    .put("bornTimestamp", m.bornTimestamp()).put("keys", m.keys()).put("tag", m.tag())
-                    .put("properties", m.properties()).put("body", body));
+            out.println(Bodies.put(new Json().put("topic", m.topic()).put("queue", m.queueId())
+                    .put("offset", m.queueOffset()).put("logPosition", m.logPosition())
+                    .put("storeTimestamp", m.storeTimestamp()).put("bornTimestamp", m.bornTimestamp())
+                    .put("keys", m.keys()).put("tag", m.tag()).put("properties", m.properties()), m.bodyBytes()));
         } else {
-            out.printf("%d\t%s%n", m.queueOffset(), body);
+            out.printf("%d\t%s%n", m.queueOffset(), Bodies.forLine(m.bodyBytes()));
         }
     }
 }

@@ -5,7 +5,6 @@ import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoredMessage;
 import java.io.PrintWriter;
-import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.concurrent.Callable;
 import picocli.CommandLine.Command;
@@ -47,16 +46,15 @@ final class LookupCommand implements Callable<Integer> {
     public Integer call() {
         Path dir = location.require();
         PrintWriter out = spec.commandLine().getOut();
-        try (Store store = Store.open(dir, StoreConfig.defaults());
+        try (Store store = Store.openReadOnly(dir, StoreConfig.defaults());
              LookupResult found = lookup(store)) {
             for (StoredMessage m : found.messages()) {
-                String body = new String(m.bodyBytes(), StandardCharsets.UTF_8);
                 if (json) {
-                    out.println(new Json().put("topic", m.topic()).put("queue", m.queueId()).put("offset", m.queueOffset())
-                            .put("logPosition", m.logPosition()).put("storeTimestamp", m.storeTimestamp())
-                            .put("keys", m.keys()).put("body", body));
+                    out.println(Bodies.put(new Json().put("topic", m.topic()).put("queue", m.queueId())
+                            .put("offset", m.queueOffset()).put("logPosition", m.logPosition())
+                            .put("storeTimestamp", m.storeTimestamp()).put("keys", m.keys()), m.bodyBytes()));
                 } else {
-                    out.printf("%d\t%d\t%s%n", m.queueId(), m.queueOffset(), body);
+                    out.printf("%d\t%d\t%s%n", m.queueId(), m.queueOffset(), Bodies.forLine(m.bodyBytes()));
                 }
             }
         }

@@ -72,7 +72,9 @@ final class ProduceCommand implements Callable<Integer> {
         long started = System.nanoTime();
         ScheduledExecutorService reporter = Executors.newSingleThreadScheduledExecutor(
                 r -> Thread.ofPlatform().daemon(true).name("produce-progress").unstarted(r));
-        reporter.scheduleAtFixedRate(() -> report(out, "progress", acknowledged.get(), started), 1, 1, TimeUnit.SECONDS);
+        reporter.scheduleAtFixedRate(() -> report(out, "progress", acknowledged.get(), started, null), 1, 1,
+                TimeUnit.SECONDS);
+        Throwable failure = null;
         try (Store s = Store.open(store.dir, store.config())) {
             if (layout != null) {
                 s.createTopic(topic, layout);
@@ -97,11 +99,19 @@ final class ProduceCommand implements Callable<Integer> {
                 inFlight.poll().join();
                 acknowledged.incrementAndGet();
             }
+        } catch (RuntimeException e) {
+            failure = e instanceof java.util.concurrent.CompletionException && e.getCause() != null ? e.getCause() : e;
         } finally {
             reporter.shutdownNow();
         }
-        report(out, "summary", acknowledged.get(), started);
-        return 0;
+        // Always the final count of acknowledged messages, also when an append failed part-way.
+        report(out, "summary", acknowledged.get(), started, failure);
+        if (failure == null) {
+            return 0;
+        }
+        spec.commandLine().getErr().println("sluice produce: " + failure.getMessage() + " (" + acknowledged.get()
+                + " messages were acknowledged before it)");
+        return failure instanceof IllegalArgumentException ? 2 : 1;
     }
 
     private static void track(ArrayDeque<CompletableFuture<AppendResult>> inFlight, CompletableFuture<AppendResult> future,
@@ -113,16 +123,18 @@ final class ProduceCommand implements Callable<Integer> {
         }
     }
 
-    private synchronized void report(PrintWriter out, String kind, long acked, long started) {
+    private synchronized void report(PrintWriter out, String kind, long acked, long started, Throwable failure) {
         double seconds = (System.nanoTime() - started) / 1e9;
         double rate = seconds > 0 ? acked / seconds : 0;
         if (json) {
-            out.println(new Json().put("event", kind).put("acknowledged", acked)
+            Json line = new Json().put("event", kind).put("acknowledged", acked)
                     .put("seconds", Math.round(seconds * 1000) / 1000.0).put("messagesPerSecond", Math.round(rate))
-                    .put("topic", topic).put("queue", queue).put("dir", store.dir.toAbsolutePath().toString()));
+                    .put("topic", topic).put("queue", queue).put("dir", store.dir.toAbsolutePath().toString());
+            out.println(failure == null ? line : line.put("error", String.valueOf(failure.getMessage())));
         } else if (kind.equals("summary")) {
-            out.printf("produced %,d messages to %s-%d in %.2f s (%,.0f msg/s, %s, %s) into %s%n", acked, topic, queue,
-                    seconds, rate, store.flush, store.writePath, store.dir.toAbsolutePath());
+            out.printf("%s %,d messages to %s-%d in %.2f s (%,.0f msg/s, %s, %s) into %s%n",
+                    failure == null ? "produced" : "acknowledged", acked, topic, queue, seconds, rate, store.flush,
+                    store.writePath, store.dir.toAbsolutePath());
         } else {
             out.printf("acknowledged %,d (%,.0f msg/s)%n", acked, rate);
         }

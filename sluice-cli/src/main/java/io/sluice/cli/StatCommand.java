@@ -37,7 +37,7 @@ final class StatCommand implements Callable<Integer> {
     public Integer call() throws IOException {
         Path dir = location.require();
         PrintWriter out = spec.commandLine().getOut();
-        try (Store store = Store.open(dir, StoreConfig.defaults())) {
+        try (Store store = Store.openReadOnly(dir, StoreConfig.defaults())) {
             StoreStatus status = store.status();
             DiskSpace disk = StoreConfig.defaults().fileIO().diskSpace(dir);
             List<Json> consumers = new ArrayList<>();

@@ -34,14 +34,16 @@ final class StoreOptions {
                     + "sync except on mmap, fallocate otherwise).")
     SegmentAllocation allocation;
 
-    @Option(names = "--segment-size", description = "Segment file size in bytes for a new store (default 1 GiB);"
-            + " below 16 MiB, messages are limited to a quarter of it.")
+    @Option(names = "--segment-size", description = "Segment file size in bytes (default 1 GiB); below 16 MiB, messages"
+            + " are limited to a quarter of it. A store setting: given, it replaces the store's.")
     Long segmentSize;
 
-    @Option(names = "--retention-hours", description = "Delete segments whose messages are all older (default 72).")
+    @Option(names = "--retention-hours", description = "Delete segments whose messages are all older (default 72)."
+            + " A store setting: given, it replaces the store's; not given, the store keeps its own.")
     Long retentionHours;
 
-    @Option(names = "--retention-bytes", description = "Delete the oldest segments while the log is larger.")
+    @Option(names = "--retention-bytes", description = "Delete the oldest segments while the log is larger. A store"
+            + " setting: given, it replaces the store's.")
     Long retentionBytes;
 
     @Option(names = "--pre-touch", converter = PreTouchConverter.class, description = "Fault new MMAP segments in"
@@ -85,6 +87,9 @@ final class StoreOptions {
         if (allocation != null) {
             builder.segmentAllocation(allocation);
         }
+        // Segment size and retention belong to the store: an existing store keeps its own unless the user gave
+        // them here (a new store saves whatever this configuration says, defaults included).
+        builder.overrideStoreSettings(segmentSize != null || retentionHours != null || retentionBytes != null);
         return builder.build();
     }
 

@@ -292,7 +292,7 @@ public final class PowerLossSimulation {
                     + " log '" + log + "' " + report));
         }
         store.recoveryReports().forEach((log, report) -> {
-            if (report.mode() == io.sluice.store.internal.recovery.Recovery.Mode.REBUILD) {
+            if (report.mode() == io.sluice.store.RecoveryReport.Mode.REBUILD) {
                 throw new SimulationFailure("epoch " + epoch + ": log '" + log + "' had to rebuild its indexes after a"
                         + " power cut: the checkpoint claimed entries that were not durable");
             }

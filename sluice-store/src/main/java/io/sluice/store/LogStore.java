@@ -57,7 +57,7 @@ final class LogStore implements AutoCloseable {
     private final RetentionService retention;
     private final LogHealth health;
     private final LogReader reader;
-    private final Recovery.Report recovery;
+    private final RecoveryReport recovery;
     private final Runnable changed;
     private final ReentrantLock appendLock = new ReentrantLock();
     private final AtomicBoolean closed = new AtomicBoolean();
@@ -146,7 +146,7 @@ final class LogStore implements AutoCloseable {
     }
 
     /** @return what recovery found and did when the log opened */
-    Recovery.Report recovery() {
+    RecoveryReport recovery() {
         return recovery;
     }
 
@@ -413,7 +413,7 @@ final class LogStore implements AutoCloseable {
 
     /** @return true if this open found a clean shutdown and skipped recovery */
     boolean openedClean() {
-        return recovery.mode() == Recovery.Mode.CLEAN;
+        return recovery.mode() == RecoveryReport.Mode.CLEAN;
     }
 
     /** @return the log's directory */

@@ -2,10 +2,12 @@ package io.sluice.store;
 
 import io.sluice.store.internal.index.IndexGeometry;
 import io.sluice.store.internal.index.KeyGeometry;
+import io.sluice.store.internal.io.DurabilityLedger;
 import io.sluice.store.internal.log.PreparedMessage;
 import io.sluice.store.internal.recovery.Checkpoint;
 import io.sluice.store.internal.recovery.Recovery;
 import io.sluice.store.internal.recovery.StoreDirectory;
+import io.sluice.store.internal.recovery.StoreSettings;
 import io.sluice.store.internal.recovery.TopicRegistry;
 import io.sluice.store.internal.retention.ConsumerOffsets;
 import io.sluice.store.internal.task.SerialTask;
@@ -18,6 +20,7 @@ import java.nio.channels.WritableByteChannel;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
@@ -155,6 +158,7 @@ public final class Store implements AutoCloseable {
         Scheduler scheduler = null;
         Store store = null;
         try {
+            config = settle(config, storeDirectory, readOnly);
             Checkpoint checkpoint = Checkpoint.read(io, directory);
             boolean clean = checkpoint != null && storeDirectory.wasCleanlyShutDown();
             TopicRegistry registry = TopicRegistry.load(io, directory);
@@ -183,6 +187,37 @@ public final class Store implements AutoCloseable {
         }
     }
 
+    /**
+     * The store's own settings (segment size, retention) win over the opener's, unless the opener overrides
+     * them; a new store, or an override, saves them. A message limit the store's segments cannot hold is lowered
+     * to fit.
+     *
+     * @return the configuration the store runs with
+     */
+    private static StoreConfig settle(StoreConfig config, StoreDirectory directory, boolean readOnly)
+            throws IOException {
+        StoreSettings saved;
+        try {
+            saved = StoreSettings.read(config.fileIO(), directory.root());
+        } catch (StoreCorruptedException e) {
+            if (!config.overrideStoreSettings() || readOnly) {
+                throw e;
+            }
+            saved = null; // replaced below
+        }
+        StoreSettings wanted = new StoreSettings(config.segmentSizeBytes(), config.retention());
+        StoreSettings effective = saved == null || config.overrideStoreSettings() ? wanted : saved;
+        if (!readOnly && !effective.equals(saved)) {
+            effective.write(config.fileIO(), directory.root());
+        }
+        if (effective.segmentSizeBytes() == config.segmentSizeBytes() && effective.retention().equals(config.retention())) {
+            return config;
+        }
+        long largest = effective.segmentSizeBytes() - StoreConfig.RECORD_OVERHEAD_BYTES;
+        return config.toBuilder().segmentSizeBytes(effective.segmentSizeBytes()).retention(effective.retention())
+                .maxMessageBytes((int) Math.min(config.maxMessageBytes(), largest)).build();
+    }
+
     private static void closeAfterFailedOpen(Store store, StoreDirectory directory, Scheduler scheduler,
                                              StoreConfig config, Exception failure) {
         if (store != null) {
@@ -206,26 +241,77 @@ public final class Store implements AutoCloseable {
 
     /** Opens the shared log and every log of its own the registry lists, each from its durable position. */
     private void openLogs(Checkpoint checkpoint, boolean clean) throws IOException {
-        shared = openLog(SHARED_LOG, root, checkpoint, clean);
-        shared.acceptOnly(topic -> registry.layout(topic) == TopicLayout.SHARED);
-        FileIO io = config.fileIO();
+        for (Map.Entry<String, Path> log : logRoots(config.fileIO(), root, registry).entrySet()) {
+            LogStore opened = openLog(log.getKey(), log.getValue(), checkpoint, clean);
+            if (log.getKey().equals(SHARED_LOG)) {
+                shared = opened;
+                shared.acceptOnly(topic -> registry.layout(topic) == TopicLayout.SHARED);
+            } else {
+                own.put(log.getKey(), opened);
+            }
+        }
+    }
+
+    /** @return every log's directory by log name, the shared log ("") first */
+    private static Map<String, Path> logRoots(FileIO io, Path root, TopicRegistry registry) throws IOException {
+        Map<String, Path> logs = new LinkedHashMap<>();
+        logs.put(SHARED_LOG, root);
         for (Map.Entry<String, TopicLayout> topic : registry.ownLogs().entrySet()) {
             Path topicDirectory = root.resolve(OWN_LOGS_DIRECTORY).resolve(topic.getKey());
             if (!io.isDirectory(topicDirectory)) {
                 continue;
             }
             if (topic.getValue() == TopicLayout.TOPIC) {
-                own.put(topic.getKey(), openLog(topic.getKey(), topicDirectory, checkpoint, clean));
+                logs.put(topic.getKey(), topicDirectory);
                 continue;
             }
             for (Path queue : io.list(topicDirectory)) {
                 String name = queue.getFileName().toString();
                 if (io.isDirectory(queue) && !name.isEmpty() && name.length() <= 10
                         && name.chars().allMatch(Character::isDigit)) {
-                    String key = topic.getKey() + "/" + Integer.parseInt(name);
-                    own.put(key, openLog(key, queue, checkpoint, clean));
+                    logs.put(topic.getKey() + "/" + Integer.parseInt(name), queue);
                 }
             }
+        }
+        return logs;
+    }
+
+    /**
+     * What opening the store for writing would do to each log, changing nothing: where recovery would scan from
+     * and cut, how many bytes and segments it would drop, which valid records lie past each cut (by queue), and,
+     * for a log a plain open would refuse (corruption below its durable position), why. With
+     * {@code truncateOnCorruption} an open would cut such a log where the plan says.
+     *
+     * @param directory the store's directory
+     * @param config how the store would be opened
+     * @return the plan, by log name ("" for the shared log)
+     * @throws StoreException if there is no store there, or it cannot be read
+     */
+    public static Map<String, RecoveryReport> planRecovery(Path directory, StoreConfig config) {
+        Objects.requireNonNull(directory, "directory");
+        Objects.requireNonNull(config, "config");
+        FileIO io = config.fileIO();
+        try (StoreDirectory storeDirectory = StoreDirectory.open(directory, io,
+                IndexGeometry.growingTo(config.queueIndexEntriesPerFile()),
+                KeyGeometry.growingTo(config.keyIndexSlotsPerFile(), config.keyIndexEntriesPerFile()), true)) {
+            StoreConfig settled = settle(config, storeDirectory, true);
+            Checkpoint checkpoint = Checkpoint.read(io, directory);
+            boolean clean = checkpoint != null && storeDirectory.wasCleanlyShutDown();
+            Map<String, RecoveryReport> plan = new LinkedHashMap<>();
+            for (Map.Entry<String, Path> log : logRoots(io, directory, TopicRegistry.load(io, directory)).entrySet()) {
+                Checkpoint.Log positions = checkpoint == null ? null : checkpoint.log(log.getKey());
+                long durable = checkpoint == null ? Recovery.UNKNOWN
+                        : positions == null ? 0 : positions.durablePosition();
+                long start = positions == null ? -1 : positions.start();
+                Recovery.Result result = new Recovery(settled, new Recovery.Target(log.getValue(), durable, start,
+                        clean, false, true), storeDirectory.indexGeometry(), storeDirectory.keyGeometry(),
+                        new DurabilityLedger(io)).run();
+                result.close();
+                plan.put(log.getKey(), result.report());
+            }
+            return plan;
+        } catch (IOException e) {
+            throw new StoreException("cannot plan the recovery of " + directory + ": " + e.getMessage(), e);
         }
     }
 
@@ -711,8 +797,8 @@ public final class Store implements AutoCloseable {
     }
 
     /** @return what recovery found and did to each log at open, by log name ("" for the shared log) */
-    public Map<String, Recovery.Report> recoveryReports() {
-        Map<String, Recovery.Report> reports = new TreeMap<>();
+    public Map<String, RecoveryReport> recoveryReports() {
+        Map<String, RecoveryReport> reports = new TreeMap<>();
         for (LogStore log : allLogs()) {
             reports.put(log.name(), log.recovery());
         }

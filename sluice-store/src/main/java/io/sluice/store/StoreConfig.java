@@ -42,6 +42,8 @@ import java.util.Objects;
  * @param clock the source of store timestamps
  * @param writeBufferWaitMillis WRITE_BUFFER and DIRECT: how long an append waits for a write-buffer page that
  *     open read results pin before it fails (committed pages are freed at once, without waiting)
+ * @param overrideStoreSettings segment size and retention are the store's own settings, saved at creation and used
+ *     by every later open; true makes this configuration's replace them (and saves them)
  * @param ioThreads threads of the store's background pool (flush, checkpoint, retention, segment preparation),
  *     shared by every log of the store
  * @param scheduler runs the store's background work instead of a pool of its own (a simulation's
@@ -54,7 +56,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                           int keyIndexSlotsPerFile, int keyIndexEntriesPerFile, long checkpointIntervalMillis,
                           int maxMappedSegments, long cacheBytes, long cacheHotWindowMillis, WarmUp warmUp, long writebackDistanceBytes, RetentionPolicy retention,
                           boolean truncateOnCorruption, FileIO fileIO,
-                          InstantSource clock, long writeBufferWaitMillis, int ioThreads, Scheduler scheduler) {
+                          InstantSource clock, long writeBufferWaitMillis, boolean overrideStoreSettings, int ioThreads,
+                          Scheduler scheduler) {
 
     /** Smallest segment size accepted (tests use it to exercise segment rolls). */
     public static final long MIN_SEGMENT_SIZE_BYTES = 64 * 1024;
@@ -187,6 +190,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         b.fileIO = fileIO;
         b.clock = clock;
         b.writeBufferWaitMillis = writeBufferWaitMillis;
+        b.overrideStoreSettings = overrideStoreSettings;
         b.ioThreads = ioThreads;
         b.scheduler = scheduler;
         return b;
@@ -219,6 +223,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         private FileIO fileIO = FileIO.DEFAULT;
         private InstantSource clock = InstantSource.system();
         private long writeBufferWaitMillis = 30_000;
+        private boolean overrideStoreSettings;
         private int ioThreads = 4;
         private Scheduler scheduler;
 
@@ -275,6 +280,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         public Builder clock(InstantSource v) { clock = v; return this; }
         /** @param v how long an append waits for a page readers pin @return this */
         public Builder writeBufferWaitMillis(long v) { writeBufferWaitMillis = v; return this; }
+        /** @param v replace an existing store's segment size and retention with these @return this */
+        public Builder overrideStoreSettings(boolean v) { overrideStoreSettings = v; return this; }
         /** @param v threads of the store's background pool @return this */
         public Builder ioThreads(int v) { ioThreads = v; return this; }
         /** @param v a scheduler to run background work on instead of the store's own pool, or null @return this */
@@ -286,7 +293,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                     flushDirtyBytes, commitIntervalMillis, commitMinBytes, writeBufferBytes, writeBufferCount,
                     maxMessageBytes, queueIndexEntriesPerFile, keyIndexSlotsPerFile, keyIndexEntriesPerFile,
                     checkpointIntervalMillis, maxMappedSegments, cacheBytes, cacheHotWindowMillis, warmUp, writebackDistanceBytes, retention, truncateOnCorruption, fileIO,
-                    clock, writeBufferWaitMillis, ioThreads, scheduler);
+                    clock, writeBufferWaitMillis, overrideStoreSettings, ioThreads, scheduler);
         }
     }
 }

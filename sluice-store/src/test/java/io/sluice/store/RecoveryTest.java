@@ -119,7 +119,7 @@ class RecoveryTest {
         }
     }
 
-    private Recovery.Report report(Store store) {
+    private RecoveryReport report(Store store) {
         return store.recoveryReports().get(Store.SHARED_LOG);
     }
 
@@ -128,7 +128,7 @@ class RecoveryTest {
         fill(WritePath.MMAP, 50);
         try (Store store = Store.open(dir, config(WritePath.MMAP))) {
             assertThat(store.openedClean()).isTrue();
-            assertThat(report(store).mode()).isEqualTo(Recovery.Mode.CLEAN);
+            assertThat(report(store).mode()).isEqualTo(RecoveryReport.Mode.CLEAN);
             assertThat(report(store).records()).isZero();
             assertFirst(store, 50);
         }
@@ -144,7 +144,7 @@ class RecoveryTest {
             file.writeInt(0x12345678);
         }
         try (Store store = Store.open(dir, config(WritePath.MMAP))) {
-            assertThat(report(store).mode()).isEqualTo(Recovery.Mode.CRASH);
+            assertThat(report(store).mode()).isEqualTo(RecoveryReport.Mode.CRASH);
             assertFirst(store, 50);
         }
     }
@@ -157,8 +157,8 @@ class RecoveryTest {
         long durable = checkpoint().log(Store.SHARED_LOG).durablePosition();
         try (Store store = Store.open(dir, config(path))) {
             assertThat(store.openedClean()).isFalse();
-            Recovery.Report report = report(store);
-            assertThat(report.mode()).isEqualTo(Recovery.Mode.CRASH);
+            RecoveryReport report = report(store);
+            assertThat(report.mode()).isEqualTo(RecoveryReport.Mode.CRASH);
             assertThat(report.scanFrom()).isEqualTo(durable - durable % (256 * 1024));
             assertFirst(store, 1_500);
         }
@@ -183,7 +183,7 @@ class RecoveryTest {
         assertThat(before.faults()).isEmpty();
         assertThat(before.notes()).anyMatch(note -> note.contains("opening the store cuts the log there"));
         try (Store store = Store.open(dir, config(path))) {
-            Recovery.Report report = report(store);
+            RecoveryReport report = report(store);
             assertThat(report.cutAt()).isEqualTo(hole.logPosition());
             assertThat(report.bytesDropped()).isGreaterThan(0);
             assertFirst(store, 350);
@@ -232,7 +232,7 @@ class RecoveryTest {
         Files.delete(dir.resolve(Checkpoint.FILE_NAME));
         deleteTree(dir.resolve("index"));
         try (Store store = Store.open(dir, config(WritePath.MMAP))) {
-            assertThat(report(store).mode()).isEqualTo(Recovery.Mode.REBUILD);
+            assertThat(report(store).mode()).isEqualTo(RecoveryReport.Mode.REBUILD);
             assertFirst(store, 400);
             try (LookupResult found = store.lookupByKey("t", "k17", 5, 0, Long.MAX_VALUE)) {
                 assertThat(found.messages()).singleElement().satisfies(m -> assertThat(m.queueOffset()).isEqualTo(17));
@@ -319,7 +319,7 @@ class RecoveryTest {
         // Lose a middle index file (entries 1024..2047) although the checkpoint says they were durable.
         Files.delete(dir.resolve("index/t/0").resolve(String.format("%020d", 1024)));
         try (Store store = Store.open(dir, config(WritePath.MMAP))) {
-            assertThat(report(store).mode()).isEqualTo(Recovery.Mode.REBUILD);
+            assertThat(report(store).mode()).isEqualTo(RecoveryReport.Mode.REBUILD);
             assertFirst(store, 3_000);
         }
     }
@@ -336,7 +336,7 @@ class RecoveryTest {
             file.setLength(0);
         }
         try (Store store = Store.open(dir, config(WritePath.MMAP))) {
-            assertThat(report(store).mode()).isEqualTo(Recovery.Mode.CRASH);
+            assertThat(report(store).mode()).isEqualTo(RecoveryReport.Mode.CRASH);
             assertFirst(store, 1_500);
         }
         assertThat(Files.size(last)).isEqualTo(size);
@@ -360,7 +360,7 @@ class RecoveryTest {
             file.writeInt(0);
         }
         try (Store store = Store.open(dir, config(WritePath.MMAP))) {
-            assertThat(report(store).mode()).isEqualTo(Recovery.Mode.CRASH);
+            assertThat(report(store).mode()).isEqualTo(RecoveryReport.Mode.CRASH);
             for (int i : new int[] {5, 4_100, 4_999}) {
                 try (LookupResult found = store.lookupByKey("t", "k" + i, 5, 0, Long.MAX_VALUE)) {
                     assertThat(found.messages()).as("key k" + i).singleElement()
@@ -377,7 +377,7 @@ class RecoveryTest {
         setDurable(Store.SHARED_LOG, appended.get(300).logPosition());
         Map<String, String> before = fingerprint();
         try (Store store = Store.openReadOnly(dir, config(WritePath.MMAP))) {
-            assertThat(report(store).mode()).isEqualTo(Recovery.Mode.READ_ONLY_TO_DURABLE);
+            assertThat(report(store).mode()).isEqualTo(RecoveryReport.Mode.READ_ONLY_TO_DURABLE);
             assertFirst(store, 300);
             assertThatThrownBy(() -> store.append("t", 0, Message.of(new byte[1])))
                     .isInstanceOf(IllegalStateException.class).hasMessageContaining("reading only");

@@ -1,5 +1,7 @@
 package io.sluice.store.internal.recovery;
 
+import io.sluice.store.RecoveryReport;
+import io.sluice.store.RecoveryReport.Mode;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoreCorruptedException;
 import io.sluice.store.StoreException;
@@ -94,42 +96,18 @@ public final class Recovery {
     /** The durable position when the store has no checkpoint at all. */
     public static final long UNKNOWN = -1;
 
-    /** How a log was opened. */
-    public enum Mode {
-        /** Clean shutdown: nothing read, nothing changed. */
-        CLEAN,
-        /** After a crash: records from the scan start validated and indexed. */
-        CRASH,
-        /** Every index rebuilt from the log's first segment. */
-        REBUILD,
-        /** Read-only after a crash: shown up to the durable position, nothing changed. */
-        READ_ONLY_TO_DURABLE
-    }
-
-    /**
-     * What recovery found and did to one log.
-     *
-     * @param mode how it opened
-     * @param durablePosition the checkpoint's position for the log, or {@link #UNKNOWN}
-     * @param scanFrom where validation started (-1 if nothing was scanned)
-     * @param end where the log ends now
-     * @param records records validated and indexed
-     * @param cutAt where the log was cut, or -1
-     * @param bytesDropped bytes past the cut that were erased or deleted
-     * @param segmentsDropped segment files deleted past the cut
-     * @param dropped what valid records the cut dropped (only when asked for: a dry run scans for them)
-     */
-    public record Report(Mode mode, long durablePosition, long scanFrom, long end, long records, long cutAt,
-                         long bytesDropped, int segmentsDropped, List<String> dropped) {
-    }
-
     /**
      * @param segments the segments kept, oldest first
      * @param endPosition where the next record goes
      * @param indexes the indexes, consistent with the log
      * @param report what recovery found and did
      */
-    public record Result(List<Segment> segments, long endPosition, QueueIndexes indexes, Report report) {
+    public record Result(List<Segment> segments, long endPosition, QueueIndexes indexes, RecoveryReport report) {
+
+        /** Closes the segments and indexes (a dry run's, which nothing opens afterwards). */
+        public void close() {
+            closeQuietly(segments, indexes, new IOException("closing a recovery result"));
+        }
     }
 
     /**
@@ -168,6 +146,8 @@ public final class Recovery {
     private final KeyGeometry keyGeometry;
     private final DurabilityLedger ledger;
     private final boolean writableMappings;
+    /** A dry run: why a plain open would refuse the log, or null. */
+    private String problem;
 
     /**
      * @param config the configuration
@@ -215,14 +195,8 @@ public final class Recovery {
                 LOG.warn("{}: {}; rebuilding every index from the log", target.root(), e.getMessage());
                 return rebuildAll(segments, logStart);
             }
-            if (target.writes()) {
-                for (QueueIndex index : indexes.all()) {
-                    index.truncateFrom(index.firstEntryAtOrAfter(scanFrom));
-                }
-                indexes.keys().truncateFrom(scanFrom);
-            }
             try {
-                return scan(segments, indexes, scanFrom, Mode.CRASH);
+                return scan(segments, indexes, scanFrom, Mode.CRASH, null);
             } catch (IndexGapException e) {
                 LOG.warn("{}: {}; rebuilding every index from the log", target.root(), e.getMessage());
                 indexes.close();
@@ -260,7 +234,7 @@ public final class Recovery {
         }
         List<Segment> kept = dropSegmentsFrom(segments, end);
         LOG.debug("clean open of {}: log ends at {}", target.root(), end);
-        return new Result(kept, end, indexes, new Report(Mode.CLEAN, end, -1, end, 0, -1, 0, 0, List.of()));
+        return new Result(kept, end, indexes, new RecoveryReport(Mode.CLEAN, end, -1, end, 0, -1, 0, 0, List.of(), null));
     }
 
     /**
@@ -313,19 +287,23 @@ public final class Recovery {
         }
         LOG.info("{} was not closed cleanly: shown read-only up to its durable position {}; open it for writing to"
                 + " recover what lies past it", target.root(), end);
-        return new Result(segments, end, indexes, new Report(Mode.READ_ONLY_TO_DURABLE, durable, -1, end, 0, -1, 0, 0,
-                List.of()));
+        return new Result(segments, end, indexes, new RecoveryReport(Mode.READ_ONLY_TO_DURABLE, durable, -1, end, 0, -1, 0,
+                0, List.of(), null));
     }
 
     private Result rebuildAll(List<Segment> segments, long logStart) throws IOException {
+        if (target.dryRun()) {
+            return scan(segments, null, logStart, Mode.REBUILD, null); // validates without indexing
+        }
         if (!target.writes()) {
             throw new StoreException(target.root() + ": its indexes must be rebuilt, which only a writable open does");
         }
+        Walk validated = decide(segments, walk(segments, logStart, null)); // refuses before deleting anything
         deleteTree(target.indexDirectory());
         deleteTree(target.keyDirectory());
         QueueIndexes indexes = openIndexes();
         try {
-            return scan(segments, indexes, logStart, Mode.REBUILD);
+            return scan(segments, indexes, logStart, Mode.REBUILD, validated);
         } catch (IndexGapException e) {
             indexes.close();
             throw new StoreCorruptedException("log records out of queue order: " + e.getMessage(), null, -1);
@@ -335,12 +313,59 @@ public final class Recovery {
         }
     }
 
-    /** Validates and indexes every record from {@code scanFrom}; decides what an invalid one means. */
-    private Result scan(List<Segment> segments, QueueIndexes indexes, long scanFrom, Mode mode) throws IOException {
-        long position = scanFrom;
+    /**
+     * Validates every record from {@code scanFrom} and decides what an invalid one means; only then (a
+     * refused log is left exactly as it was) drops the index entries from {@code scanFrom}, indexes the valid
+     * records again, and cuts the log where they end.
+     *
+     * @param validated the walk from {@code scanFrom}, already decided on, or null
+     */
+    private Result scan(List<Segment> segments, QueueIndexes indexes, long scanFrom, Mode mode, Walk validated)
+            throws IOException {
+        Walk walk = validated != null ? validated : decide(segments, walk(segments, scanFrom, null));
+        List<String> dropped = walk.invalidAt() >= 0 && target.dryRun()
+                ? describeDropped(segments, walk.segmentIndex(), walk.invalidAt()) : List.of();
+        long end = walk.end();
+        long bytesDropped = 0;
+        int segmentsDropped = 0;
+        for (Segment segment : segments) {
+            if (segment.end() > end) {
+                bytesDropped += segment.end() - Math.max(end, segment.base());
+                segmentsDropped += segment.base() >= end ? 1 : 0;
+            }
+        }
+        List<Segment> kept = segments;
+        if (target.writes()) {
+            for (QueueIndex index : indexes.all()) {
+                index.truncateFrom(index.firstEntryAtOrAfter(scanFrom));
+            }
+            indexes.keys().truncateFrom(scanFrom);
+            Walk indexed = walk(segments, scanFrom, (record, position) -> reindex(indexes, record, position));
+            if (indexed.end() != end) {
+                throw new IllegalStateException("the log changed during recovery: " + indexed.end() + " != " + end);
+            }
+            kept = cut(segments, end);
+            forceRecovered(kept, scanFrom, end);
+        }
+        LOG.info("recovered {}: {} records validated from log position {}, log ends at {}{}", target.root(),
+                walk.records(), scanFrom, end,
+                walk.invalidAt() >= 0 ? " (cut there: " + bytesDropped + " bytes past it dropped)" : "");
+        return new Result(kept, end, indexes, new RecoveryReport(mode, target.durablePosition(), scanFrom, end,
+                walk.records(), walk.invalidAt(), bytesDropped, segmentsDropped, dropped, problem));
+    }
+
+    /** Told each valid record a walk passes. */
+    @FunctionalInterface
+    private interface RecordVisitor {
+        void visit(MemorySegment record, long position) throws IOException;
+    }
+
+    /** Walks the valid records from {@code from}, telling {@code visitor} (if any) each one. */
+    private Walk walk(List<Segment> segments, long from, RecordVisitor visitor) throws IOException {
+        long position = from;
         long records = 0;
         long invalidAt = -1;
-        int segmentIndex = segmentIndexFor(segments, scanFrom);
+        int segmentIndex = segmentIndexFor(segments, from);
         while (segmentIndex >= 0 && segmentIndex < segments.size()) {
             Segment segment = segments.get(segmentIndex);
             if (segment.base() > position) {
@@ -365,37 +390,32 @@ public final class Recovery {
                 segmentIndex++;
                 continue;
             }
-            if (target.writes()) {
-                reindex(indexes, record, position);
+            if (visitor != null) {
+                visitor.visit(record, position);
             }
             records++;
             position += length;
         }
-        long end = position;
-        List<String> dropped = List.of();
-        if (invalidAt >= 0) {
-            decideOnInvalid(segments, segmentIndex, invalidAt);
-            if (target.dryRun()) {
-                dropped = describeDropped(segments, segmentIndex, invalidAt);
-            }
+        return new Walk(position, records, invalidAt, segmentIndex);
+    }
+
+    /**
+     * Where a walk over the log stopped.
+     *
+     * @param end where the valid records end
+     * @param records how many it passed (fillers not counted)
+     * @param invalidAt the position of the first invalid record (or of a gap), or -1 if the walk reached the end
+     * @param segmentIndex the segment holding {@code invalidAt}
+     */
+    private record Walk(long end, long records, long invalidAt, int segmentIndex) {
+    }
+
+    /** Rows 3, 4 and 5: throws if the log may not end where the walk stopped. */
+    private Walk decide(List<Segment> segments, Walk walk) {
+        if (walk.invalidAt() >= 0) {
+            decideOnInvalid(segments, walk.segmentIndex(), walk.invalidAt());
         }
-        long bytesDropped = 0;
-        int segmentsDropped = 0;
-        for (Segment segment : segments) {
-            if (segment.end() > end) {
-                bytesDropped += segment.end() - Math.max(end, segment.base());
-                segmentsDropped += segment.base() >= end ? 1 : 0;
-            }
-        }
-        List<Segment> kept = segments;
-        if (target.writes()) {
-            kept = cut(segments, end);
-            forceRecovered(kept, scanFrom, end);
-        }
-        LOG.info("recovered {}: {} records validated from log position {}, log ends at {}{}", target.root(), records,
-                scanFrom, end, invalidAt >= 0 ? " (cut there: " + bytesDropped + " bytes past it dropped)" : "");
-        return new Result(kept, end, indexes, new Report(mode, target.durablePosition(), scanFrom, end, records,
-                invalidAt, bytesDropped, segmentsDropped, dropped));
+        return walk;
     }
 
     /**
@@ -411,7 +431,9 @@ public final class Recovery {
                 String message = "commit log corrupt: log positions " + gap + " to " + segments.get(i).base()
                         + " are missing (no segment holds them), below the durable position " + durable + " in "
                         + target.logDirectory();
-                if (!config.truncateOnCorruption() && !target.dryRun()) {
+                if (target.dryRun()) {
+                    problem = message;
+                } else if (!config.truncateOnCorruption()) {
                     throw new StoreCorruptedException(message + "; truncateOnCorruption (sluice recover --truncate)"
                             + " drops everything from " + gap, target.logDirectory(), gap);
                 }
@@ -443,6 +465,9 @@ public final class Recovery {
             }
             corruption = "commit log corrupt: the record at " + where + " fails validation, but a valid record follows"
                     + " at log position " + follower;
+        }
+        if (target.dryRun()) {
+            problem = corruption;
         }
         if (config.truncateOnCorruption() || target.dryRun()) {
             LOG.error("{}; {}dropping every record from log position {}", corruption,
