@@ -108,6 +108,10 @@ public final class PowerLossSimulation {
     /** ASYNC: how much may stay unforced, and for how long (large windows leave more for a power cut to tear). */
     private final long flushDirtyBytes;
     private final long flushIntervalMillis;
+    /** The store's segment size: 64 KiB, or 256 KiB (logs of their own then grow 64, 128, 256 KiB). */
+    private final long segmentBytes;
+    /** Write-buffer page size: 128 KiB pages start at their log's 64 KiB segment size and grow with it. */
+    private final int writeBufferBytes;
     private final SimClock clock = new SimClock(1_700_000_000_000L);
     private final Map<String, List<Sent>> model = new LinkedHashMap<>();
     private final List<Pending> pending = new ArrayList<>();
@@ -132,10 +136,14 @@ public final class PowerLossSimulation {
         this.fixedBodyBytes = random.nextInt(3) == 0 ? 8 + random.nextInt(1000) : 0;
         this.flushDirtyBytes = new long[] {16 << 10, 64 << 10, 1 << 20}[random.nextInt(3)];
         this.flushIntervalMillis = new long[] {20, 200, 1000}[random.nextInt(3)];
+        this.segmentBytes = random.nextBoolean() ? StoreConfig.MIN_SEGMENT_SIZE_BYTES : 4 * StoreConfig.MIN_SEGMENT_SIZE_BYTES;
+        this.writeBufferBytes = random.nextBoolean() ? 16 * 1024 : 128 * 1024;
         scenario.append(writePath).append(' ').append(flushMode).append(retention ? " retention" : "")
                 .append(" hot=").append(TOPICS[hotTopic]).append(" checkpoint=").append(checkpointIntervalMillis)
                 .append("ms").append(fixedBodyBytes > 0 ? " body=" + fixedBodyBytes : "")
-                .append(flushMode == FlushMode.ASYNC ? " flush=" + flushDirtyBytes + "B/" + flushIntervalMillis + "ms" : "");
+                .append(flushMode == FlushMode.ASYNC ? " flush=" + flushDirtyBytes + "B/" + flushIntervalMillis + "ms" : "")
+                .append(" segment=").append(segmentBytes / 1024).append("K")
+                .append(writePath.buffered() ? " page=" + writeBufferBytes / 1024 + "K" : "");
         for (String topic : TOPICS) {
             for (int queue = 0; queue < QUEUES; queue++) {
                 model.put(topic + "-" + queue, new ArrayList<>());
@@ -178,13 +186,13 @@ public final class PowerLossSimulation {
 
     private StoreConfig config() {
         StoreConfig.Builder builder = StoreConfig.builder()
-                .segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES)
+                .segmentSizeBytes(segmentBytes)
                 .writePath(writePath)
                 .flushMode(flushMode)
                 .maxMessageBytes(4096)
-                .writeBufferBytes(16 * 1024)
+                .writeBufferBytes(writeBufferBytes)
                 .writeBufferCount(4)
-                .cacheBytes(random.nextBoolean() ? 0 : 32 * 1024)
+                .cacheBytes(random.nextBoolean() ? 0 : 2L * writeBufferBytes)
                 .queueIndexEntriesPerFile(64)
                 .keyIndexSlotsPerFile(16)
                 .keyIndexEntriesPerFile(64)

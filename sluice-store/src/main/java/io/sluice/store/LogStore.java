@@ -1,5 +1,6 @@
 package io.sluice.store;
 
+import io.sluice.store.internal.cache.MemoryBudget;
 import io.sluice.store.internal.flush.FlushService;
 import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.index.QueueIndex;
@@ -8,6 +9,7 @@ import io.sluice.store.internal.io.DurabilityLedger;
 import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.PreparedMessage;
 import io.sluice.store.internal.log.RecordFormat;
+import io.sluice.store.internal.log.SegmentSizes;
 import io.sluice.store.internal.recovery.Recovery;
 import io.sluice.store.internal.recovery.StoreDirectory;
 import io.sluice.store.internal.retention.ConsumerOffsets;
@@ -69,9 +71,28 @@ final class LogStore implements AutoCloseable {
      */
     private volatile Predicate<String> accepts;
 
-    private LogStore(String name, Path root, StoreConfig config, Scheduler scheduler, boolean readOnly,
-                     DurabilityLedger ledger, Recovery.Result recovered, ConsumerOffsets consumers, Runnable changed,
-                     long mappedReadMaxBytes) throws IOException {
+    /**
+     * What the store lends each of its logs.
+     *
+     * @param config the store's configuration
+     * @param directory the store's directory (its index and key geometry)
+     * @param scheduler runs every log's background work
+     * @param cacheBudget the read-cache memory every log's cache takes from
+     * @param mappedReadMaxBytes the store's calibrated read crossover ({@link Calibration#readCrossoverBytes})
+     * @param consumers the store's consumer positions (retention keeps what a group has not read)
+     * @param changed told when a log changed (appended, forced), so a checkpoint gets scheduled
+     * @param readOnly every log opens for reading only
+     */
+    record Shared(StoreConfig config, StoreDirectory directory, Scheduler scheduler, MemoryBudget cacheBudget,
+                  long mappedReadMaxBytes, ConsumerOffsets consumers, Runnable changed, boolean readOnly) {
+    }
+
+    private LogStore(String name, Path root, Shared shared, DurabilityLedger ledger, Recovery.Result recovered)
+            throws IOException {
+        StoreConfig config = shared.config();
+        boolean readOnly = shared.readOnly();
+        Scheduler scheduler = shared.scheduler();
+        Runnable changed = shared.changed();
         this.name = name;
         this.root = root;
         this.config = config;
@@ -81,12 +102,14 @@ final class LogStore implements AutoCloseable {
         this.recovery = recovered.report();
         this.changed = changed;
         this.durablePosition = recovered.endPosition();
-        this.log = new CommitLog(config, root.resolve("log"), recovered.segments(), recovered.endPosition(),
-                mappedReadMaxBytes, scheduler, readOnly);
+        SegmentSizes sizes = name.equals(Store.SHARED_LOG) ? SegmentSizes.fixed(config.segmentSizeBytes())
+                : SegmentSizes.growingTo(config.segmentSizeBytes());
+        this.log = new CommitLog(config, sizes, root.resolve("log"), recovered.segments(), recovered.endPosition(),
+                shared.mappedReadMaxBytes(), scheduler, shared.cacheBudget(), readOnly);
         this.health = new LogHealth(root, this::onReadOnly);
         this.flusher = readOnly ? null : new FlushService(log, config, scheduler, this::onFlushFailure);
         this.retention = readOnly ? null : new RetentionService(config.retention(), config.fileIO(), config.clock(), log,
-                indexes, consumers, appendLock, () -> ledger.markDirectory(root.resolve("log")));
+                indexes, shared.consumers(), appendLock, () -> ledger.markDirectory(root.resolve("log")));
         this.reader = new LogReader(log, indexes, config.flushMode() == FlushMode.SYNC && !readOnly,
                 () -> !closed.get());
         trimBelowLogStart();
@@ -115,23 +138,21 @@ final class LogStore implements AutoCloseable {
      * Opens (recovering it if needed) the log in {@code root}.
      *
      * @param name the log's name in the checkpoint
+     * @param shared what the store lends its logs
      * @param durablePosition its durable position from the checkpoint, or {@link Recovery#UNKNOWN}
      * @param start its start from the checkpoint, or -1
      * @param clean the store was shut down cleanly
-     * @param changed told when the log changed (appended, forced), so a checkpoint gets scheduled
      * @throws StoreCorruptedException if the log is corrupt below its durable position
      * @throws StoreException on I/O errors
      */
-    static LogStore open(String name, Path root, StoreConfig config, Scheduler scheduler, StoreDirectory directory,
-                         long durablePosition, long start, boolean clean, boolean readOnly, ConsumerOffsets consumers,
-                         Runnable changed) {
+    static LogStore open(String name, Path root, Shared shared, long durablePosition, long start, boolean clean) {
+        StoreConfig config = shared.config();
+        StoreDirectory directory = shared.directory();
         DurabilityLedger ledger = new DurabilityLedger(config.fileIO());
         try {
             Recovery.Result recovered = new Recovery(config, new Recovery.Target(root, durablePosition, start, clean,
-                    readOnly, false), directory.indexGeometry(), directory.keyGeometry(), ledger).run();
-            long crossover = Calibration.read(config.fileIO(), directory.root()).readCrossoverBytes();
-            LogStore store = new LogStore(name, root, config, scheduler, readOnly, ledger, recovered, consumers,
-                    changed, crossover);
+                    shared.readOnly(), false), directory.indexGeometry(), directory.keyGeometry(), ledger).run();
+            LogStore store = new LogStore(name, root, shared, ledger, recovered);
             LOG.debug("opened log {} ({}, {}, log ends at {})", root, config.writePath(), config.flushMode(),
                     store.log.writePosition());
             return store;
@@ -408,7 +429,7 @@ final class LogStore implements AutoCloseable {
                 log.writePosition(), log.committedPosition(), log.flushedPosition(), log.minPosition(),
                 log.segments().size(), config.writePath(), config.flushMode(), consumerPositions,
                 retention != null && retention.appendsRefused(), retention == null ? null : retention.lastReport(),
-                log.cacheStats(), log.mappedBytes());
+                log.cacheStats(), log.mappedBytes(), log.pool() == null ? 0 : log.pool().allocatedBytes());
     }
 
     /** @return true if this open found a clean shutdown and skipped recovery */

@@ -2,6 +2,7 @@ package io.sluice.store;
 
 import io.sluice.store.internal.index.IndexGeometry;
 import io.sluice.store.internal.index.KeyGeometry;
+import io.sluice.store.internal.cache.MemoryBudget;
 import io.sluice.store.internal.io.DurabilityLedger;
 import io.sluice.store.internal.log.PreparedMessage;
 import io.sluice.store.internal.recovery.Checkpoint;
@@ -94,6 +95,8 @@ public final class Store implements AutoCloseable {
     /** The store's checkpoint and retention tasks run inside it; close waits for them. */
     private final TaskGate gate = new TaskGate();
     private final SerialTask checkpointTask;
+    /** What every log of the store shares: scheduler, cache memory, calibration, consumer positions. */
+    private final LogStore.Shared lent;
     private final AtomicBoolean checkpointArmed = new AtomicBoolean();
     private volatile Scheduler.Timer retentionTimer;
     /** What the last checkpoint written holds; guarded by {@link #checkpointLock}. */
@@ -112,6 +115,8 @@ public final class Store implements AutoCloseable {
         this.openedFrom = openedFrom;
         this.openedClean = openedClean;
         this.checkpointTask = new SerialTask(scheduler, this::checkpoint);
+        this.lent = new LogStore.Shared(config, directory, scheduler, new MemoryBudget(config.cacheBytes()),
+                Calibration.read(config.fileIO(), root).readCrossoverBytes(), consumers, this::changed, readOnly);
     }
 
     /**
@@ -322,8 +327,7 @@ public final class Store implements AutoCloseable {
         Checkpoint.Log positions = checkpoint == null ? null : checkpoint.log(name);
         long durable = checkpoint == null ? Recovery.UNKNOWN : positions == null ? 0 : positions.durablePosition();
         long start = positions == null ? -1 : positions.start();
-        return LogStore.open(name, logRoot, config, scheduler, directory, durable, start, clean, readOnly, consumers,
-                this::changed);
+        return LogStore.open(name, logRoot, lent, durable, start, clean);
     }
 
     /**
@@ -394,8 +398,7 @@ public final class Store implements AutoCloseable {
                 if (layout == TopicLayout.QUEUE) {
                     logRoot = logRoot.resolve(Integer.toString(queueId));
                 }
-                log = LogStore.open(key, logRoot, config, scheduler, directory, 0, -1, false, false, consumers,
-                        this::changed);
+                log = LogStore.open(key, logRoot, lent, 0, -1, false);
                 own.put(key, log);
             }
             return log;
@@ -439,7 +442,7 @@ public final class Store implements AutoCloseable {
      * Appends one message to a topic queue.
      *
      * @param topic topic name: 1-249 characters of {@code [a-zA-Z0-9._-]}, not "." or ".."
-     * @param queueId queue id, zero or more
+     * @param queueId queue id: zero or more, below {@link StoreConfig#maxQueuesPerTopic}
      * @param message the message
      * @return completes with the message's queue offset and log position once durable per the flush mode
      */
@@ -472,6 +475,10 @@ public final class Store implements AutoCloseable {
     private CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
+        if (queueId >= config.maxQueuesPerTopic()) {
+            throw new IllegalArgumentException("queue id " + queueId + " is not below maxQueuesPerTopic ("
+                    + config.maxQueuesPerTopic() + ")");
+        }
         checkWritable();
         CompletableFuture<AppendResult> result = logFor(topic, queueId, true).append(topic, queueId, messages);
         if (result == null) {

@@ -20,6 +20,8 @@ import java.util.Objects;
  * @param writeBufferBytes WRITE_BUFFER and DIRECT: size of one pooled buffer page; a multiple of 4 KiB
  * @param writeBufferCount WRITE_BUFFER and DIRECT: number of pooled buffer pages
  * @param maxMessageBytes largest encoded message accepted (body, keys, tag and properties)
+ * @param maxQueuesPerTopic appends take queue ids below this, in every layout: a bound on what a topic costs (in
+ *     QUEUE layout each queue is a log with its own files)
  * @param queueIndexEntriesPerFile entries in each queue-index file
  * @param keyIndexSlotsPerFile hash slots in each key-index file (4 bytes each)
  * @param keyIndexEntriesPerFile entries in each key-index file (32 bytes each); a file is created when the
@@ -52,7 +54,7 @@ import java.util.Objects;
 public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode flushMode,
                           SegmentAllocation segmentAllocation, long flushIntervalMillis, long flushDirtyBytes,
                           long commitIntervalMillis, long commitMinBytes, int writeBufferBytes,
-                          int writeBufferCount, int maxMessageBytes, int queueIndexEntriesPerFile,
+                          int writeBufferCount, int maxMessageBytes, int maxQueuesPerTopic, int queueIndexEntriesPerFile,
                           int keyIndexSlotsPerFile, int keyIndexEntriesPerFile, long checkpointIntervalMillis,
                           int maxMappedSegments, long cacheBytes, long cacheHotWindowMillis, WarmUp warmUp, long writebackDistanceBytes, RetentionPolicy retention,
                           boolean truncateOnCorruption, FileIO fileIO,
@@ -90,6 +92,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         requireRange("writeBufferBytes", writeBufferBytes, 4096, 1 << 30);
         requireRange("writeBufferCount", writeBufferCount, 2, 1024);
         requireRange("maxMessageBytes", maxMessageBytes, 1, 1 << 30);
+        requireRange("maxQueuesPerTopic", maxQueuesPerTopic, 1, Integer.MAX_VALUE);
         requireRange("queueIndexEntriesPerFile", queueIndexEntriesPerFile, 64, 64 * 1024 * 1024);
         requireRange("keyIndexSlotsPerFile", keyIndexSlotsPerFile, 16, 1 << 28);
         requireRange("keyIndexEntriesPerFile", keyIndexEntriesPerFile, 16, 1 << 27);
@@ -176,6 +179,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         b.writeBufferBytes = writeBufferBytes;
         b.writeBufferCount = writeBufferCount;
         b.maxMessageBytes = maxMessageBytes;
+        b.maxQueuesPerTopic = maxQueuesPerTopic;
         b.queueIndexEntriesPerFile = queueIndexEntriesPerFile;
         b.keyIndexSlotsPerFile = keyIndexSlotsPerFile;
         b.keyIndexEntriesPerFile = keyIndexEntriesPerFile;
@@ -209,6 +213,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         private int writeBufferBytes = 16 * 1024 * 1024;
         private int writeBufferCount = 4;
         private int maxMessageBytes = 4 * 1024 * 1024;
+        private int maxQueuesPerTopic = 4096;
         private int queueIndexEntriesPerFile = 300_000;
         private int keyIndexSlotsPerFile = 2 * 1024 * 1024;
         private int keyIndexEntriesPerFile = 8 * 1024 * 1024;
@@ -252,6 +257,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         public Builder writeBufferCount(int v) { writeBufferCount = v; return this; }
         /** @param v largest encoded message @return this */
         public Builder maxMessageBytes(int v) { maxMessageBytes = v; return this; }
+        /** @param v appends take queue ids below this @return this */
+        public Builder maxQueuesPerTopic(int v) { maxQueuesPerTopic = v; return this; }
         /** @param v entries per queue-index file @return this */
         public Builder queueIndexEntriesPerFile(int v) { queueIndexEntriesPerFile = v; return this; }
         /** @param v hash slots per key-index file @return this */
@@ -291,7 +298,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         public StoreConfig build() {
             return new StoreConfig(segmentSizeBytes, writePath, flushMode, segmentAllocation, flushIntervalMillis,
                     flushDirtyBytes, commitIntervalMillis, commitMinBytes, writeBufferBytes, writeBufferCount,
-                    maxMessageBytes, queueIndexEntriesPerFile, keyIndexSlotsPerFile, keyIndexEntriesPerFile,
+                    maxMessageBytes, maxQueuesPerTopic, queueIndexEntriesPerFile, keyIndexSlotsPerFile, keyIndexEntriesPerFile,
                     checkpointIntervalMillis, maxMappedSegments, cacheBytes, cacheHotWindowMillis, warmUp, writebackDistanceBytes, retention, truncateOnCorruption, fileIO,
                     clock, writeBufferWaitMillis, overrideStoreSettings, ioThreads, scheduler);
         }

@@ -18,11 +18,13 @@ package io.sluice.store;
  * @param lastRetention the last retention pass's report, or null if none ran since open
  * @param cache the read cache's counters, or null without a cache (MMAP, CHANNEL, or cacheBytes 0)
  * @param mappedBytes bytes of segment files mapped now
+ * @param writeBufferBytes memory held by write-buffer pages (WRITE_BUFFER and DIRECT; 0 elsewhere)
  */
 public record StoreStatus(State state, String reason, long writePosition, long committedPosition,
                           long flushedPosition, long minLogPosition, int segmentCount, WritePath writePath,
                           FlushMode flushMode, int consumerPositions, boolean appendsRefused,
-                          RetentionReport lastRetention, CacheStats cache, long mappedBytes) {
+                          RetentionReport lastRetention, CacheStats cache, long mappedBytes,
+                          long writeBufferBytes) {
 
     /** The store's life cycle. */
     public enum State {

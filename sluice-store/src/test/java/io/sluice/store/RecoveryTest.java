@@ -316,8 +316,9 @@ class RecoveryTest {
     void row9AnIndexMissingAFileIsRebuiltWhole() throws IOException {
         fill(WritePath.MMAP, 3_000);
         simulateCrash();
-        // Lose a middle index file (entries 1024..2047) although the checkpoint says they were durable.
-        Files.delete(dir.resolve("index/t/0").resolve(String.format("%020d", 1024)));
+        // Lose a middle index file (entries 768..1791: files hold 256, 512, then 1,024 entries) although the
+        // checkpoint says they were durable.
+        Files.delete(dir.resolve("index/t/0").resolve(String.format("%020d", 768)));
         try (Store store = Store.open(dir, config(WritePath.MMAP))) {
             assertThat(report(store).mode()).isEqualTo(RecoveryReport.Mode.REBUILD);
             assertFirst(store, 3_000);
@@ -328,7 +329,7 @@ class RecoveryTest {
     void row10AnIndexFileThatLostItsSizeIsRestored() throws IOException {
         fill(WritePath.MMAP, 1_500);
         simulateCrash();
-        Path last = dir.resolve("index/t/0").resolve(String.format("%020d", 1024));
+        Path last = dir.resolve("index/t/0").resolve(String.format("%020d", 768)); // entries 768..1791
         long size = Files.size(last);
         // The size was lost; the entries past the durable position are re-derived from the log.
         setDurable(Store.SHARED_LOG, appended.get(1_000).logPosition());

@@ -74,6 +74,8 @@ public final class ReadCache implements AutoCloseable {
     /** Prefetches run inside it; close waits for them. */
     private final TaskGate prefetching = new TaskGate();
     private int allocatedPages;
+    /** The store-wide memory this cache's pages are taken from. */
+    private final MemoryBudget budget;
     private volatile long minPosition;
     private volatile boolean closed;
 
@@ -94,6 +96,22 @@ public final class ReadCache implements AutoCloseable {
      */
     public ReadCache(long capacityBytes, int pageBytes, long hotWindowMillis, InstantSource clock, Eviction eviction,
                      Executor prefetcher) {
+        this(capacityBytes, pageBytes, hotWindowMillis, clock, eviction, prefetcher, MemoryBudget.unlimited());
+    }
+
+    /**
+     * @param capacityBytes the most memory this cache holds; at least one page
+     * @param pageBytes bytes per page (the write buffer's page size, so memory can be exchanged)
+     * @param hotWindowMillis pages read within this window are hot
+     * @param clock the clock that times accesses
+     * @param eviction the policy
+     * @param prefetcher runs prefetches of the next range (when misses load), or null for none
+     * @param budget memory shared with other caches: a page is allocated only if the budget has room for it (else
+     *     the cache evicts one of its own pages, or goes without)
+     */
+    public ReadCache(long capacityBytes, int pageBytes, long hotWindowMillis, InstantSource clock, Eviction eviction,
+                     Executor prefetcher, MemoryBudget budget) {
+        this.budget = budget;
         if (capacityBytes < pageBytes) {
             throw new IllegalArgumentException("cacheBytes (" + capacityBytes + ") must be at least one page ("
                     + pageBytes + " bytes)");
@@ -268,7 +286,7 @@ public final class ReadCache implements AutoCloseable {
         if (!spare.isEmpty()) {
             return spare.removeLast();
         }
-        if (allocatedPages < capacityPages) {
+        if (allocatedPages < capacityPages && budget.tryTake(pageBytes)) {
             allocatedPages++;
             return arena.allocate(pageBytes, BLOCK);
         }
@@ -341,5 +359,6 @@ public final class ReadCache implements AutoCloseable {
             spare.clear();
         }
         arena.close();
+        budget.give((long) allocatedPages * pageBytes);
     }
 }

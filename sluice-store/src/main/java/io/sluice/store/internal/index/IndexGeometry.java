@@ -19,9 +19,9 @@ public record IndexGeometry(int initialEntries, int maxEntries) {
         }
     }
 
-    /** @return the geometry a store creates with {@code maxEntries}: growing from 1,024 entries (32 KiB) */
+    /** @return the geometry a store creates with {@code maxEntries}: growing from 256 entries (8 KiB) */
     public static IndexGeometry growingTo(int maxEntries) {
-        return new IndexGeometry(Math.min(1024, maxEntries), maxEntries);
+        return new IndexGeometry(Math.min(256, maxEntries), maxEntries);
     }
 
     /** @return entries of file {@code k} */

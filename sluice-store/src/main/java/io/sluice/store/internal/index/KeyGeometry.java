@@ -2,7 +2,7 @@ package io.sluice.store.internal.index;
 
 /**
  * How the key index is cut into files: file {@code k} has {@code min(maxSlots, initialSlots << k)} hash slots and
- * {@code min(maxEntries, initialEntries << k)} entries, so a log that indexes a few keys costs a few hundred
+ * {@code min(maxEntries, initialEntries << k)} entries, so a log that indexes a few keys costs a few dozen
  * KiB, and a busy one settles at full-size files. Fixed at store creation ({@code sluice.meta}); a file's
  * sequence number (its name) tells its geometry.
  *
@@ -21,9 +21,12 @@ public record KeyGeometry(int initialSlots, int maxSlots, int initialEntries, in
         }
     }
 
-    /** @return the geometry a store creates with these maxima: growing from 4,096 slots and 16,384 entries */
+    /**
+     * @return the geometry a store creates with these maxima: growing from 256 slots and 1,024 entries (33 KiB,
+     *     so a queue log with a few keys costs little), full size after a dozen files
+     */
     public static KeyGeometry growingTo(int maxSlots, int maxEntries) {
-        return new KeyGeometry(Math.min(4096, maxSlots), maxSlots, Math.min(16_384, maxEntries), maxEntries);
+        return new KeyGeometry(Math.min(256, maxSlots), maxSlots, Math.min(1024, maxEntries), maxEntries);
     }
 
     /** @return hash slots of file {@code sequence} */

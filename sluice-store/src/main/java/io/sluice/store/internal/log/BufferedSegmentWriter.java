@@ -69,7 +69,7 @@ final class BufferedSegmentWriter implements SegmentWriter {
                 page.sealedAt = page.written;
                 current = null;
             }
-            WriteBufferPool.Page fresh = takePage();
+            WriteBufferPool.Page fresh = takePage((int) Math.min(pool.pageBytes(), segment.size()));
             long start = direct ? position - Math.floorMod(position - segment.base(), BLOCK) : position;
             fresh.lend(segment, start, position);
             if (start < position) {
@@ -88,22 +88,22 @@ final class BufferedSegmentWriter implements SegmentWriter {
     }
 
     /**
-     * A free page: from the pool, else after committing everything appended (committed pages return to the pool
+     * A free page of at least {@code wanted} bytes: from the pool, else after committing everything appended (committed pages return to the pool
      * unless readers pin them), else after waiting up to {@code pageWaitMillis} for readers to let one go.
      *
      * @throws WriteBufferExhaustedException if readers pin every page for longer; nothing was written
      */
-    private WriteBufferPool.Page takePage() throws IOException {
-        WriteBufferPool.Page page = pool.poll();
+    private WriteBufferPool.Page takePage(int wanted) throws IOException {
+        WriteBufferPool.Page page = pool.poll(wanted);
         if (page != null) {
             return page;
         }
         committer.commitAppended();
-        page = pool.poll();
+        page = pool.poll(wanted);
         if (page != null) {
             return page;
         }
-        page = pool.await(pageWaitMillis);
+        page = pool.await(wanted, pageWaitMillis);
         if (page == null) {
             throw new WriteBufferExhaustedException("every write buffer page is pinned by open read results (waited "
                     + pageWaitMillis + " ms); close read results sooner or add pages (writeBufferCount)");

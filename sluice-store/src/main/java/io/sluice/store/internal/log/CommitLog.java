@@ -3,6 +3,7 @@ package io.sluice.store.internal.log;
 import io.sluice.store.SegmentAllocation;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
+import io.sluice.store.internal.cache.MemoryBudget;
 import io.sluice.store.internal.cache.Pin;
 import io.sluice.store.internal.cache.ReadCache;
 import io.sluice.store.io.Scheduler;
@@ -19,7 +20,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The commit log: every topic's records appended to one sequence of fixed-size segment files.
+ * The commit log: records appended to one sequence of segment files, each named by the log position of its
+ * first byte and sized by the log's {@link SegmentSizes}.
  *
  * <h2>Positions</h2>
  * Three positions only grow: {@code writePosition} (after the last appended record), {@code
@@ -36,6 +38,7 @@ public final class CommitLog implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(CommitLog.class);
 
     private final StoreConfig config;
+    private final SegmentSizes sizes;
     private final Path directory;
     private final SegmentWriter writer;
     private final WriteBufferPool pool;
@@ -65,17 +68,20 @@ public final class CommitLog implements AutoCloseable {
 
     /**
      * @param config the store's configuration
+     * @param sizes how large its segments are
      * @param directory the log directory
      * @param segments the existing segments in order (recovery has checked them)
      * @param endPosition the log position after the last valid record
      * @param mappedReadMaxBytes reads larger than this go positionally even where the segment is mapped (the
      *     calibrated crossover; {@link Long#MAX_VALUE} without calibration)
      * @param scheduler runs segment preparation and prefetch
+     * @param cacheBudget the store's read-cache memory, shared by every log's cache
      * @param readOnly a log opened to be read: no write buffer, no cache, nothing written
      */
-    public CommitLog(StoreConfig config, Path directory, List<Segment> segments, long endPosition,
-                     long mappedReadMaxBytes, Scheduler scheduler, boolean readOnly) {
+    public CommitLog(StoreConfig config, SegmentSizes sizes, Path directory, List<Segment> segments, long endPosition,
+                     long mappedReadMaxBytes, Scheduler scheduler, MemoryBudget cacheBudget, boolean readOnly) {
         this.config = config;
+        this.sizes = sizes;
         this.mappedReadMaxBytes = mappedReadMaxBytes;
         this.directory = directory;
         this.segments = segments.toArray(Segment[]::new);
@@ -84,11 +90,12 @@ public final class CommitLog implements AutoCloseable {
         this.flushedPosition = endPosition;
         this.buffered = config.writePath().buffered();
         this.loadsOnMiss = config.writePath() == WritePath.DIRECT;
-        this.cache = buffered && !readOnly && config.cacheBytes() > 0 ? new ReadCache(config.cacheBytes(), config.writeBufferBytes(),
-                config.cacheHotWindowMillis(), config.clock(), ReadCache.Eviction.TAIL_AWARE,
-                loadsOnMiss ? scheduler::execute : null) : null;
+        this.cache = buffered && !readOnly && config.cacheBytes() > 0 ? new ReadCache(config.cacheBytes(),
+                config.writeBufferBytes(), config.cacheHotWindowMillis(), config.clock(), ReadCache.Eviction.TAIL_AWARE,
+                loadsOnMiss ? scheduler::execute : null, cacheBudget) : null;
         this.pool = buffered && !readOnly
-                ? new WriteBufferPool(config.writeBufferBytes(), config.writeBufferCount(), cache) : null;
+                ? new WriteBufferPool(config.writeBufferBytes(), config.writeBufferCount(), cache, !sizes.grows())
+                : null;
         this.writer = readOnly ? new MappedSegmentWriter() : switch (config.writePath()) {
             case MMAP -> new MappedSegmentWriter();
             case CHANNEL -> new ChannelSegmentWriter(64 * 1024);
@@ -117,9 +124,9 @@ public final class CommitLog implements AutoCloseable {
         return path == WritePath.MMAP;
     }
 
-    private Segment createSegment(long base) throws IOException {
+    private Segment createSegment(long base, long size) throws IOException {
         SegmentAllocation allocation = config.segmentAllocation().resolve(config.flushMode(), config.writePath());
-        Segment segment = Segment.create(config.fileIO(), directory, base, config.segmentSizeBytes(), allocation,
+        Segment segment = Segment.create(config.fileIO(), directory, base, size, allocation,
                 mapsWritable(config.writePath()));
         try {
             warmer.preTouch(segment);
@@ -139,12 +146,15 @@ public final class CommitLog implements AutoCloseable {
     public long append(int size, long storeTimestamp, long firstQueueOffset, int queueId, byte[] topic,
                        PreparedMessage[] messages) throws IOException {
         long position = writePosition;
-        if (!nextPrepared && active != null) {
-            preparer.prepare(active.end());
+        // A fixed-size log prepares its next segment at the first append into the active one; a growing log
+        // (one of thousands of queues, perhaps) once the active one is half full, so an idle log holds one file.
+        if (!nextPrepared && active != null
+                && (!sizes.grows() || position - active.base() >= active.size() / 2)) {
+            preparer.prepare(active.end(), sizes.next(active.size(), 0));
             nextPrepared = true;
         }
         if (active == null || position + size > active.end()) {
-            position = roll(position);
+            position = roll(position, size);
         }
         MemorySegment target = writer.reserve(active, position, size);
         RecordFormat.encode(target, position, storeTimestamp, firstQueueOffset, queueId, topic, messages);
@@ -156,11 +166,14 @@ public final class CommitLog implements AutoCloseable {
      * Ends the active segment with a filler and switches to the next, which is obtained first so that a
      * failure (a full disk) leaves the log exactly as it was.
      *
+     * @param size the record that did not fit: the next segment holds it
      * @return the new write position (the next segment's start)
      */
-    private long roll(long position) throws IOException {
+    private long roll(long position, int size) throws IOException {
         long nextBase = active == null ? position : active.end();
-        Segment next = preparer.take(nextBase);
+        Segment[] current = segments;
+        long previous = active != null ? active.size() : current.length == 0 ? 0 : current[current.length - 1].size();
+        Segment next = preparer.take(nextBase, size, sizes.next(previous, size));
         if (active != null) {
             long remaining = active.end() - position;
             if (remaining >= RecordFormat.FILLER_BYTES) {
@@ -179,8 +192,11 @@ public final class CommitLog implements AutoCloseable {
         }
         active = next;
         enforceMappingWindow();
-        preparer.prepare(next.end());
-        nextPrepared = true;
+        // A fixed-size log prepares the segment after it now; a growing log once this one is half full.
+        nextPrepared = !sizes.grows();
+        if (nextPrepared) {
+            preparer.prepare(next.end(), sizes.next(next.size(), 0));
+        }
         LOG.debug("rolled to segment {}", next);
         return next.base();
     }

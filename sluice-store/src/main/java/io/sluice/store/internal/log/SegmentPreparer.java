@@ -24,7 +24,7 @@ final class SegmentPreparer implements AutoCloseable {
     /** Makes a segment. */
     @FunctionalInterface
     interface Factory {
-        Segment create(long base) throws IOException;
+        Segment create(long base, long size) throws IOException;
     }
 
     private static final Logger LOG = LoggerFactory.getLogger(SegmentPreparer.class);
@@ -40,23 +40,32 @@ final class SegmentPreparer implements AutoCloseable {
         this.scheduler = scheduler;
     }
 
-    /** Starts creating the segment at {@code base} unless it is already under way. */
-    void prepare(long base) {
+    /** Starts creating the segment of {@code size} bytes at {@code base} unless it is already under way. */
+    void prepare(long base, long size) {
         if (prepared != null && prepared.base == base) {
             return;
         }
         discardPrepared();
-        prepared = new Preparation(base);
+        prepared = new Preparation(base, size);
         scheduler.execute(prepared);
     }
 
-    /** @return the segment at {@code base}: the prepared one if it succeeded, else a new one made now */
-    Segment take(long base) throws IOException {
+    /**
+     * @param atLeast the least size that will do (a record larger than the prepared segment needs a larger one)
+     * @param size the size of a segment made now
+     * @return the segment at {@code base}: the prepared one if it succeeded and is large enough, else one made now
+     */
+    Segment take(long base, long atLeast, long size) throws IOException {
         Preparation preparation = prepared;
         if (preparation != null && preparation.base == base) {
             prepared = null;
             try {
-                return preparation.await();
+                Segment segment = preparation.await();
+                if (segment.size() >= atLeast) {
+                    return segment;
+                }
+                // Too small for the record that rolls into it: the file is made again at the size needed.
+                segment.close();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
                 preparation.discard();
@@ -65,7 +74,7 @@ final class SegmentPreparer implements AutoCloseable {
                 LOG.debug("background creation of segment {} failed ({}); retrying now", base, e.toString());
             }
         }
-        return factory.create(base);
+        return factory.create(base, size);
     }
 
     private void discardPrepared() {
@@ -83,13 +92,15 @@ final class SegmentPreparer implements AutoCloseable {
     /** One segment being made, by whichever comes first: the scheduler or the roll. */
     private final class Preparation implements Runnable {
         final long base;
+        final long size;
         private final AtomicBoolean claimed = new AtomicBoolean();
         private final AtomicBoolean cleaned = new AtomicBoolean();
         private final CompletableFuture<Segment> result = new CompletableFuture<>();
         private volatile boolean discarded;
 
-        Preparation(long base) {
+        Preparation(long base, long size) {
             this.base = base;
+            this.size = size;
         }
 
         @Override
@@ -98,7 +109,7 @@ final class SegmentPreparer implements AutoCloseable {
                 return;
             }
             try {
-                result.complete(factory.create(base));
+                result.complete(factory.create(base, size));
             } catch (IOException | RuntimeException e) {
                 result.completeExceptionally(e);
             }

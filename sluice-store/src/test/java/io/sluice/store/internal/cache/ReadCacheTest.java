@@ -193,4 +193,26 @@ class ReadCacheTest {
         assertThatThrownBy(() -> new ReadCache(PAGE - 1, PAGE, 10_000, clock, ReadCache.Eviction.TAIL_AWARE, null))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("at least one page");
     }
+
+    /** Caches sharing a budget hold no more than it between them; a closed cache gives its memory back. */
+    @Test
+    void cachesSharingABudgetHoldNoMoreThanIt() throws Exception {
+        MemoryBudget budget = new MemoryBudget(2L * PAGE);
+        ReadCache first = new ReadCache(8L * PAGE, PAGE, 10_000, clock, ReadCache.Eviction.TAIL_AWARE, null, budget);
+        try (ReadCache second = new ReadCache(8L * PAGE, PAGE, 10_000, clock, ReadCache.Eviction.TAIL_AWARE, null,
+                budget)) {
+            assertBytes(first.load(0, 100, 8L * PAGE, FILE), 0);
+            assertBytes(first.load(PAGE, 100, 8L * PAGE, FILE), PAGE);
+            assertThat(budget.available()).isZero();
+
+            assertThat(second.load(0, 100, 8L * PAGE, FILE)).as("nothing left in the budget").isNull();
+            assertThat(second.stats().pages()).isZero();
+
+            first.close();
+            assertThat(budget.available()).isEqualTo(2L * PAGE);
+            assertBytes(second.load(0, 100, 8L * PAGE, FILE), 0);
+            assertThat(budget.available()).isEqualTo(PAGE);
+        }
+        assertThat(budget.available()).isEqualTo(2L * PAGE);
+    }
 }
