@@ -59,6 +59,7 @@ public final class SimFileSystem implements FileIO {
     public static final int PAGE_BYTES = 4096;
     /** Bytes per sector: the unit of tearing. */
     public static final int SECTOR_BYTES = 512;
+    private static final MemorySegment ZEROS = MemorySegment.ofArray(new byte[PAGE_BYTES]);
 
     private final Object lock = new Object();
     private final DirectoryNode root;
@@ -84,6 +85,8 @@ public final class SimFileSystem implements FileIO {
         public long bytesWritten;
         /** Names created, deleted or renamed. */
         public long nameChanges;
+        /** Paths of the files forced, in order (a file forced twice is listed twice). */
+        public List<String> forcedFiles = new ArrayList<>();
 
         Counters copy() {
             Counters copy = new Counters();
@@ -91,6 +94,7 @@ public final class SimFileSystem implements FileIO {
             copy.directorySyncs = directorySyncs;
             copy.bytesWritten = bytesWritten;
             copy.nameChanges = nameChanges;
+            copy.forcedFiles = List.copyOf(forcedFiles);
             return copy;
         }
     }
@@ -735,6 +739,27 @@ public final class SimFileSystem implements FileIO {
             }
         }
 
+        /**
+         * The most a file system may skip: the start of the first page holding a non-zero byte (a real one may
+         * answer earlier, for pages of zeros it wrote), so a store is tested against the answer that lets it
+         * skip the most.
+         */
+        @Override
+        public long nextData(long offset) throws IOException {
+            synchronized (fs.lock) {
+                check(false);
+                for (long page = offset / PAGE_BYTES * PAGE_BYTES; page < node.size; page += PAGE_BYTES) {
+                    long from = Math.max(page, offset);
+                    long to = Math.min(page + PAGE_BYTES, node.size);
+                    MemorySegment bytes = node.data.asSlice(from, to - from);
+                    if (bytes.mismatch(ZEROS.asSlice(0, to - from)) >= 0) {
+                        return from;
+                    }
+                }
+                return -1;
+            }
+        }
+
         @Override
         public int read(ByteBuffer target, long position) throws IOException {
             synchronized (fs.lock) {
@@ -782,6 +807,7 @@ public final class SimFileSystem implements FileIO {
                 node.durable = image;
                 node.durableSize = node.size;
                 fs.counters.forces++;
+                fs.counters.forcedFiles.add(path.toString());
             }
         }
 

@@ -194,6 +194,11 @@ final class FaultyFileIO implements FileIO {
         }
 
         @Override
+        public long nextData(long offset) throws IOException {
+            return delegate.nextData(offset);
+        }
+
+        @Override
         public void truncate(long size) throws IOException {
             delegate.truncate(size);
         }

@@ -165,6 +165,11 @@ final class HookedFileIO implements FileIO {
         }
 
         @Override
+        public long nextData(long offset) throws IOException {
+            return delegate.nextData(offset);
+        }
+
+        @Override
         public int read(ByteBuffer target, long position) throws IOException {
             hook.before(Op.READ, path());
             return delegate.read(target, position);

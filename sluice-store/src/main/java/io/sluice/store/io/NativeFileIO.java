@@ -205,6 +205,11 @@ final class NativeFileIO extends ChannelFileIO {
         }
 
         @Override
+        public long nextData(long offset) throws IOException {
+            return Libc.seekData(fd, offset, path);
+        }
+
+        @Override
         public void zeroRange(long offset, long length) throws IOException {
             long end = Math.min(offset + length, size());
             if (end <= offset) {

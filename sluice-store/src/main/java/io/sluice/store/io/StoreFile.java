@@ -105,6 +105,20 @@ public interface StoreFile extends Closeable {
     void zeroRange(long offset, long length) throws IOException;
 
     /**
+     * Where data may lie at or after {@code offset} ({@code lseek(SEEK_DATA)}): every byte from {@code offset} to
+     * the returned position reads as zeros. Lets recovery skip erasing what is already blank, without reading it.
+     * A file system that cannot tell answers {@code offset} itself.
+     *
+     * @param offset file offset
+     * @return the first position at or after {@code offset} that may hold a non-zero byte, or -1 if none before
+     *     the end of the file
+     * @throws IOException on an I/O error
+     */
+    default long nextData(long offset) throws IOException {
+        return offset < size() ? offset : -1;
+    }
+
+    /**
      * Maps a region of the file.
      *
      * @param mode read-only or read-write

@@ -478,6 +478,8 @@ public final class QueueIndex implements AutoCloseable {
 
     /** One mapped index file: entries [firstEntry, firstEntry + entries). No descriptor stays open. */
     public static final class IndexFile extends RefCounted implements DurabilityLedger.Durable {
+        private static final int PAGE_BYTES = 4096;
+        private static final MemorySegment BLANK_PAGE = MemorySegment.ofArray(new byte[PAGE_BYTES]);
         final Path path;
         final long firstEntry;
         final long entries;
@@ -574,10 +576,30 @@ public final class QueueIndex implements AutoCloseable {
             }
         }
 
-        /** Zeroes the entries from {@code offset} to the file's end, through the file seam. */
+        /**
+         * Zeroes the entries from {@code offset} to the file's end, through the file seam, unless they are blank
+         * already: recovery erases every queue's tail, and most queues (idle ones) have nothing there. Blank is
+         * checked without reading the file: the rest of the first page through the mapping, the pages after it
+         * by asking the file system where data lies. An erase is forced with the recovery; a skipped one writes
+         * nothing and forces nothing.
+         */
         void erase(long offset) throws IOException {
+            long from = byteOf(offset);
+            long to = entries * ENTRY_BYTES;
+            if (from >= to) {
+                return;
+            }
+            long pageEnd = Math.min(to, (from / PAGE_BYTES + 1) * PAGE_BYTES);
+            boolean headBlank = mapping.asSlice(from, pageEnd - from)
+                    .mismatch(BLANK_PAGE.asSlice(0, pageEnd - from)) < 0;
             try (StoreFile opened = io.open(path, FileIO.OpenMode.READ_WRITE)) {
-                opened.zeroRange(byteOf(offset), (end() - offset) * ENTRY_BYTES);
+                if (headBlank) {
+                    long data = pageEnd < to ? opened.nextData(pageEnd) : -1;
+                    if (data < 0 || data >= to) {
+                        return;
+                    }
+                }
+                opened.zeroRange(from, to - from);
             }
             markWritten();
         }

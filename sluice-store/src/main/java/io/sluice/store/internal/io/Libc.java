@@ -62,6 +62,10 @@ public final class Libc {
     public static final int MAP_SHARED = 1;
     /** lseek: from the end. */
     public static final int SEEK_END = 2;
+    /** lseek: to the next data at or after the offset. */
+    public static final int SEEK_DATA = 3;
+    /** No such device or address (lseek: no data past the offset). */
+    public static final int ENXIO = 6;
 
     /** True when the calls could be linked on this platform. */
     public static final boolean AVAILABLE;
@@ -324,6 +328,32 @@ public final class Libc {
                     throw failure("fallocate", what, err);
                 }
             }
+        } catch (StoreIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw unexpected(t);
+        }
+    }
+
+    /**
+     * @return the next data at or after {@code offset} (lseek SEEK_DATA), -1 if there is none before the end,
+     *     or {@code offset} itself where the file system cannot tell
+     */
+    public static long seekData(int fd, long offset, Object what) throws StoreIOException {
+        try (Arena arena = Arena.ofConfined()) {
+            MemorySegment state = arena.allocate(CAPTURE);
+            long at = (long) LSEEK.invokeExact(state, fd, offset, SEEK_DATA);
+            if (at >= 0) {
+                return at;
+            }
+            int err = errno(state);
+            if (err == ENXIO) {
+                return -1;
+            }
+            if (err == EINVAL || err == EOPNOTSUPP) {
+                return offset;
+            }
+            throw failure("lseek(SEEK_DATA)", what, err);
         } catch (StoreIOException e) {
             throw e;
         } catch (Throwable t) {
