@@ -296,10 +296,10 @@ class RetentionTest {
         }
         Path file = segmentFiles().getFirst();
         Segment segment = Segment.open(io, file, Long.parseLong(file.getFileName().toString()), false, false);
-        assertThat(segment.retain()).isTrue();
+        assertThat(segment.tryRetain()).isTrue();
         segment.release();
         segment.retire(() -> { });
-        assertThat(segment.retain()).isFalse();
+        assertThat(segment.tryRetain()).isFalse();
         assertThat(segment.isClosed()).isTrue();
     }
 }

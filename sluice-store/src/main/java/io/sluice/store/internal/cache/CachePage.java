@@ -5,19 +5,17 @@ import java.util.concurrent.atomic.AtomicInteger;
 
 /**
  * One cached, immutable log range [start, end) in off-heap memory. A page object serves one range for its
- * whole life: eviction retires it (no pins left, none allowed again) and only then is its memory reused,
- * under a new page object. So a reader that pins a page knows the memory still holds the page's range.
+ * whole life: readers retain it ({@link RefCounted}); eviction retires it only when no reader holds it, and only
+ * then is its memory reused, under a new page object. So a reader that holds a page knows the memory still holds
+ * the page's range.
  */
-final class CachePage implements Pin {
-
-    private static final int RETIRED = -1;
+final class CachePage extends RefCounted {
 
     final long start;
     /** The log position of the memory's first byte: at or before {@code start}. */
     final long base;
     final long end;
     final MemorySegment memory;
-    private final AtomicInteger pins = new AtomicInteger();
     /** Clock millis of the last read served from the page. */
     volatile long lastAccessMillis;
 
@@ -37,28 +35,9 @@ final class CachePage implements Pin {
         this.lastAccessMillis = nowMillis;
     }
 
-    /** @return true if pinned; false if the page was retired (the caller treats it as a miss) */
-    boolean tryPin() {
-        for (int current = pins.get(); current != RETIRED; current = pins.get()) {
-            if (pins.compareAndSet(current, current + 1)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
+    /** The cache takes the memory back itself when it evicts the page. */
     @Override
-    public void release() {
-        pins.decrementAndGet();
-    }
-
-    /** @return true if no reader holds the page, which is now retired for good */
-    boolean tryRetire() {
-        return pins.compareAndSet(0, RETIRED);
-    }
-
-    boolean pinned() {
-        return pins.get() > 0;
+    protected void free() {
     }
 
     /** @return the bytes of [position, position + length), which must lie inside the page */

@@ -135,7 +135,7 @@ public final class ReadCache implements AutoCloseable {
         Map.Entry<Long, CachePage> entry = pages.floorEntry(position);
         if (entry != null) {
             CachePage page = entry.getValue();
-            if (position + length <= page.end && page.tryPin()) {
+            if (position + length <= page.end && page.tryRetain()) {
                 long now = clock.millis();
                 boolean wasHot = now - page.lastAccessMillis < hotWindowMillis;
                 page.lastAccessMillis = now;
@@ -198,7 +198,7 @@ public final class ReadCache implements AutoCloseable {
      */
     public Hit load(long position, int length, long rangeEnd, Loader loader) throws IOException {
         CachePage page = loadPage(position, position + length, rangeEnd, loader);
-        if (page == null || !page.tryPin()) {
+        if (page == null || !page.tryRetain()) {
             return null;
         }
         return new Hit(page.slice(position, length), page);
@@ -304,7 +304,7 @@ public final class ReadCache implements AutoCloseable {
         long now = clock.millis();
         CachePage chosen = null;
         for (CachePage page : pages.values()) {
-            if (page.pinned()) {
+            if (page.isHeld()) {
                 continue;
             }
             if (eviction == Eviction.LRU) {
@@ -322,7 +322,7 @@ public final class ReadCache implements AutoCloseable {
                 chosen = page;
             }
         }
-        if (chosen != null && !chosen.tryRetire()) {
+        if (chosen != null && !chosen.retireIfUnused()) {
             return null; // pinned since it was looked at; the caller goes without
         }
         return chosen;
@@ -332,7 +332,7 @@ public final class ReadCache implements AutoCloseable {
     public synchronized void dropBelow(long position) {
         minPosition = position;
         for (CachePage page : List.copyOf(pages.headMap(position).values())) {
-            if (page.end <= position && page.tryRetire()) {
+            if (page.end <= position && page.retireIfUnused()) {
                 pages.remove(page.start, page);
                 spare.add(page.memory);
             }

@@ -54,6 +54,26 @@ public abstract class RefCounted implements Pin {
         }
     }
 
+    /**
+     * The owner gives the object up only if no reader holds it, and then it is freed at once (an eviction that
+     * needs the memory now). Owner operations ({@link #retire}, this) must not run concurrently with each other.
+     *
+     * @return true if the object was freed; false if a reader holds it (it stays live, not retired)
+     */
+    public final boolean retireIfUnused() {
+        if (retired.get() || !references.compareAndSet(1, 0)) {
+            return false;
+        }
+        retired.set(true);
+        free();
+        return true;
+    }
+
+    /** @return true while a reader (not only the owner) holds the object */
+    public final boolean isHeld() {
+        return references.get() > (retired.get() ? 0 : 1);
+    }
+
     /** @return true once the owner gave the object up */
     public final boolean isRetired() {
         return retired.get();

@@ -42,7 +42,7 @@ final class Writeback {
         for (Segment segment : log.segments()) {
             long from = Math.max(started, segment.base());
             long to = Math.min(target, segment.end());
-            if (from < to && segment.retain()) {
+            if (from < to && segment.tryRetain()) {
                 try {
                     segment.file().startWriteback(from - segment.base(), to - from);
                 } finally {

@@ -69,9 +69,9 @@ final class BufferedSegmentWriter implements SegmentWriter {
                 page.sealedAt = page.written;
                 current = null;
             }
-            WriteBufferPool.Page fresh = takePage((int) Math.min(pool.pageBytes(), segment.size()));
             long start = direct ? position - Math.floorMod(position - segment.base(), BLOCK) : position;
-            fresh.lend(segment, start, position);
+            WriteBufferPool.Page fresh = takePage((int) Math.min(pool.pageBytes(), segment.size()), segment, start,
+                    position);
             if (start < position) {
                 try {
                     copyBlockHead(fresh, page, segment, start, position);
@@ -88,22 +88,23 @@ final class BufferedSegmentWriter implements SegmentWriter {
     }
 
     /**
-     * A free page of at least {@code wanted} bytes: from the pool, else after committing everything appended (committed pages return to the pool
-     * unless readers pin them), else after waiting up to {@code pageWaitMillis} for readers to let one go.
+     * A page of at least {@code wanted} bytes: from a free block, else after committing everything appended
+     * (committed pages give their blocks back unless readers hold them), else after waiting up to
+     * {@code pageWaitMillis} for readers to let one go.
      *
-     * @throws WriteBufferExhaustedException if readers pin every page for longer; nothing was written
+     * @throws WriteBufferExhaustedException if readers hold every page for longer; nothing was written
      */
-    private WriteBufferPool.Page takePage(int wanted) throws IOException {
-        WriteBufferPool.Page page = pool.poll(wanted);
+    private WriteBufferPool.Page takePage(int wanted, Segment segment, long start, long position) throws IOException {
+        WriteBufferPool.Page page = pool.lend(wanted, segment, start, position);
         if (page != null) {
             return page;
         }
         committer.commitAppended();
-        page = pool.poll(wanted);
+        page = pool.lend(wanted, segment, start, position);
         if (page != null) {
             return page;
         }
-        page = pool.await(wanted, pageWaitMillis);
+        page = pool.awaitLend(wanted, segment, start, position, pageWaitMillis);
         if (page == null) {
             throw new WriteBufferExhaustedException("every write buffer page is pinned by open read results (waited "
                     + pageWaitMillis + " ms); close read results sooner or add pages (writeBufferCount)");
@@ -115,12 +116,18 @@ final class BufferedSegmentWriter implements SegmentWriter {
     private static void copyBlockHead(WriteBufferPool.Page fresh, WriteBufferPool.Page previous, Segment segment,
                                       long start, long position) throws IOException {
         int length = (int) (position - start);
+        // The sealed page may be committed and given back meanwhile (its bytes are then in the file): hold it.
         if (previous != null && previous.segment == segment && previous.start <= start
-                && previous.written == position) {
-            MemorySegment.copy(previous.memory, start - previous.start, fresh.memory, 0, length);
-            return;
+                && previous.written == position && previous.tryRetain()) {
+            try {
+                MemorySegment.copy(previous.memory, start - previous.start, fresh.memory, 0, length);
+                return;
+            } finally {
+                previous.release();
+            }
         }
-        // After a restart: the block's earlier bytes are committed records in the file.
+        // After a restart, or once the page before was given back: the block's earlier bytes are committed
+        // records in the file.
         ByteBuffer head = fresh.memory.asSlice(0, length).asByteBuffer();
         long at = start - segment.base();
         while (head.hasRemaining()) {
@@ -162,8 +169,7 @@ final class BufferedSegmentWriter implements SegmentWriter {
             }
             if (sealedAt >= 0 && page.committed == written) {
                 live.remove(page);
-                page.fullyCommitted = true;
-                page.retire();
+                page.committedAll();
                 continue;
             }
             committedTo = page.committed;
@@ -197,19 +203,13 @@ final class BufferedSegmentWriter implements SegmentWriter {
     @Override
     public WriteBufferPool.Pinned pin(long position, long length) {
         for (WriteBufferPool.Page page : live) {
-            long generation = page.generation;
-            long start = page.start;
-            if (position < start || position + length > page.written) {
+            if (position < page.start || position + length > page.written) {
                 continue;
             }
-            if (!page.tryPin()) {
-                return null;
+            if (!page.tryRetain()) {
+                return null; // committed and given back meanwhile: the bytes are in the file
             }
-            if (page.generation != generation || page.start != start) {
-                page.unpin();
-                return null;
-            }
-            return new WriteBufferPool.Pinned(page.memory.asSlice(position - start, length).asReadOnly(), page);
+            return new WriteBufferPool.Pinned(page.memory.asSlice(position - page.start, length).asReadOnly(), page);
         }
         return null;
     }

@@ -263,7 +263,7 @@ public final class CommitLog implements AutoCloseable {
                 return;
             }
             for (Segment segment : segments) {
-                if (segment.end() > from && segment.base() < upTo && segment.retain()) {
+                if (segment.end() > from && segment.base() < upTo && segment.tryRetain()) {
                     try {
                         segment.file().force();
                     } finally {
@@ -298,7 +298,7 @@ public final class CommitLog implements AutoCloseable {
             }
         }
         Segment segment = segmentFor(position);
-        if (segment == null || !segment.retain()) {
+        if (segment == null || !segment.tryRetain()) {
             if (segment != null || position < minPosition()) {
                 throw new SegmentRetiredException(position);
             }
@@ -377,7 +377,7 @@ public final class CommitLog implements AutoCloseable {
         long end = position + target.byteSize();
         while (at < end) {
             Segment segment = segmentFor(at);
-            if (segment == null || !segment.retain()) {
+            if (segment == null || !segment.tryRetain()) {
                 throw new SegmentRetiredException(at);
             }
             try {
@@ -448,7 +448,7 @@ public final class CommitLog implements AutoCloseable {
             }
         }
         Segment segment = segmentFor(position);
-        if (segment == null || !segment.retain()) {
+        if (segment == null || !segment.tryRetain()) {
             throw new SegmentRetiredException(position);
         }
         try {

@@ -1,6 +1,6 @@
 package io.sluice.store.internal.log;
 
-import io.sluice.store.internal.cache.Pin;
+import io.sluice.store.internal.cache.RefCounted;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -17,11 +17,15 @@ final class ReadBuffers implements AutoCloseable {
     static final int MAX_POOLED = 256;
 
     private final Arena arena = Arena.ofShared();
-    private final ConcurrentLinkedQueue<Buffer> free = new ConcurrentLinkedQueue<>();
+    /** Pooled memory, each block {@link #POOLED_BYTES}. */
+    private final ConcurrentLinkedQueue<MemorySegment> free = new ConcurrentLinkedQueue<>();
     private final AtomicInteger allocated = new AtomicInteger();
 
-    /** A buffer lent to a reader; releasing it returns it to the pool (or frees it). */
-    final class Buffer implements Pin {
+    /**
+     * A buffer lent to one reader, who holds its only reference: releasing it frees it, returning its memory to
+     * the pool (or, for a large one, freeing its arena). A new object per loan, as {@link RefCounted} requires.
+     */
+    final class Buffer extends RefCounted {
         private final MemorySegment memory;
         private final Arena own;
 
@@ -35,21 +39,21 @@ final class ReadBuffers implements AutoCloseable {
         }
 
         @Override
-        public void release() {
+        protected void free() {
             if (own != null) {
                 own.close();
             } else {
-                free.add(this);
+                ReadBuffers.this.free.add(memory);
             }
         }
     }
 
-    /** @return a buffer of at least {@code length} bytes */
+    /** @return a buffer of at least {@code length} bytes; release it once */
     Buffer take(int length) {
         if (length <= POOLED_BYTES) {
-            Buffer buffer = free.poll();
-            if (buffer != null) {
-                return buffer;
+            MemorySegment memory = free.poll();
+            if (memory != null) {
+                return new Buffer(memory, null);
             }
             if (allocated.incrementAndGet() <= MAX_POOLED) {
                 return new Buffer(arena.allocate(POOLED_BYTES, 4096), null);

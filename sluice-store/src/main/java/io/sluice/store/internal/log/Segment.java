@@ -1,6 +1,7 @@
 package io.sluice.store.internal.log;
 
 import io.sluice.store.internal.cache.Pin;
+import io.sluice.store.internal.cache.RefCounted;
 import io.sluice.store.SegmentAllocation;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
@@ -10,8 +11,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.util.concurrent.atomic.AtomicBoolean;
-import java.util.concurrent.atomic.AtomicInteger;
-import java.util.concurrent.atomic.AtomicLong;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -22,15 +21,17 @@ import org.slf4j.LoggerFactory;
  * page cache keeps coherent). Closing the segment unmaps it at once by closing its arena.
  *
  * <h2>Life cycle</h2>
- * The log holds one reference; every reader view holds another ({@link #retain()}, released through the
- * {@link Pin}). Retention {@linkplain #retire(Runnable) retires} a segment: the log drops its reference, and the
- * last release unmaps the segment, closes and deletes the file. So a reader never touches an unmapped
- * segment, and a retired segment's blocks are freed as soon as its last reader lets go. {@link #close()}
- * (store shutdown) unmaps at once; readers must not use views after the store is closed.
+ * Two {@link RefCounted} lifetimes. The segment's own (the file): the log holds one reference, every reader
+ * another ({@link #tryRetain()}); retention {@linkplain #retire(Runnable) retires} it, and the last release
+ * unmaps it, closes and deletes the file. The mapping's: a reader that reads through the mapping also holds it
+ * ({@link #pinMapping()}); leaving the mapping window {@linkplain #unmap() retires} the mapping, which is unmapped
+ * when its last reader lets go, while the file stays open for positional reads. So a reader never touches an
+ * unmapped segment, and a retired segment's blocks are freed as soon as its last reader lets go.
+ * {@link #close()} (store shutdown) unmaps at once; readers must not use views after the store is closed.
  *
  * <p>Thread-safe for one writer and many readers.
  */
-public final class Segment implements AutoCloseable, Pin {
+public final class Segment extends RefCounted implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(Segment.class);
 
@@ -38,31 +39,40 @@ public final class Segment implements AutoCloseable, Pin {
     private final long base;
     private final long size;
     private final StoreFile file;
-    private final Arena arena;
-    private final MemorySegment mapping;
-    /** The log's reference plus one per reader view; at zero the segment is released for good. */
-    private final AtomicInteger references = new AtomicInteger(1);
+    private final Mapping mapping;
     private final AtomicBoolean closed = new AtomicBoolean();
-    private volatile boolean deleteOnRelease;
     private volatile Runnable onDeleted;
-    /** Readers holding views of the mapping, plus {@link #UNMAPPING} once the mapping is to go. */
-    private final AtomicLong mappingPins = new AtomicLong();
-    private final AtomicBoolean unmapped = new AtomicBoolean();
     /** Releases a mapped view: the mapping hold, then the segment reference. One per segment, no allocation. */
     private final Pin mappedViewPin = () -> {
         unpinMapping();
         release();
     };
 
-    private static final long UNMAPPING = 1L << 62;
+    /** The whole file mapped; freed (unmapped) once retired and let go by every reader. */
+    private static final class Mapping extends RefCounted {
+        private final Arena arena;
+        private final MemorySegment memory;
+        private final AtomicBoolean unmapped = new AtomicBoolean();
+
+        Mapping(Arena arena, MemorySegment memory) {
+            this.arena = arena;
+            this.memory = memory;
+        }
+
+        @Override
+        protected void free() {
+            if (unmapped.compareAndSet(false, true)) {
+                arena.close();
+            }
+        }
+    }
 
     private Segment(FileIO io, long base, long size, StoreFile file, Arena arena, MemorySegment mapping) {
         this.io = io;
         this.base = base;
         this.size = size;
         this.file = file;
-        this.arena = arena;
-        this.mapping = mapping;
+        this.mapping = new Mapping(arena, mapping);
     }
 
     /** @return the file name for a segment starting at {@code base} */
@@ -151,82 +161,60 @@ public final class Segment implements AutoCloseable, Pin {
      *     active segment, warm-up of a new segment
      */
     public MemorySegment mapping() {
-        return mapping;
+        return mapping.memory;
     }
 
     /** @return the mapped bytes of the log range [position, position + length) */
     public MemorySegment slice(long position, long length) {
-        return mapping.asSlice(position - base, length);
+        return mapping.memory.asSlice(position - base, length);
     }
 
-    /**
-     * Takes a reader's reference.
-     *
-     * @return false if the segment was retired and released already (the caller must not read it)
-     */
-    public boolean retain() {
-        for (int current = references.get(); current > 0; current = references.get()) {
-            if (references.compareAndSet(current, current + 1)) {
-                return true;
-            }
-        }
-        return false;
-    }
-
-    /** Drops a reader's reference; the last one of a retired segment unmaps and deletes it. */
+    /** The last reference of a retired segment is gone: unmap, close and delete the file. */
     @Override
-    public void release() {
-        if (references.decrementAndGet() == 0 && deleteOnRelease) {
-            try {
-                close();
-                io.delete(file.path());
-                Runnable deleted = onDeleted;
-                if (deleted != null) {
-                    deleted.run();
-                }
-            } catch (IOException e) {
-                LOG.warn("deleting retired segment {} failed: {}", file.path(), e.toString());
+    protected void free() {
+        try {
+            close();
+            io.delete(file.path());
+            Runnable deleted = onDeleted;
+            if (deleted != null) {
+                deleted.run();
             }
+        } catch (IOException e) {
+            LOG.warn("deleting retired segment {} failed: {}", file.path(), e.toString());
         }
     }
 
     /**
      * Retention: drops the log's reference. The file is unmapped and deleted now if no reader holds the
      * segment, else when the last one lets go.
+     *
+     * @param whenDeleted told once the file is deleted
      */
     public void retire(Runnable whenDeleted) {
         onDeleted = whenDeleted;
-        deleteOnRelease = true;
-        release();
+        retire();
     }
 
-    /** @return true once the segment is unmapped */
+    /** @return true once the segment is unmapped and its file closed */
     public boolean isClosed() {
         return closed.get();
     }
 
     /**
-     * Takes a reader's hold on the mapping (the caller already holds a reference, see {@link #retain()}).
+     * Takes a reader's hold on the mapping (the caller already holds a reference, see {@link #tryRetain()}).
      *
      * @return the mapping, or null if it was unmapped (read the file positionally instead)
      */
     public MemorySegment pinMapping() {
-        for (long state = mappingPins.get(); (state & UNMAPPING) == 0; state = mappingPins.get()) {
-            if (mappingPins.compareAndSet(state, state + 1)) {
-                return mapping;
-            }
-        }
-        return null;
+        return mapping.tryRetain() ? mapping.memory : null;
     }
 
     /** Drops a hold from {@link #pinMapping()}; the last one after {@link #unmap()} unmaps. */
     public void unpinMapping() {
-        if (mappingPins.decrementAndGet() == UNMAPPING) {
-            closeMapping();
-        }
+        mapping.release();
     }
 
-    /** @return the pin that releases a view taken with {@link #retain()} and {@link #pinMapping()} */
+    /** @return the pin that releases a view taken with {@link #tryRetain()} and {@link #pinMapping()} */
     public Pin mappedViewPin() {
         return mappedViewPin;
     }
@@ -236,21 +224,12 @@ public final class Segment implements AutoCloseable, Pin {
      * positionally. The file stays open. Idempotent.
      */
     public void unmap() {
-        long before = mappingPins.getAndUpdate(state -> state | UNMAPPING);
-        if (before == 0) {
-            closeMapping();
-        }
+        mapping.retire();
     }
 
     /** @return true until {@link #unmap()} was asked for */
     public boolean mapped() {
-        return (mappingPins.get() & UNMAPPING) == 0;
-    }
-
-    private void closeMapping() {
-        if (unmapped.compareAndSet(false, true)) {
-            arena.close();
-        }
+        return !mapping.isRetired();
     }
 
     /** Unmaps and closes the file now. Idempotent. */
@@ -260,7 +239,7 @@ public final class Segment implements AutoCloseable, Pin {
             return;
         }
         try {
-            closeMapping();
+            mapping.free();
         } finally {
             file.close();
         }

@@ -2,6 +2,7 @@ package io.sluice.store.internal.log;
 
 import io.sluice.store.internal.cache.Pin;
 import io.sluice.store.internal.cache.ReadCache;
+import io.sluice.store.internal.cache.RefCounted;
 import java.io.IOException;
 import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
@@ -9,33 +10,31 @@ import java.util.List;
 import java.util.concurrent.ArrayBlockingQueue;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.atomic.AtomicInteger;
 
 /**
- * A bounded pool of off-heap pages for the WRITE_BUFFER and DIRECT paths (RocketMQ's transient store pool, JMQ4's
- * write buffer). The shared log's pool is allocated and touched once, up front, so appends never take a page
- * fault. A log of its own (one of perhaps thousands of queues) allocates a page only when it needs one, no larger
- * than its active segment: a new queue's log, with a 64 KiB segment, holds one 64 KiB page; pages grow with
- * the segments up to {@code pageBytes}.
+ * A bounded pool of off-heap memory blocks for the WRITE_BUFFER and DIRECT paths (RocketMQ's transient store
+ * pool, JMQ4's write buffer). The shared log's pool is allocated and touched once, up front, so appends never
+ * take a page fault. A log of its own (one of perhaps thousands of queues) allocates a block only when it needs
+ * one, no larger than its active segment: a new queue's log, with a 64 KiB segment, holds one 64 KiB block;
+ * blocks grow with the segments up to {@code pageBytes}.
  *
- * <p>A page is lent to the writer, covers a contiguous log range inside one segment, and goes back to the
- * pool once its bytes are committed to the file and no reader pins it. Readers pin a page with
- * {@link Page#tryPin}; the pin fails on a page that has been retired, and the page's generation tells a
- * reader that the page it found was reused for another range in the meantime.
+ * <p>A block is lent to the writer as a {@link Page}, which covers a contiguous log range inside one segment.
+ * A page is {@link RefCounted}: readers retain it while they read its bytes; the writer retires it once every
+ * byte is committed to the file, and the last release hands the block back (the read cache may adopt its
+ * bytes first, exchanging memory). A page object is never lent twice: a reader that retains a page it found
+ * knows the memory holds that page's range.
  *
  * <p>Thread-safe.
  */
 public final class WriteBufferPool implements AutoCloseable {
 
-    private static final int RETIRED = -1;
-
-    /** Full-size pages' memory; a smaller page has an arena of its own, freed when the page grows. */
+    /** Full-size blocks' memory; a smaller block has an arena of its own, freed when the block grows. */
     private final Arena arena = Arena.ofShared();
-    private final ArrayBlockingQueue<Page> free;
+    private final ArrayBlockingQueue<Block> free;
     private final int pageBytes;
     private final int pageCount;
-    /** Every page allocated so far (lazy pools allocate up to {@code pageCount}). */
-    private final List<Page> pages = new CopyOnWriteArrayList<>();
+    /** Every block allocated so far (lazy pools allocate up to {@code pageCount}). */
+    private final List<Block> blocks = new CopyOnWriteArrayList<>();
     /** Adopts fully committed pages (exchanging their memory), or null without a read cache. */
     private final ReadCache cache;
 
@@ -43,7 +42,7 @@ public final class WriteBufferPool implements AutoCloseable {
      * @param pageBytes bytes per (full-size) page
      * @param pageCount pages at most
      * @param cache the read cache that adopts committed pages, or null
-     * @param eager allocate every page now, full size; else each when first needed
+     * @param eager allocate every block now, full size; else each when first needed
      */
     public WriteBufferPool(int pageBytes, int pageCount, ReadCache cache, boolean eager) {
         this.pageBytes = pageBytes;
@@ -57,29 +56,41 @@ public final class WriteBufferPool implements AutoCloseable {
         }
     }
 
-    private Page allocate(int bytes) {
+    /** Pool memory: exchanged with the read cache's when the cache adopts a page's bytes (while free). */
+    private static final class Block {
+        volatile MemorySegment memory;
+        /** The arena of a block smaller than full size (never adopted by the cache), else null. */
+        Arena own;
+
+        Block(MemorySegment memory, Arena own) {
+            this.memory = memory;
+            this.own = own;
+        }
+    }
+
+    private Block allocate(int bytes) {
         Arena own = bytes == pageBytes ? null : Arena.ofShared();
         MemorySegment memory = (own != null ? own : arena).allocate(bytes, 4096);
         memory.fill((byte) 0);
-        Page page = new Page(memory, own);
-        pages.add(page);
-        return page;
+        Block block = new Block(memory, own);
+        blocks.add(block);
+        return block;
     }
 
-    /** @return {@code page}, grown to {@code wanted} bytes if smaller (its old memory freed) */
-    private Page fit(Page page, int wanted) {
-        if (page == null || page.capacity() >= wanted) {
-            return page;
+    /** @return {@code block}, grown to {@code wanted} bytes if smaller (its old memory freed) */
+    private Block fit(Block block, int wanted) {
+        if (block == null || block.memory.byteSize() >= wanted) {
+            return block;
         }
         // Smaller than full size, so never adopted by the cache: its memory is its own arena's.
-        Arena old = page.own;
+        Arena old = block.own;
         Arena own = wanted == pageBytes ? null : Arena.ofShared();
         MemorySegment memory = (own != null ? own : arena).allocate(wanted, 4096);
         memory.fill((byte) 0);
-        page.memory = memory;
-        page.own = own;
+        block.memory = memory;
+        block.own = own;
         old.close();
-        return page;
+        return block;
     }
 
     /** @return bytes per page */
@@ -87,150 +98,122 @@ public final class WriteBufferPool implements AutoCloseable {
         return pageBytes;
     }
 
-    /** @return memory held by the pages allocated so far */
+    /** @return memory held by the blocks allocated so far */
     public long allocatedBytes() {
         long total = 0;
-        for (Page page : pages) {
-            total += page.memory.byteSize();
+        for (Block block : blocks) {
+            total += block.memory.byteSize();
         }
         return total;
     }
 
-    /** @return pages currently free */
+    /** @return blocks currently free */
     public int freePages() {
         return free.size();
     }
 
     /**
+     * Lends a free block as a page covering the log from {@code start}, whose records go in from {@code position}
+     * (later than {@code start} only on the DIRECT path, whose pages begin on a block boundary).
+     *
      * @param wanted the page size wanted (at most {@code pageBytes}): a log's active segment may be smaller
-     * @return a free page of at least {@code wanted} bytes, or null if none is free and no more may be allocated
+     * @return the page, of at least {@code wanted} bytes, or null if no block is free and no more may be
+     *     allocated
      */
-    Page poll(int wanted) {
-        Page page = free.poll();
-        if (page == null) {
-            synchronized (pages) {
-                if (pages.size() < pageCount) {
-                    return allocate(wanted);
+    Page lend(int wanted, Segment segment, long start, long position) {
+        Block block = free.poll();
+        if (block == null) {
+            synchronized (blocks) {
+                if (blocks.size() < pageCount) {
+                    block = allocate(wanted);
                 }
             }
-            return null;
+            if (block == null) {
+                return null;
+            }
         }
-        return fit(page, wanted);
+        return new Page(fit(block, wanted), segment, start, position);
     }
 
     /**
-     * Waits up to {@code timeoutMillis} for a page to come free (a reader releasing its pin).
+     * As {@link #lend}, waiting up to {@code timeoutMillis} for a block to come free (a reader releasing a page).
      *
-     * @return the page, or null if none came free in time
+     * @return the page, or null if no block came free in time
      * @throws IOException if interrupted
      */
-    Page await(int wanted, long timeoutMillis) throws IOException {
-        if (timeoutMillis <= 0) {
-            return fit(free.poll(), wanted);
-        }
+    Page awaitLend(int wanted, Segment segment, long start, long position, long timeoutMillis) throws IOException {
+        Block block;
         try {
-            return fit(free.poll(timeoutMillis, TimeUnit.MILLISECONDS), wanted);
+            block = timeoutMillis <= 0 ? free.poll() : free.poll(timeoutMillis, TimeUnit.MILLISECONDS);
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
             throw new IOException("interrupted while waiting for a write buffer page", e);
         }
+        return block == null ? null : new Page(fit(block, wanted), segment, start, position);
     }
 
     @Override
     public void close() {
         arena.close();
-        for (Page page : pages) {
-            if (page.own != null) {
-                page.own.close();
+        for (Block block : blocks) {
+            if (block.own != null) {
+                block.own.close();
             }
         }
     }
 
-    /** One page of the pool. */
-    final class Page {
-        /** Exchanged with the read cache's memory when the cache adopts the page's bytes (while retired). */
-        volatile MemorySegment memory;
-        /** The arena of a page smaller than full size (never adopted by the cache), else null. */
-        Arena own;
-        /** Set by the flusher when every byte of the page is committed: the cache may adopt it. */
-        volatile boolean fullyCommitted;
-        /** Bumped each time the page is lent out, so readers can tell reuse apart. */
-        volatile long generation;
-        volatile long start;
+    /**
+     * One loan of a block: the log range from {@code start} in one segment. The writer fills it and seals it; the
+     * committer writes its bytes to the file and retires it; readers retain it while they read it.
+     */
+    final class Page extends RefCounted {
+        private final Block block;
+        final MemorySegment memory;
+        final Segment segment;
+        final long start;
         /** Log position of the page's first record (after {@code start} on DIRECT, when the page repeats a head). */
-        volatile long firstRecord;
+        final long firstRecord;
         /** Log position after the last byte written into the page. */
         volatile long written;
         /** Log position where the page's range ends once sealed (its written end, or its segment's end). */
         volatile long sealedAt = -1;
-        /** Flusher-owned: log position up to which the page's bytes are in the file. */
+        /** Committer-owned: log position up to which the page's bytes are in the file. */
         long committed;
-        Segment segment;
-        private final AtomicInteger pins = new AtomicInteger(RETIRED);
-        private volatile boolean retiring;
+        /** Set by the committer when every byte of the page is in the file: the cache may adopt it. */
+        private volatile boolean fullyCommitted;
 
-        private Page(MemorySegment memory, Arena own) {
-            this.memory = memory;
-            this.own = own;
-        }
-
-        /**
-         * Lends the page out: its memory maps the log from {@code start}; records go in from {@code position}
-         * (later than {@code start} only on the DIRECT path, whose pages begin on a block boundary).
-         */
-        void lend(Segment target, long start, long position) {
-            firstRecord = position;
-            segment = target;
+        private Page(Block block, Segment segment, long start, long position) {
+            this.block = block;
+            this.memory = block.memory;
+            this.segment = segment;
             this.start = start;
-            written = position;
-            committed = position;
-            sealedAt = -1;
-            retiring = false;
-            fullyCommitted = false;
-            generation = generation + 1;
-            pins.set(0);
+            this.firstRecord = position;
+            this.written = position;
+            this.committed = position;
         }
 
         int capacity() {
             return (int) memory.byteSize();
         }
 
-        boolean tryPin() {
-            int current;
-            do {
-                current = pins.get();
-                if (current == RETIRED) {
-                    return false;
-                }
-            } while (!pins.compareAndSet(current, current + 1));
-            return true;
+        /** Committer: every byte is in the file; the block goes back once no reader holds the page. */
+        void committedAll() {
+            fullyCommitted = true;
+            retire();
         }
 
-        void unpin() {
-            if (pins.decrementAndGet() == 0 && retiring) {
-                tryReturn();
+        /** The last reference is gone: the cache may adopt the bytes; the block goes back to the pool. */
+        @Override
+        protected void free() {
+            if (cache != null && fullyCommitted) {
+                block.memory = cache.adopt(start, firstRecord, written, memory);
             }
-        }
-
-        /** The page's bytes are all committed: return it to the pool once no reader pins it. */
-        void retire() {
-            retiring = true;
-            tryReturn();
-        }
-
-        private void tryReturn() {
-            if (pins.compareAndSet(0, RETIRED)) {
-                segment = null;
-                if (cache != null && fullyCommitted) {
-                    memory = cache.adopt(start, firstRecord, written, memory);
-                }
-                free.add(this);
-            }
+            WriteBufferPool.this.free.add(block);
         }
     }
 
     /**
-     * A pinned view of buffered bytes; closing it releases the pin.
+     * A view of buffered bytes, holding their page; releasing it releases the page.
      *
      * @param bytes the bytes
      * @param page the page they live in
@@ -238,7 +221,7 @@ public final class WriteBufferPool implements AutoCloseable {
     public record Pinned(MemorySegment bytes, Page page) implements Pin {
         @Override
         public void release() {
-            page.unpin();
+            page.release();
         }
     }
 }
