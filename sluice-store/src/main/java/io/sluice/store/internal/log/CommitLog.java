@@ -1,16 +1,14 @@
 package io.sluice.store.internal.log;
 
+import io.sluice.store.CacheStats;
 import io.sluice.store.SegmentAllocation;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
 import io.sluice.store.internal.cache.MemoryBudget;
-import io.sluice.store.internal.cache.Pin;
 import io.sluice.store.internal.cache.ReadCache;
 import io.sluice.store.io.Scheduler;
 import java.io.IOException;
-import java.io.UncheckedIOException;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.nio.channels.WritableByteChannel;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -31,7 +29,8 @@ import org.slf4j.LoggerFactory;
  *
  * <h2>Threads</h2>
  * {@link #append} and {@link #roll} run under the store's append lock (one writer); {@link #commit} and
- * {@link #flush} run on the flusher thread; {@link #read} is for anyone.
+ * {@link #flush} run on the flusher thread; {@link #read} and {@link #transfer} (the read paths, in
+ * {@link LogViews}) are for anyone.
  */
 public final class CommitLog implements AutoCloseable {
 
@@ -45,12 +44,9 @@ public final class CommitLog implements AutoCloseable {
     private final SegmentPreparer preparer;
     private final SegmentWarmer warmer;
     private final boolean buffered;
-    private final long mappedReadMaxBytes;
-    private final ReadBuffers readBuffers = new ReadBuffers();
-    /** DIRECT only: data is not in the page cache, so a cache miss loads the page from the file. */
-    private final boolean loadsOnMiss;
     /** The tail-aware read cache (WRITE_BUFFER and DIRECT, when configured), or null. */
     private final ReadCache cache;
+    private final LogViews views;
     /** Replaced, never changed in place; swaps happen under {@link #segmentsLock} (roll and retention). */
     private volatile Segment[] segments;
     private final Object segmentsLock = new Object();
@@ -82,14 +78,13 @@ public final class CommitLog implements AutoCloseable {
                      long mappedReadMaxBytes, Scheduler scheduler, MemoryBudget cacheBudget, boolean readOnly) {
         this.config = config;
         this.sizes = sizes;
-        this.mappedReadMaxBytes = mappedReadMaxBytes;
         this.directory = directory;
         this.segments = segments.toArray(Segment[]::new);
         this.writePosition = endPosition;
         this.committedPosition = endPosition;
         this.flushedPosition = endPosition;
         this.buffered = config.writePath().buffered();
-        this.loadsOnMiss = config.writePath() == WritePath.DIRECT;
+        boolean loadsOnMiss = config.writePath() == WritePath.DIRECT;
         this.cache = buffered && !readOnly && config.cacheBytes() > 0 ? new ReadCache(config.cacheBytes(),
                 config.writeBufferBytes(), config.cacheHotWindowMillis(), config.clock(), ReadCache.Eviction.TAIL_AWARE,
                 loadsOnMiss ? scheduler::execute : null, cacheBudget) : null;
@@ -104,6 +99,7 @@ public final class CommitLog implements AutoCloseable {
             case DIRECT -> new BufferedSegmentWriter(pool, () -> commit(writePosition), config.writeBufferWaitMillis(),
                     true);
         };
+        this.views = new LogViews(this, writer, cache, buffered, loadsOnMiss, mappedReadMaxBytes);
         this.warmer = new SegmentWarmer(config.warmUp(), mapsWritable(config.writePath()));
         this.preparer = new SegmentPreparer(this::createSegment, config.fileIO(), scheduler);
         for (Segment segment : this.segments) {
@@ -276,65 +272,28 @@ public final class CommitLog implements AutoCloseable {
     }
 
     /**
-     * A view of the bytes [position, position + length): pinned write-buffer memory if they are only in a
-     * buffer, else the segment's mapping. The caller must stay below the position it is allowed to read.
+     * A view of the bytes [position, position + length) ({@link LogViews#read}). The caller must stay below the
+     * position it is allowed to read.
      *
      * @return the view; close it when done
      */
     public RecordView read(long position, int length) {
-        if (buffered) {
-            WriteBufferPool.Pinned pinned = writer.pin(position, length);
-            if (pinned != null) {
-                if (cache != null) {
-                    cache.countWriteBufferHit();
-                }
-                return new RecordView(pinned.bytes(), pinned);
-            }
-        }
-        if (cache != null) {
-            RecordView cached = readCached(position, length);
-            if (cached != null) {
-                return cached;
-            }
-        }
-        Segment segment = segmentFor(position);
-        if (segment == null || !segment.tryRetain()) {
-            if (segment != null || position < minPosition()) {
-                throw new SegmentRetiredException(position);
-            }
-            throw new IllegalArgumentException("log position " + position + " is not stored");
-        }
-        MemorySegment mapping = length <= mappedReadMaxBytes ? segment.pinMapping() : null;
-        if (mapping != null) {
-            return new RecordView(mapping.asSlice(position - segment.base(), length).asReadOnly(),
-                    segment.mappedViewPin());
-        }
-        try {
-            return readPositional(segment, position, length);
-        } finally {
-            segment.release();
-        }
+        return views.read(position, length);
     }
 
-    /** Reads [position, position + length) of a held segment's file into a lent direct buffer. */
-    private RecordView readPositional(Segment segment, long position, int length) {
-        ReadBuffers.Buffer buffer = readBuffers.take(length);
-        try {
-            MemorySegment bytes = buffer.memory().asSlice(0, length);
-            ByteBuffer target = bytes.asByteBuffer();
-            while (target.hasRemaining()) {
-                if (segment.file().read(target, position - segment.base() + target.position()) < 0) {
-                    throw new IOException("segment " + segment + " ends before log position " + (position + length));
-                }
-            }
-            return new RecordView(bytes.asReadOnly(), buffer);
-        } catch (IOException e) {
-            buffer.release();
-            throw new UncheckedIOException("reading log position " + position + " failed: " + e.getMessage(), e);
-        } catch (RuntimeException e) {
-            buffer.release();
-            throw e;
-        }
+    /**
+     * Sends the log bytes [position, position + length) to {@code target} ({@link LogViews#transfer}).
+     *
+     * @throws SegmentRetiredException if retention deleted the segment
+     * @throws IOException if writing to {@code target} or reading the file failed
+     */
+    public void transfer(long position, long length, WritableByteChannel target) throws IOException {
+        views.transfer(position, length, target);
+    }
+
+    /** @return the read cache's counters, or null without a cache */
+    public CacheStats cacheStats() {
+        return views.cacheStats();
     }
 
     /**
@@ -350,51 +309,6 @@ public final class CommitLog implements AutoCloseable {
         }
     }
 
-    /** The read cache's answer: a hit, or on DIRECT a page loaded now; null to read through the mapping. */
-    private RecordView readCached(long position, int length) {
-        long committed = committedPosition;
-        ReadCache.Hit hit = cache.read(position, length, loadsOnMiss ? this::loadFromFile : null, committed);
-        if (hit == null) {
-            cache.countMiss();
-            if (loadsOnMiss && position + length <= committed) {
-                Segment segment = segmentFor(position);
-                if (segment != null) {
-                    try {
-                        hit = cache.load(position, length, Math.min(segment.end(), committed), this::loadFromFile);
-                    } catch (IOException e) {
-                        LOG.warn("loading log position {} into the read cache failed ({}); reading it through the"
-                                + " mapping", position, e.toString());
-                    }
-                }
-            }
-        }
-        return hit == null ? null : new RecordView(hit.bytes().asReadOnly(), hit.pin());
-    }
-
-    /** Reads log bytes from the segment files (a range may cross segments) into {@code target}. */
-    private void loadFromFile(long position, MemorySegment target) throws IOException {
-        long at = position;
-        long end = position + target.byteSize();
-        while (at < end) {
-            Segment segment = segmentFor(at);
-            if (segment == null || !segment.tryRetain()) {
-                throw new SegmentRetiredException(at);
-            }
-            try {
-                long n = Math.min(end, segment.end()) - at;
-                ByteBuffer buffer = target.asSlice(at - position, n).asByteBuffer();
-                while (buffer.hasRemaining()) {
-                    if (segment.file().read(buffer, at - segment.base() + buffer.position()) < 0) {
-                        throw new IOException("segment " + segment + " ends before log position " + end);
-                    }
-                }
-                at += n;
-            } finally {
-                segment.release();
-            }
-        }
-    }
-
     /** @return bytes of segment files mapped now (each mapped segment is mapped whole) */
     public long mappedBytes() {
         long total = 0;
@@ -404,58 +318,6 @@ public final class CommitLog implements AutoCloseable {
             }
         }
         return total;
-    }
-
-    /** @return the read cache's counters, or null without a cache */
-    public io.sluice.store.CacheStats cacheStats() {
-        return cache == null ? null : cache.stats();
-    }
-
-    /**
-     * Sends the log bytes [position, position + length) to {@code target}: bytes in a write-buffer page or a
-     * read-cache page are written from that page (direct memory, no copy); bytes in the file go by {@code sendfile}
-     * ({@link io.sluice.store.io.StoreFile#transferTo}). The range must lie in one segment and, if any of it
-     * is only buffered, in one record.
-     *
-     * @throws SegmentRetiredException if retention deleted the segment
-     * @throws IOException if writing to {@code target} or reading the file failed
-     */
-    public void transfer(long position, long length, WritableByteChannel target) throws IOException {
-        if (buffered && length <= Integer.MAX_VALUE) {
-            Pin pin = null;
-            MemorySegment bytes = null;
-            WriteBufferPool.Pinned pinned = writer.pin(position, length);
-            if (pinned != null) {
-                pin = pinned;
-                bytes = pinned.bytes();
-            } else if (cache != null) {
-                ReadCache.Hit hit = cache.read(position, (int) length, null, committedPosition);
-                if (hit != null) {
-                    pin = hit.pin();
-                    bytes = hit.bytes();
-                }
-            }
-            if (pin != null) {
-                try {
-                    ByteBuffer buffer = bytes.asByteBuffer();
-                    while (buffer.hasRemaining()) {
-                        target.write(buffer);
-                    }
-                    return;
-                } finally {
-                    pin.release();
-                }
-            }
-        }
-        Segment segment = segmentFor(position);
-        if (segment == null || !segment.tryRetain()) {
-            throw new SegmentRetiredException(position);
-        }
-        try {
-            segment.file().transferTo(position - segment.base(), length, target);
-        } finally {
-            segment.release();
-        }
     }
 
     /**
@@ -524,7 +386,7 @@ public final class CommitLog implements AutoCloseable {
         if (cache != null) {
             cache.close(); // first: stops prefetching before the segments close
         }
-        readBuffers.close();
+        views.close();
         List<Throwable> errors = new ArrayList<>();
         for (Segment segment : segments) {
             try {
