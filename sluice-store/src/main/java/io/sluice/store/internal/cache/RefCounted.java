@@ -10,10 +10,11 @@ import java.util.concurrent.atomic.AtomicInteger;
  * <p>The owner holds one reference from birth. A reader {@link #tryRetain()}s before it looks at the memory
  * and {@link #release()}s when done. The owner {@link #retire()}s the object when it takes it out of its
  * structures (retention, eviction, unmapping, a committed page); the last release after that frees it
- * ({@link #free()}: unmap, close, return memory to a pool), and from then on {@code tryRetain} fails, so a
- * reader that found the object in a stale snapshot treats it as gone. So no reader ever sees unmapped or
- * reused memory, and nothing is freed while a view of it exists. An object is never reused after it is freed;
- * its memory may be, under a new object.
+ * ({@link #free()}: unmap, close, return memory to a pool). From the retirement on, {@code tryRetain} fails,
+ * so a reader that found the object in a stale snapshot treats it as gone, and the object is freed as soon as
+ * the readers that held it before let go. So no reader ever sees unmapped or reused memory, and nothing is
+ * freed while a view of it exists. An object is never reused after it is freed; its memory may be, under a
+ * new object.
  *
  * <p>Thread-safe.
  */
@@ -25,26 +26,46 @@ public abstract class RefCounted implements Pin {
     /**
      * Takes a reader's reference.
      *
-     * @return false if the object is retired and freed already (or being freed): the caller must not use it
+     * @return false if the object is retired (its owner gave it up): the caller must not use it
      */
     public final boolean tryRetain() {
+        if (retired.get()) {
+            return false;
+        }
         for (int current = references.get(); current > 0; current = references.get()) {
             if (references.compareAndSet(current, current + 1)) {
+                if (retired.get()) {
+                    release(); // retired meanwhile: this reader must not start on it
+                    return false;
+                }
                 return true;
             }
         }
         return false;
     }
 
-    /** Drops a reference; the last one frees the object. */
+    /**
+     * Drops a reference; the last one frees the object.
+     *
+     * @throws IllegalStateException if released more often than retained (the owner's reference goes only by
+     *     {@link #retire})
+     */
     @Override
     public final void release() {
         int left = references.decrementAndGet();
-        if (left == 0) {
+        if (left == 0 && retired.get()) {
             free();
-        } else if (left < 0) {
+        } else if (left <= 0) {
             throw new IllegalStateException(this + " released more often than retained");
         }
+    }
+
+    /**
+     * At birth, for an object whose creator is its only reader (a buffer lent for one read): the owner's
+     * reference becomes the reader's, so the reader's one {@link #release} frees it.
+     */
+    protected final void handOver() {
+        retired.set(true);
     }
 
     /** The owner gives the object up: it is freed once no reader holds it. Idempotent. */

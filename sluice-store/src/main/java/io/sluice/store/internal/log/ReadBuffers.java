@@ -32,6 +32,7 @@ final class ReadBuffers implements AutoCloseable {
         private Buffer(MemorySegment memory, Arena own) {
             this.memory = memory;
             this.own = own;
+            handOver();
         }
 
         MemorySegment memory() {
