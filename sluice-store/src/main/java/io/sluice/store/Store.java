@@ -290,7 +290,7 @@ public final class Store implements AutoCloseable {
      * @param directory the store's directory
      * @param config how the store would be opened
      * @return the plan, by log name ("" for the shared log)
-     * @throws StoreException if there is no store there, or it cannot be read
+     * @throws StoreException if there is no store there, it is open, or it cannot be read
      */
     public static Map<String, RecoveryReport> planRecovery(Path directory, StoreConfig config) {
         Objects.requireNonNull(directory, "directory");
@@ -298,7 +298,12 @@ public final class Store implements AutoCloseable {
         FileIO io = config.fileIO();
         try (StoreDirectory storeDirectory = StoreDirectory.open(directory, io,
                 IndexGeometry.growingTo(config.queueIndexEntriesPerFile()),
-                KeyGeometry.growingTo(config.keyIndexSlotsPerFile(), config.keyIndexEntriesPerFile()), true)) {
+                KeyGeometry.growingTo(config.keyIndexSlotsPerFile(), config.keyIndexEntriesPerFile()), true);
+             java.io.Closeable lock = io.tryLock(directory.resolve(StoreDirectory.LOCK_FILE))) {
+            if (lock == null) {
+                throw new StoreException("store " + directory + " is open (in this or another process): a recovery"
+                        + " plan of a store in use would describe files that are changing");
+            }
             StoreConfig settled = settle(config, storeDirectory, true);
             Checkpoint checkpoint = Checkpoint.read(io, directory);
             boolean clean = checkpoint != null && storeDirectory.wasCleanlyShutDown();

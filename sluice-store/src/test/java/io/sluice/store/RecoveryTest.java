@@ -468,6 +468,65 @@ class RecoveryTest {
         return prints;
     }
 
+    /**
+     * Two kinds of damage at once: an index entry lost below the scan start (so re-indexing from there finds a
+     * gap and the whole index must be rebuilt) and a corrupt record in an old segment (which the rebuild's
+     * validation of the whole log refuses). The refusal must come before anything is written: no index file
+     * truncated or re-filled. And the dry run must say what the open does: a rebuild, refused.
+     */
+    @Test
+    void aRefusalFoundOnTheWayToARebuildLeavesEveryFileAsItWas() throws IOException {
+        fill(WritePath.MMAP, 1_500);
+        simulateCrash();
+        List<Path> segments = segments(dir);
+        assertThat(segments).hasSizeGreaterThan(2);
+        // Entries from 1000 on lost (zeros) although below the durable position: the index ends at 1000, while
+        // the records from the scan start hold later offsets. (Truncating the indexes at the scan start would
+        // also rewrite the key index.)
+        Path indexFile = dir.resolve("index/t/0").resolve(String.format("%020d", 768)); // entries 768..1791
+        long scanStartOffset = appended.stream().filter(a -> a.logPosition() >= Long.parseLong(
+                segments.getLast().getFileName().toString())).findFirst().orElseThrow().firstQueueOffset();
+        assertThat(scanStartOffset).as("the last segment's first offset").isGreaterThan(1_100);
+        try (RandomAccessFile file = new RandomAccessFile(indexFile.toFile(), "rw")) {
+            file.seek((1_000L - 768) * 32);
+            file.write(new byte[500 * 32]);
+        }
+        overwrite(appended.get(100).logPosition() + 60, new byte[] {1, 2, 3});
+        Map<String, String> before = contents(dir);
+
+        Map<String, RecoveryReport> plan = Store.planRecovery(dir, config(WritePath.MMAP));
+        assertThatThrownBy(() -> Store.open(dir, config(WritePath.MMAP)))
+                .isInstanceOf(StoreCorruptedException.class).hasMessageContaining("below the durable position");
+
+        assertThat(plan.get(Store.SHARED_LOG).mode()).isEqualTo(RecoveryReport.Mode.REBUILD);
+        assertThat(plan.get(Store.SHARED_LOG).problem()).contains("below the durable position");
+        assertThat(plan.get(Store.SHARED_LOG).cutAt()).isEqualTo(appended.get(100).logPosition());
+        assertThat(contents(dir)).as("files after the plan and the refused open").isEqualTo(before);
+    }
+
+    @Test
+    void aRecoveryPlanOfAStoreInUseIsRefused() {
+        try (Store store = Store.open(dir, config(WritePath.MMAP))) {
+            store.append("t", 0, Message.of(new byte[10])).join();
+            assertThatThrownBy(() -> Store.planRecovery(dir, config(WritePath.MMAP)))
+                    .isInstanceOf(StoreException.class).hasMessageContaining("is open");
+        }
+        assertThat(Store.planRecovery(dir, config(WritePath.MMAP)).get(Store.SHARED_LOG).mode())
+                .isEqualTo(RecoveryReport.Mode.CLEAN);
+    }
+
+    /** @return every regular file under {@code root} by relative path, with its bytes' hash */
+    private static Map<String, String> contents(Path root) throws IOException {
+        Map<String, String> files = new TreeMap<>();
+        try (Stream<Path> walk = Files.walk(root)) {
+            for (Path path : walk.filter(Files::isRegularFile).toList()) {
+                files.put(root.relativize(path).toString(), Files.size(path) + ":"
+                        + java.util.Arrays.hashCode(Files.readAllBytes(path)));
+            }
+        }
+        return files;
+    }
+
     private static void deleteTree(Path root) throws IOException {
         try (Stream<Path> walk = Files.walk(root)) {
             for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {

@@ -206,6 +206,12 @@ public final class QueueIndex implements AutoCloseable {
         return files.length;
     }
 
+    /** @return true if a file of the index starts below {@code offset} (it would survive a truncation there) */
+    public boolean hasFileBefore(long offset) {
+        IndexFile[] current = files;
+        return current.length > 0 && current[0].firstEntry < offset;
+    }
+
     /** @return the index directory */
     public Path directory() {
         return directory;

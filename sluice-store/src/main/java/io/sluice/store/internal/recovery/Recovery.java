@@ -322,7 +322,11 @@ public final class Recovery {
      */
     private Result scan(List<Segment> segments, QueueIndexes indexes, long scanFrom, Mode mode, Walk validated)
             throws IOException {
-        Walk walk = validated != null ? validated : decide(segments, walk(segments, scanFrom, null));
+        // From the scan start, each record must continue its queue's index where the truncation there leaves
+        // it; checked here, before anything is written, so that a log whose index lost entries goes to a
+        // rebuild (which validates the whole log first) without having been changed.
+        Walk walk = validated != null ? validated
+                : decide(segments, walk(segments, scanFrom, indexes == null ? null : new GapCheck(indexes, scanFrom)));
         List<String> dropped = walk.invalidAt() >= 0 && target.dryRun()
                 ? describeDropped(segments, walk.segmentIndex(), walk.invalidAt()) : List.of();
         long end = walk.end();
@@ -352,6 +356,52 @@ public final class Recovery {
                 walk.invalidAt() >= 0 ? " (cut there: " + bytesDropped + " bytes past it dropped)" : "");
         return new Result(kept, end, indexes, new RecoveryReport(mode, target.durablePosition(), scanFrom, end,
                 walk.records(), walk.invalidAt(), bytesDropped, segmentsDropped, dropped, problem));
+    }
+
+    /**
+     * What re-indexing the records from the scan start will find, worked out without writing: each queue's
+     * index is followed as it will be after its truncation at the scan start (the rules of {@code reindex}).
+     * Throws {@link IndexGapException} where a record's offset does not continue its queue.
+     */
+    private static final class GapCheck implements RecordVisitor {
+        private final QueueIndexes indexes;
+        private final long scanFrom;
+        private final Map<String, long[]> queues = new java.util.HashMap<>();
+
+        GapCheck(QueueIndexes indexes, long scanFrom) {
+            this.indexes = indexes;
+            this.scanFrom = scanFrom;
+        }
+
+        /** @return {next, min, hasFiles (1 or 0)} of the queue after a truncation at the scan start */
+        private long[] start(String topic, int queueId) {
+            QueueIndex index = indexes.get(topic, queueId);
+            if (index == null) {
+                return new long[] {0, 0, 0};
+            }
+            long from = index.firstEntryAtOrAfter(scanFrom);
+            boolean kept = index.hasFileBefore(from);
+            long min = !kept || from < index.minOffset() ? from : index.minOffset();
+            return new long[] {from, min, kept ? 1 : 0};
+        }
+
+        @Override
+        public void visit(MemorySegment record, long position) {
+            String topic = RecordFormat.topic(record);
+            int queueId = RecordFormat.queueId(record);
+            long first = RecordFormat.firstQueueOffset(record);
+            long[] queue = queues.computeIfAbsent(topic + "/" + queueId, key -> start(topic, queueId));
+            if (queue[0] != first) {
+                if (queue[2] == 0 || (queue[0] == queue[1] && first > queue[0])) {
+                    queue[1] = first; // reindex restarts such an index at the record
+                } else {
+                    throw new IndexGapException("queue " + topic + "-" + queueId + ": record at log position "
+                            + position + " holds offset " + first + " but the index ends at " + queue[0]);
+                }
+            }
+            queue[0] = first + RecordFormat.messageCount(record);
+            queue[2] = 1;
+        }
     }
 
     /** Told each valid record a walk passes. */
