@@ -1,6 +1,5 @@
 package io.sluice.sim;
 
-import io.sluice.store.StoreConfig;
 import io.sluice.store.io.DiskSpace;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
@@ -87,6 +86,8 @@ public final class SimFileSystem implements FileIO {
         public long nameChanges;
         /** Paths of the files forced, in order (a file forced twice is listed twice). */
         public List<String> forcedFiles = new ArrayList<>();
+        /** Whole-file-system syncs (syncfs). */
+        public long fileSystemSyncs;
 
         Counters copy() {
             Counters copy = new Counters();
@@ -95,6 +96,7 @@ public final class SimFileSystem implements FileIO {
             copy.bytesWritten = bytesWritten;
             copy.nameChanges = nameChanges;
             copy.forcedFiles = List.copyOf(forcedFiles);
+            copy.fileSystemSyncs = fileSystemSyncs;
             return copy;
         }
     }
@@ -393,6 +395,36 @@ public final class SimFileSystem implements FileIO {
             node.log.clear();
             trace("sync", directory);
             counters.directorySyncs++;
+        }
+    }
+
+    /** syncfs: every file's data and every directory's names become durable. */
+    @Override
+    public boolean syncFileSystem(Path path) throws IOException {
+        synchronized (lock) {
+            operation();
+            makeDurable(root);
+            trace("syncfs", path);
+            counters.fileSystemSyncs++;
+            return true;
+        }
+    }
+
+    private static void makeDurable(DirectoryNode directory) {
+        directory.durable.clear();
+        directory.durable.putAll(directory.entries);
+        directory.log.clear();
+        for (Node node : directory.entries.values()) {
+            if (node instanceof DirectoryNode child) {
+                makeDurable(child);
+            } else if (node instanceof FileNode file) {
+                byte[] image = new byte[Math.toIntExact(file.size)];
+                if (image.length > 0) {
+                    MemorySegment.copy(file.data, ValueLayout.JAVA_BYTE, 0, image, 0, image.length);
+                }
+                file.durable = image;
+                file.durableSize = file.size;
+            }
         }
     }
 
@@ -702,11 +734,7 @@ public final class SimFileSystem implements FileIO {
 
         @Override
         public void writeDirect(MemorySegment source, long position) throws IOException {
-            long block = StoreConfig.DIRECT_BLOCK_BYTES;
-            if (source.address() % block != 0 || source.byteSize() % block != 0 || position % block != 0) {
-                throw new IllegalArgumentException("direct write of " + source.byteSize() + " bytes at " + position
-                        + " from address " + source.address() + " is not aligned to " + block + " bytes");
-            }
+            StoreFile.requireDirectAlignment(source, position);
             synchronized (fs.lock) {
                 check(true);
                 write(source, position);

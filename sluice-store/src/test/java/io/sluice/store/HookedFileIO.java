@@ -1,24 +1,22 @@
 package io.sluice.store;
 
 import io.sluice.store.io.DiskSpace;
-import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
 import java.io.IOException;
-import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.channels.WritableByteChannel;
 import java.nio.file.Path;
 import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 
 /**
- * A {@link FileIO} over {@link FileIO#DEFAULT} that calls a test's hook before each operation, so a test can
- * fail, or pause, one chosen operation on one chosen file (only through the public file seam: {@link FileIO}
- * and {@link StoreFile}). Reports a chosen disk use when told to. Thread-safe.
+ * A {@link io.sluice.store.io.FileIO} over {@link io.sluice.store.io.FileIO#DEFAULT} that calls a test's hook
+ * before each operation, so a test can fail, or pause, one chosen operation on one chosen file (only through
+ * the public file seam: {@code FileIO} and {@link StoreFile}). Reports a chosen disk use when told to.
+ * Thread-safe.
  */
-final class HookedFileIO implements FileIO {
+final class HookedFileIO extends ForwardingFileIO {
 
     /** The operations a hook sees. */
     enum Op {
@@ -33,8 +31,6 @@ final class HookedFileIO implements FileIO {
     }
 
     private volatile Hook hook = (op, path) -> { };
-    /** When set, what {@link #diskSpace} reports instead of the real filesystem. */
-    volatile DiskSpace reportedSpace;
 
     HookedFileIO hook(Hook newHook) {
         this.hook = newHook;
@@ -68,144 +64,92 @@ final class HookedFileIO implements FileIO {
     }
 
     @Override
+    StoreFile wrap(StoreFile opened) {
+        return new Hooked(opened);
+    }
+
+    @Override
     public StoreFile open(Path path, OpenMode mode) throws IOException {
         hook.before(Op.OPEN, path);
-        return new Hooked(DEFAULT.open(path, mode));
-    }
-
-    @Override
-    public boolean exists(Path path) throws IOException {
-        return DEFAULT.exists(path);
-    }
-
-    @Override
-    public boolean isDirectory(Path path) throws IOException {
-        return DEFAULT.isDirectory(path);
-    }
-
-    @Override
-    public java.util.List<Path> list(Path directory) throws IOException {
-        return DEFAULT.list(directory);
+        return super.open(path, mode);
     }
 
     @Override
     public boolean createDirectory(Path directory) throws IOException {
         hook.before(Op.CREATE_DIRECTORY, directory);
-        return DEFAULT.createDirectory(directory);
+        return super.createDirectory(directory);
     }
 
     @Override
     public boolean delete(Path path) throws IOException {
         hook.before(Op.DELETE, path);
-        return DEFAULT.delete(path);
+        return super.delete(path);
     }
 
     @Override
     public void rename(Path source, Path target) throws IOException {
         hook.before(Op.RENAME, target);
-        DEFAULT.rename(source, target);
-    }
-
-    @Override
-    public java.io.Closeable tryLock(Path path) throws IOException {
-        return DEFAULT.tryLock(path);
+        super.rename(source, target);
     }
 
     @Override
     public void syncDirectory(Path directory) throws IOException {
         hook.before(Op.SYNC_DIRECTORY, directory);
-        DEFAULT.syncDirectory(directory);
+        super.syncDirectory(directory);
     }
 
-    @Override
-    public DiskSpace diskSpace(Path path) throws IOException {
-        DiskSpace space = reportedSpace;
-        return space != null ? space : DEFAULT.diskSpace(path);
-    }
-
-    private final class Hooked implements StoreFile {
-        private final StoreFile delegate;
+    private final class Hooked extends ForwardingFile {
 
         Hooked(StoreFile delegate) {
-            this.delegate = delegate;
-        }
-
-        @Override
-        public Path path() {
-            return delegate.path();
-        }
-
-        @Override
-        public long size() throws IOException {
-            return delegate.size();
+            super(delegate);
         }
 
         @Override
         public void allocate(long size, boolean zeroFill) throws IOException {
             hook.before(Op.ALLOCATE, path());
-            delegate.allocate(size, zeroFill);
+            super.allocate(size, zeroFill);
         }
 
         @Override
         public void writeFully(ByteBuffer source, long position) throws IOException {
             hook.before(Op.WRITE, path());
-            delegate.writeFully(source, position);
+            super.writeFully(source, position);
         }
 
         @Override
         public void writeDirect(MemorySegment source, long position) throws IOException {
             hook.before(Op.WRITE_DIRECT, path());
-            delegate.writeDirect(source, position);
+            super.writeDirect(source, position);
         }
 
         @Override
         public void zeroRange(long offset, long length) throws IOException {
             hook.before(Op.ZERO_RANGE, path());
-            delegate.zeroRange(offset, length);
-        }
-
-        @Override
-        public long nextData(long offset) throws IOException {
-            return delegate.nextData(offset);
+            super.zeroRange(offset, length);
         }
 
         @Override
         public int read(ByteBuffer target, long position) throws IOException {
             hook.before(Op.READ, path());
-            return delegate.read(target, position);
+            return super.read(target, position);
         }
 
         @Override
         public void transferTo(long position, long count, WritableByteChannel target) throws IOException {
             hook.before(Op.TRANSFER, path());
-            delegate.transferTo(position, count, target);
-        }
-
-        @Override
-        public boolean startWriteback(long offset, long length) throws IOException {
-            return delegate.startWriteback(offset, length);
+            super.transferTo(position, count, target);
         }
 
         @Override
         public void force() throws IOException {
             hook.before(Op.FORCE, path());
-            delegate.force();
-        }
-
-        @Override
-        public MemorySegment map(FileChannel.MapMode mode, long offset, long size, Arena arena) throws IOException {
-            return delegate.map(mode, offset, size, arena);
+            super.force();
         }
 
         @Override
         public void truncate(long size) throws IOException {
             hook.before(Op.TRUNCATE, path());
-            delegate.truncate(size);
-        }
-
-        @Override
-        public void close() throws IOException {
-            delegate.close();
+            super.truncate(size);
         }
     }
 }

@@ -1,6 +1,5 @@
 package io.sluice.store.io;
 
-import io.sluice.store.StoreConfig;
 import io.sluice.store.internal.io.NativeIO;
 import java.io.Closeable;
 import java.io.EOFException;
@@ -284,11 +283,7 @@ class ChannelFileIO implements FileIO {
 
         @Override
         public void writeDirect(MemorySegment source, long position) throws IOException {
-            long block = StoreConfig.DIRECT_BLOCK_BYTES;
-            if (source.address() % block != 0 || source.byteSize() % block != 0 || position % block != 0) {
-                throw new IllegalArgumentException("direct write of " + source.byteSize() + " bytes at " + position
-                        + " from address " + source.address() + " is not aligned to " + block + " bytes");
-            }
+            StoreFile.requireDirectAlignment(source, position);
             writeFully(source.asByteBuffer(), position, directChannel());
         }
 

@@ -62,6 +62,19 @@ public interface FileIO {
     void syncDirectory(Path directory) throws IOException;
 
     /**
+     * Makes everything written to the file system holding {@code path} durable, whatever file it was written
+     * through ({@code syncfs}): for files whose cached pages look right but whose durable content is unknown,
+     * such as those a killed process wrote and did not force. One call instead of a force per file.
+     *
+     * @param path a file or directory on the file system
+     * @return false where this seam cannot do it; the caller then forces each file
+     * @throws IOException on an I/O error (a write-back error of the file system included)
+     */
+    default boolean syncFileSystem(Path path) throws IOException {
+        return false;
+    }
+
+    /**
      * Tells how full the filesystem holding {@code path} is; retention and the append guard act on it.
      *
      * @param path a file or directory on the filesystem

@@ -1,6 +1,5 @@
 package io.sluice.store.io;
 
-import io.sluice.store.StoreConfig;
 import io.sluice.store.internal.io.Libc;
 import io.sluice.store.internal.io.NativeIO;
 import java.io.EOFException;
@@ -65,6 +64,17 @@ final class NativeFileIO extends ChannelFileIO {
         } finally {
             Libc.close(fd);
         }
+    }
+
+    @Override
+    public boolean syncFileSystem(Path path) throws IOException {
+        int fd = Libc.open(path, Libc.O_RDONLY);
+        try {
+            Libc.syncfs(fd, path);
+        } finally {
+            Libc.close(fd);
+        }
+        return true;
     }
 
     @Override
@@ -171,11 +181,7 @@ final class NativeFileIO extends ChannelFileIO {
 
         @Override
         public void writeDirect(MemorySegment source, long position) throws IOException {
-            long block = StoreConfig.DIRECT_BLOCK_BYTES;
-            if (source.address() % block != 0 || source.byteSize() % block != 0 || position % block != 0) {
-                throw new IllegalArgumentException("direct write of " + source.byteSize() + " bytes at " + position
-                        + " from address " + source.address() + " is not aligned to " + block + " bytes");
-            }
+            StoreFile.requireDirectAlignment(source, position);
             int direct = directDescriptor();
             Libc.pwriteFully(direct == REFUSED ? fd : direct, source, position, path);
         }

@@ -54,6 +54,20 @@ public interface StoreFile extends Closeable {
     void writeDirect(MemorySegment source, long position) throws IOException;
 
     /**
+     * What {@link #writeDirect} requires of its arguments.
+     *
+     * @throws IllegalArgumentException unless the source's address and size and the position are multiples of
+     *     {@link io.sluice.store.StoreConfig#DIRECT_BLOCK_BYTES}
+     */
+    static void requireDirectAlignment(MemorySegment source, long position) {
+        long block = io.sluice.store.StoreConfig.DIRECT_BLOCK_BYTES;
+        if (source.address() % block != 0 || source.byteSize() % block != 0 || position % block != 0) {
+            throw new IllegalArgumentException("direct write of " + source.byteSize() + " bytes at " + position
+                    + " from address " + source.address() + " is not aligned to " + block + " bytes");
+        }
+    }
+
+    /**
      * Reads up to {@code target}'s remaining bytes from {@code position}.
      *
      * @param target where to put them

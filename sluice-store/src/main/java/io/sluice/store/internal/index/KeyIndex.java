@@ -282,6 +282,8 @@ public final class KeyIndex implements AutoCloseable {
                 if (file.hasEntryAt(keep) || file.count != keep) {
                     file.erase(keep);
                     file.rebuild(keep);
+                } else {
+                    file.uncertain(); // it reads right; a killed recovery may have left that unforced
                 }
                 break;
             }
@@ -375,27 +377,17 @@ public final class KeyIndex implements AutoCloseable {
     }
 
     /** One mapped key-index file. No descriptor stays open. */
-    public static final class KeyFile extends RefCounted implements DurabilityLedger.Durable {
-        final Path path;
+    public static final class KeyFile extends MappedIndexFile {
         final long sequence;
-        private final FileIO io;
-        private final Arena arena;
-        final MemorySegment mapping;
-        private final DurabilityLedger ledger;
         final int slots;
         final int capacity;
         /** Entries written; the writer's copy of the header field. */
         volatile int count;
-        private volatile boolean dirty;
 
         private KeyFile(Path path, long sequence, FileIO io, Arena arena, MemorySegment mapping,
                         DurabilityLedger ledger) {
-            this.path = path;
+            super(path, io, arena, mapping, ledger);
             this.sequence = sequence;
-            this.io = io;
-            this.arena = arena;
-            this.mapping = mapping;
-            this.ledger = ledger;
             this.slots = mapping.get(INT, H_SLOTS);
             this.capacity = mapping.get(INT, H_CAPACITY);
             this.count = mapping.get(INT, H_COUNT);
@@ -528,7 +520,7 @@ public final class KeyIndex implements AutoCloseable {
 
         /** Zeroes entries from number {@code from} to the end, through the file seam. */
         void erase(int from) throws IOException {
-            try (StoreFile file = io.open(path, FileIO.OpenMode.READ_WRITE)) {
+            try (StoreFile file = io().open(path, FileIO.OpenMode.READ_WRITE)) {
                 file.zeroRange(entryOffset(from), (long) (capacity - from) * ENTRY_BYTES);
             }
             markWritten();
@@ -555,34 +547,6 @@ public final class KeyIndex implements AutoCloseable {
             mapping.set(INT, H_COUNT, keep);
             count = keep;
             markWritten();
-        }
-
-        void markWritten() {
-            if (!dirty) {
-                dirty = true;
-                ledger.markDirty(this);
-            }
-        }
-
-        @Override
-        public void force() throws IOException {
-            if (isRetired()) {
-                return;
-            }
-            dirty = false;
-            try (StoreFile file = io.open(path, FileIO.OpenMode.READ_WRITE)) {
-                file.force();
-            }
-        }
-
-        @Override
-        protected void free() {
-            arena.close();
-        }
-
-        @Override
-        public String toString() {
-            return path.toString();
         }
     }
 }

@@ -483,27 +483,17 @@ public final class QueueIndex implements AutoCloseable {
     }
 
     /** One mapped index file: entries [firstEntry, firstEntry + entries). No descriptor stays open. */
-    public static final class IndexFile extends RefCounted implements DurabilityLedger.Durable {
+    public static final class IndexFile extends MappedIndexFile {
         private static final int PAGE_BYTES = 4096;
         private static final MemorySegment BLANK_PAGE = MemorySegment.ofArray(new byte[PAGE_BYTES]);
-        final Path path;
         final long firstEntry;
         final long entries;
-        private final FileIO io;
-        private final Arena arena;
-        final MemorySegment mapping;
-        private final DurabilityLedger ledger;
-        private volatile boolean dirty;
 
         private IndexFile(Path path, long firstEntry, long entries, FileIO io, Arena arena, MemorySegment mapping,
                           DurabilityLedger ledger) {
-            this.path = path;
+            super(path, io, arena, mapping, ledger);
             this.firstEntry = firstEntry;
             this.entries = entries;
-            this.io = io;
-            this.arena = arena;
-            this.mapping = mapping;
-            this.ledger = ledger;
         }
 
         static IndexFile create(FileIO io, Path directory, long firstEntry, long entries, DurabilityLedger ledger)
@@ -569,25 +559,14 @@ public final class QueueIndex implements AutoCloseable {
             return (offset - firstEntry) * ENTRY_BYTES;
         }
 
-        /** @return the file's path */
-        public Path path() {
-            return path;
-        }
-
-        /** Writer: entries were written; the next checkpoint must force the file. */
-        void markWritten() {
-            if (!dirty) {
-                dirty = true;
-                ledger.markDirty(this);
-            }
-        }
-
         /**
          * Zeroes the entries from {@code offset} to the file's end, through the file seam, unless they are blank
          * already: recovery erases every queue's tail, and most queues (idle ones) have nothing there. Blank is
          * checked without reading the file: the rest of the first page through the mapping, the pages after it
-         * by asking the file system where data lies. An erase is forced with the recovery; a skipped one writes
-         * nothing and forces nothing.
+         * by asking the file system where data lies. An erase is forced with the recovery. A skipped one writes
+         * nothing, but what it read may be cached pages a killed recovery zeroed and never forced, so the file is
+         * still made durable before the recovery's claim ({@link DurabilityLedger#markUncertain}: one syncfs for
+         * every such file).
          */
         void erase(long offset) throws IOException {
             long from = byteOf(offset);
@@ -598,37 +577,17 @@ public final class QueueIndex implements AutoCloseable {
             long pageEnd = Math.min(to, (from / PAGE_BYTES + 1) * PAGE_BYTES);
             boolean headBlank = mapping.asSlice(from, pageEnd - from)
                     .mismatch(BLANK_PAGE.asSlice(0, pageEnd - from)) < 0;
-            try (StoreFile opened = io.open(path, FileIO.OpenMode.READ_WRITE)) {
+            try (StoreFile opened = io().open(path, FileIO.OpenMode.READ_WRITE)) {
                 if (headBlank) {
                     long data = pageEnd < to ? opened.nextData(pageEnd) : -1;
                     if (data < 0 || data >= to) {
+                        uncertain();
                         return;
                     }
                 }
                 opened.zeroRange(from, to - from);
             }
             markWritten();
-        }
-
-        @Override
-        public void force() throws IOException {
-            if (isRetired()) {
-                return;
-            }
-            dirty = false;
-            try (StoreFile opened = io.open(path, FileIO.OpenMode.READ_WRITE)) {
-                opened.force();
-            }
-        }
-
-        @Override
-        protected void free() {
-            arena.close();
-        }
-
-        @Override
-        public String toString() {
-            return path.toString();
         }
     }
 }

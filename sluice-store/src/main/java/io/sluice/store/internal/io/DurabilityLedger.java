@@ -1,6 +1,7 @@
 package io.sluice.store.internal.io;
 
 import io.sluice.store.io.FileIO;
+import io.sluice.store.io.StoreFile;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -30,6 +31,8 @@ public final class DurabilityLedger {
 
     private final FileIO io;
     private final Set<Durable> dirty = new LinkedHashSet<>();
+    /** Files whose cached pages are right but whose durable content is unknown (see {@link #markUncertain}). */
+    private final Set<Path> uncertain = new LinkedHashSet<>();
 
     /** @param io the file seam, for directory syncs */
     public DurabilityLedger(FileIO io) {
@@ -46,9 +49,19 @@ public final class DurabilityLedger {
         markDirty(new DirectoryEntries(io, directory));
     }
 
+    /**
+     * Records a file this process did not write but whose durable content may differ from what it reads: a
+     * file a killed process changed (its pages still cached and dirty) without forcing it. Recovery marks the
+     * index files it found blank without erasing them. They are made durable before the next claim: with one
+     * {@link FileIO#syncFileSystem} where the seam can, else one force each.
+     */
+    public synchronized void markUncertain(Path file) {
+        uncertain.add(file);
+    }
+
     /** @return true if nothing awaits a force */
     public synchronized boolean isClean() {
-        return dirty.isEmpty();
+        return dirty.isEmpty() && uncertain.isEmpty();
     }
 
     /**
@@ -59,9 +72,27 @@ public final class DurabilityLedger {
      */
     public void forceAll() throws IOException {
         List<Durable> batch;
+        List<Path> unknown;
         synchronized (this) {
             batch = new ArrayList<>(dirty);
             dirty.clear();
+            unknown = new ArrayList<>(uncertain);
+            uncertain.clear();
+        }
+        try {
+            if (!unknown.isEmpty() && !io.syncFileSystem(unknown.getFirst())) {
+                for (Path file : unknown) {
+                    try (StoreFile opened = io.open(file, FileIO.OpenMode.READ_WRITE)) {
+                        opened.force();
+                    }
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            synchronized (this) {
+                uncertain.addAll(unknown);
+                dirty.addAll(batch);
+            }
+            throw e;
         }
         for (int i = 0; i < batch.size(); i++) {
             try {

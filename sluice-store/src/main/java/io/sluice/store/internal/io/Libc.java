@@ -88,6 +88,7 @@ public final class Libc {
     private static final MethodHandle RMDIR;
     private static final MethodHandle RENAME;
     private static final MethodHandle STRERROR;
+    private static final MethodHandle SYNCFS;
 
     static {
         String os = System.getProperty("os.name", "").toLowerCase(Locale.ROOT);
@@ -95,7 +96,7 @@ public final class Libc {
         boolean arm = arch.equals("aarch64");
         O_DIRECTORY = arm ? 0x4000 : 0x10000;
         O_DIRECT = arm ? 0x10000 : 0x4000;
-        MethodHandle[] handles = new MethodHandle[16];
+        MethodHandle[] handles = new MethodHandle[17];
         boolean linked = false;
         if (os.startsWith("linux") && (arm || arch.equals("amd64") || arch.equals("x86_64"))) {
             try {
@@ -133,6 +134,7 @@ public final class Libc {
                 handles[14] = linker.downcallHandle(libc.find("rename").orElseThrow(), FunctionDescriptor.of(i, a, a),
                         errno);
                 handles[15] = linker.downcallHandle(libc.find("strerror").orElseThrow(), FunctionDescriptor.of(a, i));
+                handles[16] = linker.downcallHandle(libc.find("syncfs").orElseThrow(), FunctionDescriptor.of(i, i), errno);
                 linked = true;
             } catch (RuntimeException | LinkageError e) {
                 linked = false;
@@ -155,6 +157,7 @@ public final class Libc {
         RMDIR = handles[13];
         RENAME = handles[14];
         STRERROR = handles[15];
+        SYNCFS = handles[16];
     }
 
     private Libc() {
@@ -285,6 +288,26 @@ public final class Libc {
                 int err = errno(state);
                 if (err != EINTR) {
                     throw failure(metadata ? "fsync" : "fdatasync", what, err);
+                }
+            }
+        } catch (StoreIOException e) {
+            throw e;
+        } catch (Throwable t) {
+            throw unexpected(t);
+        }
+    }
+
+    /** syncfs: writes back and forces everything of the file system holding {@code fd}, reporting its errors. */
+    public static void syncfs(int fd, Object what) throws StoreIOException {
+        try {
+            MemorySegment state = STATE.get();
+            while (true) {
+                if ((int) SYNCFS.invokeExact(state, fd) == 0) {
+                    return;
+                }
+                int err = errno(state);
+                if (err != EINTR) {
+                    throw failure("syncfs", what, err);
                 }
             }
         } catch (StoreIOException e) {
