@@ -2,10 +2,6 @@ package io.sluice.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.ByteArrayInputStream;
-import java.io.ByteArrayOutputStream;
-import java.io.InputStream;
-import java.io.PrintStream;
 import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -18,54 +14,36 @@ class CliTest {
     @TempDir
     Path dir;
 
-    private record Run(int exit, String out, String err) {
-    }
-
-    private static Run run(String stdin, String... args) {
-        PrintStream oldOut = System.out;
-        PrintStream oldErr = System.err;
-        InputStream oldIn = System.in;
-        ByteArrayOutputStream out = new ByteArrayOutputStream();
-        ByteArrayOutputStream err = new ByteArrayOutputStream();
-        try {
-            System.setOut(new PrintStream(out, true, StandardCharsets.UTF_8));
-            System.setErr(new PrintStream(err, true, StandardCharsets.UTF_8));
-            System.setIn(new ByteArrayInputStream(stdin.getBytes(StandardCharsets.UTF_8)));
-            int exit = Main.run(args);
-            return new Run(exit, out.toString(StandardCharsets.UTF_8), err.toString(StandardCharsets.UTF_8));
-        } finally {
-            System.setOut(oldOut);
-            System.setErr(oldErr);
-            System.setIn(oldIn);
-        }
+    private static CliRun run(String stdin, String... args) {
+        return CliRun.run(stdin, args);
     }
 
     @Test
     void produceLinesThenConsumeStatAndVerify() {
         String store = dir.resolve("s").toString();
-        Run produce = run("hello\nwörld \"quoted\"\n", "produce", "--dir", store, "--topic", "greetings", "--json",
+        CliRun produce = run("hello\nwörld \"quoted\"\n", "produce", "--dir", store, "--topic", "greetings", "--json",
                 "--segment-size", "8388608");
         assertThat(produce.exit()).isZero();
         assertThat(produce.out().lines().toList().getLast())
                 .contains("\"event\":\"summary\"").contains("\"acknowledged\":2");
 
-        Run consume = run("", "consume", "--dir", store, "--topic", "greetings", "--queue", "0", "--json");
+        CliRun consume = run("", "consume", "--dir", store, "--topic", "greetings", "--queue", "0", "--json");
         assertThat(consume.exit()).isZero();
         assertThat(consume.out().lines()).hasSize(2);
         assertThat(consume.out()).contains("\"offset\":0").contains("\"body\":\"hello\"")
                 .contains("\"body\":\"wörld \\\"quoted\\\"\"");
 
-        Run generated = run("", "produce", "--dir", store, "--topic", "bulk", "--queue", "3", "--count", "5000",
+        CliRun generated = run("", "produce", "--dir", store, "--topic", "bulk", "--queue", "3", "--count", "5000",
                 "--size", "100", "--flush", "sync", "--write-path", "write-buffer");
         assertThat(generated.exit()).isZero();
         assertThat(generated.out()).contains("produced 5,000 messages to bulk-3");
 
-        Run stat = run("", "stat", "--dir", store, "--json");
+        CliRun stat = run("", "stat", "--dir", store, "--json");
         assertThat(stat.exit()).isZero();
         assertThat(stat.out()).contains("{\"topic\":\"bulk\",\"queue\":3,\"layout\":\"shared\",\"minOffset\":0,\"maxOffset\":5000}")
                 .contains("{\"topic\":\"greetings\",\"queue\":0,\"layout\":\"shared\",\"minOffset\":0,\"maxOffset\":2}");
 
-        Run verify = run("", "verify", "--dir", store);
+        CliRun verify = run("", "verify", "--dir", store);
         assertThat(verify.exit()).isZero();
         assertThat(verify.out()).contains("5,002 messages").contains("OK");
     }
@@ -80,7 +58,7 @@ class CliTest {
             segment.seek(5_000);
             segment.write(new byte[] {1, 2, 3, 4});
         }
-        Run verify = run("", "verify", "--dir", store);
+        CliRun verify = run("", "verify", "--dir", store);
         assertThat(verify.exit()).isEqualTo(1);
         assertThat(verify.out()).contains("FAULT").contains("corruption");
     }
@@ -92,15 +70,15 @@ class CliTest {
                 "8388608").exit()).isZero();
         assertThat(run("", "produce", "--dir", store, "--topic", "k", "--queue", "2", "--count", "3", "--size", "8",
                 "--keyed", "--segment-size", "8388608").exit()).isZero();
-        Run text = run("", "lookup", "--dir", store, "--topic", "k", "--key", "key-1");
+        CliRun text = run("", "lookup", "--dir", store, "--topic", "k", "--key", "key-1");
         assertThat(text.exit()).isZero();
         // key-1 was given to the second stdin line (queue 0) and to the second generated message (queue 2).
         assertThat(text.out().lines().toList()).hasSize(2).first().asString().startsWith("2\t1\t");
         assertThat(text.out().lines().toList().getLast()).isEqualTo("0\t1\ttwo");
-        Run json = run("", "lookup", "--dir", store, "--topic", "k", "--key", "key-2", "--max", "1", "--json");
+        CliRun json = run("", "lookup", "--dir", store, "--topic", "k", "--key", "key-2", "--max", "1", "--json");
         assertThat(json.out().lines()).singleElement().asString().contains("\"keys\":[\"key-2\"]").contains("\"queue\":2");
         assertThat(run("", "lookup", "--dir", store, "--topic", "k", "--key", "nope").out()).isEmpty();
-        Run empty = run("", "lookup", "--dir", store, "--topic", "k", "--key", "");
+        CliRun empty = run("", "lookup", "--dir", store, "--topic", "k", "--key", "");
         assertThat(empty.exit()).isEqualTo(2);
         assertThat(empty.err()).contains("key must not be empty");
     }
@@ -111,17 +89,17 @@ class CliTest {
         // 64 KiB segments, 2000 messages of 100 bytes: about four segments.
         assertThat(run("", "produce", "--dir", store, "--topic", "r", "--count", "2000", "--size", "100",
                 "--segment-size", "65536").exit()).isZero();
-        Run consumed = run("", "consume", "--dir", store, "--topic", "r", "--queue", "0", "--group", "audit", "--max", "5",
+        CliRun consumed = run("", "consume", "--dir", store, "--topic", "r", "--queue", "0", "--group", "audit", "--max", "5",
                 "--json");
         assertThat(consumed.out().lines()).hasSize(5);
-        Run held = run("", "retention", "--dir", store, "--retention-bytes", "65536", "--json");
+        CliRun held = run("", "retention", "--dir", store, "--retention-bytes", "65536", "--json");
         assertThat(held.exit()).isZero();
         assertThat(held.out()).contains("\"segmentsDeleted\":0").contains("\"heldBy\":\"audit\"");
-        Run stat = run("", "stat", "--dir", store);
+        CliRun stat = run("", "stat", "--dir", store);
         assertThat(stat.out()).contains("consumer audit on r-0: next offset 5, lag 1,995").contains("disk:");
         assertThat(run("", "consume", "--dir", store, "--topic", "r", "--queue", "0", "--group", "audit", "--json").out()
                 .lines()).hasSize(1995).first().asString().contains("\"offset\":5,");
-        Run deleted = run("", "retention", "--dir", store, "--retention-bytes", "65536");
+        CliRun deleted = run("", "retention", "--dir", store, "--retention-bytes", "65536");
         assertThat(deleted.out()).startsWith("deleted ").contains("by size").doesNotContain("held back");
         assertThat(run("", "stat", "--dir", store, "--json").out()).doesNotContain("\"minOffset\":0,");
     }
@@ -129,7 +107,7 @@ class CliTest {
     @Test
     void calibrateMeasuresAndRecordsTheCrossoverAndTheStoreStillWorks() throws Exception {
         String store = dir.resolve("calibrated").toString();
-        Run run = run("", "calibrate", "--dir", store, "--file-size", "8388608", "--json");
+        CliRun run = run("", "calibrate", "--dir", store, "--file-size", "8388608", "--json");
         assertThat(run.exit()).as(run.err()).isZero();
         assertThat(run.out()).contains("\"units\":[").contains("\"unit\":4194304").contains("mappedReadGBps");
         String file = java.nio.file.Files.readString(dir.resolve("calibrated").resolve("calibration"));
@@ -139,7 +117,7 @@ class CliTest {
         }
         assertThat(run("one\n", "produce", "--dir", store, "--topic", "c").exit()).isZero();
         assertThat(run("", "consume", "--dir", store, "--topic", "c", "--queue", "0").out()).isEqualTo("0\tone\n");
-        Run notAStore = run("", "calibrate", "--dir", dir.resolve("calibrated").resolve("log").toString());
+        CliRun notAStore = run("", "calibrate", "--dir", dir.resolve("calibrated").resolve("log").toString());
         assertThat(notAStore.exit()).isEqualTo(2);
         assertThat(notAStore.err()).contains("neither empty nor a Sluice store");
     }
@@ -152,10 +130,10 @@ class CliTest {
                     "10", "--size", "16", "--layout", "queue", "--segment-size", "1048576").exit()).isZero();
         }
         assertThat(run("one\n", "produce", "--dir", store, "--topic", "plain").exit()).isZero();
-        Run stat = run("", "stat", "--dir", store);
+        CliRun stat = run("", "stat", "--dir", store);
         assertThat(stat.out()).contains("perq-0: offsets 0..10 (queue log)").contains("perq-1: offsets 0..10 (queue log)")
                 .contains("plain-0: offsets 0..1 (shared log)").contains("log logs/perq/0:").contains("log logs/perq/1:");
-        Run conflict = run("", "produce", "--dir", store, "--topic", "perq", "--count", "1", "--layout", "topic");
+        CliRun conflict = run("", "produce", "--dir", store, "--topic", "perq", "--count", "1", "--layout", "topic");
         assertThat(conflict.exit()).isEqualTo(2);
         assertThat(conflict.err()).contains("already exists with layout QUEUE");
         assertThat(run("", "produce", "--dir", store, "--topic", "x", "--count", "1", "--layout", "sideways").exit())
@@ -165,12 +143,12 @@ class CliTest {
 
     @Test
     void badArgumentsPrintUsageAndExitTwo() {
-        Run missing = run("", "produce", "--topic", "t");
+        CliRun missing = run("", "produce", "--topic", "t");
         assertThat(missing.exit()).isEqualTo(2);
         assertThat(missing.err()).contains("Missing required option").contains("Usage:");
         assertThat(run("", "produce", "--dir", dir.toString(), "--topic", "t", "--flush", "sometimes").exit()).isEqualTo(2);
         assertThat(run("", "nonsense").exit()).isEqualTo(2);
-        Run badTopic = run("", "produce", "--dir", dir.resolve("x").toString(), "--topic", "no/slash", "--count", "1");
+        CliRun badTopic = run("", "produce", "--dir", dir.resolve("x").toString(), "--topic", "no/slash", "--count", "1");
         assertThat(badTopic.exit()).isEqualTo(2);
         assertThat(badTopic.err()).contains("[a-zA-Z0-9._-]");
     }

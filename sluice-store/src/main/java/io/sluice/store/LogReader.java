@@ -170,19 +170,21 @@ final class LogReader {
         }
     }
 
-    long minOffset(String topic, int queueId) {
+    /** @return the queue's index, or null if the queue is unknown; checks the arguments and that the log is open */
+    private QueueIndex index(String topic, int queueId) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
         checkOpen();
-        QueueIndex index = indexes.get(topic, queueId);
+        return indexes.get(topic, queueId);
+    }
+
+    long minOffset(String topic, int queueId) {
+        QueueIndex index = index(topic, queueId);
         return index == null ? 0 : index.minOffset();
     }
 
     long maxOffset(String topic, int queueId) {
-        Names.checkTopic(topic);
-        Names.checkQueueId(queueId);
-        checkOpen();
-        QueueIndex index = indexes.get(topic, queueId);
+        QueueIndex index = index(topic, queueId);
         if (index == null) {
             return 0;
         }
@@ -194,10 +196,7 @@ final class LogReader {
     }
 
     long offsetForTimestamp(String topic, int queueId, long epochMillis) {
-        Names.checkTopic(topic);
-        Names.checkQueueId(queueId);
-        checkOpen();
-        QueueIndex index = indexes.get(topic, queueId);
+        QueueIndex index = index(topic, queueId);
         if (index == null) {
             return 0;
         }

@@ -24,22 +24,7 @@ public final class FileTree {
      * @throws IOException on an I/O error
      */
     public static boolean createDirectories(FileIO io, Path directory) throws IOException {
-        Path absolute = directory.toAbsolutePath().normalize();
-        Deque<Path> missing = new ArrayDeque<>();
-        for (Path at = absolute; at != null && !io.isDirectory(at); at = at.getParent()) {
-            missing.push(at);
-        }
-        boolean created = false;
-        while (!missing.isEmpty()) {
-            Path next = missing.pop();
-            if (io.createDirectory(next)) {
-                created = true;
-                if (next.getParent() != null) {
-                    io.syncDirectory(next.getParent());
-                }
-            }
-        }
-        return created;
+        return createDirectories(io, directory, io::syncDirectory);
     }
 
     /**
@@ -51,6 +36,17 @@ public final class FileTree {
      * @throws IOException on an I/O error
      */
     public static boolean createDirectories(FileIO io, Path directory, DurabilityLedger ledger) throws IOException {
+        return createDirectories(io, directory, ledger::markDirectory);
+    }
+
+    /** What is done with the parent of each directory created. */
+    @FunctionalInterface
+    private interface ParentAction {
+        void run(Path parent) throws IOException;
+    }
+
+    private static boolean createDirectories(FileIO io, Path directory, ParentAction parentCreatedIn)
+            throws IOException {
         Path absolute = directory.toAbsolutePath().normalize();
         Deque<Path> missing = new ArrayDeque<>();
         for (Path at = absolute; at != null && !io.isDirectory(at); at = at.getParent()) {
@@ -62,7 +58,7 @@ public final class FileTree {
             if (io.createDirectory(next)) {
                 created = true;
                 if (next.getParent() != null) {
-                    ledger.markDirectory(next.getParent());
+                    parentCreatedIn.run(next.getParent());
                 }
             }
         }
