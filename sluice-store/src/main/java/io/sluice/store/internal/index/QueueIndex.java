@@ -51,6 +51,11 @@ public final class QueueIndex implements AutoCloseable {
     private final DurabilityLedger ledger;
     private final boolean readOnly;
     private volatile IndexFile[] files;
+    /**
+     * Writer-owned: the file the writer last wrote into, so an append finds its file without a search. Reset
+     * whenever the writer's files change (truncation, reset, retention, close); never read by readers.
+     */
+    private IndexFile writing;
     /** The writer's next offset to fill. */
     private long nextOffset;
     /** Offsets below this are visible to readers. */
@@ -149,6 +154,17 @@ public final class QueueIndex implements AutoCloseable {
         return QueueIndexFormat.isGap(file.mapping, file.byteOf(offset), offset);
     }
 
+    /** The writer's file for {@code offset}: the one it last wrote into if that holds it, else found. */
+    private IndexFile writerFile(long offset) {
+        IndexFile file = writing;
+        if (file != null && offset >= file.firstEntry && offset < file.end()) {
+            return file;
+        }
+        file = find(files, offset);
+        writing = file;
+        return file;
+    }
+
     /** The writer's (or recovery's) view of a file it owns: no reader can retire it meanwhile. */
     private IndexFile ownedFile(long offset) {
         IndexFile file = find(files, offset);
@@ -224,7 +240,7 @@ public final class QueueIndex implements AutoCloseable {
     public void ensureCapacity(long endOffset) throws IOException {
         checkWritable();
         for (long offset = nextOffset; offset < endOffset; ) {
-            IndexFile file = find(files, offset);
+            IndexFile file = writerFile(offset);
             if (file == null) {
                 file = createFile(geometry.fileFor(offset));
             }
@@ -250,7 +266,11 @@ public final class QueueIndex implements AutoCloseable {
     public void put(long offset, long logPosition, long storeTimestamp, int recordSize, int messageCount,
                     int indexInRecord) {
         assert offset == nextOffset : "queue index " + topic + "-" + queueId + " expected " + nextOffset + " got " + offset;
-        IndexFile file = ownedFile(offset);
+        IndexFile file = writerFile(offset);
+        if (file == null) {
+            throw new IllegalArgumentException("queue offset " + offset + " of " + topic + "-" + queueId
+                    + " has no index file");
+        }
         QueueIndexFormat.write(file.mapping, file.byteOf(offset), offset, logPosition, storeTimestamp, recordSize,
                 messageCount, indexInRecord);
         file.markWritten();
@@ -393,6 +413,7 @@ public final class QueueIndex implements AutoCloseable {
             ledger.markDirectory(directory);
         }
         files = Arrays.copyOf(current, keep);
+        writing = null;
         if (keep > 0) {
             IndexFile last = current[keep - 1];
             if (offset < last.end()) {
@@ -449,6 +470,7 @@ public final class QueueIndex implements AutoCloseable {
             return List.of();
         }
         files = Arrays.copyOfRange(current, drop, current.length);
+        writing = null;
         return List.of(Arrays.copyOf(current, drop));
     }
 
@@ -477,6 +499,7 @@ public final class QueueIndex implements AutoCloseable {
     public void close() {
         IndexFile[] closing = files;
         files = new IndexFile[0];
+        writing = null;
         for (IndexFile file : closing) {
             file.retire();
         }
