@@ -57,6 +57,8 @@ public final class Peers extends RaceExperiment {
                 new Contender("sluice MMAP", true, (d, m) -> Targets.sluice(d, WritePath.MMAP, m, segment)),
                 new Contender("sluice WRITE_BUFFER", true,
                         (d, m) -> Targets.sluice(d, WritePath.WRITE_BUFFER, m, segment)),
+                new Contender("sluice CHANNEL", true, (d, m) -> Targets.sluice(d, WritePath.CHANNEL, m, segment)),
+                new Contender("sluice DIRECT", true, (d, m) -> Targets.sluice(d, WritePath.DIRECT, m, segment)),
                 new Contender("rocketmq mmap", true, (d, m) -> checkedRocketMq(lab, d, m, false, segment)),
                 new Contender("rocketmq pool", false, (d, m) -> checkedRocketMq(lab, d, m, true, segment)),
                 new Contender("chronicle", false, (d, m) -> Targets.chronicle(d)));
@@ -64,7 +66,8 @@ public final class Peers extends RaceExperiment {
                 + race.seconds(quick) + " s per run", "durability", "body", "producers", "store");
         Table ratios = lab.table("peers-ratios", "Sluice / peer throughput (above 1: Sluice is faster)",
                 "durability", "body", "producers", "sluice MMAP / rocketmq mmap",
-                "sluice WRITE_BUFFER / rocketmq pool", "sluice MMAP / chronicle", "best sluice / best peer");
+                "sluice WRITE_BUFFER / rocketmq pool", "sluice MMAP / chronicle", "best sluice / best peer",
+                "best sluice path");
         long runs = 0;
         for (Durability durability : Durability.values()) {
             runs += contenders.stream().filter(c -> c.syncToo || durability == Durability.ASYNC).count();
@@ -99,7 +102,7 @@ public final class Peers extends RaceExperiment {
                         ratios.add(durability, Sizes.format(body), producers,
                                 ratio(rate, "sluice MMAP", "rocketmq mmap"),
                                 ratio(rate, "sluice WRITE_BUFFER", "rocketmq pool"),
-                                ratio(rate, "sluice MMAP", "chronicle"), best(rate));
+                                ratio(rate, "sluice MMAP", "chronicle"), best(rate), bestSluice(rate));
                     }
                     chartRates(lab, "peers-" + durability.name().toLowerCase() + "-" + Sizes.format(body),
                             durability + ", " + Sizes.format(body) + " bodies", chart);
@@ -141,11 +144,18 @@ public final class Peers extends RaceExperiment {
         return sluice / peer;
     }
 
+    /** @return the name of the fastest Sluice path in this cell */
+    private static String bestSluice(Map<String, Double> rate) {
+        return rate.entrySet().stream().filter(e -> e.getKey().startsWith("sluice"))
+                .max(Map.Entry.comparingByValue()).map(e -> e.getKey().substring("sluice ".length())).orElse("n/a");
+    }
+
     private void notes(Lab lab) {
         lab.note("Ratios pair like designs: Sluice MMAP with RocketMQ's mapping and with Chronicle (both write "
                 + "through a mapping), Sluice WRITE_BUFFER with RocketMQ's transient store pool (pooled direct "
-                + "buffers committed with FileChannel). The last column sets the faster Sluice path against the "
-                + "fastest peer in each cell.");
+                + "buffers committed with FileChannel). Every Sluice write path races (CHANNEL and DIRECT too); "
+                + "\"best sluice / best peer\" sets the fastest of them against the fastest peer in each cell, and "
+                + "the last column names that path.");
         lab.note("Same durability on both sides: SYNC races Sluice FlushMode.SYNC against RocketMQ SYNC_FLUSH "
                 + "(group commit); each producer sends one message and waits for it to be forced. ASYNC races "
                 + "Sluice FlushMode.ASYNC against RocketMQ ASYNC_FLUSH and Chronicle Queue; each send is a batch of "
