@@ -1,0 +1,60 @@
+package io.sluice.broker;
+
+import io.sluice.broker.kafka.KafkaApis;
+import io.sluice.broker.net.FrameServer;
+import java.io.IOException;
+import java.net.InetSocketAddress;
+import java.util.Objects;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/** A Sluice broker: the Kafka protocol on a listener. */
+public final class Broker implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Broker.class);
+
+    private final FrameServer server;
+
+    private Broker(FrameServer server) {
+        this.server = server;
+    }
+
+    /**
+     * Binds the listener and starts serving.
+     *
+     * @param config where to listen and the limits
+     * @return the running broker
+     * @throws IOException when the listener cannot be bound
+     */
+    public static Broker start(BrokerConfig config) throws IOException {
+        Objects.requireNonNull(config, "config");
+        InetSocketAddress address = new InetSocketAddress(config.host(), config.port());
+        if (!address.getAddress().isLoopbackAddress()) {
+            LOG.warn("listening on {}, beyond this machine: the broker has no authentication yet", address);
+        }
+        // With port 0 the advertised port is known only once bound, so the protocol handler is set after binding;
+        // a request that arrives before cannot be answered yet and closes its connection.
+        java.util.concurrent.atomic.AtomicReference<KafkaApis> apis = new java.util.concurrent.atomic.AtomicReference<>();
+        FrameServer server = new FrameServer(address, frame -> {
+            KafkaApis ready = apis.get();
+            if (ready == null) {
+                throw new IllegalStateException("the broker is still starting");
+            }
+            return ready.handle(frame);
+        }, config.maxRequestBytes(), config.maxConnections());
+        apis.set(new KafkaApis(config.nodeId(), config.host(), server.port(), config.clusterId()));
+        LOG.info("Sluice broker listening on {}:{}", config.host(), server.port());
+        return new Broker(server);
+    }
+
+    /** @return the port the broker listens on */
+    public int port() {
+        return server.port();
+    }
+
+    /** Stops listening and closes every connection. */
+    @Override
+    public void close() throws IOException {
+        server.close();
+    }
+}

@@ -1,0 +1,45 @@
+package io.sluice.broker;
+
+import java.util.Objects;
+
+/**
+ * Where a broker listens and what it accepts.
+ *
+ * @param host the address to bind, also advertised to clients (127.0.0.1 by default)
+ * @param port the port (9092 by default; 0 for any free one)
+ * @param nodeId the node id clients see, also named as the controller
+ * @param clusterId the cluster id Metadata reports
+ * @param maxRequestBytes the largest request accepted (100 MiB by default, as Kafka's socket.request.max.bytes)
+ * @param maxConnections connections served at once
+ */
+public record BrokerConfig(String host, int port, int nodeId, String clusterId, int maxRequestBytes,
+                           int maxConnections) {
+
+    /** Validates every field, naming the one that is wrong. */
+    public BrokerConfig {
+        Objects.requireNonNull(host, "host");
+        Objects.requireNonNull(clusterId, "clusterId");
+        if (port < 0 || port > 65_535) {
+            throw new IllegalArgumentException("port must be between 0 and 65535, was " + port);
+        }
+        if (nodeId < 0) {
+            throw new IllegalArgumentException("nodeId must not be negative, was " + nodeId);
+        }
+        if (maxRequestBytes < 1024) {
+            throw new IllegalArgumentException("maxRequestBytes must be at least 1024, was " + maxRequestBytes);
+        }
+        if (maxConnections < 1) {
+            throw new IllegalArgumentException("maxConnections must be at least 1, was " + maxConnections);
+        }
+    }
+
+    /** @return the defaults: 127.0.0.1:9092, node 0, 100 MiB requests, 1,000 connections */
+    public static BrokerConfig defaults() {
+        return new BrokerConfig("127.0.0.1", 9092, 0, "sluice-cluster", 100 << 20, 1_000);
+    }
+
+    /** @return this configuration listening on {@code newPort} */
+    public BrokerConfig withPort(int newPort) {
+        return new BrokerConfig(host, newPort, nodeId, clusterId, maxRequestBytes, maxConnections);
+    }
+}

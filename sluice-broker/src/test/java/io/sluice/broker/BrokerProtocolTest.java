@@ -1,0 +1,127 @@
+package io.sluice.broker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.DescribeClusterResult;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.message.ApiVersionsRequestData;
+import org.apache.kafka.common.message.ApiVersionsResponseData;
+import org.apache.kafka.common.message.RequestHeaderData;
+import org.apache.kafka.common.message.ResponseHeaderData;
+import org.apache.kafka.common.protocol.ApiKeys;
+import org.apache.kafka.common.protocol.ByteBufferAccessor;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.protocol.ObjectSerializationCache;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+
+/** The broker's first APIs over a real socket on 127.0.0.1: a stock admin client, and frames no client sends. */
+class BrokerProtocolTest {
+
+    private Broker broker;
+
+    @BeforeEach
+    void start() throws IOException {
+        broker = Broker.start(BrokerConfig.defaults().withPort(0));
+    }
+
+    @AfterEach
+    void stop() throws IOException {
+        broker.close();
+    }
+
+    @Test
+    void aStockAdminClientDescribesTheCluster() throws Exception {
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + broker.port(),
+                AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000, AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 20_000))) {
+            DescribeClusterResult cluster = admin.describeCluster();
+            assertThat(cluster.clusterId().get(20, TimeUnit.SECONDS)).isEqualTo("sluice-cluster");
+            assertThat(cluster.nodes().get(20, TimeUnit.SECONDS)).extracting(Node::id, Node::host, Node::port)
+                    .containsExactly(org.assertj.core.groups.Tuple.tuple(0, "127.0.0.1", broker.port()));
+            assertThat(cluster.controller().get(20, TimeUnit.SECONDS).id()).isZero();
+        }
+    }
+
+    @Test
+    void apiVersionsListsTheServedRangesWithResponseHeaderV0() throws IOException {
+        try (Socket socket = new Socket("127.0.0.1", broker.port())) {
+            ApiVersionsResponseData response = apiVersions(socket, (short) 3);
+            assertThat(response.errorCode()).isEqualTo(Errors.NONE.code());
+            assertThat(response.apiKeys().find(ApiKeys.METADATA.id)).isNotNull();
+            assertThat(response.apiKeys().find(ApiKeys.API_VERSIONS.id).maxVersion())
+                    .isEqualTo(ApiKeys.API_VERSIONS.latestVersion());
+        }
+    }
+
+    @Test
+    void anApiVersionsRequestTooNewIsAnsweredWithUnsupportedVersionAndTheBrokersRange() throws IOException {
+        try (Socket socket = new Socket("127.0.0.1", broker.port())) {
+            short tooNew = (short) (ApiKeys.API_VERSIONS.latestVersion() + 1);
+            ApiVersionsResponseData response = apiVersions(socket, tooNew);
+            assertThat(response.errorCode()).isEqualTo(Errors.UNSUPPORTED_VERSION.code());
+            assertThat(response.apiKeys().find(ApiKeys.API_VERSIONS.id).maxVersion())
+                    .isEqualTo(ApiKeys.API_VERSIONS.latestVersion());
+        }
+    }
+
+    @Test
+    void garbageClosesOnlyItsConnection() throws IOException {
+        byte[][] garbage = {
+            {0, 0, 0, 2, 1, 2},                          // a frame shorter than any header
+            {0x7f, 0x7f, 0x7f, 0x7f},                    // a frame size far over the limit
+            {(byte) 0xff, (byte) 0xff, (byte) 0xff, (byte) 0xf0}, // a negative size
+            {0, 0, 0, 12, 0x7f, 0x00, 0, 1, 0, 0, 0, 7, 0, 0, 0, 0}, // an unknown API key
+            {0, 0, 0, 12, 0, 3, 0x7f, 0x00, 0, 0, 0, 7, 0, 0, 0, 0}, // Metadata in a version nobody speaks
+        };
+        for (byte[] bytes : garbage) {
+            try (Socket socket = new Socket("127.0.0.1", broker.port())) {
+                socket.setSoTimeout(10_000);
+                socket.getOutputStream().write(bytes);
+                socket.getOutputStream().flush();
+                assertThat(socket.getInputStream().read()).as("the broker closes the connection").isEqualTo(-1);
+            }
+        }
+        try (Socket socket = new Socket("127.0.0.1", broker.port())) {
+            assertThat(apiVersions(socket, (short) 0).errorCode()).as("a fresh connection is still served")
+                    .isEqualTo(Errors.NONE.code());
+        }
+    }
+
+    private static ApiVersionsResponseData apiVersions(Socket socket, short version) throws IOException {
+        socket.setSoTimeout(10_000);
+        ObjectSerializationCache cache = new ObjectSerializationCache();
+        short headerVersion = ApiKeys.API_VERSIONS.requestHeaderVersion(version);
+        RequestHeaderData header = new RequestHeaderData().setRequestApiKey(ApiKeys.API_VERSIONS.id)
+                .setRequestApiVersion(version).setCorrelationId(42).setClientId("test");
+        ApiVersionsRequestData body = new ApiVersionsRequestData().setClientSoftwareName("test")
+                .setClientSoftwareVersion("1");
+        short bodyVersion = (short) Math.min(version, ApiKeys.API_VERSIONS.latestVersion());
+        int size = header.size(cache, headerVersion) + body.size(cache, bodyVersion);
+        ByteBuffer out = ByteBuffer.allocate(4 + size).putInt(size);
+        ByteBufferAccessor writer = new ByteBufferAccessor(out);
+        header.write(writer, cache, headerVersion);
+        body.write(writer, cache, bodyVersion);
+        DataOutputStream output = new DataOutputStream(socket.getOutputStream());
+        output.write(out.array());
+        output.flush();
+        DataInputStream input = new DataInputStream(socket.getInputStream());
+        byte[] frame = new byte[input.readInt()];
+        input.readFully(frame);
+        ByteBufferAccessor reader = new ByteBufferAccessor(ByteBuffer.wrap(frame));
+        ResponseHeaderData responseHeader = new ResponseHeaderData(reader, (short) 0);
+        assertThat(responseHeader.correlationId()).isEqualTo(42);
+        // An unsupported version is answered in v0.
+        short responseVersion = version > ApiKeys.API_VERSIONS.latestVersion() ? 0 : version;
+        return new ApiVersionsResponseData(reader, responseVersion);
+    }
+}
