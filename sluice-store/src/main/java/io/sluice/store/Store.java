@@ -357,23 +357,118 @@ public final class Store implements AutoCloseable {
                 }
                 return;
             }
-            try {
-                boolean created = layout == TopicLayout.SHARED || shared.ifTopicAbsent(topic,
-                        () -> registry.register(config.fileIO(), root, topic, layout));
-                if (!created) {
-                    throw new IllegalArgumentException("topic " + topic + " already exists with layout SHARED");
-                }
-            } catch (TopicRegistry.UncertainSaveException e) {
-                // The registry file may or may not say the topic has a log of its own now: appending anywhere
-                // could strand messages where the next open does not look. Stop writing.
-                for (LogStore log : allLogs()) {
-                    log.stopWriting("saving the topic registry failed after its rename: " + e.getMessage());
-                }
-                throw new StoreException("cannot record the layout of topic " + topic + ": " + e.getMessage()
-                        + "; the store is now read-only", e);
-            } catch (IOException e) {
-                throw new StoreException("cannot record the layout of topic " + topic + ": " + e.getMessage(), e);
+            if (layout != TopicLayout.SHARED) {
+                register(topic, layout, registry.queues(topic));
             }
+        }
+    }
+
+    /**
+     * Creates a topic with a declared number of queues (Kafka's partitions): appends then take queue ids below
+     * it, and {@link #queueCount} reports it. The declaration is durable before this returns.
+     *
+     * @param topic the topic name
+     * @param layout the layout
+     * @param queueCount the number of queues, 1 to {@link StoreConfig#maxQueuesPerTopic}
+     * @return true if created; false if the topic already had a declared queue count (nothing changes)
+     * @throws IllegalArgumentException if the topic already exists in another layout, or holds messages in a queue
+     *     at or above {@code queueCount}
+     * @throws StoreException if the registry cannot be written
+     */
+    public boolean createTopic(String topic, TopicLayout layout, int queueCount) {
+        Names.checkTopic(topic);
+        Objects.requireNonNull(layout, "layout");
+        checkQueueCount(queueCount);
+        checkWritable();
+        synchronized (ownLock) {
+            if (registry.queues(topic) > 0) {
+                return false;
+            }
+            TopicLayout existing = registry.layout(topic);
+            if (existing != TopicLayout.SHARED && existing != layout) {
+                throw new IllegalArgumentException("topic " + topic + " already exists with layout " + existing);
+            }
+            for (int queue : queues(topic)) {
+                if (queue >= queueCount) {
+                    throw new IllegalArgumentException("topic " + topic + " holds messages in queue " + queue
+                            + ", so it cannot be declared with " + queueCount + " queues");
+                }
+            }
+            register(topic, layout, queueCount);
+            return true;
+        }
+    }
+
+    /**
+     * Raises a topic's declared queue count (Kafka's CreatePartitions). Counts never go down.
+     *
+     * @param topic a topic created with a queue count
+     * @param queueCount the new count, above the current one and at most {@link StoreConfig#maxQueuesPerTopic}
+     * @throws IllegalArgumentException if the topic has no declared count, or the new one is not larger
+     * @throws StoreException if the registry cannot be written
+     */
+    public void increaseQueueCount(String topic, int queueCount) {
+        Names.checkTopic(topic);
+        checkQueueCount(queueCount);
+        checkWritable();
+        synchronized (ownLock) {
+            int current = registry.queues(topic);
+            if (current == 0) {
+                throw new IllegalArgumentException("topic " + topic + " was not created with a queue count");
+            }
+            if (queueCount <= current) {
+                throw new IllegalArgumentException("topic " + topic + " has " + current + " queues; a new count must be"
+                        + " larger, was " + queueCount);
+            }
+            register(topic, registry.layout(topic), queueCount);
+        }
+    }
+
+    /** @return the topic's declared queue count; 0 for a topic created without one, or unknown */
+    public int queueCount(String topic) {
+        Names.checkTopic(topic);
+        return registry.queues(topic);
+    }
+
+    /** @return every topic with a declared queue count, and that count, sorted by name */
+    public Map<String, Integer> declaredTopics() {
+        checkOpen();
+        return registry.declared();
+    }
+
+    private void checkQueueCount(int queueCount) {
+        if (queueCount < 1 || queueCount > config.maxQueuesPerTopic()) {
+            throw new IllegalArgumentException("a queue count must be between 1 and maxQueuesPerTopic ("
+                    + config.maxQueuesPerTopic() + "), was " + queueCount);
+        }
+    }
+
+    /** Saves the registry with the topic's entry; called under {@code ownLock}. */
+    private void register(String topic, TopicLayout layout, int queueCount) {
+        try {
+            boolean created;
+            if (layout != TopicLayout.SHARED && registry.layout(topic) == TopicLayout.SHARED) {
+                // A log of its own only for a topic the shared log holds nothing of, checked and recorded under the
+                // shared log's append lock so that no append slips in between.
+                created = shared.ifTopicAbsent(topic, () -> registry.register(config.fileIO(), root, topic, layout,
+                        queueCount));
+            } else {
+                registry.register(config.fileIO(), root, topic, layout, queueCount);
+                created = true;
+            }
+            if (!created) {
+                throw new IllegalArgumentException("topic " + topic + " already exists with layout SHARED");
+            }
+        } catch (TopicRegistry.UncertainSaveException e) {
+            // The registry file may or may not say the topic has a log of its own now: appending anywhere
+            // could strand messages where the next open does not look. Stop writing.
+            for (LogStore log : allLogs()) {
+                log.stopWriting("saving the topic registry failed after its rename: " + e.getMessage());
+            }
+            throw new StoreException("cannot record topic " + topic + ": " + e.getMessage()
+                    + "; the store is now read-only", e);
+        } catch (IOException e) {
+            throw new StoreException("cannot record topic " + topic + ": " + e.getMessage(), e);
         }
     }
 
@@ -483,6 +578,11 @@ public final class Store implements AutoCloseable {
         if (queueId >= config.maxQueuesPerTopic()) {
             throw new IllegalArgumentException("queue id " + queueId + " is not below maxQueuesPerTopic ("
                     + config.maxQueuesPerTopic() + ")");
+        }
+        int declared = registry.queues(topic);
+        if (declared > 0 && queueId >= declared) {
+            throw new IllegalArgumentException("topic " + topic + " has " + declared + " queues; queue id " + queueId
+                    + " is not below it");
         }
         checkWritable();
         CompletableFuture<AppendResult> result = logFor(topic, queueId, true).append(topic, queueId, messages);

@@ -16,16 +16,18 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.zip.CRC32C;
 
 /**
- * The layout of every topic that does not live in the shared log. Topics absent from it are shared. The
- * file {@code topics} is replaced atomically when a topic is created with a layout of its own; it is small
- * and written rarely. Little-endian:
+ * The topics the store knows by more than their messages: every topic with a log of its own (its layout), and every
+ * topic created with a declared queue count (Kafka's partition count). Topics absent from it are shared and
+ * undeclared. The file {@code topics} is replaced atomically on each change; it is small and written rarely.
+ * Little-endian:
  * <pre>
  * offset size field
  *   0     4   magic    0x534C5450 ("SLTP")
- *   4     2   version  1
+ *   4     2   version  2 (version 1, without the queue count, is read too)
  *   6     2   reserved 0
  *   8     4   count
- *  12     -   entries  count times: u16 topic length, topic (ASCII), u8 layout (1 TOPIC, 2 QUEUE)
+ *  12     -   entries  count times: u16 topic length, topic (ASCII), u8 layout (0 SHARED, 1 TOPIC, 2 QUEUE),
+ *                      u32 declared queue count (0: not declared; absent in version 1)
  *   -     4   crc      CRC32C of every byte before it
  * </pre>
  * Unlike consumer positions, the registry decides where data is, so a damaged file refuses the open.
@@ -37,9 +39,18 @@ public final class TopicRegistry {
     /** The file's name in the store directory. */
     public static final String FILE_NAME = "topics";
     static final int MAGIC = 0x534C5450;
-    static final short VERSION = 1;
+    static final short VERSION = 2;
 
-    private final Map<String, TopicLayout> layouts = new ConcurrentHashMap<>();
+    /**
+     * What the registry records of one topic.
+     *
+     * @param layout where its messages live
+     * @param queues its declared queue count; 0 when not declared
+     */
+    public record Entry(TopicLayout layout, int queues) {
+    }
+
+    private final Map<String, Entry> entries = new ConcurrentHashMap<>();
 
     private TopicRegistry() {
     }
@@ -54,10 +65,14 @@ public final class TopicRegistry {
         byte[] bytes = FileTree.readAll(io, path);
         try {
             ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
+            if (bytes.length < 16) {
+                throw new IllegalStateException("a file of " + bytes.length + " bytes is shorter than a header");
+            }
             CRC32C crc = new CRC32C();
             crc.update(bytes, 0, bytes.length - 4);
-            if (bytes.length < 16 || buffer.getInt(bytes.length - 4) != (int) crc.getValue()
-                    || buffer.getInt(0) != MAGIC || buffer.getShort(4) != VERSION) {
+            short version = buffer.getShort(4);
+            if (buffer.getInt(bytes.length - 4) != (int) crc.getValue() || buffer.getInt(0) != MAGIC
+                    || version < 1 || version > VERSION) {
                 throw new IllegalStateException("bad magic, version or checksum");
             }
             int count = buffer.getInt(8);
@@ -65,12 +80,18 @@ public final class TopicRegistry {
             for (int i = 0; i < count; i++) {
                 byte[] topic = new byte[Short.toUnsignedInt(buffer.getShort())];
                 buffer.get(topic);
-                int layout = buffer.get();
-                registry.layouts.put(new String(topic, StandardCharsets.US_ASCII), switch (layout) {
+                int code = buffer.get();
+                TopicLayout layout = switch (code) {
+                    case 0 -> TopicLayout.SHARED;
                     case 1 -> TopicLayout.TOPIC;
                     case 2 -> TopicLayout.QUEUE;
-                    default -> throw new IllegalStateException("unknown layout code " + layout);
-                });
+                    default -> throw new IllegalStateException("unknown layout code " + code);
+                };
+                int queues = version >= 2 ? buffer.getInt() : 0;
+                if (queues < 0 || layout == TopicLayout.SHARED && queues == 0) {
+                    throw new IllegalStateException("a queue count of " + queues + " for a " + layout + " topic");
+                }
+                registry.entries.put(new String(topic, StandardCharsets.US_ASCII), new Entry(layout, queues));
             }
         } catch (RuntimeException e) {
             throw new StoreCorruptedException("topic registry " + path + " is damaged (" + e.getMessage()
@@ -81,28 +102,58 @@ public final class TopicRegistry {
 
     /** @return the topic's layout: SHARED unless registered otherwise */
     public TopicLayout layout(String topic) {
-        return layouts.getOrDefault(topic, TopicLayout.SHARED);
+        Entry entry = entries.get(topic);
+        return entry == null ? TopicLayout.SHARED : entry.layout();
+    }
+
+    /** @return the topic's declared queue count; 0 when none was declared */
+    public int queues(String topic) {
+        Entry entry = entries.get(topic);
+        return entry == null ? 0 : entry.queues();
     }
 
     /** @return every topic with a log of its own, sorted */
     public Map<String, TopicLayout> ownLogs() {
-        return new TreeMap<>(layouts);
+        Map<String, TopicLayout> own = new TreeMap<>();
+        entries.forEach((topic, entry) -> {
+            if (entry.layout() != TopicLayout.SHARED) {
+                own.put(topic, entry.layout());
+            }
+        });
+        return own;
     }
 
-    /** Registers a topic with a log of its own and saves the registry atomically. */
-    public void register(FileIO io, Path directory, String topic, TopicLayout layout) throws IOException {
-        if (layout == TopicLayout.SHARED) {
-            throw new IllegalArgumentException("shared topics are not registered");
+    /** @return every topic with a declared queue count, and that count, sorted */
+    public Map<String, Integer> declared() {
+        Map<String, Integer> declared = new TreeMap<>();
+        entries.forEach((topic, entry) -> {
+            if (entry.queues() > 0) {
+                declared.put(topic, entry.queues());
+            }
+        });
+        return declared;
+    }
+
+    /**
+     * Records a topic's layout and declared queue count and saves the registry atomically. In force (visible to
+     * {@link #layout} and {@link #queues}) only once saved.
+     *
+     * @param queues the declared queue count, 0 for none (then the layout must not be SHARED)
+     */
+    public void register(FileIO io, Path directory, String topic, TopicLayout layout, int queues) throws IOException {
+        if (queues < 0 || layout == TopicLayout.SHARED && queues == 0) {
+            throw new IllegalArgumentException("a " + layout + " topic is registered with a queue count of at least 1,"
+                    + " was " + queues);
         }
-        Map<String, TopicLayout> next = new TreeMap<>(layouts);
-        next.put(topic, layout);
+        Map<String, Entry> next = new TreeMap<>(entries);
+        next.put(topic, new Entry(layout, queues));
         try {
             save(io, directory, next);
         } catch (AtomicFile.UncertainReplaceException e) {
             throw new UncertainSaveException(e.getMessage(), e);
         }
         // In force only now that it is durable: no append is routed by a layout a crash could take back.
-        layouts.put(topic, layout);
+        entries.put(topic, new Entry(layout, queues));
     }
 
     /** Saving failed at or after the rename: the registry on disk may or may not hold the new topic. */
@@ -114,16 +165,20 @@ public final class TopicRegistry {
         }
     }
 
-    private static void save(FileIO io, Path directory, Map<String, TopicLayout> snapshot) throws IOException {
+    private static void save(FileIO io, Path directory, Map<String, Entry> snapshot) throws IOException {
         int size = 12 + 4;
         for (String topic : snapshot.keySet()) {
-            size += 2 + topic.length() + 1;
+            size += 2 + topic.length() + 1 + 4;
         }
         ByteBuffer buffer = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
         buffer.putInt(MAGIC).putShort(VERSION).putShort((short) 0).putInt(snapshot.size());
-        snapshot.forEach((topic, layout) -> {
+        snapshot.forEach((topic, entry) -> {
             byte[] name = topic.getBytes(StandardCharsets.US_ASCII);
-            buffer.putShort((short) name.length).put(name).put((byte) (layout == TopicLayout.TOPIC ? 1 : 2));
+            buffer.putShort((short) name.length).put(name).put((byte) switch (entry.layout()) {
+                case SHARED -> 0;
+                case TOPIC -> 1;
+                case QUEUE -> 2;
+            }).putInt(entry.queues());
         });
         CRC32C crc = new CRC32C();
         crc.update(buffer.array(), 0, size - 4);
