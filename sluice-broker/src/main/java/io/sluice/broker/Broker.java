@@ -2,9 +2,11 @@ package io.sluice.broker;
 
 import io.sluice.broker.kafka.KafkaApis;
 import io.sluice.broker.net.FrameServer;
+import io.sluice.store.Store;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.Objects;
+import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -20,13 +22,16 @@ public final class Broker implements AutoCloseable {
     }
 
     /**
-     * Binds the listener and starts serving.
+     * Binds the listener and starts serving the store's topics. The store stays the caller's to close, after the
+     * broker.
      *
+     * @param store where topics and records live
      * @param config where to listen and the limits
      * @return the running broker
      * @throws IOException when the listener cannot be bound
      */
-    public static Broker start(BrokerConfig config) throws IOException {
+    public static Broker start(Store store, BrokerConfig config) throws IOException {
+        Objects.requireNonNull(store, "store");
         Objects.requireNonNull(config, "config");
         InetSocketAddress address = new InetSocketAddress(config.host(), config.port());
         if (!address.getAddress().isLoopbackAddress()) {
@@ -34,7 +39,7 @@ public final class Broker implements AutoCloseable {
         }
         // With port 0 the advertised port is known only once bound, so the protocol handler is set after binding;
         // a request that arrives before cannot be answered yet and closes its connection.
-        java.util.concurrent.atomic.AtomicReference<KafkaApis> apis = new java.util.concurrent.atomic.AtomicReference<>();
+        AtomicReference<KafkaApis> apis = new AtomicReference<>();
         FrameServer server = new FrameServer(address, frame -> {
             KafkaApis ready = apis.get();
             if (ready == null) {
@@ -42,7 +47,8 @@ public final class Broker implements AutoCloseable {
             }
             return ready.handle(frame);
         }, config.maxRequestBytes(), config.maxConnections());
-        apis.set(new KafkaApis(config.nodeId(), config.host(), server.port(), config.clusterId()));
+        apis.set(new KafkaApis(store, new KafkaApis.Settings(config.nodeId(), config.host(), server.port(),
+                config.clusterId(), config.defaultPartitions(), config.autoCreateTopics(), config.topicLayout())));
         LOG.info("Sluice broker listening on {}:{}", config.host(), server.port());
         return new Broker(server);
     }

@@ -1,9 +1,10 @@
 package io.sluice.broker;
 
+import io.sluice.store.TopicLayout;
 import java.util.Objects;
 
 /**
- * Where a broker listens and what it accepts.
+ * Where a broker listens, what it accepts, and how it makes topics.
  *
  * @param host the address to bind, also advertised to clients (127.0.0.1 by default)
  * @param port the port (9092 by default; 0 for any free one)
@@ -11,14 +12,19 @@ import java.util.Objects;
  * @param clusterId the cluster id Metadata reports
  * @param maxRequestBytes the largest request accepted (100 MiB by default, as Kafka's socket.request.max.bytes)
  * @param maxConnections connections served at once
+ * @param defaultPartitions partitions of a topic created without a count (1, as Kafka's num.partitions)
+ * @param autoCreateTopics whether asking Metadata for an unknown topic creates it (true, as Kafka's default)
+ * @param topicLayout where a new topic's partitions live in the store (QUEUE: a log per partition, as Kafka)
  */
 public record BrokerConfig(String host, int port, int nodeId, String clusterId, int maxRequestBytes,
-                           int maxConnections) {
+                           int maxConnections, int defaultPartitions, boolean autoCreateTopics,
+                           TopicLayout topicLayout) {
 
     /** Validates every field, naming the one that is wrong. */
     public BrokerConfig {
         Objects.requireNonNull(host, "host");
         Objects.requireNonNull(clusterId, "clusterId");
+        Objects.requireNonNull(topicLayout, "topicLayout");
         if (port < 0 || port > 65_535) {
             throw new IllegalArgumentException("port must be between 0 and 65535, was " + port);
         }
@@ -31,15 +37,19 @@ public record BrokerConfig(String host, int port, int nodeId, String clusterId, 
         if (maxConnections < 1) {
             throw new IllegalArgumentException("maxConnections must be at least 1, was " + maxConnections);
         }
+        if (defaultPartitions < 1) {
+            throw new IllegalArgumentException("defaultPartitions must be at least 1, was " + defaultPartitions);
+        }
     }
 
-    /** @return the defaults: 127.0.0.1:9092, node 0, 100 MiB requests, 1,000 connections */
+    /** @return the defaults: 127.0.0.1:9092, node 0, 100 MiB requests, 1,000 connections, 1 partition, QUEUE */
     public static BrokerConfig defaults() {
-        return new BrokerConfig("127.0.0.1", 9092, 0, "sluice-cluster", 100 << 20, 1_000);
+        return new BrokerConfig("127.0.0.1", 9092, 0, "sluice-cluster", 100 << 20, 1_000, 1, true, TopicLayout.QUEUE);
     }
 
     /** @return this configuration listening on {@code newPort} */
     public BrokerConfig withPort(int newPort) {
-        return new BrokerConfig(host, newPort, nodeId, clusterId, maxRequestBytes, maxConnections);
+        return new BrokerConfig(host, newPort, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
+                autoCreateTopics, topicLayout);
     }
 }

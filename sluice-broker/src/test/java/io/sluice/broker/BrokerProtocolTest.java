@@ -7,8 +7,11 @@ import java.io.DataOutputStream;
 import java.io.IOException;
 import java.net.Socket;
 import java.nio.ByteBuffer;
+import java.nio.file.Path;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
@@ -24,20 +27,27 @@ import org.apache.kafka.common.protocol.ObjectSerializationCache;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.BeforeEach;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /** The broker's first APIs over a real socket on 127.0.0.1: a stock admin client, and frames no client sends. */
 class BrokerProtocolTest {
 
+    @TempDir
+    Path dir;
+
+    private Store store;
     private Broker broker;
 
     @BeforeEach
     void start() throws IOException {
-        broker = Broker.start(BrokerConfig.defaults().withPort(0));
+        store = Store.open(dir, StoreConfig.builder().build());
+        broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
     }
 
     @AfterEach
     void stop() throws IOException {
         broker.close();
+        store.close();
     }
 
     @Test

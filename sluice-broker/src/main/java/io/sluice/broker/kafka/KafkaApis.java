@@ -1,15 +1,26 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.store.Store;
+import io.sluice.store.StoreException;
+import io.sluice.store.TopicLayout;
 import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Objects;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.message.ApiVersionsResponseData;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersion;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersionCollection;
+import org.apache.kafka.common.message.CreateTopicsRequestData;
+import org.apache.kafka.common.message.CreateTopicsRequestData.CreatableTopic;
+import org.apache.kafka.common.message.CreateTopicsResponseData;
+import org.apache.kafka.common.message.CreateTopicsResponseData.CreatableTopicResult;
+import org.apache.kafka.common.message.CreateTopicsResponseData.CreatableTopicResultCollection;
 import org.apache.kafka.common.message.MetadataRequestData;
 import org.apache.kafka.common.message.MetadataResponseData;
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseBroker;
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseBrokerCollection;
+import org.apache.kafka.common.message.MetadataResponseData.MetadataResponsePartition;
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseTopic;
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseTopicCollection;
 import org.apache.kafka.common.message.RequestHeaderData;
@@ -30,22 +41,40 @@ public final class KafkaApis {
     /** Bytes of the fixed part of a request header: api key, api version, correlation id, client id length. */
     private static final int MIN_HEADER_BYTES = 10;
 
-    private final int nodeId;
-    private final String host;
-    private final int port;
-    private final String clusterId;
-
     /**
+     * What the protocol needs to know of the broker.
+     *
      * @param nodeId this broker's node id, also named as the controller
      * @param host the host clients are told to connect to
      * @param port the port clients are told to connect to
      * @param clusterId the cluster id Metadata reports
+     * @param defaultPartitions partitions of a topic created without a count (Kafka's num.partitions)
+     * @param autoCreateTopics whether Metadata creates a topic a client asks for (auto.create.topics.enable)
+     * @param layout where a new topic's partitions live in the store
      */
-    public KafkaApis(int nodeId, String host, int port, String clusterId) {
-        this.nodeId = nodeId;
-        this.host = Objects.requireNonNull(host, "host");
-        this.port = port;
-        this.clusterId = Objects.requireNonNull(clusterId, "clusterId");
+    public record Settings(int nodeId, String host, int port, String clusterId, int defaultPartitions,
+                           boolean autoCreateTopics, TopicLayout layout) {
+        /** Checks the fields. */
+        public Settings {
+            Objects.requireNonNull(host, "host");
+            Objects.requireNonNull(clusterId, "clusterId");
+            Objects.requireNonNull(layout, "layout");
+            if (defaultPartitions < 1) {
+                throw new IllegalArgumentException("defaultPartitions must be at least 1, was " + defaultPartitions);
+            }
+        }
+    }
+
+    private final Store store;
+    private final Settings settings;
+
+    /**
+     * @param store where topics and records live
+     * @param settings the broker as clients see it
+     */
+    public KafkaApis(Store store, Settings settings) {
+        this.store = Objects.requireNonNull(store, "store");
+        this.settings = Objects.requireNonNull(settings, "settings");
     }
 
     /**
@@ -94,24 +123,105 @@ public final class KafkaApis {
         }
         ApiMessage response = switch (key) {
             case API_VERSIONS -> new ApiVersionsResponseData().setApiKeys(SupportedApis.advertised());
-            case METADATA -> metadata((MetadataRequestData) request);
+            case METADATA -> metadata((MetadataRequestData) request, version);
+            case CREATE_TOPICS -> createTopics((CreateTopicsRequestData) request);
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
         return encode(header.correlationId(), key, version, response);
     }
 
-    private MetadataResponseData metadata(MetadataRequestData request) {
+    private MetadataResponseData metadata(MetadataRequestData request, short version) {
         MetadataResponseBrokerCollection brokers = new MetadataResponseBrokerCollection();
-        brokers.add(new MetadataResponseBroker().setNodeId(nodeId).setHost(host).setPort(port));
+        brokers.add(new MetadataResponseBroker().setNodeId(settings.nodeId()).setHost(settings.host())
+                .setPort(settings.port()));
         MetadataResponseTopicCollection topics = new MetadataResponseTopicCollection();
-        if (request.topics() != null) {
-            for (MetadataRequestData.MetadataRequestTopic topic : request.topics()) {
-                topics.add(new MetadataResponseTopic().setName(topic.name()).setTopicId(Uuid.ZERO_UUID)
-                        .setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code()));
+        if (request.topics() == null) {
+            store.declaredTopics().forEach((topic, partitions) -> topics.add(topic(topic, partitions)));
+        } else {
+            // Before v4 a request cannot say whether to create; Kafka creates then.
+            boolean create = settings.autoCreateTopics() && (version < 4 || request.allowAutoTopicCreation());
+            for (MetadataRequestData.MetadataRequestTopic wanted : request.topics()) {
+                if (wanted.name() == null) {
+                    topics.add(new MetadataResponseTopic().setTopicId(wanted.topicId())
+                            .setErrorCode(Errors.UNKNOWN_TOPIC_ID.code()));
+                    continue;
+                }
+                topics.add(metadataOf(wanted.name(), create));
             }
         }
-        return new MetadataResponseData().setBrokers(brokers).setClusterId(clusterId).setControllerId(nodeId)
-                .setTopics(topics);
+        return new MetadataResponseData().setBrokers(brokers).setClusterId(settings.clusterId())
+                .setControllerId(settings.nodeId()).setTopics(topics);
+    }
+
+    private MetadataResponseTopic metadataOf(String name, boolean create) {
+        try {
+            int partitions = store.queueCount(name);
+            if (partitions == 0 && create) {
+                store.createTopic(name, settings.layout(), settings.defaultPartitions());
+                partitions = store.queueCount(name);
+            }
+            if (partitions == 0) {
+                return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID)
+                        .setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
+            }
+            return topic(name, partitions);
+        } catch (IllegalArgumentException e) {
+            return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID)
+                    .setErrorCode(Errors.INVALID_TOPIC_EXCEPTION.code());
+        }
+    }
+
+    private MetadataResponseTopic topic(String name, int partitions) {
+        List<MetadataResponsePartition> list = new ArrayList<>(partitions);
+        List<Integer> self = List.of(settings.nodeId());
+        for (int p = 0; p < partitions; p++) {
+            list.add(new MetadataResponsePartition().setPartitionIndex(p).setLeaderId(settings.nodeId())
+                    .setLeaderEpoch(0).setReplicaNodes(self).setIsrNodes(self).setOfflineReplicas(List.of()));
+        }
+        // The zero topic id: this broker names topics, and Kafka's clients then keep to versions that do too.
+        return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID).setPartitions(list);
+    }
+
+    private CreateTopicsResponseData createTopics(CreateTopicsRequestData request) {
+        CreatableTopicResultCollection results = new CreatableTopicResultCollection();
+        for (CreatableTopic topic : request.topics()) {
+            results.add(createTopic(topic, request.validateOnly()));
+        }
+        return new CreateTopicsResponseData().setTopics(results);
+    }
+
+    private CreatableTopicResult createTopic(CreatableTopic topic, boolean validateOnly) {
+        CreatableTopicResult result = new CreatableTopicResult().setName(topic.name()).setTopicId(Uuid.ZERO_UUID);
+        int partitions = topic.numPartitions() == -1 ? settings.defaultPartitions() : topic.numPartitions();
+        if (topic.replicationFactor() != -1 && topic.replicationFactor() != 1) {
+            return failed(result, Errors.INVALID_REPLICATION_FACTOR, "this broker keeps one replica of each partition;"
+                    + " replication factor " + topic.replicationFactor() + " cannot be met");
+        }
+        if (!topic.assignments().isEmpty()) {
+            return failed(result, Errors.INVALID_REQUEST, "manual replica assignment is not supported");
+        }
+        if (partitions < 1 || partitions > store.config().maxQueuesPerTopic()) {
+            return failed(result, Errors.INVALID_PARTITIONS, "the partition count must be between 1 and "
+                    + store.config().maxQueuesPerTopic() + ", was " + partitions);
+        }
+        try {
+            if (store.queueCount(topic.name()) > 0) {
+                return failed(result, Errors.TOPIC_ALREADY_EXISTS, "topic " + topic.name() + " already exists");
+            }
+            if (!validateOnly && !store.createTopic(topic.name(), settings.layout(), partitions)) {
+                return failed(result, Errors.TOPIC_ALREADY_EXISTS, "topic " + topic.name() + " already exists");
+            }
+        } catch (IllegalArgumentException e) {
+            return failed(result, Errors.INVALID_TOPIC_EXCEPTION, e.getMessage());
+        } catch (StoreException e) {
+            return failed(result, Errors.KAFKA_STORAGE_ERROR, e.getMessage());
+        }
+        return result.setNumPartitions(partitions).setReplicationFactor((short) 1);
+    }
+
+    private static CreatableTopicResult failed(CreatableTopicResult result, Errors error, String message) {
+        return result.setErrorCode(error.code()).setErrorMessage(message).setNumPartitions(-1)
+                .setReplicationFactor((short) -1);
     }
 
     private static ByteBuffer encode(int correlationId, ApiKeys key, short version, ApiMessage response) {

@@ -23,6 +23,7 @@ final class SupportedApis {
         // Metadata v10+ carries topic ids; this broker answers with the zero id, which keeps Kafka's consumer on
         // Fetch versions that name topics.
         serve(ApiKeys.METADATA, ApiKeys.METADATA.oldestVersion(), ApiKeys.METADATA.latestVersion());
+        serve(ApiKeys.CREATE_TOPICS, ApiKeys.CREATE_TOPICS.oldestVersion(), ApiKeys.CREATE_TOPICS.latestVersion());
     }
 
     private SupportedApis() {

@@ -1,0 +1,78 @@
+package io.sluice.broker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.TopicLayout;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Map;
+import java.util.Optional;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.errors.InvalidReplicationFactorException;
+import org.apache.kafka.common.errors.InvalidTopicException;
+import org.apache.kafka.common.errors.TopicExistsException;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/** Topics through a stock Admin client: created as store topics with a declared partition count, kept by the store. */
+class TopicAdminTest {
+
+    @TempDir
+    Path dir;
+
+    private static Admin admin(Broker broker) {
+        return Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + broker.port(),
+                AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000, AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 20_000));
+    }
+
+    @Test
+    void createdTopicsAreStoreTopicsAndOutliveTheBroker() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Admin admin = admin(broker)) {
+            admin.createTopics(List.of(new NewTopic("orders", 3, (short) 1),
+                    new NewTopic("events", Optional.empty(), Optional.empty()))).all().get(20, TimeUnit.SECONDS);
+            assertThat(admin.listTopics().names().get(20, TimeUnit.SECONDS)).containsExactlyInAnyOrder("orders", "events");
+            assertThat(store.queueCount("orders")).isEqualTo(3);
+            assertThat(store.queueCount("events")).as("the default partition count").isEqualTo(1);
+            assertThat(store.layout("orders")).isEqualTo(TopicLayout.QUEUE);
+        }
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Admin admin = admin(broker)) {
+            TopicDescription orders = admin.describeTopics(List.of("orders")).allTopicNames().get(20, TimeUnit.SECONDS)
+                    .get("orders");
+            assertThat(orders.partitions()).hasSize(3);
+            assertThat(orders.partitions().get(2).leader().id()).isZero();
+            assertThat(orders.partitions().get(2).isr()).hasSize(1);
+        }
+    }
+
+    @Test
+    void refusalsCarryKafkasErrors() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Admin admin = admin(broker)) {
+            admin.createTopics(List.of(new NewTopic("orders", 2, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            assertThatThrownBy(() -> admin.createTopics(List.of(new NewTopic("orders", 2, (short) 1))).all()
+                    .get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .hasCauseInstanceOf(TopicExistsException.class);
+            assertThatThrownBy(() -> admin.createTopics(List.of(new NewTopic("replicated", 2, (short) 3))).all()
+                    .get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .hasCauseInstanceOf(InvalidReplicationFactorException.class);
+            assertThatThrownBy(() -> admin.createTopics(List.of(new NewTopic("bad name!", 1, (short) 1))).all()
+                    .get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .hasCauseInstanceOf(InvalidTopicException.class);
+            assertThat(store.queueCount("replicated")).isZero();
+            assertThat(store.queueCount("orders")).isEqualTo(2);
+        }
+    }
+}
