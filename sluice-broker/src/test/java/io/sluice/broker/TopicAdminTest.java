@@ -14,11 +14,14 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.errors.InvalidPartitionsException;
 import org.apache.kafka.common.errors.InvalidReplicationFactorException;
 import org.apache.kafka.common.errors.InvalidTopicException;
 import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -53,6 +56,26 @@ class TopicAdminTest {
             assertThat(orders.partitions()).hasSize(3);
             assertThat(orders.partitions().get(2).leader().id()).isZero();
             assertThat(orders.partitions().get(2).isr()).hasSize(1);
+        }
+    }
+
+    @Test
+    void partitionsAreAddedNeverRemoved() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Admin admin = admin(broker)) {
+            admin.createTopics(List.of(new NewTopic("orders", 2, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            admin.createPartitions(Map.of("orders", NewPartitions.increaseTo(5))).all().get(20, TimeUnit.SECONDS);
+            assertThat(store.queueCount("orders")).isEqualTo(5);
+            assertThat(admin.describeTopics(List.of("orders")).allTopicNames().get(20, TimeUnit.SECONDS).get("orders")
+                    .partitions()).hasSize(5);
+            assertThatThrownBy(() -> admin.createPartitions(Map.of("orders", NewPartitions.increaseTo(3))).all()
+                    .get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .hasCauseInstanceOf(InvalidPartitionsException.class);
+            assertThatThrownBy(() -> admin.createPartitions(Map.of("missing", NewPartitions.increaseTo(3))).all()
+                    .get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
+                    .hasCauseInstanceOf(UnknownTopicOrPartitionException.class);
+            assertThat(store.queueCount("orders")).isEqualTo(5);
         }
     }
 

@@ -11,11 +11,19 @@ import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.message.ApiVersionsResponseData;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersion;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersionCollection;
+import org.apache.kafka.common.message.CreatePartitionsRequestData;
+import org.apache.kafka.common.message.CreatePartitionsRequestData.CreatePartitionsTopic;
+import org.apache.kafka.common.message.CreatePartitionsResponseData;
+import org.apache.kafka.common.message.CreatePartitionsResponseData.CreatePartitionsTopicResult;
 import org.apache.kafka.common.message.CreateTopicsRequestData;
 import org.apache.kafka.common.message.CreateTopicsRequestData.CreatableTopic;
 import org.apache.kafka.common.message.CreateTopicsResponseData;
 import org.apache.kafka.common.message.CreateTopicsResponseData.CreatableTopicResult;
 import org.apache.kafka.common.message.CreateTopicsResponseData.CreatableTopicResultCollection;
+import org.apache.kafka.common.message.DescribeClusterRequestData;
+import org.apache.kafka.common.message.DescribeClusterResponseData;
+import org.apache.kafka.common.message.DescribeClusterResponseData.DescribeClusterBroker;
+import org.apache.kafka.common.message.DescribeClusterResponseData.DescribeClusterBrokerCollection;
 import org.apache.kafka.common.message.MetadataRequestData;
 import org.apache.kafka.common.message.MetadataResponseData;
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseBroker;
@@ -125,6 +133,8 @@ public final class KafkaApis {
             case API_VERSIONS -> new ApiVersionsResponseData().setApiKeys(SupportedApis.advertised());
             case METADATA -> metadata((MetadataRequestData) request, version);
             case CREATE_TOPICS -> createTopics((CreateTopicsRequestData) request);
+            case CREATE_PARTITIONS -> createPartitions((CreatePartitionsRequestData) request);
+            case DESCRIBE_CLUSTER -> describeCluster((DescribeClusterRequestData) request);
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
         return encode(header.correlationId(), key, version, response);
@@ -217,6 +227,51 @@ public final class KafkaApis {
             return failed(result, Errors.KAFKA_STORAGE_ERROR, e.getMessage());
         }
         return result.setNumPartitions(partitions).setReplicationFactor((short) 1);
+    }
+
+    private CreatePartitionsResponseData createPartitions(CreatePartitionsRequestData request) {
+        List<CreatePartitionsTopicResult> results = new ArrayList<>();
+        for (CreatePartitionsTopic topic : request.topics()) {
+            CreatePartitionsTopicResult result = new CreatePartitionsTopicResult().setName(topic.name());
+            results.add(result);
+            if (topic.assignments() != null && !topic.assignments().isEmpty()) {
+                result.setErrorCode(Errors.INVALID_REPLICA_ASSIGNMENT.code())
+                        .setErrorMessage("manual replica assignment is not supported");
+                continue;
+            }
+            try {
+                int current = store.queueCount(topic.name());
+                if (current == 0) {
+                    result.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code())
+                            .setErrorMessage("topic " + topic.name() + " does not exist");
+                } else if (topic.count() <= current || topic.count() > store.config().maxQueuesPerTopic()) {
+                    result.setErrorCode(Errors.INVALID_PARTITIONS.code()).setErrorMessage("topic " + topic.name()
+                            + " has " + current + " partitions; a new count must be larger and at most "
+                            + store.config().maxQueuesPerTopic() + ", was " + topic.count());
+                } else if (!request.validateOnly()) {
+                    store.increaseQueueCount(topic.name(), topic.count());
+                }
+            } catch (IllegalArgumentException e) {
+                result.setErrorCode(Errors.INVALID_TOPIC_EXCEPTION.code()).setErrorMessage(e.getMessage());
+            } catch (StoreException e) {
+                result.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code()).setErrorMessage(e.getMessage());
+            }
+        }
+        return new CreatePartitionsResponseData().setResults(results);
+    }
+
+    private DescribeClusterResponseData describeCluster(DescribeClusterRequestData request) {
+        DescribeClusterResponseData response = new DescribeClusterResponseData().setClusterId(settings.clusterId())
+                .setControllerId(settings.nodeId()).setEndpointType(request.endpointType());
+        if (request.endpointType() != 1) {
+            // This listener serves brokers; Kafka answers a request for controllers the same way.
+            return response.setErrorCode(Errors.MISMATCHED_ENDPOINT_TYPE.code())
+                    .setErrorMessage("this listener serves brokers, not controllers");
+        }
+        DescribeClusterBrokerCollection brokers = new DescribeClusterBrokerCollection();
+        brokers.add(new DescribeClusterBroker().setBrokerId(settings.nodeId()).setHost(settings.host())
+                .setPort(settings.port()));
+        return response.setBrokers(brokers);
     }
 
     private static CreatableTopicResult failed(CreatableTopicResult result, Errors error, String message) {

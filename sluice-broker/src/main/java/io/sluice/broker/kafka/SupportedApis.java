@@ -24,6 +24,10 @@ final class SupportedApis {
         // Fetch versions that name topics.
         serve(ApiKeys.METADATA, ApiKeys.METADATA.oldestVersion(), ApiKeys.METADATA.latestVersion());
         serve(ApiKeys.CREATE_TOPICS, ApiKeys.CREATE_TOPICS.oldestVersion(), ApiKeys.CREATE_TOPICS.latestVersion());
+        serve(ApiKeys.CREATE_PARTITIONS, ApiKeys.CREATE_PARTITIONS.oldestVersion(),
+                ApiKeys.CREATE_PARTITIONS.latestVersion());
+        serve(ApiKeys.DESCRIBE_CLUSTER, ApiKeys.DESCRIBE_CLUSTER.oldestVersion(),
+                ApiKeys.DESCRIBE_CLUSTER.latestVersion());
     }
 
     private SupportedApis() {
