@@ -58,6 +58,11 @@ public final class Broker implements AutoCloseable {
         return server.port();
     }
 
+    /** @return connections open now */
+    public int connections() {
+        return server.connections();
+    }
+
     /** Stops listening and closes every connection. */
     @Override
     public void close() throws IOException {

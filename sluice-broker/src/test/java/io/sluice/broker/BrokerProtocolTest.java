@@ -18,6 +18,8 @@ import org.apache.kafka.clients.admin.DescribeClusterResult;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.message.ApiVersionsRequestData;
 import org.apache.kafka.common.message.ApiVersionsResponseData;
+import org.apache.kafka.common.message.MetadataRequestData;
+import org.apache.kafka.common.message.MetadataResponseData;
 import org.apache.kafka.common.message.RequestHeaderData;
 import org.apache.kafka.common.message.ResponseHeaderData;
 import org.apache.kafka.common.protocol.ApiKeys;
@@ -67,9 +69,8 @@ class BrokerProtocolTest {
         try (Socket socket = new Socket("127.0.0.1", broker.port())) {
             ApiVersionsResponseData response = apiVersions(socket, (short) 3);
             assertThat(response.errorCode()).isEqualTo(Errors.NONE.code());
-            assertThat(response.apiKeys().find(ApiKeys.METADATA.id)).isNotNull();
-            assertThat(response.apiKeys().find(ApiKeys.API_VERSIONS.id).maxVersion())
-                    .isEqualTo(ApiKeys.API_VERSIONS.latestVersion());
+            assertThat(response.apiKeys()).extracting(v -> v.apiKey() + ":" + v.minVersion() + "-" + v.maxVersion())
+                    .containsExactlyInAnyOrder("18:0-4", "3:0-13", "19:2-7", "37:0-3", "60:0-2");
         }
     }
 
@@ -84,8 +85,14 @@ class BrokerProtocolTest {
         }
     }
 
+    /** On a broker serving one connection at a time, so that a connection slot lost to garbage would show. */
     @Test
     void garbageClosesOnlyItsConnection() throws IOException {
+        broker.close();
+        BrokerConfig defaults = BrokerConfig.defaults();
+        broker = Broker.start(store, new BrokerConfig(defaults.host(), 0, defaults.nodeId(), defaults.clusterId(),
+                defaults.maxRequestBytes(), 1, defaults.defaultPartitions(), defaults.autoCreateTopics(),
+                defaults.topicLayout()));
         byte[][] garbage = {
             {0, 0, 0, 2, 1, 2},                          // a frame shorter than any header
             {0x7f, 0x7f, 0x7f, 0x7f},                    // a frame size far over the limit
@@ -94,6 +101,7 @@ class BrokerProtocolTest {
             {0, 0, 0, 12, 0, 3, 0x7f, 0x00, 0, 0, 0, 7, 0, 0, 0, 0}, // Metadata in a version nobody speaks
         };
         for (byte[] bytes : garbage) {
+            awaitFreeSlot();
             try (Socket socket = new Socket("127.0.0.1", broker.port())) {
                 socket.setSoTimeout(10_000);
                 socket.getOutputStream().write(bytes);
@@ -101,10 +109,54 @@ class BrokerProtocolTest {
                 assertThat(socket.getInputStream().read()).as("the broker closes the connection").isEqualTo(-1);
             }
         }
+        awaitFreeSlot();
         try (Socket socket = new Socket("127.0.0.1", broker.port())) {
             assertThat(apiVersions(socket, (short) 0).errorCode()).as("a fresh connection is still served")
                     .isEqualTo(Errors.NONE.code());
         }
+    }
+
+    /** The broker closed the previous connection; its slot is released just after, on the connection's thread. */
+    private void awaitFreeSlot() {
+        long deadline = System.nanoTime() + 10_000_000_000L;
+        while (broker.connections() > 0 && System.nanoTime() < deadline) {
+            Thread.onSpinWait();
+        }
+        assertThat(broker.connections()).as("connections still open").isZero();
+    }
+
+    @Test
+    void metadataV0WithNoTopicsListsEveryTopic() throws IOException {
+        store.createTopic("a", io.sluice.store.TopicLayout.QUEUE, 2);
+        store.createTopic("b", io.sluice.store.TopicLayout.SHARED, 1);
+        try (Socket socket = new Socket("127.0.0.1", broker.port())) {
+            ByteBufferAccessor reader = exchange(socket, ApiKeys.METADATA, (short) 0,
+                    new MetadataRequestData().setTopics(java.util.List.of()));
+            MetadataResponseData response = new MetadataResponseData(reader, (short) 0);
+            assertThat(response.topics()).extracting(t -> t.name() + ":" + t.partitions().size())
+                    .containsExactlyInAnyOrder("a:2", "b:1");
+        }
+    }
+
+    private static ByteBufferAccessor exchange(Socket socket, ApiKeys key, short version,
+                                               org.apache.kafka.common.protocol.ApiMessage body) throws IOException {
+        socket.setSoTimeout(10_000);
+        ObjectSerializationCache cache = new ObjectSerializationCache();
+        short headerVersion = key.requestHeaderVersion(version);
+        RequestHeaderData header = new RequestHeaderData().setRequestApiKey(key.id).setRequestApiVersion(version)
+                .setCorrelationId(7).setClientId("test");
+        int size = header.size(cache, headerVersion) + body.size(cache, version);
+        ByteBuffer out = ByteBuffer.allocate(4 + size).putInt(size);
+        ByteBufferAccessor writer = new ByteBufferAccessor(out);
+        header.write(writer, cache, headerVersion);
+        body.write(writer, cache, version);
+        socket.getOutputStream().write(out.array());
+        DataInputStream input = new DataInputStream(socket.getInputStream());
+        byte[] frame = new byte[input.readInt()];
+        input.readFully(frame);
+        ByteBufferAccessor reader = new ByteBufferAccessor(ByteBuffer.wrap(frame));
+        assertThat(new ResponseHeaderData(reader, key.responseHeaderVersion(version)).correlationId()).isEqualTo(7);
+        return reader;
     }
 
     private static ApiVersionsResponseData apiVersions(Socket socket, short version) throws IOException {

@@ -3,6 +3,7 @@ package io.sluice.broker;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.sluice.store.Message;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicLayout;
@@ -17,6 +18,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.common.errors.InvalidConfigurationException;
 import org.apache.kafka.common.errors.InvalidPartitionsException;
 import org.apache.kafka.common.errors.InvalidReplicationFactorException;
 import org.apache.kafka.common.errors.InvalidTopicException;
@@ -94,6 +96,14 @@ class TopicAdminTest {
             assertThatThrownBy(() -> admin.createTopics(List.of(new NewTopic("bad name!", 1, (short) 1))).all()
                     .get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                     .hasCauseInstanceOf(InvalidTopicException.class);
+            assertThatThrownBy(() -> admin.createTopics(List.of(new NewTopic("compacted", 1, (short) 1)
+                    .configs(Map.of("cleanup.policy", "compact")))).all().get(20, TimeUnit.SECONDS))
+                    .isInstanceOf(ExecutionException.class).hasCauseInstanceOf(InvalidConfigurationException.class);
+            store.append("embedded", 0, Message.of(new byte[10])).join();
+            assertThatThrownBy(() -> admin.createTopics(List.of(new NewTopic("embedded", 1, (short) 1))).all()
+                    .get(20, TimeUnit.SECONDS)).as("a store topic appended to through the store's API exists")
+                    .isInstanceOf(ExecutionException.class).hasCauseInstanceOf(TopicExistsException.class);
+            assertThat(store.queueCount("compacted")).isZero();
             assertThat(store.queueCount("replicated")).isZero();
             assertThat(store.queueCount("orders")).isEqualTo(2);
         }

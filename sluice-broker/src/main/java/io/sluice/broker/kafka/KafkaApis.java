@@ -1,7 +1,6 @@
 package io.sluice.broker.kafka;
 
 import io.sluice.store.Store;
-import io.sluice.store.StoreException;
 import io.sluice.store.TopicLayout;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -111,8 +110,8 @@ public final class KafkaApis {
             // A newer client than this broker: answer in v0 with this broker's ApiVersions range, so that the client
             // retries with a version both sides know.
             ApiVersionCollection own = new ApiVersionCollection();
-            own.add(new ApiVersion().setApiKey(key.id).setMinVersion(key.oldestVersion())
-                    .setMaxVersion(key.latestVersion()));
+            own.add(new ApiVersion().setApiKey(key.id).setMinVersion((short) 0)
+                    .setMaxVersion(SupportedApis.highest(key)));
             return encode(header.correlationId(), key, (short) 0, new ApiVersionsResponseData()
                     .setErrorCode(Errors.UNSUPPORTED_VERSION.code()).setApiKeys(own));
         }
@@ -145,7 +144,8 @@ public final class KafkaApis {
         brokers.add(new MetadataResponseBroker().setNodeId(settings.nodeId()).setHost(settings.host())
                 .setPort(settings.port()));
         MetadataResponseTopicCollection topics = new MetadataResponseTopicCollection();
-        if (request.topics() == null) {
+        // All topics: a null list, or in v0 (where the list cannot be null) an empty one.
+        if (request.topics() == null || version == 0 && request.topics().isEmpty()) {
             store.declaredTopics().forEach((topic, partitions) -> topics.add(topic(topic, partitions)));
         } else {
             // Before v4 a request cannot say whether to create; Kafka creates then.
@@ -178,6 +178,10 @@ public final class KafkaApis {
         } catch (IllegalArgumentException e) {
             return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID)
                     .setErrorCode(Errors.INVALID_TOPIC_EXCEPTION.code());
+        } catch (RuntimeException e) {
+            // A read-only or closing store, or a failed registry save: the topic cannot be created now.
+            return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID)
+                    .setErrorCode(Errors.KAFKA_STORAGE_ERROR.code());
         }
     }
 
@@ -214,16 +218,27 @@ public final class KafkaApis {
             return failed(result, Errors.INVALID_PARTITIONS, "the partition count must be between 1 and "
                     + store.config().maxQueuesPerTopic() + ", was " + partitions);
         }
+        if (!topic.configs().isEmpty()) {
+            List<String> names = new ArrayList<>();
+            topic.configs().forEach(config -> names.add(config.name()));
+            return failed(result, Errors.INVALID_CONFIG, "topic configs are not supported yet, got " + names);
+        }
         try {
-            if (store.queueCount(topic.name()) > 0) {
+            store.layout(topic.name()); // checks the name
+        } catch (IllegalArgumentException e) {
+            return failed(result, Errors.INVALID_TOPIC_EXCEPTION, e.getMessage());
+        }
+        try {
+            // A store topic with messages but no declared count (appended through the store's API) exists too.
+            if (store.queueCount(topic.name()) > 0 || !store.queues(topic.name()).isEmpty()) {
                 return failed(result, Errors.TOPIC_ALREADY_EXISTS, "topic " + topic.name() + " already exists");
             }
             if (!validateOnly && !store.createTopic(topic.name(), settings.layout(), partitions)) {
                 return failed(result, Errors.TOPIC_ALREADY_EXISTS, "topic " + topic.name() + " already exists");
             }
         } catch (IllegalArgumentException e) {
-            return failed(result, Errors.INVALID_TOPIC_EXCEPTION, e.getMessage());
-        } catch (StoreException e) {
+            return failed(result, Errors.TOPIC_ALREADY_EXISTS, e.getMessage());
+        } catch (RuntimeException e) {
             return failed(result, Errors.KAFKA_STORAGE_ERROR, e.getMessage());
         }
         return result.setNumPartitions(partitions).setReplicationFactor((short) 1);
@@ -252,8 +267,10 @@ public final class KafkaApis {
                     store.increaseQueueCount(topic.name(), topic.count());
                 }
             } catch (IllegalArgumentException e) {
-                result.setErrorCode(Errors.INVALID_TOPIC_EXCEPTION.code()).setErrorMessage(e.getMessage());
-            } catch (StoreException e) {
+                // A bad name, or a concurrent request that raised the count first.
+                result.setErrorCode(store.queueCount(topic.name()) > 0 ? Errors.INVALID_PARTITIONS.code()
+                        : Errors.INVALID_TOPIC_EXCEPTION.code()).setErrorMessage(e.getMessage());
+            } catch (RuntimeException e) {
                 result.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code()).setErrorMessage(e.getMessage());
             }
         }
@@ -263,10 +280,14 @@ public final class KafkaApis {
     private DescribeClusterResponseData describeCluster(DescribeClusterRequestData request) {
         DescribeClusterResponseData response = new DescribeClusterResponseData().setClusterId(settings.clusterId())
                 .setControllerId(settings.nodeId()).setEndpointType(request.endpointType());
-        if (request.endpointType() != 1) {
+        if (request.endpointType() == 2) {
             // This listener serves brokers; Kafka answers a request for controllers the same way.
             return response.setErrorCode(Errors.MISMATCHED_ENDPOINT_TYPE.code())
                     .setErrorMessage("this listener serves brokers, not controllers");
+        }
+        if (request.endpointType() != 1) {
+            return response.setErrorCode(Errors.UNSUPPORTED_ENDPOINT_TYPE.code())
+                    .setErrorMessage("unknown endpoint type " + request.endpointType());
         }
         DescribeClusterBrokerCollection brokers = new DescribeClusterBrokerCollection();
         brokers.add(new DescribeClusterBroker().setBrokerId(settings.nodeId()).setHost(settings.host())

@@ -19,22 +19,31 @@ final class SupportedApis {
     private static final Map<ApiKeys, Range> RANGES = new EnumMap<>(ApiKeys.class);
 
     static {
-        serve(ApiKeys.API_VERSIONS, ApiKeys.API_VERSIONS.oldestVersion(), ApiKeys.API_VERSIONS.latestVersion());
+        // Literal ranges: what the handlers implement, not what the pinned kafka-clients happens to know, so that
+        // a version bump never advertises a version nobody wrote the handling of.
+        serve(ApiKeys.API_VERSIONS, 0, 4);
         // Metadata v10+ carries topic ids; this broker answers with the zero id, which keeps Kafka's consumer on
         // Fetch versions that name topics.
-        serve(ApiKeys.METADATA, ApiKeys.METADATA.oldestVersion(), ApiKeys.METADATA.latestVersion());
-        serve(ApiKeys.CREATE_TOPICS, ApiKeys.CREATE_TOPICS.oldestVersion(), ApiKeys.CREATE_TOPICS.latestVersion());
-        serve(ApiKeys.CREATE_PARTITIONS, ApiKeys.CREATE_PARTITIONS.oldestVersion(),
-                ApiKeys.CREATE_PARTITIONS.latestVersion());
-        serve(ApiKeys.DESCRIBE_CLUSTER, ApiKeys.DESCRIBE_CLUSTER.oldestVersion(),
-                ApiKeys.DESCRIBE_CLUSTER.latestVersion());
+        serve(ApiKeys.METADATA, 0, 13);
+        serve(ApiKeys.CREATE_TOPICS, 2, 7);
+        serve(ApiKeys.CREATE_PARTITIONS, 0, 3);
+        serve(ApiKeys.DESCRIBE_CLUSTER, 0, 2);
     }
 
     private SupportedApis() {
     }
 
-    private static void serve(ApiKeys key, short min, short max) {
-        RANGES.put(key, new Range(min, max));
+    private static void serve(ApiKeys key, int min, int max) {
+        if (min < key.oldestVersion() || max > key.latestVersion()) {
+            throw new IllegalStateException(key + " v" + min + "-" + max + " is outside what the pinned kafka-clients"
+                    + " parses (v" + key.oldestVersion() + "-" + key.latestVersion() + ")");
+        }
+        RANGES.put(key, new Range((short) min, (short) max));
+    }
+
+    /** @return the highest version of {@code key} served */
+    static short highest(ApiKeys key) {
+        return RANGES.get(key).max;
     }
 
     /** @return whether {@code version} of {@code key} is served */

@@ -71,6 +71,11 @@ public final class FrameServer implements AutoCloseable {
         }
     }
 
+    /** @return connections being served now */
+    public int connections() {
+        return connections.size();
+    }
+
     private void accept() {
         while (!closed) {
             SocketChannel connection;
