@@ -480,7 +480,10 @@ public final class Store implements AutoCloseable {
 
     /** @return the log holding the topic queue; null if it has a log of its own not created yet */
     private LogStore logFor(String topic, int queueId, boolean create) {
-        TopicLayout layout = registry.layout(topic);
+        return logFor(topic, registry.layout(topic), queueId, create);
+    }
+
+    private LogStore logFor(String topic, TopicLayout layout, int queueId, boolean create) {
         if (layout == TopicLayout.SHARED) {
             return shared;
         }
@@ -579,13 +582,15 @@ public final class Store implements AutoCloseable {
             throw new IllegalArgumentException("queue id " + queueId + " is not below maxQueuesPerTopic ("
                     + config.maxQueuesPerTopic() + ")");
         }
-        int declared = registry.queues(topic);
-        if (declared > 0 && queueId >= declared) {
-            throw new IllegalArgumentException("topic " + topic + " has " + declared + " queues; queue id " + queueId
-                    + " is not below it");
+        // One registry lookup per append: the declared count and the layout come from the same entry.
+        TopicRegistry.Entry entry = registry.entry(topic);
+        if (entry.queues() > 0 && queueId >= entry.queues()) {
+            throw new IllegalArgumentException("topic " + topic + " has " + entry.queues() + " queues; queue id "
+                    + queueId + " is not below it");
         }
         checkWritable();
-        CompletableFuture<AppendResult> result = logFor(topic, queueId, true).append(topic, queueId, messages);
+        CompletableFuture<AppendResult> result = logFor(topic, entry.layout(), queueId, true)
+                .append(topic, queueId, messages);
         if (result == null) {
             // The topic was created with a log of its own while this append was on its way to the shared log.
             result = logFor(topic, queueId, true).append(topic, queueId, messages);

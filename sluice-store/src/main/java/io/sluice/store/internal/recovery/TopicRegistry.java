@@ -100,16 +100,21 @@ public final class TopicRegistry {
         return registry;
     }
 
+    private static final Entry UNREGISTERED = new Entry(TopicLayout.SHARED, 0);
+
+    /** @return what the registry records of the topic: SHARED with no declared count unless registered */
+    public Entry entry(String topic) {
+        return entries.getOrDefault(topic, UNREGISTERED);
+    }
+
     /** @return the topic's layout: SHARED unless registered otherwise */
     public TopicLayout layout(String topic) {
-        Entry entry = entries.get(topic);
-        return entry == null ? TopicLayout.SHARED : entry.layout();
+        return entry(topic).layout();
     }
 
     /** @return the topic's declared queue count; 0 when none was declared */
     public int queues(String topic) {
-        Entry entry = entries.get(topic);
-        return entry == null ? 0 : entry.queues();
+        return entry(topic).queues();
     }
 
     /** @return every topic with a log of its own, sorted */
