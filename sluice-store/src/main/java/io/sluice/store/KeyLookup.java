@@ -53,7 +53,8 @@ final class KeyLookup {
             return null; // retention deleted it while the lookup ran
         }
         MemorySegment record = view.bytes();
-        if (indexInRecord >= RecordFormat.messageCount(record) || !RecordFormat.topic(record).equals(topic)) {
+        if (indexInRecord >= RecordFormat.messageCount(record) || RecordFormat.isOpaque(record)
+                || !RecordFormat.topic(record).equals(topic)) {
             view.close();
             return null;
         }

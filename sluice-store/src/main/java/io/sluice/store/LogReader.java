@@ -107,6 +107,80 @@ final class LogReader {
         }
     }
 
+    OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        if (fromOffset < 0 || maxBytes < 1) {
+            throw new IllegalArgumentException("fromOffset must be >= 0 and maxBytes >= 1; were " + fromOffset + ", "
+                    + maxBytes);
+        }
+        checkOpen();
+        QueueIndex index = indexes.get(topic, queueId);
+        if (index == null) {
+            return OpaqueSlice.empty(ReadResult.Status.NO_SUCH_QUEUE, 0);
+        }
+        byte[] topicBytes = topic.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
+        int headerBytes = RecordFormat.TOPIC_OFFSET + topicBytes.length;
+        try (QueueIndex.Cursor cursor = index.cursor()) {
+            long min = index.minOffset();
+            long end = visibleEnd(index, cursor);
+            if (fromOffset < min) {
+                return OpaqueSlice.empty(ReadResult.Status.OFFSET_TOO_SMALL, min);
+            }
+            if (fromOffset >= end) {
+                return OpaqueSlice.empty(fromOffset == end ? ReadResult.Status.NO_NEW_MESSAGES
+                        : ReadResult.Status.OFFSET_OVERFLOW, end);
+            }
+            long[] positions = new long[8];
+            long[] lengths = new long[8];
+            int batches = 0;
+            long bytes = 0;
+            long offset = fromOffset;
+            long firstOffset = -1;
+            boolean messagesNext = false;
+            while (offset < end) {
+                io.sluice.store.internal.index.IndexEntry entry = cursor.entry(offset);
+                long first = offset - entry.indexInRecord();
+                boolean opaque;
+                try (RecordView header = log.read(entry.logPosition(), Math.min(entry.recordSize(), headerBytes
+                        + RecordFormat.OPAQUE_MIN_BYTES))) {
+                    if (!RecordFormat.matchesEntry(header.bytes(), entry.recordSize(), entry.logPosition(), topicBytes,
+                            queueId, first, entry.messageCount())) {
+                        throw new StoreCorruptedException("the index entry for " + topic + "-" + queueId + " offset "
+                                + offset + " points at log position " + entry.logPosition() + ", where no matching"
+                                + " record is: the store is damaged; sluice verify tells more", null,
+                                entry.logPosition());
+                    }
+                    opaque = RecordFormat.isOpaque(header.bytes());
+                }
+                if (firstOffset < 0) {
+                    firstOffset = first;
+                }
+                if (!opaque) {
+                    messagesNext = true;
+                    break;
+                }
+                long length = entry.recordSize() - headerBytes;
+                if (batches > 0 && bytes + length > maxBytes) {
+                    break;
+                }
+                if (batches == positions.length) {
+                    positions = java.util.Arrays.copyOf(positions, batches * 2);
+                    lengths = java.util.Arrays.copyOf(lengths, batches * 2);
+                }
+                positions[batches] = entry.logPosition() + headerBytes;
+                lengths[batches] = length;
+                batches++;
+                bytes += length;
+                offset = first + entry.messageCount();
+            }
+            return new OpaqueSlice(ReadResult.Status.FOUND, batches == 0 ? offset : firstOffset, offset, messagesNext,
+                    log, positions, lengths, batches);
+        } catch (SegmentRetiredException | IndexFileRetiredException e) {
+            return OpaqueSlice.empty(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1));
+        }
+    }
+
     /**
      * Reads the record stored at a log position.
      *

@@ -262,13 +262,14 @@ final class LogStore implements AutoCloseable {
         assert appendLock.isHeldByCurrentThread();
         QueueIndex index = indexes.getOrCreate(topic, queueId);
         long first = index.nextOffset();
-        index.ensureCapacity(first + messages.length);
+        int count = PreparedMessage.offsetsCovered(messages);
+        index.ensureCapacity(first + count);
         KeyIndex keys = indexes.keys();
         keys.ensureRoom(keyHashes.length);
         long now = config.clock().millis();
         long position = log.append(size, now, first, queueId, topicBytes, messages);
-        for (int i = 0; i < messages.length; i++) {
-            index.put(first + i, position, now, size, messages.length, i);
+        for (int i = 0; i < count; i++) {
+            index.put(first + i, position, now, size, count, i);
         }
         int hash = 0;
         for (int i = 0; i < messages.length; i++) {
@@ -278,9 +279,9 @@ final class LogStore implements AutoCloseable {
         }
         long end = position + size;
         log.publish(end);
-        index.publish(first + messages.length);
+        index.publish(first + count);
         changed.run();
-        AppendResult result = new AppendResult(first, messages.length, position, size, now);
+        AppendResult result = new AppendResult(first, count, position, size, now);
         if (config.flushMode() == FlushMode.SYNC) {
             CompletableFuture<AppendResult> future = new CompletableFuture<>();
             flusher.enqueue(new FlushService.Waiter(end, result, future));
@@ -388,6 +389,10 @@ final class LogStore implements AutoCloseable {
 
     ReadResult readAt(long logPosition) {
         return reader.readAt(logPosition);
+    }
+
+    OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes) {
+        return reader.sliceOpaque(topic, queueId, fromOffset, maxBytes);
     }
 
     LookupResult lookupByKey(String topic, String key, int maxResults, long fromMillis, long toMillis) {

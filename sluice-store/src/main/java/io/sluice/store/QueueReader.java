@@ -9,6 +9,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 
 /**
  * Turns queue-index entries into {@link StoredMessage}s whose bodies are views of the records. Every record is
@@ -43,6 +44,17 @@ final class QueueReader {
                 MemorySegment record = view.bytes();
                 long first = offset - entry.indexInRecord();
                 checkRecord(record, entry, first, offset);
+                if (RecordFormat.isOpaque(record)) {
+                    MemorySegment body = RecordFormat.opaqueBody(record);
+                    if (!messages.isEmpty() && bytes + body.byteSize() > maxBytes) {
+                        break;
+                    }
+                    messages.add(opaque(topic, queueId, first, entry.logPosition(), entry.storeTimestamp(), body,
+                            entry.messageCount()));
+                    bytes += body.byteSize();
+                    offset = first + entry.messageCount();
+                    continue;
+                }
                 long at = RecordFormat.firstMessageOffset(record);
                 for (int i = 0; i < entry.messageCount(); i++, at = RecordFormat.nextMessageOffset(record, at)) {
                     long messageOffset = first + i;
@@ -88,6 +100,10 @@ final class QueueReader {
         int count = RecordFormat.messageCount(record);
         long position = RecordFormat.logPosition(record);
         long storeTimestamp = RecordFormat.storeTimestamp(record);
+        if (RecordFormat.isOpaque(record)) {
+            return new DefaultReadResult(ReadResult.Status.FOUND, List.of(opaque(topic, queueId, first, position,
+                    storeTimestamp, RecordFormat.opaqueBody(record), count)), first + count, List.of(view));
+        }
         List<StoredMessage> messages = new ArrayList<>(count);
         long at = RecordFormat.firstMessageOffset(record);
         for (int i = 0; i < count; i++, at = RecordFormat.nextMessageOffset(record, at)) {
@@ -97,10 +113,16 @@ final class QueueReader {
         return new DefaultReadResult(ReadResult.Status.FOUND, messages, first + count, List.of(view));
     }
 
+    private static StoredMessage opaque(String topic, int queueId, long first, long position, long storeTimestamp,
+                                        MemorySegment body, int count) {
+        return new StoredMessage(topic, queueId, first, position, storeTimestamp, storeTimestamp, List.of(), "",
+                Map.of(), body, count);
+    }
+
     static StoredMessage decode(String topic, int queueId, long offset, long position, long storeTimestamp,
                                 MemorySegment record, long at, MemorySegment body) {
         RecordFormat.Metadata metadata = RecordFormat.decodeMetadata(record, at);
         return new StoredMessage(topic, queueId, offset, position, storeTimestamp,
-                RecordFormat.bornTimestamp(record, at), metadata.keys(), metadata.tag(), metadata.properties(), body);
+                RecordFormat.bornTimestamp(record, at), metadata.keys(), metadata.tag(), metadata.properties(), body, 0);
     }
 }

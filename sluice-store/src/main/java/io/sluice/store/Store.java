@@ -17,6 +17,7 @@ import io.sluice.store.io.DiskSpace;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.Scheduler;
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.nio.channels.WritableByteChannel;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -575,6 +576,26 @@ public final class Store implements AutoCloseable {
         return append(topic, queueId, prepared);
     }
 
+    /**
+     * Appends an opaque batch: one body in its producer's own framing (a Kafka record batch, say) that covers
+     * {@code count} consecutive queue offsets and is kept as it is, except that the store writes the first of
+     * those offsets into the body's first 8 bytes (big-endian) as it appends, as a broker stamps offsets into the
+     * batches it stores. Reads return it as one {@link StoredMessage} whose {@link StoredMessage#opaqueCount()}
+     * is {@code count}; {@link #sliceOpaque} sends such bodies to a socket with no copy. It has no keys.
+     *
+     * @param topic topic name
+     * @param queueId queue id
+     * @param body the batch, 8 bytes or more and at most {@link StoreConfig#maxMessageBytes()}; read during the
+     *     call only
+     * @param count offsets the batch covers, 1 or more
+     * @return completes with the first offset once durable per the flush mode
+     */
+    public CompletableFuture<AppendResult> appendOpaque(String topic, int queueId, MemorySegment body, int count) {
+        Objects.requireNonNull(body, "body");
+        return append(topic, queueId, new PreparedMessage[] {PreparedMessage.opaque(body, count,
+                config.maxMessageBytes())});
+    }
+
     private CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
@@ -632,6 +653,24 @@ public final class Store implements AutoCloseable {
                                      WritableByteChannel target) {
         Names.checkTopic(topic);
         return orShared(logFor(topic, queueId, false)).transferTo(topic, queueId, fromOffset, maxBytes, target);
+    }
+
+    /**
+     * Chooses the opaque batches ({@link #appendOpaque}) to send from a queue, from the one holding
+     * {@code fromOffset} on, up to {@code maxBytes} of bodies (at least one batch if any is readable), stopping
+     * before a record of messages. Send them with {@link OpaqueSlice#transferTo}: with no copy through the Java
+     * heap when the target is a socket (see docs/design.md, "Zero-copy transfer").
+     *
+     * @param topic the topic
+     * @param queueId the queue
+     * @param fromOffset the first queue offset wanted
+     * @param maxBytes most body bytes, 1 or more
+     * @return the slice: its status, the batches' total size and the offset to continue from
+     * @throws StoreCorruptedException if the index or the log is damaged where the batches should be
+     */
+    public OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes) {
+        Names.checkTopic(topic);
+        return orShared(logFor(topic, queueId, false)).sliceOpaque(topic, queueId, fromOffset, maxBytes);
     }
 
     /**

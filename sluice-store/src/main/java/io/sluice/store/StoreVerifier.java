@@ -471,6 +471,9 @@ public final class StoreVerifier {
             if (indexInRecord < 0 || indexInRecord >= RecordFormat.messageCount(record)) {
                 return "the record has no message " + indexInRecord;
             }
+            if (RecordFormat.isOpaque(record)) {
+                return "the record is an opaque batch, which carries no keys";
+            }
             long at = RecordFormat.messageOffset(record, indexInRecord);
             String topic = RecordFormat.topic(record);
             for (String key : RecordFormat.decodeMetadata(record, at).keys()) {

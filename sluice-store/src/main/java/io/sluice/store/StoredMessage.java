@@ -22,10 +22,19 @@ import java.util.Map;
  * @param tag the message's tag, or the empty string
  * @param properties the message's properties
  * @param body a read-only view of the payload in store memory
+ * @param opaqueCount 0 for a message; for an opaque batch ({@link Store#appendOpaque}), the offsets it covers,
+ *     from {@code queueOffset} (which may lie below the offset asked for), its body being the batch as appended
+ *     with its first 8 bytes set to {@code queueOffset}; such a batch has no keys, tag or properties and its
+ *     born timestamp is its store timestamp
  */
 public record StoredMessage(String topic, int queueId, long queueOffset, long logPosition, long storeTimestamp,
                             long bornTimestamp, List<String> keys, String tag, Map<String, String> properties,
-                            MemorySegment body) {
+                            MemorySegment body, int opaqueCount) {
+
+    /** @return true if this is an opaque batch covering {@link #opaqueCount} offsets */
+    public boolean opaque() {
+        return opaqueCount > 0;
+    }
 
     /** @return the body as a read-only {@link ByteBuffer} over the same memory (no copy) */
     public ByteBuffer bodyBuffer() {

@@ -15,15 +15,52 @@ import java.util.Map;
  * @param tagHash hash of the tag, stored in the queue index for filtering
  * @param body the payload
  * @param keys the message's keys, for the key index
+ * @param opaqueCount 0 for a message; for an opaque batch ({@link #opaque}), the queue offsets its body covers
  */
-public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, MemorySegment body, List<String> keys) {
+public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, MemorySegment body, List<String> keys,
+                              int opaqueCount) {
 
     private static final byte[] EMPTY_METADATA = new byte[6];
     private static final int MAX_FIELD_BYTES = 0xFFFF;
 
     /** @return the bytes this message takes inside a record */
     public long encodedSize() {
-        return RecordFormat.MESSAGE_FIXED_BYTES + metadata.length + body.byteSize();
+        return opaqueCount > 0 ? body.byteSize() : RecordFormat.MESSAGE_FIXED_BYTES + metadata.length + body.byteSize();
+    }
+
+    /** @return true if this is an opaque batch: one body in its producer's framing covering several offsets */
+    public boolean opaque() {
+        return opaqueCount > 0;
+    }
+
+    /**
+     * An opaque batch: a body the store keeps as it is, except its first 8 bytes, which it sets to the first
+     * queue offset (big-endian) when it appends the record. It covers {@code count} consecutive offsets.
+     *
+     * @param body the body, at least {@link RecordFormat#OPAQUE_MIN_BYTES} bytes
+     * @param count queue offsets covered, 1 or more
+     * @param maxMessageBytes the configured limit
+     * @return the prepared batch
+     * @throws IllegalArgumentException if the body is too short or too long, or the count is not positive
+     */
+    public static PreparedMessage opaque(MemorySegment body, int count, int maxMessageBytes) {
+        if (count < 1) {
+            throw new IllegalArgumentException("an opaque batch covers 1 or more offsets, not " + count);
+        }
+        if (body.byteSize() < RecordFormat.OPAQUE_MIN_BYTES) {
+            throw new IllegalArgumentException("an opaque batch body holds at least " + RecordFormat.OPAQUE_MIN_BYTES
+                    + " bytes (its first offset), not " + body.byteSize());
+        }
+        if (body.byteSize() > maxMessageBytes) {
+            throw new IllegalArgumentException("opaque batch of " + body.byteSize() + " bytes exceeds maxMessageBytes ("
+                    + maxMessageBytes + ")");
+        }
+        return new PreparedMessage(0, EMPTY_METADATA, 0, body, List.of(), count);
+    }
+
+    /** @return the queue offsets {@code messages} cover: their number, or an opaque batch's count */
+    public static int offsetsCovered(PreparedMessage[] messages) {
+        return messages.length == 1 && messages[0].opaque() ? messages[0].opaqueCount : messages.length;
     }
 
     /**
@@ -40,7 +77,7 @@ public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, 
                     + maxMessageBytes + ")");
         }
         return new PreparedMessage(message.bornTimestamp(), metadata, tagHash(message.tag()), message.body(),
-                message.keys());
+                message.keys(), 0);
     }
 
     /** @param tag a tag @return its hash as stored in the queue index; 0 for no tag */

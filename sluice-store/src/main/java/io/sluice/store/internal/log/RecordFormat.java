@@ -21,7 +21,7 @@ import java.util.zip.CRC32C;
  *   8     4   crc             CRC32C of bytes [12, length)
  *  12     1   version         1
  *  13     1   type            0 = messages, 1 = filler
- *  14     2   flags           bit 0: batch (appended as one call of N messages)
+ *  14     2   flags           bit 0: batch (appended as one call of N messages); bit 1: opaque
  *  16     8   logPosition     the record's own position in the log
  *  24     8   storeTimestamp  epoch milliseconds
  *  32     8   firstQueueOffset
@@ -37,6 +37,8 @@ import java.util.zip.CRC32C;
  *                             u16 propertyCount, {u16 len, name, u16 len, value}*
  *   +16+M 4   bodyLength      B
  *   +20+M B   body
+ *  or, if opaque (bit 1), one body in its producer's framing to the record's end, covering all N offsets;
+ *  its first 8 bytes hold firstQueueOffset, big-endian, set by the store at append
  *
  * FILLER record (type 1): pads the rest of a segment; length = bytes to the segment's end
  *   0 length | 4 magic | 8 crc of bytes [12, 24) | 12 version | 13 type | 14 flags | 16 logPosition
@@ -60,6 +62,12 @@ public final class RecordFormat {
     public static final byte TYPE_FILLER = 1;
     /** Flag: the record was appended as a batch. */
     public static final short FLAG_BATCH = 1;
+    /** Flag: the record holds one opaque body covering its N offsets instead of N message entries. */
+    public static final short FLAG_OPAQUE = 2;
+    /** Smallest opaque body: its first 8 bytes are the first queue offset. */
+    public static final int OPAQUE_MIN_BYTES = 8;
+    private static final ValueLayout.OfLong LONG_BIG_ENDIAN =
+            ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     public static final int LENGTH_OFFSET = 0;
     public static final int MAGIC_OFFSET = 4;
@@ -94,6 +102,7 @@ public final class RecordFormat {
      * @return the record's size in bytes
      */
     public static long recordSize(int topicBytes, PreparedMessage[] messages) {
+
         long size = TOPIC_OFFSET + topicBytes;
         for (PreparedMessage message : messages) {
             size += message.encodedSize();
@@ -111,15 +120,23 @@ public final class RecordFormat {
         target.set(INT, MAGIC_OFFSET, MAGIC);
         target.set(ValueLayout.JAVA_BYTE, VERSION_OFFSET, VERSION);
         target.set(ValueLayout.JAVA_BYTE, TYPE_OFFSET, TYPE_MESSAGES);
-        target.set(SHORT, FLAGS_OFFSET, messages.length > 1 ? FLAG_BATCH : 0);
+        boolean opaque = messages.length == 1 && messages[0].opaque();
+        target.set(SHORT, FLAGS_OFFSET, opaque ? FLAG_OPAQUE : messages.length > 1 ? FLAG_BATCH : 0);
         target.set(LONG, LOG_POSITION_OFFSET, logPosition);
         target.set(LONG, STORE_TIMESTAMP_OFFSET, storeTimestamp);
         target.set(LONG, FIRST_QUEUE_OFFSET_OFFSET, firstQueueOffset);
         target.set(INT, QUEUE_ID_OFFSET, queueId);
-        target.set(INT, MESSAGE_COUNT_OFFSET, messages.length);
+        target.set(INT, MESSAGE_COUNT_OFFSET, PreparedMessage.offsetsCovered(messages));
         target.set(SHORT, TOPIC_LENGTH_OFFSET, (short) topic.length);
         MemorySegment.copy(topic, 0, target, ValueLayout.JAVA_BYTE, TOPIC_OFFSET, topic.length);
         long at = TOPIC_OFFSET + topic.length;
+        if (opaque) {
+            MemorySegment body = messages[0].body();
+            MemorySegment.copy(body, 0, target, at, body.byteSize());
+            target.set(LONG_BIG_ENDIAN, at, firstQueueOffset);
+            target.set(INT, CRC_OFFSET, checksum(target, CRC_START, length - CRC_START));
+            return;
+        }
         for (PreparedMessage message : messages) {
             long bodySize = message.body().byteSize();
             int metadataLength = message.metadata().length;
@@ -194,6 +211,10 @@ public final class RecordFormat {
         int count = record.get(INT, MESSAGE_COUNT_OFFSET);
         int topicLength = Short.toUnsignedInt(record.get(SHORT, TOPIC_LENGTH_OFFSET));
         long at = TOPIC_OFFSET + topicLength;
+        if (isOpaque(record)) {
+            return count > 0 && at + OPAQUE_MIN_BYTES <= record.byteSize()
+                    && record.get(LONG_BIG_ENDIAN, at) == record.get(LONG, FIRST_QUEUE_OFFSET_OFFSET);
+        }
         for (int i = 0; i < count; i++) {
             if (at + 4 > record.byteSize()) {
                 return false;
@@ -213,8 +234,18 @@ public final class RecordFormat {
      */
     public static boolean matchesEntry(MemorySegment record, long logPosition, byte[] topic, int queueId,
                                        long firstQueueOffset, int messageCount) {
-        long size = record.byteSize();
-        if (size < TOPIC_OFFSET + topic.length || record.get(INT, LENGTH_OFFSET) != size
+        return matchesEntry(record, record.byteSize(), logPosition, topic, queueId, firstQueueOffset, messageCount);
+    }
+
+    /**
+     * {@link #matchesEntry} on the first bytes of a record ({@code header}: at least {@link #TOPIC_OFFSET} + the
+     * topic's length), whose whole size is {@code size}.
+     */
+    public static boolean matchesEntry(MemorySegment header, long size, long logPosition, byte[] topic, int queueId,
+                                       long firstQueueOffset, int messageCount) {
+        MemorySegment record = header;
+        if (record.byteSize() < TOPIC_OFFSET + topic.length || size < TOPIC_OFFSET + topic.length
+                || record.get(INT, LENGTH_OFFSET) != size
                 || record.get(INT, MAGIC_OFFSET) != MAGIC || record.get(ValueLayout.JAVA_BYTE, VERSION_OFFSET) != VERSION
                 || record.get(ValueLayout.JAVA_BYTE, TYPE_OFFSET) != TYPE_MESSAGES
                 || record.get(LONG, LOG_POSITION_OFFSET) != logPosition || record.get(INT, QUEUE_ID_OFFSET) != queueId
@@ -225,6 +256,17 @@ public final class RecordFormat {
         }
         return MemorySegment.mismatch(record, TOPIC_OFFSET, TOPIC_OFFSET + topic.length,
                 MemorySegment.ofArray(topic), 0, topic.length) < 0;
+    }
+
+    /** @return true if the messages record at offset 0 of {@code record} holds one opaque body */
+    public static boolean isOpaque(MemorySegment record) {
+        return (record.get(SHORT, FLAGS_OFFSET) & FLAG_OPAQUE) != 0;
+    }
+
+    /** @return a view of an opaque record's body (no copy), from its first-offset field to the record's end */
+    public static MemorySegment opaqueBody(MemorySegment record) {
+        long at = firstMessageOffset(record);
+        return record.asSlice(at, record.byteSize() - at).asReadOnly();
     }
 
     /** @return true if the record at offset 0 of {@code record} is a filler */

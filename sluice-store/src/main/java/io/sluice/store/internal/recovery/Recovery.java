@@ -587,8 +587,12 @@ public final class Recovery {
         long messageOffset = RecordFormat.firstMessageOffset(record);
         int size = (int) record.byteSize();
         KeyIndex keys = indexes.keys();
+        boolean opaque = RecordFormat.isOpaque(record);
         for (int i = 0; i < count; i++) {
             index.put(first + i, position, storeTimestamp, size, count, i);
+            if (opaque) {
+                continue;
+            }
             List<String> messageKeys = RecordFormat.decodeMetadata(record, messageOffset).keys();
             keys.ensureRoom(messageKeys.size());
             for (String key : messageKeys) {
