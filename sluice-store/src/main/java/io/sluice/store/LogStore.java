@@ -196,7 +196,7 @@ final class LogStore implements AutoCloseable {
     }
 
     /** @return the append's future, or null if {@link #acceptOnly} turned the topic away (route it again) */
-    CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages) {
+    CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages, boolean force) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
         if (readOnly) {
@@ -229,7 +229,7 @@ final class LogStore implements AutoCloseable {
                         + " retention or an operator frees space", retention.lastReport().diskUsedRatio() * 100,
                         config.retention().diskHardRatio() * 100), null));
             }
-            return appendLocked(topic, queueId, topicBytes, (int) size, messages, keyHashes);
+            return appendLocked(topic, queueId, topicBytes, (int) size, messages, keyHashes, force);
         } catch (IOException e) {
             return CompletableFuture.failedFuture(health.classify(e, "append"));
         } finally {
@@ -257,8 +257,8 @@ final class LogStore implements AutoCloseable {
     }
 
     private CompletableFuture<AppendResult> appendLocked(String topic, int queueId, byte[] topicBytes, int size,
-                                                         PreparedMessage[] messages, int[] keyHashes)
-            throws IOException {
+                                                         PreparedMessage[] messages, int[] keyHashes,
+                                                         boolean force) throws IOException {
         assert appendLock.isHeldByCurrentThread();
         QueueIndex index = indexes.getOrCreate(topic, queueId);
         long first = index.nextOffset();
@@ -282,7 +282,7 @@ final class LogStore implements AutoCloseable {
         index.publish(first + count);
         changed.run();
         AppendResult result = new AppendResult(first, count, position, size, now);
-        if (config.flushMode() == FlushMode.SYNC) {
+        if (force || config.flushMode() == FlushMode.SYNC) {
             CompletableFuture<AppendResult> future = new CompletableFuture<>();
             flusher.enqueue(new FlushService.Waiter(end, result, future));
             return future;

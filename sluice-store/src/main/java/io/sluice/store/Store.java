@@ -552,7 +552,8 @@ public final class Store implements AutoCloseable {
      */
     public CompletableFuture<AppendResult> append(String topic, int queueId, Message message) {
         Objects.requireNonNull(message, "message");
-        return append(topic, queueId, new PreparedMessage[] {PreparedMessage.prepare(message, config.maxMessageBytes())});
+        return append(topic, queueId, new PreparedMessage[] {PreparedMessage.prepare(message, config.maxMessageBytes())},
+                false);
     }
 
     /**
@@ -573,7 +574,7 @@ public final class Store implements AutoCloseable {
             prepared[i] = PreparedMessage.prepare(Objects.requireNonNull(messages.get(i), "message"),
                     config.maxMessageBytes());
         }
-        return append(topic, queueId, prepared);
+        return append(topic, queueId, prepared, false);
     }
 
     /**
@@ -591,12 +592,25 @@ public final class Store implements AutoCloseable {
      * @return completes with the first offset once durable per the flush mode
      */
     public CompletableFuture<AppendResult> appendOpaque(String topic, int queueId, MemorySegment body, int count) {
-        Objects.requireNonNull(body, "body");
-        return append(topic, queueId, new PreparedMessage[] {PreparedMessage.opaque(body, count,
-                config.maxMessageBytes())});
+        return appendOpaque(topic, queueId, body, count, false);
     }
 
-    private CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages) {
+    /**
+     * {@link #appendOpaque(String, int, MemorySegment, int)}, and with {@code force} the returned future completes
+     * only once the record is durable (committed and forced), whatever the flush mode: under ASYNC such appends
+     * share one group commit with every other forced append waiting, as all appends do under SYNC.
+     *
+     * @param force complete once durable rather than per the flush mode
+     */
+    public CompletableFuture<AppendResult> appendOpaque(String topic, int queueId, MemorySegment body, int count,
+                                                        boolean force) {
+        Objects.requireNonNull(body, "body");
+        return append(topic, queueId, new PreparedMessage[] {PreparedMessage.opaque(body, count,
+                config.maxMessageBytes())}, force);
+    }
+
+    private CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages,
+                                                   boolean force) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
         if (queueId >= config.maxQueuesPerTopic()) {
@@ -611,10 +625,10 @@ public final class Store implements AutoCloseable {
         }
         checkWritable();
         CompletableFuture<AppendResult> result = logFor(topic, entry.layout(), queueId, true)
-                .append(topic, queueId, messages);
+                .append(topic, queueId, messages, force);
         if (result == null) {
             // The topic was created with a log of its own while this append was on its way to the shared log.
-            result = logFor(topic, queueId, true).append(topic, queueId, messages);
+            result = logFor(topic, queueId, true).append(topic, queueId, messages, force);
         }
         return result;
     }

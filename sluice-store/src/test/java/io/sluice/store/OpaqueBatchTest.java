@@ -225,6 +225,43 @@ class OpaqueBatchTest {
         assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
     }
 
+    @ParameterizedTest
+    @org.junit.jupiter.params.provider.EnumSource(value = WritePath.class, names = {"CHANNEL", "WRITE_BUFFER", "DIRECT"})
+    void aForcedAppendUnderAsyncCompletesOnlyAfterItsForce(WritePath path) throws Exception {
+        java.util.concurrent.CountDownLatch forceGate = new java.util.concurrent.CountDownLatch(1);
+        java.util.concurrent.atomic.AtomicInteger forcesHeld = new java.util.concurrent.atomic.AtomicInteger();
+        java.util.concurrent.atomic.AtomicBoolean armed = new java.util.concurrent.atomic.AtomicBoolean();
+        HookedFileIO io = new HookedFileIO().hook((op, file) -> {
+            // Segment creation forces too: only the forces after the plain append are held.
+            if (op == HookedFileIO.Op.FORCE && HookedFileIO.isSegment(file) && armed.get()) {
+                forcesHeld.incrementAndGet();
+                HookedFileIO.awaitBounded(forceGate);
+            }
+        });
+        // Nothing would force for an hour but a forced append.
+        StoreConfig config = TestStores.small(path, FlushMode.ASYNC).fileIO(io).flushIntervalMillis(3_600_000)
+                .commitIntervalMillis(3_600_000).checkpointIntervalMillis(3_600_000).flushDirtyBytes(Long.MAX_VALUE)
+                .commitMinBytes(Long.MAX_VALUE).build();
+        try (Store store = Store.open(dir, config)) {
+            MemorySegment body = MemorySegment.ofArray(new byte[200]);
+            CompletableFuture<AppendResult> plain = store.appendOpaque("t", 0, body, 2);
+            assertThat(plain).isCompleted();
+            armed.set(true);
+            CompletableFuture<AppendResult> forced = store.appendOpaque("t", 0, body, 3, true);
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (forcesHeld.get() == 0 && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertThat(forcesHeld.get()).as("a force was started for the forced append").isPositive();
+            Thread.sleep(100);
+            assertThat(forced).as("not acknowledged while its force is held").isNotDone();
+            forceGate.countDown();
+            assertThat(forced.get(10, java.util.concurrent.TimeUnit.SECONDS).firstQueueOffset()).isEqualTo(2);
+        } finally {
+            forceGate.countDown();
+        }
+    }
+
     @Test
     void badBatchesAreRefusedAndStoreNothing() throws Exception {
         try (Store store = Store.open(dir, TestStores.small(WritePath.MMAP, FlushMode.ASYNC).build())) {

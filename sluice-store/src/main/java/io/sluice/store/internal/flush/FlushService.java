@@ -97,7 +97,7 @@ public final class FlushService implements AutoCloseable {
         this.task = new SerialTask(scheduler, this::round);
     }
 
-    /** SYNC: registers an append to complete after its force. Call in log order. */
+    /** SYNC, or a forced append under ASYNC: registers an append to complete after its force. Call in log order. */
     public void enqueue(Waiter waiter) {
         waiters.add(waiter);
         task.request();
@@ -136,9 +136,9 @@ public final class FlushService implements AutoCloseable {
             return;
         }
         try {
-            if (config.flushMode() == FlushMode.SYNC) {
-                syncRounds();
-            } else {
+            // Under ASYNC, appends that asked to be forced wait like SYNC ones and share one group commit.
+            syncRounds();
+            if (config.flushMode() == FlushMode.ASYNC) {
                 asyncRound();
             }
         } finally {
