@@ -6,6 +6,8 @@ import io.sluice.store.Store;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.Objects;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicReference;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -16,9 +18,11 @@ public final class Broker implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Broker.class);
 
     private final FrameServer server;
+    private final ExecutorService executor;
 
-    private Broker(FrameServer server) {
+    private Broker(FrameServer server, ExecutorService executor) {
         this.server = server;
+        this.executor = executor;
     }
 
     /**
@@ -40,17 +44,25 @@ public final class Broker implements AutoCloseable {
         // With port 0 the advertised port is known only once bound, so the protocol handler is set after binding;
         // a request that arrives before cannot be answered yet and closes its connection.
         AtomicReference<KafkaApis> apis = new AtomicReference<>();
-        FrameServer server = new FrameServer(address, frame -> {
-            KafkaApis ready = apis.get();
-            if (ready == null) {
-                throw new IllegalStateException("the broker is still starting");
-            }
-            return ready.handle(frame);
-        }, config.maxRequestBytes(), config.maxConnections());
+        ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
+        FrameServer server;
+        try {
+            server = new FrameServer(address, frame -> {
+                KafkaApis ready = apis.get();
+                if (ready == null) {
+                    throw new IllegalStateException("the broker is still starting");
+                }
+                return ready.handle(frame);
+            }, FrameServer.Limits.of(config.maxRequestBytes(), config.maxConnections()));
+        } catch (IOException | RuntimeException e) {
+            executor.close();
+            throw e;
+        }
         apis.set(new KafkaApis(store, new KafkaApis.Settings(config.nodeId(), config.host(), server.port(),
-                config.clusterId(), config.defaultPartitions(), config.autoCreateTopics(), config.topicLayout())));
+                config.clusterId(), config.defaultPartitions(), config.autoCreateTopics(), config.topicLayout()),
+                executor));
         LOG.info("Sluice broker listening on {}:{}", config.host(), server.port());
-        return new Broker(server);
+        return new Broker(server, executor);
     }
 
     /** @return the port the broker listens on */
@@ -66,6 +78,10 @@ public final class Broker implements AutoCloseable {
     /** Stops listening and closes every connection. */
     @Override
     public void close() throws IOException {
-        server.close();
+        try {
+            server.close();
+        } finally {
+            executor.shutdownNow();
+        }
     }
 }

@@ -69,7 +69,8 @@ class BrokerProtocolTest {
             ApiVersionsResponseData response = apiVersions(socket, (short) 3);
             assertThat(response.errorCode()).isEqualTo(Errors.NONE.code());
             assertThat(response.apiKeys()).extracting(v -> v.apiKey() + ":" + v.minVersion() + "-" + v.maxVersion())
-                    .containsExactlyInAnyOrder("18:0-4", "3:0-13", "19:2-7", "37:0-3", "60:0-2");
+                    .containsExactlyInAnyOrder("18:0-4", "3:0-13", "19:2-7", "37:0-3", "60:0-2", "0:0-12", "1:4-12",
+                            "2:1-10", "22:0-5");
         }
     }
 
@@ -129,7 +130,7 @@ class BrokerProtocolTest {
         store.createTopic("a", io.sluice.store.TopicLayout.QUEUE, 2);
         store.createTopic("b", io.sluice.store.TopicLayout.SHARED, 1);
         try (Socket socket = new Socket("127.0.0.1", broker.port())) {
-            ByteBufferAccessor reader = exchange(socket, ApiKeys.METADATA, (short) 0,
+            ByteBufferAccessor reader = Wire.exchange(socket, ApiKeys.METADATA, (short) 0,
                     new MetadataRequestData().setTopics(java.util.List.of()));
             MetadataResponseData response = new MetadataResponseData(reader, (short) 0);
             assertThat(response.topics()).extracting(t -> t.name() + ":" + t.partitions().size())
@@ -137,39 +138,12 @@ class BrokerProtocolTest {
         }
     }
 
-    private static ByteBufferAccessor exchange(Socket socket, ApiKeys key, short version,
-                                               org.apache.kafka.common.protocol.ApiMessage body) throws IOException {
-        return exchange(socket, key, version, version, body);
-    }
-
-    /** Sends one request (header for {@code version}, body written in {@code bodyVersion}); returns the body. */
-    private static ByteBufferAccessor exchange(Socket socket, ApiKeys key, short version, short bodyVersion,
-                                               org.apache.kafka.common.protocol.ApiMessage body) throws IOException {
-        socket.setSoTimeout(10_000);
-        ObjectSerializationCache cache = new ObjectSerializationCache();
-        short headerVersion = key.requestHeaderVersion(version);
-        RequestHeaderData header = new RequestHeaderData().setRequestApiKey(key.id).setRequestApiVersion(version)
-                .setCorrelationId(7).setClientId("test");
-        int size = header.size(cache, headerVersion) + body.size(cache, bodyVersion);
-        ByteBuffer out = ByteBuffer.allocate(4 + size).putInt(size);
-        ByteBufferAccessor writer = new ByteBufferAccessor(out);
-        header.write(writer, cache, headerVersion);
-        body.write(writer, cache, bodyVersion);
-        socket.getOutputStream().write(out.array());
-        DataInputStream input = new DataInputStream(socket.getInputStream());
-        byte[] frame = new byte[input.readInt()];
-        input.readFully(frame);
-        ByteBufferAccessor reader = new ByteBufferAccessor(ByteBuffer.wrap(frame));
-        assertThat(new ResponseHeaderData(reader, key.responseHeaderVersion(version)).correlationId()).isEqualTo(7);
-        return reader;
-    }
-
     private static ApiVersionsResponseData apiVersions(Socket socket, short version) throws IOException {
         ApiVersionsRequestData body = new ApiVersionsRequestData().setClientSoftwareName("test")
                 .setClientSoftwareVersion("1");
         // A version newer than any schema is sent with the newest body, and answered in v0.
         short latest = ApiKeys.API_VERSIONS.latestVersion();
-        ByteBufferAccessor reader = exchange(socket, ApiKeys.API_VERSIONS, version, (short) Math.min(version, latest),
+        ByteBufferAccessor reader = Wire.exchange(socket, ApiKeys.API_VERSIONS, version, (short) Math.min(version, latest),
                 body);
         return new ApiVersionsResponseData(reader, version > latest ? 0 : version);
     }

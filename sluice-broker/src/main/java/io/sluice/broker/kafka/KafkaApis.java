@@ -1,11 +1,15 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.broker.net.Outbound;
+import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
 import io.sluice.store.TopicLayout;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.message.ApiVersionsResponseData;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersion;
@@ -30,6 +34,14 @@ import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseBrok
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponsePartition;
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseTopic;
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseTopicCollection;
+import org.apache.kafka.common.message.FetchRequestData;
+import org.apache.kafka.common.message.InitProducerIdRequestData;
+import org.apache.kafka.common.message.InitProducerIdResponseData;
+import org.apache.kafka.common.message.ListOffsetsRequestData;
+import org.apache.kafka.common.message.ListOffsetsResponseData;
+import org.apache.kafka.common.message.ListOffsetsResponseData.ListOffsetsPartitionResponse;
+import org.apache.kafka.common.message.ListOffsetsResponseData.ListOffsetsTopicResponse;
+import org.apache.kafka.common.message.ProduceRequestData;
 import org.apache.kafka.common.message.RequestHeaderData;
 import org.apache.kafka.common.message.ResponseHeaderData;
 import org.apache.kafka.common.protocol.ApiKeys;
@@ -74,22 +86,33 @@ public final class KafkaApis {
 
     private final Store store;
     private final Settings settings;
+    private final ProduceHandler produce;
+    private final FetchHandler fetch;
+    private final ProducerIds producerIds = new ProducerIds();
 
     /**
      * @param store where topics and records live
      * @param settings the broker as clients see it
+     * @param executor runs fetches that waited for data once they may answer (virtual threads suit)
      */
-    public KafkaApis(Store store, Settings settings) {
+    public KafkaApis(Store store, Settings settings, Executor executor) {
         this.store = Objects.requireNonNull(store, "store");
         this.settings = Objects.requireNonNull(settings, "settings");
+        PartitionWatch watch = new PartitionWatch();
+        this.produce = new ProduceHandler(store, new ProducerStates(store), watch);
+        this.fetch = new FetchHandler(store, watch, Objects.requireNonNull(executor, "executor"));
     }
 
     /**
+     * Takes one request: whatever it changes is changed when this returns; the response may complete later (a
+     * produce waiting for its force, a fetch waiting for data).
+     *
      * @param frame one request without its size prefix
-     * @return the response, its 4-byte size prefix included, ready to write
+     * @return the response, its 4-byte size prefix included; completes with null when the request takes none
+     *     (Produce with acks=0)
      * @throws ProtocolException when the request cannot be answered; the caller closes the connection
      */
-    public ByteBuffer handle(ByteBuffer frame) throws ProtocolException {
+    public CompletableFuture<Outbound> handle(ByteBuffer frame) throws ProtocolException {
         if (frame.remaining() < MIN_HEADER_BYTES) {
             throw new ProtocolException("a request of " + frame.remaining() + " bytes is shorter than a request header");
         }
@@ -112,12 +135,13 @@ public final class KafkaApis {
             ApiVersionCollection own = new ApiVersionCollection();
             own.add(new ApiVersion().setApiKey(key.id).setMinVersion((short) 0)
                     .setMaxVersion(SupportedApis.highest(key)));
-            return encode(header.correlationId(), key, (short) 0, new ApiVersionsResponseData()
-                    .setErrorCode(Errors.UNSUPPORTED_VERSION.code()).setApiKeys(own));
+            return done(encode(header.correlationId(), key, (short) 0, new ApiVersionsResponseData()
+                    .setErrorCode(Errors.UNSUPPORTED_VERSION.code()).setApiKeys(own)));
         }
         if (!SupportedApis.accepts(key, version)) {
             throw new ProtocolException(key.name + " v" + version + " is not served by this broker");
         }
+
         ApiMessage request = key.messageType.newRequest();
         try {
             request.read(in, version);
@@ -128,15 +152,105 @@ public final class KafkaApis {
             throw new ProtocolException(in.remaining() + " bytes past the end of a " + key.name + " v" + version
                     + " request");
         }
+        int correlationId = header.correlationId();
+        if (key == ApiKeys.PRODUCE) {
+            return produce.handle((ProduceRequestData) request, version).thenApply(response -> response == null
+                    ? null : encode(correlationId, key, version, response));
+        }
+        if (key == ApiKeys.FETCH) {
+            return fetch.handle(correlationId, version, (FetchRequestData) request);
+        }
         ApiMessage response = switch (key) {
             case API_VERSIONS -> new ApiVersionsResponseData().setApiKeys(SupportedApis.advertised());
             case METADATA -> metadata((MetadataRequestData) request, version);
             case CREATE_TOPICS -> createTopics((CreateTopicsRequestData) request);
             case CREATE_PARTITIONS -> createPartitions((CreatePartitionsRequestData) request);
             case DESCRIBE_CLUSTER -> describeCluster((DescribeClusterRequestData) request);
+            case LIST_OFFSETS -> listOffsets((ListOffsetsRequestData) request);
+            case INIT_PRODUCER_ID -> initProducerId((InitProducerIdRequestData) request);
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
-        return encode(header.correlationId(), key, version, response);
+        return done(encode(correlationId, key, version, response));
+    }
+
+    private static CompletableFuture<Outbound> done(Outbound response) {
+        return CompletableFuture.completedFuture(response);
+    }
+
+    private ListOffsetsResponseData listOffsets(ListOffsetsRequestData request) {
+        List<ListOffsetsTopicResponse> topics = new ArrayList<>();
+        for (ListOffsetsRequestData.ListOffsetsTopic topic : request.topics()) {
+            List<ListOffsetsPartitionResponse> partitions = new ArrayList<>();
+            for (ListOffsetsRequestData.ListOffsetsPartition wanted : topic.partitions()) {
+                partitions.add(listOffset(topic.name(), wanted.partitionIndex(), wanted.timestamp()));
+            }
+            topics.add(new ListOffsetsTopicResponse().setName(topic.name()).setPartitions(partitions));
+        }
+        return new ListOffsetsResponseData().setTopics(topics);
+    }
+
+    /** Kafka's special timestamps. */
+    private static final long LATEST = -1;
+    private static final long EARLIEST = -2;
+    private static final long MAX_TIMESTAMP = -3;
+    private static final long EARLIEST_LOCAL = -4;
+    private static final long EARLIEST_PENDING_UPLOAD = -5;
+    private static final long LATEST_TIERED = -6;
+
+    private ListOffsetsPartitionResponse listOffset(String topic, int partition, long timestamp) {
+        ListOffsetsPartitionResponse response = new ListOffsetsPartitionResponse().setPartitionIndex(partition)
+                .setTimestamp(-1).setOffset(-1).setLeaderEpoch(-1);
+        int partitions;
+        try {
+            partitions = store.queueCount(topic);
+        } catch (IllegalArgumentException e) {
+            partitions = 0;
+        }
+        if (partition < 0 || partition >= partitions) {
+            return response.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
+        }
+        try {
+            long start = store.minOffset(topic, partition);
+            long end = store.maxOffset(topic, partition);
+            if (timestamp == LATEST || timestamp == LATEST_TIERED) {
+                return response.setOffset(end);
+            }
+            if (timestamp == EARLIEST || timestamp == EARLIEST_LOCAL || timestamp == EARLIEST_PENDING_UPLOAD) {
+                return response.setOffset(start);
+            }
+            if (timestamp == MAX_TIMESTAMP) {
+                // The store stamps records in append order, so the newest record has the largest store time.
+                return end == start ? response : response.setOffset(end - 1).setTimestamp(storeTime(topic,
+                        partition, end - 1));
+            }
+            if (timestamp < 0) {
+                return response.setErrorCode(Errors.INVALID_REQUEST.code());
+            }
+            long offset = store.offsetForTimestamp(topic, partition, timestamp);
+            return offset >= end ? response : response.setOffset(offset).setTimestamp(storeTime(topic, partition,
+                    offset));
+        } catch (RuntimeException e) {
+            return response.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code());
+        }
+    }
+
+    private long storeTime(String topic, int partition, long offset) {
+        try (ReadResult read = store.read(topic, partition, offset, 1, 1)) {
+            return read.messages().isEmpty() ? -1 : read.messages().getFirst().storeTimestamp();
+        }
+    }
+
+    private InitProducerIdResponseData initProducerId(InitProducerIdRequestData request) {
+        InitProducerIdResponseData response = new InitProducerIdResponseData().setProducerId(-1)
+                .setProducerEpoch((short) -1);
+        if (request.transactionalId() != null) {
+            return response.setErrorCode(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code());
+        }
+        if (request.producerId() >= 0 && request.producerEpoch() >= 0 && request.producerEpoch() < Short.MAX_VALUE - 1) {
+            // An idempotent producer bumping its epoch after an error (KIP-360): same id, next epoch.
+            return response.setProducerId(request.producerId()).setProducerEpoch((short) (request.producerEpoch() + 1));
+        }
+        return response.setProducerId(producerIds.next()).setProducerEpoch((short) 0);
     }
 
     private MetadataResponseData metadata(MetadataRequestData request, short version) {
@@ -300,7 +414,7 @@ public final class KafkaApis {
                 .setReplicationFactor((short) -1);
     }
 
-    private static ByteBuffer encode(int correlationId, ApiKeys key, short version, ApiMessage response) {
+    private static Outbound encode(int correlationId, ApiKeys key, short version, ApiMessage response) {
         // ApiVersions answers with header v0 whatever the version, so that any client can read it.
         short headerVersion = key.responseHeaderVersion(version);
         ResponseHeaderData header = new ResponseHeaderData().setCorrelationId(correlationId);
@@ -311,6 +425,6 @@ public final class KafkaApis {
         ByteBufferAccessor writer = new ByteBufferAccessor(out);
         header.write(writer, cache, headerVersion);
         response.write(writer, cache, version);
-        return out.flip();
+        return Outbound.of(out.flip());
     }
 }

@@ -28,7 +28,14 @@ final class SupportedApis {
         serve(ApiKeys.CREATE_TOPICS, 2, 7);
         serve(ApiKeys.CREATE_PARTITIONS, 0, 3);
         serve(ApiKeys.DESCRIBE_CLUSTER, 0, 2);
+        // Produce v13 names topics by id, so 12 is the highest. v0-2 are advertised too (see advertised()).
+        serve(ApiKeys.PRODUCE, 3, 12);
+        // Fetch v13 names topics by id.
+        serve(ApiKeys.FETCH, 4, 12);
+        serve(ApiKeys.LIST_OFFSETS, 1, 10);
+        serve(ApiKeys.INIT_PRODUCER_ID, 0, 5);
     }
+
 
     private SupportedApis() {
     }
@@ -55,8 +62,11 @@ final class SupportedApis {
     /** @return the entries of an ApiVersions response */
     static ApiVersionCollection advertised() {
         ApiVersionCollection versions = new ApiVersionCollection();
+        // Produce is advertised from v0, as Kafka 4 does because librdkafka's compressed produce needs to see it,
+        // and v0-2 are refused on receipt like every version outside the served range.
         RANGES.forEach((key, range) -> versions.add(new ApiVersion().setApiKey(key.id)
-                .setMinVersion(range.min).setMaxVersion(range.max)));
+                .setMinVersion(key == ApiKeys.PRODUCE ? ApiKeys.PRODUCE_API_VERSIONS_RESPONSE_MIN_VERSION : range.min)
+                .setMaxVersion(range.max)));
         return versions;
     }
 }

@@ -1,15 +1,21 @@
 package io.sluice.broker.net;
 
 import java.nio.ByteBuffer;
+import java.util.concurrent.CompletableFuture;
 
-/** Answers one request frame of a connection. */
+/** Answers the request frames of connections. */
 @FunctionalInterface
 public interface FrameHandler {
 
     /**
-     * @param frame the request, without its size prefix
-     * @return the response with its size prefix, or {@code null} when the request takes none
+     * Takes one request. Called on the connection's thread, in the order requests arrive; whatever the request does
+     * to shared state (an append, say) it does before returning, so the next request of the connection sees it.
+     * Only waiting (for a force, for new data) may be left to the returned future.
+     *
+     * @param frame the request, without its size prefix; valid during the call only
+     * @return the response, completing with {@code null} when the request takes none, or exceptionally to close the
+     *     connection after one log line
      * @throws Exception when the request cannot be answered: the connection is closed after one log line
      */
-    ByteBuffer handle(ByteBuffer frame) throws Exception;
+    CompletableFuture<Outbound> handle(ByteBuffer frame) throws Exception;
 }

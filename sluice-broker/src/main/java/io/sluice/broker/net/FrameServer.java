@@ -10,27 +10,75 @@ import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.Objects;
 import java.util.Set;
+import java.util.concurrent.ArrayBlockingQueue;
+import java.util.concurrent.BlockingQueue;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
+import java.util.concurrent.TimeUnit;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Size-prefixed frames over TCP: one virtual thread per connection, which reads a request, answers it and only then
- * reads the next, so responses leave in request order (as Kafka's socket server does by muting a connection).
- * A frame size outside 0..{@code maxFrameBytes}, or a handler that refuses a frame, closes that connection with one
- * log line; other connections are not affected. Connections beyond {@code maxConnections} are closed on accept.
+ * Size-prefixed frames over TCP. Each connection has a reader and a writer, both virtual threads: the reader takes
+ * requests in order and hands each to the {@link FrameHandler}, which does what the request changes before it
+ * returns, and queues the response it will complete (at most {@link Limits#maxInFlight} per connection); the writer
+ * sends the responses in request order as they complete. So a client that pipelines (Kafka's producer sends up to
+ * five requests without waiting) has its requests' waits overlap (one group commit can serve several), while the
+ * order of effects and of responses is the order of requests.
+ *
+ * <p>Limits: a frame size outside 0..{@code maxFrameBytes}, or a handler that refuses a frame, closes that connection
+ * with one log line; other connections go on. Bytes of requests read but not yet handled are bounded across all
+ * connections ({@link Limits#maxQueuedBytes}): a reader waits for room before it reads a frame's body, so a flood of
+ * producers meets back-pressure, not an {@link OutOfMemoryError}. Connections beyond {@code maxConnections} are
+ * closed on accept; a connection idle longer than {@link Limits#idleMillis}, or whose client has not taken a response
+ * for {@link Limits#writeTimeoutMillis}, is closed.
  */
 public final class FrameServer implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(FrameServer.class);
 
+    /**
+     * What one server accepts.
+     *
+     * @param maxFrameBytes the largest request
+     * @param maxConnections connections served at once
+     * @param maxInFlight requests of one connection read ahead of their responses
+     * @param maxQueuedBytes request bytes read and not yet handled, over all connections (at least maxFrameBytes)
+     * @param idleMillis a connection with no request and no response for this long is closed
+     * @param writeTimeoutMillis a response the client does not take within this is abandoned with its connection
+     */
+    public record Limits(int maxFrameBytes, int maxConnections, int maxInFlight, long maxQueuedBytes, long idleMillis,
+                         long writeTimeoutMillis) {
+        /** Checks the fields. */
+        public Limits {
+            if (maxFrameBytes < 16 || maxConnections < 1 || maxInFlight < 1 || maxQueuedBytes < maxFrameBytes
+                    || idleMillis < 1 || writeTimeoutMillis < 1) {
+                throw new IllegalArgumentException("invalid limits " + maxFrameBytes + ", " + maxConnections + ", "
+                        + maxInFlight + ", " + maxQueuedBytes + ", " + idleMillis + ", " + writeTimeoutMillis);
+            }
+        }
+
+        /**
+         * @return Kafka-like defaults around a frame size: 8 in flight per connection, queued bytes 4 frames or
+         *     512 MiB, 10 minutes idle, 2 minutes to take a response
+         */
+        public static Limits of(int maxFrameBytes, int maxConnections) {
+            return new Limits(maxFrameBytes, maxConnections, 8, Math.max(4L * maxFrameBytes, 512L << 20), 600_000,
+                    120_000);
+        }
+    }
+
     private final ServerSocketChannel server;
     private final FrameHandler handler;
-    private final int maxFrameBytes;
+    private final Limits limits;
     private final Semaphore connectionSlots;
-    private final Set<SocketChannel> connections = ConcurrentHashMap.newKeySet();
+    /** Permits are kilobytes of request bodies (a permit per started KiB), so the count fits an int. */
+    private final Semaphore queuedKib;
+    private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
     private final Thread acceptor;
+    private final Thread reaper;
     private volatile boolean closed;
 
     /**
@@ -38,19 +86,14 @@ public final class FrameServer implements AutoCloseable {
      *
      * @param address where to listen (port 0: any free port, see {@link #port()})
      * @param handler answers each frame
-     * @param maxFrameBytes the largest request accepted
-     * @param maxConnections connections served at once
+     * @param limits what is accepted
      * @throws IOException when the address cannot be bound
      */
-    public FrameServer(InetSocketAddress address, FrameHandler handler, int maxFrameBytes, int maxConnections)
-            throws IOException {
+    public FrameServer(InetSocketAddress address, FrameHandler handler, Limits limits) throws IOException {
         this.handler = Objects.requireNonNull(handler, "handler");
-        if (maxFrameBytes < 16 || maxConnections < 1) {
-            throw new IllegalArgumentException("maxFrameBytes must be at least 16 and maxConnections at least 1, was "
-                    + maxFrameBytes + " and " + maxConnections);
-        }
-        this.maxFrameBytes = maxFrameBytes;
-        this.connectionSlots = new Semaphore(maxConnections);
+        this.limits = Objects.requireNonNull(limits, "limits");
+        this.connectionSlots = new Semaphore(limits.maxConnections());
+        this.queuedKib = new Semaphore((int) Math.min(Integer.MAX_VALUE, limits.maxQueuedBytes() >> 10), true);
         this.server = ServerSocketChannel.open();
         try {
             server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
@@ -60,6 +103,7 @@ public final class FrameServer implements AutoCloseable {
             throw e;
         }
         this.acceptor = Thread.ofPlatform().name("sluice-broker-accept").daemon().start(this::accept);
+        this.reaper = Thread.ofVirtual().name("sluice-broker-reaper").start(this::reap);
     }
 
     /** @return the port bound */
@@ -76,82 +120,225 @@ public final class FrameServer implements AutoCloseable {
         return connections.size();
     }
 
+    /** @return request bytes that may still be queued before readers wait (granularity 1 KiB) */
+    public long queuedBytesAvailable() {
+        return (long) queuedKib.availablePermits() << 10;
+    }
+
     private void accept() {
+        long backoffMillis = 0;
         while (!closed) {
-            SocketChannel connection;
+            SocketChannel channel;
             try {
-                connection = server.accept();
+                channel = server.accept();
+                backoffMillis = 0;
             } catch (ClosedChannelException e) {
                 return;
-            } catch (IOException e) {
-                LOG.warn("accepting a connection failed: {}", e.toString());
+            } catch (IOException | RuntimeException e) {
+                // Out of file descriptors, say: wait rather than spin, longer while it lasts.
+                backoffMillis = Math.min(1_000, Math.max(10, backoffMillis * 2));
+                LOG.warn("accepting a connection failed ({}); retrying in {} ms", e.toString(), backoffMillis);
+                sleep(backoffMillis);
                 continue;
             }
             if (!connectionSlots.tryAcquire()) {
-                LOG.warn("closing a connection from {}: the broker already serves its maximum of connections",
-                        remote(connection));
-                closeQuietly(connection);
+                LOG.warn("closing a connection from {}: the broker already serves its maximum of {} connections",
+                        remote(channel), limits.maxConnections());
+                closeQuietly(channel);
                 continue;
             }
+            Connection connection = new Connection(channel);
             connections.add(connection);
-            Thread.ofVirtual().name("sluice-broker-connection").start(() -> serve(connection));
+            connection.start();
         }
     }
 
-    private void serve(SocketChannel connection) {
-        try (connection) {
-            connection.setOption(StandardSocketOptions.TCP_NODELAY, true);
-            ByteBuffer size = ByteBuffer.allocate(4);
-            while (!closed) {
-                size.clear();
-                if (!readFully(connection, size, true)) {
-                    return; // the client closed between requests
-                }
-                int bytes = size.getInt(0);
-                if (bytes < 0 || bytes > maxFrameBytes) {
-                    LOG.warn("closing the connection from {}: a request of {} bytes (at most {} accepted)",
-                            remote(connection), bytes, maxFrameBytes);
-                    return;
-                }
-                ByteBuffer frame = ByteBuffer.allocate(bytes);
-                readFully(connection, frame, false);
-                ByteBuffer response;
-                try {
-                    response = handler.handle(frame.flip());
-                } catch (Exception e) {
-                    LOG.warn("closing the connection from {}: {}", remote(connection), e.getMessage());
-                    return;
-                }
-                if (response != null) {
-                    while (response.hasRemaining()) {
-                        connection.write(response);
-                    }
-                }
-            }
-        } catch (EOFException | ClosedChannelException e) {
-            // the client went away mid-request, or the broker is closing
-        } catch (IOException e) {
-            if (!closed) {
-                LOG.debug("connection ended: {}", e.toString());
-            }
-        } finally {
-            connections.remove(connection);
-            connectionSlots.release();
+    private static void sleep(long millis) {
+        try {
+            Thread.sleep(millis);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
+
+    /** Closes connections idle too long or stuck writing to a client that does not read. */
+    private void reap() {
+        long period = Math.max(10, Math.min(limits.idleMillis(), limits.writeTimeoutMillis()) / 4);
+        while (!closed) {
+            sleep(Math.min(period, 1_000));
+            long now = System.nanoTime();
+            for (Connection connection : connections) {
+                connection.reapIfDue(now);
+            }
+        }
+    }
+
+    /** One client connection: its channel, its reader and writer threads, its queue of pending responses. */
+    private final class Connection {
+
+        private final SocketChannel channel;
+        private final BlockingQueue<CompletableFuture<Outbound>> pending;
+        private volatile long lastActive = System.nanoTime();
+        /** When the write in progress started, or 0. */
+        private volatile long writeStarted;
+        private Thread reader;
+        private Thread writer;
+
+        Connection(SocketChannel channel) {
+            this.channel = channel;
+            this.pending = new ArrayBlockingQueue<>(limits.maxInFlight());
+        }
+
+        void start() {
+            writer = Thread.ofVirtual().name("sluice-broker-writer").unstarted(this::write);
+            reader = Thread.ofVirtual().name("sluice-broker-reader").unstarted(this::read);
+            writer.start();
+            reader.start();
+        }
+
+        void reapIfDue(long now) {
+            long started = writeStarted;
+            if (started != 0 && now - started > TimeUnit.MILLISECONDS.toNanos(limits.writeTimeoutMillis())) {
+                LOG.warn("closing the connection from {}: it took no response bytes for {} ms", remote(channel),
+                        limits.writeTimeoutMillis());
+                closeQuietly(channel);
+            } else if (started == 0 && pending.isEmpty()
+                    && now - lastActive > TimeUnit.MILLISECONDS.toNanos(limits.idleMillis())) {
+                LOG.info("closing the connection from {}: idle for {} ms", remote(channel), limits.idleMillis());
+                closeQuietly(channel);
+            }
+        }
+
+        private void read() {
+            try {
+                channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                ByteBuffer size = ByteBuffer.allocate(4);
+                while (!closed) {
+                    size.clear();
+                    if (!readFully(channel, size, true)) {
+                        return; // the client closed between requests
+                    }
+                    lastActive = System.nanoTime();
+                    int bytes = size.getInt(0);
+                    if (bytes < 0 || bytes > limits.maxFrameBytes()) {
+                        LOG.warn("closing the connection from {}: a request of {} bytes (at most {} accepted)",
+                                remote(channel), bytes, limits.maxFrameBytes());
+                        return;
+                    }
+                    int kib = (bytes + 1023) >>> 10;
+                    queuedKib.acquire(kib);
+                    CompletableFuture<Outbound> response;
+                    try {
+                        ByteBuffer frame = ByteBuffer.allocate(bytes);
+                        readFully(channel, frame, false);
+                        lastActive = System.nanoTime();
+                        try {
+                            response = handler.handle(frame.flip());
+                        } catch (Exception | Error e) {
+                            // Whatever a request does wrong ends its connection, never the broker or this thread
+                            // without its writer knowing.
+                            response = CompletableFuture.failedFuture(e);
+                        }
+                    } finally {
+                        queuedKib.release(kib);
+                    }
+                    pending.put(response);
+                    if (response.isCompletedExceptionally()) {
+                        return; // the writer logs and closes once earlier responses are out
+                    }
+                }
+            } catch (EOFException | ClosedChannelException e) {
+                // the client went away mid-request, or the connection was closed
+            } catch (IOException e) {
+                if (!closed) {
+                    LOG.debug("connection from {} ended: {}", remote(channel), e.toString());
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                // Let the writer finish what is queued, then close. Only a writer that has ended interrupts this.
+                try {
+                    pending.put(END);
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+            }
+        }
+
+        private void write() {
+            try {
+                while (true) {
+                    CompletableFuture<Outbound> next = pending.take();
+                    if (next == END) {
+                        return;
+                    }
+                    Outbound response;
+                    try {
+                        response = next.get();
+                    } catch (ExecutionException e) {
+                        Throwable cause = e.getCause();
+                        LOG.warn("closing the connection from {}: {}", remote(channel),
+                                cause.getMessage() != null ? cause.getMessage() : cause.toString());
+                        return;
+                    }
+                    if (response == null) {
+                        continue;
+                    }
+                    writeStarted = System.nanoTime();
+                    response.writeTo(channel);
+                    writeStarted = 0;
+                    lastActive = System.nanoTime();
+                }
+            } catch (ClosedChannelException e) {
+                // closed by the client, the reaper or the broker
+            } catch (IOException e) {
+                if (!closed) {
+                    LOG.debug("writing to {} failed: {}", remote(channel), e.toString());
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                writeStarted = 0;
+                closeQuietly(channel);
+                // Wake a reader waiting for room in the queue or for data.
+                reader.interrupt();
+                try {
+                    reader.join();
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                }
+                connections.remove(this);
+                connectionSlots.release();
+            }
+        }
+
+        void closeAndJoin(long deadlineNanos) {
+            closeQuietly(channel);
+            writer.interrupt();
+            try {
+                long left = deadlineNanos - System.nanoTime();
+                if (left > 0) {
+                    writer.join(java.time.Duration.ofNanos(left));
+                }
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+        }
+    }
+
+    /** Marks the end of a connection's requests in its queue of responses. */
+    private static final CompletableFuture<Outbound> END = CompletableFuture.completedFuture(null);
 
     /** @return false at end of stream before the first byte when {@code endAllowed}, else true once full */
     private static boolean readFully(SocketChannel connection, ByteBuffer buffer, boolean endAllowed)
             throws IOException {
-        boolean first = true;
         while (buffer.hasRemaining()) {
             if (connection.read(buffer) < 0) {
-                if (first && endAllowed && buffer.position() == 0) {
+                if (endAllowed && buffer.position() == 0) {
                     return false;
                 }
                 throw new EOFException("the connection ended inside a request");
             }
-            first = false;
         }
         return true;
     }
@@ -168,18 +355,20 @@ public final class FrameServer implements AutoCloseable {
         try {
             connection.close();
         } catch (IOException e) {
-            LOG.debug("closing a refused connection failed: {}", e.toString());
+            LOG.debug("closing a connection failed: {}", e.toString());
         }
     }
 
-    /** Stops accepting and closes every connection. */
+    /** Stops accepting, closes every connection and waits (up to 5 s) for their threads to end. */
     @Override
     public void close() throws IOException {
         closed = true;
         server.close();
-        for (SocketChannel connection : connections) {
-            closeQuietly(connection);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(5);
+        for (Connection connection : connections) {
+            connection.closeAndJoin(deadline);
         }
+        reaper.interrupt();
         try {
             acceptor.join(5_000);
         } catch (InterruptedException e) {

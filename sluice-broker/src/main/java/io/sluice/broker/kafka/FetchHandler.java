@@ -1,0 +1,236 @@
+package io.sluice.broker.kafka;
+
+import io.sluice.broker.net.Outbound;
+import io.sluice.store.OpaqueSlice;
+import io.sluice.store.ReadResult;
+import io.sluice.store.Store;
+import io.sluice.store.StoredMessage;
+import java.io.IOException;
+import java.nio.channels.SocketChannel;
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executor;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.header.Header;
+import org.apache.kafka.common.header.internals.RecordHeader;
+import org.apache.kafka.common.message.FetchRequestData;
+import org.apache.kafka.common.message.FetchResponseData;
+import org.apache.kafka.common.network.Send;
+import org.apache.kafka.common.protocol.ApiKeys;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.protocol.SendBuilder;
+import org.apache.kafka.common.record.internal.MemoryRecords;
+import org.apache.kafka.common.record.internal.SimpleRecord;
+import org.apache.kafka.common.requests.ResponseHeader;
+
+/**
+ * Fetch: for each partition, the stored batches from the one holding the fetch offset on, up to the partition's and
+ * the response's byte limits (the first partition with data gets at least one whole batch, as Kafka does). Batches
+ * a producer sent go from the page cache to the socket by {@code sendfile}; messages the store API appended are
+ * turned into batches in memory. With fewer than {@code minBytes} ready, the fetch waits up to {@code maxWaitMs}
+ * for an append to one of its partitions (a long poll). Fetch sessions are not kept: every response says session
+ * 0, so clients send full fetches.
+ */
+final class FetchHandler {
+
+    /** Messages read per step when turning store messages into a batch. */
+    private static final int MESSAGES_PER_BATCH = 500;
+
+    private final Store store;
+    private final PartitionWatch watch;
+    private final Executor executor;
+
+    FetchHandler(Store store, PartitionWatch watch, Executor executor) {
+        this.store = store;
+        this.watch = watch;
+        this.executor = executor;
+    }
+
+    CompletableFuture<Outbound> handle(int correlationId, short version, FetchRequestData request) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(0, request.maxWaitMs()));
+        return respond(request, deadline).thenApply(data -> outbound(correlationId, version, data));
+    }
+
+    private CompletableFuture<FetchResponseData> respond(FetchRequestData request, long deadline) {
+        long wait = deadline - System.nanoTime();
+        boolean mayWait = wait > 0 && request.minBytes() > 0;
+        // Register before looking, so that an append between the look and the wait wakes this fetch.
+        CompletableFuture<Void> changed = mayWait ? watch.register(partitions(request)) : null;
+        Built built = build(request);
+        if (!mayWait || built.bytes >= request.minBytes() || built.errors) {
+            if (changed != null) {
+                changed.complete(null);
+            }
+            return CompletableFuture.completedFuture(built.data);
+        }
+        return changed.completeOnTimeout(null, wait, TimeUnit.NANOSECONDS)
+                .thenComposeAsync(ignored -> System.nanoTime() - deadline >= 0
+                        ? CompletableFuture.completedFuture(build(request).data)
+                        : respond(request, deadline), executor);
+    }
+
+    private static List<Map.Entry<String, Integer>> partitions(FetchRequestData request) {
+        List<Map.Entry<String, Integer>> all = new ArrayList<>();
+        for (FetchRequestData.FetchTopic topic : request.topics()) {
+            for (FetchRequestData.FetchPartition partition : topic.partitions()) {
+                all.add(Map.entry(topic.topic(), partition.partition()));
+            }
+        }
+        return all;
+    }
+
+    private record Built(FetchResponseData data, long bytes, boolean errors) {
+    }
+
+    private Built build(FetchRequestData request) {
+        long budget = request.maxBytes() <= 0 ? Integer.MAX_VALUE : request.maxBytes();
+        long bytes = 0;
+        boolean errors = false;
+        List<FetchResponseData.FetchableTopicResponse> topics = new ArrayList<>();
+        for (FetchRequestData.FetchTopic topic : request.topics()) {
+            List<FetchResponseData.PartitionData> partitions = new ArrayList<>();
+            for (FetchRequestData.FetchPartition wanted : topic.partitions()) {
+                FetchResponseData.PartitionData data = new FetchResponseData.PartitionData()
+                        .setPartitionIndex(wanted.partition()).setHighWatermark(-1).setLastStableOffset(-1)
+                        .setLogStartOffset(-1).setPreferredReadReplica(-1).setRecords(MemoryRecords.EMPTY)
+                        .setAbortedTransactions(request.isolationLevel() == 1 ? List.of() : null);
+                long limit = Math.min(budget - bytes, wanted.partitionMaxBytes());
+                long sent = fill(topic.topic(), wanted, data, limit, bytes == 0);
+                errors |= data.errorCode() != Errors.NONE.code();
+                bytes += sent;
+                partitions.add(data);
+            }
+            topics.add(new FetchResponseData.FetchableTopicResponse().setTopic(topic.topic())
+                    .setPartitions(partitions));
+        }
+        return new Built(new FetchResponseData().setSessionId(0).setResponses(topics), bytes, errors);
+    }
+
+    /** Fills one partition's answer; @return the record bytes it carries */
+    private long fill(String topic, FetchRequestData.FetchPartition wanted, FetchResponseData.PartitionData data,
+                      long limit, boolean first) {
+        int partition = wanted.partition();
+        int partitions;
+        try {
+            partitions = store.queueCount(topic);
+        } catch (IllegalArgumentException e) {
+            partitions = 0;
+        }
+        if (partition < 0 || partition >= partitions) {
+            data.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
+            return 0;
+        }
+        long start = store.minOffset(topic, partition);
+        long end = store.maxOffset(topic, partition);
+        data.setHighWatermark(end).setLastStableOffset(end).setLogStartOffset(start);
+        long offset = wanted.fetchOffset();
+        if (offset < start || offset > end) {
+            data.setErrorCode(Errors.OFFSET_OUT_OF_RANGE.code());
+            return 0;
+        }
+        if (offset == end || limit <= 0) {
+            return 0;
+        }
+        StoreRecords records = new StoreRecords();
+        long bytes = 0;
+        try {
+            while (offset < end && bytes < limit) {
+                OpaqueSlice slice = store.sliceOpaque(topic, partition, offset, limit - bytes);
+                if (slice.status() != ReadResult.Status.FOUND) {
+                    break;
+                }
+                if (slice.batches() > 0) {
+                    // A batch larger than what is left is sent only as the response's first (KIP-74).
+                    if (bytes + slice.bytes() > limit && !(first && bytes == 0)) {
+                        break;
+                    }
+                    records.add(slice);
+                    bytes += slice.bytes();
+                    offset = slice.nextOffset();
+                }
+                if (slice.messagesNext()) {
+                    MemoryRecords converted = messages(topic, partition, offset, limit - bytes);
+                    if (converted == null || bytes > 0 && bytes + converted.sizeInBytes() > limit) {
+                        break;
+                    }
+                    records.add(converted.buffer());
+                    bytes += converted.sizeInBytes();
+                    offset = lastOffset(converted) + 1;
+                } else if (slice.batches() == 0) {
+                    break;
+                }
+            }
+        } catch (RuntimeException e) {
+            data.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code());
+            return 0;
+        }
+        if (!records.isEmpty()) {
+            data.setRecords(records);
+        }
+        return bytes;
+    }
+
+    private static long lastOffset(MemoryRecords records) {
+        long last = -1;
+        for (var batch : records.batches()) {
+            last = batch.lastOffset();
+        }
+        return last;
+    }
+
+    /**
+     * Turns the messages the store API appended, from {@code offset} up to the next opaque batch, into one
+     * uncompressed batch: key = the first key, value = the body, headers = the properties (and the tag, as
+     * {@code sluice.tag}), timestamp = the born timestamp.
+     */
+    private MemoryRecords messages(String topic, int partition, long offset, long limit) {
+        try (ReadResult read = store.read(topic, partition, offset, MESSAGES_PER_BATCH, Math.max(1, limit))) {
+            List<SimpleRecord> records = new ArrayList<>();
+            long first = -1;
+            for (StoredMessage message : read.messages()) {
+                if (message.opaque()) {
+                    break;
+                }
+                if (first < 0) {
+                    first = message.queueOffset();
+                }
+                List<Header> headers = new ArrayList<>();
+                message.properties().forEach((name, value) -> headers.add(new RecordHeader(name,
+                        value.getBytes(StandardCharsets.UTF_8))));
+                if (!message.tag().isEmpty()) {
+                    headers.add(new RecordHeader("sluice.tag", message.tag().getBytes(StandardCharsets.UTF_8)));
+                }
+                byte[] key = message.keys().isEmpty() ? null : message.keys().getFirst().getBytes(StandardCharsets.UTF_8);
+                records.add(new SimpleRecord(message.bornTimestamp(), key, message.bodyBytes(),
+                        headers.toArray(new Header[0])));
+            }
+            if (records.isEmpty()) {
+                return null;
+            }
+            return MemoryRecords.withRecords(first, Compression.NONE, records.toArray(new SimpleRecord[0]));
+        }
+    }
+
+    private static Outbound outbound(int correlationId, short version, FetchResponseData data) {
+        Send send = SendBuilder.buildResponseSend(new ResponseHeader(correlationId,
+                ApiKeys.FETCH.responseHeaderVersion(version)), data, version);
+        return new Outbound() {
+            @Override
+            public long size() {
+                return send.size();
+            }
+
+            @Override
+            public void writeTo(SocketChannel channel) throws IOException {
+                StoreRecords.SocketTransfer transfer = new StoreRecords.SocketTransfer(channel);
+                while (!send.completed()) {
+                    send.writeTo(transfer);
+                }
+            }
+        };
+    }
+}

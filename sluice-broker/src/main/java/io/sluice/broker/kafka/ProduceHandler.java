@@ -1,0 +1,171 @@
+package io.sluice.broker.kafka;
+
+import io.sluice.store.AppendResult;
+import io.sluice.store.Store;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import org.apache.kafka.common.InvalidRecordException;
+import org.apache.kafka.common.errors.CorruptRecordException;
+import org.apache.kafka.common.message.ProduceRequestData;
+import org.apache.kafka.common.message.ProduceResponseData;
+import org.apache.kafka.common.message.ProduceResponseData.PartitionProduceResponse;
+import org.apache.kafka.common.message.ProduceResponseData.TopicProduceResponse;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.record.internal.CompressionType;
+import org.apache.kafka.common.record.internal.MemoryRecords;
+import org.apache.kafka.common.record.internal.MutableRecordBatch;
+
+/**
+ * Produce: each partition's record batch is checked ({@link RecordBatches#check}), passed through the idempotent
+ * producer's sequence check ({@link ProducerStates}), and appended as the producer sent it, compressed or not, as
+ * one opaque store record covering one offset per record. acks=-1 answers once the batch is forced to disk (a forced
+ * append: it shares the store's group commit), acks=1 once it is appended, acks=0 never. A batch refused for any
+ * reason stores nothing.
+ */
+final class ProduceHandler {
+
+    private final Store store;
+    private final ProducerStates producers;
+    private final PartitionWatch watch;
+
+    ProduceHandler(Store store, ProducerStates producers, PartitionWatch watch) {
+        this.store = store;
+        this.producers = producers;
+        this.watch = watch;
+    }
+
+    /** @return the response once every partition is answered (null for acks=0) */
+    CompletableFuture<ProduceResponseData> handle(ProduceRequestData request, short version) {
+        short acks = request.acks();
+        List<CompletableFuture<?>> pending = new ArrayList<>();
+        ProduceResponseData.TopicProduceResponseCollection topics =
+                new ProduceResponseData.TopicProduceResponseCollection();
+        for (ProduceRequestData.TopicProduceData topic : request.topicData()) {
+            List<PartitionProduceResponse> partitions = new ArrayList<>();
+            for (ProduceRequestData.PartitionProduceData data : topic.partitionData()) {
+                PartitionProduceResponse response = new PartitionProduceResponse().setIndex(data.index())
+                        .setBaseOffset(-1).setLogAppendTimeMs(-1).setLogStartOffset(-1);
+                partitions.add(response);
+                if (acks != 0 && acks != 1 && acks != -1) {
+                    fail(response, Errors.INVALID_REQUIRED_ACKS, "acks must be 0, 1 or -1, not " + acks);
+                } else if (request.transactionalId() != null) {
+                    fail(response, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
+                            "transactions are not supported by this broker");
+                } else {
+                    CompletableFuture<?> appended = produce(topic.name(), data, version, acks == -1, response);
+                    if (appended != null) {
+                        pending.add(appended);
+                    }
+                }
+            }
+            topics.add(new TopicProduceResponse().setName(topic.name()).setPartitionResponses(partitions));
+        }
+        ProduceResponseData response = new ProduceResponseData().setResponses(topics);
+        CompletableFuture<Void> all = CompletableFuture.allOf(pending.toArray(new CompletableFuture<?>[0]));
+        return all.thenApply(ignored -> acks == 0 ? null : response);
+    }
+
+    private static void fail(PartitionProduceResponse response, Errors error, String message) {
+        response.setErrorCode(error.code()).setErrorMessage(message);
+    }
+
+    /** Appends one partition's batch; @return what completes its answer, or null if answered already */
+    private CompletableFuture<?> produce(String topic, ProduceRequestData.PartitionProduceData data, short version,
+                                         boolean force, PartitionProduceResponse response) {
+        int partition = data.index();
+        int partitions;
+        try {
+            partitions = store.queueCount(topic);
+        } catch (IllegalArgumentException e) {
+            partitions = 0;
+        }
+        if (partition < 0 || partition >= partitions) {
+            fail(response, Errors.UNKNOWN_TOPIC_OR_PARTITION, "no partition " + partition + " of topic " + topic);
+            return null;
+        }
+        if (!(data.records() instanceof MemoryRecords records)) {
+            fail(response, Errors.CORRUPT_MESSAGE, "no records");
+            return null;
+        }
+        MutableRecordBatch batch;
+        try {
+            batch = RecordBatches.check(records);
+        } catch (CorruptRecordException e) {
+            fail(response, Errors.CORRUPT_MESSAGE, e.getMessage());
+            return null;
+        } catch (InvalidRecordException e) {
+            fail(response, Errors.INVALID_RECORD, e.getMessage());
+            return null;
+        }
+        if (batch.compressionType() == CompressionType.ZSTD && version < 7) {
+            fail(response, Errors.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later");
+            return null;
+        }
+        if (batch.sizeInBytes() > store.config().maxMessageBytes()) {
+            fail(response, Errors.MESSAGE_TOO_LARGE, "a batch of " + batch.sizeInBytes() + " bytes is over the"
+                    + " largest taken (" + store.config().maxMessageBytes() + ")");
+            return null;
+        }
+        ByteBuffer bytes = records.buffer();
+        int count = batch.countOrNull();
+        CompletableFuture<AppendResult> appended;
+        try {
+            if (batch.hasProducerId()) {
+                appended = appendIdempotent(topic, partition, batch, bytes, count, force, response);
+                if (appended == null) {
+                    return null;
+                }
+            } else {
+                appended = store.appendOpaque(topic, partition, MemorySegment.ofBuffer(bytes), count, force);
+            }
+        } catch (IllegalArgumentException e) {
+            fail(response, Errors.INVALID_RECORD, e.getMessage());
+            return null;
+        } catch (RuntimeException e) {
+            // A read-only or closed store.
+            fail(response, Errors.KAFKA_STORAGE_ERROR, e.getMessage());
+            return null;
+        }
+        // Under ASYNC the batch is readable now; under SYNC once forced: tell waiting fetches both times.
+        watch.signal(topic, partition);
+        return appended.handle((result, error) -> {
+            if (error != null) {
+                Throwable cause = error.getCause() != null ? error.getCause() : error;
+                fail(response, Errors.KAFKA_STORAGE_ERROR, cause.getMessage());
+            } else {
+                response.setBaseOffset(result.firstQueueOffset())
+                        .setLogStartOffset(store.minOffset(topic, partition));
+                watch.signal(topic, partition);
+            }
+            return null;
+        });
+    }
+
+    private CompletableFuture<AppendResult> appendIdempotent(String topic, int partition, MutableRecordBatch batch,
+                                                             ByteBuffer bytes, int count, boolean force,
+                                                             PartitionProduceResponse response) {
+        long producerId = batch.producerId();
+        short epoch = batch.producerEpoch();
+        int first = batch.baseSequence();
+        int last = batch.lastSequence();
+        ProducerStates.Partition state = producers.partition(topic, partition);
+        synchronized (state.lock) {
+            ProducerStates.Verdict verdict = state.check(producerId, epoch, first, last);
+            if (verdict.duplicateOf() != null) {
+                // A retry of a batch already stored: answer with where it went.
+                return verdict.duplicateOf().thenApply(offset -> new AppendResult(offset, count, -1, 0, -1));
+            }
+            if (verdict.error() != Errors.NONE) {
+                fail(response, verdict.error(), verdict.message());
+                return null;
+            }
+            CompletableFuture<AppendResult> appended = store.appendOpaque(topic, partition,
+                    MemorySegment.ofBuffer(bytes), count, force);
+            state.record(producerId, epoch, first, last, appended.thenApply(AppendResult::firstQueueOffset));
+            return appended;
+        }
+    }
+}

@@ -1,0 +1,172 @@
+package io.sluice.broker.kafka;
+
+import io.sluice.store.ReadResult;
+import io.sluice.store.Store;
+import io.sluice.store.StoredMessage;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.HashMap;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import org.apache.kafka.common.protocol.Errors;
+
+/**
+ * The idempotent producer's state per partition: for each producer id, its epoch, the sequence of its last batch and
+ * its last five batches (a producer has at most five in flight), as Kafka keeps it. A batch that repeats one of
+ * those five is a retry: it is answered with the first offset of the original and stored again nowhere. A batch that
+ * skips sequences is refused with OUT_OF_ORDER_SEQUENCE_NUMBER, one of an older epoch with INVALID_PRODUCER_EPOCH.
+ * A producer this partition has not seen is taken at any sequence, as Kafka does.
+ *
+ * <p>State is rebuilt from the log the first time a partition is written after a start: the batches of its last
+ * {@link #REBUILD_OFFSETS} offsets are read back, so a producer retrying across a broker restart gets its original
+ * offsets. Each partition's state is used under its own lock ({@link Partition}), held across the check and the
+ * store append, so that the order of sequences is the order of offsets.
+ */
+final class ProducerStates {
+
+    /** Offsets read back at a partition's first write to rebuild its producers' state. */
+    static final long REBUILD_OFFSETS = 20_000;
+    private static final int RECENT_BATCHES = 5;
+
+    private final Store store;
+    private final Map<String, Partition> partitions = new ConcurrentHashMap<>();
+
+    ProducerStates(Store store) {
+        this.store = store;
+    }
+
+    /** @return the state of one partition, rebuilt from the log on first use */
+    Partition partition(String topic, int partition) {
+        return partitions.computeIfAbsent(topic + "\u0000" + partition, k -> new Partition(topic, partition));
+    }
+
+    /** One batch a producer sent: its sequences and where it was stored. */
+    private record Sent(int firstSequence, int lastSequence, CompletableFuture<Long> baseOffset) {
+    }
+
+    private static final class Producer {
+        short epoch;
+        int lastSequence;
+        final ArrayDeque<Sent> recent = new ArrayDeque<>(RECENT_BATCHES);
+
+        Producer(short epoch) {
+            this.epoch = epoch;
+        }
+
+        void add(Sent sent) {
+            if (recent.size() == RECENT_BATCHES) {
+                recent.removeFirst();
+            }
+            recent.addLast(sent);
+            lastSequence = sent.lastSequence();
+        }
+    }
+
+    /** What to do with a batch: append it, answer a duplicate with its original offset, or refuse it. */
+    record Verdict(Errors error, CompletableFuture<Long> duplicateOf, String message) {
+        static final Verdict APPEND = new Verdict(Errors.NONE, null, null);
+    }
+
+    /** The producers of one partition. Use {@link #lock} around {@link #check}, the append and {@link #record}. */
+    final class Partition {
+
+        final Object lock = new Object();
+        private final String topic;
+        private final int partition;
+        private Map<Long, Producer> producers;
+
+        Partition(String topic, int partition) {
+            this.topic = topic;
+            this.partition = partition;
+        }
+
+        /** @return whether the batch may be appended; call under {@link #lock} */
+        Verdict check(long producerId, short epoch, int firstSequence, int lastSequence) {
+            Producer producer = producers().get(producerId);
+            if (producer == null) {
+                return Verdict.APPEND;
+            }
+            if (epoch < producer.epoch) {
+                return new Verdict(Errors.INVALID_PRODUCER_EPOCH, null, "epoch " + epoch + " is older than the"
+                        + " producer's current epoch " + producer.epoch);
+            }
+            if (epoch > producer.epoch) {
+                return firstSequence == 0 ? Verdict.APPEND : new Verdict(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, null,
+                        "a new epoch " + epoch + " must start at sequence 0, not " + firstSequence);
+            }
+            for (Sent sent : producer.recent) {
+                if (sent.firstSequence() == firstSequence && sent.lastSequence() == lastSequence) {
+                    return new Verdict(Errors.NONE, sent.baseOffset(), null);
+                }
+            }
+            int expected = producer.lastSequence == Integer.MAX_VALUE ? 0 : producer.lastSequence + 1;
+            if (firstSequence != expected) {
+                return new Verdict(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, null, "expected sequence " + expected
+                        + " from producer " + producerId + ", got " + firstSequence);
+            }
+            return Verdict.APPEND;
+        }
+
+        /** Records an appended batch; call under {@link #lock} right after the append. */
+        void record(long producerId, short epoch, int firstSequence, int lastSequence,
+                    CompletableFuture<Long> baseOffset) {
+            Producer producer = producers().get(producerId);
+            if (producer == null || producer.epoch != epoch) {
+                producer = new Producer(epoch);
+                producers.put(producerId, producer);
+            }
+            producer.add(new Sent(firstSequence, lastSequence, baseOffset));
+        }
+
+        private Map<Long, Producer> producers() {
+            if (producers == null) {
+                producers = rebuild();
+            }
+            return producers;
+        }
+
+        /** Reads the partition's last batches back and replays their producer fields. */
+        private Map<Long, Producer> rebuild() {
+            Map<Long, Producer> rebuilt = new HashMap<>();
+            long end = store.maxOffset(topic, partition);
+            long offset = Math.max(store.minOffset(topic, partition), end - REBUILD_OFFSETS);
+            while (offset < end) {
+                try (ReadResult read = store.read(topic, partition, offset, 1_000, 16L << 20)) {
+                    if (read.status() != ReadResult.Status.FOUND) {
+                        break;
+                    }
+                    for (StoredMessage message : read.messages()) {
+                        if (message.opaque()) {
+                            replay(rebuilt, message);
+                        }
+                    }
+                    offset = read.nextOffset();
+                }
+            }
+            return rebuilt;
+        }
+
+        private void replay(Map<Long, Producer> rebuilt, StoredMessage batch) {
+            ByteBuffer bytes = batch.bodyBuffer();
+            if (bytes.remaining() < RecordBatches.HEADER_BYTES) {
+                return;
+            }
+            long producerId = RecordBatches.producerId(bytes);
+            if (producerId < 0) {
+                return;
+            }
+            short epoch = RecordBatches.producerEpoch(bytes);
+            int first = RecordBatches.baseSequence(bytes);
+            int last = RecordBatches.lastSequence(first, RecordBatches.lastOffsetDelta(bytes));
+            Producer producer = rebuilt.get(producerId);
+            if (producer == null || epoch > producer.epoch) {
+                producer = new Producer(epoch);
+                rebuilt.put(producerId, producer);
+            } else if (epoch < producer.epoch) {
+                return;
+            }
+            producer.add(new Sent(first, last, CompletableFuture.completedFuture(batch.queueOffset())));
+        }
+    }
+}

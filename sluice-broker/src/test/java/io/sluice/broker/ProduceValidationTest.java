@@ -1,0 +1,188 @@
+package io.sluice.broker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.TopicLayout;
+import java.io.IOException;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.List;
+import java.util.zip.CRC32C;
+import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.message.ProduceRequestData;
+import org.apache.kafka.common.message.ProduceResponseData;
+import org.apache.kafka.common.protocol.ApiKeys;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.record.internal.MemoryRecords;
+import org.apache.kafka.common.record.internal.SimpleRecord;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Produce requests written by hand with the generated classes: every refusal carries Kafka's error and stores
+ * nothing; the idempotent producer's retries are answered with their first offsets, before and after a restart.
+ */
+class ProduceValidationTest {
+
+    private static final short VERSION = 9;
+
+    @TempDir
+    Path dir;
+
+    private static SimpleRecord[] records(int count) {
+        SimpleRecord[] records = new SimpleRecord[count];
+        for (int i = 0; i < count; i++) {
+            records[i] = new SimpleRecord(("r" + i).getBytes(StandardCharsets.UTF_8));
+        }
+        return records;
+    }
+
+    private static ProduceRequestData request(String topic, int partition, short acks, MemoryRecords records) {
+        ProduceRequestData.TopicProduceDataCollection topics = new ProduceRequestData.TopicProduceDataCollection();
+        topics.add(new ProduceRequestData.TopicProduceData().setName(topic).setPartitionData(List.of(
+                new ProduceRequestData.PartitionProduceData().setIndex(partition).setRecords(records))));
+        return new ProduceRequestData().setAcks(acks).setTimeoutMs(10_000).setTopicData(topics);
+    }
+
+    private static ProduceResponseData.PartitionProduceResponse produce(Socket socket, ProduceRequestData request)
+            throws IOException {
+        ProduceResponseData response = new ProduceResponseData(Wire.exchange(socket, ApiKeys.PRODUCE, VERSION,
+                request), VERSION);
+        return response.responses().iterator().next().partitionResponses().getFirst();
+    }
+
+    /** Rewrites a batch's CRC32C after a change, so that only the changed field is wrong. */
+    private static void fixCrc(ByteBuffer batch) {
+        CRC32C crc = new CRC32C();
+        crc.update(batch.duplicate().position(21));
+        batch.putInt(17, (int) crc.getValue());
+    }
+
+    private Store open() {
+        Store store = Store.open(dir, StoreConfig.builder().build());
+        store.createTopic("t", TopicLayout.QUEUE, 1);
+        return store;
+    }
+
+    @Test
+    void damagedOrRefusedBatchesGetKafkasErrorsAndStoreNothing() throws Exception {
+        try (Store store = open();
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Socket socket = new Socket("127.0.0.1", broker.port())) {
+            MemoryRecords good = MemoryRecords.withRecords(Compression.NONE, records(3));
+
+            ByteBuffer badCrc = ByteBuffer.allocate(good.sizeInBytes()).put(good.buffer().duplicate()).flip();
+            badCrc.put(70, (byte) (badCrc.get(70) ^ 1));
+            assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(badCrc))).errorCode())
+                    .isEqualTo(Errors.CORRUPT_MESSAGE.code());
+
+            // The count says 4 and the offsets agree, but only 3 records are there (CRC made to match).
+            ByteBuffer badCount = ByteBuffer.allocate(good.sizeInBytes()).put(good.buffer().duplicate()).flip();
+            badCount.putInt(57, 4).putInt(23, 3);
+            fixCrc(badCount);
+            assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(badCount))).errorCode())
+                    .isEqualTo(Errors.CORRUPT_MESSAGE.code());
+
+            // Offsets spanning more than the count.
+            ByteBuffer badDelta = ByteBuffer.allocate(good.sizeInBytes()).put(good.buffer().duplicate()).flip();
+            badDelta.putInt(23, 7);
+            fixCrc(badDelta);
+            assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(badDelta))).errorCode())
+                    .isEqualTo(Errors.CORRUPT_MESSAGE.code());
+
+            // Truncated: a batch cut short.
+            ByteBuffer cut = good.buffer().duplicate().limit(good.sizeInBytes() - 5).slice();
+            assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(cut))).errorCode())
+                    .isEqualTo(Errors.CORRUPT_MESSAGE.code());
+
+            // Two batches for one partition.
+            ByteBuffer two = ByteBuffer.allocate(2 * good.sizeInBytes()).put(good.buffer().duplicate())
+                    .put(good.buffer().duplicate()).flip();
+            assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(two))).errorCode())
+                    .isEqualTo(Errors.INVALID_RECORD.code());
+
+            // A transactional batch.
+            MemoryRecords transactional = MemoryRecords.withTransactionalRecords(Compression.NONE, 9L, (short) 0, 0,
+                    records(1));
+            assertThat(produce(socket, request("t", 0, (short) 1, transactional)).errorCode())
+                    .isEqualTo(Errors.INVALID_RECORD.code());
+
+            assertThat(produce(socket, request("t", 0, (short) 2, good)).errorCode())
+                    .isEqualTo(Errors.INVALID_REQUIRED_ACKS.code());
+            assertThat(produce(socket, request("missing", 0, (short) 1, good)).errorCode())
+                    .isEqualTo(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
+            assertThat(produce(socket, request("t", 1, (short) 1, good)).errorCode())
+                    .isEqualTo(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
+            assertThat(store.maxOffset("t", 0)).as("nothing refused was stored").isZero();
+
+            ProduceResponseData.PartitionProduceResponse ok = produce(socket, request("t", 0, (short) -1, good));
+            assertThat(ok.errorCode()).isEqualTo(Errors.NONE.code());
+            assertThat(ok.baseOffset()).isZero();
+            assertThat(store.maxOffset("t", 0)).isEqualTo(3);
+        }
+    }
+
+    @Test
+    void produceBelowV3IsAdvertisedButRefusedByClosingTheConnection() throws Exception {
+        try (Store store = open();
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Socket socket = new Socket("127.0.0.1", broker.port())) {
+            assertThatThrownBy(() -> Wire.exchange(socket, ApiKeys.PRODUCE, (short) 2, (short) 3,
+                    request("t", 0, (short) 1, MemoryRecords.withRecords(Compression.NONE, records(1)))))
+                    .isInstanceOf(IOException.class);
+            assertThat(store.maxOffset("t", 0)).isZero();
+        }
+    }
+
+    @Test
+    void anIdempotentProducersRetriesAreAnsweredWithTheirOriginalOffsetsAcrossARestart() throws Exception {
+        long producerId = 4242;
+        try (Store store = open();
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Socket socket = new Socket("127.0.0.1", broker.port())) {
+            MemoryRecords first = MemoryRecords.withIdempotentRecords(Compression.NONE, producerId, (short) 0, 0,
+                    records(3));
+            MemoryRecords second = MemoryRecords.withIdempotentRecords(Compression.NONE, producerId, (short) 0, 3,
+                    records(2));
+            assertThat(produce(socket, request("t", 0, (short) -1, first)).baseOffset()).isZero();
+            assertThat(produce(socket, request("t", 0, (short) -1, second)).baseOffset()).isEqualTo(3);
+            ProduceResponseData.PartitionProduceResponse retry = produce(socket, request("t", 0, (short) -1, first));
+            assertThat(retry.errorCode()).isEqualTo(Errors.NONE.code());
+            assertThat(retry.baseOffset()).as("a retry gets the original's offset").isZero();
+            assertThat(store.maxOffset("t", 0)).as("and is not stored again").isEqualTo(5);
+
+            MemoryRecords gap = MemoryRecords.withIdempotentRecords(Compression.NONE, producerId, (short) 0, 9,
+                    records(1));
+            assertThat(produce(socket, request("t", 0, (short) 1, gap)).errorCode())
+                    .isEqualTo(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER.code());
+            MemoryRecords newEpoch = MemoryRecords.withIdempotentRecords(Compression.NONE, producerId, (short) 1, 0,
+                    records(1));
+            assertThat(produce(socket, request("t", 0, (short) 1, newEpoch)).baseOffset()).isEqualTo(5);
+            MemoryRecords oldEpoch = MemoryRecords.withIdempotentRecords(Compression.NONE, producerId, (short) 0, 5,
+                    records(1));
+            assertThat(produce(socket, request("t", 0, (short) 1, oldEpoch)).errorCode())
+                    .isEqualTo(Errors.INVALID_PRODUCER_EPOCH.code());
+            assertThat(store.maxOffset("t", 0)).isEqualTo(6);
+        }
+        // After a restart the state is rebuilt from the log: a retry of the last batch is still recognised.
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Socket socket = new Socket("127.0.0.1", broker.port())) {
+            MemoryRecords last = MemoryRecords.withIdempotentRecords(Compression.NONE, producerId, (short) 1, 0,
+                    records(1));
+            ProduceResponseData.PartitionProduceResponse retry = produce(socket, request("t", 0, (short) -1, last));
+            assertThat(retry.errorCode()).isEqualTo(Errors.NONE.code());
+            assertThat(retry.baseOffset()).isEqualTo(5);
+            MemoryRecords gap = MemoryRecords.withIdempotentRecords(Compression.NONE, producerId, (short) 1, 3,
+                    records(1));
+            assertThat(produce(socket, request("t", 0, (short) 1, gap)).errorCode())
+                    .isEqualTo(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER.code());
+            assertThat(store.maxOffset("t", 0)).isEqualTo(6);
+        }
+    }
+}
