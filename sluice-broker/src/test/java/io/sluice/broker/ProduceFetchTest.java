@@ -98,7 +98,7 @@ class ProduceFetchTest {
     @CsvSource({"1, none", "all, none", "0, none", "1, gzip", "1, snappy", "1, lz4", "1, zstd", "all, zstd"})
     void recordsProducedAreConsumedInOrderWithOneOffsetEach(String acks, String compression) throws Exception {
         int partitions = 3;
-        int perPartition = 2_000;
+        int perPartition = 1_000;
         try (Store store = Store.open(dir, StoreConfig.builder().flushMode(FlushMode.ASYNC).build());
              Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0))) {
             createTopic(broker, "orders", partitions);

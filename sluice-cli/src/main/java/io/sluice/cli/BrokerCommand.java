@@ -1,0 +1,150 @@
+package io.sluice.cli;
+
+import io.sluice.broker.Broker;
+import io.sluice.broker.BrokerConfig;
+import io.sluice.store.Store;
+import io.sluice.store.TopicLayout;
+import java.io.IOException;
+import java.io.InputStream;
+import java.io.PrintWriter;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.Locale;
+import java.util.Properties;
+import java.util.Set;
+import java.util.TreeSet;
+import java.util.concurrent.Callable;
+import java.util.concurrent.CountDownLatch;
+import picocli.CommandLine.Command;
+import picocli.CommandLine.Mixin;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.Option;
+import picocli.CommandLine.Spec;
+
+/**
+ * {@code sluice broker}: serves a store over the Kafka protocol until SIGTERM or SIGINT, then closes the broker and
+ * the store cleanly, so that the next start needs no recovery.
+ */
+@Command(name = "broker", description = "Serve a store to Kafka clients (the Kafka wire protocol) on 127.0.0.1:9092"
+        + " until stopped (SIGTERM or Ctrl-C close it cleanly).")
+final class BrokerCommand implements Callable<Integer> {
+
+    /** The keys a broker.properties may hold, named as Kafka names its own where one exists. */
+    static final Set<String> KEYS = Set.of("listen", "node.id", "cluster.id", "num.partitions",
+            "auto.create.topics.enable", "socket.request.max.bytes", "max.connections", "topic.layout");
+
+    @Mixin
+    StoreOptions store;
+
+    @Option(names = "--listen", description = "host:port to listen on (default 127.0.0.1:9092). Anything but loopback"
+            + " is reachable from other machines, and the broker has no authentication yet.")
+    String listen;
+
+    @Option(names = "--config", description = "A broker.properties file: " + "listen, node.id, cluster.id,"
+            + " num.partitions, auto.create.topics.enable, socket.request.max.bytes, max.connections, topic.layout"
+            + " (queue, topic or shared). --listen wins over it.")
+    Path configFile;
+
+    @Spec
+    CommandSpec spec;
+
+    @Override
+    public Integer call() throws IOException, InterruptedException {
+        PrintWriter out = spec.commandLine().getOut();
+        BrokerConfig config = config(configFile, listen);
+        long started = System.nanoTime();
+        Store opened = Store.open(store.dir, store.config());
+        Broker broker;
+        try {
+            broker = Broker.start(opened, config);
+        } catch (IOException | RuntimeException e) {
+            opened.close();
+            throw e;
+        }
+        CountDownLatch stopped = new CountDownLatch(1);
+        Thread hook = new Thread(() -> {
+            try {
+                broker.close();
+            } catch (IOException e) {
+                System.err.println("sluice broker: closing the listener failed: " + e);
+            } finally {
+                opened.close();
+                stopped.countDown();
+            }
+        }, "sluice-broker-shutdown");
+        Runtime.getRuntime().addShutdownHook(hook);
+        out.printf("Sluice broker serving %s on %s:%d (node %d, %s, flush %s), started in %d ms%n", store.dir,
+                config.host(), broker.port(), config.nodeId(), opened.openedClean() ? "store opened cleanly"
+                        : "store created or recovered", store.flush.name().toLowerCase(Locale.ROOT),
+                (System.nanoTime() - started) / 1_000_000);
+        out.flush();
+        stopped.await();
+        return 0;
+    }
+
+    /** @return the configuration of a properties file (if any) with {@code listen} over it */
+    static BrokerConfig config(Path file, String listen) throws IOException {
+        Properties properties = new Properties();
+        if (file != null) {
+            try (InputStream in = Files.newInputStream(file)) {
+                properties.load(in);
+            }
+            Set<String> unknown = new TreeSet<>(properties.stringPropertyNames());
+            unknown.removeAll(KEYS);
+            if (!unknown.isEmpty()) {
+                throw new IllegalArgumentException(file + ": unknown keys " + unknown + "; known are " + new TreeSet<>(KEYS));
+            }
+        }
+        if (listen != null) {
+            properties.setProperty("listen", listen);
+        }
+        BrokerConfig defaults = BrokerConfig.defaults();
+        String host = defaults.host();
+        int port = defaults.port();
+        String address = properties.getProperty("listen");
+        if (address != null) {
+            int colon = address.lastIndexOf(':');
+            if (colon <= 0 || colon == address.length() - 1) {
+                throw new IllegalArgumentException("listen must be host:port, was '" + address + "'");
+            }
+            host = address.substring(0, colon);
+            port = integer("listen port", address.substring(colon + 1));
+        }
+        return new BrokerConfig(host, port,
+                integer("node.id", properties.getProperty("node.id", String.valueOf(defaults.nodeId()))),
+                properties.getProperty("cluster.id", defaults.clusterId()),
+                integer("socket.request.max.bytes", properties.getProperty("socket.request.max.bytes",
+                        String.valueOf(defaults.maxRequestBytes()))),
+                integer("max.connections", properties.getProperty("max.connections",
+                        String.valueOf(defaults.maxConnections()))),
+                integer("num.partitions", properties.getProperty("num.partitions",
+                        String.valueOf(defaults.defaultPartitions()))),
+                bool("auto.create.topics.enable", properties.getProperty("auto.create.topics.enable",
+                        String.valueOf(defaults.autoCreateTopics()))),
+                layout(properties.getProperty("topic.layout", defaults.topicLayout().name())));
+    }
+
+    private static int integer(String key, String value) {
+        try {
+            return Integer.parseInt(value.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(key + " must be a whole number, was '" + value + "'");
+        }
+    }
+
+    private static boolean bool(String key, String value) {
+        return switch (value.trim().toLowerCase(Locale.ROOT)) {
+            case "true" -> true;
+            case "false" -> false;
+            default -> throw new IllegalArgumentException(key + " must be true or false, was '" + value + "'");
+        };
+    }
+
+    private static TopicLayout layout(String value) {
+        try {
+            return TopicLayout.valueOf(value.trim().toUpperCase(Locale.ROOT));
+        } catch (IllegalArgumentException e) {
+            throw new IllegalArgumentException("topic.layout must be queue, topic or shared, was '" + value + "'");
+        }
+    }
+}
