@@ -19,10 +19,12 @@ public final class Broker implements AutoCloseable {
 
     private final FrameServer server;
     private final ExecutorService executor;
+    private final KafkaApis apis;
 
-    private Broker(FrameServer server, ExecutorService executor) {
+    private Broker(FrameServer server, ExecutorService executor, KafkaApis apis) {
         this.server = server;
         this.executor = executor;
+        this.apis = apis;
     }
 
     /**
@@ -58,11 +60,12 @@ public final class Broker implements AutoCloseable {
             executor.close();
             throw e;
         }
-        apis.set(new KafkaApis(store, new KafkaApis.Settings(config.nodeId(), config.host(), server.port(),
+        KafkaApis kafka = new KafkaApis(store, new KafkaApis.Settings(config.nodeId(), config.host(), server.port(),
                 config.clusterId(), config.defaultPartitions(), config.autoCreateTopics(), config.topicLayout()),
-                executor));
+                executor);
+        apis.set(kafka);
         LOG.info("Sluice broker listening on {}:{}", config.host(), server.port());
-        return new Broker(server, executor);
+        return new Broker(server, executor, kafka);
     }
 
     /** @return the port the broker listens on */
@@ -81,6 +84,7 @@ public final class Broker implements AutoCloseable {
         try {
             server.close();
         } finally {
+            apis.close();
             executor.shutdownNow();
         }
     }

@@ -10,6 +10,8 @@ import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.message.ApiVersionsResponseData;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersion;
@@ -34,7 +36,17 @@ import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseBrok
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponsePartition;
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseTopic;
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseTopicCollection;
+import org.apache.kafka.common.message.DeleteGroupsRequestData;
+import org.apache.kafka.common.message.DescribeGroupsRequestData;
 import org.apache.kafka.common.message.FetchRequestData;
+import org.apache.kafka.common.message.FindCoordinatorRequestData;
+import org.apache.kafka.common.message.HeartbeatRequestData;
+import org.apache.kafka.common.message.JoinGroupRequestData;
+import org.apache.kafka.common.message.LeaveGroupRequestData;
+import org.apache.kafka.common.message.ListGroupsRequestData;
+import org.apache.kafka.common.message.OffsetCommitRequestData;
+import org.apache.kafka.common.message.OffsetFetchRequestData;
+import org.apache.kafka.common.message.SyncGroupRequestData;
 import org.apache.kafka.common.message.InitProducerIdRequestData;
 import org.apache.kafka.common.message.InitProducerIdResponseData;
 import org.apache.kafka.common.message.ListOffsetsRequestData;
@@ -55,7 +67,7 @@ import org.apache.kafka.common.protocol.ObjectSerializationCache;
  * the pinned kafka-clients, the only place that uses them. Framing and connections are the caller's
  * ({@code io.sluice.broker.net}); what is served is {@link SupportedApis}.
  */
-public final class KafkaApis {
+public final class KafkaApis implements AutoCloseable {
 
     /** Bytes of the fixed part of a request header: api key, api version, correlation id, client id length. */
     private static final int MIN_HEADER_BYTES = 10;
@@ -89,6 +101,8 @@ public final class KafkaApis {
     private final ProduceHandler produce;
     private final FetchHandler fetch;
     private final ProducerIds producerIds = new ProducerIds();
+    private final ScheduledExecutorService timer;
+    private final GroupApis groups;
 
     /**
      * @param store where topics and records live
@@ -101,6 +115,15 @@ public final class KafkaApis {
         PartitionWatch watch = new PartitionWatch();
         this.produce = new ProduceHandler(store, new ProducerStates(store), watch);
         this.fetch = new FetchHandler(store, watch, Objects.requireNonNull(executor, "executor"));
+        this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
+                .daemon().factory());
+        this.groups = new GroupApis(store, new GroupCoordinator(timer), settings);
+    }
+
+    /** Stops the group sessions' timer. */
+    @Override
+    public void close() {
+        timer.shutdownNow();
     }
 
     /**
@@ -160,6 +183,14 @@ public final class KafkaApis {
         if (key == ApiKeys.FETCH) {
             return fetch.handle(correlationId, version, (FetchRequestData) request);
         }
+        if (key == ApiKeys.JOIN_GROUP) {
+            return groups.join((JoinGroupRequestData) request, version, header.clientId())
+                    .thenApply(response -> encode(correlationId, key, version, response));
+        }
+        if (key == ApiKeys.SYNC_GROUP) {
+            return groups.sync((SyncGroupRequestData) request)
+                    .thenApply(response -> encode(correlationId, key, version, response));
+        }
         ApiMessage response = switch (key) {
             case API_VERSIONS -> new ApiVersionsResponseData().setApiKeys(SupportedApis.advertised());
             case METADATA -> metadata((MetadataRequestData) request, version);
@@ -168,6 +199,14 @@ public final class KafkaApis {
             case DESCRIBE_CLUSTER -> describeCluster((DescribeClusterRequestData) request);
             case LIST_OFFSETS -> listOffsets((ListOffsetsRequestData) request);
             case INIT_PRODUCER_ID -> initProducerId((InitProducerIdRequestData) request);
+            case FIND_COORDINATOR -> groups.findCoordinator((FindCoordinatorRequestData) request, version);
+            case HEARTBEAT -> groups.heartbeat((HeartbeatRequestData) request);
+            case LEAVE_GROUP -> groups.leave((LeaveGroupRequestData) request, version);
+            case OFFSET_COMMIT -> groups.commit((OffsetCommitRequestData) request);
+            case OFFSET_FETCH -> groups.fetchOffsets((OffsetFetchRequestData) request, version);
+            case DESCRIBE_GROUPS -> groups.describe((DescribeGroupsRequestData) request, version);
+            case LIST_GROUPS -> groups.list((ListGroupsRequestData) request);
+            case DELETE_GROUPS -> groups.delete((DeleteGroupsRequestData) request);
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
         return done(encode(correlationId, key, version, response));

@@ -34,6 +34,17 @@ final class SupportedApis {
         serve(ApiKeys.FETCH, 4, 12);
         serve(ApiKeys.LIST_OFFSETS, 1, 10);
         serve(ApiKeys.INIT_PRODUCER_ID, 0, 5);
+        // The classic consumer-group protocol; OffsetCommit and OffsetFetch 10 name topics by id.
+        serve(ApiKeys.FIND_COORDINATOR, 0, 6);
+        serve(ApiKeys.JOIN_GROUP, 0, 9);
+        serve(ApiKeys.SYNC_GROUP, 0, 5);
+        serve(ApiKeys.HEARTBEAT, 0, 4);
+        serve(ApiKeys.LEAVE_GROUP, 0, 5);
+        serve(ApiKeys.OFFSET_COMMIT, 2, 9);
+        serve(ApiKeys.OFFSET_FETCH, 1, 9);
+        serve(ApiKeys.DESCRIBE_GROUPS, 0, 6);
+        serve(ApiKeys.LIST_GROUPS, 0, 5);
+        serve(ApiKeys.DELETE_GROUPS, 0, 2);
     }
 
 

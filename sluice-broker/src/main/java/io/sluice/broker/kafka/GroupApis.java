@@ -1,0 +1,346 @@
+package io.sluice.broker.kafka;
+
+import io.sluice.store.ConsumerPosition;
+import io.sluice.store.Store;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.OptionalLong;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
+import org.apache.kafka.common.message.DeleteGroupsRequestData;
+import org.apache.kafka.common.message.DeleteGroupsResponseData;
+import org.apache.kafka.common.message.DescribeGroupsRequestData;
+import org.apache.kafka.common.message.DescribeGroupsResponseData;
+import org.apache.kafka.common.message.FindCoordinatorRequestData;
+import org.apache.kafka.common.message.FindCoordinatorResponseData;
+import org.apache.kafka.common.message.HeartbeatRequestData;
+import org.apache.kafka.common.message.HeartbeatResponseData;
+import org.apache.kafka.common.message.JoinGroupRequestData;
+import org.apache.kafka.common.message.JoinGroupResponseData;
+import org.apache.kafka.common.message.LeaveGroupRequestData;
+import org.apache.kafka.common.message.LeaveGroupResponseData;
+import org.apache.kafka.common.message.ListGroupsRequestData;
+import org.apache.kafka.common.message.ListGroupsResponseData;
+import org.apache.kafka.common.message.OffsetCommitRequestData;
+import org.apache.kafka.common.message.OffsetCommitResponseData;
+import org.apache.kafka.common.message.OffsetFetchRequestData;
+import org.apache.kafka.common.message.OffsetFetchResponseData;
+import org.apache.kafka.common.message.SyncGroupRequestData;
+import org.apache.kafka.common.message.SyncGroupResponseData;
+import org.apache.kafka.common.protocol.Errors;
+
+/**
+ * The consumer-group APIs: this broker coordinates every group (FindCoordinator names it), membership is the
+ * {@link GroupCoordinator}'s, and committed offsets are the store's consumer positions, so that the store's
+ * consumer-aware retention keeps what a group has not read. A group id is kept under its store name
+ * ({@link GroupNames}). Positions are saved with the store's checkpoints and at close: after a crash a group may
+ * resume up to one checkpoint interval back (it reads some records again; none is skipped). Offset metadata
+ * strings are not kept.
+ */
+final class GroupApis {
+
+    private static final byte GROUP_KEY = 0;
+    private static final String CONSUMER = "consumer";
+
+    private final Store store;
+    private final GroupCoordinator coordinator;
+    private final KafkaApis.Settings settings;
+
+    GroupApis(Store store, GroupCoordinator coordinator, KafkaApis.Settings settings) {
+        this.store = store;
+        this.coordinator = coordinator;
+        this.settings = settings;
+    }
+
+    FindCoordinatorResponseData findCoordinator(FindCoordinatorRequestData request, short version) {
+        FindCoordinatorResponseData response = new FindCoordinatorResponseData();
+        if (version < 4) {
+            Errors error = coordinatorError(request.key(), request.keyType());
+            return error == Errors.NONE
+                    ? response.setNodeId(settings.nodeId()).setHost(settings.host()).setPort(settings.port())
+                    : response.setErrorCode(error.code()).setErrorMessage(error.message()).setNodeId(-1).setHost("")
+                            .setPort(-1);
+        }
+        List<FindCoordinatorResponseData.Coordinator> coordinators = new ArrayList<>();
+        for (String key : request.coordinatorKeys()) {
+            Errors error = coordinatorError(key, request.keyType());
+            FindCoordinatorResponseData.Coordinator coordinator = new FindCoordinatorResponseData.Coordinator()
+                    .setKey(key);
+            coordinators.add(error == Errors.NONE
+                    ? coordinator.setNodeId(settings.nodeId()).setHost(settings.host()).setPort(settings.port())
+                    : coordinator.setErrorCode(error.code()).setErrorMessage(error.message()).setNodeId(-1)
+                            .setHost("").setPort(-1));
+        }
+        return response.setCoordinators(coordinators);
+    }
+
+    private static Errors coordinatorError(String key, byte keyType) {
+        if (keyType != GROUP_KEY) {
+            // Transactions (1) and share groups (2) are not supported: a fatal error, not an endless retry.
+            return keyType == 1 ? Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED : Errors.INVALID_REQUEST;
+        }
+        return key == null || key.isEmpty() || GroupNames.toStore(key) == null ? Errors.INVALID_GROUP_ID : Errors.NONE;
+    }
+
+    CompletableFuture<JoinGroupResponseData> join(JoinGroupRequestData request, short version, String clientId) {
+        if (GroupNames.toStore(request.groupId()) == null) {
+            return CompletableFuture.completedFuture(new JoinGroupResponseData()
+                    .setErrorCode(Errors.INVALID_GROUP_ID.code()).setGenerationId(-1).setMemberId(request.memberId())
+                    .setLeader("").setProtocolName(version >= 7 ? null : ""));
+        }
+        return coordinator.join(request, version, clientId, "/127.0.0.1");
+    }
+
+    CompletableFuture<SyncGroupResponseData> sync(SyncGroupRequestData request) {
+        return coordinator.sync(request);
+    }
+
+    HeartbeatResponseData heartbeat(HeartbeatRequestData request) {
+        return new HeartbeatResponseData().setErrorCode(coordinator.heartbeat(request.groupId(), request.memberId(),
+                request.generationId()).code());
+    }
+
+    LeaveGroupResponseData leave(LeaveGroupRequestData request, short version) {
+        if (version < 3) {
+            return new LeaveGroupResponseData().setErrorCode(coordinator.leave(request.groupId(), request.memberId())
+                    .code());
+        }
+        List<LeaveGroupResponseData.MemberResponse> members = new ArrayList<>();
+        for (LeaveGroupRequestData.MemberIdentity identity : request.members()) {
+            members.add(new LeaveGroupResponseData.MemberResponse().setMemberId(identity.memberId())
+                    .setGroupInstanceId(identity.groupInstanceId())
+                    .setErrorCode(coordinator.leave(request.groupId(), identity.memberId()).code()));
+        }
+        return new LeaveGroupResponseData().setMembers(members);
+    }
+
+    OffsetCommitResponseData commit(OffsetCommitRequestData request) {
+        String group = GroupNames.toStore(request.groupId());
+        Errors groupError = group == null ? Errors.INVALID_GROUP_ID
+                : coordinator.checkCommit(request.groupId(), request.memberId(), request.generationIdOrMemberEpoch());
+        List<OffsetCommitResponseData.OffsetCommitResponseTopic> topics = new ArrayList<>();
+        for (OffsetCommitRequestData.OffsetCommitRequestTopic topic : request.topics()) {
+            List<OffsetCommitResponseData.OffsetCommitResponsePartition> partitions = new ArrayList<>();
+            int count = partitionCount(topic.name());
+            for (OffsetCommitRequestData.OffsetCommitRequestPartition partition : topic.partitions()) {
+                Errors error = groupError;
+                if (error == Errors.NONE) {
+                    if (partition.partitionIndex() < 0 || partition.partitionIndex() >= count) {
+                        error = Errors.UNKNOWN_TOPIC_OR_PARTITION;
+                    } else if (partition.committedOffset() < 0) {
+                        error = Errors.INVALID_COMMIT_OFFSET_SIZE;
+                    } else {
+                        try {
+                            store.commitOffset(group, topic.name(), partition.partitionIndex(),
+                                    partition.committedOffset());
+                        } catch (IllegalArgumentException e) {
+                            error = Errors.INVALID_REQUEST;
+                        } catch (RuntimeException e) {
+                            error = Errors.KAFKA_STORAGE_ERROR;
+                        }
+                    }
+                }
+                partitions.add(new OffsetCommitResponseData.OffsetCommitResponsePartition()
+                        .setPartitionIndex(partition.partitionIndex()).setErrorCode(error.code()));
+            }
+            topics.add(new OffsetCommitResponseData.OffsetCommitResponseTopic().setName(topic.name())
+                    .setPartitions(partitions));
+        }
+        return new OffsetCommitResponseData().setTopics(topics);
+    }
+
+    private int partitionCount(String topic) {
+        try {
+            return store.queueCount(topic);
+        } catch (IllegalArgumentException e) {
+            return 0;
+        }
+    }
+
+    OffsetFetchResponseData fetchOffsets(OffsetFetchRequestData request, short version) {
+        if (version < 8) {
+            Map<String, List<Integer>> wanted = null;
+            if (request.topics() != null) {
+                wanted = new LinkedHashMap<>();
+                for (OffsetFetchRequestData.OffsetFetchRequestTopic topic : request.topics()) {
+                    wanted.put(topic.name(), topic.partitionIndexes());
+                }
+            }
+            List<OffsetFetchResponseData.OffsetFetchResponseTopic> topics = new ArrayList<>();
+            Errors error = committed(request.groupId(), wanted, (topic, partitions) -> {
+                List<OffsetFetchResponseData.OffsetFetchResponsePartition> list = new ArrayList<>();
+                partitions.forEach((partition, offset) -> list.add(new OffsetFetchResponseData
+                        .OffsetFetchResponsePartition().setPartitionIndex(partition).setCommittedOffset(offset)
+                        .setCommittedLeaderEpoch(-1).setMetadata("")));
+                topics.add(new OffsetFetchResponseData.OffsetFetchResponseTopic().setName(topic).setPartitions(list));
+            });
+            return new OffsetFetchResponseData().setErrorCode(error.code()).setTopics(topics);
+        }
+        List<OffsetFetchResponseData.OffsetFetchResponseGroup> groups = new ArrayList<>();
+        for (OffsetFetchRequestData.OffsetFetchRequestGroup group : request.groups()) {
+            Map<String, List<Integer>> wanted = null;
+            if (group.topics() != null) {
+                wanted = new LinkedHashMap<>();
+                for (OffsetFetchRequestData.OffsetFetchRequestTopics topic : group.topics()) {
+                    wanted.put(topic.name(), topic.partitionIndexes());
+                }
+            }
+            List<OffsetFetchResponseData.OffsetFetchResponseTopics> topics = new ArrayList<>();
+            Errors error = committed(group.groupId(), wanted, (topic, partitions) -> {
+                List<OffsetFetchResponseData.OffsetFetchResponsePartitions> list = new ArrayList<>();
+                partitions.forEach((partition, offset) -> list.add(new OffsetFetchResponseData
+                        .OffsetFetchResponsePartitions().setPartitionIndex(partition).setCommittedOffset(offset)
+                        .setCommittedLeaderEpoch(-1).setMetadata("")));
+                topics.add(new OffsetFetchResponseData.OffsetFetchResponseTopics().setName(topic).setPartitions(list));
+            });
+            groups.add(new OffsetFetchResponseData.OffsetFetchResponseGroup().setGroupId(group.groupId())
+                    .setErrorCode(error.code()).setTopics(topics));
+        }
+        return new OffsetFetchResponseData().setGroups(groups);
+    }
+
+    /** Receives one topic's committed offsets (-1 where none). */
+    @FunctionalInterface
+    private interface TopicOffsets {
+        void accept(String topic, Map<Integer, Long> offsets);
+    }
+
+    /** Looks a group's committed offsets up: the partitions asked for, or (null) every one committed. */
+    private Errors committed(String groupId, Map<String, List<Integer>> wanted, TopicOffsets out) {
+        String group = groupId == null ? null : GroupNames.toStore(groupId);
+        if (group == null) {
+            return Errors.INVALID_GROUP_ID;
+        }
+        if (wanted == null) {
+            Map<String, Map<Integer, Long>> all = new TreeMap<>();
+            for (ConsumerPosition position : store.consumerPositions()) {
+                if (position.group().equals(group)) {
+                    all.computeIfAbsent(position.topic(), t -> new TreeMap<>()).put(position.queueId(),
+                            position.nextOffset());
+                }
+            }
+            all.forEach(out::accept);
+            return Errors.NONE;
+        }
+        for (Map.Entry<String, List<Integer>> topic : wanted.entrySet()) {
+            Map<Integer, Long> offsets = new LinkedHashMap<>();
+            for (int partition : topic.getValue()) {
+                long offset = -1;
+                try {
+                    OptionalLong committed = store.committedOffset(group, topic.getKey(), partition);
+                    offset = committed.orElse(-1);
+                } catch (IllegalArgumentException e) {
+                    offset = -1;
+                }
+                offsets.put(partition, offset);
+            }
+            out.accept(topic.getKey(), offsets);
+        }
+        return Errors.NONE;
+    }
+
+    /** @return the ids of groups that have committed offsets in the store */
+    private Set<String> storedGroups() {
+        Set<String> ids = new TreeSet<>();
+        for (ConsumerPosition position : store.consumerPositions()) {
+            String id = GroupNames.fromStore(position.group());
+            if (id != null) {
+                ids.add(id);
+            }
+        }
+        return ids;
+    }
+
+    DescribeGroupsResponseData describe(DescribeGroupsRequestData request, short version) {
+        List<DescribeGroupsResponseData.DescribedGroup> described = new ArrayList<>();
+        Set<String> stored = storedGroups();
+        for (String id : request.groups()) {
+            DescribeGroupsResponseData.DescribedGroup result = new DescribeGroupsResponseData.DescribedGroup()
+                    .setGroupId(id).setProtocolData("").setProtocolType("").setGroupState("Dead")
+                    .setMembers(new ArrayList<>());
+            GroupCoordinator.Group group = coordinator.group(id);
+            if (group != null) {
+                synchronized (group) {
+                    result.setGroupState(group.state.kafkaName)
+                            .setProtocolType(group.protocolType == null ? (stored.contains(id) ? CONSUMER : "")
+                                    : group.protocolType)
+                            .setProtocolData(group.state == GroupCoordinator.State.STABLE ? group.protocol : "");
+                    for (GroupCoordinator.Member m : group.members.values()) {
+                        result.members().add(new DescribeGroupsResponseData.DescribedGroupMember().setMemberId(m.id)
+                                .setGroupInstanceId(m.instanceId).setClientId(m.clientId == null ? "" : m.clientId)
+                                .setClientHost(m.clientHost)
+                                .setMemberMetadata(group.protocol == null ? new byte[0]
+                                        : m.protocols.getOrDefault(group.protocol, new byte[0]))
+                                .setMemberAssignment(m.assignment));
+                    }
+                }
+            } else if (stored.contains(id)) {
+                result.setGroupState("Empty").setProtocolType(CONSUMER);
+            } else if (version >= 6) {
+                result.setErrorCode(Errors.GROUP_ID_NOT_FOUND.code());
+            }
+            described.add(result);
+        }
+        return new DescribeGroupsResponseData().setGroups(described);
+    }
+
+    ListGroupsResponseData list(ListGroupsRequestData request) {
+        Map<String, ListGroupsResponseData.ListedGroup> listed = new TreeMap<>();
+        for (String id : storedGroups()) {
+            listed.put(id, new ListGroupsResponseData.ListedGroup().setGroupId(id).setProtocolType(CONSUMER)
+                    .setGroupState("Empty").setGroupType("classic"));
+        }
+        for (GroupCoordinator.Group group : coordinator.groups()) {
+            synchronized (group) {
+                if (group.state == GroupCoordinator.State.EMPTY && !listed.containsKey(group.id)) {
+                    continue; // nothing committed and nobody in it: as good as gone
+                }
+                listed.put(group.id, new ListGroupsResponseData.ListedGroup().setGroupId(group.id)
+                        .setProtocolType(group.protocolType == null ? CONSUMER : group.protocolType)
+                        .setGroupState(group.state.kafkaName).setGroupType("classic"));
+            }
+        }
+        List<ListGroupsResponseData.ListedGroup> groups = new ArrayList<>();
+        for (ListGroupsResponseData.ListedGroup group : listed.values()) {
+            boolean stateOk = request.statesFilter() == null || request.statesFilter().isEmpty()
+                    || request.statesFilter().stream().anyMatch(s -> s.equalsIgnoreCase(group.groupState()));
+            boolean typeOk = request.typesFilter() == null || request.typesFilter().isEmpty()
+                    || request.typesFilter().stream().anyMatch(t -> t.equalsIgnoreCase(group.groupType()));
+            if (stateOk && typeOk) {
+                groups.add(group);
+            }
+        }
+        return new ListGroupsResponseData().setGroups(groups);
+    }
+
+    DeleteGroupsResponseData delete(DeleteGroupsRequestData request) {
+        DeleteGroupsResponseData.DeletableGroupResultCollection results =
+                new DeleteGroupsResponseData.DeletableGroupResultCollection();
+        Set<String> stored = storedGroups();
+        for (String id : request.groupsNames()) {
+            Errors error;
+            String name = id == null ? null : GroupNames.toStore(id);
+            GroupCoordinator.Group group = coordinator.group(id);
+            if (name == null) {
+                error = Errors.INVALID_GROUP_ID;
+            } else if (group == null && !stored.contains(id)) {
+                error = Errors.GROUP_ID_NOT_FOUND;
+            } else if (!coordinator.remove(id)) {
+                error = Errors.NON_EMPTY_GROUP;
+            } else {
+                try {
+                    store.removeConsumerGroup(name);
+                    error = Errors.NONE;
+                } catch (RuntimeException e) {
+                    error = Errors.KAFKA_STORAGE_ERROR;
+                }
+            }
+            results.add(new DeleteGroupsResponseData.DeletableGroupResult().setGroupId(id).setErrorCode(error.code()));
+        }
+        return new DeleteGroupsResponseData().setResults(results);
+    }
+}

@@ -1,0 +1,458 @@
+package io.sluice.broker.kafka;
+
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.message.JoinGroupRequestData;
+import org.apache.kafka.common.message.JoinGroupResponseData;
+import org.apache.kafka.common.message.SyncGroupRequestData;
+import org.apache.kafka.common.message.SyncGroupResponseData;
+import org.apache.kafka.common.protocol.Errors;
+
+/**
+ * The classic consumer-group protocol's membership, as Kafka's group coordinator runs it: JoinGroup collects the
+ * members of a generation (a new member first gets MEMBER_ID_REQUIRED and its id), the join completes when every
+ * known member has rejoined or the rebalance time-out removed those that did not, the leader's SyncGroup hands out
+ * the assignment it computed, Heartbeat tells members a rebalance is on, LeaveGroup and an expired session remove a
+ * member and start one. Membership lives in memory: after a restart members rejoin; committed offsets are the
+ * store's consumer positions ({@link GroupApis}).
+ *
+ * <p>Each group is used under its own lock; futures of waiting joins and syncs complete under it (their
+ * continuations only encode a response). Thread-safe.
+ */
+final class GroupCoordinator {
+
+    /** Group states, named as Kafka's tools print them. */
+    enum State {
+        EMPTY("Empty"), PREPARING_REBALANCE("PreparingRebalance"), COMPLETING_REBALANCE("CompletingRebalance"),
+        STABLE("Stable");
+
+        final String kafkaName;
+
+        State(String kafkaName) {
+            this.kafkaName = kafkaName;
+        }
+    }
+
+    static final class Member {
+        final String id;
+        final String instanceId;
+        final String clientId;
+        final String clientHost;
+        int sessionTimeoutMs;
+        int rebalanceTimeoutMs;
+        LinkedHashMap<String, byte[]> protocols;
+        byte[] assignment = new byte[0];
+        long lastSeenNanos = System.nanoTime();
+        CompletableFuture<JoinGroupResponseData> join;
+        CompletableFuture<SyncGroupResponseData> sync;
+
+        Member(String id, String instanceId, String clientId, String clientHost) {
+            this.id = id;
+            this.instanceId = instanceId;
+            this.clientId = clientId;
+            this.clientHost = clientHost;
+        }
+    }
+
+    static final class Group {
+        final String id;
+        State state = State.EMPTY;
+        int generation;
+        String protocolType;
+        String protocol;
+        String leader;
+        final Map<String, Member> members = new LinkedHashMap<>();
+        /** Ids handed out with MEMBER_ID_REQUIRED, not yet joined. */
+        final Map<String, Long> pendingIds = new HashMap<>();
+        long rebalanceDeadlineNanos;
+
+        Group(String id) {
+            this.id = id;
+        }
+
+        synchronized State state() {
+            return state;
+        }
+    }
+
+    private final Map<String, Group> groups = new ConcurrentHashMap<>();
+    private final ScheduledExecutorService timer;
+
+    GroupCoordinator(ScheduledExecutorService timer) {
+        this.timer = timer;
+        timer.scheduleWithFixedDelay(this::expire, 100, 100, TimeUnit.MILLISECONDS);
+    }
+
+    /** @return the group, or null if none is known in memory */
+    Group group(String id) {
+        return groups.get(id);
+    }
+
+    /** @return every group known in memory */
+    List<Group> groups() {
+        return new ArrayList<>(groups.values());
+    }
+
+    /** Forgets a group with no members; @return false if it has members */
+    boolean remove(String id) {
+        Group group = groups.get(id);
+        if (group == null) {
+            return true;
+        }
+        synchronized (group) {
+            if (!group.members.isEmpty()) {
+                return false;
+            }
+            groups.remove(id, group);
+            return true;
+        }
+    }
+
+    CompletableFuture<JoinGroupResponseData> join(JoinGroupRequestData request, short version, String clientId,
+                                                  String clientHost) {
+        JoinGroupResponseData failed = new JoinGroupResponseData().setGenerationId(-1).setMemberId(request.memberId())
+                .setLeader("").setProtocolName(version >= 7 ? null : "").setProtocolType(null);
+        if (request.groupId() == null || request.groupId().isEmpty()) {
+            return done(failed.setErrorCode(Errors.INVALID_GROUP_ID.code()));
+        }
+        if (request.sessionTimeoutMs() < 1_000 || request.sessionTimeoutMs() > 1_800_000) {
+            return done(failed.setErrorCode(Errors.INVALID_SESSION_TIMEOUT.code()));
+        }
+        LinkedHashMap<String, byte[]> protocols = new LinkedHashMap<>();
+        for (JoinGroupRequestData.JoinGroupRequestProtocol protocol : request.protocols()) {
+            protocols.put(protocol.name(), protocol.metadata());
+        }
+        if (protocols.isEmpty() || request.protocolType() == null || request.protocolType().isEmpty()) {
+            return done(failed.setErrorCode(Errors.INCONSISTENT_GROUP_PROTOCOL.code()));
+        }
+        Group group = groups.computeIfAbsent(request.groupId(), Group::new);
+        synchronized (group) {
+            if (group.state != State.EMPTY) {
+                // The member must be of the group's type and share a protocol with every other member.
+                boolean shared = protocols.keySet().stream().anyMatch(p -> group.members.values().stream()
+                        .filter(m -> !m.id.equals(request.memberId())).allMatch(m -> m.protocols.containsKey(p)));
+                if (!request.protocolType().equals(group.protocolType) || !shared) {
+                    return done(failed.setErrorCode(Errors.INCONSISTENT_GROUP_PROTOCOL.code()));
+                }
+            }
+            String memberId = request.memberId();
+            Member member = memberId.isEmpty() ? null : group.members.get(memberId);
+            if (member == null) {
+                if (memberId.isEmpty() && version >= 4) {
+                    // Kafka 2.2+: a new member first learns its id, then joins with it.
+                    String id = (clientId == null || clientId.isEmpty() ? "member" : clientId) + "-" + UUID.randomUUID();
+                    group.pendingIds.put(id, System.nanoTime());
+                    return done(failed.setMemberId(id).setErrorCode(Errors.MEMBER_ID_REQUIRED.code()));
+                }
+                if (!memberId.isEmpty() && group.pendingIds.remove(memberId) == null) {
+                    return done(failed.setErrorCode(Errors.UNKNOWN_MEMBER_ID.code()));
+                }
+                if (memberId.isEmpty()) {
+                    memberId = (clientId == null || clientId.isEmpty() ? "member" : clientId) + "-" + UUID.randomUUID();
+                }
+                member = new Member(memberId, request.groupInstanceId(), clientId, clientHost);
+                group.members.put(memberId, member);
+                if (group.protocolType == null) {
+                    group.protocolType = request.protocolType();
+                }
+            }
+            member.sessionTimeoutMs = request.sessionTimeoutMs();
+            member.rebalanceTimeoutMs = version == 0 ? request.sessionTimeoutMs() : request.rebalanceTimeoutMs();
+            member.lastSeenNanos = System.nanoTime();
+            boolean changed = !sameProtocols(member.protocols, protocols);
+            member.protocols = protocols;
+            if (member.join != null) {
+                // A repeated join while one waits: the newer one takes its place.
+                member.join.complete(failedJoin(group, member, Errors.REBALANCE_IN_PROGRESS));
+            }
+            CompletableFuture<JoinGroupResponseData> response = new CompletableFuture<>();
+            member.join = response;
+            if (group.state == State.STABLE && !changed && !member.id.equals(group.leader)) {
+                // A follower rejoining with what it had: it gets the current generation again.
+                member.join = null;
+                return done(joinResponse(group, member));
+            }
+            if (group.state != State.PREPARING_REBALANCE) {
+                prepareRebalance(group);
+            }
+            tryCompleteJoin(group);
+            return response;
+        }
+    }
+
+    private static boolean sameProtocols(Map<String, byte[]> a, Map<String, byte[]> b) {
+        if (a == null || a.size() != b.size()) {
+            return false;
+        }
+        for (Map.Entry<String, byte[]> entry : a.entrySet()) {
+            if (!java.util.Arrays.equals(entry.getValue(), b.get(entry.getKey()))) {
+                return false;
+            }
+        }
+        return new ArrayList<>(a.keySet()).equals(new ArrayList<>(b.keySet()));
+    }
+
+    private void prepareRebalance(Group group) {
+        if (group.state == State.COMPLETING_REBALANCE) {
+            // Members waiting for their assignment are told to rejoin.
+            for (Member m : group.members.values()) {
+                if (m.sync != null) {
+                    m.sync.complete(new SyncGroupResponseData().setErrorCode(Errors.REBALANCE_IN_PROGRESS.code())
+                            .setAssignment(new byte[0]));
+                    m.sync = null;
+                }
+            }
+        }
+        group.state = State.PREPARING_REBALANCE;
+        int timeout = group.members.values().stream().mapToInt(m -> m.rebalanceTimeoutMs).max().orElse(0);
+        group.rebalanceDeadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeout);
+    }
+
+    /** Completes the join once every member has rejoined. Call under the group's lock. */
+    private void tryCompleteJoin(Group group) {
+        if (group.state != State.PREPARING_REBALANCE) {
+            return;
+        }
+        boolean all = group.members.values().stream().allMatch(m -> m.join != null);
+        if (!all && System.nanoTime() - group.rebalanceDeadlineNanos < 0) {
+            return;
+        }
+        group.members.values().removeIf(m -> m.join == null);
+        if (group.members.isEmpty()) {
+            toEmpty(group);
+            return;
+        }
+        group.generation++;
+        group.protocol = chooseProtocol(group);
+        if (group.leader == null || !group.members.containsKey(group.leader)) {
+            group.leader = group.members.keySet().iterator().next();
+        }
+        group.state = State.COMPLETING_REBALANCE;
+        group.rebalanceDeadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(
+                group.members.values().stream().mapToInt(m -> m.sessionTimeoutMs).max().orElse(10_000));
+        for (Member m : group.members.values()) {
+            m.lastSeenNanos = System.nanoTime();
+            CompletableFuture<JoinGroupResponseData> join = m.join;
+            m.join = null;
+            join.complete(joinResponse(group, m));
+        }
+    }
+
+    private static void toEmpty(Group group) {
+        group.state = State.EMPTY;
+        group.generation++;
+        group.leader = null;
+        group.protocol = null;
+        group.protocolType = null;
+    }
+
+    /** The protocol every member supports that members rank highest overall (a vote, as Kafka takes). */
+    private static String chooseProtocol(Group group) {
+        Map<String, Integer> votes = new LinkedHashMap<>();
+        Member first = group.members.values().iterator().next();
+        for (String candidate : first.protocols.keySet()) {
+            if (group.members.values().stream().allMatch(m -> m.protocols.containsKey(candidate))) {
+                votes.put(candidate, 0);
+            }
+        }
+        for (Member m : group.members.values()) {
+            for (String preferred : m.protocols.keySet()) {
+                if (votes.containsKey(preferred)) {
+                    votes.merge(preferred, 1, Integer::sum);
+                    break;
+                }
+            }
+        }
+        return votes.entrySet().stream().max(Map.Entry.comparingByValue()).map(Map.Entry::getKey)
+                .orElse(first.protocols.keySet().iterator().next());
+    }
+
+    private static JoinGroupResponseData joinResponse(Group group, Member member) {
+        List<JoinGroupResponseData.JoinGroupResponseMember> members = new ArrayList<>();
+        if (member.id.equals(group.leader)) {
+            for (Member m : group.members.values()) {
+                members.add(new JoinGroupResponseData.JoinGroupResponseMember().setMemberId(m.id)
+                        .setGroupInstanceId(m.instanceId).setMetadata(m.protocols.get(group.protocol)));
+            }
+        }
+        return new JoinGroupResponseData().setGenerationId(group.generation).setProtocolType(group.protocolType)
+                .setProtocolName(group.protocol).setLeader(group.leader).setMemberId(member.id).setMembers(members);
+    }
+
+    private static JoinGroupResponseData failedJoin(Group group, Member member, Errors error) {
+        return new JoinGroupResponseData().setErrorCode(error.code()).setGenerationId(-1).setMemberId(member.id)
+                .setLeader("").setProtocolName("").setProtocolType(group.protocolType);
+    }
+
+    CompletableFuture<SyncGroupResponseData> sync(SyncGroupRequestData request) {
+        Group group = groups.get(request.groupId());
+        SyncGroupResponseData failed = new SyncGroupResponseData().setAssignment(new byte[0]);
+        if (group == null) {
+            return done(failed.setErrorCode(Errors.UNKNOWN_MEMBER_ID.code()));
+        }
+        synchronized (group) {
+            Member member = group.members.get(request.memberId());
+            if (member == null) {
+                return done(failed.setErrorCode(Errors.UNKNOWN_MEMBER_ID.code()));
+            }
+            if (request.generationId() != group.generation) {
+                return done(failed.setErrorCode(Errors.ILLEGAL_GENERATION.code()));
+            }
+            if (request.protocolType() != null && !request.protocolType().equals(group.protocolType)
+                    || request.protocolName() != null && !request.protocolName().equals(group.protocol)) {
+                return done(failed.setErrorCode(Errors.INCONSISTENT_GROUP_PROTOCOL.code()));
+            }
+            member.lastSeenNanos = System.nanoTime();
+            switch (group.state) {
+                case PREPARING_REBALANCE, EMPTY -> {
+                    return done(failed.setErrorCode(Errors.REBALANCE_IN_PROGRESS.code()));
+                }
+                case STABLE -> {
+                    return done(syncResponse(group, member));
+                }
+                default -> {
+                }
+            }
+            CompletableFuture<SyncGroupResponseData> response = new CompletableFuture<>();
+            member.sync = response;
+            if (member.id.equals(group.leader)) {
+                Map<String, byte[]> assignments = new HashMap<>();
+                for (SyncGroupRequestData.SyncGroupRequestAssignment a : request.assignments()) {
+                    assignments.put(a.memberId(), a.assignment());
+                }
+                for (Member m : group.members.values()) {
+                    m.assignment = assignments.getOrDefault(m.id, new byte[0]);
+                }
+                group.state = State.STABLE;
+                for (Member m : group.members.values()) {
+                    if (m.sync != null) {
+                        CompletableFuture<SyncGroupResponseData> waiting = m.sync;
+                        m.sync = null;
+                        waiting.complete(syncResponse(group, m));
+                    }
+                }
+            }
+            return response;
+        }
+    }
+
+    private static SyncGroupResponseData syncResponse(Group group, Member member) {
+        return new SyncGroupResponseData().setProtocolType(group.protocolType).setProtocolName(group.protocol)
+                .setAssignment(member.assignment);
+    }
+
+    /** @return the error for a heartbeat (NONE, REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID) */
+    Errors heartbeat(String groupId, String memberId, int generation) {
+        Group group = groups.get(groupId);
+        if (group == null) {
+            return Errors.UNKNOWN_MEMBER_ID;
+        }
+        synchronized (group) {
+            Member member = group.members.get(memberId);
+            if (member == null) {
+                return Errors.UNKNOWN_MEMBER_ID;
+            }
+            member.lastSeenNanos = System.nanoTime();
+            if (group.state == State.PREPARING_REBALANCE) {
+                return Errors.REBALANCE_IN_PROGRESS;
+            }
+            return generation == group.generation ? Errors.NONE : Errors.ILLEGAL_GENERATION;
+        }
+    }
+
+    /**
+     * Checks a member's offset commit: a generation of -1 (a consumer outside group management) is taken only
+     * while the group has no members.
+     *
+     * @return NONE, or why the commit is refused
+     */
+    Errors checkCommit(String groupId, String memberId, int generation) {
+        Group group = groups.get(groupId);
+        if (group == null) {
+            return generation < 0 ? Errors.NONE : Errors.ILLEGAL_GENERATION;
+        }
+        synchronized (group) {
+            if (generation < 0) {
+                return group.members.isEmpty() ? Errors.NONE : Errors.ILLEGAL_GENERATION;
+            }
+            Member member = group.members.get(memberId);
+            if (member == null) {
+                return Errors.UNKNOWN_MEMBER_ID;
+            }
+            member.lastSeenNanos = System.nanoTime();
+            if (generation != group.generation) {
+                return Errors.ILLEGAL_GENERATION;
+            }
+            return group.state == State.PREPARING_REBALANCE ? Errors.REBALANCE_IN_PROGRESS : Errors.NONE;
+        }
+    }
+
+    /** Removes a member; @return NONE or UNKNOWN_MEMBER_ID */
+    Errors leave(String groupId, String memberId) {
+        Group group = groups.get(groupId);
+        if (group == null) {
+            return Errors.UNKNOWN_MEMBER_ID;
+        }
+        synchronized (group) {
+            Member member = group.members.get(memberId);
+            if (member == null) {
+                return Errors.UNKNOWN_MEMBER_ID;
+            }
+            removeMember(group, member);
+            return Errors.NONE;
+        }
+    }
+
+    private void removeMember(Group group, Member member) {
+        group.members.remove(member.id);
+        if (member.join != null) {
+            member.join.complete(failedJoin(group, member, Errors.UNKNOWN_MEMBER_ID));
+        }
+        if (member.sync != null) {
+            member.sync.complete(new SyncGroupResponseData().setErrorCode(Errors.UNKNOWN_MEMBER_ID.code())
+                    .setAssignment(new byte[0]));
+        }
+        if (group.members.isEmpty()) {
+            toEmpty(group);
+            return;
+        }
+        if (group.state == State.STABLE || group.state == State.COMPLETING_REBALANCE) {
+            prepareRebalance(group);
+        }
+        tryCompleteJoin(group);
+    }
+
+    /** Removes members whose session expired and completes joins whose rebalance time-out passed. */
+    private void expire() {
+        long now = System.nanoTime();
+        for (Group group : groups.values()) {
+            synchronized (group) {
+                for (Member member : new ArrayList<>(group.members.values())) {
+                    boolean waiting = member.join != null;
+                    if (!waiting && now - member.lastSeenNanos > TimeUnit.MILLISECONDS.toNanos(member.sessionTimeoutMs)) {
+                        removeMember(group, member);
+                    }
+                }
+                group.pendingIds.values().removeIf(at -> now - at > TimeUnit.MINUTES.toNanos(5));
+                if (group.state == State.PREPARING_REBALANCE) {
+                    tryCompleteJoin(group);
+                } else if (group.state == State.COMPLETING_REBALANCE && now - group.rebalanceDeadlineNanos > 0) {
+                    // The leader never sent its assignment: start over.
+                    prepareRebalance(group);
+                }
+            }
+        }
+    }
+
+    private static <T> CompletableFuture<T> done(T value) {
+        return CompletableFuture.completedFuture(value);
+    }
+}
