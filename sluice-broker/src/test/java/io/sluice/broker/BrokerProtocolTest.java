@@ -71,7 +71,7 @@ class BrokerProtocolTest {
             assertThat(response.apiKeys()).extracting(v -> v.apiKey() + ":" + v.minVersion() + "-" + v.maxVersion())
                     .containsExactlyInAnyOrder("18:0-4", "3:0-13", "19:2-7", "37:0-3", "60:0-2", "0:0-12", "1:4-12",
                             "2:1-10", "22:0-5", "10:0-6", "11:0-9", "14:0-5", "12:0-4", "13:0-5", "8:2-9", "9:1-9",
-                            "15:0-6", "16:0-5", "42:0-2");
+                            "15:0-6", "16:0-5", "42:0-2", "32:1-4");
         }
     }
 

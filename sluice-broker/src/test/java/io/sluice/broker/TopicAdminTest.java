@@ -62,6 +62,29 @@ class TopicAdminTest {
     }
 
     @Test
+    void topicAndBrokerConfigsAreDescribedFromTheStoresSettings() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().maxMessageBytes(2 << 20).build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Admin admin = admin(broker)) {
+            admin.createTopics(List.of(new NewTopic("orders", 2, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            org.apache.kafka.common.config.ConfigResource topic = new org.apache.kafka.common.config.ConfigResource(
+                    org.apache.kafka.common.config.ConfigResource.Type.TOPIC, "orders");
+            org.apache.kafka.common.config.ConfigResource node = new org.apache.kafka.common.config.ConfigResource(
+                    org.apache.kafka.common.config.ConfigResource.Type.BROKER, "0");
+            var configs = admin.describeConfigs(List.of(topic, node)).all().get(20, TimeUnit.SECONDS);
+            assertThat(configs.get(topic).get("max.message.bytes").value()).isEqualTo(String.valueOf(2 << 20));
+            assertThat(configs.get(topic).get("retention.ms").value())
+                    .isEqualTo(String.valueOf(store.config().retention().retentionMillis()));
+            assertThat(configs.get(topic).get("cleanup.policy").value()).isEqualTo("delete");
+            assertThat(configs.get(node).get("num.partitions").value()).isEqualTo("1");
+            org.apache.kafka.common.config.ConfigResource missing = new org.apache.kafka.common.config.ConfigResource(
+                    org.apache.kafka.common.config.ConfigResource.Type.TOPIC, "missing");
+            assertThatThrownBy(() -> admin.describeConfigs(List.of(missing)).all().get(20, TimeUnit.SECONDS))
+                    .isInstanceOf(ExecutionException.class).hasCauseInstanceOf(UnknownTopicOrPartitionException.class);
+        }
+    }
+
+    @Test
     void partitionsAreAddedNeverRemoved() throws Exception {
         try (Store store = Store.open(dir, StoreConfig.builder().build());
              Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));

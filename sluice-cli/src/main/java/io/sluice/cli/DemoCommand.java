@@ -62,8 +62,8 @@ final class DemoCommand implements Callable<Integer> {
     @Option(names = "--size", defaultValue = "1024", description = "Value bytes (default 1024).")
     int size;
 
-    @Option(names = "--acks", defaultValue = "all", description = "The producer's acks: 0, 1 or all (default all:"
-            + " each batch answered once forced to disk).")
+    @Option(names = "--acks", defaultValue = "all", description = "The producer's acks: 0, 1 or all (default all;"
+            + " the demo's store runs ASYNC, so a batch is answered once in the page cache).")
     String acks;
 
     @Spec

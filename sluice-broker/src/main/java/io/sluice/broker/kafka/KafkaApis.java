@@ -37,6 +37,7 @@ import org.apache.kafka.common.message.MetadataResponseData.MetadataResponsePart
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseTopic;
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseTopicCollection;
 import org.apache.kafka.common.message.DeleteGroupsRequestData;
+import org.apache.kafka.common.message.DescribeConfigsRequestData;
 import org.apache.kafka.common.message.DescribeGroupsRequestData;
 import org.apache.kafka.common.message.FetchRequestData;
 import org.apache.kafka.common.message.FindCoordinatorRequestData;
@@ -103,6 +104,7 @@ public final class KafkaApis implements AutoCloseable {
     private final ProducerIds producerIds = new ProducerIds();
     private final ScheduledExecutorService timer;
     private final GroupApis groups;
+    private final Configs configs;
 
     /**
      * @param store where topics and records live
@@ -118,6 +120,15 @@ public final class KafkaApis implements AutoCloseable {
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
                 .daemon().factory());
         this.groups = new GroupApis(store, new GroupCoordinator(timer), settings);
+        this.configs = new Configs(store.config(), settings, this::partitionCount);
+    }
+
+    private int partitionCount(String topic) {
+        try {
+            return store.queueCount(topic);
+        } catch (IllegalArgumentException e) {
+            return 0;
+        }
     }
 
     /** Stops the group sessions' timer. */
@@ -207,6 +218,7 @@ public final class KafkaApis implements AutoCloseable {
             case DESCRIBE_GROUPS -> groups.describe((DescribeGroupsRequestData) request, version);
             case LIST_GROUPS -> groups.list((ListGroupsRequestData) request);
             case DELETE_GROUPS -> groups.delete((DeleteGroupsRequestData) request);
+            case DESCRIBE_CONFIGS -> configs.describe((DescribeConfigsRequestData) request);
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
         return done(encode(correlationId, key, version, response));

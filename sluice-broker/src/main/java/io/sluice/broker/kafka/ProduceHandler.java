@@ -1,6 +1,7 @@
 package io.sluice.broker.kafka;
 
 import io.sluice.store.AppendResult;
+import io.sluice.store.FlushMode;
 import io.sluice.store.Store;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
@@ -21,9 +22,9 @@ import org.apache.kafka.common.record.internal.MutableRecordBatch;
 /**
  * Produce: each partition's record batch is checked ({@link RecordBatches#check}), passed through the idempotent
  * producer's sequence check ({@link ProducerStates}), and appended as the producer sent it, compressed or not, as
- * one opaque store record covering one offset per record. acks=-1 answers once the batch is forced to disk (a forced
- * append: it shares the store's group commit), acks=1 once it is appended, acks=0 never. A batch refused for any
- * reason stores nothing.
+ * one opaque store record covering one offset per record. acks=-1 and acks=1 answer when the store acknowledges the
+ * append: under SYNC once forced to disk (the group commit), under ASYNC once in the page cache (see
+ * {@link #forceFor}); acks=0 never. A batch refused for any reason stores nothing.
  */
 final class ProduceHandler {
 
@@ -55,7 +56,7 @@ final class ProduceHandler {
                     fail(response, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                             "transactions are not supported by this broker");
                 } else {
-                    CompletableFuture<?> appended = produce(topic.name(), data, version, acks == -1, response);
+                    CompletableFuture<?> appended = produce(topic.name(), data, version, forceFor(acks), response);
                     if (appended != null) {
                         pending.add(appended);
                     }
@@ -66,6 +67,16 @@ final class ProduceHandler {
         ProduceResponseData response = new ProduceResponseData().setResponses(topics);
         CompletableFuture<Void> all = CompletableFuture.allOf(pending.toArray(new CompletableFuture<?>[0]));
         return all.thenApply(ignored -> acks == 0 ? null : response);
+    }
+
+    /**
+     * Whether an append must be forced before its answer. Under SYNC every append is answered once forced. Under
+     * ASYNC an acks=-1 answer means the batch is in the page cache, as with a single Kafka broker, where a crash of
+     * the process loses nothing acknowledged; but a write path that buffers appends in the process (WRITE_BUFFER,
+     * DIRECT) would lose them, so there acks=-1 waits for a forced group commit.
+     */
+    private boolean forceFor(short acks) {
+        return acks == -1 && store.config().flushMode() == FlushMode.ASYNC && store.config().writePath().buffered();
     }
 
     private static void fail(PartitionProduceResponse response, Errors error, String message) {

@@ -45,6 +45,7 @@ final class SupportedApis {
         serve(ApiKeys.DESCRIBE_GROUPS, 0, 6);
         serve(ApiKeys.LIST_GROUPS, 0, 5);
         serve(ApiKeys.DELETE_GROUPS, 0, 2);
+        serve(ApiKeys.DESCRIBE_CONFIGS, 1, 4);
     }
 
 

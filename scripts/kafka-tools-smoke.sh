@@ -1,0 +1,76 @@
+#!/usr/bin/env bash
+# Kafka's own command-line tools (the pinned kafka-tools from Maven Central) against `sluice broker` on
+# 127.0.0.1: topics, console producer and consumer, consumer groups, producer and consumer perf tests. Each
+# step's output is checked; the script stops at the first that fails.
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$here/scripts/java-env.sh"
+scratch="$(mktemp -d)"
+broker_pid=""
+cleanup() {
+  if [ -n "$broker_pid" ] && kill -0 "$broker_pid" 2>/dev/null; then kill -TERM "$broker_pid"; wait "$broker_pid" || true; fi
+  rm -rf "$scratch"
+}
+trap cleanup EXIT
+
+(cd "$here" && ./mvnw -q -B -f scripts/kafka-tools/pom.xml dependency:build-classpath \
+  -Dmdep.outputFile="$scratch/tools.cp") >&2
+cp="$(cat "$scratch/tools.cp")"
+tool() { java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$cp" "$@"; }
+
+port=$((20000 + RANDOM % 20000))
+bootstrap="127.0.0.1:$port"
+"$here/sluice" broker --dir "$scratch/store" --listen "$bootstrap" > "$scratch/broker.out" 2>&1 &
+broker_pid=$!
+for _ in $(seq 1 100); do
+  grep -q "started in" "$scratch/broker.out" 2>/dev/null && break
+  sleep 0.2
+done
+grep "started in" "$scratch/broker.out" || { echo "kafka-tools smoke: the broker did not start" >&2; cat "$scratch/broker.out" >&2; exit 1; }
+
+step() { echo "== $*"; }
+fail() { echo "kafka-tools smoke: $*" >&2; exit 1; }
+
+step kafka-topics --create, --list, --describe
+tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create --topic smoke --partitions 3 \
+  --replication-factor 1
+tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --list | tee "$scratch/list"
+grep -qx smoke "$scratch/list" || fail "kafka-topics --list does not show the topic"
+tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --describe --topic smoke | tee "$scratch/describe"
+grep -q "PartitionCount: 3" "$scratch/describe" || fail "kafka-topics --describe does not show 3 partitions"
+
+step kafka-console-producer, then kafka-console-consumer in a group
+seq 1 1000 | sed 's/^/line-/' > "$scratch/sent"
+tool org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$bootstrap" --topic smoke < "$scratch/sent"
+tool org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$bootstrap" --topic smoke \
+  --group smoke-group --from-beginning --max-messages 1000 --timeout-ms 30000 > "$scratch/received"
+sort "$scratch/sent" > "$scratch/sent.sorted"
+sort "$scratch/received" > "$scratch/received.sorted"
+cmp -s "$scratch/sent.sorted" "$scratch/received.sorted" || fail "the console consumer did not get the 1000 lines sent"
+echo "1000 lines sent and received"
+
+step kafka-consumer-groups --list, --describe
+tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "$bootstrap" --list | tee "$scratch/groups"
+grep -qx smoke-group "$scratch/groups" || fail "kafka-consumer-groups --list does not show the group"
+tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "$bootstrap" --describe \
+  --group smoke-group | tee "$scratch/group"
+# Every partition committed to its end: lag 0 on each of the 3 rows.
+[ "$(awk '$1 == "smoke-group" && $2 == "smoke" && $6 == "0"' "$scratch/group" | wc -l)" = 3 ] \
+  || fail "kafka-consumer-groups --describe does not show 3 partitions with lag 0"
+
+step kafka-producer-perf-test
+tool org.apache.kafka.tools.ProducerPerformance --topic perf --num-records 200000 --record-size 1024 \
+  --throughput -1 --command-property "bootstrap.servers=$bootstrap" acks=all | tee "$scratch/pperf"
+grep -q "200000 records sent" "$scratch/pperf" || fail "the producer perf test did not send 200000 records"
+
+step kafka-consumer-perf-test
+tool org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$bootstrap" --topic perf \
+  --num-records 200000 --timeout 60000 | tee "$scratch/cperf"
+awk -F, '/^[0-9][0-9][0-9][0-9]-/ { gsub(/ /, "", $5); n = $5 + 0 } END { if (n != 200000) exit 1 }' "$scratch/cperf" \
+  || fail "the consumer perf test did not consume 200000 records"
+
+kill -TERM "$broker_pid"
+wait "$broker_pid" || true
+broker_pid=""
+test -f "$scratch/store/clean-shutdown" || fail "the broker did not close the store cleanly on SIGTERM"
+echo "kafka-tools smoke: OK"
