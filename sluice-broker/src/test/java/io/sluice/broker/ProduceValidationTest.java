@@ -100,6 +100,12 @@ class ProduceValidationTest {
             assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(cut))).errorCode())
                     .isEqualTo(Errors.CORRUPT_MESSAGE.code());
 
+            // A batch length that overflows the buffer's limit arithmetic (found by the fuzzer).
+            ByteBuffer hugeLength = ByteBuffer.allocate(good.sizeInBytes()).put(good.buffer().duplicate()).flip();
+            hugeLength.putInt(8, Integer.MAX_VALUE);
+            assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(hugeLength)))
+                    .errorCode()).isEqualTo(Errors.CORRUPT_MESSAGE.code());
+
             // Two batches for one partition.
             ByteBuffer two = ByteBuffer.allocate(2 * good.sizeInBytes()).put(good.buffer().duplicate())
                     .put(good.buffer().duplicate()).flip();

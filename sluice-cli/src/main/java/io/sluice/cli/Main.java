@@ -8,7 +8,8 @@ import picocli.CommandLine.Command;
         description = "Sluice message store: produce, consume, inspect and verify a store directory.",
         subcommands = {ProduceCommand.class, ConsumeCommand.class, StatCommand.class, VerifyCommand.class,
                 DemoCommand.class, PerfCommand.class, LookupCommand.class, RetentionCommand.class,
-                CalibrateCommand.class, RecoverCommand.class, PowerlossCommand.class, BrokerCommand.class})
+                CalibrateCommand.class, RecoverCommand.class, PowerlossCommand.class, BrokerCommand.class,
+                FuzzCommand.class})
 public final class Main {
 
     private Main() {

@@ -39,6 +39,8 @@ final class FetchHandler {
 
     /** Messages read per step when turning store messages into a batch. */
     private static final int MESSAGES_PER_BATCH = 500;
+    /** The longest a fetch waits for data. */
+    static final int MAX_WAIT_MS = 30_000;
 
     private final Store store;
     private final PartitionWatch watch;
@@ -51,7 +53,9 @@ final class FetchHandler {
     }
 
     CompletableFuture<Outbound> handle(int correlationId, short version, FetchRequestData request) {
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(0, request.maxWaitMs()));
+        // A long poll waits at most MAX_WAIT_MS whatever is asked: the client then simply fetches again.
+        long wait = Math.min(MAX_WAIT_MS, Math.max(0, request.maxWaitMs()));
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(wait);
         return respond(request, deadline).thenApply(data -> outbound(correlationId, version, data));
     }
 

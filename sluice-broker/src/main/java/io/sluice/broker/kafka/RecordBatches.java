@@ -38,13 +38,18 @@ final class RecordBatches {
      */
     static MutableRecordBatch check(MemoryRecords records) {
         MutableRecordBatch only = null;
-        int covered = 0;
-        for (MutableRecordBatch batch : records.batches()) {
-            if (only != null) {
-                throw new InvalidRecordException("a Produce request carries exactly one record batch per partition");
+        long covered = 0;
+        try {
+            for (MutableRecordBatch batch : records.batches()) {
+                if (only != null) {
+                    throw new InvalidRecordException("a Produce request carries exactly one record batch per partition");
+                }
+                only = batch;
+                covered += batch.sizeInBytes();
             }
-            only = batch;
-            covered += batch.sizeInBytes();
+        } catch (IllegalArgumentException | IndexOutOfBoundsException e) {
+            // Kafka's batch iterator trusts the length field in its limit arithmetic: a length near 2^31 overflows.
+            throw new CorruptRecordException("the batch's length field is not a length: " + e.getMessage());
         }
         if (only == null || covered != records.sizeInBytes()) {
             throw new CorruptRecordException("the partition's records are not one whole record batch ("
