@@ -64,6 +64,22 @@ class BrokerProtocolTest {
     }
 
     @Test
+    void createPartitionsForAnEmptyTopicNameIsAnsweredNotDropped() throws IOException {
+        // Found by the protocol fuzzer: the name check threw past the handler and closed the connection.
+        try (Socket socket = new Socket("127.0.0.1", broker.port())) {
+            org.apache.kafka.common.message.CreatePartitionsRequestData.CreatePartitionsTopicCollection topics =
+                    new org.apache.kafka.common.message.CreatePartitionsRequestData.CreatePartitionsTopicCollection();
+            topics.add(new org.apache.kafka.common.message.CreatePartitionsRequestData.CreatePartitionsTopic()
+                    .setName("").setCount(3));
+            ByteBufferAccessor reader = Wire.exchange(socket, ApiKeys.CREATE_PARTITIONS, (short) 1,
+                    new org.apache.kafka.common.message.CreatePartitionsRequestData().setTopics(topics)
+                            .setTimeoutMs(1000));
+            var response = new org.apache.kafka.common.message.CreatePartitionsResponseData(reader, (short) 1);
+            assertThat(response.results().getFirst().errorCode()).isEqualTo(Errors.INVALID_TOPIC_EXCEPTION.code());
+        }
+    }
+
+    @Test
     void apiVersionsListsTheServedRangesWithResponseHeaderV0() throws IOException {
         try (Socket socket = new Socket("127.0.0.1", broker.port())) {
             ApiVersionsResponseData response = apiVersions(socket, (short) 3);

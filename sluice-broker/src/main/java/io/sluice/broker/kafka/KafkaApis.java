@@ -433,7 +433,7 @@ public final class KafkaApis implements AutoCloseable {
                 }
             } catch (IllegalArgumentException e) {
                 // A bad name, or a concurrent request that raised the count first.
-                result.setErrorCode(store.queueCount(topic.name()) > 0 ? Errors.INVALID_PARTITIONS.code()
+                result.setErrorCode(partitionCount(topic.name()) > 0 ? Errors.INVALID_PARTITIONS.code()
                         : Errors.INVALID_TOPIC_EXCEPTION.code()).setErrorMessage(e.getMessage());
             } catch (RuntimeException e) {
                 result.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code()).setErrorMessage(e.getMessage());
