@@ -83,6 +83,9 @@ final class GroupCoordinator {
         }
     }
 
+    /** Members and member ids handed out, per group (Kafka's group.max.size is unbounded; a hostile client is not). */
+    static final int MAX_MEMBERS = 1_000;
+
     private final Map<String, Group> groups = new ConcurrentHashMap<>();
     private final ScheduledExecutorService timer;
 
@@ -146,6 +149,9 @@ final class GroupCoordinator {
             String memberId = request.memberId();
             Member member = memberId.isEmpty() ? null : group.members.get(memberId);
             if (member == null) {
+                if (group.members.size() + group.pendingIds.size() >= MAX_MEMBERS) {
+                    return done(failed.setErrorCode(Errors.GROUP_MAX_SIZE_REACHED.code()));
+                }
                 if (memberId.isEmpty() && version >= 4) {
                     // Kafka 2.2+: a new member first learns its id, then joins with it.
                     String id = (clientId == null || clientId.isEmpty() ? "member" : clientId) + "-" + UUID.randomUUID();
@@ -442,6 +448,11 @@ final class GroupCoordinator {
                     }
                 }
                 group.pendingIds.values().removeIf(at -> now - at > TimeUnit.MINUTES.toNanos(5));
+                if (group.state == State.EMPTY && group.members.isEmpty() && group.pendingIds.isEmpty()) {
+                    // Nothing to remember: committed offsets live in the store, so an empty group is dropped.
+                    groups.remove(group.id, group);
+                    continue;
+                }
                 if (group.state == State.PREPARING_REBALANCE) {
                     tryCompleteJoin(group);
                 } else if (group.state == State.COMPLETING_REBALANCE && now - group.rebalanceDeadlineNanos > 0) {

@@ -5,7 +5,6 @@ import io.sluice.store.Store;
 import io.sluice.store.StoredMessage;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
-import java.util.HashMap;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -24,6 +23,23 @@ import org.apache.kafka.common.protocol.Errors;
  * store append, so that the order of sequences is the order of offsets.
  */
 final class ProducerStates {
+
+    /**
+     * Producers remembered per partition, the least recently seen forgotten first: a forgotten producer is taken at
+     * any sequence again, as an unknown one is, so the cap costs only duplicate detection for producers idle
+     * behind this many others.
+     */
+    static final int MAX_PRODUCERS = 10_000;
+
+    /** @return an empty map of producers that forgets the least recently used beyond {@link #MAX_PRODUCERS} */
+    private static Map<Long, Producer> newProducerMap() {
+        return new java.util.LinkedHashMap<>(16, 0.75f, true) {
+            @Override
+            protected boolean removeEldestEntry(Map.Entry<Long, Producer> eldest) {
+                return size() > MAX_PRODUCERS;
+            }
+        };
+    }
 
     /** Offsets read back at a partition's first write to rebuild its producers' state. */
     static final long REBUILD_OFFSETS = 20_000;
@@ -128,7 +144,7 @@ final class ProducerStates {
 
         /** Reads the partition's last batches back and replays their producer fields. */
         private Map<Long, Producer> rebuild() {
-            Map<Long, Producer> rebuilt = new HashMap<>();
+            Map<Long, Producer> rebuilt = newProducerMap();
             long end = store.maxOffset(topic, partition);
             long offset = Math.max(store.minOffset(topic, partition), end - REBUILD_OFFSETS);
             while (offset < end) {
