@@ -142,6 +142,58 @@ class ProduceFetchTest {
     }
 
     @Test
+    void aMillionIdempotentRecordsComeBackInOrderPerPartition() throws Exception {
+        int partitions = 4;
+        int total = 1_000_000;
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0))) {
+            createTopic(broker, "million", partitions);
+            Map<String, Object> config = producerConfig(broker, "all", "lz4");
+            config.put(org.apache.kafka.clients.producer.ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+            config.put(org.apache.kafka.clients.producer.ProducerConfig.BATCH_SIZE_CONFIG, 128 * 1024);
+            java.util.concurrent.atomic.AtomicReference<Exception> failure = new java.util.concurrent.atomic.AtomicReference<>();
+            try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(config, new ByteArraySerializer(),
+                    new ByteArraySerializer())) {
+                byte[] padding = "y".repeat(80).getBytes(StandardCharsets.UTF_8);
+                for (int i = 0; i < total; i++) {
+                    int partition = i % partitions;
+                    java.nio.ByteBuffer value = java.nio.ByteBuffer.allocate(8 + padding.length).putLong(i / partitions)
+                            .put(padding);
+                    producer.send(new ProducerRecord<>("million", partition, null, value.array()), (m, e) -> {
+                        if (e != null) {
+                            failure.compareAndSet(null, e);
+                        }
+                    });
+                }
+                producer.flush();
+            }
+            assertThat(failure.get()).isNull();
+            long[] next = new long[partitions];
+            long received = 0;
+            try (KafkaConsumer<byte[], byte[]> consumer = consumer(broker)) {
+                List<TopicPartition> assigned = new ArrayList<>();
+                for (int p = 0; p < partitions; p++) {
+                    assigned.add(new TopicPartition("million", p));
+                }
+                consumer.assign(assigned);
+                consumer.seekToBeginning(assigned);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+                while (received < total && System.nanoTime() < deadline) {
+                    for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+                        int p = record.partition();
+                        // In order, with no gap and no duplicate: each partition's sequence is its offset.
+                        assertThat(record.offset()).isEqualTo(next[p]);
+                        assertThat(java.nio.ByteBuffer.wrap(record.value()).getLong()).isEqualTo(next[p]);
+                        next[p]++;
+                        received++;
+                    }
+                }
+            }
+            assertThat(received).isEqualTo(total);
+        }
+    }
+
+    @Test
     void messagesAppendedThroughTheStoreApiAreFetchedAsRecords() throws Exception {
         try (Store store = Store.open(dir, StoreConfig.builder().build());
              Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0))) {

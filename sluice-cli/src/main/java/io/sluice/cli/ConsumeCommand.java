@@ -3,6 +3,7 @@ package io.sluice.cli;
 import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
+import io.sluice.broker.kafka.KafkaBatches;
 import io.sluice.store.StoredMessage;
 import java.io.PrintWriter;
 import java.nio.file.Path;
@@ -63,6 +64,18 @@ final class ConsumeCommand implements Callable<Integer> {
                         break;
                     }
                     for (StoredMessage m : result.messages()) {
+                        if (m.opaque()) {
+                            // A Kafka producer's batch, kept as sent: its records, from the offset asked for.
+                            for (KafkaBatches.DecodedRecord r : KafkaBatches.decode(m.bodyBuffer())) {
+                                if (r.offset() < offset || printed >= max) {
+                                    continue;
+                                }
+                                printed++;
+                                print(out, m, r);
+                                next = r.offset() + 1;
+                            }
+                            continue;
+                        }
                         if (printed++ >= max) {
                             break;
                         }
@@ -78,6 +91,24 @@ final class ConsumeCommand implements Callable<Integer> {
         }
         out.flush();
         return 0;
+    }
+
+    /** A record of a Kafka batch: its key as the key, its headers (as UTF-8) as properties. */
+    private void print(PrintWriter out, StoredMessage batch, KafkaBatches.DecodedRecord r) {
+        byte[] value = r.value() == null ? new byte[0] : r.value();
+        if (json) {
+            java.util.Map<String, String> headers = new java.util.LinkedHashMap<>();
+            r.headers().forEach((name, bytes) -> headers.put(name, bytes == null ? ""
+                    : new String(bytes, java.nio.charset.StandardCharsets.UTF_8)));
+            out.println(Bodies.put(new Json().put("topic", batch.topic()).put("queue", batch.queueId())
+                    .put("offset", r.offset()).put("logPosition", batch.logPosition())
+                    .put("storeTimestamp", batch.storeTimestamp()).put("bornTimestamp", r.timestamp())
+                    .put("keys", r.key() == null ? java.util.List.of()
+                            : java.util.List.of(new String(r.key(), java.nio.charset.StandardCharsets.UTF_8)))
+                    .put("tag", "").put("properties", headers), value));
+        } else {
+            out.printf("%d\t%s%n", r.offset(), Bodies.forLine(value));
+        }
     }
 
     private void print(PrintWriter out, StoredMessage m) {
