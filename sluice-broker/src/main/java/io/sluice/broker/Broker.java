@@ -1,6 +1,8 @@
 package io.sluice.broker;
 
+import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.sluice.broker.kafka.KafkaApis;
+import io.sluice.broker.metrics.BrokerMetrics;
 import io.sluice.broker.net.FrameServer;
 import io.sluice.store.Store;
 import java.io.IOException;
@@ -20,11 +22,13 @@ public final class Broker implements AutoCloseable {
     private final FrameServer server;
     private final ExecutorService executor;
     private final KafkaApis apis;
+    private final HTTPServer metricsServer;
 
-    private Broker(FrameServer server, ExecutorService executor, KafkaApis apis) {
+    private Broker(FrameServer server, ExecutorService executor, KafkaApis apis, HTTPServer metricsServer) {
         this.server = server;
         this.executor = executor;
         this.apis = apis;
+        this.metricsServer = metricsServer;
     }
 
     /**
@@ -60,12 +64,29 @@ public final class Broker implements AutoCloseable {
             executor.close();
             throw e;
         }
+        BrokerMetrics metrics = new BrokerMetrics(store, server::connections);
+        HTTPServer metricsServer = null;
+        if (config.metricsPort() >= 0) {
+            try {
+                metricsServer = metrics.serve(config.host(), config.metricsPort());
+            } catch (IOException | RuntimeException e) {
+                server.close();
+                executor.close();
+                throw e;
+            }
+            LOG.info("Prometheus metrics on http://{}:{}/metrics", config.host(), metricsServer.getPort());
+        }
         KafkaApis kafka = new KafkaApis(store, new KafkaApis.Settings(config.nodeId(), config.host(), server.port(),
                 config.clusterId(), config.defaultPartitions(), config.autoCreateTopics(), config.topicLayout()),
-                executor);
+                executor, metrics);
         apis.set(kafka);
         LOG.info("Sluice broker listening on {}:{}", config.host(), server.port());
-        return new Broker(server, executor, kafka);
+        return new Broker(server, executor, kafka, metricsServer);
+    }
+
+    /** @return the port of the Prometheus endpoint, or -1 if none runs */
+    public int metricsPort() {
+        return metricsServer == null ? -1 : metricsServer.getPort();
     }
 
     /** @return the port the broker listens on */
@@ -86,6 +107,9 @@ public final class Broker implements AutoCloseable {
         } finally {
             apis.close();
             executor.shutdownNow();
+            if (metricsServer != null) {
+                metricsServer.close();
+            }
         }
     }
 }

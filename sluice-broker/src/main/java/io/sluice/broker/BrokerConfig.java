@@ -15,10 +15,12 @@ import java.util.Objects;
  * @param defaultPartitions partitions of a topic created without a count (1, as Kafka's num.partitions)
  * @param autoCreateTopics whether asking Metadata for an unknown topic creates it (true, as Kafka's default)
  * @param topicLayout where a new topic's partitions live in the store (QUEUE: a log per partition, as Kafka)
+ * @param metricsPort the port of the Prometheus endpoint on {@code host} ({@code /metrics}); -1 for none (the
+ *     default), 0 for any free one
  */
 public record BrokerConfig(String host, int port, int nodeId, String clusterId, int maxRequestBytes,
                            int maxConnections, int defaultPartitions, boolean autoCreateTopics,
-                           TopicLayout topicLayout) {
+                           TopicLayout topicLayout, int metricsPort) {
 
     /** Validates every field, naming the one that is wrong. */
     public BrokerConfig {
@@ -40,16 +42,27 @@ public record BrokerConfig(String host, int port, int nodeId, String clusterId, 
         if (defaultPartitions < 1) {
             throw new IllegalArgumentException("defaultPartitions must be at least 1, was " + defaultPartitions);
         }
+        if (metricsPort < -1 || metricsPort > 65_535) {
+            throw new IllegalArgumentException("metricsPort must be -1 (none) or between 0 and 65535, was "
+                    + metricsPort);
+        }
     }
 
     /** @return the defaults: 127.0.0.1:9092, node 0, 100 MiB requests, 1,000 connections, 1 partition, QUEUE */
     public static BrokerConfig defaults() {
-        return new BrokerConfig("127.0.0.1", 9092, 0, "sluice-cluster", 100 << 20, 1_000, 1, true, TopicLayout.QUEUE);
+        return new BrokerConfig("127.0.0.1", 9092, 0, "sluice-cluster", 100 << 20, 1_000, 1, true, TopicLayout.QUEUE,
+                -1);
     }
 
     /** @return this configuration listening on {@code newPort} */
     public BrokerConfig withPort(int newPort) {
         return new BrokerConfig(host, newPort, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
-                autoCreateTopics, topicLayout);
+                autoCreateTopics, topicLayout, metricsPort);
+    }
+
+    /** @return this configuration with its Prometheus endpoint on {@code newMetricsPort} (-1: none) */
+    public BrokerConfig withMetricsPort(int newMetricsPort) {
+        return new BrokerConfig(host, port, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
+                autoCreateTopics, topicLayout, newMetricsPort);
     }
 }

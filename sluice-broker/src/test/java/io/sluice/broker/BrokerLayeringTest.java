@@ -27,4 +27,15 @@ class BrokerLayeringTest {
                 .should().dependOnClassesThat().resideInAnyPackage("io.sluice.broker.kafka..", "io.sluice.store..")
                 .check(BROKER);
     }
+
+    @Test
+    void metricsKnowNoProtocolAndTheirLibraryStaysWithThem() {
+        noClasses().that().resideInAPackage("io.sluice.broker.metrics..")
+                .should().dependOnClassesThat().resideInAnyPackage("io.sluice.broker.kafka..", "io.sluice.broker.net..")
+                .check(BROKER);
+        noClasses().that().resideOutsideOfPackage("io.sluice.broker.metrics..").and().doNotHaveFullyQualifiedName(
+                Broker.class.getName())
+                .should().dependOnClassesThat().resideInAnyPackage("io.prometheus..")
+                .check(BROKER);
+    }
 }

@@ -31,7 +31,7 @@ final class BrokerCommand implements Callable<Integer> {
 
     /** The keys a broker.properties may hold, named as Kafka names its own where one exists. */
     static final Set<String> KEYS = Set.of("listen", "node.id", "cluster.id", "num.partitions",
-            "auto.create.topics.enable", "socket.request.max.bytes", "max.connections", "topic.layout");
+            "auto.create.topics.enable", "socket.request.max.bytes", "max.connections", "topic.layout", "metrics.port");
 
     @Mixin
     StoreOptions store;
@@ -42,8 +42,12 @@ final class BrokerCommand implements Callable<Integer> {
 
     @Option(names = "--config", description = "A broker.properties file: " + "listen, node.id, cluster.id,"
             + " num.partitions, auto.create.topics.enable, socket.request.max.bytes, max.connections, topic.layout"
-            + " (queue, topic or shared). --listen wins over it.")
+            + " (queue, topic or shared), metrics.port. Options given here win over it.")
     Path configFile;
+
+    @Option(names = "--metrics-port", description = "Serve Prometheus metrics at http://<listen host>:<port>/metrics"
+            + " (default: none).")
+    Integer metricsPort;
 
     @Spec
     CommandSpec spec;
@@ -52,6 +56,9 @@ final class BrokerCommand implements Callable<Integer> {
     public Integer call() throws IOException, InterruptedException {
         PrintWriter out = spec.commandLine().getOut();
         BrokerConfig config = config(configFile, listen);
+        if (metricsPort != null) {
+            config = config.withMetricsPort(metricsPort);
+        }
         long started = System.nanoTime();
         Store opened = Store.open(store.dir, store.config());
         Broker broker;
@@ -77,6 +84,9 @@ final class BrokerCommand implements Callable<Integer> {
                 config.host(), broker.port(), config.nodeId(), opened.openedClean() ? "store opened cleanly"
                         : "store created or recovered", store.flush.name().toLowerCase(Locale.ROOT),
                 (System.nanoTime() - started) / 1_000_000);
+        if (broker.metricsPort() >= 0) {
+            out.printf("Prometheus metrics on http://%s:%d/metrics%n", config.host(), broker.metricsPort());
+        }
         out.flush();
         stopped.await();
         return 0;
@@ -121,7 +131,8 @@ final class BrokerCommand implements Callable<Integer> {
                         String.valueOf(defaults.defaultPartitions()))),
                 bool("auto.create.topics.enable", properties.getProperty("auto.create.topics.enable",
                         String.valueOf(defaults.autoCreateTopics()))),
-                layout(properties.getProperty("topic.layout", defaults.topicLayout().name())));
+                layout(properties.getProperty("topic.layout", defaults.topicLayout().name())),
+                integer("metrics.port", properties.getProperty("metrics.port", String.valueOf(defaults.metricsPort()))));
     }
 
     private static int integer(String key, String value) {

@@ -1,5 +1,6 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.broker.metrics.BrokerMetrics;
 import io.sluice.broker.net.Outbound;
 import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
@@ -105,6 +106,7 @@ public final class KafkaApis implements AutoCloseable {
     private final ScheduledExecutorService timer;
     private final GroupApis groups;
     private final Configs configs;
+    private final BrokerMetrics metrics;
 
     /**
      * @param store where topics and records live
@@ -112,10 +114,21 @@ public final class KafkaApis implements AutoCloseable {
      * @param executor runs fetches that waited for data once they may answer (virtual threads suit)
      */
     public KafkaApis(Store store, Settings settings, Executor executor) {
+        this(store, settings, executor, null);
+    }
+
+    /**
+     * @param store where topics and records live
+     * @param settings the broker as clients see it
+     * @param executor runs fetches that waited for data once they may answer (virtual threads suit)
+     * @param metrics where requests are counted and timed, or null
+     */
+    public KafkaApis(Store store, Settings settings, Executor executor, BrokerMetrics metrics) {
         this.store = Objects.requireNonNull(store, "store");
         this.settings = Objects.requireNonNull(settings, "settings");
+        this.metrics = metrics;
         PartitionWatch watch = new PartitionWatch();
-        this.produce = new ProduceHandler(store, new ProducerStates(store), watch);
+        this.produce = new ProduceHandler(store, new ProducerStates(store), watch, metrics);
         this.fetch = new FetchHandler(store, watch, Objects.requireNonNull(executor, "executor"));
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
                 .daemon().factory());
@@ -147,6 +160,19 @@ public final class KafkaApis implements AutoCloseable {
      * @throws ProtocolException when the request cannot be answered; the caller closes the connection
      */
     public CompletableFuture<Outbound> handle(ByteBuffer frame) throws ProtocolException {
+        if (metrics == null) {
+            return respond(frame);
+        }
+        long arrived = System.nanoTime();
+        long received = 4L + frame.remaining();
+        short apiKey = frame.remaining() >= 2 ? frame.getShort(frame.position()) : -1;
+        String api = ApiKeys.hasId(apiKey) ? ApiKeys.forId(apiKey).name : "unknown";
+        CompletableFuture<Outbound> response = respond(frame);
+        return response.whenComplete((out, error) -> metrics.request(api, System.nanoTime() - arrived, received,
+                out == null ? 0 : out.size()));
+    }
+
+    private CompletableFuture<Outbound> respond(ByteBuffer frame) throws ProtocolException {
         if (frame.remaining() < MIN_HEADER_BYTES) {
             throw new ProtocolException("a request of " + frame.remaining() + " bytes is shorter than a request header");
         }

@@ -1,5 +1,6 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.broker.metrics.BrokerMetrics;
 import io.sluice.store.AppendResult;
 import io.sluice.store.FlushMode;
 import io.sluice.store.Store;
@@ -31,11 +32,13 @@ final class ProduceHandler {
     private final Store store;
     private final ProducerStates producers;
     private final PartitionWatch watch;
+    private final BrokerMetrics metrics;
 
-    ProduceHandler(Store store, ProducerStates producers, PartitionWatch watch) {
+    ProduceHandler(Store store, ProducerStates producers, PartitionWatch watch, BrokerMetrics metrics) {
         this.store = store;
         this.producers = producers;
         this.watch = watch;
+        this.metrics = metrics;
     }
 
     /** @return the response once every partition is answered (null for acks=0) */
@@ -123,6 +126,7 @@ final class ProduceHandler {
         ByteBuffer bytes = records.buffer();
         int count = batch.countOrNull();
         CompletableFuture<AppendResult> appended;
+        long appendedAt = System.nanoTime();
         try {
             if (batch.hasProducerId()) {
                 appended = appendIdempotent(topic, partition, batch, bytes, count, force, response);
@@ -147,6 +151,9 @@ final class ProduceHandler {
                 Throwable cause = error.getCause() != null ? error.getCause() : error;
                 fail(response, Errors.KAFKA_STORAGE_ERROR, cause.getMessage());
             } else {
+                if (metrics != null) {
+                    metrics.appendAcknowledged(System.nanoTime() - appendedAt);
+                }
                 response.setBaseOffset(result.firstQueueOffset())
                         .setLogStartOffset(store.minOffset(topic, partition));
                 watch.signal(topic, partition);
