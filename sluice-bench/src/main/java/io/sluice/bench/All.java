@@ -1,5 +1,6 @@
 package io.sluice.bench;
 
+import io.sluice.bench.experiments.BrokerRace;
 import io.sluice.bench.experiments.IoCopy;
 import io.sluice.bench.experiments.MmapModes;
 import io.sluice.bench.experiments.MmapVsChannel;
@@ -39,7 +40,7 @@ final class All implements Callable<Integer> {
         var out = spec.commandLine().getOut();
         var err = spec.commandLine().getErr();
         List<Experiment> experiments = List.of(new IoCopy(), new MmapVsChannel(), new SmallIo(), new StoreRun(),
-                new Peers(), new MmapModes());
+                new Peers(), new MmapModes(), new BrokerRace());
         String command = "sluice bench " + String.join(" ", spec.commandLine().getParseResult().originalArgs());
         for (Experiment experiment : experiments) {
             experiment.options().copyFrom(options);

@@ -1,5 +1,6 @@
 package io.sluice.bench;
 
+import io.sluice.bench.experiments.BrokerRace;
 import io.sluice.bench.experiments.IoCopy;
 import io.sluice.bench.experiments.MmapModes;
 import io.sluice.bench.experiments.MmapVsChannel;
@@ -17,7 +18,8 @@ import picocli.CommandLine.Command;
 @Command(name = "sluice bench", mixinStandardHelpOptions = true, version = "sluice bench 0.1.0",
         description = "Reproduce the I/O experiments Sluice is designed from on this machine, and race Sluice "
                 + "against peer stores.",
-        subcommands = {All.class, IoCopy.class, MmapVsChannel.class, SmallIo.class, StoreRun.class, Peers.class, MmapModes.class, Report.class})
+        subcommands = {All.class, IoCopy.class, MmapVsChannel.class, SmallIo.class, StoreRun.class, Peers.class, MmapModes.class, BrokerRace.class,
+                Report.class})
 public final class BenchMain {
 
     private BenchMain() {

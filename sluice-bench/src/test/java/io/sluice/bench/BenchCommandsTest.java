@@ -111,11 +111,21 @@ class BenchCommandsTest {
 
     @Test
     @Order(7)
+    void broker() throws IOException {
+        assertThat(bench("broker", "--quick", "--records", "2000")).isZero();
+        assertPublished("broker", 2);
+        assertThat(results().resolve("broker/result.json")).content()
+                .contains("kafka produce 1 KiB acks=1: 2000 of 2000 records acknowledged")
+                .contains("sluice consume 1 KiB, page cache: 2000 of 2000 records received");
+    }
+
+    @Test
+    @Order(8)
     void reportGathersEveryExperiment() throws IOException {
         assertThat(bench("report")).isZero();
         String html = Files.readString(results().resolve("index.html"));
         for (String experiment : List.of("io-copy", "mmap-vs-channel", "small-io", "store", "peers",
-                "mmap-modes")) {
+                "mmap-modes", "broker")) {
             assertThat(html).contains("<section id=\"" + experiment + "\">");
         }
         assertThat(results().resolve("REPORT.md")).content().contains("## peers").contains("Published (background)")

@@ -1,0 +1,74 @@
+package io.sluice.bench.broker;
+
+import java.io.IOException;
+import java.net.ServerSocket;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.apache.kafka.common.Uuid;
+
+/** Starts the two contenders of the broker race on fresh directories. */
+final class Brokers {
+
+    private Brokers() {
+    }
+
+    /** @return a port free on 127.0.0.1 now */
+    static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    /**
+     * The Sluice broker over a fresh store.
+     *
+     * @param durable run the store SYNC (every acknowledged batch forced to disk), else ASYNC
+     */
+    static BrokerProcess sluice(Path dir, boolean durable) throws IOException, InterruptedException {
+        Files.createDirectories(dir);
+        int port = freePort();
+        return BrokerProcess.start("sluice", dir.resolveSibling(dir.getFileName() + ".log"), port,
+                SluiceBrokerMain.class.getName(), dir.resolve("store").toString(), String.valueOf(port),
+                durable ? "sync" : "async");
+    }
+
+    /**
+     * Apache Kafka, one KRaft node (broker and controller) on 127.0.0.1, formatted afresh.
+     *
+     * @param durable flush every message (log.flush.interval.messages=1), else Kafka's default of leaving
+     *     flushing to the OS
+     */
+    static BrokerProcess kafka(Path dir, boolean durable) throws IOException, InterruptedException {
+        Files.createDirectories(dir);
+        int port = freePort();
+        int controller = freePort();
+        Path properties = dir.resolve("server.properties");
+        Files.write(properties, List.of(
+                "process.roles=broker,controller",
+                "node.id=1",
+                "controller.quorum.voters=1@127.0.0.1:" + controller,
+                "listeners=PLAINTEXT://127.0.0.1:" + port + ",CONTROLLER://127.0.0.1:" + controller,
+                "advertised.listeners=PLAINTEXT://127.0.0.1:" + port,
+                "controller.listener.names=CONTROLLER",
+                "inter.broker.listener.name=PLAINTEXT",
+                "listener.security.protocol.map=CONTROLLER:PLAINTEXT,PLAINTEXT:PLAINTEXT",
+                "log.dirs=" + dir.resolve("logs"),
+                "num.partitions=1",
+                "offsets.topic.replication.factor=1",
+                "transaction.state.log.replication.factor=1",
+                "transaction.state.log.min.isr=1",
+                "share.coordinator.state.topic.replication.factor=1",
+                "share.coordinator.state.topic.min.isr=1",
+                "group.initial.rebalance.delay.ms=0",
+                durable ? "log.flush.interval.messages=1" : "# flushing left to the OS, Kafka's default"));
+        Path formatLog = dir.resolve("format.log");
+        int formatted = BrokerProcess.runToEnd(formatLog, List.of("-Xmx256m"), "kafka.tools.StorageTool", "format",
+                "-t", Uuid.randomUuid().toString(), "-c", properties.toString());
+        if (formatted != 0) {
+            throw new IOException("formatting Kafka's storage failed (exit " + formatted + "): "
+                    + Files.readString(formatLog));
+        }
+        return BrokerProcess.start("kafka", dir.resolve("kafka.log"), port, "kafka.Kafka", properties.toString());
+    }
+}

@@ -1,0 +1,191 @@
+package io.sluice.bench.broker;
+
+import java.nio.ByteBuffer;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import java.util.concurrent.atomic.AtomicReference;
+import org.HdrHistogram.Histogram;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+
+/**
+ * The race's client: the stock Kafka producer and consumer with the same settings against either broker, as
+ * Kafka's ProducerPerformance drives one (records sent as fast as the producer takes them, latency from send to
+ * acknowledgement), and the CPU this process used meanwhile.
+ */
+final class Load {
+
+    /** What one run measured. */
+    record Result(long records, double seconds, double p50Millis, double p99Millis, double clientCpuSeconds,
+                  double brokerCpuSeconds) {
+        double perSecond() {
+            return records / seconds;
+        }
+
+        /** @return broker CPU seconds per million records */
+        double brokerCpuPerMillion() {
+            return brokerCpuSeconds / records * 1e6;
+        }
+
+        double clientCpuPerMillion() {
+            return clientCpuSeconds / records * 1e6;
+        }
+    }
+
+    private Load() {
+    }
+
+    static void createTopic(String bootstrap, String topic) throws Exception {
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get(60, TimeUnit.SECONDS);
+        }
+    }
+
+    private static Map<String, Object> producerConfig(String bootstrap, String acks) {
+        Map<String, Object> config = new HashMap<>();
+        config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        config.put(ProducerConfig.ACKS_CONFIG, acks);
+        // Kafka 4's defaults, spelled out: 16 KiB batches, 5 ms linger, no compression.
+        config.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+        config.put(ProducerConfig.BATCH_SIZE_CONFIG, 16_384);
+        config.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "none");
+        return config;
+    }
+
+    /** Sends {@code records} values of {@code size} bytes as fast as the producer takes them. */
+    static Result produce(BrokerProcess broker, String topic, long records, int size, String acks) throws Exception {
+        createTopic(broker.bootstrap(), topic);
+        byte[] value = new byte[size];
+        new SplittableRandom(size).nextBytes(value);
+        Histogram latency = new Histogram(TimeUnit.SECONDS.toMicros(60), 3);
+        AtomicLong acknowledged = new AtomicLong();
+        AtomicReference<Exception> failure = new AtomicReference<>();
+        double clientBefore = Cpu.self();
+        double brokerBefore = broker.cpuSeconds();
+        long start;
+        long end;
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(broker.bootstrap(), acks),
+                new ByteArraySerializer(), new ByteArraySerializer())) {
+            start = System.nanoTime();
+            for (long i = 0; i < records; i++) {
+                long sent = System.nanoTime();
+                producer.send(new ProducerRecord<>(topic, 0, null, value), (metadata, error) -> {
+                    if (error != null) {
+                        failure.compareAndSet(null, error);
+                    } else {
+                        latency.recordValue(Math.max(1, (System.nanoTime() - sent) / 1_000));
+                        acknowledged.incrementAndGet();
+                    }
+                });
+            }
+            producer.flush();
+            end = System.nanoTime();
+        }
+        double brokerCpu = broker.cpuSeconds() - brokerBefore;
+        double clientCpu = Cpu.self() - clientBefore;
+        if (failure.get() != null) {
+            throw failure.get();
+        }
+        return new Result(acknowledged.get(), (end - start) / 1e9, latency.getValueAtPercentile(50) / 1e3,
+                latency.getValueAtPercentile(99) / 1e3, clientCpu, brokerCpu);
+    }
+
+    private static KafkaConsumer<byte[], byte[]> consumer(String bootstrap) {
+        Map<String, Object> config = new HashMap<>();
+        config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        return new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    /** Reads a topic's {@code records} from its start (from the page cache: they were just written). */
+    static Result consume(BrokerProcess broker, String topic, long records) throws Exception {
+        double clientBefore = Cpu.self();
+        double brokerBefore = broker.cpuSeconds();
+        long received = 0;
+        long start;
+        long end;
+        try (KafkaConsumer<byte[], byte[]> consumer = consumer(broker.bootstrap())) {
+            TopicPartition partition = new TopicPartition(topic, 0);
+            consumer.assign(List.of(partition));
+            consumer.seekToBeginning(List.of(partition));
+            consumer.position(partition);
+            start = System.nanoTime();
+            long deadline = start + TimeUnit.SECONDS.toNanos(300);
+            while (received < records && System.nanoTime() < deadline) {
+                received += consumer.poll(Duration.ofMillis(500)).count();
+            }
+            end = System.nanoTime();
+        }
+        return new Result(received, (end - start) / 1e9, Double.NaN, Double.NaN, Cpu.self() - clientBefore,
+                broker.cpuSeconds() - brokerBefore);
+    }
+
+    /**
+     * End-to-end latency: a producer (acks=1) sends {@code rate} records of {@code size} bytes a second for
+     * {@code seconds}, each carrying its send time, while a consumer reads them; latency is from send to receipt.
+     */
+    static Result endToEnd(BrokerProcess broker, String topic, int rate, int seconds, int size) throws Exception {
+        createTopic(broker.bootstrap(), topic);
+        Histogram latency = new Histogram(TimeUnit.SECONDS.toMicros(60), 3);
+        long total = (long) rate * seconds;
+        AtomicLong received = new AtomicLong();
+        AtomicReference<Exception> failure = new AtomicReference<>();
+        Thread reader = Thread.ofPlatform().name("e2e-consumer").start(() -> {
+            try (KafkaConsumer<byte[], byte[]> consumer = consumer(broker.bootstrap())) {
+                TopicPartition partition = new TopicPartition(topic, 0);
+                consumer.assign(List.of(partition));
+                consumer.seek(partition, 0);
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds + 60L);
+                while (received.get() < total && System.nanoTime() < deadline) {
+                    for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(100))) {
+                        long sent = ByteBuffer.wrap(record.value()).getLong();
+                        latency.recordValue(Math.max(1, (System.nanoTime() - sent) / 1_000));
+                        received.incrementAndGet();
+                    }
+                }
+            } catch (Exception e) {
+                failure.compareAndSet(null, e);
+            }
+        });
+        Thread.sleep(1_000); // let the consumer connect and start polling
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(broker.bootstrap(), "1"),
+                new ByteArraySerializer(), new ByteArraySerializer())) {
+            long start = System.nanoTime();
+            for (long i = 0; i < total; i++) {
+                long due = start + i * 1_000_000_000L / rate;
+                while (System.nanoTime() < due) {
+                    Thread.onSpinWait();
+                    if (due - System.nanoTime() > 200_000) {
+                        Thread.sleep(0, 100_000);
+                    }
+                }
+                byte[] value = new byte[size];
+                ByteBuffer.wrap(value).putLong(System.nanoTime());
+                producer.send(new ProducerRecord<>(topic, 0, null, value));
+            }
+            producer.flush();
+        }
+        reader.join(TimeUnit.SECONDS.toMillis(seconds + 90L));
+        if (failure.get() != null) {
+            throw failure.get();
+        }
+        return new Result(received.get(), seconds, latency.getValueAtPercentile(50) / 1e3,
+                latency.getValueAtPercentile(99) / 1e3, Double.NaN, Double.NaN);
+    }
+}
