@@ -85,6 +85,21 @@ class TopicAdminTest {
     }
 
     @Test
+    void deletingATopicIsRefusedInKafkasWordsAndKeepsIt() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Admin admin = admin(broker)) {
+            admin.createTopics(List.of(new NewTopic("orders", 2, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            assertThatThrownBy(() -> admin.deleteTopics(List.of("orders")).all().get(20, TimeUnit.SECONDS))
+                    .isInstanceOf(ExecutionException.class)
+                    .hasCauseInstanceOf(org.apache.kafka.common.errors.TopicDeletionDisabledException.class);
+            assertThatThrownBy(() -> admin.deleteTopics(List.of("missing")).all().get(20, TimeUnit.SECONDS))
+                    .isInstanceOf(ExecutionException.class).hasCauseInstanceOf(UnknownTopicOrPartitionException.class);
+            assertThat(store.queueCount("orders")).isEqualTo(2);
+        }
+    }
+
+    @Test
     void partitionsAreAddedNeverRemoved() throws Exception {
         try (Store store = Store.open(dir, StoreConfig.builder().build());
              Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));

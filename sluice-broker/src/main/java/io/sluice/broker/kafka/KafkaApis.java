@@ -38,6 +38,8 @@ import org.apache.kafka.common.message.MetadataResponseData.MetadataResponsePart
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseTopic;
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseTopicCollection;
 import org.apache.kafka.common.message.DeleteGroupsRequestData;
+import org.apache.kafka.common.message.DeleteTopicsRequestData;
+import org.apache.kafka.common.message.DeleteTopicsResponseData;
 import org.apache.kafka.common.message.DescribeConfigsRequestData;
 import org.apache.kafka.common.message.DescribeGroupsRequestData;
 import org.apache.kafka.common.message.FetchRequestData;
@@ -245,6 +247,7 @@ public final class KafkaApis implements AutoCloseable {
             case LIST_GROUPS -> groups.list((ListGroupsRequestData) request);
             case DELETE_GROUPS -> groups.delete((DeleteGroupsRequestData) request);
             case DESCRIBE_CONFIGS -> configs.describe((DescribeConfigsRequestData) request);
+            case DELETE_TOPICS -> deleteTopics((DeleteTopicsRequestData) request, version);
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
         return done(encode(correlationId, key, version, response));
@@ -315,6 +318,39 @@ public final class KafkaApis implements AutoCloseable {
         try (ReadResult read = store.read(topic, partition, offset, 1, 1)) {
             return read.messages().isEmpty() ? -1 : read.messages().getFirst().storeTimestamp();
         }
+    }
+
+    /**
+     * Topics are not deleted yet: every topic is answered with Kafka's own TOPIC_DELETION_DISABLED (what a Kafka
+     * broker with delete.topic.enable=false says), or UNKNOWN_TOPIC_OR_PARTITION if there is no such topic.
+     */
+    private DeleteTopicsResponseData deleteTopics(DeleteTopicsRequestData request, short version) {
+        DeleteTopicsResponseData.DeletableTopicResultCollection results =
+                new DeleteTopicsResponseData.DeletableTopicResultCollection();
+        List<String> names = new ArrayList<>();
+        if (version >= 6) {
+            for (DeleteTopicsRequestData.DeleteTopicState topic : request.topics()) {
+                names.add(topic.name());
+            }
+        } else {
+            names.addAll(request.topicNames());
+        }
+        for (String name : names) {
+            DeleteTopicsResponseData.DeletableTopicResult result = new DeleteTopicsResponseData.DeletableTopicResult()
+                    .setName(name).setTopicId(Uuid.ZERO_UUID);
+            if (name == null) {
+                result.setErrorCode(Errors.UNKNOWN_TOPIC_ID.code()).setErrorMessage("topics are named here, not by id");
+            } else if (partitionCount(name) == 0) {
+                result.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code()).setErrorMessage("no topic " + name);
+            } else {
+                result.setErrorCode(Errors.TOPIC_DELETION_DISABLED.code())
+                        .setErrorMessage("this broker does not delete topics yet");
+            }
+            if (name == null || results.find(name) == null) {
+                results.add(result);
+            }
+        }
+        return new DeleteTopicsResponseData().setResponses(results);
     }
 
     private InitProducerIdResponseData initProducerId(InitProducerIdRequestData request) {
