@@ -24,7 +24,8 @@ import org.slf4j.LoggerFactory;
  * Size-prefixed frames over TCP. Each connection has a reader and a writer, both virtual threads: the reader takes
  * requests in order and hands each to the {@link FrameHandler}, which does what the request changes before it
  * returns, and queues the response it will complete (at most {@link Limits#maxInFlight} per connection); the writer
- * sends the responses in request order as they complete. So a client that pipelines (Kafka's producer sends up to
+ * sends the responses in request order as they complete. A response ready at once with none before it still
+ * waiting is written by the reader itself, without a hand-off. So a client that pipelines (Kafka's producer sends up to
  * five requests without waiting) has its requests' waits overlap (one group commit can serve several), while the
  * order of effects and of responses is the order of requests.
  *
@@ -178,6 +179,13 @@ public final class FrameServer implements AutoCloseable {
 
         private final SocketChannel channel;
         private final BlockingQueue<CompletableFuture<Outbound>> pending;
+        /**
+         * Responses queued or taken by the writer and not yet written. Order: the reader writes a response itself
+         * only while this is 0, checked under {@link #writeLock}, which the writer holds while it writes and
+         * decrements; so no response overtakes an earlier one.
+         */
+        private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
+        private final java.util.concurrent.locks.ReentrantLock writeLock = new java.util.concurrent.locks.ReentrantLock();
         private volatile long lastActive = System.nanoTime();
         /** When the write in progress started, or 0. */
         private volatile long writeStarted;
@@ -202,7 +210,7 @@ public final class FrameServer implements AutoCloseable {
                 LOG.warn("closing the connection from {}: it took no response bytes for {} ms", remote(channel),
                         limits.writeTimeoutMillis());
                 closeQuietly(channel);
-            } else if (started == 0 && pending.isEmpty()
+            } else if (started == 0 && inFlight.get() == 0
                     && now - lastActive > TimeUnit.MILLISECONDS.toNanos(limits.idleMillis())) {
                 LOG.info("closing the connection from {}: idle for {} ms", remote(channel), limits.idleMillis());
                 closeQuietly(channel);
@@ -242,7 +250,10 @@ public final class FrameServer implements AutoCloseable {
                     } finally {
                         queuedKib.release(kib);
                     }
-                    pending.put(response);
+                    if (!writeNowIfFirst(response)) {
+                        inFlight.incrementAndGet();
+                        pending.put(response);
+                    }
                     if (response.isCompletedExceptionally()) {
                         return; // the writer logs and closes once earlier responses are out
                     }
@@ -265,6 +276,39 @@ public final class FrameServer implements AutoCloseable {
             }
         }
 
+        /**
+         * The reader's shortcut: a response ready at once, with nothing queued before it, is written by the reader
+         * itself, sparing a hand-off to the writer thread (the common case: an ASYNC produce, a metadata request).
+         *
+         * @return true if written (or nothing to write); false if it must go through the queue
+         */
+        private boolean writeNowIfFirst(CompletableFuture<Outbound> response) throws IOException {
+            if (!response.isDone() || response.isCompletedExceptionally()) {
+                return false;
+            }
+            writeLock.lock();
+            try {
+                if (inFlight.get() != 0) {
+                    return false;
+                }
+                send(response.getNow(null));
+                return true;
+            } finally {
+                writeLock.unlock();
+            }
+        }
+
+        /** Writes one response under the write lock, timed for the reaper. */
+        private void send(Outbound response) throws IOException {
+            if (response == null) {
+                return;
+            }
+            writeStarted = System.nanoTime();
+            response.writeTo(channel);
+            writeStarted = 0;
+            lastActive = System.nanoTime();
+        }
+
         private void write() {
             try {
                 while (true) {
@@ -281,13 +325,13 @@ public final class FrameServer implements AutoCloseable {
                                 cause.getMessage() != null ? cause.getMessage() : cause.toString());
                         return;
                     }
-                    if (response == null) {
-                        continue;
+                    writeLock.lock();
+                    try {
+                        send(response);
+                        inFlight.decrementAndGet();
+                    } finally {
+                        writeLock.unlock();
                     }
-                    writeStarted = System.nanoTime();
-                    response.writeTo(channel);
-                    writeStarted = 0;
-                    lastActive = System.nanoTime();
                 }
             } catch (ClosedChannelException e) {
                 // closed by the client, the reaper or the broker
