@@ -2,7 +2,9 @@ package io.sluice.cli;
 
 import io.sluice.broker.Broker;
 import io.sluice.broker.BrokerConfig;
+import io.sluice.store.FlushMode;
 import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicLayout;
 import java.io.IOException;
 import java.io.InputStream;
@@ -60,7 +62,11 @@ final class BrokerCommand implements Callable<Integer> {
             config = config.withMetricsPort(metricsPort);
         }
         long started = System.nanoTime();
-        Store opened = Store.open(store.dir, store.config());
+        StoreConfig storeConfig = store.config();
+        if (storeConfig.flushMode() == FlushMode.ASYNC) {
+            storeConfig = Broker.asyncFlushing(storeConfig.toBuilder()).build();
+        }
+        Store opened = Store.open(store.dir, storeConfig);
         Broker broker;
         try {
             broker = Broker.start(opened, config);

@@ -63,6 +63,7 @@ public final class BrokerRaceRun {
                     progress.say("round " + (round + 1) + " " + broker);
                     Path dir = lab.work().resolve(broker + "-" + round);
                     try (BrokerProcess process = start(broker, dir, false)) {
+                        warmUp(process, "1");
                         record(P1K_ACKS1, broker, Load.produce(process, "p1k-acks1", records, 1024, "1"), records);
                         record(CONSUME, broker, Load.consume(process, "p1k-acks1", records), records);
                         record(P1K_ACKSALL, broker, Load.produce(process, "p1k-acksall", records, 1024, "all"),
@@ -77,6 +78,7 @@ public final class BrokerRaceRun {
                     progress.step(1);
                     Path durableDir = lab.work().resolve(broker + "-durable-" + round);
                     try (BrokerProcess process = start(broker, durableDir, true)) {
+                        warmUp(process, "all");
                         long durableRecords = Math.max(1_000, records / 2);
                         record(DURABLE, broker, Load.produce(process, "durable", durableRecords, 1024, "all"),
                                 durableRecords);
@@ -88,6 +90,16 @@ public final class BrokerRaceRun {
             }
         }
         publish(e2eRate);
+    }
+
+    /**
+     * Unmeasured: a fresh JVM interprets before it compiles, the broker's and the client's alike, so each broker
+     * first takes a tenth of a run (at least 5,000 records) on a topic of its own, and gives it back to a consumer.
+     */
+    private void warmUp(BrokerProcess process, String acks) throws Exception {
+        long warm = Math.max(5_000, records / 10);
+        Load.produce(process, "warm-up", warm, 1024, acks);
+        Load.consume(process, "warm-up", warm);
     }
 
     private static BrokerProcess start(String broker, Path dir, boolean durable) throws Exception {
@@ -168,6 +180,8 @@ public final class BrokerRaceRun {
                 + " on 127.0.0.1 and the work directory's disk; the client (stock kafka-clients 4.3.1, linger 5 ms,"
                 + " 16 KiB batches, no compression, one partition) runs in this JVM. Broker CPU is read from"
                 + " /proc/<pid>/stat, client CPU from this process's.");
+        lab.note("Each broker, fresh, first takes an unmeasured warm-up (a tenth of a run, produced and consumed)"
+                + " so that neither the broker's JIT nor the client's is timed.");
         lab.note("Sluice runs ASYNC on MMAP (an acks=all batch is acknowledged once in the page cache, as a single"
                 + " Kafka broker does); the durable scenario runs Sluice SYNC (each acknowledged batch forced, group"
                 + " commit) against Kafka with log.flush.interval.messages=1.");

@@ -19,8 +19,9 @@ public final class SluiceBrokerMain {
 
     /** @param args store directory, port, flush mode */
     public static void main(String[] args) throws Exception {
-        Store store = Store.open(Path.of(args[0]), StoreConfig.builder()
-                .flushMode(args[2].equals("sync") ? FlushMode.SYNC : FlushMode.ASYNC).build());
+        boolean sync = args[2].equals("sync");
+        StoreConfig.Builder config = StoreConfig.builder().flushMode(sync ? FlushMode.SYNC : FlushMode.ASYNC);
+        Store store = Store.open(Path.of(args[0]), (sync ? config : Broker.asyncFlushing(config)).build());
         Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(Integer.parseInt(args[1])));
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
