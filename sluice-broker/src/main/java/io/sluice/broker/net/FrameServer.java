@@ -220,14 +220,15 @@ public final class FrameServer implements AutoCloseable {
         private void read() {
             try {
                 channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
-                ByteBuffer size = ByteBuffer.allocate(4);
+                // Reads take what the socket has, up to 64 KiB, so that a pipelining client's frames (and a frame's
+                // size with its body) come in one system call; a larger frame gets a buffer of its own.
+                ByteBuffer in = ByteBuffer.allocate(READ_BUFFER_BYTES).flip();
                 while (!closed) {
-                    size.clear();
-                    if (!readFully(channel, size, true)) {
+                    if (!fill(channel, in, 4, true)) {
                         return; // the client closed between requests
                     }
                     lastActive = System.nanoTime();
-                    int bytes = size.getInt(0);
+                    int bytes = in.getInt(in.position());
                     if (bytes < 0 || bytes > limits.maxFrameBytes()) {
                         LOG.warn("closing the connection from {}: a request of {} bytes (at most {} accepted)",
                                 remote(channel), bytes, limits.maxFrameBytes());
@@ -237,11 +238,23 @@ public final class FrameServer implements AutoCloseable {
                     queuedKib.acquire(kib);
                     CompletableFuture<Outbound> response;
                     try {
-                        ByteBuffer frame = ByteBuffer.allocate(bytes);
-                        readFully(channel, frame, false);
+                        ByteBuffer frame;
+                        if (4 + bytes <= in.capacity()) {
+                            fill(channel, in, 4 + bytes, false);
+                            frame = in.slice(in.position() + 4, bytes);
+                            in.position(in.position() + 4 + bytes);
+                        } else {
+                            in.position(in.position() + 4);
+                            frame = ByteBuffer.allocate(bytes);
+                            int buffered = Math.min(in.remaining(), bytes);
+                            frame.put(in.slice(in.position(), buffered));
+                            in.position(in.position() + buffered);
+                            readFully(channel, frame, false);
+                            frame.flip();
+                        }
                         lastActive = System.nanoTime();
                         try {
-                            response = handler.handle(frame.flip());
+                            response = handler.handle(frame);
                         } catch (Exception | Error e) {
                             // Whatever a request does wrong ends its connection, never the broker or this thread
                             // without its writer knowing.
@@ -372,6 +385,36 @@ public final class FrameServer implements AutoCloseable {
 
     /** Marks the end of a connection's requests in its queue of responses. */
     private static final CompletableFuture<Outbound> END = CompletableFuture.completedFuture(null);
+
+    /** Bytes a connection reads at once; frames up to this size (with their size) are read through it. */
+    private static final int READ_BUFFER_BYTES = 64 * 1024;
+
+    /**
+     * Makes {@code in} (in read mode) hold at least {@code wanted} bytes, compacting and reading as needed.
+     *
+     * @return false at end of stream with nothing buffered when {@code endAllowed}, else true
+     * @throws EOFException at end of stream inside a frame
+     */
+    private static boolean fill(SocketChannel channel, ByteBuffer in, int wanted, boolean endAllowed)
+            throws IOException {
+        if (in.remaining() >= wanted) {
+            return true;
+        }
+        in.compact();
+        try {
+            while (in.position() < wanted) {
+                if (channel.read(in) < 0) {
+                    if (endAllowed && in.position() == 0) {
+                        return false;
+                    }
+                    throw new EOFException("the connection ended inside a request");
+                }
+            }
+        } finally {
+            in.flip();
+        }
+        return true;
+    }
 
     /** @return false at end of stream before the first byte when {@code endAllowed}, else true once full */
     private static boolean readFully(SocketChannel connection, ByteBuffer buffer, boolean endAllowed)
