@@ -106,6 +106,21 @@ class ProduceValidationTest {
             assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(hugeLength)))
                     .errorCode()).isEqualTo(Errors.CORRUPT_MESSAGE.code());
 
+            // A compressed batch whose count (and offset span) is forged: 2^31-1 records claimed, 1 held.
+            MemoryRecords gzip = MemoryRecords.withRecords(Compression.gzip().build(), records(1));
+            ByteBuffer forged = ByteBuffer.allocate(gzip.sizeInBytes()).put(gzip.buffer().duplicate()).flip();
+            forged.putInt(57, Integer.MAX_VALUE).putInt(23, Integer.MAX_VALUE - 1);
+            fixCrc(forged);
+            assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(forged))).errorCode())
+                    .isEqualTo(Errors.CORRUPT_MESSAGE.code());
+
+            // An uncompressed record of zero bytes: Kafka's consumer would refuse the batch forever.
+            ByteBuffer empty = ByteBuffer.allocate(good.sizeInBytes()).put(good.buffer().duplicate()).flip();
+            empty.put(61, (byte) 0);
+            fixCrc(empty);
+            assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(empty))).errorCode())
+                    .isEqualTo(Errors.CORRUPT_MESSAGE.code());
+
             // Two batches for one partition.
             ByteBuffer two = ByteBuffer.allocate(2 * good.sizeInBytes()).put(good.buffer().duplicate())
                     .put(good.buffer().duplicate()).flip();

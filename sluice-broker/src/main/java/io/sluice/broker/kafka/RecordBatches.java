@@ -6,7 +6,10 @@ import org.apache.kafka.common.errors.CorruptRecordException;
 import org.apache.kafka.common.record.internal.CompressionType;
 import org.apache.kafka.common.record.internal.MemoryRecords;
 import org.apache.kafka.common.record.internal.MutableRecordBatch;
+import org.apache.kafka.common.record.internal.Record;
 import org.apache.kafka.common.record.internal.RecordBatch;
+import org.apache.kafka.common.utils.BufferSupplier;
+import org.apache.kafka.common.utils.CloseableIterator;
 
 /**
  * Checks of the record batches (magic 2) a producer sends, before anything is stored, and reads of the header
@@ -29,8 +32,8 @@ final class RecordBatches {
 
     /**
      * Checks the records of one partition of a Produce request (v3+): exactly one batch of magic 2, whole, with a
-     * matching CRC32C, no transaction or control marker, a record count that agrees with its offsets and, when not
-     * compressed, with the records it holds.
+     * matching CRC32C, no transaction or control marker, a record count that agrees with its offsets and with the
+     * records it holds, each of them well formed (compressed ones decompressed to be counted).
      *
      * @return the batch
      * @throws CorruptRecordException for a damaged batch (CORRUPT_MESSAGE)
@@ -70,38 +73,126 @@ final class RecordBatches {
                     + (lastOffsetDelta + 1L));
         }
         if (only.compressionType() == CompressionType.NONE) {
-            checkRecordLengths(bytes, count);
+            checkRecords(bytes, count);
+        } else {
+            checkCompressedRecords(only, count);
         }
         return only;
     }
 
-    /** Walks the records' length prefixes: exactly {@code count} records must fill the batch. */
-    private static void checkRecordLengths(ByteBuffer batch, int count) {
+    /**
+     * Decompresses a compressed batch (keys and values skipped) and checks it holds exactly {@code count} records
+     * with offset deltas 0..count-1, as Kafka's broker does before it takes one: a batch with a forged count would
+     * otherwise claim offsets it has no records for, and consumers would fail on it.
+     */
+    private static void checkCompressedRecords(MutableRecordBatch batch, int count) {
+        int seen = 0;
+        try (CloseableIterator<Record> records = batch.skipKeyValueIterator(BufferSupplier.NO_CACHING)) {
+            while (records.hasNext()) {
+                Record record = records.next();
+                if (record.offset() - batch.baseOffset() != seen) {
+                    throw new CorruptRecordException("record " + seen + " of the batch has offset delta "
+                            + (record.offset() - batch.baseOffset()));
+                }
+                seen++;
+            }
+        } catch (CorruptRecordException e) {
+            throw e;
+        } catch (RuntimeException e) {
+            throw new CorruptRecordException("the batch's compressed records cannot be read: " + e.getMessage());
+        }
+        if (seen != count) {
+            throw new CorruptRecordException("the batch claims " + count + " records but holds " + seen);
+        }
+    }
+
+    /**
+     * Parses every record of an uncompressed batch without copying: its length, attributes, timestamp delta, offset
+     * delta (which must be its index), key, value and headers must exactly fill it, and exactly {@code count}
+     * records must fill the batch. Kafka's consumer refuses a batch that fails any of these.
+     */
+    private static void checkRecords(ByteBuffer batch, int count) {
         int end = batch.position() + batch.remaining();
-        int at = batch.position() + HEADER_BYTES;
+        Cursor at = new Cursor(batch, batch.position() + HEADER_BYTES, end);
         for (int i = 0; i < count; i++) {
-            if (at >= end) {
+            if (at.position >= end) {
                 throw new CorruptRecordException("the batch claims " + count + " records but holds " + i);
             }
+            long length = at.varlong();
+            if (length < 1 || length > end - at.position) {
+                throw new CorruptRecordException("record " + i + " of the batch claims " + length + " bytes");
+            }
+            Cursor record = new Cursor(batch, at.position, at.position + (int) length);
+            record.skip(1); // attributes
+            record.varlong(); // timestamp delta
+            if (record.varlong() != i) {
+                throw new CorruptRecordException("record " + i + " of the batch has another offset delta");
+            }
+            record.skipBytes(true); // key
+            record.skipBytes(true); // value
+            long headers = record.varlong();
+            if (headers < 0 || headers > length) {
+                throw new CorruptRecordException("record " + i + " of the batch claims " + headers + " headers");
+            }
+            for (long h = 0; h < headers; h++) {
+                record.skipBytes(false); // header key
+                record.skipBytes(true); // header value
+            }
+            if (record.position != record.end) {
+                throw new CorruptRecordException("record " + i + " of the batch is not filled by its fields");
+            }
+            at.position = record.end;
+        }
+        if (at.position != end) {
+            throw new CorruptRecordException("the batch holds " + (end - at.position) + " bytes past its " + count
+                    + " records");
+        }
+    }
+
+    /** Reads Kafka's zig-zag varints and length-prefixed fields within bounds; any overrun is a corrupt batch. */
+    private static final class Cursor {
+        private final ByteBuffer buffer;
+        int position;
+        final int end;
+
+        Cursor(ByteBuffer buffer, int position, int end) {
+            this.buffer = buffer;
+            this.position = position;
+            this.end = end;
+        }
+
+        long varlong() {
             long value = 0;
             int shift = 0;
             int b;
             do {
-                if (at >= end || shift > 28) {
-                    throw new CorruptRecordException("a record length of the batch is malformed");
+                if (position >= end || shift > 63) {
+                    throw new CorruptRecordException("a varint of the batch is malformed");
                 }
-                b = batch.get(at++) & 0xFF;
+                b = buffer.get(position++) & 0xFF;
                 value |= (long) (b & 0x7F) << shift;
                 shift += 7;
             } while ((b & 0x80) != 0);
-            long length = (value >>> 1) ^ -(value & 1);
-            if (length < 0 || length > end - at) {
-                throw new CorruptRecordException("record " + i + " of the batch claims " + length + " bytes");
-            }
-            at += (int) length;
+            return (value >>> 1) ^ -(value & 1);
         }
-        if (at != end) {
-            throw new CorruptRecordException("the batch holds " + (end - at) + " bytes past its " + count + " records");
+
+        void skip(int bytes) {
+            if (bytes < 0 || bytes > end - position) {
+                throw new CorruptRecordException("a field of the batch runs past its record");
+            }
+            position += bytes;
+        }
+
+        /** Skips a varint length and that many bytes; -1 (null) allowed if {@code nullable}. */
+        void skipBytes(boolean nullable) {
+            long length = varlong();
+            if (length == -1 && nullable) {
+                return;
+            }
+            if (length < 0 || length > end - position) {
+                throw new CorruptRecordException("a field of the batch claims " + length + " bytes");
+            }
+            position += (int) length;
         }
     }
 
