@@ -397,7 +397,9 @@ final class GroupCoordinator {
             if (generation != group.generation) {
                 return Errors.ILLEGAL_GENERATION;
             }
-            return group.state == State.PREPARING_REBALANCE ? Errors.REBALANCE_IN_PROGRESS : Errors.NONE;
+            // As Kafka: a member of the current generation may commit while a rebalance is being prepared (the
+            // consumer commits as it gives its partitions up); not while the new assignment is being handed out.
+            return group.state == State.COMPLETING_REBALANCE ? Errors.REBALANCE_IN_PROGRESS : Errors.NONE;
         }
     }
 

@@ -1,0 +1,65 @@
+package io.sluice.broker.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import org.apache.kafka.common.message.JoinGroupRequestData;
+import org.apache.kafka.common.message.JoinGroupResponseData;
+import org.apache.kafka.common.message.SyncGroupRequestData;
+import org.apache.kafka.common.protocol.Errors;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+
+/** The classic group state machine, driven directly. */
+class GroupCoordinatorTest {
+
+    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+    private final GroupCoordinator coordinator = new GroupCoordinator(timer);
+
+    @AfterEach
+    void stop() {
+        timer.shutdownNow();
+    }
+
+    private static JoinGroupRequestData join(String member) {
+        JoinGroupRequestData.JoinGroupRequestProtocolCollection protocols =
+                new JoinGroupRequestData.JoinGroupRequestProtocolCollection();
+        protocols.add(new JoinGroupRequestData.JoinGroupRequestProtocol().setName("range").setMetadata(new byte[1]));
+        return new JoinGroupRequestData().setGroupId("g").setMemberId(member).setSessionTimeoutMs(30_000)
+                .setRebalanceTimeoutMs(30_000).setProtocolType("consumer").setProtocols(protocols);
+    }
+
+    /** @return the member id of a member that joined a one-member group and got its assignment */
+    private String joinAlone() throws Exception {
+        String id = coordinator.join(join(""), (short) 5, "c", "h").get().memberId();
+        JoinGroupResponseData joined = coordinator.join(join(id), (short) 5, "c", "h").get();
+        assertThat(joined.errorCode()).isZero();
+        coordinator.sync(new SyncGroupRequestData().setGroupId("g").setGenerationId(joined.generationId())
+                .setMemberId(id).setAssignments(List.of(new SyncGroupRequestData.SyncGroupRequestAssignment()
+                        .setMemberId(id).setAssignment(new byte[] {1})))).get();
+        return id;
+    }
+
+    @Test
+    void aMemberCommitsWhileARebalanceIsPreparedButNotWhileItCompletes() throws Exception {
+        String first = joinAlone();
+        int generation = coordinator.group("g").generation;
+        assertThat(coordinator.checkCommit("g", first, generation)).isEqualTo(Errors.NONE);
+        // A second member joins: the group prepares a rebalance; the first, still in its generation, commits as it
+        // gives its partitions up (the Java consumer does in onJoinPrepare).
+        String second = coordinator.join(join(""), (short) 5, "c", "h").get().memberId();
+        CompletableFuture<JoinGroupResponseData> secondJoin = coordinator.join(join(second), (short) 5, "c", "h");
+        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.PREPARING_REBALANCE);
+        assertThat(coordinator.checkCommit("g", first, generation)).isEqualTo(Errors.NONE);
+        // Once both joined, the assignment is being handed out: commits wait for it.
+        JoinGroupResponseData firstRejoin = coordinator.join(join(first), (short) 5, "c", "h").get();
+        assertThat(secondJoin.get().generationId()).isEqualTo(firstRejoin.generationId());
+        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.COMPLETING_REBALANCE);
+        assertThat(coordinator.checkCommit("g", first, firstRejoin.generationId()))
+                .isEqualTo(Errors.REBALANCE_IN_PROGRESS);
+        assertThat(coordinator.checkCommit("g", first, generation)).isEqualTo(Errors.ILLEGAL_GENERATION);
+    }
+}
