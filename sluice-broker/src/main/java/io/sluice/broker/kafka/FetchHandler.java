@@ -39,6 +39,8 @@ final class FetchHandler {
 
     /** Messages read per step when turning store messages into a batch. */
     private static final int MESSAGES_PER_BATCH = 500;
+    /** The most record bytes one response carries, whatever is asked (Kafka's broker fetch.max.bytes). */
+    static final long MAX_RESPONSE_BYTES = 55L << 20;
     /** The longest a fetch waits for data. */
     static final int MAX_WAIT_MS = 30_000;
 
@@ -77,21 +79,33 @@ final class FetchHandler {
                         : respond(request, deadline), executor);
     }
 
-    private static List<Map.Entry<String, Integer>> partitions(FetchRequestData request) {
+    /** @return the partitions the fetch names that exist (only those can be written to while it waits) */
+    private List<Map.Entry<String, Integer>> partitions(FetchRequestData request) {
         List<Map.Entry<String, Integer>> all = new ArrayList<>();
         for (FetchRequestData.FetchTopic topic : request.topics()) {
+            int count = partitionCount(topic.topic());
             for (FetchRequestData.FetchPartition partition : topic.partitions()) {
-                all.add(Map.entry(topic.topic(), partition.partition()));
+                if (partition.partition() >= 0 && partition.partition() < count) {
+                    all.add(Map.entry(topic.topic(), partition.partition()));
+                }
             }
         }
         return all;
+    }
+
+    private int partitionCount(String topic) {
+        try {
+            return topic == null ? 0 : store.queueCount(topic);
+        } catch (IllegalArgumentException e) {
+            return 0;
+        }
     }
 
     private record Built(FetchResponseData data, long bytes, boolean errors) {
     }
 
     private Built build(FetchRequestData request) {
-        long budget = request.maxBytes() <= 0 ? Integer.MAX_VALUE : request.maxBytes();
+        long budget = request.maxBytes() <= 0 ? MAX_RESPONSE_BYTES : Math.min(request.maxBytes(), MAX_RESPONSE_BYTES);
         long bytes = 0;
         boolean errors = false;
         List<FetchResponseData.FetchableTopicResponse> topics = new ArrayList<>();

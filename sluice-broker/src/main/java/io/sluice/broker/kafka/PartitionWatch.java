@@ -10,7 +10,8 @@ import java.util.concurrent.ConcurrentHashMap;
 /**
  * Tells fetches waiting for data (a long poll) that a partition has new records readable. A fetch registers
  * before it looks at the partitions, so an append between its look and its wait is not missed; a waiter leaves
- * every set it joined when it completes, by a signal or by its time-out, so idle partitions keep nothing.
+ * every set it joined when it completes, by a signal or by its time-out, and an emptied set is dropped, so idle
+ * partitions, and partitions a fetch merely named, keep nothing.
  * Thread-safe.
  */
 final class PartitionWatch {
@@ -27,15 +28,31 @@ final class PartitionWatch {
      */
     CompletableFuture<Void> register(List<Map.Entry<String, Integer>> partitions) {
         CompletableFuture<Void> waiter = new CompletableFuture<>();
-        List<Set<CompletableFuture<Void>>> joined = new ArrayList<>(partitions.size());
+        List<String> joined = new ArrayList<>(partitions.size());
         for (Map.Entry<String, Integer> partition : partitions) {
-            Set<CompletableFuture<Void>> set = waiters.computeIfAbsent(key(partition.getKey(), partition.getValue()),
-                    k -> ConcurrentHashMap.newKeySet());
-            set.add(waiter);
-            joined.add(set);
+            String key = key(partition.getKey(), partition.getValue());
+            // Joined atomically with the removal below, so a set is never dropped with a waiter just added.
+            waiters.compute(key, (k, set) -> {
+                Set<CompletableFuture<Void>> joinedSet = set != null ? set : ConcurrentHashMap.newKeySet();
+                joinedSet.add(waiter);
+                return joinedSet;
+            });
+            joined.add(key);
         }
-        waiter.whenComplete((ignored, error) -> joined.forEach(set -> set.remove(waiter)));
+        waiter.whenComplete((ignored, error) -> {
+            for (String key : joined) {
+                waiters.computeIfPresent(key, (k, set) -> {
+                    set.remove(waiter);
+                    return set.isEmpty() ? null : set;
+                });
+            }
+        });
         return waiter;
+    }
+
+    /** @return partitions with a fetch waiting on them now */
+    int watched() {
+        return waiters.size();
     }
 
     /** New records of the partition became readable. */

@@ -71,4 +71,17 @@ class BoundedStateTest {
             }
         }
     }
+
+    @Test
+    void aLongPollLeavesNothingBehindForThePartitionsItNamed() {
+        PartitionWatch watch = new PartitionWatch();
+        java.util.List<CompletableFuture<Void>> waiters = new java.util.ArrayList<>();
+        for (int i = 0; i < 1_000; i++) {
+            waiters.add(watch.register(java.util.List.of(java.util.Map.entry("t" + i, i), java.util.Map.entry("t", 0))));
+        }
+        assertThat(watch.watched()).isEqualTo(1_001);
+        watch.signal("t", 0);
+        assertThat(waiters).allMatch(CompletableFuture::isDone);
+        assertThat(watch.watched()).as("every emptied set is dropped").isZero();
+    }
 }
