@@ -45,6 +45,8 @@ class ZeroCopyFetchTest {
         final AtomicLong readBytes = new AtomicLong();
         final AtomicLong transferredBytes = new AtomicLong();
         final Set<Class<?>> targets = ConcurrentHashMap.newKeySet();
+        /** When set, the disk space reported instead of the file system's. */
+        volatile DiskSpace reported;
         private final FileIO delegate = FileIO.DEFAULT;
 
         @Override
@@ -82,7 +84,10 @@ class ZeroCopyFetchTest {
 
         @Override public void syncDirectory(Path directory) throws IOException { delegate.syncDirectory(directory); }
         @Override public boolean syncFileSystem(Path path) throws IOException { return delegate.syncFileSystem(path); }
-        @Override public DiskSpace diskSpace(Path path) throws IOException { return delegate.diskSpace(path); }
+        @Override public DiskSpace diskSpace(Path path) throws IOException {
+            DiskSpace fixed = reported;
+            return fixed != null ? fixed : delegate.diskSpace(path);
+        }
         @Override public boolean exists(Path path) throws IOException { return delegate.exists(path); }
         @Override public boolean isDirectory(Path path) throws IOException { return delegate.isDirectory(path); }
         @Override public List<Path> list(Path directory) throws IOException { return delegate.list(directory); }

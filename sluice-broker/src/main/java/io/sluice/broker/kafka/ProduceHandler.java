@@ -74,12 +74,12 @@ final class ProduceHandler {
 
     /**
      * Whether an append must be forced before its answer. Under SYNC every append is answered once forced. Under
-     * ASYNC an acks=-1 answer means the batch is in the page cache, as with a single Kafka broker, where a crash of
-     * the process loses nothing acknowledged; but a write path that buffers appends in the process (WRITE_BUFFER,
-     * DIRECT) would lose them, so there acks=-1 waits for a forced group commit.
+     * ASYNC an answer (acks=1 or -1) means the batch is in the page cache, as with a single Kafka broker, where a
+     * crash of the process loses nothing acknowledged; but a write path that buffers appends in the process
+     * (WRITE_BUFFER, DIRECT) would lose them, so there an acknowledged append waits for a forced group commit.
      */
     private boolean forceFor(short acks) {
-        return acks == -1 && store.config().flushMode() == FlushMode.ASYNC && store.config().writePath().buffered();
+        return acks != 0 && store.config().flushMode() == FlushMode.ASYNC && store.config().writePath().buffered();
     }
 
     private static void fail(PartitionProduceResponse response, Errors error, String message) {
@@ -182,7 +182,11 @@ final class ProduceHandler {
             }
             CompletableFuture<AppendResult> appended = store.appendOpaque(topic, partition,
                     MemorySegment.ofBuffer(bytes), count, force);
-            state.record(producerId, epoch, first, last, appended.thenApply(AppendResult::firstQueueOffset));
+            // A refused append (a full disk) stored nothing: it is not the producer's last batch, and its retry
+            // must be taken as new, not answered as a duplicate of the refusal.
+            if (!appended.isCompletedExceptionally()) {
+                state.record(producerId, epoch, first, last, appended.thenApply(AppendResult::firstQueueOffset));
+            }
             return appended;
         }
     }
