@@ -30,9 +30,11 @@ import org.slf4j.LoggerFactory;
  * order of effects and of responses is the order of requests.
  *
  * <p>Limits: a frame size outside 0..{@code maxFrameBytes}, or a handler that refuses a frame, closes that connection
- * with one log line; other connections go on. Bytes of requests read but not yet handled are bounded across all
- * connections ({@link Limits#maxQueuedBytes}): a reader waits for room before it reads a frame's body, so a flood of
- * producers meets back-pressure, not an {@link OutOfMemoryError}. Connections beyond {@code maxConnections} are
+ * with one log line; other connections go on. A connection reads through a 64 KiB buffer of its own; bytes of larger
+ * requests read but not yet handled are bounded across all connections ({@link Limits#maxQueuedBytes}): a reader
+ * waits for room before it reads such a frame's body, so a flood of producers meets back-pressure, not an
+ * {@link OutOfMemoryError}. A client that announces a request and does not send its body within
+ * {@link Limits#bodyTimeoutMillis} (or finds no room within it) is closed, so silent clients cannot hold the room. Connections beyond {@code maxConnections} are
  * closed on accept; a connection idle longer than {@link Limits#idleMillis}, or whose client has not taken a response
  * for {@link Limits#writeTimeoutMillis}, is closed.
  */
@@ -51,23 +53,25 @@ public final class FrameServer implements AutoCloseable {
      * @param writeTimeoutMillis a response the client does not take within this is abandoned with its connection
      */
     public record Limits(int maxFrameBytes, int maxConnections, int maxInFlight, long maxQueuedBytes, long idleMillis,
-                         long writeTimeoutMillis) {
+                         long writeTimeoutMillis, long bodyTimeoutMillis) {
         /** Checks the fields. */
         public Limits {
             if (maxFrameBytes < 16 || maxConnections < 1 || maxInFlight < 1 || maxQueuedBytes < maxFrameBytes
-                    || idleMillis < 1 || writeTimeoutMillis < 1) {
+                    || idleMillis < 1 || writeTimeoutMillis < 1 || bodyTimeoutMillis < 1) {
                 throw new IllegalArgumentException("invalid limits " + maxFrameBytes + ", " + maxConnections + ", "
-                        + maxInFlight + ", " + maxQueuedBytes + ", " + idleMillis + ", " + writeTimeoutMillis);
+                        + maxInFlight + ", " + maxQueuedBytes + ", " + idleMillis + ", " + writeTimeoutMillis + ", "
+                        + bodyTimeoutMillis);
             }
         }
 
         /**
          * @return Kafka-like defaults around a frame size: 8 in flight per connection, queued bytes 4 frames or
-         *     512 MiB, 10 minutes idle, 2 minutes to take a response
+         *     512 MiB, 10 minutes idle, 2 minutes to take a response, 30 s to send a request's body once its size
+         *     has come (Kafka's request.timeout.ms)
          */
         public static Limits of(int maxFrameBytes, int maxConnections) {
             return new Limits(maxFrameBytes, maxConnections, 8, Math.max(4L * maxFrameBytes, 512L << 20), 600_000,
-                    120_000);
+                    120_000, 30_000);
         }
     }
 
@@ -94,7 +98,9 @@ public final class FrameServer implements AutoCloseable {
         this.handler = Objects.requireNonNull(handler, "handler");
         this.limits = Objects.requireNonNull(limits, "limits");
         this.connectionSlots = new Semaphore(limits.maxConnections());
-        this.queuedKib = new Semaphore((int) Math.min(Integer.MAX_VALUE, limits.maxQueuedBytes() >> 10), true);
+        // Not fair: a small request may pass a large one waiting for room, so that clients who announce large
+        // frames and send nothing cannot queue everyone behind them (they are closed after bodyTimeoutMillis).
+        this.queuedKib = new Semaphore((int) Math.min(Integer.MAX_VALUE, limits.maxQueuedBytes() >> 10), false);
         this.server = ServerSocketChannel.open();
         try {
             server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
@@ -164,7 +170,8 @@ public final class FrameServer implements AutoCloseable {
 
     /** Closes connections idle too long or stuck writing to a client that does not read. */
     private void reap() {
-        long period = Math.max(10, Math.min(limits.idleMillis(), limits.writeTimeoutMillis()) / 4);
+        long period = Math.max(10, Math.min(Math.min(limits.idleMillis(), limits.writeTimeoutMillis()),
+                limits.bodyTimeoutMillis()) / 4);
         while (!closed) {
             sleep(Math.min(period, 1_000));
             long now = System.nanoTime();
@@ -189,6 +196,8 @@ public final class FrameServer implements AutoCloseable {
         private volatile long lastActive = System.nanoTime();
         /** When the write in progress started, or 0. */
         private volatile long writeStarted;
+        /** When the request whose body is awaited announced its size, or 0. */
+        private volatile long bodyStarted;
         private Thread reader;
         private Thread writer;
 
@@ -205,6 +214,13 @@ public final class FrameServer implements AutoCloseable {
         }
 
         void reapIfDue(long now) {
+            long body = bodyStarted;
+            if (body != 0 && now - body > TimeUnit.MILLISECONDS.toNanos(limits.bodyTimeoutMillis())) {
+                LOG.warn("closing the connection from {}: a request's body did not arrive within {} ms of its size",
+                        remote(channel), limits.bodyTimeoutMillis());
+                closeQuietly(channel);
+                return;
+            }
             long started = writeStarted;
             if (started != 0 && now - started > TimeUnit.MILLISECONDS.toNanos(limits.writeTimeoutMillis())) {
                 LOG.warn("closing the connection from {}: it took no response bytes for {} ms", remote(channel),
@@ -234,8 +250,15 @@ public final class FrameServer implements AutoCloseable {
                                 remote(channel), bytes, limits.maxFrameBytes());
                         return;
                     }
-                    int kib = (bytes + 1023) >>> 10;
-                    queuedKib.acquire(kib);
+                    // A frame that fits the connection's read buffer needs no room beyond it; a larger one takes
+                    // its bytes from the budget shared by every connection before it is allocated.
+                    int kib = 4 + bytes <= in.capacity() ? 0 : (bytes + 1023) >>> 10;
+                    bodyStarted = System.nanoTime();
+                    if (!queuedKib.tryAcquire(kib, limits.bodyTimeoutMillis(), TimeUnit.MILLISECONDS)) {
+                        LOG.warn("closing the connection from {}: no room for its request of {} bytes within {} ms",
+                                remote(channel), bytes, limits.bodyTimeoutMillis());
+                        return;
+                    }
                     CompletableFuture<Outbound> response;
                     try {
                         ByteBuffer frame;
@@ -252,6 +275,7 @@ public final class FrameServer implements AutoCloseable {
                             readFully(channel, frame, false);
                             frame.flip();
                         }
+                        bodyStarted = 0;
                         lastActive = System.nanoTime();
                         try {
                             response = handler.handle(frame);
@@ -280,10 +304,16 @@ public final class FrameServer implements AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             } finally {
-                // Let the writer finish what is queued, then close. Only a writer that has ended interrupts this.
+                // Let the writer finish what is queued, then close; if the writer has ended, nobody waits for this.
+                boolean interrupted = Thread.interrupted();
                 try {
-                    pending.put(END);
+                    while (writer.isAlive() && !pending.offer(END, 100, TimeUnit.MILLISECONDS)) {
+                        // the queue is full: the writer is still sending earlier responses
+                    }
                 } catch (InterruptedException e) {
+                    interrupted = true;
+                }
+                if (interrupted) {
                     Thread.currentThread().interrupt();
                 }
             }
