@@ -21,7 +21,6 @@ final class FaultyFileIO extends ForwardingFileIO {
     final AtomicLong writes = new AtomicLong();
     final AtomicLong forces = new AtomicLong();
     volatile long failWriteAt = -1;
-    volatile long failForceAt = -1;
     final AtomicBoolean diskFull = new AtomicBoolean();
     /** {@code startWriteback} calls on segment files, and the furthest file offset they covered. */
     final AtomicLong writebackCalls = new AtomicLong();
@@ -34,9 +33,15 @@ final class FaultyFileIO extends ForwardingFileIO {
         failWriteAt = writes.get() + n;
     }
 
-    /** Fails the n-th force from now (1 = the next) with EIO. */
-    void failForceAfter(long n) {
-        failForceAt = forces.get() + n;
+    /** The file whose next force fails with EIO, or null. */
+    volatile java.nio.file.Path failNextForceOf;
+
+    /**
+     * Fails the next force of one file with EIO, whatever other files (a segment prepared ahead, say) are forced
+     * meanwhile.
+     */
+    void failNextForceOf(java.nio.file.Path file) {
+        failNextForceOf = file.toAbsolutePath();
     }
 
     /** Reports a filesystem of 1,000,000 bytes, {@code usedRatio} of it in use. */
@@ -108,7 +113,9 @@ final class FaultyFileIO extends ForwardingFileIO {
         @Override
         public void force() throws IOException {
             long n = forces.incrementAndGet();
-            if (n == failForceAt) {
+            java.nio.file.Path target = failNextForceOf;
+            if (target != null && target.equals(path().toAbsolutePath())) {
+                failNextForceOf = null;
                 throw new IOException("Input/output error (injected) on force #" + n + " of " + path());
             }
             super.force();
