@@ -181,8 +181,11 @@ final class GroupCoordinator {
             }
             CompletableFuture<JoinGroupResponseData> response = new CompletableFuture<>();
             member.join = response;
-            if (group.state == State.STABLE && !changed && !member.id.equals(group.leader)) {
-                // A follower rejoining with what it had: it gets the current generation again.
+            if (!changed && (group.state == State.COMPLETING_REBALANCE
+                    || group.state == State.STABLE && !member.id.equals(group.leader))) {
+                // A member rejoining with what it had (it may have missed the join's answer) gets the current
+                // generation again, as Kafka answers it; in Stable only a follower does: the leader's rejoin
+                // means it wants a new assignment.
                 member.join = null;
                 return done(joinResponse(group, member));
             }
@@ -367,10 +370,11 @@ final class GroupCoordinator {
                 return Errors.UNKNOWN_MEMBER_ID;
             }
             member.lastSeenNanos = System.nanoTime();
-            if (group.state == State.PREPARING_REBALANCE) {
-                return Errors.REBALANCE_IN_PROGRESS;
+            // Kafka's order: an old generation is told so before it is told of a rebalance.
+            if (generation != group.generation) {
+                return Errors.ILLEGAL_GENERATION;
             }
-            return generation == group.generation ? Errors.NONE : Errors.ILLEGAL_GENERATION;
+            return group.state == State.PREPARING_REBALANCE ? Errors.REBALANCE_IN_PROGRESS : Errors.NONE;
         }
     }
 

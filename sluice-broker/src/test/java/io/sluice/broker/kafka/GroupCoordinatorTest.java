@@ -62,4 +62,29 @@ class GroupCoordinatorTest {
                 .isEqualTo(Errors.REBALANCE_IN_PROGRESS);
         assertThat(coordinator.checkCommit("g", first, generation)).isEqualTo(Errors.ILLEGAL_GENERATION);
     }
+
+    @Test
+    void aRejoinWithTheSameProtocolsWhileTheAssignmentIsHandedOutGetsTheSameGeneration() throws Exception {
+        String first = joinAlone();
+        String second = coordinator.join(join(""), (short) 5, "c", "h").get().memberId();
+        CompletableFuture<JoinGroupResponseData> secondJoin = coordinator.join(join(second), (short) 5, "c", "h");
+        JoinGroupResponseData firstJoin = coordinator.join(join(first), (short) 5, "c", "h").get();
+        assertThat(secondJoin.get().generationId()).isEqualTo(firstJoin.generationId());
+        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.COMPLETING_REBALANCE);
+        // The second member missed its answer and joins again, unchanged: same generation, no new rebalance.
+        JoinGroupResponseData again = coordinator.join(join(second), (short) 5, "c", "h").get();
+        assertThat(again.errorCode()).isZero();
+        assertThat(again.generationId()).isEqualTo(firstJoin.generationId());
+        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.COMPLETING_REBALANCE);
+    }
+
+    @Test
+    void aHeartbeatOfAnOldGenerationIsToldSoEvenDuringARebalance() throws Exception {
+        String first = joinAlone();
+        int generation = coordinator.group("g").generation;
+        String second = coordinator.join(join(""), (short) 5, "c", "h").get().memberId();
+        coordinator.join(join(second), (short) 5, "c", "h");
+        assertThat(coordinator.heartbeat("g", first, generation)).isEqualTo(Errors.REBALANCE_IN_PROGRESS);
+        assertThat(coordinator.heartbeat("g", first, generation - 1)).isEqualTo(Errors.ILLEGAL_GENERATION);
+    }
 }
