@@ -83,7 +83,7 @@ final class FetchHandler {
     private List<Map.Entry<String, Integer>> partitions(FetchRequestData request) {
         List<Map.Entry<String, Integer>> all = new ArrayList<>();
         for (FetchRequestData.FetchTopic topic : request.topics()) {
-            int count = partitionCount(topic.topic());
+            int count = Partitions.count(store, topic.topic());
             for (FetchRequestData.FetchPartition partition : topic.partitions()) {
                 if (partition.partition() >= 0 && partition.partition() < count) {
                     all.add(Map.entry(topic.topic(), partition.partition()));
@@ -91,14 +91,6 @@ final class FetchHandler {
             }
         }
         return all;
-    }
-
-    private int partitionCount(String topic) {
-        try {
-            return topic == null ? 0 : store.queueCount(topic);
-        } catch (IllegalArgumentException e) {
-            return 0;
-        }
     }
 
     private record Built(FetchResponseData data, long bytes, boolean errors) {
@@ -132,12 +124,7 @@ final class FetchHandler {
     private long fill(String topic, FetchRequestData.FetchPartition wanted, FetchResponseData.PartitionData data,
                       long limit, boolean first) {
         int partition = wanted.partition();
-        int partitions;
-        try {
-            partitions = store.queueCount(topic);
-        } catch (IllegalArgumentException e) {
-            partitions = 0;
-        }
+        int partitions = Partitions.count(store, topic);
         if (partition < 0 || partition >= partitions) {
             data.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
             return 0;

@@ -125,7 +125,7 @@ final class GroupApis {
         List<OffsetCommitResponseData.OffsetCommitResponseTopic> topics = new ArrayList<>();
         for (OffsetCommitRequestData.OffsetCommitRequestTopic topic : request.topics()) {
             List<OffsetCommitResponseData.OffsetCommitResponsePartition> partitions = new ArrayList<>();
-            int count = partitionCount(topic.name());
+            int count = Partitions.count(store, topic.name());
             for (OffsetCommitRequestData.OffsetCommitRequestPartition partition : topic.partitions()) {
                 Errors error = groupError;
                 if (error == Errors.NONE) {
@@ -153,13 +153,6 @@ final class GroupApis {
         return new OffsetCommitResponseData().setTopics(topics);
     }
 
-    private int partitionCount(String topic) {
-        try {
-            return store.queueCount(topic);
-        } catch (IllegalArgumentException e) {
-            return 0;
-        }
-    }
 
     OffsetFetchResponseData fetchOffsets(OffsetFetchRequestData request, short version) {
         if (version < 8) {

@@ -135,16 +135,9 @@ public final class KafkaApis implements AutoCloseable {
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
                 .daemon().factory());
         this.groups = new GroupApis(store, new GroupCoordinator(timer), settings);
-        this.configs = new Configs(store.config(), settings, this::partitionCount);
+        this.configs = new Configs(store.config(), settings, topic -> Partitions.count(store, topic));
     }
 
-    private int partitionCount(String topic) {
-        try {
-            return store.queueCount(topic);
-        } catch (IllegalArgumentException e) {
-            return 0;
-        }
-    }
 
     /** Stops the group sessions' timer. */
     @Override
@@ -280,12 +273,7 @@ public final class KafkaApis implements AutoCloseable {
     private ListOffsetsPartitionResponse listOffset(String topic, int partition, long timestamp) {
         ListOffsetsPartitionResponse response = new ListOffsetsPartitionResponse().setPartitionIndex(partition)
                 .setTimestamp(-1).setOffset(-1).setLeaderEpoch(-1);
-        int partitions;
-        try {
-            partitions = store.queueCount(topic);
-        } catch (IllegalArgumentException e) {
-            partitions = 0;
-        }
+        int partitions = Partitions.count(store, topic);
         if (partition < 0 || partition >= partitions) {
             return response.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
         }
@@ -340,7 +328,7 @@ public final class KafkaApis implements AutoCloseable {
                     .setName(name).setTopicId(Uuid.ZERO_UUID);
             if (name == null) {
                 result.setErrorCode(Errors.UNKNOWN_TOPIC_ID.code()).setErrorMessage("topics are named here, not by id");
-            } else if (partitionCount(name) == 0) {
+            } else if (Partitions.count(store, name) == 0) {
                 result.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code()).setErrorMessage("no topic " + name);
             } else {
                 result.setErrorCode(Errors.TOPIC_DELETION_DISABLED.code())
@@ -495,7 +483,7 @@ public final class KafkaApis implements AutoCloseable {
                 }
             } catch (IllegalArgumentException e) {
                 // A bad name, or a concurrent request that raised the count first.
-                result.setErrorCode(partitionCount(topic.name()) > 0 ? Errors.INVALID_PARTITIONS.code()
+                result.setErrorCode(Partitions.count(store, topic.name()) > 0 ? Errors.INVALID_PARTITIONS.code()
                         : Errors.INVALID_TOPIC_EXCEPTION.code()).setErrorMessage(e.getMessage());
             } catch (RuntimeException e) {
                 result.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code()).setErrorMessage(e.getMessage());

@@ -90,12 +90,7 @@ final class ProduceHandler {
     private CompletableFuture<?> produce(String topic, ProduceRequestData.PartitionProduceData data, short version,
                                          boolean force, PartitionProduceResponse response) {
         int partition = data.index();
-        int partitions;
-        try {
-            partitions = store.queueCount(topic);
-        } catch (IllegalArgumentException e) {
-            partitions = 0;
-        }
+        int partitions = Partitions.count(store, topic);
         if (partition < 0 || partition >= partitions) {
             fail(response, Errors.UNKNOWN_TOPIC_OR_PARTITION, "no partition " + partition + " of topic " + topic);
             return null;

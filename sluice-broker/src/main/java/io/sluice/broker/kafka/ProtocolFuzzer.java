@@ -267,7 +267,7 @@ public final class ProtocolFuzzer {
             protocols.add(new JoinGroupRequestData.JoinGroupRequestProtocol().setName("range")
                     .setMetadata(new byte[] {0, 1, 2}));
             add(ApiKeys.JOIN_GROUP, v, new JoinGroupRequestData().setGroupId("fg").setSessionTimeoutMs(10_000)
-                    .setRebalanceTimeoutMs(1_000).setMemberId(v >= 4 ? "" : "").setProtocolType("consumer")
+                    .setRebalanceTimeoutMs(1_000).setMemberId("").setProtocolType("consumer")
                     .setProtocols(protocols));
         }
         for (short v = 0; v <= 5; v++) {
