@@ -1,5 +1,6 @@
 package io.sluice.store;
 
+import io.sluice.store.internal.index.IndexEntry;
 import io.sluice.store.internal.index.IndexFileRetiredException;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
@@ -10,6 +11,7 @@ import io.sluice.store.internal.log.SegmentRetiredException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.WritableByteChannel;
+import java.util.Arrays;
 import java.util.Objects;
 import java.util.function.BooleanSupplier;
 
@@ -45,6 +47,24 @@ final class LogReader {
         }
     }
 
+    /**
+     * @return why a queue whose readable offsets are [min, end) has nothing at {@code fromOffset}, or null if it has
+     */
+    private static ReadResult.Status outside(long fromOffset, long min, long end) {
+        if (fromOffset < min) {
+            return ReadResult.Status.OFFSET_TOO_SMALL;
+        }
+        if (fromOffset >= end) {
+            return fromOffset == end ? ReadResult.Status.NO_NEW_MESSAGES : ReadResult.Status.OFFSET_OVERFLOW;
+        }
+        return null;
+    }
+
+    /** @return the offset to continue from when nothing was read for {@code status} */
+    private static long continueAt(ReadResult.Status status, long min, long end) {
+        return status == ReadResult.Status.OFFSET_TOO_SMALL ? min : end;
+    }
+
     ReadResult read(String topic, int queueId, long fromOffset, int maxMessages, long maxBytes) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
@@ -60,12 +80,9 @@ final class LogReader {
         try (QueueIndex.Cursor cursor = index.cursor()) {
             long min = index.minOffset();
             long end = visibleEnd(index, cursor);
-            if (fromOffset < min) {
-                return DefaultReadResult.empty(ReadResult.Status.OFFSET_TOO_SMALL, min);
-            }
-            if (fromOffset >= end) {
-                return DefaultReadResult.empty(fromOffset == end ? ReadResult.Status.NO_NEW_MESSAGES
-                        : ReadResult.Status.OFFSET_OVERFLOW, end);
+            ReadResult.Status nothing = outside(fromOffset, min, end);
+            if (nothing != null) {
+                return DefaultReadResult.empty(nothing, continueAt(nothing, min, end));
             }
             return new QueueReader(topic, queueId, log).read(cursor, fromOffset, end, maxMessages, maxBytes);
         } catch (SegmentRetiredException | IndexFileRetiredException e) {
@@ -90,12 +107,9 @@ final class LogReader {
         try (QueueIndex.Cursor cursor = index.cursor()) {
             long min = index.minOffset();
             long end = visibleEnd(index, cursor);
-            if (fromOffset < min) {
-                return new TransferResult(ReadResult.Status.OFFSET_TOO_SMALL, min, 0, 0);
-            }
-            if (fromOffset >= end) {
-                return new TransferResult(fromOffset == end ? ReadResult.Status.NO_NEW_MESSAGES
-                        : ReadResult.Status.OFFSET_OVERFLOW, end, 0, 0);
+            ReadResult.Status nothing = outside(fromOffset, min, end);
+            if (nothing != null) {
+                return new TransferResult(nothing, continueAt(nothing, min, end), 0, 0);
             }
             return RecordTransfer.run(cursor, log, fromOffset, end, maxBytes, target);
         } catch (SegmentRetiredException | IndexFileRetiredException e) {
@@ -119,18 +133,15 @@ final class LogReader {
         if (index == null) {
             return OpaqueSlice.empty(ReadResult.Status.NO_SUCH_QUEUE, 0);
         }
-        byte[] topicBytes = topic.getBytes(java.nio.charset.StandardCharsets.US_ASCII);
-        int headerBytes = RecordFormat.TOPIC_OFFSET + topicBytes.length;
+        int headerBytes = RecordFormat.TOPIC_OFFSET + topic.length();
         try (QueueIndex.Cursor cursor = index.cursor()) {
             long min = index.minOffset();
             long end = visibleEnd(index, cursor);
-            if (fromOffset < min) {
-                return OpaqueSlice.empty(ReadResult.Status.OFFSET_TOO_SMALL, min);
+            ReadResult.Status nothing = outside(fromOffset, min, end);
+            if (nothing != null) {
+                return OpaqueSlice.empty(nothing, continueAt(nothing, min, end));
             }
-            if (fromOffset >= end) {
-                return OpaqueSlice.empty(fromOffset == end ? ReadResult.Status.NO_NEW_MESSAGES
-                        : ReadResult.Status.OFFSET_OVERFLOW, end);
-            }
+            QueueReader reader = new QueueReader(topic, queueId, log);
             long[] positions = new long[8];
             long[] lengths = new long[8];
             int batches = 0;
@@ -139,18 +150,12 @@ final class LogReader {
             long firstOffset = -1;
             boolean messagesNext = false;
             while (offset < end) {
-                io.sluice.store.internal.index.IndexEntry entry = cursor.entry(offset);
+                IndexEntry entry = cursor.entry(offset);
                 long first = offset - entry.indexInRecord();
                 boolean opaque;
                 try (RecordView header = log.read(entry.logPosition(), Math.min(entry.recordSize(), headerBytes
                         + RecordFormat.OPAQUE_MIN_BYTES))) {
-                    if (!RecordFormat.matchesEntry(header.bytes(), entry.recordSize(), entry.logPosition(), topicBytes,
-                            queueId, first, entry.messageCount())) {
-                        throw new StoreCorruptedException("the index entry for " + topic + "-" + queueId + " offset "
-                                + offset + " points at log position " + entry.logPosition() + ", where no matching"
-                                + " record is: the store is damaged; sluice verify tells more", null,
-                                entry.logPosition());
-                    }
+                    reader.checkRecord(header.bytes(), entry, first, offset);
                     opaque = RecordFormat.isOpaque(header.bytes());
                 }
                 if (firstOffset < 0) {
@@ -165,8 +170,8 @@ final class LogReader {
                     break;
                 }
                 if (batches == positions.length) {
-                    positions = java.util.Arrays.copyOf(positions, batches * 2);
-                    lengths = java.util.Arrays.copyOf(lengths, batches * 2);
+                    positions = Arrays.copyOf(positions, batches * 2);
+                    lengths = Arrays.copyOf(lengths, batches * 2);
                 }
                 positions[batches] = entry.logPosition() + headerBytes;
                 lengths[batches] = length;

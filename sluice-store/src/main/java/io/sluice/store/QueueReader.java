@@ -81,9 +81,13 @@ final class QueueReader {
         return new DefaultReadResult(ReadResult.Status.FOUND, messages, offset, views);
     }
 
-    /** @throws StoreCorruptedException if the record is not the one the index entry names */
+    /**
+     * @param record the record the entry points at, or its first bytes (the topic included)
+     * @throws StoreCorruptedException if the record is not the one the index entry names
+     */
     void checkRecord(MemorySegment record, IndexEntry entry, long first, long offset) {
-        if (!RecordFormat.matchesEntry(record, entry.logPosition(), topicBytes, queueId, first, entry.messageCount())) {
+        if (!RecordFormat.matchesEntry(record, entry.recordSize(), entry.logPosition(), topicBytes, queueId, first,
+                entry.messageCount())) {
             throw new StoreCorruptedException("the index entry for " + topic + "-" + queueId + " offset " + offset
                     + " points at log position " + entry.logPosition() + ", where no matching record of "
                     + entry.recordSize() + " bytes is: the store is damaged; sluice verify tells more", null,

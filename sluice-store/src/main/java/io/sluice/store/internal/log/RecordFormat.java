@@ -238,12 +238,11 @@ public final class RecordFormat {
     }
 
     /**
-     * {@link #matchesEntry} on the first bytes of a record ({@code header}: at least {@link #TOPIC_OFFSET} + the
-     * topic's length), whose whole size is {@code size}.
+     * {@link #matchesEntry} on the first bytes of a record ({@code record}: at least {@link #TOPIC_OFFSET} + the
+     * topic's length of them), whose whole size is {@code size}.
      */
-    public static boolean matchesEntry(MemorySegment header, long size, long logPosition, byte[] topic, int queueId,
+    public static boolean matchesEntry(MemorySegment record, long size, long logPosition, byte[] topic, int queueId,
                                        long firstQueueOffset, int messageCount) {
-        MemorySegment record = header;
         if (record.byteSize() < TOPIC_OFFSET + topic.length || size < TOPIC_OFFSET + topic.length
                 || record.get(INT, LENGTH_OFFSET) != size
                 || record.get(INT, MAGIC_OFFSET) != MAGIC || record.get(ValueLayout.JAVA_BYTE, VERSION_OFFSET) != VERSION
