@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kafka's own command-line tools (the pinned kafka-tools from Maven Central) against `sluice broker` on
-# 127.0.0.1: topics, console producer and consumer, consumer groups, producer and consumer perf tests. Each
-# step's output is checked; the script stops at the first that fails.
+# 127.0.0.1: topics (create, list, describe, delete), console producer and consumer, consumer groups, producer
+# and consumer perf tests. Each step's output is checked; the script stops at the first that fails.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$here/scripts/java-env.sh"
@@ -68,6 +68,13 @@ tool org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$bootstrap" 
   --num-records 200000 --timeout 60000 | tee "$scratch/cperf"
 awk -F, '/^[0-9][0-9][0-9][0-9]-/ { gsub(/ /, "", $5); n = $5 + 0 } END { if (n != 200000) exit 1 }' "$scratch/cperf" \
   || fail "the consumer perf test did not consume 200000 records"
+
+step kafka-topics --delete
+tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --delete --topic perf
+tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --list | tee "$scratch/list"
+grep -qx perf "$scratch/list" && fail "kafka-topics --list still shows the deleted topic"
+grep -qx smoke "$scratch/list" || fail "kafka-topics --delete took another topic with it"
+[ ! -e "$scratch/store/logs/perf" ] || fail "the deleted topic's files are still there"
 
 kill -TERM "$broker_pid"
 wait "$broker_pid" || true

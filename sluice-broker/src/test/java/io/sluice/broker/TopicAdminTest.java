@@ -17,6 +17,13 @@ import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.StringSerializer;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.common.errors.InvalidConfigurationException;
 import org.apache.kafka.common.errors.InvalidPartitionsException;
@@ -85,17 +92,64 @@ class TopicAdminTest {
     }
 
     @Test
-    void deletingATopicIsRefusedInKafkasWordsAndKeepsIt() throws Exception {
+    void aDeletedTopicGoesWithItsRecordsAndCommittedOffsetsAndComesBackEmpty() throws Exception {
         try (Store store = Store.open(dir, StoreConfig.builder().build());
              Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
              Admin admin = admin(broker)) {
-            admin.createTopics(List.of(new NewTopic("orders", 2, (short) 1))).all().get(20, TimeUnit.SECONDS);
-            assertThatThrownBy(() -> admin.deleteTopics(List.of("orders")).all().get(20, TimeUnit.SECONDS))
+            admin.createTopics(List.of(new NewTopic("orders", 2, (short) 1), new NewTopic("kept", 1, (short) 1)))
+                    .all().get(20, TimeUnit.SECONDS);
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(Map.of(
+                    ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + broker.port()),
+                    new StringSerializer(), new StringSerializer())) {
+                for (int i = 0; i < 10; i++) {
+                    producer.send(new ProducerRecord<>("orders", i % 2, null, "order-" + i));
+                    producer.send(new ProducerRecord<>("kept", 0, null, "kept-" + i));
+                }
+                producer.flush();
+            }
+            TopicPartition orders0 = new TopicPartition("orders", 0);
+            TopicPartition kept0 = new TopicPartition("kept", 0);
+            admin.alterConsumerGroupOffsets("g", Map.of(orders0, new OffsetAndMetadata(3),
+                    kept0, new OffsetAndMetadata(4))).all().get(20, TimeUnit.SECONDS);
+
+            admin.deleteTopics(List.of("orders")).all().get(20, TimeUnit.SECONDS);
+
+            assertThat(admin.listTopics().names().get(20, TimeUnit.SECONDS)).containsExactly("kept");
+            assertThatThrownBy(() -> admin.describeTopics(List.of("orders")).allTopicNames().get(20, TimeUnit.SECONDS))
+                    .isInstanceOf(ExecutionException.class).hasCauseInstanceOf(UnknownTopicOrPartitionException.class);
+            assertThat(admin.listConsumerGroupOffsets("g").partitionsToOffsetAndMetadata().get(20, TimeUnit.SECONDS))
+                    .containsOnlyKeys(kept0);
+            assertThat(store.queueCount("orders")).isZero();
+            assertThat(store.maxOffset("kept", 0)).isEqualTo(10);
+
+            // Created again: empty, offsets from 0.
+            admin.createTopics(List.of(new NewTopic("orders", 3, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(Map.of(
+                    ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + broker.port()),
+                    new StringSerializer(), new StringSerializer())) {
+                assertThat(producer.send(new ProducerRecord<>("orders", 0, null, "again")).get(20, TimeUnit.SECONDS)
+                        .offset()).isZero();
+            }
+            assertThat(admin.listOffsets(Map.of(orders0, OffsetSpec.latest())).all().get(20, TimeUnit.SECONDS)
+                    .get(orders0).offset()).isEqualTo(1);
+        }
+    }
+
+    @Test
+    void deletingASharedLayoutTopicIsRefusedInKafkasWordsAndKeepsIt() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Admin admin = admin(broker)) {
+            store.createTopic("interleaved", TopicLayout.SHARED, 2);
+            store.append("interleaved", 1, Message.of(new byte[] {1})).join();
+            assertThatThrownBy(() -> admin.deleteTopics(List.of("interleaved")).all().get(20, TimeUnit.SECONDS))
                     .isInstanceOf(ExecutionException.class)
-                    .hasCauseInstanceOf(org.apache.kafka.common.errors.TopicDeletionDisabledException.class);
+                    .hasCauseInstanceOf(org.apache.kafka.common.errors.TopicDeletionDisabledException.class)
+                    .hasMessageContaining("shared log");
             assertThatThrownBy(() -> admin.deleteTopics(List.of("missing")).all().get(20, TimeUnit.SECONDS))
                     .isInstanceOf(ExecutionException.class).hasCauseInstanceOf(UnknownTopicOrPartitionException.class);
-            assertThat(store.queueCount("orders")).isEqualTo(2);
+            assertThat(store.queueCount("interleaved")).isEqualTo(2);
+            assertThat(store.maxOffset("interleaved", 1)).isEqualTo(1);
         }
     }
 

@@ -63,6 +63,8 @@ final class LogStore implements AutoCloseable {
     private final Runnable changed;
     private final ReentrantLock appendLock = new ReentrantLock();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Set under the append lock when the log's topic is deleted: appends still on their way are refused. */
+    private volatile boolean deleted;
     /** What the last checkpoint claims (or recovery forced). */
     private volatile long durablePosition;
     /**
@@ -214,6 +216,9 @@ final class LogStore implements AutoCloseable {
         int[] keyHashes = keyHashes(topic, messages);
         appendLock.lock();
         try {
+            if (deleted) {
+                return CompletableFuture.failedFuture(new TopicDeletedException(topic));
+            }
             checkOpen();
             StoreException refusal = health.refusal();
             if (refusal != null) {
@@ -488,6 +493,20 @@ final class LogStore implements AutoCloseable {
             flusher.failWaiters(new StoreException("store closed before the append was durable: " + e));
             return -1;
         }
+    }
+
+    /**
+     * Closes the log of a topic being deleted, without forcing anything: an append in progress finishes first,
+     * later ones are refused with {@link TopicDeletedException}, and appends waiting for a force fail.
+     */
+    void closeDeleted() {
+        appendLock.lock();
+        try {
+            deleted = true;
+        } finally {
+            appendLock.unlock();
+        }
+        close();
     }
 
     /** Close, second half: unmaps and closes every file. Idempotent. */

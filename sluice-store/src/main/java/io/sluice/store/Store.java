@@ -4,6 +4,7 @@ import io.sluice.store.internal.index.IndexGeometry;
 import io.sluice.store.internal.index.KeyGeometry;
 import io.sluice.store.internal.cache.MemoryBudget;
 import io.sluice.store.internal.io.DurabilityLedger;
+import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.internal.log.PreparedMessage;
 import io.sluice.store.internal.recovery.Checkpoint;
 import io.sluice.store.internal.recovery.Recovery;
@@ -33,6 +34,7 @@ import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.locks.ReentrantReadWriteLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -103,6 +105,11 @@ public final class Store implements AutoCloseable {
     /** What the last checkpoint written holds; guarded by {@link #checkpointLock}. */
     private Map<String, Checkpoint.Log> lastCheckpoint = Map.of();
     private final Object checkpointLock = new Object();
+    /**
+     * Checkpoints and retention passes, which visit every log, hold it for reading; deleting a topic, which closes
+     * logs, holds it for writing.
+     */
+    private final ReentrantReadWriteLock logSet = new ReentrantReadWriteLock();
 
     private Store(Path root, StoreConfig config, boolean readOnly, StoreDirectory directory, TopicRegistry registry,
                   ConsumerOffsets consumers, Scheduler scheduler, Checkpoint openedFrom, boolean openedClean) {
@@ -247,6 +254,9 @@ public final class Store implements AutoCloseable {
 
     /** Opens the shared log and every log of its own the registry lists, each from its durable position. */
     private void openLogs(Checkpoint checkpoint, boolean clean) throws IOException {
+        if (!readOnly) {
+            removeOrphanLogs();
+        }
         for (Map.Entry<String, Path> log : logRoots(config.fileIO(), root, registry).entrySet()) {
             LogStore opened = openLog(log.getKey(), log.getValue(), checkpoint, clean);
             if (log.getKey().equals(SHARED_LOG)) {
@@ -254,6 +264,23 @@ public final class Store implements AutoCloseable {
                 shared.acceptOnly(topic -> registry.layout(topic) == TopicLayout.SHARED);
             } else {
                 own.put(log.getKey(), opened);
+            }
+        }
+    }
+
+    /** Removes what a deletion cut short by a crash left: directories under {@code logs/} of unregistered topics. */
+    private void removeOrphanLogs() throws IOException {
+        FileIO io = config.fileIO();
+        Path logs = root.resolve(OWN_LOGS_DIRECTORY);
+        if (!io.isDirectory(logs)) {
+            return;
+        }
+        Map<String, TopicLayout> registered = registry.ownLogs();
+        for (Path child : io.list(logs)) {
+            String name = child.getFileName().toString();
+            if (!registered.containsKey(name)) {
+                LOG.info("removing {}: its topic is not in the registry (deleted before a crash)", child);
+                removeOrphanFiles(name);
             }
         }
     }
@@ -449,6 +476,8 @@ public final class Store implements AutoCloseable {
         try {
             boolean created;
             if (layout != TopicLayout.SHARED && registry.layout(topic) == TopicLayout.SHARED) {
+                // Files a deletion could not remove must not come back as the new topic's messages.
+                removeOrphanFiles(topic);
                 // A log of its own only for a topic the shared log holds nothing of, checked and recorded under the
                 // shared log's append lock so that no append slips in between.
                 created = shared.ifTopicAbsent(topic, () -> registry.register(config.fileIO(), root, topic, layout,
@@ -470,6 +499,103 @@ public final class Store implements AutoCloseable {
                     + "; the store is now read-only", e);
         } catch (IOException e) {
             throw new StoreException("cannot record topic " + topic + ": " + e.getMessage(), e);
+        }
+    }
+
+    /**
+     * Deletes a topic that has a log of its own (TOPIC or QUEUE layout), for good: its messages, indexes, declared
+     * queue count and every consumer position on it. Durable when this returns: the topic registry no longer
+     * names it, and its directory is gone (a crash part way removes the rest at the next open). Appends on their
+     * way to the topic fail with {@link TopicDeletedException}; reads in progress may fail. An append after this
+     * returns creates the topic anew, in the shared log, as for any new topic.
+     *
+     * <p>A SHARED topic cannot be deleted: its messages lie between other topics' in the shared log, and leave
+     * with retention only.
+     *
+     * @param topic the topic
+     * @return false if there is no such topic
+     * @throws IllegalArgumentException if the topic lives in the shared log
+     * @throws StoreException if the registry could not be saved (the topic is still there), or if the topic was
+     *     deleted but some of its files could not be removed (the next open removes them)
+     */
+    public boolean deleteTopic(String topic) {
+        Names.checkTopic(topic);
+        checkWritable();
+        logSet.writeLock().lock();
+        try {
+            synchronized (ownLock) {
+                checkWritable();
+                TopicRegistry.Entry entry = registry.entry(topic);
+                if (entry.layout() == TopicLayout.SHARED) {
+                    if (entry.queues() == 0 && !shared.topics().contains(topic)) {
+                        return false;
+                    }
+                    throw new IllegalArgumentException("topic " + topic + " lives in the shared log, between other"
+                            + " topics' messages: only a topic with a log of its own (TOPIC or QUEUE layout) can be"
+                            + " deleted; its messages leave with retention");
+                }
+                deleteOwnTopic(topic);
+                return true;
+            }
+        } finally {
+            logSet.writeLock().unlock();
+        }
+    }
+
+    /**
+     * Positions first (a crash after leaves the topic without them, as deleted topics are), then the registry (the
+     * deletion's commit point), then the logs, the checkpoint without them, and the files.
+     */
+    private void deleteOwnTopic(String topic) {
+        FileIO io = config.fileIO();
+        List<LogStore> logs = logsOf(topic); // while the registry still names the topic's layout
+        try {
+            consumers.removeTopic(topic);
+            synchronized (checkpointLock) {
+                consumers.saveIfDirty(io, root);
+            }
+            registry.unregister(io, root, topic);
+        } catch (TopicRegistry.UncertainSaveException e) {
+            for (LogStore log : allLogs()) {
+                log.stopWriting("saving the topic registry failed after its rename: " + e.getMessage());
+            }
+            throw new StoreException("cannot delete topic " + topic + ": " + e.getMessage()
+                    + "; the store is now read-only", e);
+        } catch (IOException e) {
+            throw new StoreException("cannot delete topic " + topic + ": " + e.getMessage(), e);
+        }
+        List<Throwable> errors = new ArrayList<>();
+        for (LogStore log : logs) {
+            own.remove(log.name());
+            try {
+                log.closeDeleted();
+            } catch (RuntimeException e) {
+                errors.add(e);
+            }
+        }
+        // A commit that raced the deletion goes too; saved with the checkpoint below.
+        consumers.removeTopic(topic);
+        try {
+            writeCheckpoint(durablePositions());
+            removeOrphanFiles(topic);
+        } catch (IOException | RuntimeException e) {
+            errors.add(e);
+        }
+        if (!errors.isEmpty()) {
+            StoreException failure = new StoreException("topic " + topic + " is deleted, but removing its files"
+                    + " failed; the next open removes them");
+            errors.forEach(failure::addSuppressed);
+            throw failure;
+        }
+        LOG.info("deleted topic {} ({} logs)", topic, logs.size());
+    }
+
+    /** Removes {@code logs/<topic>}, the files of a topic the registry no longer names, if there are any. */
+    private void removeOrphanFiles(String topic) throws IOException {
+        FileIO io = config.fileIO();
+        Path logs = root.resolve(OWN_LOGS_DIRECTORY);
+        if (FileTree.deleteTree(io, logs.resolve(topic))) {
+            io.syncDirectory(logs);
         }
     }
 
@@ -496,6 +622,10 @@ public final class Store implements AutoCloseable {
         checkWritable();
         synchronized (ownLock) {
             checkOpen();
+            if (registry.layout(topic) != layout) {
+                // Deleted while this call waited for the lock: do not bring its log back.
+                throw new TopicDeletedException(topic);
+            }
             log = own.get(key);
             if (log == null) {
                 Path logRoot = root.resolve(OWN_LOGS_DIRECTORY).resolve(topic);
@@ -624,13 +754,17 @@ public final class Store implements AutoCloseable {
                     + queueId + " is not below it");
         }
         checkWritable();
-        CompletableFuture<AppendResult> result = logFor(topic, entry.layout(), queueId, true)
-                .append(topic, queueId, messages, force);
-        if (result == null) {
-            // The topic was created with a log of its own while this append was on its way to the shared log.
-            result = logFor(topic, queueId, true).append(topic, queueId, messages, force);
+        try {
+            CompletableFuture<AppendResult> result = logFor(topic, entry.layout(), queueId, true)
+                    .append(topic, queueId, messages, force);
+            if (result == null) {
+                // The topic was created with a log of its own while this append was on its way to the shared log.
+                result = logFor(topic, queueId, true).append(topic, queueId, messages, force);
+            }
+            return result;
+        } catch (TopicDeletedException e) {
+            return CompletableFuture.failedFuture(e);
         }
-        return result;
     }
 
     /**
@@ -845,6 +979,15 @@ public final class Store implements AutoCloseable {
     }
 
     private RetentionReport retentionPass() throws IOException {
+        logSet.readLock().lock();
+        try {
+            return retentionPassLocked();
+        } finally {
+            logSet.readLock().unlock();
+        }
+    }
+
+    private RetentionReport retentionPassLocked() throws IOException {
         DiskSpace space = config.fileIO().diskSpace(root);
         int segments = 0;
         long bytes = 0;
@@ -901,6 +1044,7 @@ public final class Store implements AutoCloseable {
         if (!gate.enter()) {
             return;
         }
+        logSet.readLock().lock();
         try {
             Map<String, Checkpoint.Log> positions = new TreeMap<>();
             for (LogStore log : allLogs()) {
@@ -912,6 +1056,7 @@ public final class Store implements AutoCloseable {
             LOG.error("writing the checkpoint of {} failed; the logs' durable positions stay where the last one"
                     + " put them, and it is tried again after the next change: {}", root, e.toString());
         } finally {
+            logSet.readLock().unlock();
             gate.exit();
         }
     }

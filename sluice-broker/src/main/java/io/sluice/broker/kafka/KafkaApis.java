@@ -103,6 +103,8 @@ public final class KafkaApis implements AutoCloseable {
     private final Store store;
     private final Settings settings;
     private final ProduceHandler produce;
+    private final ProducerStates producerStates;
+    private final PartitionWatch watch;
     private final FetchHandler fetch;
     private final ProducerIds producerIds = new ProducerIds();
     private final ScheduledExecutorService timer;
@@ -129,8 +131,9 @@ public final class KafkaApis implements AutoCloseable {
         this.store = Objects.requireNonNull(store, "store");
         this.settings = Objects.requireNonNull(settings, "settings");
         this.metrics = metrics;
-        PartitionWatch watch = new PartitionWatch();
-        this.produce = new ProduceHandler(store, new ProducerStates(store), watch, metrics);
+        this.watch = new PartitionWatch();
+        this.producerStates = new ProducerStates(store);
+        this.produce = new ProduceHandler(store, producerStates, watch, metrics);
         this.fetch = new FetchHandler(store, watch, Objects.requireNonNull(executor, "executor"));
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
                 .daemon().factory());
@@ -309,8 +312,9 @@ public final class KafkaApis implements AutoCloseable {
     }
 
     /**
-     * Topics are not deleted yet: every topic is answered with Kafka's own TOPIC_DELETION_DISABLED (what a Kafka
-     * broker with delete.topic.enable=false says), or UNKNOWN_TOPIC_OR_PARTITION if there is no such topic.
+     * Deletes each named topic from the store, with its records, committed offsets and producer state; fetches
+     * waiting on it wake up and find it gone. Topics in the store's shared layout cannot be deleted (Kafka's
+     * TOPIC_DELETION_DISABLED, with the reason); topics named only by id are unknown here (every id is zero).
      */
     private DeleteTopicsResponseData deleteTopics(DeleteTopicsRequestData request, short version) {
         DeleteTopicsResponseData.DeletableTopicResultCollection results =
@@ -324,6 +328,9 @@ public final class KafkaApis implements AutoCloseable {
             names.addAll(request.topicNames());
         }
         for (String name : names) {
+            if (name != null && results.find(name) != null) {
+                continue;
+            }
             DeleteTopicsResponseData.DeletableTopicResult result = new DeleteTopicsResponseData.DeletableTopicResult()
                     .setName(name).setTopicId(Uuid.ZERO_UUID);
             if (name == null) {
@@ -331,14 +338,30 @@ public final class KafkaApis implements AutoCloseable {
             } else if (Partitions.count(store, name) == 0) {
                 result.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code()).setErrorMessage("no topic " + name);
             } else {
-                result.setErrorCode(Errors.TOPIC_DELETION_DISABLED.code())
-                        .setErrorMessage("this broker does not delete topics yet");
+                deleteTopic(name, result);
             }
-            if (name == null || results.find(name) == null) {
-                results.add(result);
-            }
+            results.add(result);
         }
         return new DeleteTopicsResponseData().setResponses(results);
+    }
+
+    private void deleteTopic(String name, DeleteTopicsResponseData.DeletableTopicResult result) {
+        try {
+            if (!store.deleteTopic(name)) {
+                result.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code()).setErrorMessage("no topic " + name);
+                return;
+            }
+        } catch (IllegalArgumentException e) {
+            result.setErrorCode(Errors.TOPIC_DELETION_DISABLED.code()).setErrorMessage(e.getMessage());
+            return;
+        } catch (RuntimeException e) {
+            result.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code()).setErrorMessage(e.getMessage());
+            return;
+        } finally {
+            producerStates.forget(name);
+            watch.signalTopic(name);
+        }
+        result.setErrorCode(Errors.NONE.code());
     }
 
     private InitProducerIdResponseData initProducerId(InitProducerIdRequestData request) {

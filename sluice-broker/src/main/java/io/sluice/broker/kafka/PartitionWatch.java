@@ -55,6 +55,16 @@ final class PartitionWatch {
         return waiters.size();
     }
 
+    /** The topic was deleted: every fetch waiting on one of its partitions wakes up. */
+    void signalTopic(String topic) {
+        String prefix = topic + "\u0000";
+        waiters.forEach((key, set) -> {
+            if (key.startsWith(prefix)) {
+                set.forEach(waiter -> waiter.complete(null));
+            }
+        });
+    }
+
     /** New records of the partition became readable. */
     void signal(String topic, int partition) {
         Set<CompletableFuture<Void>> set = waiters.get(key(topic, partition));

@@ -4,6 +4,7 @@ import io.sluice.broker.metrics.BrokerMetrics;
 import io.sluice.store.AppendResult;
 import io.sluice.store.FlushMode;
 import io.sluice.store.Store;
+import io.sluice.store.TopicDeletedException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
@@ -144,7 +145,8 @@ final class ProduceHandler {
         return appended.handle((result, error) -> {
             if (error != null) {
                 Throwable cause = error.getCause() != null ? error.getCause() : error;
-                fail(response, Errors.KAFKA_STORAGE_ERROR, cause.getMessage());
+                fail(response, cause instanceof TopicDeletedException ? Errors.UNKNOWN_TOPIC_OR_PARTITION
+                        : Errors.KAFKA_STORAGE_ERROR, cause.getMessage());
             } else {
                 if (metrics != null) {
                     metrics.appendAcknowledged(System.nanoTime() - appendedAt);

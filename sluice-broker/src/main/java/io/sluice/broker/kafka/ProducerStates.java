@@ -57,6 +57,12 @@ final class ProducerStates {
         return partitions.computeIfAbsent(topic + "\u0000" + partition, k -> new Partition(topic, partition));
     }
 
+    /** Drops the state of every partition of a deleted topic: a topic created again starts with none. */
+    void forget(String topic) {
+        String prefix = topic + "\u0000";
+        partitions.keySet().removeIf(key -> key.startsWith(prefix));
+    }
+
     /** One batch a producer sent: its sequences and where it was stored. */
     private record Sent(int firstSequence, int lastSequence, CompletableFuture<Long> baseOffset) {
     }

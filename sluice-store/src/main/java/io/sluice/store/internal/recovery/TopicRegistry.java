@@ -161,6 +161,27 @@ public final class TopicRegistry {
         entries.put(topic, new Entry(layout, queues));
     }
 
+    /**
+     * Forgets a topic and saves the registry atomically: from then on, it holds no log of its own and no declared
+     * queue count. Forgotten in memory only once saved.
+     *
+     * @return false if the registry did not record the topic (nothing saved)
+     */
+    public boolean unregister(FileIO io, Path directory, String topic) throws IOException {
+        if (!entries.containsKey(topic)) {
+            return false;
+        }
+        Map<String, Entry> next = new TreeMap<>(entries);
+        next.remove(topic);
+        try {
+            save(io, directory, next);
+        } catch (AtomicFile.UncertainReplaceException e) {
+            throw new UncertainSaveException(e.getMessage(), e);
+        }
+        entries.remove(topic);
+        return true;
+    }
+
     /** Saving failed at or after the rename: the registry on disk may or may not hold the new topic. */
     public static final class UncertainSaveException extends IOException {
         private static final long serialVersionUID = 1L;

@@ -145,6 +145,15 @@ public final class ConsumerOffsets {
         return removed;
     }
 
+    /** Forgets every group's positions on a topic. @return true if there were any */
+    public boolean removeTopic(String topic) {
+        boolean removed = offsets.keySet().removeIf(key -> key.topic().equals(topic));
+        if (removed) {
+            dirty = true;
+        }
+        return removed;
+    }
+
     /** @return a snapshot of every position */
     public Map<Key, Long> snapshot() {
         return Map.copyOf(offsets);

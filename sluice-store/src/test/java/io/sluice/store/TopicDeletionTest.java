@@ -1,0 +1,226 @@
+package io.sluice.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * Deleting a topic with a log of its own: its messages, files, declared count and consumer positions go for good,
+ * other topics are untouched, and a topic created again under the same name starts empty, before and after a
+ * reopen.
+ */
+@ExtendWith(NoLeaks.class)
+class TopicDeletionTest {
+
+    @TempDir
+    Path dir;
+
+    private StoreConfig config(FlushMode mode) {
+        return TestStores.small(WritePath.MMAP, mode).maxQueuesPerTopic(64).build();
+    }
+
+    private static Message message(String text) {
+        return Message.of(text.getBytes(StandardCharsets.UTF_8));
+    }
+
+    private static List<String> bodies(Store store, String topic, int queue) {
+        List<String> bodies = new ArrayList<>();
+        try (ReadResult read = store.read(topic, queue, store.minOffset(topic, queue), 1000, 1 << 20)) {
+            read.messages().forEach(m -> bodies.add(new String(m.bodyBytes(), StandardCharsets.UTF_8)));
+        }
+        return bodies;
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = TopicLayout.class, names = {"TOPIC", "QUEUE"})
+    void aDeletedTopicLeavesNothingAndComesBackEmpty(TopicLayout layout) throws Exception {
+        try (Store store = Store.open(dir, config(FlushMode.SYNC))) {
+            store.createTopic("gone", layout, 3);
+            store.createTopic("kept", layout, 2);
+            for (int q = 0; q < 3; q++) {
+                for (int i = 0; i < 20; i++) {
+                    store.append("gone", q, message("gone-" + q + "-" + i)).join();
+                }
+            }
+            store.append("kept", 1, message("kept-0")).join();
+            store.append("shared", 0, message("shared-0")).join();
+            store.commitOffset("g", "gone", 1, 5);
+            store.commitOffset("g", "kept", 1, 1);
+
+            assertThat(store.deleteTopic("gone")).isTrue();
+
+            assertThat(store.queueCount("gone")).isZero();
+            assertThat(store.layout("gone")).isEqualTo(TopicLayout.SHARED);
+            assertThat(store.topics()).doesNotContain("gone");
+            assertThat(store.declaredTopics()).doesNotContainKey("gone");
+            assertThat(store.queues("gone")).isEmpty();
+            assertThat(store.committedOffset("g", "gone", 1)).isEmpty();
+            assertThat(store.committedOffset("g", "kept", 1)).hasValue(1);
+            assertThat(store.maxOffset("gone", 0)).isZero();
+            assertThat(Files.exists(dir.resolve("logs").resolve("gone"))).isFalse();
+            assertThat(bodies(store, "kept", 1)).containsExactly("kept-0");
+            assertThat(store.deleteTopic("gone")).as("a second deletion finds nothing").isFalse();
+
+            // Created again at once: empty, offsets from 0.
+            store.createTopic("gone", layout, 2);
+            assertThat(store.append("gone", 1, message("again")).join().firstQueueOffset()).isZero();
+        }
+        try (Store store = Store.open(dir, config(FlushMode.SYNC))) {
+            assertThat(store.openedClean()).isTrue();
+            assertThat(store.queueCount("gone")).isEqualTo(2);
+            assertThat(bodies(store, "gone", 1)).containsExactly("again");
+            assertThat(store.maxOffset("gone", 0)).isZero();
+            assertThat(bodies(store, "kept", 1)).containsExactly("kept-0");
+            assertThat(bodies(store, "shared", 0)).containsExactly("shared-0");
+            assertThat(store.committedOffset("g", "kept", 1)).hasValue(1);
+            assertThat(store.committedOffset("g", "gone", 1)).isEmpty();
+        }
+    }
+
+    @Test
+    void aTopicDeletedThenCreatedAgainInAnotherSessionOpensWithOnlyItsNewMessages() throws Exception {
+        try (Store store = Store.open(dir, config(FlushMode.ASYNC))) {
+            store.createTopic("t", TopicLayout.QUEUE, 1);
+            for (int i = 0; i < 100; i++) {
+                store.append("t", 0, message("old-" + i));
+            }
+        }
+        try (Store store = Store.open(dir, config(FlushMode.ASYNC))) {
+            assertThat(store.deleteTopic("t")).isTrue();
+        }
+        try (Store store = Store.open(dir, config(FlushMode.ASYNC))) {
+            assertThat(store.queueCount("t")).isZero();
+            store.createTopic("t", TopicLayout.QUEUE, 1);
+            store.append("t", 0, message("new-0")).join();
+        }
+        try (Store store = Store.open(dir, config(FlushMode.ASYNC))) {
+            assertThat(store.openedClean()).isTrue();
+            assertThat(bodies(store, "t", 0)).containsExactly("new-0");
+        }
+    }
+
+    @Test
+    void aSharedTopicIsRefusedAndAnUnknownOneIsNotFound() throws Exception {
+        try (Store store = Store.open(dir, config(FlushMode.SYNC))) {
+            store.append("plain", 0, message("x")).join();
+            store.createTopic("declared", TopicLayout.SHARED, 2);
+            assertThatThrownBy(() -> store.deleteTopic("plain")).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("lives in the shared log");
+            assertThatThrownBy(() -> store.deleteTopic("declared")).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("lives in the shared log");
+            assertThat(store.deleteTopic("never")).isFalse();
+            assertThatThrownBy(() -> store.deleteTopic("bad/name")).isInstanceOf(IllegalArgumentException.class);
+            assertThat(bodies(store, "plain", 0)).containsExactly("x");
+        }
+        Store closed = Store.open(dir, config(FlushMode.SYNC));
+        closed.close();
+        assertThatThrownBy(() -> closed.deleteTopic("plain")).isInstanceOf(IllegalStateException.class)
+                .hasMessageContaining("closed");
+    }
+
+    /**
+     * Files under {@code logs/} of a topic the registry does not name (a deletion cut short by a crash) are removed
+     * at open, and do not come back as a new topic's messages.
+     */
+    @Test
+    void leftoverFilesOfAnUnregisteredTopicAreRemovedAtOpen() throws Exception {
+        try (Store store = Store.open(dir, config(FlushMode.SYNC))) {
+            store.createTopic("t", TopicLayout.TOPIC, 1);
+            store.append("t", 0, message("old")).join();
+        }
+        // What a crash after the registry was saved, before the files went, leaves: the files, no entry.
+        Path saved = Files.createTempDirectory(dir.getParent(), "copy");
+        copyTree(dir.resolve("logs").resolve("t"), saved.resolve("t"));
+        try (Store store = Store.open(dir, config(FlushMode.SYNC))) {
+            store.deleteTopic("t");
+        }
+        copyTree(saved.resolve("t"), dir.resolve("logs").resolve("t"));
+        try (Store store = Store.open(dir, config(FlushMode.SYNC))) {
+            assertThat(Files.exists(dir.resolve("logs").resolve("t"))).isFalse();
+            assertThat(store.queueCount("t")).isZero();
+            store.createTopic("t", TopicLayout.TOPIC, 1);
+            assertThat(store.append("t", 0, message("new")).join().firstQueueOffset()).isZero();
+            assertThat(bodies(store, "t", 0)).containsExactly("new");
+        }
+    }
+
+    /**
+     * Appends racing a deletion: each one either completes before it (and goes with the topic) or fails with
+     * TopicDeletedException; none brings the topic's log back, and the other topic loses nothing.
+     */
+    @Test
+    void appendsRacingADeletionFailCleanlyAndDoNotBringTheTopicBack() throws Exception {
+        try (Store store = Store.open(dir, config(FlushMode.ASYNC))) {
+            store.createTopic("gone", TopicLayout.QUEUE, 4);
+            store.createTopic("kept", TopicLayout.QUEUE, 1);
+            AtomicBoolean stop = new AtomicBoolean();
+            CountDownLatch started = new CountDownLatch(4);
+            List<Thread> writers = new ArrayList<>();
+            List<Throwable> unexpected = new java.util.concurrent.CopyOnWriteArrayList<>();
+            for (int q = 0; q < 4; q++) {
+                int queue = q;
+                writers.add(Thread.ofPlatform().start(() -> {
+                    started.countDown();
+                    while (!stop.get()) {
+                        try {
+                            CompletableFuture<AppendResult> result = store.append("gone", queue, message("x"));
+                            result.join();
+                        } catch (CompletionException e) {
+                            if (e.getCause() instanceof TopicDeletedException) {
+                                return; // the topic is gone
+                            }
+                            unexpected.add(e.getCause());
+                            return;
+                        } catch (RuntimeException e) {
+                            unexpected.add(e);
+                            return;
+                        }
+                    }
+                }));
+            }
+            started.await();
+            for (int i = 0; i < 50; i++) {
+                store.append("kept", 0, message("kept-" + i)).join();
+            }
+            assertThat(store.deleteTopic("gone")).isTrue();
+            Thread.sleep(50);
+            stop.set(true);
+            for (Thread writer : writers) {
+                writer.join();
+            }
+            assertThat(unexpected).isEmpty();
+            // A writer whose next append came after the deletion recreated "gone" in the shared log, as any append
+            // to a new topic does; none of them may have brought back a log of its own.
+            assertThat(store.layout("gone")).isEqualTo(TopicLayout.SHARED);
+            assertThat(Files.exists(dir.resolve("logs").resolve("gone"))).isFalse();
+            assertThat(store.maxOffset("kept", 0)).isEqualTo(50);
+        }
+    }
+
+    private static void copyTree(Path from, Path to) throws java.io.IOException {
+        try (var paths = Files.walk(from)) {
+            for (Path path : (Iterable<Path>) paths::iterator) {
+                Path target = to.resolve(from.relativize(path).toString());
+                if (Files.isDirectory(path)) {
+                    Files.createDirectories(target);
+                } else {
+                    Files.copy(path, target);
+                }
+            }
+        }
+    }
+}
