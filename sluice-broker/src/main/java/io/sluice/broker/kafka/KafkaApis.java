@@ -289,25 +289,14 @@ public final class KafkaApis implements AutoCloseable {
             if (timestamp == EARLIEST || timestamp == EARLIEST_LOCAL || timestamp == EARLIEST_PENDING_UPLOAD) {
                 return response.setOffset(start);
             }
-            if (timestamp == MAX_TIMESTAMP) {
-                // The store stamps records in append order, so the newest record has the largest store time.
-                return end == start ? response : response.setOffset(end - 1).setTimestamp(storeTime(topic,
-                        partition, end - 1));
-            }
-            if (timestamp < 0) {
+            if (timestamp < 0 && timestamp != MAX_TIMESTAMP) {
                 return response.setErrorCode(Errors.INVALID_REQUEST.code());
             }
-            long offset = store.offsetForTimestamp(topic, partition, timestamp);
-            return offset >= end ? response : response.setOffset(offset).setTimestamp(storeTime(topic, partition,
-                    offset));
+            RecordTimes.Found found = timestamp == MAX_TIMESTAMP ? RecordTimes.largest(store, topic, partition)
+                    : RecordTimes.firstAtOrAfter(store, topic, partition, timestamp);
+            return found == null ? response : response.setOffset(found.offset()).setTimestamp(found.timestamp());
         } catch (RuntimeException e) {
             return response.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code());
-        }
-    }
-
-    private long storeTime(String topic, int partition, long offset) {
-        try (ReadResult read = store.read(topic, partition, offset, 1, 1)) {
-            return read.messages().isEmpty() ? -1 : read.messages().getFirst().storeTimestamp();
         }
     }
 

@@ -24,6 +24,7 @@ final class RecordBatches {
     static final int PRODUCER_EPOCH_OFFSET = 51;
     static final int BASE_SEQUENCE_OFFSET = 53;
     static final int LAST_OFFSET_DELTA_OFFSET = 23;
+    static final int MAX_TIMESTAMP_OFFSET = 35;
     static final int RECORDS_COUNT_OFFSET = 57;
     static final int HEADER_BYTES = 61;
 
@@ -211,6 +212,11 @@ final class RecordBatches {
 
     static int lastOffsetDelta(ByteBuffer batch) {
         return batch.getInt(batch.position() + LAST_OFFSET_DELTA_OFFSET);
+    }
+
+    /** @return the largest record timestamp of a stored batch (for LogAppendTime batches, the append time) */
+    static long maxTimestamp(ByteBuffer batch) {
+        return batch.getLong(batch.position() + MAX_TIMESTAMP_OFFSET);
     }
 
     /** @return the sequence of the last record of a batch whose first has {@code base}, wrapping as Kafka does */

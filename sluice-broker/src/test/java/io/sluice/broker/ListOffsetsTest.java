@@ -1,0 +1,95 @@
+package io.sluice.broker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.store.Message;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.ListOffsetsResult;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndTimestamp;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
+
+/**
+ * ListOffsets by time answers on the records' own timestamps, as Kafka does: back-filled records (created long
+ * before they were appended) are found by the time their producer gave them, inside batches, compressed or not.
+ */
+class ListOffsetsTest {
+
+    /** 2020-09-13: long before any of these records is appended. */
+    private static final long BASE = 1_600_000_000_000L;
+
+    @TempDir
+    Path dir;
+
+    @ParameterizedTest
+    @ValueSource(strings = {"none", "lz4", "zstd"})
+    void recordTimestampsNotAppendTimesAnswerLookupsByTime(String compression) throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0))) {
+            ProduceFetchTest.createTopic(broker, "times", 2);
+            Map<String, Object> config = ProduceFetchTest.producerConfig(broker, "1", compression);
+            config.put(ProducerConfig.LINGER_MS_CONFIG, 100);
+            try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(config, new ByteArraySerializer(),
+                    new ByteArraySerializer())) {
+                for (int i = 0; i < 100; i++) {
+                    // Rising by 10 ms a record, but for record 50, which is the newest by far.
+                    long timestamp = i == 50 ? BASE + 100_000 : BASE + 10L * i;
+                    producer.send(new ProducerRecord<>("times", 0, timestamp, null, bytes("r" + i)));
+                    producer.send(new ProducerRecord<>("times", 1, timestamp, null, bytes("r" + i)));
+                }
+                producer.flush();
+            }
+            // On partition 0, a store message born after all of them: its born time is its record timestamp.
+            store.append("times", 0, Message.builder().bornTimestamp(BASE + 200_000).body(bytes("api")).build())
+                    .join();
+            TopicPartition partition = new TopicPartition("times", 0);
+            try (KafkaConsumer<byte[], byte[]> consumer = ProduceFetchTest.consumer(broker)) {
+                Map<TopicPartition, OffsetAndTimestamp> found = consumer.offsetsForTimes(Map.of(partition, BASE + 255));
+                assertThat(found.get(partition).offset()).isEqualTo(26);
+                assertThat(found.get(partition).timestamp()).isEqualTo(BASE + 260);
+                found = consumer.offsetsForTimes(Map.of(partition, BASE + 100_000));
+                assertThat(found.get(partition).offset()).isEqualTo(50);
+                found = consumer.offsetsForTimes(Map.of(partition, BASE + 100_001));
+                assertThat(found.get(partition).offset()).isEqualTo(100);
+                assertThat(found.get(partition).timestamp()).isEqualTo(BASE + 200_000);
+                found = consumer.offsetsForTimes(Map.of(partition, BASE + 200_001));
+                assertThat(found.get(partition)).as("no record that new").isNull();
+            }
+            try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG,
+                    "127.0.0.1:" + broker.port()))) {
+                ListOffsetsResult.ListOffsetsResultInfo max = admin.listOffsets(Map.of(partition,
+                        OffsetSpec.maxTimestamp())).all().get(20, TimeUnit.SECONDS).get(partition);
+                assertThat(max.offset()).isEqualTo(100);
+                assertThat(max.timestamp()).isEqualTo(BASE + 200_000);
+                TopicPartition second = new TopicPartition("times", 1);
+                max = admin.listOffsets(Map.of(second, OffsetSpec.maxTimestamp())).all().get(20, TimeUnit.SECONDS)
+                        .get(second);
+                assertThat(max.offset()).as("the newest record, inside a batch").isEqualTo(50);
+                assertThat(max.timestamp()).isEqualTo(BASE + 100_000);
+                assertThat(admin.listOffsets(Map.of(partition, OffsetSpec.earliest())).all().get(20, TimeUnit.SECONDS)
+                        .get(partition).offset()).isZero();
+                assertThat(admin.listOffsets(Map.of(partition, OffsetSpec.latest())).all().get(20, TimeUnit.SECONDS)
+                        .get(partition).offset()).isEqualTo(101);
+            }
+        }
+    }
+
+    private static byte[] bytes(String text) {
+        return text.getBytes(StandardCharsets.UTF_8);
+    }
+}
