@@ -6,6 +6,7 @@ import io.sluice.broker.metrics.BrokerMetrics;
 import io.sluice.broker.net.FrameServer;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
+import io.sluice.store.WritePath;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.Objects;
@@ -108,6 +109,15 @@ public final class Broker implements AutoCloseable {
     public static StoreConfig.Builder asyncFlushing(StoreConfig.Builder builder) {
         return builder.flushDirtyBytes(ASYNC_FLUSH_DIRTY_BYTES).flushIntervalMillis(ASYNC_FLUSH_INTERVAL_MILLIS);
     }
+
+    /**
+     * The write path a broker's store takes under ASYNC unless told otherwise: CHANNEL, one positional write per
+     * produced batch, as Kafka appends. On MMAP every new page of a segment is first faulted in (read ahead and
+     * zeroed by the kernel) and then written, which on this project's lab machine cost the broker about a fifth
+     * more CPU per record and a tenth less throughput (docs/benchmarks.md, "Broker"). Under SYNC the store's own
+     * default stays: the durable race was measured on it.
+     */
+    public static final WritePath ASYNC_WRITE_PATH = WritePath.CHANNEL;
 
     /** @return the port the broker listens on */
     public int port() {

@@ -6,6 +6,7 @@ import io.sluice.store.FlushMode;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicLayout;
+import io.sluice.store.WritePath;
 import java.io.IOException;
 import java.io.InputStream;
 import java.io.PrintWriter;
@@ -62,10 +63,7 @@ final class BrokerCommand implements Callable<Integer> {
             config = config.withMetricsPort(metricsPort);
         }
         long started = System.nanoTime();
-        StoreConfig storeConfig = store.config();
-        if (storeConfig.flushMode() == FlushMode.ASYNC) {
-            storeConfig = Broker.asyncFlushing(storeConfig.toBuilder()).build();
-        }
+        StoreConfig storeConfig = storeConfig();
         Store opened = Store.open(store.dir, storeConfig);
         Broker broker;
         try {
@@ -96,6 +94,16 @@ final class BrokerCommand implements Callable<Integer> {
         out.flush();
         stopped.await();
         return 0;
+    }
+
+    /** @return the store's configuration from the options, with a broker's defaults under ASYNC */
+    StoreConfig storeConfig() {
+        StoreConfig storeConfig = store.config(store.flush == FlushMode.ASYNC ? Broker.ASYNC_WRITE_PATH
+                : WritePath.MMAP);
+        if (storeConfig.flushMode() == FlushMode.ASYNC) {
+            storeConfig = Broker.asyncFlushing(storeConfig.toBuilder()).build();
+        }
+        return storeConfig;
     }
 
     /** @return the configuration of a properties file (if any) with {@code listen} over it */

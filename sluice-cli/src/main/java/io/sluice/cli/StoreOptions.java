@@ -25,8 +25,8 @@ final class StoreOptions {
             description = "sync (ack after fsync, group commit) or async (default).")
     FlushMode flush;
 
-    @Option(names = "--write-path", defaultValue = "mmap", converter = WritePathConverter.class,
-            description = "mmap (default), write-buffer, channel or direct.")
+    @Option(names = "--write-path", converter = WritePathConverter.class,
+            description = "mmap, write-buffer, channel or direct (default: mmap; channel for a broker under async).")
     WritePath writePath;
 
     @Option(names = "--allocation", converter = AllocationConverter.class,
@@ -62,6 +62,14 @@ final class StoreOptions {
     Long writebackDistance;
 
     StoreConfig config() {
+        return config(WritePath.MMAP);
+    }
+
+    /** @param defaultWritePath the write path when {@code --write-path} is not given */
+    StoreConfig config(WritePath defaultWritePath) {
+        if (writePath == null) {
+            writePath = defaultWritePath;
+        }
         RetentionPolicy retention = RetentionPolicy.defaults();
         if (retentionHours != null) {
             retention = retention.withRetentionHours(retentionHours);

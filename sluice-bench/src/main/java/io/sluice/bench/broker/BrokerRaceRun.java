@@ -4,6 +4,7 @@ import io.sluice.bench.lab.Charts;
 import io.sluice.bench.lab.Lab;
 import io.sluice.bench.lab.Progress;
 import io.sluice.bench.lab.Table;
+import io.sluice.broker.Broker;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
@@ -182,9 +183,10 @@ public final class BrokerRaceRun {
                 + " /proc/<pid>/stat, client CPU from this process's.");
         lab.note("Each broker, fresh, first takes an unmeasured warm-up (a tenth of a run, produced and consumed)"
                 + " so that neither the broker's JIT nor the client's is timed.");
-        lab.note("Sluice runs ASYNC on MMAP (an acks=all batch is acknowledged once in the page cache, as a single"
-                + " Kafka broker does); the durable scenario runs Sluice SYNC (each acknowledged batch forced, group"
-                + " commit) against Kafka with log.flush.interval.messages=1.");
+        lab.note("Sluice runs ASYNC on the " + Broker.ASYNC_WRITE_PATH + " write path (an acks=all batch is acknowledged"
+                + " once in the page cache, as a single Kafka broker does); the durable scenario runs Sluice SYNC on"
+                + " MMAP (each acknowledged batch forced, group commit) against Kafka with"
+                + " log.flush.interval.messages=1.");
     }
 
     private static String f0(double v) {

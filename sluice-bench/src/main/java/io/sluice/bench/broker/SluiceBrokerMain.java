@@ -21,7 +21,8 @@ public final class SluiceBrokerMain {
     public static void main(String[] args) throws Exception {
         boolean sync = args[2].equals("sync");
         StoreConfig.Builder config = StoreConfig.builder().flushMode(sync ? FlushMode.SYNC : FlushMode.ASYNC);
-        Store store = Store.open(Path.of(args[0]), (sync ? config : Broker.asyncFlushing(config)).build());
+        Store store = Store.open(Path.of(args[0]), (sync ? config
+                : Broker.asyncFlushing(config.writePath(Broker.ASYNC_WRITE_PATH))).build());
         Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(Integer.parseInt(args[1])));
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
