@@ -180,6 +180,8 @@ class TopicDeletionPowerCutTest {
                 second.release();
             } else {
                 assertThat(store.layout("gone")).as(where).isEqualTo(TopicLayout.QUEUE);
+                assertThat(store.committedOffset("g", "gone", 0)).as(where + ": positions go only with the topic")
+                        .hasValue(7);
                 for (int q = 0; q < 2; q++) {
                     assertThat(bodies(store, "gone", q)).as(where).isEqualTo(expected("gone", q, MESSAGES));
                 }

@@ -275,11 +275,21 @@ public final class Store implements AutoCloseable {
         if (!io.isDirectory(logs)) {
             return;
         }
+        if (!io.exists(root.resolve(TopicRegistry.FILE_NAME))) {
+            // Without a registry nothing says these directories are orphans: leave them for an operator.
+            LOG.warn("{} holds logs but the store has no topic registry; nothing under it is removed", logs);
+            return;
+        }
         Map<String, TopicLayout> registered = registry.ownLogs();
         for (Path child : io.list(logs)) {
             String name = child.getFileName().toString();
             if (!registered.containsKey(name)) {
                 LOG.info("removing {}: its topic is not in the registry (deleted before a crash)", child);
+                if (consumers.removeTopic(name)) {
+                    synchronized (checkpointLock) {
+                        consumers.saveIfDirty(io, root);
+                    }
+                }
                 removeOrphanFiles(name);
             }
         }
@@ -478,6 +488,8 @@ public final class Store implements AutoCloseable {
             if (layout != TopicLayout.SHARED && registry.layout(topic) == TopicLayout.SHARED) {
                 // Files a deletion could not remove must not come back as the new topic's messages.
                 removeOrphanFiles(topic);
+                // Nor may a checkpoint entry of the deleted logs speak for the new ones.
+                forgetCheckpointEntries(topic);
                 // A log of its own only for a topic the shared log holds nothing of, checked and recorded under the
                 // shared log's append lock so that no append slips in between.
                 created = shared.ifTopicAbsent(topic, () -> registry.register(config.fileIO(), root, topic, layout,
@@ -543,17 +555,15 @@ public final class Store implements AutoCloseable {
     }
 
     /**
-     * Positions first (a crash after leaves the topic without them, as deleted topics are), then the registry (the
-     * deletion's commit point), then the logs, the checkpoint without them, and the files.
+     * The registry first: its save is the deletion's commit point, and a failure before it changes nothing. Then the
+     * logs close, the positions on the topic go, a checkpoint without the logs is written, and the topic's directory
+     * is deleted. A crash after the commit point leaves the directory: the next open removes it and
+     * the positions on its topic ({@link #removeOrphanLogs}).
      */
     private void deleteOwnTopic(String topic) {
         FileIO io = config.fileIO();
         List<LogStore> logs = logsOf(topic); // while the registry still names the topic's layout
         try {
-            consumers.removeTopic(topic);
-            synchronized (checkpointLock) {
-                consumers.saveIfDirty(io, root);
-            }
             registry.unregister(io, root, topic);
         } catch (TopicRegistry.UncertainSaveException e) {
             for (LogStore log : allLogs()) {
@@ -573,9 +583,10 @@ public final class Store implements AutoCloseable {
                 errors.add(e);
             }
         }
-        // A commit that raced the deletion goes too; saved with the checkpoint below.
-        consumers.removeTopic(topic);
         try {
+            consumers.removeTopic(topic);
+            // Positions and checkpoint durable before the files go: until then the directory marks the deletion
+            // as unfinished for the next open.
             writeCheckpoint(durablePositions());
             removeOrphanFiles(topic);
         } catch (IOException | RuntimeException e) {
@@ -583,11 +594,22 @@ public final class Store implements AutoCloseable {
         }
         if (!errors.isEmpty()) {
             StoreException failure = new StoreException("topic " + topic + " is deleted, but removing its files"
-                    + " failed; the next open removes them");
+                    + " or positions failed; the next open removes them");
             errors.forEach(failure::addSuppressed);
             throw failure;
         }
         LOG.info("deleted topic {} ({} logs)", topic, logs.size());
+    }
+
+    /** Writes a checkpoint without the topic's logs if the last one written still names any of them. */
+    private void forgetCheckpointEntries(String topic) throws IOException {
+        synchronized (checkpointLock) {
+            boolean stale = lastCheckpoint.keySet().stream()
+                    .anyMatch(name -> name.equals(topic) || name.startsWith(topic + "/"));
+            if (stale) {
+                writeCheckpoint(durablePositions());
+            }
+        }
     }
 
     /** Removes {@code logs/<topic>}, the files of a topic the registry no longer names, if there are any. */
@@ -683,7 +705,7 @@ public final class Store implements AutoCloseable {
     public CompletableFuture<AppendResult> append(String topic, int queueId, Message message) {
         Objects.requireNonNull(message, "message");
         return append(topic, queueId, new PreparedMessage[] {PreparedMessage.prepare(message, config.maxMessageBytes())},
-                false);
+                false, false);
     }
 
     /**
@@ -704,7 +726,7 @@ public final class Store implements AutoCloseable {
             prepared[i] = PreparedMessage.prepare(Objects.requireNonNull(messages.get(i), "message"),
                     config.maxMessageBytes());
         }
-        return append(topic, queueId, prepared, false);
+        return append(topic, queueId, prepared, false, false);
     }
 
     /**
@@ -736,11 +758,23 @@ public final class Store implements AutoCloseable {
                                                         boolean force) {
         Objects.requireNonNull(body, "body");
         return append(topic, queueId, new PreparedMessage[] {PreparedMessage.opaque(body, count,
-                config.maxMessageBytes())}, force);
+                config.maxMessageBytes())}, force, false);
+    }
+
+    /**
+     * {@link #appendOpaque(String, int, MemorySegment, int, boolean)} to a topic created with a declared queue count
+     * only, as a broker appends to its topics: an append to a topic that is not declared (never created, or deleted
+     * while the append was on its way) fails with {@link TopicDeletedException} and creates nothing.
+     */
+    public CompletableFuture<AppendResult> appendOpaqueToDeclared(String topic, int queueId, MemorySegment body,
+                                                                  int count, boolean force) {
+        Objects.requireNonNull(body, "body");
+        return append(topic, queueId, new PreparedMessage[] {PreparedMessage.opaque(body, count,
+                config.maxMessageBytes())}, force, true);
     }
 
     private CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages,
-                                                   boolean force) {
+                                                   boolean force, boolean declaredOnly) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
         if (queueId >= config.maxQueuesPerTopic()) {
@@ -754,6 +788,10 @@ public final class Store implements AutoCloseable {
                     + queueId + " is not below it");
         }
         checkWritable();
+        if (declaredOnly && entry.queues() == 0) {
+            // Read after a deletion's commit point (or never created): the topic is not recreated here.
+            return CompletableFuture.failedFuture(new TopicDeletedException(topic));
+        }
         try {
             CompletableFuture<AppendResult> result = logFor(topic, entry.layout(), queueId, true)
                     .append(topic, queueId, messages, force);

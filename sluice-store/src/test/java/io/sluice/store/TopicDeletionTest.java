@@ -132,6 +132,37 @@ class TopicDeletionTest {
                 .hasMessageContaining("closed");
     }
 
+    @Test
+    void aDeclaredOnlyAppendNeverCreatesATopic() throws Exception {
+        try (Store store = Store.open(dir, config(FlushMode.SYNC))) {
+            java.lang.foreign.MemorySegment batch = java.lang.foreign.MemorySegment.ofArray(new byte[64]);
+            assertThat(store.appendOpaqueToDeclared("never", 0, batch, 1, false))
+                    .failsWithin(java.time.Duration.ofSeconds(5)).withThrowableThat()
+                    .withCauseInstanceOf(TopicDeletedException.class);
+            store.createTopic("t", TopicLayout.QUEUE, 1);
+            assertThat(store.appendOpaqueToDeclared("t", 0, batch, 2, false).join().messageCount()).isEqualTo(2);
+            store.deleteTopic("t");
+            assertThat(store.appendOpaqueToDeclared("t", 0, batch, 1, false))
+                    .failsWithin(java.time.Duration.ofSeconds(5)).withThrowableThat()
+                    .withCauseInstanceOf(TopicDeletedException.class);
+            assertThat(store.topics()).doesNotContain("never", "t");
+        }
+    }
+
+    /** Without a registry file nothing says which directories under {@code logs/} are orphans: none is removed. */
+    @Test
+    void logsAreLeftAloneWhenTheRegistryFileIsMissing() throws Exception {
+        try (Store store = Store.open(dir, config(FlushMode.SYNC))) {
+            store.createTopic("t", TopicLayout.TOPIC, 1);
+            store.append("t", 0, message("kept")).join();
+        }
+        Files.delete(dir.resolve("topics"));
+        try (Store store = Store.open(dir, config(FlushMode.SYNC))) {
+            assertThat(Files.exists(dir.resolve("logs").resolve("t"))).isTrue();
+            assertThat(store.queueCount("t")).as("unknown without its registry").isZero();
+        }
+    }
+
     /**
      * Files under {@code logs/} of a topic the registry does not name (a deletion cut short by a crash) are removed
      * at open, and do not come back as a new topic's messages.

@@ -130,7 +130,7 @@ final class ProduceHandler {
                     return null;
                 }
             } else {
-                appended = store.appendOpaque(topic, partition, MemorySegment.ofBuffer(bytes), count, force);
+                appended = store.appendOpaqueToDeclared(topic, partition, MemorySegment.ofBuffer(bytes), count, force);
             }
         } catch (IllegalArgumentException e) {
             fail(response, Errors.INVALID_RECORD, e.getMessage());
@@ -177,7 +177,7 @@ final class ProduceHandler {
                 fail(response, verdict.error(), verdict.message());
                 return null;
             }
-            CompletableFuture<AppendResult> appended = store.appendOpaque(topic, partition,
+            CompletableFuture<AppendResult> appended = store.appendOpaqueToDeclared(topic, partition,
                     MemorySegment.ofBuffer(bytes), count, force);
             // A refused append (a full disk) stored nothing: it is not the producer's last batch, and its retry
             // must be taken as new, not answered as a duplicate of the refusal.
