@@ -108,6 +108,21 @@ public final class ManualScheduler implements Scheduler {
         return timers.isEmpty() ? -1 : Math.max(0, timers.peek().dueMillis - clock.millis());
     }
 
+    /**
+     * Runs every ready task and every timer, advancing the clock to each, until nothing is armed or
+     * {@code rounds} rounds have run: flushes, checkpoints and acknowledgements settle.
+     */
+    public void settle(SplittableRandom random, int rounds) {
+        for (int round = 0; round < rounds; round++) {
+            runAll(random);
+            long next = nextTimerMillis();
+            if (next < 0) {
+                return;
+            }
+            advance(Math.max(1, next));
+        }
+    }
+
     /** @return tasks ready to run */
     public int readyTasks() {
         return ready.size();

@@ -72,15 +72,7 @@ class TargetedPowerCutTest {
 
     /** Runs every ready task and every timer: flushes, checkpoints, acknowledgements. */
     private void settle() {
-        SplittableRandom random = new SplittableRandom(1);
-        for (int round = 0; round < 100; round++) {
-            scheduler.runAll(random);
-            long next = scheduler.nextTimerMillis();
-            if (next < 0) {
-                return;
-            }
-            scheduler.advance(Math.max(1, next));
-        }
+        scheduler.settle(new SplittableRandom(1), 100);
     }
 
     /** Cuts the power with {@code model} and moves to what survived; the old store is only closed to free memory. */

@@ -52,15 +52,7 @@ class TopicDeletionPowerCutTest {
     }
 
     private static void settle(ManualScheduler scheduler) {
-        SplittableRandom random = new SplittableRandom(1);
-        for (int round = 0; round < 100; round++) {
-            scheduler.runAll(random);
-            long next = scheduler.nextTimerMillis();
-            if (next < 0) {
-                return;
-            }
-            scheduler.advance(Math.max(1, next));
-        }
+        scheduler.settle(new SplittableRandom(1), 100);
     }
 
     private static Message message(String topic, int queue, int i) {

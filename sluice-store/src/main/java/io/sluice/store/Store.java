@@ -502,16 +502,23 @@ public final class Store implements AutoCloseable {
                 throw new IllegalArgumentException("topic " + topic + " already exists with layout SHARED");
             }
         } catch (TopicRegistry.UncertainSaveException e) {
-            // The registry file may or may not say the topic has a log of its own now: appending anywhere
-            // could strand messages where the next open does not look. Stop writing.
-            for (LogStore log : allLogs()) {
-                log.stopWriting("saving the topic registry failed after its rename: " + e.getMessage());
-            }
-            throw new StoreException("cannot record topic " + topic + ": " + e.getMessage()
-                    + "; the store is now read-only", e);
+            throw stopWritingAfter(e, "cannot record topic " + topic);
         } catch (IOException e) {
             throw new StoreException("cannot record topic " + topic + ": " + e.getMessage(), e);
         }
+    }
+
+    /**
+     * The registry file may or may not hold the change now: appending anywhere could strand messages where the
+     * next open does not look. Every log stops writing.
+     *
+     * @return the exception to throw
+     */
+    private StoreException stopWritingAfter(TopicRegistry.UncertainSaveException e, String what) {
+        for (LogStore log : allLogs()) {
+            log.stopWriting("saving the topic registry failed after its rename: " + e.getMessage());
+        }
+        return new StoreException(what + ": " + e.getMessage() + "; the store is now read-only", e);
     }
 
     /**
@@ -566,11 +573,7 @@ public final class Store implements AutoCloseable {
         try {
             registry.unregister(io, root, topic);
         } catch (TopicRegistry.UncertainSaveException e) {
-            for (LogStore log : allLogs()) {
-                log.stopWriting("saving the topic registry failed after its rename: " + e.getMessage());
-            }
-            throw new StoreException("cannot delete topic " + topic + ": " + e.getMessage()
-                    + "; the store is now read-only", e);
+            throw stopWritingAfter(e, "cannot delete topic " + topic);
         } catch (IOException e) {
             throw new StoreException("cannot delete topic " + topic + ": " + e.getMessage(), e);
         }
