@@ -1,0 +1,46 @@
+#!/usr/bin/env bash
+# One kafka-producer-perf-test run (3,000,000 records of 1 KiB, acks as given) against `sluice broker` on a fresh
+# store with the given write path, on 127.0.0.1; prints records/s, p99 and the broker's CPU seconds per million
+# records (/proc/<pid>/stat, from topic creation to the end of the run). With PROFILE=1 it also records the
+# broker with `perf record -g` for 8 s into <scratch>/perf.data (start the JVM's perf map with jcmd).
+# usage: scripts/broker-write-path.sh <mmap|channel|write-buffer|direct> [acks]
+set -euo pipefail
+here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
+source "$here/scripts/java-env.sh"
+path=$1; acks=${2:-1}; records=3000000
+scratch="$(mktemp -d)"
+broker_pid=""
+cleanup() {
+  if [ -n "$broker_pid" ] && kill -0 "$broker_pid" 2>/dev/null; then kill -TERM "$broker_pid"; wait "$broker_pid" || true; fi
+  rm -rf "$scratch/store"
+}
+trap cleanup EXIT
+(cd "$here" && ./mvnw -q -B -f scripts/kafka-tools/pom.xml dependency:build-classpath \
+  -Dmdep.outputFile="$scratch/tools.cp") >&2
+cp="$(cat "$scratch/tools.cp")"
+port=$((20000 + RANDOM % 20000))
+java -Xms1g -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+PreserveFramePointer --enable-native-access=ALL-UNNAMED \
+  -jar "$here/sluice-cli/target/sluice-cli.jar" broker --dir "$scratch/store" --listen "127.0.0.1:$port" \
+  --write-path "$path" > "$scratch/broker.out" 2>&1 &
+broker_pid=$!
+for _ in $(seq 1 100); do grep -q "started in" "$scratch/broker.out" 2>/dev/null && break; sleep 0.1; done
+java -cp "$cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1:$port" --create --topic p \
+  --partitions 1 --replication-factor 1 > /dev/null 2>&1
+ticks() { awk '{print $14 + $15}' "/proc/$broker_pid/stat"; }
+before=$(ticks)
+java -cp "$cp" org.apache.kafka.tools.ProducerPerformance --topic p --num-records $records --record-size 1024 \
+  --throughput -1 --command-property "bootstrap.servers=127.0.0.1:$port" "acks=$acks" > "$scratch/perf.out" 2>&1 &
+load=$!
+if [ "${PROFILE:-0}" = 1 ]; then
+  sleep 6
+  jcmd "$broker_pid" Compiler.perfmap > /dev/null
+  perf record -F 499 -g -p "$broker_pid" -o "$scratch/perf.data" -- sleep 8 > /dev/null 2>&1
+  jcmd "$broker_pid" Compiler.perfmap > /dev/null
+  echo "profile: perf report -i $scratch/perf.data --no-children --sort sym"
+fi
+wait $load
+after=$(ticks)
+line=$(grep "records sent" "$scratch/perf.out" | tail -1)
+echo "$path acks=$acks: $(echo "$line" | sed -E 's/.*sent, ([0-9.]+) records.*/\1/') records/s," \
+  "p99 $(echo "$line" | sed -E 's/.* ([0-9]+) ms 99th.*/\1/') ms," \
+  "broker CPU $(echo "scale=2; ($after - $before) / 100 / ($records / 1000000)" | bc) s per M records"
