@@ -506,6 +506,10 @@ final class LogStore implements AutoCloseable {
         } finally {
             appendLock.unlock();
         }
+        log.abandonRetired();
+        if (retention != null) {
+            retention.abandonPending();
+        }
         close();
     }
 

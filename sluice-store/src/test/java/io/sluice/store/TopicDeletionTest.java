@@ -242,6 +242,48 @@ class TopicDeletionTest {
         }
     }
 
+    /**
+     * A reader still holding a segment that retention retired lets go after its topic was deleted and created again:
+     * the file it held is gone with the old topic, and its release must not delete the new log's file of the same
+     * name (both logs start at position 0).
+     */
+    @Test
+    void aLateReleaseOfARetiredSegmentSparesTheRecreatedTopicsFiles() throws Exception {
+        long segment = 64 * 1024;
+        StoreConfig config = TestStores.small(WritePath.MMAP, FlushMode.SYNC)
+                .segmentSizeBytes(segment)
+                .retention(RetentionPolicy.defaults().withRetentionBytes(2 * segment)
+                        .withCheckIntervalMillis(3_600_000))
+                .build();
+        Path firstSegment = dir.resolve("logs").resolve("t").resolve("log").resolve(String.format("%020d", 0));
+        byte[] body = new byte[1000];
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("t", TopicLayout.TOPIC, 1);
+            List<CompletableFuture<AppendResult>> appends = new ArrayList<>();
+            for (int i = 0; i < 400; i++) {
+                appends.add(store.append("t", 0, Message.of(body)));
+            }
+            appends.forEach(CompletableFuture::join);
+            ReadResult held = store.read("t", 0, 0, 10, 1 << 20);
+            assertThat(held.messages()).hasSize(10);
+            assertThat(store.enforceRetention().segmentsDeleted()).as("segment 0 retired while held").isPositive();
+            assertThat(store.minOffset("t", 0)).isPositive();
+
+            assertThat(store.deleteTopic("t")).isTrue();
+            store.createTopic("t", TopicLayout.TOPIC, 1);
+            store.append("t", 0, message("new")).join();
+            assertThat(firstSegment).exists();
+
+            held.close(); // the old segment 0's last reference
+
+            assertThat(firstSegment).as("the new log's first segment").exists();
+            assertThat(bodies(store, "t", 0)).containsExactly("new");
+        }
+        try (Store store = Store.open(dir, config)) {
+            assertThat(bodies(store, "t", 0)).containsExactly("new");
+        }
+    }
+
     private static void copyTree(Path from, Path to) throws java.io.IOException {
         try (var paths = Files.walk(from)) {
             for (Path path : (Iterable<Path>) paths::iterator) {

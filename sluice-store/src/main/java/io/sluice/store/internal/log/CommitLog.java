@@ -14,6 +14,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Arrays;
 import java.util.List;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -50,6 +52,8 @@ public final class CommitLog implements AutoCloseable {
     /** Replaced, never changed in place; swaps happen under {@link #segmentsLock} (roll and retention). */
     private volatile Segment[] segments;
     private final Object segmentsLock = new Object();
+    /** Segments retention took out whose files are not deleted yet: a reader still holds them. */
+    private final Set<Segment> retired = ConcurrentHashMap.newKeySet();
     /** Serialises commits (the write buffer has one committer at a time). */
     private final Object commitLock = new Object();
     /** Serialises forces, so the flushed position only grows. */
@@ -335,8 +339,12 @@ public final class CommitLog implements AutoCloseable {
             }
             oldest = current[0];
             segments = Arrays.copyOfRange(current, 1, current.length);
+            retired.add(oldest);
         }
-        oldest.retire(onDeleted);
+        oldest.retire(() -> {
+            retired.remove(oldest);
+            onDeleted.run();
+        });
         if (cache != null) {
             cache.dropBelow(oldest.end());
         }
@@ -376,6 +384,16 @@ public final class CommitLog implements AutoCloseable {
     /** @return the log directory */
     public Path directory() {
         return directory;
+    }
+
+    /**
+     * The log is being deleted with its directory: retired segments that readers still hold must not delete their
+     * files by path when let go (see {@link Segment#abandon()}). Call before the directory goes.
+     */
+    public void abandonRetired() {
+        for (Segment segment : retired) {
+            segment.abandon();
+        }
     }
 
     /** Unmaps and closes every segment and frees the write buffers. Call after the final commit and flush. */

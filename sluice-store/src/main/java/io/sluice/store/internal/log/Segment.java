@@ -42,6 +42,8 @@ public final class Segment extends RefCounted implements AutoCloseable {
     private final Mapping mapping;
     private final AtomicBoolean closed = new AtomicBoolean();
     private volatile Runnable onDeleted;
+    /** Guarded by this: set once the file is no longer this segment's to delete ({@link #abandon()}). */
+    private boolean abandoned;
     /** Releases a mapped view: the mapping hold, then the segment reference. One per segment, no allocation. */
     private final Pin mappedViewPin = () -> {
         unpinMapping();
@@ -169,12 +171,17 @@ public final class Segment extends RefCounted implements AutoCloseable {
         return mapping.memory.asSlice(position - base, length);
     }
 
-    /** The last reference of a retired segment is gone: unmap, close and delete the file. */
+    /** The last reference of a retired segment is gone: unmap, close and delete the file, unless abandoned. */
     @Override
     protected void free() {
         try {
             close();
-            io.delete(file.path());
+            synchronized (this) {
+                if (abandoned) {
+                    return;
+                }
+                io.delete(file.path());
+            }
             Runnable deleted = onDeleted;
             if (deleted != null) {
                 deleted.run();
@@ -182,6 +189,14 @@ public final class Segment extends RefCounted implements AutoCloseable {
         } catch (IOException e) {
             LOG.warn("deleting retired segment {} failed: {}", file.path(), e.toString());
         }
+    }
+
+    /**
+     * The log was deleted with its directory: from now on the last release only unmaps and closes. Its path may
+     * name another log's file by then (a topic created again starts at position 0 too).
+     */
+    public synchronized void abandon() {
+        abandoned = true;
     }
 
     /**

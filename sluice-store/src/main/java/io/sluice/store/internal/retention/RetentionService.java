@@ -208,6 +208,22 @@ public final class RetentionService {
         }
     }
 
+    /**
+     * The log is being deleted with its directory: index files still waiting for a checkpoint are unmapped (once no
+     * reader holds them) and left for the directory's deletion.
+     */
+    public void abandonPending() {
+        List<PendingDeletion> abandoned;
+        synchronized (pending) {
+            abandoned = new java.util.ArrayList<>(pending);
+            pending.clear();
+        }
+        for (PendingDeletion deletion : abandoned) {
+            deletion.files().values().forEach(files -> files.forEach(QueueIndex.IndexFile::retire));
+            deletion.keyFiles().forEach(KeyIndex.KeyFile::retire);
+        }
+    }
+
     private void updateRefusal(double ratio) {
         boolean refuse = ratio > policy.diskHardRatio();
         if (refuse != appendsRefused) {
