@@ -122,6 +122,8 @@ public final class Store implements AutoCloseable {
         this.scheduler = scheduler;
         this.openedFrom = openedFrom;
         this.openedClean = openedClean;
+        // What the checkpoint file says until the next one is written: a log it names must not be forgotten.
+        this.lastCheckpoint = openedFrom == null ? Map.of() : openedFrom.logs();
         this.checkpointTask = new SerialTask(scheduler, this::checkpoint);
         this.lent = new LogStore.Shared(config, directory, scheduler, new MemoryBudget(config.cacheBytes()),
                 Calibration.read(config.fileIO(), root).readCrossoverBytes(), consumers, this::changed, readOnly);

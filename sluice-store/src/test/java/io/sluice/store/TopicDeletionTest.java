@@ -284,6 +284,46 @@ class TopicDeletionTest {
         }
     }
 
+    /**
+     * A deletion whose checkpoint failed leaves the last checkpoint naming the deleted log's positions. A topic created
+     * again under the name must not recover from them after a crash: its creation writes a checkpoint without them.
+     */
+    @Test
+    void aTopicCreatedAgainAfterAFailedCheckpointRecoversFromItsOwnLog() throws Exception {
+        AtomicBoolean failCheckpoint = new AtomicBoolean();
+        HookedFileIO io = new HookedFileIO().hook((op, path) -> {
+            if (op == HookedFileIO.Op.RENAME && path.getFileName().toString().equals("checkpoint")
+                    && failCheckpoint.get()) {
+                throw new java.io.IOException("checkpoint save failed (injected)");
+            }
+        });
+        StoreConfig config = TestStores.small(WritePath.MMAP, FlushMode.SYNC).fileIO(io).build();
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("t", TopicLayout.TOPIC, 1);
+            List<CompletableFuture<AppendResult>> appends = new ArrayList<>();
+            for (int i = 0; i < 100; i++) {
+                appends.add(store.append("t", 0, message("old-" + i)));
+            }
+            appends.forEach(CompletableFuture::join);
+        } // the clean close's checkpoint names log t and its positions
+        Path killed = Files.createTempDirectory(dir.getParent(), "killed");
+        try (Store store = Store.open(dir, config)) {
+            failCheckpoint.set(true);
+            assertThatThrownBy(() -> store.deleteTopic("t")).isInstanceOf(StoreException.class)
+                    .hasMessageContaining("is deleted");
+            failCheckpoint.set(false);
+            store.createTopic("t", TopicLayout.TOPIC, 1);
+            store.append("t", 0, message("new")).join();
+            copyTree(dir, killed.resolve("store")); // what a kill leaves: no clean-shutdown marker
+        }
+        try (Store store = Store.open(killed.resolve("store"), TestStores.small(WritePath.MMAP, FlushMode.SYNC)
+                .build())) {
+            assertThat(store.openedClean()).isFalse();
+            assertThat(store.maxOffset("t", 0)).isEqualTo(1);
+            assertThat(bodies(store, "t", 0)).containsExactly("new");
+        }
+    }
+
     private static void copyTree(Path from, Path to) throws java.io.IOException {
         try (var paths = Files.walk(from)) {
             for (Path path : (Iterable<Path>) paths::iterator) {
