@@ -649,8 +649,10 @@ public final class Store implements AutoCloseable {
         checkWritable();
         synchronized (ownLock) {
             checkOpen();
-            if (registry.layout(topic) != layout) {
-                // Deleted while this call waited for the lock: do not bring its log back.
+            TopicRegistry.Entry now = registry.entry(topic);
+            if (now.layout() != layout || (layout == TopicLayout.QUEUE && queueId >= now.queues())) {
+                // Deleted while this call waited for the lock (and perhaps created again with fewer queues): do not
+                // bring its log back.
                 throw new TopicDeletedException(topic);
             }
             log = own.get(key);

@@ -324,6 +324,45 @@ class TopicDeletionTest {
         }
     }
 
+    /**
+     * An append that read a QUEUE topic's count before the topic was deleted and created again with fewer queues
+     * must not create a log for a queue the new topic does not have. Each round races one such append against a
+     * deletion and a creation; the append waits for the lock the deletion holds, and the creation often gets it
+     * first.
+     */
+    @Test
+    void anAppendAimedAtADeletedTopicCreatesNoQueueBeyondTheNewCount() throws Exception {
+        try (Store store = Store.open(dir, config(FlushMode.ASYNC))) {
+            for (int round = 0; round < 100; round++) {
+                store.createTopic("t", TopicLayout.QUEUE, 4);
+                CountDownLatch ready = new CountDownLatch(1);
+                List<Throwable> unexpected = new java.util.concurrent.CopyOnWriteArrayList<>();
+                Thread writer = Thread.ofPlatform().start(() -> {
+                    ready.countDown();
+                    try {
+                        store.append("t", 3, message("x")).join();
+                    } catch (CompletionException e) {
+                        if (!(e.getCause() instanceof TopicDeletedException)) {
+                            unexpected.add(e.getCause());
+                        }
+                    } catch (IllegalArgumentException e) {
+                        // read the new count: queue 3 is not below 2
+                    } catch (RuntimeException e) {
+                        unexpected.add(e);
+                    }
+                });
+                ready.await();
+                store.deleteTopic("t");
+                store.createTopic("t", TopicLayout.QUEUE, 2);
+                writer.join();
+                assertThat(unexpected).isEmpty();
+                assertThat(store.ownLogStatuses()).as("round " + round).doesNotContainKey("t/3");
+                assertThat(Files.exists(dir.resolve("logs").resolve("t").resolve("3"))).as("round " + round).isFalse();
+                store.deleteTopic("t");
+            }
+        }
+    }
+
     private static void copyTree(Path from, Path to) throws java.io.IOException {
         try (var paths = Files.walk(from)) {
             for (Path path : (Iterable<Path>) paths::iterator) {
