@@ -384,36 +384,68 @@ final class LogStore implements AutoCloseable {
     }
 
     ReadResult read(String topic, int queueId, long fromOffset, int maxMessages, long maxBytes) {
-        return reader.read(topic, queueId, fromOffset, maxMessages, maxBytes);
+        try {
+            return reader.read(topic, queueId, fromOffset, maxMessages, maxBytes);
+        } catch (RuntimeException e) {
+            throw readFailed(e);
+        }
     }
 
     TransferResult transferTo(String topic, int queueId, long fromOffset, long maxBytes,
                               java.nio.channels.WritableByteChannel target) {
-        return reader.transferTo(topic, queueId, fromOffset, maxBytes, target);
+        try {
+            return reader.transferTo(topic, queueId, fromOffset, maxBytes, target);
+        } catch (RuntimeException e) {
+            throw readFailed(e);
+        }
     }
 
     ReadResult readAt(long logPosition) {
-        return reader.readAt(logPosition);
+        try {
+            return reader.readAt(logPosition);
+        } catch (RuntimeException e) {
+            throw readFailed(e);
+        }
     }
 
     OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes) {
-        return reader.sliceOpaque(topic, queueId, fromOffset, maxBytes);
+        try {
+            return reader.sliceOpaque(topic, queueId, fromOffset, maxBytes);
+        } catch (RuntimeException e) {
+            throw readFailed(e);
+        }
     }
 
     LookupResult lookupByKey(String topic, String key, int maxResults, long fromMillis, long toMillis) {
-        return reader.lookupByKey(topic, key, maxResults, fromMillis, toMillis);
+        try {
+            return reader.lookupByKey(topic, key, maxResults, fromMillis, toMillis);
+        } catch (RuntimeException e) {
+            throw readFailed(e);
+        }
     }
 
     long minOffset(String topic, int queueId) {
-        return reader.minOffset(topic, queueId);
+        try {
+            return reader.minOffset(topic, queueId);
+        } catch (RuntimeException e) {
+            throw readFailed(e);
+        }
     }
 
     long maxOffset(String topic, int queueId) {
-        return reader.maxOffset(topic, queueId);
+        try {
+            return reader.maxOffset(topic, queueId);
+        } catch (RuntimeException e) {
+            throw readFailed(e);
+        }
     }
 
     long offsetForTimestamp(String topic, int queueId, long epochMillis) {
-        return reader.offsetForTimestamp(topic, queueId, epochMillis);
+        try {
+            return reader.offsetForTimestamp(topic, queueId, epochMillis);
+        } catch (RuntimeException e) {
+            throw readFailed(e);
+        }
     }
 
     /** @return the topics, sorted */
@@ -450,6 +482,15 @@ final class LogStore implements AutoCloseable {
     /** @return the log's directory */
     Path directory() {
         return root;
+    }
+
+    /** @return what a failed read throws: {@link TopicDeletedException} if the log's topic was deleted under it */
+    private RuntimeException readFailed(RuntimeException e) {
+        if (deleted && !(e instanceof IllegalArgumentException)) {
+            int slash = name.indexOf('/');
+            return new TopicDeletedException(slash < 0 ? name : name.substring(0, slash), e);
+        }
+        return e;
     }
 
     private void checkOpen() {

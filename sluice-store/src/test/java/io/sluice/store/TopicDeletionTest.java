@@ -363,6 +363,48 @@ class TopicDeletionTest {
         }
     }
 
+    /** A read the deletion cuts short fails with TopicDeletedException, not as if the store had failed. */
+    @Test
+    void aReadCutShortByTheDeletionSaysTheTopicWasDeleted() throws Exception {
+        AtomicBoolean armed = new AtomicBoolean();
+        CountDownLatch paused = new CountDownLatch(1);
+        CountDownLatch resume = new CountDownLatch(1);
+        HookedFileIO io = new HookedFileIO().hook((op, path) -> {
+            if (op == HookedFileIO.Op.READ && HookedFileIO.isSegment(path) && armed.compareAndSet(true, false)) {
+                paused.countDown();
+                HookedFileIO.awaitBounded(resume);
+            }
+        });
+        // Only the newest segment mapped: a read of the first goes through the file, where the hook pauses it.
+        StoreConfig config = TestStores.small(WritePath.CHANNEL, FlushMode.SYNC).segmentSizeBytes(64 * 1024)
+                .maxMappedSegments(1).fileIO(io).build();
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("t", TopicLayout.TOPIC, 1);
+            List<CompletableFuture<AppendResult>> appends = new ArrayList<>();
+            for (int i = 0; i < 200; i++) {
+                appends.add(store.append("t", 0, Message.of(new byte[1000])));
+            }
+            appends.forEach(CompletableFuture::join);
+            armed.set(true);
+            CompletableFuture<ReadResult> read = new CompletableFuture<>();
+            Thread reader = Thread.ofPlatform().start(() -> {
+                try {
+                    read.complete(store.read("t", 0, 0, 10, 1 << 20));
+                } catch (Throwable e) {
+                    read.completeExceptionally(e);
+                }
+            });
+            HookedFileIO.awaitBounded(paused);
+            assertThat(store.deleteTopic("t")).isTrue();
+            resume.countDown();
+            reader.join();
+            read.thenAccept(ReadResult::close);
+            assertThat(read).failsWithin(java.time.Duration.ofSeconds(5)).withThrowableThat()
+                    .withCauseInstanceOf(TopicDeletedException.class)
+                    .withMessageContaining("topic t was deleted while it was read");
+        }
+    }
+
     private static void copyTree(Path from, Path to) throws java.io.IOException {
         try (var paths = Files.walk(from)) {
             for (Path path : (Iterable<Path>) paths::iterator) {

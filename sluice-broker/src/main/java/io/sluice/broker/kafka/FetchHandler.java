@@ -123,6 +123,16 @@ final class FetchHandler {
     /** Fills one partition's answer; @return the record bytes it carries */
     private long fill(String topic, FetchRequestData.FetchPartition wanted, FetchResponseData.PartitionData data,
                       long limit, boolean first) {
+        try {
+            return read(topic, wanted, data, limit, first);
+        } catch (RuntimeException e) {
+            data.setErrorCode(Partitions.readError(e).code());
+            return 0;
+        }
+    }
+
+    private long read(String topic, FetchRequestData.FetchPartition wanted, FetchResponseData.PartitionData data,
+                      long limit, boolean first) {
         int partition = wanted.partition();
         int partitions = Partitions.count(store, topic);
         if (partition < 0 || partition >= partitions) {
@@ -142,36 +152,31 @@ final class FetchHandler {
         }
         StoreRecords records = new StoreRecords();
         long bytes = 0;
-        try {
-            while (offset < end && bytes < limit) {
-                OpaqueSlice slice = store.sliceOpaque(topic, partition, offset, limit - bytes);
-                if (slice.status() != ReadResult.Status.FOUND) {
-                    break;
-                }
-                if (slice.batches() > 0) {
-                    // A batch larger than what is left is sent only as the response's first (KIP-74).
-                    if (bytes + slice.bytes() > limit && !(first && bytes == 0)) {
-                        break;
-                    }
-                    records.add(slice);
-                    bytes += slice.bytes();
-                    offset = slice.nextOffset();
-                }
-                if (slice.messagesNext()) {
-                    MemoryRecords converted = messages(topic, partition, offset, limit - bytes);
-                    if (converted == null || bytes > 0 && bytes + converted.sizeInBytes() > limit) {
-                        break;
-                    }
-                    records.add(converted.buffer());
-                    bytes += converted.sizeInBytes();
-                    offset = lastOffset(converted) + 1;
-                } else if (slice.batches() == 0) {
-                    break;
-                }
+        while (offset < end && bytes < limit) {
+            OpaqueSlice slice = store.sliceOpaque(topic, partition, offset, limit - bytes);
+            if (slice.status() != ReadResult.Status.FOUND) {
+                break;
             }
-        } catch (RuntimeException e) {
-            data.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code());
-            return 0;
+            if (slice.batches() > 0) {
+                // A batch larger than what is left is sent only as the response's first (KIP-74).
+                if (bytes + slice.bytes() > limit && !(first && bytes == 0)) {
+                    break;
+                }
+                records.add(slice);
+                bytes += slice.bytes();
+                offset = slice.nextOffset();
+            }
+            if (slice.messagesNext()) {
+                MemoryRecords converted = messages(topic, partition, offset, limit - bytes);
+                if (converted == null || bytes > 0 && bytes + converted.sizeInBytes() > limit) {
+                    break;
+                }
+                records.add(converted.buffer());
+                bytes += converted.sizeInBytes();
+                offset = lastOffset(converted) + 1;
+            } else if (slice.batches() == 0) {
+                break;
+            }
         }
         if (!records.isEmpty()) {
             data.setRecords(records);

@@ -296,7 +296,7 @@ public final class KafkaApis implements AutoCloseable {
                     : RecordTimes.firstAtOrAfter(store, topic, partition, timestamp);
             return found == null ? response : response.setOffset(found.offset()).setTimestamp(found.timestamp());
         } catch (RuntimeException e) {
-            return response.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code());
+            return response.setErrorCode(Partitions.readError(e).code());
         }
     }
 

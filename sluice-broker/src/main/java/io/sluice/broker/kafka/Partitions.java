@@ -1,6 +1,8 @@
 package io.sluice.broker.kafka;
 
 import io.sluice.store.Store;
+import io.sluice.store.TopicDeletedException;
+import org.apache.kafka.common.protocol.Errors;
 
 /** A topic's partition count as the protocol asks it: no such topic, or a name the store refuses, has none. */
 final class Partitions {
@@ -18,5 +20,13 @@ final class Partitions {
         } catch (IllegalArgumentException e) {
             return 0;
         }
+    }
+
+    /**
+     * @return the error for a read of a partition that failed: UNKNOWN_TOPIC_OR_PARTITION if its topic was deleted
+     *     under the read (the client refreshes its metadata), else KAFKA_STORAGE_ERROR
+     */
+    static Errors readError(RuntimeException e) {
+        return e instanceof TopicDeletedException ? Errors.UNKNOWN_TOPIC_OR_PARTITION : Errors.KAFKA_STORAGE_ERROR;
     }
 }
