@@ -12,6 +12,13 @@ import io.sluice.store.io.DiskSpace;
 import java.net.Socket;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.ExecutorService;
+import java.util.concurrent.Executors;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.message.DeleteTopicsRequestData;
+import org.apache.kafka.common.message.DeleteTopicsResponseData;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.message.ProduceRequestData;
 import org.apache.kafka.common.message.ProduceResponseData;
@@ -95,6 +102,58 @@ class ProduceDurabilityTest {
             assertThat(retry.errorCode()).isEqualTo(Errors.NONE.code());
             assertThat(retry.baseOffset()).isEqualTo(stored);
             assertThat(store.maxOffset("t", 0)).isEqualTo(stored + 1);
+        }
+    }
+
+    /**
+     * A refused deletion (a SHARED topic) keeps the producers' state: a retry of a batch still waiting for its force
+     * is answered as a duplicate of it, not stored again from a state rebuilt from what was forced.
+     */
+    @Test
+    void aRefusedDeletionKeepsTheProducersStateOfItsTopic() throws Exception {
+        ZeroCopyFetchTest.CountingFileIO io = new ZeroCopyFetchTest.CountingFileIO();
+        StoreConfig config = StoreConfig.builder().fileIO(io).flushMode(FlushMode.SYNC)
+                .checkpointIntervalMillis(3_600_000).build();
+        ExecutorService clients = Executors.newFixedThreadPool(2);
+        try (Store store = Store.open(dir, config);
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Socket first = new Socket("127.0.0.1", broker.port());
+             Socket second = new Socket("127.0.0.1", broker.port());
+             Socket admin = new Socket("127.0.0.1", broker.port())) {
+            store.createTopic("t", TopicLayout.SHARED, 1);
+            assertThat(produce(first, (short) -1, MemoryRecords.withIdempotentRecords(Compression.NONE, 5L, (short) 0,
+                    0, new SimpleRecord("a".getBytes()))).errorCode()).isEqualTo(Errors.NONE.code());
+            long written = store.status().writePosition();
+
+            io.forceGate = new CountDownLatch(1);
+            MemoryRecords pending = MemoryRecords.withIdempotentRecords(Compression.NONE, 5L, (short) 0, 1,
+                    new SimpleRecord("b".getBytes()));
+            Future<ProduceResponseData.PartitionProduceResponse> original =
+                    clients.submit(() -> produce(first, (short) -1, MemoryRecords.readableRecords(pending.buffer().duplicate())));
+            long deadline = System.nanoTime() + 10_000_000_000L;
+            while (store.status().writePosition() == written && System.nanoTime() < deadline) {
+                Thread.sleep(5);
+            }
+            assertThat(store.status().writePosition()).as("appended, waiting for its force").isGreaterThan(written);
+
+            DeleteTopicsRequestData delete = new DeleteTopicsRequestData().setTimeoutMs(10_000)
+                    .setTopicNames(List.of("t"));
+            DeleteTopicsResponseData deleted = new DeleteTopicsResponseData(Wire.exchange(admin, ApiKeys.DELETE_TOPICS,
+                    (short) 5, delete), (short) 5);
+            assertThat(deleted.responses().find("t").errorCode()).isEqualTo(Errors.TOPIC_DELETION_DISABLED.code());
+
+            Future<ProduceResponseData.PartitionProduceResponse> retry =
+                    clients.submit(() -> produce(second, (short) -1, MemoryRecords.readableRecords(pending.buffer().duplicate())));
+            Thread.sleep(200); // the retry reaches the broker while the original still waits
+            io.forceGate.countDown();
+            io.forceGate = null;
+            assertThat(original.get(30, TimeUnit.SECONDS).errorCode()).isEqualTo(Errors.NONE.code());
+            ProduceResponseData.PartitionProduceResponse again = retry.get(30, TimeUnit.SECONDS);
+            assertThat(again.errorCode()).isEqualTo(Errors.NONE.code());
+            assertThat(again.baseOffset()).as("answered as the original").isEqualTo(1);
+            assertThat(store.maxOffset("t", 0)).as("stored once").isEqualTo(2);
+        } finally {
+            clients.shutdownNow();
         }
     }
 }

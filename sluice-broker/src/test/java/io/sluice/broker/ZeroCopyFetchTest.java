@@ -22,6 +22,8 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.producer.KafkaProducer;
@@ -47,6 +49,8 @@ class ZeroCopyFetchTest {
         final Set<Class<?>> targets = ConcurrentHashMap.newKeySet();
         /** When set, the disk space reported instead of the file system's. */
         volatile DiskSpace reported;
+        /** When set, every force of a store file waits until it opens. */
+        volatile CountDownLatch forceGate;
         private final FileIO delegate = FileIO.DEFAULT;
 
         @Override
@@ -71,7 +75,20 @@ class ZeroCopyFetchTest {
                     transferredBytes.addAndGet(count);
                 }
                 @Override public boolean startWriteback(long offset, long length) throws IOException { return file.startWriteback(offset, length); }
-                @Override public void force() throws IOException { file.force(); }
+                @Override public void force() throws IOException {
+                    CountDownLatch gate = forceGate;
+                    if (gate != null) {
+                        try {
+                            if (!gate.await(30, TimeUnit.SECONDS)) {
+                                throw new IOException("force gate never opened");
+                            }
+                        } catch (InterruptedException e) {
+                            Thread.currentThread().interrupt();
+                            throw new IOException("interrupted at the force gate", e);
+                        }
+                    }
+                    file.force();
+                }
                 @Override public void zeroRange(long offset, long length) throws IOException { file.zeroRange(offset, length); }
                 @Override public long nextData(long offset) throws IOException { return file.nextData(offset); }
                 @Override public MemorySegment map(FileChannel.MapMode mapMode, long offset, long size, Arena arena) throws IOException {

@@ -335,22 +335,27 @@ public final class KafkaApis implements AutoCloseable {
     }
 
     private void deleteTopic(String name, DeleteTopicsResponseData.DeletableTopicResult result) {
+        boolean gone = false;
         try {
             if (!store.deleteTopic(name)) {
                 result.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code()).setErrorMessage("no topic " + name);
                 return;
             }
+            gone = true;
+            result.setErrorCode(Errors.NONE.code());
         } catch (IllegalArgumentException e) {
             result.setErrorCode(Errors.TOPIC_DELETION_DISABLED.code()).setErrorMessage(e.getMessage());
-            return;
         } catch (RuntimeException e) {
+            // Deleted with files left for the next open, or not deleted (the registry could not be saved).
+            gone = Partitions.count(store, name) == 0;
             result.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code()).setErrorMessage(e.getMessage());
-            return;
         } finally {
-            producerStates.forget(name);
-            watch.signalTopic(name);
+            // Only for a topic that is gone: a refused deletion keeps its producers' state, in-flight batches too.
+            if (gone) {
+                producerStates.forget(name);
+                watch.signalTopic(name);
+            }
         }
-        result.setErrorCode(Errors.NONE.code());
     }
 
     private InitProducerIdResponseData initProducerId(InitProducerIdRequestData request) {
