@@ -650,7 +650,7 @@ public final class Store implements AutoCloseable {
         synchronized (ownLock) {
             checkOpen();
             TopicRegistry.Entry now = registry.entry(topic);
-            if (now.layout() != layout || (layout == TopicLayout.QUEUE && queueId >= now.queues())) {
+            if (now.layout() != layout || (now.queues() > 0 && queueId >= now.queues())) {
                 // Deleted while this call waited for the lock (and perhaps created again with fewer queues): do not
                 // bring its log back.
                 throw new TopicDeletedException(topic);
