@@ -79,7 +79,8 @@ public final class Broker implements AutoCloseable {
             LOG.info("Prometheus metrics on http://{}:{}/metrics", config.host(), metricsServer.getPort());
         }
         KafkaApis kafka = new KafkaApis(store, new KafkaApis.Settings(config.nodeId(), config.host(), server.port(),
-                config.clusterId(), config.defaultPartitions(), config.autoCreateTopics(), config.topicLayout()),
+                config.clusterId(), config.defaultPartitions(), config.autoCreateTopics(), config.topicLayout(),
+                config.offsetsRetentionMinutes()),
                 executor, metrics);
         apis.set(kafka);
         LOG.info("Sluice broker listening on {}:{}", config.host(), server.port());

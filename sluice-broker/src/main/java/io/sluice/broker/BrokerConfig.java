@@ -1,5 +1,6 @@
 package io.sluice.broker;
 
+import io.sluice.broker.kafka.KafkaApis;
 import io.sluice.store.TopicLayout;
 import java.util.Objects;
 
@@ -17,10 +18,12 @@ import java.util.Objects;
  * @param topicLayout where a new topic's partitions live in the store (QUEUE: a log per partition, as Kafka)
  * @param metricsPort the port of the Prometheus endpoint on {@code host} ({@code /metrics}); -1 for none (the
  *     default), 0 for any free one
+ * @param offsetsRetentionMinutes how long the committed offsets of a group with no members are kept after its last
+ *     commit (7 days by default, as Kafka's offsets.retention.minutes): until then they hold retention back
  */
 public record BrokerConfig(String host, int port, int nodeId, String clusterId, int maxRequestBytes,
                            int maxConnections, int defaultPartitions, boolean autoCreateTopics,
-                           TopicLayout topicLayout, int metricsPort) {
+                           TopicLayout topicLayout, int metricsPort, int offsetsRetentionMinutes) {
 
     /** Validates every field, naming the one that is wrong. */
     public BrokerConfig {
@@ -42,27 +45,34 @@ public record BrokerConfig(String host, int port, int nodeId, String clusterId, 
         if (defaultPartitions < 1) {
             throw new IllegalArgumentException("defaultPartitions must be at least 1, was " + defaultPartitions);
         }
+        if (offsetsRetentionMinutes < 1) {
+            throw new IllegalArgumentException("offsetsRetentionMinutes must be at least 1, was "
+                    + offsetsRetentionMinutes);
+        }
         if (metricsPort < -1 || metricsPort > 65_535) {
             throw new IllegalArgumentException("metricsPort must be -1 (none) or between 0 and 65535, was "
                     + metricsPort);
         }
     }
 
-    /** @return the defaults: 127.0.0.1:9092, node 0, 100 MiB requests, 1,000 connections, 1 partition, QUEUE */
+    /**
+     * @return the defaults: 127.0.0.1:9092, node 0, 100 MiB requests, 1,000 connections, 1 partition, QUEUE, offsets
+     *     of groups without members kept 7 days
+     */
     public static BrokerConfig defaults() {
         return new BrokerConfig("127.0.0.1", 9092, 0, "sluice-cluster", 100 << 20, 1_000, 1, true, TopicLayout.QUEUE,
-                -1);
+                -1, KafkaApis.DEFAULT_OFFSETS_RETENTION_MINUTES);
     }
 
     /** @return this configuration listening on {@code newPort} */
     public BrokerConfig withPort(int newPort) {
         return new BrokerConfig(host, newPort, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
-                autoCreateTopics, topicLayout, metricsPort);
+                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes);
     }
 
     /** @return this configuration with its Prometheus endpoint on {@code newMetricsPort} (-1: none) */
     public BrokerConfig withMetricsPort(int newMetricsPort) {
         return new BrokerConfig(host, port, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
-                autoCreateTopics, topicLayout, newMetricsPort);
+                autoCreateTopics, topicLayout, newMetricsPort, offsetsRetentionMinutes);
     }
 }

@@ -34,7 +34,8 @@ final class BrokerCommand implements Callable<Integer> {
 
     /** The keys a broker.properties may hold, named as Kafka names its own where one exists. */
     static final Set<String> KEYS = Set.of("listen", "node.id", "cluster.id", "num.partitions",
-            "auto.create.topics.enable", "socket.request.max.bytes", "max.connections", "topic.layout", "metrics.port");
+            "auto.create.topics.enable", "socket.request.max.bytes", "max.connections", "topic.layout", "metrics.port",
+            "offsets.retention.minutes");
 
     @Mixin
     StoreOptions store;
@@ -45,7 +46,7 @@ final class BrokerCommand implements Callable<Integer> {
 
     @Option(names = "--config", description = "A broker.properties file: " + "listen, node.id, cluster.id,"
             + " num.partitions, auto.create.topics.enable, socket.request.max.bytes, max.connections, topic.layout"
-            + " (queue, topic or shared), metrics.port. Options given here win over it.")
+            + " (queue, topic or shared), metrics.port, offsets.retention.minutes. Options given here win over it.")
     Path configFile;
 
     @Option(names = "--metrics-port", description = "Serve Prometheus metrics at http://<listen host>:<port>/metrics"
@@ -146,7 +147,9 @@ final class BrokerCommand implements Callable<Integer> {
                 bool("auto.create.topics.enable", properties.getProperty("auto.create.topics.enable",
                         String.valueOf(defaults.autoCreateTopics()))),
                 layout(properties.getProperty("topic.layout", defaults.topicLayout().name())),
-                integer("metrics.port", properties.getProperty("metrics.port", String.valueOf(defaults.metricsPort()))));
+                integer("metrics.port", properties.getProperty("metrics.port", String.valueOf(defaults.metricsPort()))),
+                integer("offsets.retention.minutes", properties.getProperty("offsets.retention.minutes",
+                        String.valueOf(defaults.offsetsRetentionMinutes()))));
     }
 
     private static int integer(String key, String value) {

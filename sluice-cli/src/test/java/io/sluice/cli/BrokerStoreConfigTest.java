@@ -3,14 +3,24 @@ package io.sluice.cli;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.broker.Broker;
+import io.sluice.broker.BrokerConfig;
 import io.sluice.store.FlushMode;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 import picocli.CommandLine;
 
-/** The store options of {@code sluice broker}: a broker's defaults under ASYNC, the user's choice always honoured. */
+/**
+ * The store options of {@code sluice broker}: a broker's defaults under ASYNC, the user's choice always honoured; and
+ * the broker's own settings from a broker.properties file.
+ */
 class BrokerStoreConfigTest {
+
+    @TempDir
+    Path dir;
 
     private static StoreConfig parsed(String... args) {
         BrokerCommand command = new BrokerCommand();
@@ -32,5 +42,18 @@ class BrokerStoreConfigTest {
         assertThat(parsed("--dir", "d", "--write-path", "mmap").writePath()).isEqualTo(WritePath.MMAP);
         assertThat(parsed("--dir", "d", "--flush", "sync", "--write-path", "channel").writePath())
                 .isEqualTo(WritePath.CHANNEL);
+    }
+
+    @Test
+    void offsetsRetentionComesFromThePropertiesFileOrKafkasDefault() throws Exception {
+        Path file = dir.resolve("broker.properties");
+        Files.writeString(file, "offsets.retention.minutes=90\nnum.partitions=3\n");
+        BrokerConfig config = BrokerCommand.config(file, null);
+        assertThat(config.offsetsRetentionMinutes()).isEqualTo(90);
+        assertThat(config.defaultPartitions()).isEqualTo(3);
+        assertThat(BrokerCommand.config(null, null).offsetsRetentionMinutes()).isEqualTo(7 * 24 * 60);
+        Files.writeString(file, "offsets.retention.minutes=0\n");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> BrokerCommand.config(file, null))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("offsetsRetentionMinutes");
     }
 }

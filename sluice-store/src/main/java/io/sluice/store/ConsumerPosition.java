@@ -7,6 +7,8 @@ package io.sluice.store;
  * @param topic the topic
  * @param queueId the queue
  * @param nextOffset the next offset the group will read
+ * @param committedMillis when the position was last committed (the store's clock, epoch millis; the time the store
+ *     was opened for a position saved by a version that kept no commit times)
  */
-public record ConsumerPosition(String group, String topic, int queueId, long nextOffset) {
+public record ConsumerPosition(String group, String topic, int queueId, long nextOffset, long committedMillis) {
 }

@@ -974,7 +974,7 @@ public final class Store implements AutoCloseable {
             throw new IllegalArgumentException("nextOffset must not be negative, was " + nextOffset);
         }
         checkWritable();
-        consumers.commit(group, topic, queueId, nextOffset);
+        consumers.commit(group, topic, queueId, nextOffset, config.clock().millis());
         changed();
     }
 
@@ -992,7 +992,7 @@ public final class Store implements AutoCloseable {
         checkOpen();
         return consumers.snapshot().entrySet().stream()
                 .map(e -> new ConsumerPosition(e.getKey().group(), e.getKey().topic(), e.getKey().queueId(),
-                        e.getValue()))
+                        e.getValue(), consumers.committedMillis(e.getKey())))
                 .sorted(Comparator.comparing(ConsumerPosition::group).thenComparing(ConsumerPosition::topic)
                         .thenComparingInt(ConsumerPosition::queueId))
                 .toList();
@@ -1004,6 +1004,23 @@ public final class Store implements AutoCloseable {
         checkWritable();
         boolean removed = consumers.removeGroup(group);
         changed();
+        return removed;
+    }
+
+    /**
+     * Forgets every position of a consumer group that has committed none since {@code cutoffMillis} (store clock), as
+     * one step with respect to {@link #commitOffset}: a commit at or after the cutoff keeps the whole group. For
+     * expiring the positions of groups nobody uses any more, which would otherwise hold retention back for ever.
+     *
+     * @return true if the group had positions and they are gone
+     */
+    public boolean removeConsumerGroupIfIdle(String group, long cutoffMillis) {
+        Names.checkGroup(group);
+        checkWritable();
+        boolean removed = consumers.removeGroupIfIdle(group, cutoffMillis);
+        if (removed) {
+            changed();
+        }
         return removed;
     }
 

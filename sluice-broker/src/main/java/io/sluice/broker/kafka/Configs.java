@@ -64,6 +64,7 @@ final class Configs {
         configs.put("message.max.bytes", new Value(String.valueOf(store.maxMessageBytes()), INT));
         configs.put("node.id", new Value(String.valueOf(settings.nodeId()), INT));
         configs.put("num.partitions", new Value(String.valueOf(settings.defaultPartitions()), INT));
+        configs.put("offsets.retention.minutes", new Value(String.valueOf(settings.offsetsRetentionMinutes()), INT));
         configs.putAll(topicDefaultsAsBroker());
         return configs;
     }

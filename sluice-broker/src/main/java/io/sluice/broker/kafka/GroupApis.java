@@ -11,6 +11,7 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.message.DeleteGroupsRequestData;
 import org.apache.kafka.common.message.DeleteGroupsResponseData;
 import org.apache.kafka.common.message.DescribeGroupsRequestData;
@@ -32,6 +33,8 @@ import org.apache.kafka.common.message.OffsetFetchResponseData;
 import org.apache.kafka.common.message.SyncGroupRequestData;
 import org.apache.kafka.common.message.SyncGroupResponseData;
 import org.apache.kafka.common.protocol.Errors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The consumer-group APIs: this broker coordinates every group (FindCoordinator names it), membership is the
@@ -42,6 +45,8 @@ import org.apache.kafka.common.protocol.Errors;
  * strings are not kept.
  */
 final class GroupApis {
+
+    private static final Logger LOG = LoggerFactory.getLogger(GroupApis.class);
 
     private static final byte GROUP_KEY = 0;
     private static final String CONSUMER = "consumer";
@@ -234,6 +239,39 @@ final class GroupApis {
             out.accept(topic.getKey(), offsets);
         }
         return Errors.NONE;
+    }
+
+    /**
+     * Forgets the committed offsets of every Kafka group that has no members and has committed nothing for
+     * {@code retentionMillis} (store clock), as Kafka expires offsets (offsets.retention.minutes, KIP-211): they would
+     * otherwise hold the store's retention back for ever. A store group no Kafka group id maps to
+     * ({@link GroupNames#fromStore}) is left alone.
+     *
+     * @return the group ids whose offsets were forgotten
+     */
+    List<String> expireOffsets(long retentionMillis) {
+        long cutoff = store.config().clock().millis() - retentionMillis;
+        Map<String, Long> newest = new TreeMap<>();
+        for (ConsumerPosition position : store.consumerPositions()) {
+            newest.merge(position.group(), position.committedMillis(), Math::max);
+        }
+        List<String> expired = new ArrayList<>();
+        newest.forEach((name, committed) -> {
+            String id = GroupNames.fromStore(name);
+            if (id == null || committed >= cutoff || !coordinator.remove(id)) {
+                return;
+            }
+            try {
+                if (store.removeConsumerGroupIfIdle(name, cutoff)) {
+                    expired.add(id);
+                    LOG.info("forgot the committed offsets of group {}: no members and no commit for {} minutes", id,
+                            TimeUnit.MILLISECONDS.toMinutes(retentionMillis));
+                }
+            } catch (RuntimeException e) {
+                LOG.warn("cannot forget the expired offsets of group {}: {}", id, e.toString());
+            }
+        });
+        return expired;
     }
 
     /** @return the ids of groups that have committed offsets in the store */

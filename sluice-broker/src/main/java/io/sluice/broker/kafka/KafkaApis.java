@@ -13,6 +13,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.message.ApiVersionsResponseData;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersion;
@@ -86,9 +87,11 @@ public final class KafkaApis implements AutoCloseable {
      * @param defaultPartitions partitions of a topic created without a count (Kafka's num.partitions)
      * @param autoCreateTopics whether Metadata creates a topic a client asks for (auto.create.topics.enable)
      * @param layout where a new topic's partitions live in the store
+     * @param offsetsRetentionMinutes how long the committed offsets of a group with no members outlive its last
+     *     commit (offsets.retention.minutes)
      */
     public record Settings(int nodeId, String host, int port, String clusterId, int defaultPartitions,
-                           boolean autoCreateTopics, TopicLayout layout) {
+                           boolean autoCreateTopics, TopicLayout layout, int offsetsRetentionMinutes) {
         /** Checks the fields. */
         public Settings {
             Objects.requireNonNull(host, "host");
@@ -97,8 +100,17 @@ public final class KafkaApis implements AutoCloseable {
             if (defaultPartitions < 1) {
                 throw new IllegalArgumentException("defaultPartitions must be at least 1, was " + defaultPartitions);
             }
+            if (offsetsRetentionMinutes < 1) {
+                throw new IllegalArgumentException("offsetsRetentionMinutes must be at least 1, was "
+                        + offsetsRetentionMinutes);
+            }
         }
     }
+
+    /** Kafka's default offsets.retention.minutes: 7 days. */
+    public static final int DEFAULT_OFFSETS_RETENTION_MINUTES = 7 * 24 * 60;
+    /** How often expired group offsets are looked for (Kafka's offsets.retention.check.interval.ms default). */
+    static final long OFFSETS_RETENTION_CHECK_MILLIS = 600_000;
 
     private final Store store;
     private final Settings settings;
@@ -138,6 +150,9 @@ public final class KafkaApis implements AutoCloseable {
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
                 .daemon().factory());
         this.groups = new GroupApis(store, new GroupCoordinator(timer), settings);
+        long retentionMillis = TimeUnit.MINUTES.toMillis(settings.offsetsRetentionMinutes());
+        timer.scheduleWithFixedDelay(() -> groups.expireOffsets(retentionMillis), OFFSETS_RETENTION_CHECK_MILLIS,
+                OFFSETS_RETENTION_CHECK_MILLIS, TimeUnit.MILLISECONDS);
         this.configs = new Configs(store.config(), settings, topic -> Partitions.count(store, topic));
     }
 

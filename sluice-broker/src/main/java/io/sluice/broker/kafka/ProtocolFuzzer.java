@@ -79,7 +79,7 @@ public final class ProtocolFuzzer {
         fuzzer.buildCorpus();
         try (ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
              KafkaApis apis = new KafkaApis(store, new KafkaApis.Settings(0, "127.0.0.1", 9092, "fuzz", 1, false,
-                     TopicLayout.QUEUE), executor)) {
+                     TopicLayout.QUEUE, KafkaApis.DEFAULT_OFFSETS_RETENTION_MINUTES), executor)) {
             return fuzzer.loop(apis, inputs, progress);
         }
     }

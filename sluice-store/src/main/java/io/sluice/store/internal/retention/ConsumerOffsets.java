@@ -19,8 +19,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Registered consumer positions: for each (group, topic, queue), the next offset the group will read.
- * Retention keeps every segment a position still needs. Positions are saved with each checkpoint (when they
+ * Registered consumer positions: for each (group, topic, queue), the next offset the group will read, and when
+ * it was last committed (store clock). Retention keeps every segment a position still needs. Positions are saved with each checkpoint (when they
  * changed) and at close, so after a crash a group may resume up to one checkpoint interval back: it reads
  * some messages again, never skips one.
  *
@@ -29,13 +29,14 @@ import org.slf4j.LoggerFactory;
  * <pre>
  * offset size field
  *   0     4   magic     0x534C434F ("SLCO")
- *   4     2   version   1
+ *   4     2   version   2
  *   6     2   reserved  0
  *   8     4   count     number of entries
  *  12     -   entries   count times: u16 group length, group (ASCII), u16 topic length, topic (ASCII),
- *                       i32 queue id, i64 next offset
+ *                       i32 queue id, i64 next offset, i64 committed at (epoch millis; version 2 only)
  *   -     4   crc       CRC32C of every byte before it
  * </pre>
+ * A version 1 file (no commit times) is read with every position committed at the time it is loaded.
  * A file that fails its checks is renamed to {@code consumers.corrupt-<millis>} (kept for inspection) and
  * the store starts with no positions, which only means retention holds nothing back for them.
  *
@@ -48,7 +49,10 @@ public final class ConsumerOffsets {
     /** The file's name in the store directory. */
     public static final String FILE_NAME = "consumers";
     static final int MAGIC = 0x534C434F;
-    static final short VERSION = 1;
+    static final short VERSION = 2;
+    private static final short VERSION_WITHOUT_TIMES = 1;
+    /** A commit of an unchanged offset is saved once its time moved this far: it only refreshes the time. */
+    static final long COMMIT_TIME_SAVE_MILLIS = 60_000;
     private static final int HEADER_BYTES = 12;
 
     /** One registered position's key. */
@@ -56,6 +60,8 @@ public final class ConsumerOffsets {
     }
 
     private final Map<Key, Long> offsets = new ConcurrentHashMap<>();
+    /** When each position was last committed, store clock; the same keys as {@link #offsets}. */
+    private final Map<Key, Long> committedMillis = new ConcurrentHashMap<>();
     /** The positions as last saved: what a restart after a crash would resume from. */
     private volatile Map<Key, Long> saved = Map.of();
     private volatile boolean dirty;
@@ -72,12 +78,13 @@ public final class ConsumerOffsets {
         }
         byte[] bytes = FileTree.readAll(io, path);
         try {
-            loaded.decode(bytes);
+            loaded.decode(bytes, nowMillis);
         } catch (RuntimeException e) {
             if (readOnly) {
                 LOG.error("consumer positions file {} is damaged ({}); showing no registered positions", path,
                         e.getMessage());
                 loaded.offsets.clear();
+                loaded.committedMillis.clear();
                 loaded.saved = Map.of();
                 return loaded;
             }
@@ -87,12 +94,13 @@ public final class ConsumerOffsets {
             LOG.error("consumer positions file {} is damaged ({}); moved it to {} and starting with no registered"
                     + " positions", path, e.getMessage(), aside);
             loaded.offsets.clear();
+            loaded.committedMillis.clear();
         }
         loaded.saved = Map.copyOf(loaded.offsets);
         return loaded;
     }
 
-    private void decode(byte[] bytes) {
+    private void decode(byte[] bytes, long nowMillis) {
         if (bytes.length < HEADER_BYTES + 4) {
             throw new IllegalStateException("file is " + bytes.length + " bytes, shorter than its header");
         }
@@ -102,7 +110,8 @@ public final class ConsumerOffsets {
         if (buffer.getInt(bytes.length - 4) != (int) crc.getValue()) {
             throw new IllegalStateException("checksum mismatch");
         }
-        if (buffer.getInt(0) != MAGIC || buffer.getShort(4) != VERSION) {
+        short version = buffer.getShort(4);
+        if (buffer.getInt(0) != MAGIC || version != VERSION && version != VERSION_WITHOUT_TIMES) {
             throw new IllegalStateException("unknown magic or version");
         }
         int count = buffer.getInt(8);
@@ -112,7 +121,10 @@ public final class ConsumerOffsets {
             String topic = string(buffer);
             int queueId = buffer.getInt();
             long offset = buffer.getLong();
-            offsets.put(new Key(group, topic, queueId), offset);
+            long committed = version == VERSION ? buffer.getLong() : nowMillis;
+            Key key = new Key(group, topic, queueId);
+            offsets.put(key, offset);
+            committedMillis.put(key, committed);
         }
     }
 
@@ -122,10 +134,13 @@ public final class ConsumerOffsets {
         return new String(bytes, StandardCharsets.US_ASCII);
     }
 
-    /** Registers or moves a position (names already validated). */
-    public void commit(String group, String topic, int queueId, long nextOffset) {
-        Long previous = offsets.put(new Key(group, topic, queueId), nextOffset);
-        if (previous == null || previous != nextOffset) {
+    /** Registers or moves a position (names already validated), committed at {@code nowMillis}. */
+    public synchronized void commit(String group, String topic, int queueId, long nextOffset, long nowMillis) {
+        Key key = new Key(group, topic, queueId);
+        Long previous = offsets.put(key, nextOffset);
+        Long previousMillis = committedMillis.put(key, nowMillis);
+        if (previous == null || previous != nextOffset || previousMillis == null
+                || nowMillis - previousMillis >= COMMIT_TIME_SAVE_MILLIS) {
             dirty = true;
         }
     }
@@ -138,20 +153,41 @@ public final class ConsumerOffsets {
 
     /** Forgets every position of a group. @return true if it had any */
     public boolean removeGroup(String group) {
-        boolean removed = offsets.keySet().removeIf(key -> key.group().equals(group));
+        return remove(key -> key.group().equals(group));
+    }
+
+    /**
+     * Forgets every position of a group if none was committed at or after {@code cutoffMillis}; atomic with
+     * {@link #commit}, so a commit racing the removal either keeps the group or is itself removed.
+     *
+     * @return true if the group had positions and they are gone
+     */
+    public synchronized boolean removeGroupIfIdle(String group, long cutoffMillis) {
+        for (Map.Entry<Key, Long> entry : committedMillis.entrySet()) {
+            if (entry.getKey().group().equals(group) && entry.getValue() >= cutoffMillis) {
+                return false;
+            }
+        }
+        return removeGroup(group);
+    }
+
+    /** Forgets every group's positions on a topic. @return true if there were any */
+    public boolean removeTopic(String topic) {
+        return remove(key -> key.topic().equals(topic));
+    }
+
+    private synchronized boolean remove(java.util.function.Predicate<Key> which) {
+        boolean removed = offsets.keySet().removeIf(which);
+        committedMillis.keySet().removeIf(which);
         if (removed) {
             dirty = true;
         }
         return removed;
     }
 
-    /** Forgets every group's positions on a topic. @return true if there were any */
-    public boolean removeTopic(String topic) {
-        boolean removed = offsets.keySet().removeIf(key -> key.topic().equals(topic));
-        if (removed) {
-            dirty = true;
-        }
-        return removed;
+    /** @return when the position was last committed (store clock), or -1 if it is not registered */
+    public long committedMillis(Key key) {
+        return committedMillis.getOrDefault(key, -1L);
     }
 
     /** @return a snapshot of every position */
@@ -185,11 +221,16 @@ public final class ConsumerOffsets {
     }
 
     private void save(FileIO io, Path directory) throws IOException {
-        Map<Key, Long> snapshot = Map.copyOf(offsets);
+        Map<Key, Long> snapshot;
+        Map<Key, Long> times;
+        synchronized (this) {
+            snapshot = Map.copyOf(offsets);
+            times = Map.copyOf(committedMillis);
+        }
         List<Map.Entry<Key, Long>> entries = new ArrayList<>(snapshot.entrySet());
         int size = HEADER_BYTES + 4;
         for (Map.Entry<Key, Long> entry : entries) {
-            size += 2 + entry.getKey().group().length() + 2 + entry.getKey().topic().length() + 4 + 8;
+            size += 2 + entry.getKey().group().length() + 2 + entry.getKey().topic().length() + 4 + 8 + 8;
         }
         ByteBuffer buffer = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
         buffer.putInt(MAGIC).putShort(VERSION).putShort((short) 0).putInt(entries.size());
@@ -197,7 +238,7 @@ public final class ConsumerOffsets {
             Key key = Objects.requireNonNull(entry.getKey());
             putString(buffer, key.group());
             putString(buffer, key.topic());
-            buffer.putInt(key.queueId()).putLong(entry.getValue());
+            buffer.putInt(key.queueId()).putLong(entry.getValue()).putLong(times.getOrDefault(key, 0L));
         }
         CRC32C crc = new CRC32C();
         crc.update(buffer.array(), 0, size - 4);

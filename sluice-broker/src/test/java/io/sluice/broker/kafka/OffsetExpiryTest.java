@@ -1,0 +1,98 @@
+package io.sluice.broker.kafka;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.store.FlushMode;
+import io.sluice.store.RetentionPolicy;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.TopicLayout;
+import java.nio.file.Path;
+import java.time.Instant;
+import java.time.InstantSource;
+import java.util.List;
+import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicLong;
+import org.apache.kafka.common.message.JoinGroupRequestData;
+import org.apache.kafka.common.message.JoinGroupResponseData;
+import org.apache.kafka.common.message.SyncGroupRequestData;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Committed offsets of a group with no members expire offsets.retention.minutes after its last commit, as in Kafka:
+ * until then they hold the store's retention back; a group with members keeps them however old they are, and a
+ * store group no Kafka group id maps to is not the broker's to expire.
+ */
+class OffsetExpiryTest {
+
+    private static final long RETENTION = TimeUnit.MINUTES.toMillis(60);
+
+    @TempDir
+    Path dir;
+
+    private final AtomicLong now = new AtomicLong(1_700_000_000_000L);
+    private final InstantSource clock = () -> Instant.ofEpochMilli(now.get());
+    private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
+    private final GroupCoordinator coordinator = new GroupCoordinator(timer);
+
+    @AfterEach
+    void stop() {
+        timer.shutdownNow();
+    }
+
+    private static JoinGroupRequestData join(String group, String member) {
+        JoinGroupRequestData.JoinGroupRequestProtocolCollection protocols =
+                new JoinGroupRequestData.JoinGroupRequestProtocolCollection();
+        protocols.add(new JoinGroupRequestData.JoinGroupRequestProtocol().setName("range").setMetadata(new byte[1]));
+        return new JoinGroupRequestData().setGroupId(group).setMemberId(member).setSessionTimeoutMs(30_000)
+                .setRebalanceTimeoutMs(30_000).setProtocolType("consumer").setProtocols(protocols);
+    }
+
+    private void joinAlone(String group) throws Exception {
+        String id = coordinator.join(join(group, ""), (short) 5, "c", "h").get().memberId();
+        JoinGroupResponseData joined = coordinator.join(join(group, id), (short) 5, "c", "h").get();
+        coordinator.sync(new SyncGroupRequestData().setGroupId(group).setGenerationId(joined.generationId())
+                .setMemberId(id).setAssignments(List.of(new SyncGroupRequestData.SyncGroupRequestAssignment()
+                        .setMemberId(id).setAssignment(new byte[] {1})))).get();
+    }
+
+    @Test
+    void offsetsOfAGroupWithoutMembersExpireAfterTheRetentionAndStopHoldingData() throws Exception {
+        StoreConfig config = StoreConfig.builder().flushMode(FlushMode.ASYNC).clock(clock)
+                .retention(RetentionPolicy.defaults().withCheckIntervalMillis(3_600_000)).build();
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("t", TopicLayout.QUEUE, 1);
+            GroupApis groups = new GroupApis(store, coordinator, new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1,
+                    false, TopicLayout.QUEUE, 60));
+            store.commitOffset(GroupNames.toStore("abandoned"), "t", 0, 3);
+            store.commitOffset(GroupNames.toStore("consuming"), "t", 0, 4);
+            store.commitOffset("not_a-kafka-name", "t", 0, 5); // a store name no Kafka group id maps to
+            joinAlone("consuming");
+            assertThat(coordinator.group("consuming").members).hasSize(1);
+
+            now.addAndGet(RETENTION);
+            assertThat(groups.expireOffsets(RETENTION)).as("committed exactly the retention ago").isEmpty();
+            store.commitOffset(GroupNames.toStore("recent"), "t", 0, 6);
+            now.addAndGet(1);
+
+            assertThat(groups.expireOffsets(RETENTION)).containsExactly("abandoned");
+            assertThat(store.committedOffset(GroupNames.toStore("abandoned"), "t", 0)).isEmpty();
+            assertThat(store.committedOffset(GroupNames.toStore("consuming"), "t", 0)).as("it has a member")
+                    .hasValue(4);
+            assertThat(store.committedOffset(GroupNames.toStore("recent"), "t", 0)).hasValue(6);
+            assertThat(store.committedOffset("not_a-kafka-name", "t", 0)).hasValue(5);
+
+            // A commit refreshes the group: it expires a retention after its newest commit.
+            now.addAndGet(RETENTION / 2);
+            store.commitOffset(GroupNames.toStore("recent"), "t", 0, 7);
+            now.addAndGet(RETENTION);
+            assertThat(groups.expireOffsets(RETENTION)).isEmpty();
+            now.addAndGet(RETENTION / 2);
+            assertThat(groups.expireOffsets(RETENTION)).containsExactly("recent");
+        }
+    }
+}
