@@ -1,13 +1,13 @@
 #!/usr/bin/env bash
-# One kafka-producer-perf-test run (3,000,000 records of 1 KiB, acks as given) against `sluice broker` on a fresh
+# One kafka-producer-perf-test run (3,000,000 records of 1 KiB unless given, acks as given) against `sluice broker` on a fresh
 # store with the given write path, on 127.0.0.1; prints records/s, p99 and the broker's CPU seconds per million
 # records (/proc/<pid>/stat, from topic creation to the end of the run). With PROFILE=1 it also records the
 # broker with `perf record -g` for 8 s into <scratch>/perf.data (start the JVM's perf map with jcmd).
-# usage: scripts/broker-write-path.sh <mmap|channel|write-buffer|direct> [acks]
+# usage: scripts/broker-write-path.sh <mmap|channel|write-buffer|direct> [acks] [record bytes] [records]
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$here/scripts/java-env.sh"
-path=$1; acks=${2:-1}; records=3000000
+path=$1; acks=${2:-1}; size=${3:-1024}; records=${4:-3000000}
 scratch="$(mktemp -d)"
 broker_pid=""
 cleanup() {
@@ -28,7 +28,7 @@ java -cp "$cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1
   --partitions 1 --replication-factor 1 > /dev/null 2>&1
 ticks() { awk '{print $14 + $15}' "/proc/$broker_pid/stat"; }
 before=$(ticks)
-java -cp "$cp" org.apache.kafka.tools.ProducerPerformance --topic p --num-records $records --record-size 1024 \
+java -cp "$cp" org.apache.kafka.tools.ProducerPerformance --topic p --num-records $records --record-size $size \
   --throughput -1 --command-property "bootstrap.servers=127.0.0.1:$port" "acks=$acks" > "$scratch/perf.out" 2>&1 &
 load=$!
 if [ "${PROFILE:-0}" = 1 ]; then
@@ -41,6 +41,6 @@ fi
 wait $load
 after=$(ticks)
 line=$(grep "records sent" "$scratch/perf.out" | tail -1)
-echo "$path acks=$acks: $(echo "$line" | sed -E 's/.*sent, ([0-9.]+) records.*/\1/') records/s," \
+echo "$path acks=$acks ${size} B: $(echo "$line" | sed -E 's/.*sent, ([0-9.]+) records.*/\1/') records/s," \
   "p99 $(echo "$line" | sed -E 's/.* ([0-9]+) ms 99th.*/\1/') ms," \
   "broker CPU $(echo "scale=2; ($after - $before) / 100 / ($records / 1000000)" | bc) s per M records"
