@@ -217,4 +217,81 @@ class ConsumerGroupTest {
             assertThat(store.consumerPositions()).isEmpty();
         }
     }
+
+    private static KafkaConsumer<byte[], byte[]> staticMember(Broker broker, String group, String instance) {
+        Map<String, Object> config = new HashMap<>();
+        config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + broker.port());
+        config.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        config.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, instance);
+        config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        config.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 300);
+        config.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 60_000);
+        return new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    private static Set<TopicPartition> awaitAssignment(KafkaConsumer<byte[], byte[]> consumer, long seconds) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (consumer.assignment().isEmpty() && System.nanoTime() < deadline) {
+            consumer.poll(Duration.ofMillis(100));
+        }
+        return Set.copyOf(consumer.assignment());
+    }
+
+    /**
+     * Static membership (group.instance.id): a member restarted under its instance id takes its place back at once,
+     * with its partitions, while the group stays in its generation (no rebalance, the other member undisturbed);
+     * without it the restarted member would wait for the old one's session (60 s here) to expire.
+     */
+    @Test
+    void aStaticMemberRestartedUnderItsInstanceIdGetsItsPartitionsBackWithoutARebalance() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0))) {
+            store.createTopic("static", io.sluice.store.TopicLayout.QUEUE, 2);
+            AtomicBoolean stop = new AtomicBoolean();
+            AtomicReference<Throwable> failure = new AtomicReference<>();
+            AtomicReference<Integer> otherGeneration = new AtomicReference<>();
+            KafkaConsumer<byte[], byte[]> first = staticMember(broker, "s", "a");
+            first.subscribe(List.of("static"));
+            java.util.concurrent.CountDownLatch otherAssigned = new java.util.concurrent.CountDownLatch(1);
+            Thread other = Thread.ofPlatform().start(() -> {
+                try (KafkaConsumer<byte[], byte[]> consumer = staticMember(broker, "s", "b")) {
+                    consumer.subscribe(List.of("static"));
+                    while (!stop.get()) {
+                        consumer.poll(Duration.ofMillis(100));
+                        if (consumer.assignment().size() == 1) {
+                            otherGeneration.set(consumer.groupMetadata().generationId());
+                            otherAssigned.countDown();
+                        }
+                    }
+                } catch (Throwable e) {
+                    failure.set(e);
+                }
+            });
+            try {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while ((first.assignment().size() != 1 || otherAssigned.getCount() > 0)
+                        && System.nanoTime() < deadline) {
+                    first.poll(Duration.ofMillis(100));
+                }
+                Set<TopicPartition> before = Set.copyOf(first.assignment());
+                assertThat(before).hasSize(1);
+                int generation = first.groupMetadata().generationId();
+                assertThat(otherGeneration.get()).isEqualTo(generation);
+                first.close(); // a static member sends no LeaveGroup: its place waits for it
+
+                try (KafkaConsumer<byte[], byte[]> restarted = staticMember(broker, "s", "a")) {
+                    restarted.subscribe(List.of("static"));
+                    assertThat(awaitAssignment(restarted, 15)).as("its partitions, at once").isEqualTo(before);
+                    assertThat(restarted.groupMetadata().generationId()).isEqualTo(generation);
+                    Thread.sleep(1_000);
+                    assertThat(otherGeneration.get()).as("the other member saw no rebalance").isEqualTo(generation);
+                }
+            } finally {
+                stop.set(true);
+                other.join();
+            }
+            assertThat(failure.get()).isNull();
+        }
+    }
 }

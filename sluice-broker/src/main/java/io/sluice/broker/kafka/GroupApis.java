@@ -106,19 +106,20 @@ final class GroupApis {
 
     HeartbeatResponseData heartbeat(HeartbeatRequestData request) {
         return new HeartbeatResponseData().setErrorCode(coordinator.heartbeat(request.groupId(), request.memberId(),
-                request.generationId()).code());
+                request.groupInstanceId(), request.generationId()).code());
     }
 
     LeaveGroupResponseData leave(LeaveGroupRequestData request, short version) {
         if (version < 3) {
-            return new LeaveGroupResponseData().setErrorCode(coordinator.leave(request.groupId(), request.memberId())
+            return new LeaveGroupResponseData().setErrorCode(coordinator.leave(request.groupId(), request.memberId(), null)
                     .code());
         }
         List<LeaveGroupResponseData.MemberResponse> members = new ArrayList<>();
         for (LeaveGroupRequestData.MemberIdentity identity : request.members()) {
             members.add(new LeaveGroupResponseData.MemberResponse().setMemberId(identity.memberId())
                     .setGroupInstanceId(identity.groupInstanceId())
-                    .setErrorCode(coordinator.leave(request.groupId(), identity.memberId()).code()));
+                    .setErrorCode(coordinator.leave(request.groupId(), identity.memberId(), identity.groupInstanceId())
+                            .code()));
         }
         return new LeaveGroupResponseData().setMembers(members);
     }
@@ -126,7 +127,8 @@ final class GroupApis {
     OffsetCommitResponseData commit(OffsetCommitRequestData request) {
         String group = GroupNames.toStore(request.groupId());
         Errors groupError = group == null ? Errors.INVALID_GROUP_ID
-                : coordinator.checkCommit(request.groupId(), request.memberId(), request.generationIdOrMemberEpoch());
+                : coordinator.checkCommit(request.groupId(), request.memberId(), request.groupInstanceId(),
+                        request.generationIdOrMemberEpoch());
         List<OffsetCommitResponseData.OffsetCommitResponseTopic> topics = new ArrayList<>();
         for (OffsetCommitRequestData.OffsetCommitRequestTopic topic : request.topics()) {
             List<OffsetCommitResponseData.OffsetCommitResponsePartition> partitions = new ArrayList<>();

@@ -21,8 +21,10 @@ import org.apache.kafka.common.protocol.Errors;
  * members of a generation (a new member first gets MEMBER_ID_REQUIRED and its id), the join completes when every
  * known member has rejoined or the rebalance time-out removed those that did not, the leader's SyncGroup hands out
  * the assignment it computed, Heartbeat tells members a rebalance is on, LeaveGroup and an expired session remove a
- * member and start one. Membership lives in memory: after a restart members rejoin; committed offsets are the
- * store's consumer positions ({@link GroupApis}).
+ * member and start one. Static members (a group.instance.id, KIP-345) keep their place across a restart: one that
+ * joins again under its instance id takes the old member's place and assignment, with no rebalance while the group
+ * is stable, and the old member id is fenced (FENCED_INSTANCE_ID). Membership lives in memory: after a restart
+ * members rejoin; committed offsets are the store's consumer positions ({@link GroupApis}).
  *
  * <p>Each group is used under its own lock; futures of waiting joins and syncs complete under it (their
  * continuations only encode a response). Thread-safe.
@@ -42,7 +44,7 @@ final class GroupCoordinator {
     }
 
     static final class Member {
-        final String id;
+        String id;
         final String instanceId;
         final String clientId;
         final String clientHost;
@@ -70,6 +72,8 @@ final class GroupCoordinator {
         String protocol;
         String leader;
         final Map<String, Member> members = new LinkedHashMap<>();
+        /** Static members: member id by group.instance.id. */
+        final Map<String, String> staticMembers = new HashMap<>();
         /** Ids handed out with MEMBER_ID_REQUIRED, not yet joined. */
         final Map<String, Long> pendingIds = new HashMap<>();
         long rebalanceDeadlineNanos;
@@ -147,13 +151,24 @@ final class GroupCoordinator {
                 }
             }
             String memberId = request.memberId();
+            String instanceId = request.groupInstanceId();
+            if (instanceId != null && version < 5) {
+                instanceId = null; // not in the request before v5
+            }
+            if (instanceId != null && !memberId.isEmpty() && fenced(group, memberId, instanceId)) {
+                return done(failed.setErrorCode(Errors.FENCED_INSTANCE_ID.code()));
+            }
+            if (instanceId != null && memberId.isEmpty() && group.staticMembers.containsKey(instanceId)) {
+                return rejoinStatic(group, group.members.get(group.staticMembers.get(instanceId)), protocols,
+                        request, version);
+            }
             Member member = memberId.isEmpty() ? null : group.members.get(memberId);
             if (member == null) {
                 if (group.members.size() + group.pendingIds.size() >= MAX_MEMBERS) {
                     return done(failed.setErrorCode(Errors.GROUP_MAX_SIZE_REACHED.code()));
                 }
-                if (memberId.isEmpty() && version >= 4) {
-                    // Kafka 2.2+: a new member first learns its id, then joins with it.
+                if (memberId.isEmpty() && version >= 4 && instanceId == null) {
+                    // Kafka 2.2+: a new dynamic member first learns its id, then joins with it.
                     String id = (clientId == null || clientId.isEmpty() ? "member" : clientId) + "-" + UUID.randomUUID();
                     group.pendingIds.put(id, System.nanoTime());
                     return done(failed.setMemberId(id).setErrorCode(Errors.MEMBER_ID_REQUIRED.code()));
@@ -162,10 +177,14 @@ final class GroupCoordinator {
                     return done(failed.setErrorCode(Errors.UNKNOWN_MEMBER_ID.code()));
                 }
                 if (memberId.isEmpty()) {
-                    memberId = (clientId == null || clientId.isEmpty() ? "member" : clientId) + "-" + UUID.randomUUID();
+                    memberId = (instanceId != null ? instanceId : clientId == null || clientId.isEmpty() ? "member"
+                            : clientId) + "-" + UUID.randomUUID();
                 }
-                member = new Member(memberId, request.groupInstanceId(), clientId, clientHost);
+                member = new Member(memberId, instanceId, clientId, clientHost);
                 group.members.put(memberId, member);
+                if (instanceId != null) {
+                    group.staticMembers.put(instanceId, memberId);
+                }
                 if (group.protocolType == null) {
                     group.protocolType = request.protocolType();
                 }
@@ -195,6 +214,78 @@ final class GroupCoordinator {
             tryCompleteJoin(group);
             return response;
         }
+    }
+
+    /**
+     * A static member joining again with no member id (it restarted): it takes the known member's place under a new
+     * id, the old id's waiting calls are fenced, and the assignment stays. In a stable group whose protocol this does
+     * not change it is answered at once, in the current generation and with the old leader id (so that it does not
+     * take itself for the leader and assign anew); otherwise the group rebalances. Call under the group's lock.
+     */
+    private CompletableFuture<JoinGroupResponseData> rejoinStatic(Group group, Member old,
+                                                                  LinkedHashMap<String, byte[]> protocols,
+                                                                  JoinGroupRequestData request, short version) {
+        String leader = group.leader;
+        group.members.remove(old.id);
+        if (old.join != null) {
+            old.join.complete(failedJoin(group, old, Errors.FENCED_INSTANCE_ID));
+            old.join = null;
+        }
+        if (old.sync != null) {
+            old.sync.complete(new SyncGroupResponseData().setErrorCode(Errors.FENCED_INSTANCE_ID.code())
+                    .setAssignment(new byte[0]));
+            old.sync = null;
+        }
+        String newId = old.instanceId + "-" + UUID.randomUUID();
+        if (old.id.equals(group.leader)) {
+            group.leader = newId;
+        }
+        old.id = newId;
+        group.members.put(newId, old);
+        group.staticMembers.put(old.instanceId, newId);
+        old.sessionTimeoutMs = request.sessionTimeoutMs();
+        old.rebalanceTimeoutMs = version == 0 ? request.sessionTimeoutMs() : request.rebalanceTimeoutMs();
+        old.lastSeenNanos = System.nanoTime();
+        old.protocols = protocols;
+        if (group.state == State.STABLE && chooseProtocol(group).equals(group.protocol)) {
+            return done(new JoinGroupResponseData().setGenerationId(group.generation)
+                    .setProtocolType(group.protocolType).setProtocolName(group.protocol).setLeader(leader)
+                    .setMemberId(newId).setMembers(List.of()));
+        }
+        CompletableFuture<JoinGroupResponseData> response = new CompletableFuture<>();
+        old.join = response;
+        if (group.state != State.PREPARING_REBALANCE) {
+            prepareRebalance(group);
+        }
+        tryCompleteJoin(group);
+        return response;
+    }
+
+    /** @return true if {@code instanceId} names a static member other than {@code memberId} */
+    private static boolean fenced(Group group, String memberId, String instanceId) {
+        if (instanceId == null) {
+            return false;
+        }
+        String current = group.staticMembers.get(instanceId);
+        return current != null && !current.equals(memberId);
+    }
+
+    /**
+     * Finds the member a heartbeat, sync or commit of {@code generation} comes from, in Kafka's order of errors:
+     * FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION. Call under the group's lock.
+     *
+     * @return NONE with the member seen now, or the error
+     */
+    private static Errors check(Group group, String memberId, String instanceId, int generation) {
+        if (fenced(group, memberId, instanceId)) {
+            return Errors.FENCED_INSTANCE_ID;
+        }
+        Member member = group.members.get(memberId);
+        if (member == null) {
+            return Errors.UNKNOWN_MEMBER_ID;
+        }
+        member.lastSeenNanos = System.nanoTime();
+        return generation != group.generation ? Errors.ILLEGAL_GENERATION : Errors.NONE;
     }
 
     private static boolean sameProtocols(Map<String, byte[]> a, Map<String, byte[]> b) {
@@ -234,7 +325,12 @@ final class GroupCoordinator {
         if (!all && System.nanoTime() - group.rebalanceDeadlineNanos < 0) {
             return;
         }
-        group.members.values().removeIf(m -> m.join == null);
+        group.members.values().removeIf(m -> {
+            if (m.join == null && m.instanceId != null) {
+                group.staticMembers.remove(m.instanceId, m.id);
+            }
+            return m.join == null;
+        });
         if (group.members.isEmpty()) {
             toEmpty(group);
             return;
@@ -308,18 +404,15 @@ final class GroupCoordinator {
             return done(failed.setErrorCode(Errors.UNKNOWN_MEMBER_ID.code()));
         }
         synchronized (group) {
+            Errors error = check(group, request.memberId(), request.groupInstanceId(), request.generationId());
+            if (error != Errors.NONE) {
+                return done(failed.setErrorCode(error.code()));
+            }
             Member member = group.members.get(request.memberId());
-            if (member == null) {
-                return done(failed.setErrorCode(Errors.UNKNOWN_MEMBER_ID.code()));
-            }
-            if (request.generationId() != group.generation) {
-                return done(failed.setErrorCode(Errors.ILLEGAL_GENERATION.code()));
-            }
             if (request.protocolType() != null && !request.protocolType().equals(group.protocolType)
                     || request.protocolName() != null && !request.protocolName().equals(group.protocol)) {
                 return done(failed.setErrorCode(Errors.INCONSISTENT_GROUP_PROTOCOL.code()));
             }
-            member.lastSeenNanos = System.nanoTime();
             switch (group.state) {
                 case PREPARING_REBALANCE, EMPTY -> {
                     return done(failed.setErrorCode(Errors.REBALANCE_IN_PROGRESS.code()));
@@ -358,21 +451,20 @@ final class GroupCoordinator {
                 .setAssignment(member.assignment);
     }
 
-    /** @return the error for a heartbeat (NONE, REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID) */
-    Errors heartbeat(String groupId, String memberId, int generation) {
+    /**
+     * @return the error for a heartbeat (NONE, REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
+     *     FENCED_INSTANCE_ID)
+     */
+    Errors heartbeat(String groupId, String memberId, String instanceId, int generation) {
         Group group = groups.get(groupId);
         if (group == null) {
             return Errors.UNKNOWN_MEMBER_ID;
         }
         synchronized (group) {
-            Member member = group.members.get(memberId);
-            if (member == null) {
-                return Errors.UNKNOWN_MEMBER_ID;
-            }
-            member.lastSeenNanos = System.nanoTime();
             // Kafka's order: an old generation is told so before it is told of a rebalance.
-            if (generation != group.generation) {
-                return Errors.ILLEGAL_GENERATION;
+            Errors error = check(group, memberId, instanceId, generation);
+            if (error != Errors.NONE) {
+                return error;
             }
             return group.state == State.PREPARING_REBALANCE ? Errors.REBALANCE_IN_PROGRESS : Errors.NONE;
         }
@@ -384,7 +476,7 @@ final class GroupCoordinator {
      *
      * @return NONE, or why the commit is refused
      */
-    Errors checkCommit(String groupId, String memberId, int generation) {
+    Errors checkCommit(String groupId, String memberId, String instanceId, int generation) {
         Group group = groups.get(groupId);
         if (group == null) {
             return generation < 0 ? Errors.NONE : Errors.ILLEGAL_GENERATION;
@@ -393,13 +485,9 @@ final class GroupCoordinator {
             if (generation < 0) {
                 return group.members.isEmpty() ? Errors.NONE : Errors.ILLEGAL_GENERATION;
             }
-            Member member = group.members.get(memberId);
-            if (member == null) {
-                return Errors.UNKNOWN_MEMBER_ID;
-            }
-            member.lastSeenNanos = System.nanoTime();
-            if (generation != group.generation) {
-                return Errors.ILLEGAL_GENERATION;
+            Errors error = check(group, memberId, instanceId, generation);
+            if (error != Errors.NONE) {
+                return error;
             }
             // As Kafka: a member of the current generation may commit while a rebalance is being prepared (the
             // consumer commits as it gives its partitions up); not while the new assignment is being handed out.
@@ -407,13 +495,26 @@ final class GroupCoordinator {
         }
     }
 
-    /** Removes a member; @return NONE or UNKNOWN_MEMBER_ID */
-    Errors leave(String groupId, String memberId) {
+    /**
+     * Removes a member, named by its id or, for a static member, by its instance id alone (an empty member id, as
+     * the admin client sends).
+     *
+     * @return NONE, UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID
+     */
+    Errors leave(String groupId, String memberId, String instanceId) {
         Group group = groups.get(groupId);
         if (group == null) {
             return Errors.UNKNOWN_MEMBER_ID;
         }
         synchronized (group) {
+            if (instanceId != null && (memberId == null || memberId.isEmpty())) {
+                memberId = group.staticMembers.get(instanceId);
+                if (memberId == null) {
+                    return Errors.UNKNOWN_MEMBER_ID;
+                }
+            } else if (fenced(group, memberId, instanceId)) {
+                return Errors.FENCED_INSTANCE_ID;
+            }
             Member member = group.members.get(memberId);
             if (member == null) {
                 return Errors.UNKNOWN_MEMBER_ID;
@@ -425,6 +526,9 @@ final class GroupCoordinator {
 
     private void removeMember(Group group, Member member) {
         group.members.remove(member.id);
+        if (member.instanceId != null) {
+            group.staticMembers.remove(member.instanceId, member.id);
+        }
         if (member.join != null) {
             member.join.complete(failedJoin(group, member, Errors.UNKNOWN_MEMBER_ID));
         }

@@ -37,7 +37,7 @@ class BoundedStateTest {
                 String id = coordinator.join(join("g" + i, ""), (short) 5, "c", "h").get().memberId();
                 CompletableFuture<?> joined = coordinator.join(join("g" + i, id), (short) 5, "c", "h");
                 assertThat(joined.get()).isNotNull();
-                assertThat(coordinator.leave("g" + i, id)).isEqualTo(Errors.NONE);
+                assertThat(coordinator.leave("g" + i, id, null)).isEqualTo(Errors.NONE);
             }
             long deadline = System.nanoTime() + 5_000_000_000L;
             while (!coordinator.groups().isEmpty() && System.nanoTime() < deadline) {

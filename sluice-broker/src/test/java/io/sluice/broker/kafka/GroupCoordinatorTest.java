@@ -47,20 +47,20 @@ class GroupCoordinatorTest {
     void aMemberCommitsWhileARebalanceIsPreparedButNotWhileItCompletes() throws Exception {
         String first = joinAlone();
         int generation = coordinator.group("g").generation;
-        assertThat(coordinator.checkCommit("g", first, generation)).isEqualTo(Errors.NONE);
+        assertThat(coordinator.checkCommit("g", first, null, generation)).isEqualTo(Errors.NONE);
         // A second member joins: the group prepares a rebalance; the first, still in its generation, commits as it
         // gives its partitions up (the Java consumer does in onJoinPrepare).
         String second = coordinator.join(join(""), (short) 5, "c", "h").get().memberId();
         CompletableFuture<JoinGroupResponseData> secondJoin = coordinator.join(join(second), (short) 5, "c", "h");
         assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.PREPARING_REBALANCE);
-        assertThat(coordinator.checkCommit("g", first, generation)).isEqualTo(Errors.NONE);
+        assertThat(coordinator.checkCommit("g", first, null, generation)).isEqualTo(Errors.NONE);
         // Once both joined, the assignment is being handed out: commits wait for it.
         JoinGroupResponseData firstRejoin = coordinator.join(join(first), (short) 5, "c", "h").get();
         assertThat(secondJoin.get().generationId()).isEqualTo(firstRejoin.generationId());
         assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.COMPLETING_REBALANCE);
-        assertThat(coordinator.checkCommit("g", first, firstRejoin.generationId()))
+        assertThat(coordinator.checkCommit("g", first, null, firstRejoin.generationId()))
                 .isEqualTo(Errors.REBALANCE_IN_PROGRESS);
-        assertThat(coordinator.checkCommit("g", first, generation)).isEqualTo(Errors.ILLEGAL_GENERATION);
+        assertThat(coordinator.checkCommit("g", first, null, generation)).isEqualTo(Errors.ILLEGAL_GENERATION);
     }
 
     @Test
@@ -84,7 +84,51 @@ class GroupCoordinatorTest {
         int generation = coordinator.group("g").generation;
         String second = coordinator.join(join(""), (short) 5, "c", "h").get().memberId();
         coordinator.join(join(second), (short) 5, "c", "h");
-        assertThat(coordinator.heartbeat("g", first, generation)).isEqualTo(Errors.REBALANCE_IN_PROGRESS);
-        assertThat(coordinator.heartbeat("g", first, generation - 1)).isEqualTo(Errors.ILLEGAL_GENERATION);
+        assertThat(coordinator.heartbeat("g", first, null, generation)).isEqualTo(Errors.REBALANCE_IN_PROGRESS);
+        assertThat(coordinator.heartbeat("g", first, null, generation - 1)).isEqualTo(Errors.ILLEGAL_GENERATION);
+    }
+
+    private static JoinGroupRequestData staticJoin(String member, String instance) {
+        return join(member).setGroupInstanceId(instance);
+    }
+
+    /**
+     * A static member joins without learning its id first; joining again under its instance id (a restart) takes the
+     * old member's place in a stable group without a rebalance, and the old id is fenced everywhere; the admin
+     * client's leave by instance id alone removes it.
+     */
+    @Test
+    void aStaticMembersRestartFencesItsOldIdAndLeavesTheGroupStable() throws Exception {
+        JoinGroupResponseData joined = coordinator.join(staticJoin("", "i1"), (short) 5, "c", "h").get();
+        assertThat(joined.errorCode()).as("no MEMBER_ID_REQUIRED round for a static member").isZero();
+        String old = joined.memberId();
+        coordinator.sync(new SyncGroupRequestData().setGroupId("g").setGenerationId(joined.generationId())
+                .setMemberId(old).setGroupInstanceId("i1").setAssignments(List.of(
+                        new SyncGroupRequestData.SyncGroupRequestAssignment().setMemberId(old)
+                                .setAssignment(new byte[] {7})))).get();
+        int generation = coordinator.group("g").generation;
+        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.STABLE);
+
+        JoinGroupResponseData again = coordinator.join(staticJoin("", "i1"), (short) 5, "c", "h").get();
+        assertThat(again.errorCode()).isZero();
+        assertThat(again.memberId()).isNotEqualTo(old);
+        assertThat(again.generationId()).isEqualTo(generation);
+        assertThat(again.leader()).as("the old leader id: the member does not assign anew").isEqualTo(old);
+        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.STABLE);
+        var sync = coordinator.sync(new SyncGroupRequestData().setGroupId("g").setGenerationId(generation)
+                .setMemberId(again.memberId()).setGroupInstanceId("i1")).get();
+        assertThat(sync.assignment()).as("the assignment it had").containsExactly(7);
+
+        assertThat(coordinator.heartbeat("g", old, "i1", generation)).isEqualTo(Errors.FENCED_INSTANCE_ID);
+        assertThat(coordinator.checkCommit("g", old, "i1", generation)).isEqualTo(Errors.FENCED_INSTANCE_ID);
+        assertThat(coordinator.join(staticJoin(old, "i1"), (short) 5, "c", "h").get().errorCode())
+                .isEqualTo(Errors.FENCED_INSTANCE_ID.code());
+        assertThat(coordinator.heartbeat("g", again.memberId(), "i1", generation)).isEqualTo(Errors.NONE);
+
+        assertThat(coordinator.leave("g", "", "i2")).isEqualTo(Errors.UNKNOWN_MEMBER_ID);
+        assertThat(coordinator.leave("g", old, "i1")).isEqualTo(Errors.FENCED_INSTANCE_ID);
+        assertThat(coordinator.leave("g", "", "i1")).isEqualTo(Errors.NONE);
+        assertThat(coordinator.group("g").members).isEmpty();
+        assertThat(coordinator.group("g").staticMembers).isEmpty();
     }
 }
