@@ -64,6 +64,8 @@ public final class ConsumerOffsets {
     private final Map<Key, Long> committedMillis = new ConcurrentHashMap<>();
     /** The positions as last saved: what a restart after a crash would resume from. */
     private volatile Map<Key, Long> saved = Map.of();
+    /** The commit times as last saved; guarded by this. */
+    private Map<Key, Long> savedMillis = Map.of();
     private volatile boolean dirty;
 
     private ConsumerOffsets() {
@@ -97,6 +99,7 @@ public final class ConsumerOffsets {
             loaded.committedMillis.clear();
         }
         loaded.saved = Map.copyOf(loaded.offsets);
+        loaded.savedMillis = Map.copyOf(loaded.committedMillis);
         return loaded;
     }
 
@@ -122,6 +125,8 @@ public final class ConsumerOffsets {
             int queueId = buffer.getInt();
             long offset = buffer.getLong();
             long committed = version == VERSION ? buffer.getLong() : nowMillis;
+            // A version 1 file is rewritten as version 2 at the next save, with the times it was given now.
+            dirty |= version != VERSION;
             Key key = new Key(group, topic, queueId);
             offsets.put(key, offset);
             committedMillis.put(key, committed);
@@ -138,9 +143,10 @@ public final class ConsumerOffsets {
     public synchronized void commit(String group, String topic, int queueId, long nextOffset, long nowMillis) {
         Key key = new Key(group, topic, queueId);
         Long previous = offsets.put(key, nextOffset);
-        Long previousMillis = committedMillis.put(key, nowMillis);
-        if (previous == null || previous != nextOffset || previousMillis == null
-                || nowMillis - previousMillis >= COMMIT_TIME_SAVE_MILLIS) {
+        committedMillis.put(key, nowMillis);
+        Long savedAt = savedMillis.get(key);
+        if (previous == null || previous != nextOffset || savedAt == null
+                || nowMillis - savedAt >= COMMIT_TIME_SAVE_MILLIS) {
             dirty = true;
         }
     }
@@ -245,6 +251,9 @@ public final class ConsumerOffsets {
         buffer.putInt((int) crc.getValue()).flip();
         AtomicFile.replace(io, directory, FILE_NAME, buffer);
         saved = snapshot;
+        synchronized (this) {
+            savedMillis = times;
+        }
     }
 
     private static void putString(ByteBuffer buffer, String value) {
