@@ -637,24 +637,28 @@ public final class Store implements AutoCloseable {
         return logFor(topic, registry.layout(topic), queueId, create);
     }
 
-    private LogStore logFor(String topic, TopicLayout layout, int queueId, boolean create) {
+    /** Package-private for a test of the race it closes; {@code layout} is what the caller read of the topic. */
+    LogStore logFor(String topic, TopicLayout layout, int queueId, boolean create) {
         if (layout == TopicLayout.SHARED) {
             return shared;
         }
         String key = layout == TopicLayout.TOPIC ? topic : topic + "/" + queueId;
         LogStore log = own.get(key);
+        if (log != null && create) {
+            // The entry read now is at least as new as this log (a log is put here after its topic is registered):
+            // an append that checked its queue id against a topic deleted since must not land in a topic created
+            // again with fewer queues.
+            checkStillDeclared(topic, layout, queueId);
+        }
         if (log != null || !create) {
             return log;
         }
         checkWritable();
         synchronized (ownLock) {
             checkOpen();
-            TopicRegistry.Entry now = registry.entry(topic);
-            if (now.layout() != layout || (now.queues() > 0 && queueId >= now.queues())) {
-                // Deleted while this call waited for the lock (and perhaps created again with fewer queues): do not
-                // bring its log back.
-                throw new TopicDeletedException(topic);
-            }
+            // Deleted while this call waited for the lock (and perhaps created again with fewer queues): do not bring
+            // its log back.
+            checkStillDeclared(topic, layout, queueId);
             log = own.get(key);
             if (log == null) {
                 Path logRoot = root.resolve(OWN_LOGS_DIRECTORY).resolve(topic);
@@ -665,6 +669,14 @@ public final class Store implements AutoCloseable {
                 own.put(key, log);
             }
             return log;
+        }
+    }
+
+    /** @throws TopicDeletedException unless the topic still has {@code layout} and a queue {@code queueId} */
+    private void checkStillDeclared(String topic, TopicLayout layout, int queueId) {
+        TopicRegistry.Entry now = registry.entry(topic);
+        if (now.layout() != layout || (now.queues() > 0 && queueId >= now.queues())) {
+            throw new TopicDeletedException(topic);
         }
     }
 
