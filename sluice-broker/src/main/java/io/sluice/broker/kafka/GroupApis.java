@@ -54,11 +54,14 @@ final class GroupApis {
     private final Store store;
     private final GroupCoordinator coordinator;
     private final KafkaApis.Settings settings;
+    /** When this broker started, store clock: offsets expire no sooner than a retention after it. */
+    private final long startedMillis;
 
     GroupApis(Store store, GroupCoordinator coordinator, KafkaApis.Settings settings) {
         this.store = store;
         this.coordinator = coordinator;
         this.settings = settings;
+        this.startedMillis = store.config().clock().millis();
     }
 
     FindCoordinatorResponseData findCoordinator(FindCoordinatorRequestData request, short version) {
@@ -244,10 +247,11 @@ final class GroupApis {
     }
 
     /**
-     * Forgets the committed offsets of every Kafka group that has no members and has committed nothing for
+     * Forgets the committed offsets of every Kafka group that has had no members and committed nothing for
      * {@code retentionMillis} (store clock), as Kafka expires offsets (offsets.retention.minutes, KIP-211): they would
-     * otherwise hold the store's retention back for ever. A store group no Kafka group id maps to
-     * ({@link GroupNames#fromStore}) is left alone.
+     * otherwise hold the store's retention back for ever. The time counts from the later of the group's newest
+     * commit, the last time it had members, and this broker's start (which saw neither before). A store group no
+     * Kafka group id maps to ({@link GroupNames#fromStore}) is left alone.
      *
      * @return the group ids whose offsets were forgotten
      */
@@ -260,11 +264,11 @@ final class GroupApis {
         List<String> expired = new ArrayList<>();
         newest.forEach((name, committed) -> {
             String id = GroupNames.fromStore(name);
-            if (id == null || committed >= cutoff || !coordinator.remove(id)) {
+            if (id == null || Math.max(Math.max(committed, startedMillis), coordinator.lastOccupiedMillis(id)) >= cutoff) {
                 return;
             }
             try {
-                if (store.removeConsumerGroupIfIdle(name, cutoff)) {
+                if (coordinator.ifIdle(id, () -> store.removeConsumerGroupIfIdle(name, cutoff))) {
                     expired.add(id);
                     LOG.info("forgot the committed offsets of group {}: no members and no commit for {} minutes", id,
                             TimeUnit.MILLISECONDS.toMinutes(retentionMillis));
@@ -273,6 +277,7 @@ final class GroupApis {
                 LOG.warn("cannot forget the expired offsets of group {}: {}", id, e.toString());
             }
         });
+        coordinator.forgetOccupiedBefore(cutoff);
         return expired;
     }
 

@@ -10,6 +10,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.LongSupplier;
 import org.apache.kafka.common.message.JoinGroupRequestData;
 import org.apache.kafka.common.message.JoinGroupResponseData;
 import org.apache.kafka.common.message.SyncGroupRequestData;
@@ -92,10 +93,53 @@ final class GroupCoordinator {
 
     private final Map<String, Group> groups = new ConcurrentHashMap<>();
     private final ScheduledExecutorService timer;
+    private final LongSupplier millis;
+    /** When each group was last seen with members (by {@link #millis}), for offset expiry; bounded by it. */
+    private final Map<String, Long> occupiedMillis = new ConcurrentHashMap<>();
 
     GroupCoordinator(ScheduledExecutorService timer) {
+        this(timer, System::currentTimeMillis);
+    }
+
+    /** @param millis the clock offset expiry runs on (the store's) */
+    GroupCoordinator(ScheduledExecutorService timer, LongSupplier millis) {
         this.timer = timer;
+        this.millis = millis;
         timer.scheduleWithFixedDelay(this::expire, 100, 100, TimeUnit.MILLISECONDS);
+    }
+
+    /** @return now if the group has members, else when it last had some (-1: not since this broker started) */
+    long lastOccupiedMillis(String id) {
+        Group group = groups.get(id);
+        if (group != null) {
+            synchronized (group) {
+                if (!group.members.isEmpty()) {
+                    return millis.getAsLong();
+                }
+            }
+        }
+        return occupiedMillis.getOrDefault(id, -1L);
+    }
+
+    /**
+     * Runs {@code action} while the group has no members and no member id handed out: under its lock if it is known
+     * in memory.
+     *
+     * @return what the action returned; false if the group is not idle
+     */
+    boolean ifIdle(String id, java.util.function.BooleanSupplier action) {
+        Group group = groups.get(id);
+        if (group == null) {
+            return action.getAsBoolean();
+        }
+        synchronized (group) {
+            return group.members.isEmpty() && group.pendingIds.isEmpty() && action.getAsBoolean();
+        }
+    }
+
+    /** Forgets when groups were last occupied, for those last occupied before {@code cutoffMillis} and unknown now. */
+    void forgetOccupiedBefore(long cutoffMillis) {
+        occupiedMillis.entrySet().removeIf(e -> e.getValue() < cutoffMillis && !groups.containsKey(e.getKey()));
     }
 
     /** @return the group, or null if none is known in memory */
@@ -155,8 +199,11 @@ final class GroupCoordinator {
             if (instanceId != null && version < 5) {
                 instanceId = null; // not in the request before v5
             }
-            if (instanceId != null && !memberId.isEmpty() && fenced(group, memberId, instanceId)) {
-                return done(failed.setErrorCode(Errors.FENCED_INSTANCE_ID.code()));
+            if (instanceId != null && !memberId.isEmpty()) {
+                Errors identity = staticIdentity(group, memberId, instanceId);
+                if (identity != Errors.NONE) {
+                    return done(failed.setErrorCode(identity.code()));
+                }
             }
             if (instanceId != null && memberId.isEmpty() && group.staticMembers.containsKey(instanceId)) {
                 return rejoinStatic(group, group.members.get(group.staticMembers.get(instanceId)), protocols,
@@ -219,8 +266,9 @@ final class GroupCoordinator {
     /**
      * A static member joining again with no member id (it restarted): it takes the known member's place under a new
      * id, the old id's waiting calls are fenced, and the assignment stays. In a stable group whose protocol this does
-     * not change it is answered at once, in the current generation and with the old leader id (so that it does not
-     * take itself for the leader and assign anew); otherwise the group rebalances. Call under the group's lock.
+     * not change it is answered at once, in the current generation: before JoinGroup v9 with the old leader id (so
+     * that a restarted leader does not assign anew in a group that would not pass its assignment on), from v9 with
+     * the leader and skipAssignment (KIP-814); otherwise the group rebalances. Call under the group's lock.
      */
     private CompletableFuture<JoinGroupResponseData> rejoinStatic(Group group, Member old,
                                                                   LinkedHashMap<String, byte[]> protocols,
@@ -248,9 +296,16 @@ final class GroupCoordinator {
         old.lastSeenNanos = System.nanoTime();
         old.protocols = protocols;
         if (group.state == State.STABLE && chooseProtocol(group).equals(group.protocol)) {
-            return done(new JoinGroupResponseData().setGenerationId(group.generation)
-                    .setProtocolType(group.protocolType).setProtocolName(group.protocol).setLeader(leader)
-                    .setMemberId(newId).setMembers(List.of()));
+            JoinGroupResponseData response = new JoinGroupResponseData().setGenerationId(group.generation)
+                    .setProtocolType(group.protocolType).setProtocolName(group.protocol).setMemberId(newId);
+            if (version >= 9) {
+                // KIP-814: a leader learns it leads, with the members, and is told to skip the assignment (it
+                // watches metadata for changes that need one).
+                boolean isLeader = newId.equals(group.leader);
+                return done(response.setLeader(group.leader).setSkipAssignment(isLeader)
+                        .setMembers(isLeader ? joinResponse(group, old).members() : List.of()));
+            }
+            return done(response.setLeader(leader).setMembers(List.of()));
         }
         CompletableFuture<JoinGroupResponseData> response = new CompletableFuture<>();
         old.join = response;
@@ -261,13 +316,19 @@ final class GroupCoordinator {
         return response;
     }
 
-    /** @return true if {@code instanceId} names a static member other than {@code memberId} */
-    private static boolean fenced(Group group, String memberId, String instanceId) {
+    /**
+     * Kafka's check of a static member's identity: UNKNOWN_MEMBER_ID for an instance id no member holds,
+     * FENCED_INSTANCE_ID for one another member id holds.
+     *
+     * @return NONE when {@code instanceId} is null or held by {@code memberId}, else the error
+     */
+    private static Errors staticIdentity(Group group, String memberId, String instanceId) {
         if (instanceId == null) {
-            return false;
+            return Errors.NONE;
         }
         String current = group.staticMembers.get(instanceId);
-        return current != null && !current.equals(memberId);
+        return current == null ? Errors.UNKNOWN_MEMBER_ID
+                : current.equals(memberId) ? Errors.NONE : Errors.FENCED_INSTANCE_ID;
     }
 
     /**
@@ -277,8 +338,9 @@ final class GroupCoordinator {
      * @return NONE with the member seen now, or the error
      */
     private static Errors check(Group group, String memberId, String instanceId, int generation) {
-        if (fenced(group, memberId, instanceId)) {
-            return Errors.FENCED_INSTANCE_ID;
+        Errors identity = staticIdentity(group, memberId, instanceId);
+        if (identity != Errors.NONE) {
+            return identity;
         }
         Member member = group.members.get(memberId);
         if (member == null) {
@@ -325,27 +387,36 @@ final class GroupCoordinator {
         if (!all && System.nanoTime() - group.rebalanceDeadlineNanos < 0) {
             return;
         }
-        group.members.values().removeIf(m -> {
-            if (m.join == null && m.instanceId != null) {
-                group.staticMembers.remove(m.instanceId, m.id);
-            }
-            return m.join == null;
-        });
+        // Dynamic members that did not rejoin in time are out; static ones keep their place (and get an assignment)
+        // until their session expires: a restart within it costs no second rebalance.
+        occupiedMillis.put(group.id, millis.getAsLong());
+        group.members.values().removeIf(m -> m.join == null && m.instanceId == null);
         if (group.members.isEmpty()) {
             toEmpty(group);
             return;
         }
+        Member joinedLeader = group.members.get(group.leader);
+        if (joinedLeader == null || joinedLeader.join == null) {
+            joinedLeader = group.members.values().stream().filter(m -> m.join != null).findFirst().orElse(null);
+        }
+        if (joinedLeader == null) {
+            // Only static members that have not rejoined: wait another rebalance time-out (or their sessions).
+            int timeout = group.members.values().stream().mapToInt(m -> m.rebalanceTimeoutMs).max().orElse(0);
+            group.rebalanceDeadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeout);
+            return;
+        }
         group.generation++;
         group.protocol = chooseProtocol(group);
-        if (group.leader == null || !group.members.containsKey(group.leader)) {
-            group.leader = group.members.keySet().iterator().next();
-        }
+        group.leader = joinedLeader.id;
         group.state = State.COMPLETING_REBALANCE;
         group.rebalanceDeadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(
                 group.members.values().stream().mapToInt(m -> m.sessionTimeoutMs).max().orElse(10_000));
         for (Member m : group.members.values()) {
-            m.lastSeenNanos = System.nanoTime();
             CompletableFuture<JoinGroupResponseData> join = m.join;
+            if (join == null) {
+                continue; // a static member away: its session decides
+            }
+            m.lastSeenNanos = System.nanoTime();
             m.join = null;
             join.complete(joinResponse(group, m));
         }
@@ -512,8 +583,8 @@ final class GroupCoordinator {
                 if (memberId == null) {
                     return Errors.UNKNOWN_MEMBER_ID;
                 }
-            } else if (fenced(group, memberId, instanceId)) {
-                return Errors.FENCED_INSTANCE_ID;
+            } else if (staticIdentity(group, memberId, instanceId) != Errors.NONE) {
+                return staticIdentity(group, memberId, instanceId);
             }
             Member member = group.members.get(memberId);
             if (member == null) {
@@ -525,6 +596,7 @@ final class GroupCoordinator {
     }
 
     private void removeMember(Group group, Member member) {
+        occupiedMillis.put(group.id, millis.getAsLong());
         group.members.remove(member.id);
         if (member.instanceId != null) {
             group.staticMembers.remove(member.instanceId, member.id);

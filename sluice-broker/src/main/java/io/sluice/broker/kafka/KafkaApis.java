@@ -66,6 +66,8 @@ import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.protocol.ObjectSerializationCache;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The Kafka protocol adapter: turns one request frame into its response frame with the generated message classes of
@@ -73,6 +75,8 @@ import org.apache.kafka.common.protocol.ObjectSerializationCache;
  * ({@code io.sluice.broker.net}); what is served is {@link SupportedApis}.
  */
 public final class KafkaApis implements AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(KafkaApis.class);
 
     /** Bytes of the fixed part of a request header: api key, api version, correlation id, client id length. */
     private static final int MIN_HEADER_BYTES = 10;
@@ -149,10 +153,16 @@ public final class KafkaApis implements AutoCloseable {
         this.fetch = new FetchHandler(store, watch, Objects.requireNonNull(executor, "executor"));
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
                 .daemon().factory());
-        this.groups = new GroupApis(store, new GroupCoordinator(timer), settings);
+        this.groups = new GroupApis(store, new GroupCoordinator(timer, store.config().clock()::millis), settings);
         long retentionMillis = TimeUnit.MINUTES.toMillis(settings.offsetsRetentionMinutes());
-        timer.scheduleWithFixedDelay(() -> groups.expireOffsets(retentionMillis), OFFSETS_RETENTION_CHECK_MILLIS,
-                OFFSETS_RETENTION_CHECK_MILLIS, TimeUnit.MILLISECONDS);
+        timer.scheduleWithFixedDelay(() -> {
+            try {
+                groups.expireOffsets(retentionMillis);
+            } catch (RuntimeException e) {
+                // A failure must not end the schedule (the executor would drop it silently).
+                LOG.warn("expiring group offsets failed: {}", e.toString());
+            }
+        }, OFFSETS_RETENTION_CHECK_MILLIS, OFFSETS_RETENTION_CHECK_MILLIS, TimeUnit.MILLISECONDS);
         this.configs = new Configs(store.config(), settings, topic -> Partitions.count(store, topic));
     }
 

@@ -131,4 +131,65 @@ class GroupCoordinatorTest {
         assertThat(coordinator.group("g").members).isEmpty();
         assertThat(coordinator.group("g").staticMembers).isEmpty();
     }
+
+    /**
+     * Joins a static member (rebalance time-out 1 s) alone in a fresh group "g" and syncs an assignment.
+     *
+     * @return its member id
+     */
+    private String staticAlone(String instance, byte assignment) throws Exception {
+        JoinGroupResponseData joined = coordinator.join(staticJoin("", instance).setRebalanceTimeoutMs(1_000),
+                (short) 5, "c", "h").get();
+        coordinator.sync(new SyncGroupRequestData().setGroupId("g").setGenerationId(joined.generationId())
+                .setMemberId(joined.memberId()).setGroupInstanceId(instance).setAssignments(List.of(
+                        new SyncGroupRequestData.SyncGroupRequestAssignment().setMemberId(joined.memberId())
+                                .setAssignment(new byte[] {assignment})))).get();
+        return joined.memberId();
+    }
+
+    /** KIP-814: from JoinGroup v9 a restarted static leader is told it leads, with the members, and to skip assigning. */
+    @Test
+    void aRestartedStaticLeaderLearnsItLeadsFromV9() throws Exception {
+        String old = staticAlone("i1", (byte) 3);
+        JoinGroupResponseData v9 = coordinator.join(staticJoin("", "i1"), (short) 9, "c", "h").get();
+        assertThat(v9.leader()).isEqualTo(v9.memberId()).isNotEqualTo(old);
+        assertThat(v9.skipAssignment()).isTrue();
+        assertThat(v9.members()).extracting(JoinGroupResponseData.JoinGroupResponseMember::memberId)
+                .containsExactly(v9.memberId());
+        JoinGroupResponseData v5 = coordinator.join(staticJoin("", "i1"), (short) 5, "c", "h").get();
+        assertThat(v5.leader()).as("before v9: the previous leader id").isEqualTo(v9.memberId());
+        assertThat(v5.skipAssignment()).isFalse();
+        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.STABLE);
+    }
+
+    /**
+     * A static member that does not rejoin a rebalance keeps its place when the rebalance time-out passes (dynamic
+     * ones are removed): it comes back under its instance id without another rebalance.
+     */
+    @Test
+    void aStaticMemberAwayDuringARebalanceKeepsItsPlace() throws Exception {
+        String away = staticAlone("away", (byte) 1);
+        JoinGroupRequestData dynamic = join("").setRebalanceTimeoutMs(1_000);
+        String newcomer = coordinator.join(dynamic, (short) 5, "c", "h").get().memberId();
+        JoinGroupResponseData joined = coordinator.join(join(newcomer).setRebalanceTimeoutMs(1_000), (short) 5, "c",
+                "h").get(10, java.util.concurrent.TimeUnit.SECONDS);
+        assertThat(joined.errorCode()).isZero();
+        assertThat(joined.leader()).as("the member that rejoined leads").isEqualTo(newcomer);
+        assertThat(joined.members()).extracting(JoinGroupResponseData.JoinGroupResponseMember::memberId)
+                .containsExactlyInAnyOrder(away, newcomer);
+        coordinator.sync(new SyncGroupRequestData().setGroupId("g").setGenerationId(joined.generationId())
+                .setMemberId(newcomer).setAssignments(List.of(
+                        new SyncGroupRequestData.SyncGroupRequestAssignment().setMemberId(away)
+                                .setAssignment(new byte[] {5}),
+                        new SyncGroupRequestData.SyncGroupRequestAssignment().setMemberId(newcomer)
+                                .setAssignment(new byte[] {6})))).get();
+        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.STABLE);
+
+        JoinGroupResponseData back = coordinator.join(staticJoin("", "away"), (short) 5, "c", "h").get();
+        assertThat(back.generationId()).isEqualTo(joined.generationId());
+        assertThat(coordinator.sync(new SyncGroupRequestData().setGroupId("g").setGenerationId(back.generationId())
+                .setMemberId(back.memberId()).setGroupInstanceId("away")).get().assignment()).containsExactly(5);
+        assertThat(coordinator.heartbeat("g", back.memberId(), "other", back.generationId()))
+                .as("an instance id no member holds").isEqualTo(Errors.UNKNOWN_MEMBER_ID);
+    }
 }

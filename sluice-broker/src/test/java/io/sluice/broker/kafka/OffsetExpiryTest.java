@@ -37,7 +37,7 @@ class OffsetExpiryTest {
     private final AtomicLong now = new AtomicLong(1_700_000_000_000L);
     private final InstantSource clock = () -> Instant.ofEpochMilli(now.get());
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
-    private final GroupCoordinator coordinator = new GroupCoordinator(timer);
+    private final GroupCoordinator coordinator = new GroupCoordinator(timer, now::get);
 
     @AfterEach
     void stop() {
@@ -93,6 +93,32 @@ class OffsetExpiryTest {
             assertThat(groups.expireOffsets(RETENTION)).isEmpty();
             now.addAndGet(RETENTION / 2);
             assertThat(groups.expireOffsets(RETENTION)).containsExactly("recent");
+        }
+    }
+
+    /**
+     * The retention counts from when the group last had members, not only from its last commit: a group that consumed
+     * for a long time without committing (a quiet topic) keeps its offsets for a retention after its members left.
+     */
+    @Test
+    void aGroupThatJustLostItsMembersKeepsItsOffsetsForARetention() throws Exception {
+        StoreConfig config = StoreConfig.builder().flushMode(FlushMode.ASYNC).clock(clock)
+                .retention(RetentionPolicy.defaults().withCheckIntervalMillis(3_600_000)).build();
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("t", TopicLayout.QUEUE, 1);
+            GroupApis groups = new GroupApis(store, coordinator, new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1,
+                    false, TopicLayout.QUEUE, 60));
+            store.commitOffset(GroupNames.toStore("quiet"), "t", 0, 3);
+            joinAlone("quiet");
+            now.addAndGet(3 * RETENTION);
+            assertThat(groups.expireOffsets(RETENTION)).as("it has a member").isEmpty();
+            String member = coordinator.group("quiet").members.keySet().iterator().next();
+            coordinator.leave("quiet", member, null);
+            now.addAndGet(RETENTION / 2);
+            assertThat(groups.expireOffsets(RETENTION)).as("empty for half a retention").isEmpty();
+            now.addAndGet(RETENTION / 2 + 1);
+            assertThat(groups.expireOffsets(RETENTION)).containsExactly("quiet");
+            assertThat(store.committedOffset(GroupNames.toStore("quiet"), "t", 0)).isEmpty();
         }
     }
 }
