@@ -268,7 +268,7 @@ final class GroupApis {
                 return;
             }
             try {
-                if (coordinator.ifIdle(id, () -> store.removeConsumerGroupIfIdle(name, cutoff))) {
+                if (coordinator.ifIdle(id, cutoff, () -> store.removeConsumerGroupIfIdle(name, cutoff))) {
                     expired.add(id);
                     LOG.info("forgot the committed offsets of group {}: no members and no commit for {} minutes", id,
                             TimeUnit.MILLISECONDS.toMinutes(retentionMillis));
@@ -277,7 +277,10 @@ final class GroupApis {
                 LOG.warn("cannot forget the expired offsets of group {}: {}", id, e.toString());
             }
         });
-        coordinator.forgetOccupiedBefore(cutoff);
+        java.util.Set<String> committed = new java.util.HashSet<>();
+        newest.keySet().forEach(name -> committed.add(GroupNames.fromStore(name)));
+        expired.forEach(committed::remove);
+        coordinator.forgetOccupied(cutoff, committed);
         return expired;
     }
 

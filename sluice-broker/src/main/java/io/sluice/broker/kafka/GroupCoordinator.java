@@ -122,24 +122,38 @@ final class GroupCoordinator {
     }
 
     /**
-     * Runs {@code action} while the group has no members and no member id handed out: under its lock if it is known
-     * in memory.
+     * Runs {@code action} under the group's lock while the group has no members, no member id handed out, and has had
+     * no members since {@code cutoffMillis}. A group not in memory gets an empty one for the time (the timer drops it),
+     * so that a member joining meanwhile waits for the action and then finds its outcome.
      *
      * @return what the action returned; false if the group is not idle
      */
-    boolean ifIdle(String id, java.util.function.BooleanSupplier action) {
-        Group group = groups.get(id);
-        if (group == null) {
-            return action.getAsBoolean();
-        }
-        synchronized (group) {
-            return group.members.isEmpty() && group.pendingIds.isEmpty() && action.getAsBoolean();
+    boolean ifIdle(String id, long cutoffMillis, java.util.function.BooleanSupplier action) {
+        while (true) {
+            Group group = groups.computeIfAbsent(id, Group::new);
+            synchronized (group) {
+                if (groups.get(id) != group) {
+                    continue; // dropped by the timer in between: take the current one
+                }
+                return group.members.isEmpty() && group.pendingIds.isEmpty()
+                        && occupiedMillis.getOrDefault(id, -1L) < cutoffMillis && action.getAsBoolean();
+            }
         }
     }
 
-    /** Forgets when groups were last occupied, for those last occupied before {@code cutoffMillis} and unknown now. */
-    void forgetOccupiedBefore(long cutoffMillis) {
-        occupiedMillis.entrySet().removeIf(e -> e.getValue() < cutoffMillis && !groups.containsKey(e.getKey()));
+    /**
+     * Forgets when groups were last occupied, for groups not in memory that were last occupied before
+     * {@code cutoffMillis} or have no committed offsets ({@code committed} does not name them): such a time can
+     * never decide an expiry.
+     */
+    void forgetOccupied(long cutoffMillis, java.util.Set<String> committed) {
+        occupiedMillis.entrySet().removeIf(e -> !groups.containsKey(e.getKey())
+                && (e.getValue() < cutoffMillis || !committed.contains(e.getKey())));
+    }
+
+    /** @return the groups whose last occupied time is kept (for tests of its bound) */
+    java.util.Set<String> occupiedGroups() {
+        return java.util.Set.copyOf(occupiedMillis.keySet());
     }
 
     /** @return the group, or null if none is known in memory */
@@ -412,11 +426,11 @@ final class GroupCoordinator {
         group.rebalanceDeadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(
                 group.members.values().stream().mapToInt(m -> m.sessionTimeoutMs).max().orElse(10_000));
         for (Member m : group.members.values()) {
+            m.lastSeenNanos = System.nanoTime(); // the session restarts with the generation, as in Kafka
             CompletableFuture<JoinGroupResponseData> join = m.join;
             if (join == null) {
                 continue; // a static member away: its session decides
             }
-            m.lastSeenNanos = System.nanoTime();
             m.join = null;
             join.complete(joinResponse(group, m));
         }
@@ -624,6 +638,9 @@ final class GroupCoordinator {
         for (Group group : groups.values()) {
             synchronized (group) {
                 for (Member member : new ArrayList<>(group.members.values())) {
+                    if (group.members.get(member.id) != member) {
+                        continue; // removed by an earlier removal's completed join
+                    }
                     boolean waiting = member.join != null;
                     if (!waiting && now - member.lastSeenNanos > TimeUnit.MILLISECONDS.toNanos(member.sessionTimeoutMs)) {
                         removeMember(group, member);

@@ -121,4 +121,31 @@ class OffsetExpiryTest {
             assertThat(store.committedOffset(GroupNames.toStore("quiet"), "t", 0)).isEmpty();
         }
     }
+
+    /**
+     * The time a group last had members is kept only as long as it can decide an expiry: groups that come and go
+     * without committing (a client looping over random group ids) leave nothing behind after a check.
+     */
+    @Test
+    void groupsThatCommittedNothingLeaveNoTimeBehind() throws Exception {
+        StoreConfig config = StoreConfig.builder().flushMode(FlushMode.ASYNC).clock(clock)
+                .retention(RetentionPolicy.defaults().withCheckIntervalMillis(3_600_000)).build();
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("t", TopicLayout.QUEUE, 1);
+            GroupApis groups = new GroupApis(store, coordinator, new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1,
+                    false, TopicLayout.QUEUE, 60));
+            store.commitOffset(GroupNames.toStore("kept"), "t", 0, 1);
+            for (String id : List.of("kept", "a", "b", "c")) {
+                joinAlone(id);
+                coordinator.leave(id, coordinator.group(id).members.keySet().iterator().next(), null);
+            }
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            while (!coordinator.groups().isEmpty() && System.nanoTime() < deadline) {
+                Thread.sleep(20); // the timer drops empty groups
+            }
+            assertThat(coordinator.occupiedGroups()).containsExactlyInAnyOrder("kept", "a", "b", "c");
+            assertThat(groups.expireOffsets(RETENTION)).isEmpty();
+            assertThat(coordinator.occupiedGroups()).containsExactly("kept");
+        }
+    }
 }
