@@ -50,14 +50,20 @@ class ConsumerGroupTest {
     Path dir;
 
     private static KafkaConsumer<byte[], byte[]> member(Broker broker, String group) {
+        return new KafkaConsumer<>(memberConfig(broker, group, 10_000), new ByteArrayDeserializer(),
+                new ByteArrayDeserializer());
+    }
+
+    /** Manual commits, from the earliest offset, heartbeats every 300 ms. */
+    private static Map<String, Object> memberConfig(Broker broker, String group, int sessionTimeoutMs) {
         Map<String, Object> config = new HashMap<>();
         config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + broker.port());
         config.put(ConsumerConfig.GROUP_ID_CONFIG, group);
         config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         config.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 300);
-        config.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 10_000);
-        return new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+        config.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, sessionTimeoutMs);
+        return config;
     }
 
     private static Admin admin(Broker broker) {
@@ -219,14 +225,8 @@ class ConsumerGroupTest {
     }
 
     private static KafkaConsumer<byte[], byte[]> staticMember(Broker broker, String group, String instance) {
-        Map<String, Object> config = new HashMap<>();
-        config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + broker.port());
-        config.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        Map<String, Object> config = memberConfig(broker, group, 60_000);
         config.put(ConsumerConfig.GROUP_INSTANCE_ID_CONFIG, instance);
-        config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
-        config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
-        config.put(ConsumerConfig.HEARTBEAT_INTERVAL_MS_CONFIG, 300);
-        config.put(ConsumerConfig.SESSION_TIMEOUT_MS_CONFIG, 60_000);
         return new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 

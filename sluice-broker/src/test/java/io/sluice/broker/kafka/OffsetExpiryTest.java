@@ -52,6 +52,20 @@ class OffsetExpiryTest {
                 .setRebalanceTimeoutMs(30_000).setProtocolType("consumer").setProtocols(protocols);
     }
 
+    /** @return a store on the test's clock with topic "t" (1 queue); retention passes only when asked */
+    private Store openStore() {
+        Store store = Store.open(dir, StoreConfig.builder().flushMode(FlushMode.ASYNC).clock(clock)
+                .retention(RetentionPolicy.defaults().withCheckIntervalMillis(3_600_000)).build());
+        store.createTopic("t", TopicLayout.QUEUE, 1);
+        return store;
+    }
+
+    /** @return the group APIs over the store and the test's coordinator (offsets.retention.minutes 60) */
+    private GroupApis groups(Store store) {
+        return new GroupApis(store, coordinator, new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1, false,
+                TopicLayout.QUEUE, 60));
+    }
+
     private void joinAlone(String group) throws Exception {
         String id = coordinator.join(join(group, ""), (short) 5, "c", "h").get().memberId();
         JoinGroupResponseData joined = coordinator.join(join(group, id), (short) 5, "c", "h").get();
@@ -62,12 +76,8 @@ class OffsetExpiryTest {
 
     @Test
     void offsetsOfAGroupWithoutMembersExpireAfterTheRetentionAndStopHoldingData() throws Exception {
-        StoreConfig config = StoreConfig.builder().flushMode(FlushMode.ASYNC).clock(clock)
-                .retention(RetentionPolicy.defaults().withCheckIntervalMillis(3_600_000)).build();
-        try (Store store = Store.open(dir, config)) {
-            store.createTopic("t", TopicLayout.QUEUE, 1);
-            GroupApis groups = new GroupApis(store, coordinator, new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1,
-                    false, TopicLayout.QUEUE, 60));
+        try (Store store = openStore()) {
+            GroupApis groups = groups(store);
             store.commitOffset(GroupNames.toStore("abandoned"), "t", 0, 3);
             store.commitOffset(GroupNames.toStore("consuming"), "t", 0, 4);
             store.commitOffset("not_a-kafka-name", "t", 0, 5); // a store name no Kafka group id maps to
@@ -102,12 +112,8 @@ class OffsetExpiryTest {
      */
     @Test
     void aGroupThatJustLostItsMembersKeepsItsOffsetsForARetention() throws Exception {
-        StoreConfig config = StoreConfig.builder().flushMode(FlushMode.ASYNC).clock(clock)
-                .retention(RetentionPolicy.defaults().withCheckIntervalMillis(3_600_000)).build();
-        try (Store store = Store.open(dir, config)) {
-            store.createTopic("t", TopicLayout.QUEUE, 1);
-            GroupApis groups = new GroupApis(store, coordinator, new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1,
-                    false, TopicLayout.QUEUE, 60));
+        try (Store store = openStore()) {
+            GroupApis groups = groups(store);
             store.commitOffset(GroupNames.toStore("quiet"), "t", 0, 3);
             joinAlone("quiet");
             now.addAndGet(3 * RETENTION);
@@ -128,12 +134,8 @@ class OffsetExpiryTest {
      */
     @Test
     void groupsThatCommittedNothingLeaveNoTimeBehind() throws Exception {
-        StoreConfig config = StoreConfig.builder().flushMode(FlushMode.ASYNC).clock(clock)
-                .retention(RetentionPolicy.defaults().withCheckIntervalMillis(3_600_000)).build();
-        try (Store store = Store.open(dir, config)) {
-            store.createTopic("t", TopicLayout.QUEUE, 1);
-            GroupApis groups = new GroupApis(store, coordinator, new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1,
-                    false, TopicLayout.QUEUE, 60));
+        try (Store store = openStore()) {
+            GroupApis groups = groups(store);
             store.commitOffset(GroupNames.toStore("kept"), "t", 0, 1);
             for (String id : List.of("kept", "a", "b", "c")) {
                 joinAlone(id);
