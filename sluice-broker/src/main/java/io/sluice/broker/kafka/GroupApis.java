@@ -3,6 +3,7 @@ package io.sluice.broker.kafka;
 import io.sluice.store.ConsumerPosition;
 import io.sluice.store.Store;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
@@ -114,8 +115,8 @@ final class GroupApis {
 
     LeaveGroupResponseData leave(LeaveGroupRequestData request, short version) {
         if (version < 3) {
-            return new LeaveGroupResponseData().setErrorCode(coordinator.leave(request.groupId(), request.memberId(), null)
-                    .code());
+            return new LeaveGroupResponseData().setErrorCode(
+                    coordinator.leave(request.groupId(), request.memberId(), null).code());
         }
         List<LeaveGroupResponseData.MemberResponse> members = new ArrayList<>();
         for (LeaveGroupRequestData.MemberIdentity identity : request.members()) {
@@ -262,25 +263,27 @@ final class GroupApis {
             newest.merge(position.group(), position.committedMillis(), Math::max);
         }
         List<String> expired = new ArrayList<>();
+        Set<String> kept = new HashSet<>(); // groups that still have offsets
         newest.forEach((name, committed) -> {
             String id = GroupNames.fromStore(name);
-            if (id == null || Math.max(Math.max(committed, startedMillis), coordinator.lastOccupiedMillis(id)) >= cutoff) {
+            if (id == null) {
                 return;
             }
+            long active = Math.max(Math.max(committed, startedMillis), coordinator.lastOccupiedMillis(id));
             try {
-                if (coordinator.ifIdle(id, cutoff, () -> store.removeConsumerGroupIfIdle(name, cutoff))) {
+                if (active < cutoff
+                        && coordinator.ifIdle(id, cutoff, () -> store.removeConsumerGroupIfIdle(name, cutoff))) {
                     expired.add(id);
                     LOG.info("forgot the committed offsets of group {}: no members and no commit for {} minutes", id,
                             TimeUnit.MILLISECONDS.toMinutes(retentionMillis));
+                    return;
                 }
             } catch (RuntimeException e) {
                 LOG.warn("cannot forget the expired offsets of group {}: {}", id, e.toString());
             }
+            kept.add(id);
         });
-        java.util.Set<String> committed = new java.util.HashSet<>();
-        newest.keySet().forEach(name -> committed.add(GroupNames.fromStore(name)));
-        expired.forEach(committed::remove);
-        coordinator.forgetOccupied(cutoff, committed);
+        coordinator.forgetOccupied(cutoff, kept);
         return expired;
     }
 

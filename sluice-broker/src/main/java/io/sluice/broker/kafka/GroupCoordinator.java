@@ -5,11 +5,13 @@ import java.util.HashMap;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
 import java.util.function.LongSupplier;
 import org.apache.kafka.common.message.JoinGroupRequestData;
 import org.apache.kafka.common.message.JoinGroupResponseData;
@@ -128,7 +130,7 @@ final class GroupCoordinator {
      *
      * @return what the action returned; false if the group is not idle
      */
-    boolean ifIdle(String id, long cutoffMillis, java.util.function.BooleanSupplier action) {
+    boolean ifIdle(String id, long cutoffMillis, BooleanSupplier action) {
         while (true) {
             Group group = groups.computeIfAbsent(id, Group::new);
             synchronized (group) {
@@ -146,14 +148,14 @@ final class GroupCoordinator {
      * {@code cutoffMillis} or have no committed offsets ({@code committed} does not name them): such a time can
      * never decide an expiry.
      */
-    void forgetOccupied(long cutoffMillis, java.util.Set<String> committed) {
+    void forgetOccupied(long cutoffMillis, Set<String> committed) {
         occupiedMillis.entrySet().removeIf(e -> !groups.containsKey(e.getKey())
                 && (e.getValue() < cutoffMillis || !committed.contains(e.getKey())));
     }
 
     /** @return the groups whose last occupied time is kept (for tests of its bound) */
-    java.util.Set<String> occupiedGroups() {
-        return java.util.Set.copyOf(occupiedMillis.keySet());
+    Set<String> occupiedGroups() {
+        return Set.copyOf(occupiedMillis.keySet());
     }
 
     /** @return the group, or null if none is known in memory */
@@ -230,7 +232,7 @@ final class GroupCoordinator {
                 }
                 if (memberId.isEmpty() && version >= 4 && instanceId == null) {
                     // Kafka 2.2+: a new dynamic member first learns its id, then joins with it.
-                    String id = (clientId == null || clientId.isEmpty() ? "member" : clientId) + "-" + UUID.randomUUID();
+                    String id = newMemberId(clientId, null);
                     group.pendingIds.put(id, System.nanoTime());
                     return done(failed.setMemberId(id).setErrorCode(Errors.MEMBER_ID_REQUIRED.code()));
                 }
@@ -238,8 +240,7 @@ final class GroupCoordinator {
                     return done(failed.setErrorCode(Errors.UNKNOWN_MEMBER_ID.code()));
                 }
                 if (memberId.isEmpty()) {
-                    memberId = (instanceId != null ? instanceId : clientId == null || clientId.isEmpty() ? "member"
-                            : clientId) + "-" + UUID.randomUUID();
+                    memberId = newMemberId(clientId, instanceId);
                 }
                 member = new Member(memberId, instanceId, clientId, clientHost);
                 group.members.put(memberId, member);
@@ -298,7 +299,7 @@ final class GroupCoordinator {
                     .setAssignment(new byte[0]));
             old.sync = null;
         }
-        String newId = old.instanceId + "-" + UUID.randomUUID();
+        String newId = newMemberId(old.clientId, old.instanceId);
         if (old.id.equals(group.leader)) {
             group.leader = newId;
         }
@@ -328,6 +329,12 @@ final class GroupCoordinator {
         }
         tryCompleteJoin(group);
         return response;
+    }
+
+    /** @return a new member id, as Kafka makes them: the instance id (else the client id) and a UUID */
+    private static String newMemberId(String clientId, String instanceId) {
+        String prefix = instanceId != null ? instanceId : clientId == null || clientId.isEmpty() ? "member" : clientId;
+        return prefix + "-" + UUID.randomUUID();
     }
 
     /**
@@ -403,7 +410,6 @@ final class GroupCoordinator {
         }
         // Dynamic members that did not rejoin in time are out; static ones keep their place (and get an assignment)
         // until their session expires: a restart within it costs no second rebalance.
-        occupiedMillis.put(group.id, millis.getAsLong());
         group.members.values().removeIf(m -> m.join == null && m.instanceId == null);
         if (group.members.isEmpty()) {
             toEmpty(group);
@@ -436,7 +442,9 @@ final class GroupCoordinator {
         }
     }
 
-    private static void toEmpty(Group group) {
+    /** The group lost its last member: it was occupied until now (for offset expiry). */
+    private void toEmpty(Group group) {
+        occupiedMillis.put(group.id, millis.getAsLong());
         group.state = State.EMPTY;
         group.generation++;
         group.leader = null;
@@ -597,8 +605,11 @@ final class GroupCoordinator {
                 if (memberId == null) {
                     return Errors.UNKNOWN_MEMBER_ID;
                 }
-            } else if (staticIdentity(group, memberId, instanceId) != Errors.NONE) {
-                return staticIdentity(group, memberId, instanceId);
+            } else {
+                Errors identity = staticIdentity(group, memberId, instanceId);
+                if (identity != Errors.NONE) {
+                    return identity;
+                }
             }
             Member member = group.members.get(memberId);
             if (member == null) {
@@ -610,7 +621,6 @@ final class GroupCoordinator {
     }
 
     private void removeMember(Group group, Member member) {
-        occupiedMillis.put(group.id, millis.getAsLong());
         group.members.remove(member.id);
         if (member.instanceId != null) {
             group.staticMembers.remove(member.instanceId, member.id);

@@ -20,9 +20,9 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Registered consumer positions: for each (group, topic, queue), the next offset the group will read, and when
- * it was last committed (store clock). Retention keeps every segment a position still needs. Positions are saved with each checkpoint (when they
- * changed) and at close, so after a crash a group may resume up to one checkpoint interval back: it reads
- * some messages again, never skips one.
+ * it was last committed (store clock). Retention keeps every segment a position still needs. Positions are saved
+ * with each checkpoint (when they changed) and at close, so after a crash a group may resume up to one
+ * checkpoint interval back: it reads some messages again, never skips one.
  *
  * <p>The file {@code consumers} is replaced atomically (temp file, fsync, rename, directory fsync).
  * Little-endian:
@@ -117,6 +117,8 @@ public final class ConsumerOffsets {
         if (buffer.getInt(0) != MAGIC || version != VERSION && version != VERSION_WITHOUT_TIMES) {
             throw new IllegalStateException("unknown magic or version");
         }
+        // A version 1 file is rewritten as version 2 at the next save, with the times it was given now.
+        dirty = version != VERSION;
         int count = buffer.getInt(8);
         buffer.position(HEADER_BYTES).limit(bytes.length - 4);
         for (int i = 0; i < count; i++) {
@@ -125,8 +127,6 @@ public final class ConsumerOffsets {
             int queueId = buffer.getInt();
             long offset = buffer.getLong();
             long committed = version == VERSION ? buffer.getLong() : nowMillis;
-            // A version 1 file is rewritten as version 2 at the next save, with the times it was given now.
-            dirty |= version != VERSION;
             Key key = new Key(group, topic, queueId);
             offsets.put(key, offset);
             committedMillis.put(key, committed);
