@@ -5,30 +5,18 @@
 # broker with `perf record -g` for 8 s into <scratch>/perf.data (start the JVM's perf map with jcmd).
 # usage: scripts/broker-write-path.sh <mmap|channel|write-buffer|direct> [acks] [record bytes] [records]
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-source "$here/scripts/java-env.sh"
 path=$1; acks=${2:-1}; size=${3:-1024}; records=${4:-3000000}
-scratch="$(mktemp -d)"
-broker_pid=""
-cleanup() {
-  if [ -n "$broker_pid" ] && kill -0 "$broker_pid" 2>/dev/null; then kill -TERM "$broker_pid"; wait "$broker_pid" || true; fi
-  rm -rf "$scratch/store"
-}
-trap cleanup EXIT
-(cd "$here" && ./mvnw -q -B -f scripts/kafka-tools/pom.xml dependency:build-classpath \
-  -Dmdep.outputFile="$scratch/tools.cp") >&2
-cp="$(cat "$scratch/tools.cp")"
-port=$((20000 + RANDOM % 20000))
+source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
 java -Xms1g -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+PreserveFramePointer --enable-native-access=ALL-UNNAMED \
   -jar "$here/sluice-cli/target/sluice-cli.jar" broker --dir "$scratch/store" --listen "127.0.0.1:$port" \
   --write-path "$path" > "$scratch/broker.out" 2>&1 &
 broker_pid=$!
 for _ in $(seq 1 100); do grep -q "started in" "$scratch/broker.out" 2>/dev/null && break; sleep 0.1; done
-java -cp "$cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1:$port" --create --topic p \
+java -cp "$tools_cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "127.0.0.1:$port" --create --topic p \
   --partitions 1 --replication-factor 1 > /dev/null 2>&1
 ticks() { awk '{print $14 + $15}' "/proc/$broker_pid/stat"; }
 before=$(ticks)
-java -cp "$cp" org.apache.kafka.tools.ProducerPerformance --topic p --num-records $records --record-size $size \
+java -cp "$tools_cp" org.apache.kafka.tools.ProducerPerformance --topic p --num-records $records --record-size $size \
   --throughput -1 --command-property "bootstrap.servers=127.0.0.1:$port" "acks=$acks" > "$scratch/perf.out" 2>&1 &
 load=$!
 if [ "${PROFILE:-0}" = 1 ]; then

@@ -3,22 +3,9 @@
 # 127.0.0.1: topics (create, list, describe, delete), console producer and consumer, consumer groups, producer
 # and consumer perf tests. Each step's output is checked; the script stops at the first that fails.
 set -euo pipefail
-here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
-source "$here/scripts/java-env.sh"
-scratch="$(mktemp -d)"
-broker_pid=""
-cleanup() {
-  if [ -n "$broker_pid" ] && kill -0 "$broker_pid" 2>/dev/null; then kill -TERM "$broker_pid"; wait "$broker_pid" || true; fi
-  rm -rf "$scratch"
-}
-trap cleanup EXIT
+source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
+tool() { java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$tools_cp" "$@"; }
 
-(cd "$here" && ./mvnw -q -B -f scripts/kafka-tools/pom.xml dependency:build-classpath \
-  -Dmdep.outputFile="$scratch/tools.cp") >&2
-cp="$(cat "$scratch/tools.cp")"
-tool() { java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$cp" "$@"; }
-
-port=$((20000 + RANDOM % 20000))
 bootstrap="127.0.0.1:$port"
 "$here/sluice" broker --dir "$scratch/store" --listen "$bootstrap" > "$scratch/broker.out" 2>&1 &
 broker_pid=$!

@@ -111,6 +111,11 @@ final class BrokerProcess implements AutoCloseable {
         return "127.0.0.1:" + port;
     }
 
+    /** @return the broker's process id */
+    long pid() {
+        return process.pid();
+    }
+
     /** @return the CPU time (user + system) the broker's process has used, in seconds */
     double cpuSeconds() throws IOException {
         return Cpu.seconds(process.pid());
