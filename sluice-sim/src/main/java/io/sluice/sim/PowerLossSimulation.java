@@ -2,6 +2,7 @@ package io.sluice.sim;
 
 import io.sluice.store.AppendResult;
 import io.sluice.store.FlushMode;
+import io.sluice.store.KafkaBatch;
 import io.sluice.store.LookupResult;
 import io.sluice.store.Message;
 import io.sluice.store.ReadResult;
@@ -12,6 +13,7 @@ import io.sluice.store.StoreVerifier;
 import io.sluice.store.StoredMessage;
 import io.sluice.store.TopicLayout;
 import io.sluice.store.WritePath;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -43,8 +45,9 @@ public final class PowerLossSimulation {
 
     /** Where the store lives in the simulated file system. */
     static final Path ROOT = Path.of("/sim/store");
-    private static final String[] TOPICS = {"s", "t", "q"};
-    private static final TopicLayout[] LAYOUTS = {TopicLayout.SHARED, TopicLayout.TOPIC, TopicLayout.QUEUE};
+    /** One topic per layout: SHARED, TOPIC, QUEUE and BATCHES (whose appends are Kafka record batches). */
+    private static final String[] TOPICS = {"s", "t", "q", "k"};
+    private static final String BATCHES_TOPIC = "k";
     private static final int QUEUES = 2;
     private static final int EPOCHS = 3;
 
@@ -292,6 +295,7 @@ public final class PowerLossSimulation {
         if (epoch == 0) {
             store.createTopic("t", TopicLayout.TOPIC);
             store.createTopic("q", TopicLayout.QUEUE);
+            store.createTopic(BATCHES_TOPIC, TopicLayout.BATCHES);
         }
         // A rebuild means recovery found an index missing entries the checkpoint claimed were forced: a broken
         // durability claim that the rebuild merely papers over.
@@ -420,17 +424,22 @@ public final class PowerLossSimulation {
         int dash = queue.lastIndexOf('-');
         String topic = queue.substring(0, dash);
         int queueId = Integer.parseInt(queue.substring(dash + 1));
+        boolean batch = topic.equals(BATCHES_TOPIC);
         int count = fixedBodyBytes == 0 && random.nextInt(8) == 0 ? 2 + random.nextInt(4) : 1;
+        if (batch) {
+            count = fixedBodyBytes > 0 ? 1 : 1 + random.nextInt(5);
+        }
         List<Sent> sent = new ArrayList<>();
         List<Message> messages = new ArrayList<>();
         for (int i = 0; i < count; i++) {
             long id = nextId++;
             // Log-uniform sizes from 8 bytes to 3 KiB (many small messages, a few large ones), or one fixed size.
+            // (Up to 600 bytes in a record batch, which holds up to five of them.)
             byte[] body = new byte[fixedBodyBytes > 0 ? fixedBodyBytes
-                    : 8 + (int) Math.exp(random.nextDouble() * Math.log(3000))];
+                    : 8 + (int) Math.exp(random.nextDouble() * Math.log(batch ? 600 : 3000))];
             random.nextBytes(body);
             ByteBuffer.wrap(body).putLong(seed * 1_000_003 + id);
-            String key = fixedBodyBytes == 0 && random.nextInt(3) == 0 ? "k" + id : null;
+            String key = !batch && fixedBodyBytes == 0 && random.nextInt(3) == 0 ? "k" + id : null;
             sent.add(new Sent(id, body, key));
             Message.Builder message = Message.builder().body(body);
             if (key != null) {
@@ -440,11 +449,22 @@ public final class PowerLossSimulation {
         }
         List<Sent> list = model.get(queue);
         long offset = list.size();
-        // Recorded before the call: if the power is cut inside it, the bytes may have reached the disk.
-        list.addAll(sent);
+        CompletableFuture<AppendResult> future;
+        if (batch) {
+            // The bodies become the values of one record batch, which every offset it covers is checked against.
+            byte[] bytes = KafkaBatch.of(clock.millis(), sent.stream().map(m -> m.body).toList());
+            byte[] stored = bytes.clone();
+            ByteBuffer.wrap(stored).putLong(0, offset);
+            sent.replaceAll(m -> new Sent(m.id, stored, null));
+            list.addAll(sent); // recorded before the call: if the power is cut inside it, the bytes may be on disk
+            future = store.appendOpaque(topic, queueId, MemorySegment.ofArray(bytes), count);
+        } else {
+            // Recorded before the call: if the power is cut inside it, the bytes may have reached the disk.
+            list.addAll(sent);
+            future = count == 1 ? store.append(topic, queueId, messages.getFirst())
+                    : store.appendBatch(topic, queueId, messages);
+        }
         appends += count;
-        CompletableFuture<AppendResult> future = count == 1 ? store.append(topic, queueId, messages.getFirst())
-                : store.appendBatch(topic, queueId, messages);
         pending.add(new Pending(future, queue, sent, offset));
     }
 
@@ -552,7 +572,7 @@ public final class PowerLossSimulation {
                         if (sent.key != null && random.nextInt(4) == 0) {
                             checkKeyFound(topic, sent, queue, epoch);
                         }
-                        offset++;
+                        offset += message.opaque() ? message.opaqueCount() : 1;
                     }
                 }
             }

@@ -29,16 +29,19 @@ final class LogReader {
     private final QueueIndexes indexes;
     private final boolean durableOnly;
     private final BooleanSupplier open;
+    private final boolean batches;
 
     /**
      * @param durableOnly show only records below the flushed position (SYNC)
      * @param open false once the log is closed
+     * @param batches the log is a batch log: its records are batches with no store header
      */
-    LogReader(CommitLog log, QueueIndexes indexes, boolean durableOnly, BooleanSupplier open) {
+    LogReader(CommitLog log, QueueIndexes indexes, boolean durableOnly, BooleanSupplier open, boolean batches) {
         this.log = log;
         this.indexes = indexes;
         this.durableOnly = durableOnly;
         this.open = open;
+        this.batches = batches;
     }
 
     private void checkOpen() {
@@ -84,7 +87,7 @@ final class LogReader {
             if (nothing != null) {
                 return DefaultReadResult.empty(nothing, continueAt(nothing, min, end));
             }
-            return new QueueReader(topic, queueId, log).read(cursor, fromOffset, end, maxMessages, maxBytes);
+            return new QueueReader(topic, queueId, log, batches).read(cursor, fromOffset, end, maxMessages, maxBytes);
         } catch (SegmentRetiredException | IndexFileRetiredException e) {
             // Retention deleted the data after the offset was checked against the queue's first offset.
             return DefaultReadResult.empty(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1));
@@ -133,7 +136,6 @@ final class LogReader {
         if (index == null) {
             return OpaqueSlice.empty(ReadResult.Status.NO_SUCH_QUEUE, 0);
         }
-        int headerBytes = RecordFormat.TOPIC_OFFSET + topic.length();
         try (QueueIndex.Cursor cursor = index.cursor()) {
             long min = index.minOffset();
             long end = visibleEnd(index, cursor);
@@ -141,10 +143,12 @@ final class LogReader {
             if (nothing != null) {
                 return OpaqueSlice.empty(nothing, continueAt(nothing, min, end));
             }
-            QueueReader reader = new QueueReader(topic, queueId, log);
+            QueueReader reader = new QueueReader(topic, queueId, log, batches);
+            int headerBytes = batches ? 0 : RecordFormat.TOPIC_OFFSET + topic.length();
+            int checkBytes = reader.checkBytes() + (batches ? 0 : RecordFormat.OPAQUE_MIN_BYTES);
             long[] positions = new long[8];
             long[] lengths = new long[8];
-            int batches = 0;
+            int batchCount = 0;
             long bytes = 0;
             long offset = fromOffset;
             long firstOffset = -1;
@@ -153,10 +157,9 @@ final class LogReader {
                 IndexEntry entry = cursor.entry(offset);
                 long first = offset - entry.indexInRecord();
                 boolean opaque;
-                try (RecordView header = log.read(entry.logPosition(), Math.min(entry.recordSize(), headerBytes
-                        + RecordFormat.OPAQUE_MIN_BYTES))) {
+                try (RecordView header = log.read(entry.logPosition(), Math.min(entry.recordSize(), checkBytes))) {
                     reader.checkRecord(header.bytes(), entry, first, offset);
-                    opaque = RecordFormat.isOpaque(header.bytes());
+                    opaque = batches || RecordFormat.isOpaque(header.bytes());
                 }
                 if (firstOffset < 0) {
                     firstOffset = first;
@@ -166,21 +169,21 @@ final class LogReader {
                     break;
                 }
                 long length = entry.recordSize() - headerBytes;
-                if (batches > 0 && bytes + length > maxBytes) {
+                if (batchCount > 0 && bytes + length > maxBytes) {
                     break;
                 }
-                if (batches == positions.length) {
-                    positions = Arrays.copyOf(positions, batches * 2);
-                    lengths = Arrays.copyOf(lengths, batches * 2);
+                if (batchCount == positions.length) {
+                    positions = Arrays.copyOf(positions, batchCount * 2);
+                    lengths = Arrays.copyOf(lengths, batchCount * 2);
                 }
-                positions[batches] = entry.logPosition() + headerBytes;
-                lengths[batches] = length;
-                batches++;
+                positions[batchCount] = entry.logPosition() + headerBytes;
+                lengths[batchCount] = length;
+                batchCount++;
                 bytes += length;
                 offset = first + entry.messageCount();
             }
-            return new OpaqueSlice(ReadResult.Status.FOUND, batches == 0 ? offset : firstOffset, offset, messagesNext,
-                    log, positions, lengths, batches);
+            return new OpaqueSlice(ReadResult.Status.FOUND, batchCount == 0 ? offset : firstOffset, offset, messagesNext,
+                    log, positions, lengths, batchCount);
         } catch (SegmentRetiredException | IndexFileRetiredException e) {
             return OpaqueSlice.empty(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1));
         }

@@ -10,7 +10,7 @@ import java.nio.channels.WritableByteChannel;
  * {@link Store#sliceOpaque} and sent with {@link #transferTo}: their size is known before a byte is sent, so a
  * caller can write a response's length fields first and then the bodies, each with one {@code sendfile} from
  * the page cache (or one write from a write buffer that holds it). The store record framing between bodies is
- * not sent.
+ * not sent; a batch log's batches, which have none, go in one {@code sendfile} per run of them in one segment.
  *
  * <p>A slice stops before the first record that holds messages rather than an opaque batch
  * ({@link #messagesNext()}): the caller reads those with {@link Store#read}. Not thread-safe; cheap to drop.
@@ -91,13 +91,24 @@ public final class OpaqueSlice {
      * @throws StoreException if retention deleted the data since the slice was chosen, or reading the log failed
      */
     public void transferTo(WritableByteChannel target) throws IOException {
-        for (int i = 0; i < batches; i++) {
+        int i = 0;
+        while (i < batches) {
+            long start = positions[i];
+            long length = lengths[i];
+            int next = i + 1;
+            // Bodies that lie back to back (a batch log's) in one segment file go in one transfer.
+            long runEnd = next < batches ? log.fileRunEnd(start) : 0;
+            while (next < batches && positions[next] == start + length && start + length + lengths[next] <= runEnd) {
+                length += lengths[next];
+                next++;
+            }
             try {
-                log.transfer(positions[i], lengths[i], target);
+                log.transfer(start, length, target);
             } catch (SegmentRetiredException e) {
-                throw new StoreException("retention deleted the data at log position " + positions[i]
+                throw new StoreException("retention deleted the data at log position " + start
                         + " while a transfer was on its way", e);
             }
+            i = next;
         }
     }
 }

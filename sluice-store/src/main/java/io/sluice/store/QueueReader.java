@@ -2,6 +2,7 @@ package io.sluice.store;
 
 import io.sluice.store.internal.index.IndexEntry;
 import io.sluice.store.internal.index.QueueIndex;
+import io.sluice.store.internal.log.BatchFormat;
 import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.RecordView;
@@ -21,12 +22,15 @@ final class QueueReader {
     private final byte[] topicBytes;
     private final int queueId;
     private final CommitLog log;
+    /** The queue's log is a batch log ({@link BatchFormat}): a record is a batch, with no store header. */
+    private final boolean batches;
 
-    QueueReader(String topic, int queueId, CommitLog log) {
+    QueueReader(String topic, int queueId, CommitLog log, boolean batches) {
         this.topic = topic;
         this.topicBytes = topic.getBytes(StandardCharsets.US_ASCII);
         this.queueId = queueId;
         this.log = log;
+        this.batches = batches;
     }
 
     /** Reads offsets [from, end) up to the limits; the first message is returned even if over maxBytes. */
@@ -44,8 +48,8 @@ final class QueueReader {
                 MemorySegment record = view.bytes();
                 long first = offset - entry.indexInRecord();
                 checkRecord(record, entry, first, offset);
-                if (RecordFormat.isOpaque(record)) {
-                    MemorySegment body = RecordFormat.opaqueBody(record);
+                if (batches || RecordFormat.isOpaque(record)) {
+                    MemorySegment body = batches ? record : RecordFormat.opaqueBody(record);
                     if (!messages.isEmpty() && bytes + body.byteSize() > maxBytes) {
                         break;
                     }
@@ -82,17 +86,24 @@ final class QueueReader {
     }
 
     /**
-     * @param record the record the entry points at, or its first bytes (the topic included)
+     * @param record the record the entry points at, or its first bytes ({@link #checkBytes})
      * @throws StoreCorruptedException if the record is not the one the index entry names
      */
     void checkRecord(MemorySegment record, IndexEntry entry, long first, long offset) {
-        if (!RecordFormat.matchesEntry(record, entry.recordSize(), entry.logPosition(), topicBytes, queueId, first,
-                entry.messageCount())) {
+        boolean matches = batches ? BatchFormat.matchesEntry(record, entry.recordSize(), first, entry.messageCount())
+                : RecordFormat.matchesEntry(record, entry.recordSize(), entry.logPosition(), topicBytes, queueId, first,
+                        entry.messageCount());
+        if (!matches) {
             throw new StoreCorruptedException("the index entry for " + topic + "-" + queueId + " offset " + offset
                     + " points at log position " + entry.logPosition() + ", where no matching record of "
                     + entry.recordSize() + " bytes is: the store is damaged; sluice verify tells more", null,
                     entry.logPosition());
         }
+    }
+
+    /** @return how many of a record's first bytes {@link #checkRecord} needs */
+    int checkBytes() {
+        return batches ? BatchFormat.CHECK_BYTES : RecordFormat.TOPIC_OFFSET + topicBytes.length;
     }
 
     /** @return every message of the record in {@code view} */

@@ -1,10 +1,11 @@
 package io.sluice.store;
 
+import io.sluice.store.internal.cache.MemoryBudget;
 import io.sluice.store.internal.index.IndexGeometry;
 import io.sluice.store.internal.index.KeyGeometry;
-import io.sluice.store.internal.cache.MemoryBudget;
 import io.sluice.store.internal.io.DurabilityLedger;
 import io.sluice.store.internal.io.FileTree;
+import io.sluice.store.internal.log.BatchLog;
 import io.sluice.store.internal.log.PreparedMessage;
 import io.sluice.store.internal.recovery.Checkpoint;
 import io.sluice.store.internal.recovery.Recovery;
@@ -259,7 +260,7 @@ public final class Store implements AutoCloseable {
         if (!readOnly) {
             removeOrphanLogs();
         }
-        for (Map.Entry<String, Path> log : logRoots(config.fileIO(), root, registry).entrySet()) {
+        for (Map.Entry<String, LogRoot> log : logRoots(config.fileIO(), root, registry).entrySet()) {
             LogStore opened = openLog(log.getKey(), log.getValue(), checkpoint, clean);
             if (log.getKey().equals(SHARED_LOG)) {
                 shared = opened;
@@ -297,24 +298,35 @@ public final class Store implements AutoCloseable {
         }
     }
 
+    /**
+     * A log's directory, and what it holds if it is a batch log.
+     *
+     * @param directory the directory holding its {@code log/}, {@code index/} and {@code keys/}
+     * @param batchLog the queue a BATCHES topic's log holds, or null for any other log
+     */
+    record LogRoot(Path directory, BatchLog batchLog) {
+    }
+
     /** @return every log's directory by log name, the shared log ("") first */
-    private static Map<String, Path> logRoots(FileIO io, Path root, TopicRegistry registry) throws IOException {
-        Map<String, Path> logs = new LinkedHashMap<>();
-        logs.put(SHARED_LOG, root);
+    static Map<String, LogRoot> logRoots(FileIO io, Path root, TopicRegistry registry) throws IOException {
+        Map<String, LogRoot> logs = new LinkedHashMap<>();
+        logs.put(SHARED_LOG, new LogRoot(root, null));
         for (Map.Entry<String, TopicLayout> topic : registry.ownLogs().entrySet()) {
             Path topicDirectory = root.resolve(OWN_LOGS_DIRECTORY).resolve(topic.getKey());
             if (!io.isDirectory(topicDirectory)) {
                 continue;
             }
             if (topic.getValue() == TopicLayout.TOPIC) {
-                logs.put(topic.getKey(), topicDirectory);
+                logs.put(topic.getKey(), new LogRoot(topicDirectory, null));
                 continue;
             }
             for (Path queue : io.list(topicDirectory)) {
                 String name = queue.getFileName().toString();
                 if (io.isDirectory(queue) && !name.isEmpty() && name.length() <= 10
                         && name.chars().allMatch(Character::isDigit)) {
-                    logs.put(topic.getKey() + "/" + Integer.parseInt(name), queue);
+                    int queueId = Integer.parseInt(name);
+                    logs.put(topic.getKey() + "/" + queueId, new LogRoot(queue, topic.getValue() == TopicLayout.BATCHES
+                            ? new BatchLog(topic.getKey(), queueId) : null));
                 }
             }
         }
@@ -348,13 +360,14 @@ public final class Store implements AutoCloseable {
             Checkpoint checkpoint = Checkpoint.read(io, directory);
             boolean clean = checkpoint != null && storeDirectory.wasCleanlyShutDown();
             Map<String, RecoveryReport> plan = new LinkedHashMap<>();
-            for (Map.Entry<String, Path> log : logRoots(io, directory, TopicRegistry.load(io, directory)).entrySet()) {
+            for (Map.Entry<String, LogRoot> log : logRoots(io, directory, TopicRegistry.load(io, directory)).entrySet()) {
                 Checkpoint.Log positions = checkpoint == null ? null : checkpoint.log(log.getKey());
                 long durable = checkpoint == null ? Recovery.UNKNOWN
                         : positions == null ? 0 : positions.durablePosition();
                 long start = positions == null ? -1 : positions.start();
-                Recovery.Result result = new Recovery(settled, new Recovery.Target(log.getValue(), durable, start,
-                        clean, false, true), storeDirectory.indexGeometry(), storeDirectory.keyGeometry(),
+                Recovery.Result result = new Recovery(settled, new Recovery.Target(log.getValue().directory(), durable,
+                        start, clean, false, true, log.getValue().batchLog()), storeDirectory.indexGeometry(),
+                        storeDirectory.keyGeometry(),
                         new DurabilityLedger(io)).run();
                 result.close();
                 plan.put(log.getKey(), result.report());
@@ -368,11 +381,11 @@ public final class Store implements AutoCloseable {
     /**
      * @param checkpoint the store's checkpoint, or null if it has none (every log's durable position unknown)
      */
-    private LogStore openLog(String name, Path logRoot, Checkpoint checkpoint, boolean clean) {
+    private LogStore openLog(String name, LogRoot logRoot, Checkpoint checkpoint, boolean clean) {
         Checkpoint.Log positions = checkpoint == null ? null : checkpoint.log(name);
         long durable = checkpoint == null ? Recovery.UNKNOWN : positions == null ? 0 : positions.durablePosition();
         long start = positions == null ? -1 : positions.start();
-        return LogStore.open(name, logRoot, lent, durable, start, clean);
+        return LogStore.open(name, logRoot.directory(), lent, durable, start, clean, logRoot.batchLog());
     }
 
     /**
@@ -662,10 +675,11 @@ public final class Store implements AutoCloseable {
             log = own.get(key);
             if (log == null) {
                 Path logRoot = root.resolve(OWN_LOGS_DIRECTORY).resolve(topic);
-                if (layout == TopicLayout.QUEUE) {
+                if (layout != TopicLayout.TOPIC) {
                     logRoot = logRoot.resolve(Integer.toString(queueId));
                 }
-                log = LogStore.open(key, logRoot, lent, 0, -1, false);
+                log = LogStore.open(key, logRoot, lent, 0, -1, false,
+                        layout == TopicLayout.BATCHES ? new BatchLog(topic, queueId) : null);
                 own.put(key, log);
             }
             return log;

@@ -6,6 +6,8 @@ import io.sluice.store.internal.index.KeyGeometry;
 import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.index.QueueIndexFormat;
 import io.sluice.store.internal.io.DurabilityLedger;
+import io.sluice.store.internal.log.BatchFormat;
+import io.sluice.store.internal.log.BatchLog;
 import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.Segment;
@@ -21,7 +23,6 @@ import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -94,29 +95,13 @@ public final class StoreVerifier {
         } else if (!clean) {
             notes.add("the store was not closed cleanly: opening it recovers each log from its durable position");
         }
-        Map<String, Path> logs = new LinkedHashMap<>();
-        logs.put(Store.SHARED_LOG, directory);
-        for (Map.Entry<String, TopicLayout> topic : TopicRegistry.load(io, directory).ownLogs().entrySet()) {
-            Path topicDirectory = directory.resolve(Store.OWN_LOGS_DIRECTORY).resolve(topic.getKey());
-            if (!io.isDirectory(topicDirectory)) {
-                continue;
-            }
-            if (topic.getValue() == TopicLayout.TOPIC) {
-                logs.put(topic.getKey(), topicDirectory);
-            } else {
-                for (Path queue : io.list(topicDirectory)) {
-                    String name = queue.getFileName().toString();
-                    if (io.isDirectory(queue) && name.chars().allMatch(Character::isDigit) && !name.isEmpty()) {
-                        logs.put(topic.getKey() + "/" + Integer.parseInt(name), queue);
-                    }
-                }
-            }
-        }
+        Map<String, Store.LogRoot> logs = Store.logRoots(io, directory, TopicRegistry.load(io, directory));
         Report report = null;
-        for (Map.Entry<String, Path> log : logs.entrySet()) {
+        for (Map.Entry<String, Store.LogRoot> log : logs.entrySet()) {
             Checkpoint.Log positions = checkpoint == null ? null : checkpoint.log(log.getKey());
             long durable = checkpoint == null ? Recovery.UNKNOWN : positions == null ? 0 : positions.durablePosition();
-            Report part = new LogCheck(io, log.getValue(), geometry, durable, clean).run();
+            Report part = new LogCheck(io, log.getValue().directory(), geometry, durable, clean,
+                    log.getValue().batchLog()).run();
             String prefix = log.getKey().isEmpty() ? "" : "logs/" + log.getKey() + ": ";
             report = report == null ? prefixed(part, prefix, notes) : merge(report, prefixed(part, prefix, List.of()));
         }
@@ -149,6 +134,8 @@ public final class StoreVerifier {
         private final IndexGeometry geometry;
         private final long durable;
         private final boolean clean;
+        /** What the log holds if it is a batch log (records are batches, with no store header), else null. */
+        private final BatchLog batchLog;
         private final List<String> faults = new ArrayList<>();
         private final List<String> notes = new ArrayList<>();
         /** topic-queue -> [first offset, next offset, next offset after the last record below the durable position]. */
@@ -159,12 +146,13 @@ public final class StoreVerifier {
         private long records;
         private long messages;
 
-        LogCheck(FileIO io, Path root, IndexGeometry geometry, long durable, boolean clean) {
+        LogCheck(FileIO io, Path root, IndexGeometry geometry, long durable, boolean clean, BatchLog batchLog) {
             this.io = io;
             this.root = root;
             this.geometry = geometry;
             this.durable = durable;
             this.clean = clean;
+            this.batchLog = batchLog;
         }
 
         Report run() throws IOException {
@@ -212,6 +200,7 @@ public final class StoreVerifier {
             logStart = segments.isEmpty() ? 0 : segments.getFirst().base();
             long position = logStart;
             long limit = clean ? durable : Long.MAX_VALUE;
+            long expectedFirst = -1;
             for (int s = 0; s < segments.size(); s++) {
                 Segment segment = segments.get(s);
                 if (segment.base() != position && position < limit) {
@@ -224,17 +213,25 @@ public final class StoreVerifier {
                     if (segment.size() - offset < RecordFormat.FILLER_BYTES) {
                         break;
                     }
-                    long length = RecordFormat.validate(data, offset, position);
+                    long length = batchLog != null ? BatchFormat.validate(data, offset, expectedFirst)
+                            : RecordFormat.validate(data, offset, position);
+                    if (length < 0 && batchLog != null && RecordFormat.validate(data, offset, position) > 0
+                            && RecordFormat.isFiller(data.asSlice(offset, RecordFormat.FILLER_BYTES))) {
+                        break;
+                    }
                     if (length < 0) {
-                        invalid(s, position, "invalid record at log position " + position + " (" + segment
-                                + ", offset " + offset + ")");
+                        invalid(s, position, "invalid " + (batchLog != null ? "batch" : "record") + " at log position "
+                                + position + " (" + segment + ", offset " + offset + ")");
                         return;
                     }
                     MemorySegment record = data.asSlice(offset, length);
-                    if (RecordFormat.isFiller(record)) {
+                    if (batchLog == null && RecordFormat.isFiller(record)) {
                         break;
                     }
                     count(record, position);
+                    if (batchLog != null) {
+                        expectedFirst = BatchFormat.firstOffset(record) + BatchFormat.offsetCount(record);
+                    }
                     position += length;
                 }
                 if (position >= limit) {
@@ -246,9 +243,10 @@ public final class StoreVerifier {
         }
 
         private void count(MemorySegment record, long position) {
-            String queue = RecordFormat.topic(record) + "-" + RecordFormat.queueId(record);
-            long first = RecordFormat.firstQueueOffset(record);
-            int count = RecordFormat.messageCount(record);
+            String queue = batchLog != null ? batchLog.topic() + "-" + batchLog.queueId()
+                    : RecordFormat.topic(record) + "-" + RecordFormat.queueId(record);
+            long first = batchLog != null ? BatchFormat.firstOffset(record) : RecordFormat.firstQueueOffset(record);
+            int count = batchLog != null ? BatchFormat.offsetCount(record) : RecordFormat.messageCount(record);
             long[] range = queues.computeIfAbsent(queue, q -> new long[] {first, first, first});
             if (range[1] != first) {
                 faults.add("queue " + queue + ": record at log position " + position + " holds offset " + first
@@ -275,7 +273,7 @@ public final class StoreVerifier {
                             + " write; opening the store cuts the log there");
                 }
             } else {
-                long follower = Recovery.findValidRecordAfter(segments, segmentIndex, position);
+                long follower = Recovery.findValidRecordAfter(segments, segmentIndex, position, batchLog != null);
                 if (follower >= 0) {
                     faults.add(what + ", with a valid record after it at log position " + follower + ": corruption");
                 } else {
@@ -412,16 +410,24 @@ public final class StoreVerifier {
             if (segment == null) {
                 return "points at log position " + position + ", which is not stored";
             }
+            int indexInRecord = entries.get(QueueIndexFormat.INT, at + QueueIndexFormat.INDEX_IN_RECORD_OFFSET);
+            int messageCount = entries.get(QueueIndexFormat.INT, at + QueueIndexFormat.MESSAGE_COUNT_OFFSET);
+            if (batchLog != null) {
+                // A batch carries no store time; its first offset and offset count must match.
+                long length = BatchFormat.validate(segment.mapping(), position - segment.base(), offset - indexInRecord);
+                boolean matches = length == size
+                        && BatchFormat.offsetCount(segment.mapping().asSlice(position - segment.base())) == messageCount;
+                return matches ? null : "no valid batch of " + size + " bytes starting at offset "
+                        + (offset - indexInRecord) + " at log position " + position;
+            }
             long length = RecordFormat.validate(segment.mapping(), position - segment.base(), position);
             if (length != size) {
                 return "no valid record of " + size + " bytes at log position " + position;
             }
             MemorySegment record = segment.mapping().asSlice(position - segment.base(), length);
-            int indexInRecord = entries.get(QueueIndexFormat.INT, at + QueueIndexFormat.INDEX_IN_RECORD_OFFSET);
             boolean matches = (RecordFormat.topic(record) + "-" + RecordFormat.queueId(record)).equals(queue)
                     && RecordFormat.firstQueueOffset(record) + indexInRecord == offset
-                    && RecordFormat.messageCount(record)
-                    == entries.get(QueueIndexFormat.INT, at + QueueIndexFormat.MESSAGE_COUNT_OFFSET)
+                    && RecordFormat.messageCount(record) == messageCount
                     && RecordFormat.storeTimestamp(record)
                     == entries.get(QueueIndexFormat.LONG, at + QueueIndexFormat.STORE_TIMESTAMP_OFFSET);
             return matches ? null : "does not match the record at log position " + position;

@@ -10,5 +10,12 @@ public enum TopicLayout {
     /** One commit log for the topic (JMQ4): its reads and retention are its own. */
     TOPIC,
     /** One commit log per queue (Kafka): a queue's records are contiguous, so transfers are single ranges. */
-    QUEUE
+    QUEUE,
+    /**
+     * One log per queue, as QUEUE, holding only opaque batches ({@link Store#appendOpaque}) and those back to back,
+     * with no store framing between them: a run of batches is one range of the log, sent with one transfer. The
+     * batches must be Kafka record batches (v2): the store checks their length, magic, CRC32C and offset delta as
+     * it appends them and recovers the log by them (docs/format.md, "Batch logs").
+     */
+    BATCHES
 }

@@ -27,6 +27,15 @@ class DeclaredQueuesTest {
         return TestStores.small(WritePath.MMAP, FlushMode.SYNC).maxQueuesPerTopic(64).build();
     }
 
+    /** A message, or in a BATCHES topic (which takes record batches only) a batch of one record. */
+    private static java.util.concurrent.CompletableFuture<AppendResult> appendOne(Store store, TopicLayout layout,
+                                                                                  int queue) {
+        return layout == TopicLayout.BATCHES
+                ? store.appendOpaque("orders", queue, java.lang.foreign.MemorySegment.ofArray(
+                        KafkaBatch.of(0, java.util.List.of(new byte[10]))), 1)
+                : store.append("orders", queue, Message.of(new byte[10]));
+    }
+
     @ParameterizedTest
     @EnumSource(TopicLayout.class)
     void aDeclaredCountBoundsAppendsAndSurvivesReopening(TopicLayout layout) throws Exception {
@@ -34,8 +43,8 @@ class DeclaredQueuesTest {
             assertThat(store.createTopic("orders", layout, 3)).isTrue();
             assertThat(store.createTopic("orders", layout, 5)).as("a second creation changes nothing").isFalse();
             assertThat(store.queueCount("orders")).isEqualTo(3);
-            store.append("orders", 2, Message.of(new byte[10])).join();
-            assertThatThrownBy(() -> store.append("orders", 3, Message.of(new byte[10])))
+            appendOne(store, layout, 2).join();
+            assertThatThrownBy(() -> appendOne(store, layout, 3))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("has 3 queues");
             assertThat(store.queueCount("elsewhere")).isZero();
         }

@@ -145,6 +145,32 @@ public final class CommitLog implements AutoCloseable {
      */
     public long append(int size, long storeTimestamp, long firstQueueOffset, int queueId, byte[] topic,
                        PreparedMessage[] messages) throws IOException {
+        long position = placeRecord(size);
+        MemorySegment target = writer.reserve(active, position, size);
+        RecordFormat.encode(target, position, storeTimestamp, firstQueueOffset, queueId, topic, messages);
+        writer.complete(active, position, target);
+        return position;
+    }
+
+    /**
+     * Appends one batch to a batch log ({@link BatchFormat}), right after the previous one. Does not publish it.
+     *
+     * @param firstQueueOffset the batch's first queue offset, which becomes its baseOffset
+     * @param body the batch, checked by {@link BatchFormat#problem}
+     * @return the batch's log position
+     * @throws IOException if no segment could be had (ENOSPC) or the write failed
+     */
+    public long appendBatch(long firstQueueOffset, MemorySegment body) throws IOException {
+        int size = (int) body.byteSize();
+        long position = placeRecord(size);
+        MemorySegment target = writer.reserve(active, position, size);
+        BatchFormat.encode(target, firstQueueOffset, body);
+        writer.complete(active, position, target);
+        return position;
+    }
+
+    /** @return where a record of {@code size} bytes goes: the write position, or the next segment's start */
+    private long placeRecord(int size) throws IOException {
         long position = writePosition;
         // A fixed-size log prepares its next segment at the first append into the active one; a growing log
         // (one of thousands of queues, perhaps) once the active one is half full, so an idle log holds one file.
@@ -156,9 +182,6 @@ public final class CommitLog implements AutoCloseable {
         if (active == null || position + size > active.end()) {
             position = roll(position, size);
         }
-        MemorySegment target = writer.reserve(active, position, size);
-        RecordFormat.encode(target, position, storeTimestamp, firstQueueOffset, queueId, topic, messages);
-        writer.complete(active, position, target);
         return position;
     }
 
@@ -293,6 +316,15 @@ public final class CommitLog implements AutoCloseable {
      */
     public void transfer(long position, long length, WritableByteChannel target) throws IOException {
         views.transfer(position, length, target);
+    }
+
+    /**
+     * @return the end of the bytes from {@code position} that one {@link #transfer} can send from a file: the end of
+     *     the segment holding it or the committed position, whichever comes first (0 if no segment holds it)
+     */
+    public long fileRunEnd(long position) {
+        Segment segment = segmentFor(position);
+        return segment == null ? 0 : Math.min(segment.end(), committedPosition);
     }
 
     /** @return the read cache's counters, or null without a cache */

@@ -38,10 +38,11 @@ public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, 
      * queue offset (big-endian) when it appends the record. It covers {@code count} consecutive offsets.
      *
      * @param body the body, at least {@link RecordFormat#OPAQUE_MIN_BYTES} bytes
-     * @param count queue offsets covered, 1 or more
+     * @param count queue offsets covered, 1 or more and at most one per byte of the body
      * @param maxMessageBytes the configured limit
      * @return the prepared batch
-     * @throws IllegalArgumentException if the body is too short or too long, or the count is not positive
+     * @throws IllegalArgumentException if the body is too short or too long, or the count is not positive or
+     *     exceeds the body's size
      */
     public static PreparedMessage opaque(MemorySegment body, int count, int maxMessageBytes) {
         if (count < 1) {
@@ -54,6 +55,11 @@ public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, 
         if (body.byteSize() > maxMessageBytes) {
             throw new IllegalArgumentException("opaque batch of " + body.byteSize() + " bytes exceeds maxMessageBytes ("
                     + maxMessageBytes + ")");
+        }
+        if (count > body.byteSize()) {
+            // Each offset costs an index entry: a small body must not claim millions of them.
+            throw new IllegalArgumentException("an opaque batch of " + body.byteSize() + " bytes cannot cover " + count
+                    + " offsets (at most one per byte)");
         }
         return new PreparedMessage(0, EMPTY_METADATA, 0, body, List.of(), count);
     }

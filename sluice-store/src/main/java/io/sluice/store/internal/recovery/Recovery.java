@@ -13,6 +13,8 @@ import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
 import io.sluice.store.internal.io.DurabilityLedger;
 import io.sluice.store.internal.io.FileTree;
+import io.sluice.store.internal.log.BatchFormat;
+import io.sluice.store.internal.log.BatchLog;
 import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.Segment;
@@ -119,9 +121,16 @@ public final class Recovery {
      * @param clean the store was shut down cleanly
      * @param readOnly change nothing
      * @param dryRun change nothing, and describe every valid record a cut would drop
+     * @param batchLog what the log holds if it is a batch log ({@link BatchFormat}), else null
      */
     public record Target(Path root, long durablePosition, long start, boolean clean, boolean readOnly,
-                         boolean dryRun) {
+                         boolean dryRun, BatchLog batchLog) {
+
+        /** A log of store records (not a batch log). */
+        public Target(Path root, long durablePosition, long start, boolean clean, boolean readOnly, boolean dryRun) {
+            this(root, durablePosition, start, clean, readOnly, dryRun, null);
+        }
+
         Path logDirectory() {
             return root.resolve("log");
         }
@@ -146,6 +155,11 @@ public final class Recovery {
     private final KeyGeometry keyGeometry;
     private final DurabilityLedger ledger;
     private final boolean writableMappings;
+    /** What the log holds if it is a batch log, else null: its records are batches, with no store header. */
+    private final BatchLog batchLog;
+    /** The store time {@link #batchStoreTimestamp} gave the batch that ends at {@link #lastBatchEnd}. */
+    private long lastBatchTimestamp;
+    private long lastBatchEnd = -1;
     /** A dry run: why a plain open would refuse the log, or null. */
     private String problem;
 
@@ -165,6 +179,7 @@ public final class Recovery {
         this.keyGeometry = keyGeometry;
         this.ledger = ledger;
         this.writableMappings = target.writes() && CommitLog.mapsWritable(config.writePath());
+        this.batchLog = target.batchLog();
     }
 
     /** Runs recovery. On failure every file it opened is closed again. */
@@ -241,7 +256,7 @@ public final class Recovery {
      * @return what is wrong with the queue's last entry (it must point at its own record, ending by {@code end}),
      *     or with the entry past it (a clean close leaves it never written: zeros)
      */
-    private static String tailProblem(List<Segment> segments, QueueIndex index, long end) {
+    private String tailProblem(List<Segment> segments, QueueIndex index, long end) {
         if (!index.isBlank(index.publishedEnd())) {
             return "has a damaged entry where its index ends (" + index.publishedEnd() + ")";
         }
@@ -260,6 +275,11 @@ public final class Recovery {
             }
             MemorySegment data = segment.mapping();
             long offset = entry.logPosition() - segment.base();
+            if (batchLog != null) {
+                boolean matches = BatchFormat.validate(data, offset, last - entry.indexInRecord()) == entry.recordSize()
+                        && BatchFormat.offsetCount(data.asSlice(offset)) == entry.messageCount();
+                return matches ? null : "has a last entry that matches no batch";
+            }
             if (RecordFormat.validate(data, offset, entry.logPosition()) != entry.recordSize()) {
                 return "has a last entry that matches no record";
             }
@@ -363,7 +383,7 @@ public final class Recovery {
      * index is followed as it will be after its truncation at the scan start (the rules of {@code reindex}).
      * Throws {@link IndexGapException} where a record's offset does not continue its queue.
      */
-    private static final class GapCheck implements RecordVisitor {
+    private final class GapCheck implements RecordVisitor {
         private final QueueIndexes indexes;
         private final long scanFrom;
         private final Map<String, long[]> queues = new java.util.HashMap<>();
@@ -387,9 +407,9 @@ public final class Recovery {
 
         @Override
         public void visit(MemorySegment record, long position) {
-            String topic = RecordFormat.topic(record);
-            int queueId = RecordFormat.queueId(record);
-            long first = RecordFormat.firstQueueOffset(record);
+            String topic = topicOf(record);
+            int queueId = queueIdOf(record);
+            long first = firstOffsetOf(record);
             long[] queue = queues.computeIfAbsent(topic + "/" + queueId, key -> start(topic, queueId));
             if (queue[0] != first) {
                 if (queue[2] == 0 || (queue[0] == queue[1] && first > queue[0])) {
@@ -399,7 +419,7 @@ public final class Recovery {
                             + position + " holds offset " + first + " but the index ends at " + queue[0]);
                 }
             }
-            queue[0] = first + RecordFormat.messageCount(record);
+            queue[0] = first + offsetCountOf(record);
             queue[2] = 1;
         }
     }
@@ -410,11 +430,15 @@ public final class Recovery {
         void visit(MemorySegment record, long position) throws IOException;
     }
 
-    /** Walks the valid records from {@code from}, telling {@code visitor} (if any) each one. */
+    /**
+     * Walks the valid records from {@code from}, telling {@code visitor} (if any) each one. In a batch log each batch
+     * after the first must start at the offset after the one before it (stale bytes cannot follow on).
+     */
     private Walk walk(List<Segment> segments, long from, RecordVisitor visitor) throws IOException {
         long position = from;
         long records = 0;
         long invalidAt = -1;
+        long expectedFirst = -1;
         int segmentIndex = segmentIndexFor(segments, from);
         while (segmentIndex >= 0 && segmentIndex < segments.size()) {
             Segment segment = segments.get(segmentIndex);
@@ -424,9 +448,11 @@ public final class Recovery {
             }
             MemorySegment data = segment.mapping();
             long offset = position - segment.base();
-            long length = RecordFormat.validate(data, offset, position);
+            long length = batchLog != null ? BatchFormat.validate(data, offset, expectedFirst)
+                    : RecordFormat.validate(data, offset, position);
             if (length < 0) {
-                if (segment.size() - offset < RecordFormat.FILLER_BYTES && position > segment.base()) {
+                if ((segment.size() - offset < RecordFormat.FILLER_BYTES && position > segment.base())
+                        || (batchLog != null && fillerAt(data, offset, position))) {
                     position = segment.end();
                     segmentIndex++;
                     continue;
@@ -435,7 +461,7 @@ public final class Recovery {
                 break;
             }
             MemorySegment record = data.asSlice(offset, length);
-            if (RecordFormat.isFiller(record)) {
+            if (batchLog == null && RecordFormat.isFiller(record)) {
                 position = segment.end();
                 segmentIndex++;
                 continue;
@@ -443,10 +469,48 @@ public final class Recovery {
             if (visitor != null) {
                 visitor.visit(record, position);
             }
+            if (batchLog != null) {
+                expectedFirst = BatchFormat.firstOffset(record) + BatchFormat.offsetCount(record);
+            }
             records++;
             position += length;
         }
         return new Walk(position, records, invalidAt, segmentIndex);
+    }
+
+    /** @return true if a valid filler record starts at {@code offset} of a segment's {@code data} */
+    private static boolean fillerAt(MemorySegment data, long offset, long position) {
+        long length = RecordFormat.validate(data, offset, position);
+        return length > 0 && RecordFormat.isFiller(data.asSlice(offset, RecordFormat.FILLER_BYTES));
+    }
+
+    /**
+     * @return the length of the valid record at {@code offset} (a batch log's batch, whatever its first offset, or a
+     *     filler), or -1
+     */
+    private static long anyRecordAt(MemorySegment data, long offset, long position, boolean batches) {
+        if (batches) {
+            long length = BatchFormat.validate(data, offset, -1);
+            return length > 0 ? length : fillerAt(data, offset, position) ? RecordFormat.validate(data, offset, position)
+                    : -1;
+        }
+        return RecordFormat.validate(data, offset, position);
+    }
+
+    private String topicOf(MemorySegment record) {
+        return batchLog != null ? batchLog.topic() : RecordFormat.topic(record);
+    }
+
+    private int queueIdOf(MemorySegment record) {
+        return batchLog != null ? batchLog.queueId() : RecordFormat.queueId(record);
+    }
+
+    private long firstOffsetOf(MemorySegment record) {
+        return batchLog != null ? BatchFormat.firstOffset(record) : RecordFormat.firstQueueOffset(record);
+    }
+
+    private int offsetCountOf(MemorySegment record) {
+        return batchLog != null ? BatchFormat.offsetCount(record) : RecordFormat.messageCount(record);
     }
 
     /**
@@ -508,7 +572,8 @@ public final class Recovery {
             corruption = "commit log corrupt: the record at " + where + " fails validation below the durable position "
                     + durable + ", which was forced before the last checkpoint";
         } else {
-            long follower = findValidRecordAfter(segments, Math.min(segmentIndex, segments.size() - 1), position);
+            long follower = findValidRecordAfter(segments, Math.min(segmentIndex, segments.size() - 1), position,
+                    batchLog != null);
             if (follower < 0) {
                 LOG.warn("{}: torn tail at {}; the log ends there", target.root(), where);
                 return;
@@ -540,24 +605,26 @@ public final class Recovery {
     }
 
     /** Dry run: every valid record past {@code position}, by queue. */
-    private static List<String> describeDropped(List<Segment> segments, int segmentIndex, long position) {
+    private List<String> describeDropped(List<Segment> segments, int segmentIndex, long position) {
         Map<String, long[]> queues = new TreeMap<>();
+        boolean batches = batchLog != null;
         long at = position;
         int index = Math.min(Math.max(segmentIndex, 0), segments.size() - 1);
-        while (index >= 0 && (at = findValidRecordAfter(segments, index, at)) >= 0) {
+        while (index >= 0 && (at = findValidRecordAfter(segments, index, at, batches)) >= 0) {
             Segment segment = segmentAt(segments, at);
             index = segments.indexOf(segment);
             MemorySegment data = segment.mapping();
-            long length = RecordFormat.validate(data, at - segment.base(), at);
+            long length = anyRecordAt(data, at - segment.base(), at, batches);
             MemorySegment record = data.asSlice(at - segment.base(), length);
-            if (!RecordFormat.isFiller(record)) {
-                String queue = RecordFormat.topic(record) + "-" + RecordFormat.queueId(record);
-                long first = RecordFormat.firstQueueOffset(record);
-                long last = first + RecordFormat.messageCount(record) - 1;
+            boolean filler = batches ? fillerAt(data, at - segment.base(), at) : RecordFormat.isFiller(record);
+            if (!filler) {
+                String queue = topicOf(record) + "-" + queueIdOf(record);
+                long first = firstOffsetOf(record);
+                long last = first + offsetCountOf(record) - 1;
                 long[] range = queues.computeIfAbsent(queue, q -> new long[] {first, last, 0, 0});
                 range[0] = Math.min(range[0], first);
                 range[1] = Math.max(range[1], last);
-                range[2] += RecordFormat.messageCount(record);
+                range[2] += offsetCountOf(record);
                 range[3]++;
             }
             at += length - 1;
@@ -568,11 +635,11 @@ public final class Recovery {
         return lines;
     }
 
-    private static void reindex(QueueIndexes indexes, MemorySegment record, long position) throws IOException {
-        String topic = RecordFormat.topic(record);
-        int queueId = RecordFormat.queueId(record);
-        long first = RecordFormat.firstQueueOffset(record);
-        int count = RecordFormat.messageCount(record);
+    private void reindex(QueueIndexes indexes, MemorySegment record, long position) throws IOException {
+        String topic = topicOf(record);
+        int queueId = queueIdOf(record);
+        long first = firstOffsetOf(record);
+        int count = offsetCountOf(record);
         QueueIndex index = indexes.getOrCreate(topic, queueId);
         if (index.nextOffset() != first) {
             if (index.fileCount() == 0 || (index.nextOffset() == index.minOffset() && first > index.nextOffset())) {
@@ -583,9 +650,17 @@ public final class Recovery {
             }
         }
         index.ensureCapacity(first + count);
+        int size = (int) record.byteSize();
+        if (batchLog != null) {
+            long storeTimestamp = batchStoreTimestamp(index, record);
+            for (int i = 0; i < count; i++) {
+                index.put(first + i, position, storeTimestamp, size, count, i);
+            }
+            index.publish(first + count);
+            return;
+        }
         long storeTimestamp = RecordFormat.storeTimestamp(record);
         long messageOffset = RecordFormat.firstMessageOffset(record);
-        int size = (int) record.byteSize();
         KeyIndex keys = indexes.keys();
         boolean opaque = RecordFormat.isOpaque(record);
         for (int i = 0; i < count; i++) {
@@ -601,6 +676,25 @@ public final class Recovery {
             messageOffset = RecordFormat.nextMessageOffset(record, messageOffset);
         }
         index.publish(first + count);
+    }
+
+    /**
+     * A batch carries no store time: a batch indexed again gets its producer's max timestamp, capped by this clock
+     * and never below the entry before it, so the queue's times still only grow (time lookups binary-search them).
+     */
+    private long batchStoreTimestamp(QueueIndex index, MemorySegment batch) {
+        if (index.nextOffset() != lastBatchEnd) {
+            lastBatchTimestamp = Long.MIN_VALUE;
+            if (index.nextOffset() > index.minOffset()) {
+                try (QueueIndex.Cursor cursor = index.cursor()) {
+                    lastBatchTimestamp = cursor.entry(index.nextOffset() - 1).storeTimestamp();
+                }
+            }
+        }
+        lastBatchTimestamp = Math.max(lastBatchTimestamp, Math.min(BatchFormat.maxTimestamp(batch),
+                config.clock().millis()));
+        lastBatchEnd = index.nextOffset() + BatchFormat.offsetCount(batch);
+        return lastBatchTimestamp;
     }
 
     /**
@@ -659,16 +753,21 @@ public final class Recovery {
         return kept;
     }
 
-    /** @return the position of a valid record after {@code position}, or -1 (scans byte by byte) */
-    public static long findValidRecordAfter(List<Segment> segments, int segmentIndex, long position) {
+    /**
+     * @param batches the log is a batch log: a batch (whatever its first offset) or a filler counts
+     * @return the position of a valid record after {@code position}, or -1 (scans byte by byte)
+     */
+    public static long findValidRecordAfter(List<Segment> segments, int segmentIndex, long position, boolean batches) {
         for (int i = Math.max(segmentIndex, 0); i < segments.size(); i++) {
             Segment segment = segments.get(i);
             MemorySegment data = segment.mapping();
             long from = Math.max(0, position - segment.base() + 1);
             long last = segment.size() - RecordFormat.FILLER_BYTES;
             for (long offset = from; offset <= last; offset++) {
-                if (data.get(MAGIC_LAYOUT, offset + RecordFormat.MAGIC_OFFSET) == RecordFormat.MAGIC
-                        && RecordFormat.validate(data, offset, segment.base() + offset) > 0) {
+                boolean candidate = data.get(MAGIC_LAYOUT, offset + RecordFormat.MAGIC_OFFSET) == RecordFormat.MAGIC
+                        || (batches && offset + BatchFormat.HEADER_BYTES <= segment.size()
+                            && data.get(ValueLayout.JAVA_BYTE, offset + BatchFormat.MAGIC_OFFSET) == BatchFormat.MAGIC);
+                if (candidate && anyRecordAt(data, offset, segment.base() + offset, batches) > 0) {
                     return segment.base() + offset;
                 }
             }

@@ -85,6 +85,7 @@ public final class TopicRegistry {
                     case 0 -> TopicLayout.SHARED;
                     case 1 -> TopicLayout.TOPIC;
                     case 2 -> TopicLayout.QUEUE;
+                    case 3 -> TopicLayout.BATCHES;
                     default -> throw new IllegalStateException("unknown layout code " + code);
                 };
                 int queues = version >= 2 ? buffer.getInt() : 0;
@@ -204,6 +205,7 @@ public final class TopicRegistry {
                 case SHARED -> 0;
                 case TOPIC -> 1;
                 case QUEUE -> 2;
+                case BATCHES -> 3;
             }).putInt(entry.queues());
         });
         CRC32C crc = new CRC32C();

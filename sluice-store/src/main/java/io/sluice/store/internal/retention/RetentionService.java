@@ -4,9 +4,12 @@ import io.sluice.store.RetentionPolicy;
 import io.sluice.store.RetentionReport;
 import io.sluice.store.io.DiskSpace;
 import io.sluice.store.io.FileIO;
+import io.sluice.store.internal.index.IndexEntry;
 import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
+import io.sluice.store.internal.log.BatchFormat;
+import io.sluice.store.internal.log.BatchLog;
 import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.RecordView;
@@ -50,6 +53,7 @@ public final class RetentionService {
     private static final Logger LOG = LoggerFactory.getLogger(RetentionService.class);
 
     private final RetentionPolicy policy;
+    private final BatchLog batchLog;
     private final FileIO fileIO;
     private final InstantSource clock;
     private final CommitLog log;
@@ -71,9 +75,11 @@ public final class RetentionService {
      * @param consumers the registered consumer positions
      * @param appendLock the store's append lock, held while indexes are trimmed
      * @param segmentDeleted told when a retired segment's file is deleted
+     * @param batchLog what the log holds if it is a batch log (its batches carry no store time: the index has it)
      */
     public RetentionService(RetentionPolicy policy, FileIO fileIO, InstantSource clock, CommitLog log,
-                            QueueIndexes indexes, ConsumerOffsets consumers, Lock appendLock, Runnable segmentDeleted) {
+                            QueueIndexes indexes, ConsumerOffsets consumers, Lock appendLock, Runnable segmentDeleted,
+                            BatchLog batchLog) {
         this.policy = policy;
         this.fileIO = fileIO;
         this.clock = clock;
@@ -82,6 +88,7 @@ public final class RetentionService {
         this.consumers = consumers;
         this.appendLock = appendLock;
         this.segmentDeleted = segmentDeleted;
+        this.batchLog = batchLog;
     }
 
     /** @return true while disk use is above the hard ratio */
@@ -244,10 +251,30 @@ public final class RetentionService {
             return false;
         }
         long storeTimestamp;
-        try (RecordView view = log.read(next.base(), RecordFormat.TOPIC_OFFSET)) {
-            storeTimestamp = RecordFormat.storeTimestamp(view.bytes());
+        if (batchLog != null) {
+            storeTimestamp = batchStoreTimestamp(next.base());
+        } else {
+            try (RecordView view = log.read(next.base(), RecordFormat.TOPIC_OFFSET)) {
+                storeTimestamp = RecordFormat.storeTimestamp(view.bytes());
+            }
         }
         return now - storeTimestamp > policy.retentionMillis();
+    }
+
+    /** @return the store time of the batch at {@code position} from its index entry (a batch carries none) */
+    private long batchStoreTimestamp(long position) {
+        long first;
+        try (RecordView view = log.read(position, BatchFormat.CHECK_BYTES)) {
+            first = BatchFormat.firstOffset(view.bytes());
+        }
+        QueueIndex index = indexes.get(batchLog.topic(), batchLog.queueId());
+        if (index == null || first < index.minOffset() || first >= index.publishedEnd()) {
+            return Long.MAX_VALUE; // nothing says it is old: keep it
+        }
+        try (QueueIndex.Cursor cursor = index.cursor()) {
+            IndexEntry entry = cursor.entry(first);
+            return entry.logPosition() == position ? entry.storeTimestamp() : Long.MAX_VALUE;
+        }
     }
 
     /** The lowest log position a registered consumer still needs, and whose it is. */
