@@ -15,7 +15,8 @@ import java.util.Objects;
  * @param maxConnections connections served at once
  * @param defaultPartitions partitions of a topic created without a count (1, as Kafka's num.partitions)
  * @param autoCreateTopics whether asking Metadata for an unknown topic creates it (true, as Kafka's default)
- * @param topicLayout where a new topic's partitions live in the store (QUEUE: a log per partition, as Kafka)
+ * @param topicLayout where a new topic's partitions live in the store (BATCHES: a log per partition holding the
+ *     producers' batches back to back, as Kafka)
  * @param metricsPort the port of the Prometheus endpoint on {@code host} ({@code /metrics}); -1 for none (the
  *     default), 0 for any free one
  * @param offsetsRetentionMinutes how long the committed offsets of a group with no members are kept after its last
@@ -60,7 +61,7 @@ public record BrokerConfig(String host, int port, int nodeId, String clusterId, 
      *     of groups without members kept 7 days
      */
     public static BrokerConfig defaults() {
-        return new BrokerConfig("127.0.0.1", 9092, 0, "sluice-cluster", 100 << 20, 1_000, 1, true, TopicLayout.QUEUE,
+        return new BrokerConfig("127.0.0.1", 9092, 0, "sluice-cluster", 100 << 20, 1_000, 1, true, TopicLayout.BATCHES,
                 -1, KafkaApis.DEFAULT_OFFSETS_RETENTION_MINUTES);
     }
 

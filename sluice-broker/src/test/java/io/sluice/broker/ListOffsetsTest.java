@@ -41,7 +41,8 @@ class ListOffsetsTest {
     void recordTimestampsNotAppendTimesAnswerLookupsByTime(String compression) throws Exception {
         try (Store store = Store.open(dir, StoreConfig.builder().build());
              Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0))) {
-            ProduceFetchTest.createTopic(broker, "times", 2);
+            // QUEUE, not the broker's BATCHES: the topic takes a store message too.
+            store.createTopic("times", io.sluice.store.TopicLayout.QUEUE, 2);
             Map<String, Object> config = ProduceFetchTest.producerConfig(broker, "1", compression);
             config.put(ProducerConfig.LINGER_MS_CONFIG, 100);
             try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(config, new ByteArraySerializer(),

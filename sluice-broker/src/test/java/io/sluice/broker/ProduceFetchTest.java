@@ -197,8 +197,8 @@ class ProduceFetchTest {
     void messagesAppendedThroughTheStoreApiAreFetchedAsRecords() throws Exception {
         try (Store store = Store.open(dir, StoreConfig.builder().build());
              Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0))) {
-            createTopic(broker, "mixed", 1);
-            // Store messages, then a producer's batches, then store messages again.
+            // QUEUE, not the broker's BATCHES: store messages, then a producer's batches, then store messages again.
+            store.createTopic("mixed", io.sluice.store.TopicLayout.QUEUE, 1);
             for (int i = 0; i < 10; i++) {
                 store.append("mixed", 0, Message.builder().body(("store-" + i).getBytes(StandardCharsets.UTF_8))
                         .keys(List.of("key-" + i)).property("origin", "api").build()).get();

@@ -55,7 +55,7 @@ class TopicAdminTest {
             assertThat(admin.listTopics().names().get(20, TimeUnit.SECONDS)).containsExactlyInAnyOrder("orders", "events");
             assertThat(store.queueCount("orders")).isEqualTo(3);
             assertThat(store.queueCount("events")).as("the default partition count").isEqualTo(1);
-            assertThat(store.layout("orders")).isEqualTo(TopicLayout.QUEUE);
+            assertThat(store.layout("orders")).isEqualTo(TopicLayout.BATCHES);
         }
         try (Store store = Store.open(dir, StoreConfig.builder().build());
              Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));

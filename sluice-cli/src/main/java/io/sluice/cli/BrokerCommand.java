@@ -172,7 +172,7 @@ final class BrokerCommand implements Callable<Integer> {
         try {
             return TopicLayout.valueOf(value.trim().toUpperCase(Locale.ROOT));
         } catch (IllegalArgumentException e) {
-            throw new IllegalArgumentException("topic.layout must be queue, topic or shared, was '" + value + "'");
+            throw new IllegalArgumentException("topic.layout must be batches, queue, topic or shared, was '" + value + "'");
         }
     }
 }

@@ -75,11 +75,11 @@ public final class ProtocolFuzzer {
      */
     public static Report run(Store store, long inputs, long seed, LongConsumer progress) {
         ProtocolFuzzer fuzzer = new ProtocolFuzzer(seed);
-        store.createTopic("fuzz", TopicLayout.QUEUE, 2);
+        store.createTopic("fuzz", TopicLayout.BATCHES, 2);
         fuzzer.buildCorpus();
         try (ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
              KafkaApis apis = new KafkaApis(store, new KafkaApis.Settings(0, "127.0.0.1", 9092, "fuzz", 1, false,
-                     TopicLayout.QUEUE, KafkaApis.DEFAULT_OFFSETS_RETENTION_MINUTES), executor)) {
+                     TopicLayout.BATCHES, KafkaApis.DEFAULT_OFFSETS_RETENTION_MINUTES), executor)) {
             return fuzzer.loop(apis, inputs, progress);
         }
     }
