@@ -72,7 +72,22 @@ class WriteBufferExhaustionTest {
     @MethodSource("bufferedPaths")
     void anAppendThatFindsEveryWriteBufferPagePinnedFailsAndLosesNothing(WritePath path, FlushMode mode)
             throws Throwable {
-        StoreConfig config = config(path, mode);
+        pinEveryPageThenAppendAgain(config(path, mode));
+    }
+
+    /**
+     * The same with segments of one page each: the append refused is the one that rolled to a new segment (its
+     * record could not get a page there), so the roll is done but the append is not, and the next append must
+     * still land in the new segment.
+     */
+    @ParameterizedTest(name = "{0} {1}")
+    @MethodSource("bufferedPaths")
+    void anAppendRefusedJustAfterItRolledTheSegmentLosesNothing(WritePath path, FlushMode mode) throws Throwable {
+        pinEveryPageThenAppendAgain(TestStores.small(path, mode).segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES)
+                .writeBufferWaitMillis(200).build());
+    }
+
+    private void pinEveryPageThenAppendAgain(StoreConfig config) throws Throwable {
         List<byte[]> acknowledged = new ArrayList<>(); // index: queue offset
         Store store = Store.open(dir, config);
         closeAfter(store, () -> {

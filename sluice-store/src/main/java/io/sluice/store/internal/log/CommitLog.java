@@ -220,6 +220,9 @@ public final class CommitLog implements AutoCloseable {
         if (nextPrepared) {
             preparer.prepare(next.end(), sizes.next(next.size(), 0));
         }
+        // The old segment is complete (its filler written): the log now ends where the new one starts, so an
+        // append that fails after the roll (no write-buffer page for its record) leaves a log that continues there.
+        publish(next.base());
         LOG.debug("rolled to segment {}", next);
         return next.base();
     }
