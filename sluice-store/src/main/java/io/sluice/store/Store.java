@@ -858,7 +858,8 @@ public final class Store implements AutoCloseable {
     /**
      * Sends a queue's records, as stored, to a channel with no copy through the Java heap (see
      * docs/design.md, "Zero-copy transfer"). Whole records are sent, so the first may be a batch that starts
-     * before {@code fromOffset}: the receiver skips messages below it.
+     * before {@code fromOffset}: the receiver skips messages below it. A BATCHES topic's records are its Kafka
+     * record batches, with no store framing.
      *
      * @param topic the topic
      * @param queueId the queue

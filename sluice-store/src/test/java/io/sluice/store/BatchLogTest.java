@@ -302,6 +302,34 @@ class BatchLogTest {
     }
 
     @Test
+    void aCrashKeepsTheStoreTimesOfBatchesBelowTheDurablePosition() throws Exception {
+        StoreConfig config = config(WritePath.CHANNEL, FlushMode.SYNC).build();
+        long producerTime = 946_684_800_000L; // a replay of old records: their own times are years back
+        List<AppendResult> appended = new ArrayList<>();
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("b", TopicLayout.BATCHES, 1);
+            for (int i = 0; i < 50; i++) {
+                byte[] batch = KafkaBatch.of(producerTime + i, List.of(new byte[100], new byte[100]));
+                appended.add(store.appendOpaque("b", 0, MemorySegment.ofArray(batch), 2).join());
+            }
+        }
+        assertThat(segments()).hasSize(1);
+        Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+        setDurable(appended.get(30).logPosition());
+        now.addAndGet(3_600_000);
+        try (Store store = Store.open(dir, config)) {
+            assertThat(store.maxOffset("b", 0)).isEqualTo(100);
+            for (int i = 0; i < 50; i++) {
+                try (ReadResult read = store.read("b", 0, 2L * i, 1, 1)) {
+                    long expected = i < 30 ? appended.get(i).storeTimestamp()
+                            : Math.max(appended.get(29).storeTimestamp(), producerTime + i);
+                    assertThat(read.messages().getFirst().storeTimestamp()).as("batch %d", i).isEqualTo(expected);
+                }
+            }
+        }
+    }
+
+    @Test
     void aDamagedBatchBelowTheDurablePositionIsCorruption() throws Exception {
         StoreConfig config = config(WritePath.CHANNEL, FlushMode.SYNC).build();
         List<AppendResult> appended;

@@ -49,11 +49,12 @@ public final class BatchFormat {
     }
 
     /**
-     * Checks a batch about to be appended.
+     * Checks the frame of a batch about to be appended; its CRC32C is checked on the store's own copy
+     * ({@link #checksumMatches}), which is what recovery will read.
      *
      * @param body the batch as sent (its baseOffset is not looked at)
      * @param count the offsets the caller says it covers
-     * @return what is wrong with it, or null if the store can append it
+     * @return what is wrong with it, or null if the store can copy it in
      */
     public static String problem(MemorySegment body, int count) {
         long size = body.byteSize();
@@ -71,10 +72,12 @@ public final class BatchFormat {
             return "its lastOffsetDelta (" + body.get(INT, LAST_OFFSET_DELTA_OFFSET) + ") does not cover " + count
                     + " offsets";
         }
-        if (body.get(INT, CRC_OFFSET) != RecordFormat.checksum(body, CRC_START, size - CRC_START)) {
-            return "its CRC32C does not match";
-        }
         return null;
+    }
+
+    /** @return true if the batch's CRC32C matches its bytes from its attributes on */
+    public static boolean checksumMatches(MemorySegment batch) {
+        return batch.get(INT, CRC_OFFSET) == RecordFormat.checksum(batch, CRC_START, batch.byteSize() - CRC_START);
     }
 
     /** Copies {@code body} into {@code target} (its size) and sets its baseOffset. */
@@ -96,10 +99,11 @@ public final class BatchFormat {
         }
         long size = (long) data.get(INT, offset + LENGTH_OFFSET) + LOG_OVERHEAD;
         long first = data.get(LONG, offset);
+        long count = data.get(INT, offset + LAST_OFFSET_DELTA_OFFSET) + 1L;
+        // What an append accepts, no more: at least one offset and at most one per byte, offsets that do not overflow.
         if (size < HEADER_BYTES || size > remaining || data.get(ValueLayout.JAVA_BYTE, offset + MAGIC_OFFSET) != MAGIC
                 || first < 0 || (expectedFirst >= 0 && first != expectedFirst)
-                || data.get(INT, offset + LAST_OFFSET_DELTA_OFFSET) < 0
-                || data.get(INT, offset + LAST_OFFSET_DELTA_OFFSET) == Integer.MAX_VALUE
+                || count < 1 || count > size || first > Long.MAX_VALUE - count
                 || data.get(INT, offset + CRC_OFFSET) != RecordFormat.checksum(data, offset + CRC_START,
                         size - CRC_START)) {
             return -1;

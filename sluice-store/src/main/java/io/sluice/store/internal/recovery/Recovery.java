@@ -53,7 +53,9 @@ import org.slf4j.LoggerFactory;
  *     never written) are deleted</td></tr>
  * <tr><td>2</td><td>no marker (or row 1's checks fail), P known</td>
  *     <td>scan from S, the start of the segment holding P: drop index entries for records at or after S,
- *     validate each record from S (length, magic, version, own position, CRC32C, structure) and index it</td></tr>
+ *     validate each record from S (length, magic, version, own position, CRC32C, structure) and index it. A
+ *     batch log validates its batches from S (length, magic, CRC32C, offset chain) but keeps its entries below P,
+ *     which hold the store times its batches do not carry, and indexes from P</td></tr>
  * <tr><td>3</td><td>a record at D fails validation, D &gt;= P</td>
  *     <td>the tail of an interrupted write: the log ends at D. What lies past D in its segment is erased and
  *     later segments are deleted, durably, before anything is appended, so no old record can come back after a
@@ -345,8 +347,12 @@ public final class Recovery {
         // From the scan start, each record must continue its queue's index where the truncation there leaves
         // it; checked here, before anything is written, so that a log whose index lost entries goes to a
         // rebuild (which validates the whole log first) without having been changed.
+        // A batch log keeps its entries below the durable position: they were forced, and they hold the store times
+        // its batches do not carry (a store record's entries are derived again from its header).
+        long keepBelow = batchLog != null && mode == Mode.CRASH ? Math.max(scanFrom, target.durablePosition())
+                : scanFrom;
         Walk walk = validated != null ? validated
-                : decide(segments, walk(segments, scanFrom, indexes == null ? null : new GapCheck(indexes, scanFrom)));
+                : decide(segments, walk(segments, scanFrom, indexes == null ? null : new GapCheck(indexes, keepBelow)));
         List<String> dropped = walk.invalidAt() >= 0 && target.dryRun()
                 ? describeDropped(segments, walk.segmentIndex(), walk.invalidAt()) : List.of();
         long end = walk.end();
@@ -360,11 +366,16 @@ public final class Recovery {
         }
         List<Segment> kept = segments;
         if (target.writes()) {
+            long reindexFrom = Math.min(keepBelow, end);
             for (QueueIndex index : indexes.all()) {
-                index.truncateFrom(index.firstEntryAtOrAfter(scanFrom));
+                index.truncateFrom(index.firstEntryAtOrAfter(reindexFrom));
             }
-            indexes.keys().truncateFrom(scanFrom);
-            Walk indexed = walk(segments, scanFrom, (record, position) -> reindex(indexes, record, position));
+            indexes.keys().truncateFrom(reindexFrom);
+            Walk indexed = walk(segments, scanFrom, (record, position) -> {
+                if (position >= reindexFrom) {
+                    reindex(indexes, record, position);
+                }
+            });
             if (indexed.end() != end) {
                 throw new IllegalStateException("the log changed during recovery: " + indexed.end() + " != " + end);
             }
@@ -385,6 +396,7 @@ public final class Recovery {
      */
     private final class GapCheck implements RecordVisitor {
         private final QueueIndexes indexes;
+        /** Records from here on are indexed again; those below keep their entries. */
         private final long scanFrom;
         private final Map<String, long[]> queues = new java.util.HashMap<>();
 
@@ -407,6 +419,9 @@ public final class Recovery {
 
         @Override
         public void visit(MemorySegment record, long position) {
+            if (position < scanFrom) {
+                return;
+            }
             String topic = topicOf(record);
             int queueId = queueIdOf(record);
             long first = firstOffsetOf(record);
