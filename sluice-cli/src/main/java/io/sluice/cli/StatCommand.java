@@ -90,7 +90,7 @@ final class StatCommand implements Callable<Integer> {
                     }
                 }
                 if (ownLogBytes > 0) {
-                    out.printf("logs of their own (TOPIC and QUEUE layouts): %,d bytes on disk%n", ownLogBytes);
+                    out.printf("logs of their own (TOPIC, QUEUE and BATCHES layouts): %,d bytes on disk%n", ownLogBytes);
                 }
                 store.ownLogStatuses().forEach((name, log) -> out.printf(
                         "  log logs/%s: positions %,d..%,d, %d segment files, %,d bytes mapped%n", name,

@@ -157,5 +157,16 @@ final class StoreOptions {
         LayoutConverter() {
             super(TopicLayout.class);
         }
+
+        @Override
+        public TopicLayout convert(String value) {
+            TopicLayout layout = super.convert(value);
+            if (layout == TopicLayout.BATCHES) {
+                // produce and perf append messages; a BATCHES topic takes Kafka record batches (the broker's).
+                throw new TypeConversionException("batches holds Kafka record batches only, not messages: expected"
+                        + " shared, topic or queue");
+            }
+            return layout;
+        }
     }
 }

@@ -138,6 +138,9 @@ class CliTest {
         assertThat(conflict.err()).contains("already exists with layout QUEUE");
         assertThat(run("", "produce", "--dir", store, "--topic", "x", "--count", "1", "--layout", "sideways").exit())
                 .isEqualTo(2);
+        CliRun batches = run("", "produce", "--dir", store, "--topic", "x", "--count", "1", "--layout", "batches");
+        assertThat(batches.exit()).isEqualTo(2);
+        assertThat(batches.err()).contains("batches holds Kafka record batches only");
         assertThat(run("", "verify", "--dir", store).exit()).isZero();
     }
 
