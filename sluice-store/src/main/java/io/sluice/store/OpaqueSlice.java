@@ -97,8 +97,14 @@ public final class OpaqueSlice {
             long length = lengths[i];
             int next = i + 1;
             // Bodies that lie back to back (a batch log's) in one segment file go in one transfer.
-            long runEnd = next < batches ? log.fileRunEnd(start) : 0;
-            while (next < batches && positions[next] == start + length && start + length + lengths[next] <= runEnd) {
+            long runEnd = -1;
+            while (next < batches && positions[next] == start + length) {
+                if (runEnd < 0) {
+                    runEnd = log.fileRunEnd(start);
+                }
+                if (start + length + lengths[next] > runEnd) {
+                    break;
+                }
                 length += lengths[next];
                 next++;
             }
