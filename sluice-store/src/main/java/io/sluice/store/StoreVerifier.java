@@ -204,7 +204,8 @@ public final class StoreVerifier {
             for (int s = 0; s < segments.size(); s++) {
                 Segment segment = segments.get(s);
                 if (segment.base() != position && position < limit) {
-                    invalid(s, position, "log positions " + position + " to " + segment.base() + " are missing");
+                    invalid(s, position, "log positions " + position + " to " + segment.base() + " are missing",
+                            expectedFirst);
                     return;
                 }
                 MemorySegment data = segment.mapping();
@@ -221,7 +222,7 @@ public final class StoreVerifier {
                     }
                     if (length < 0) {
                         invalid(s, position, "invalid " + (batchLog != null ? "batch" : "record") + " at log position "
-                                + position + " (" + segment + ", offset " + offset + ")");
+                                + position + " (" + segment + ", offset " + offset + ")", expectedFirst);
                         return;
                     }
                     MemorySegment record = data.asSlice(offset, length);
@@ -261,7 +262,7 @@ public final class StoreVerifier {
         }
 
         /** A record at {@code position} fails validation: a fault below the durable position, else a note. */
-        private void invalid(int segmentIndex, long position, String what) {
+        private void invalid(int segmentIndex, long position, String what, long expectedFirst) {
             logEnd = position;
             if (clean) {
                 faults.add(what + ", before the end recorded at clean shutdown (" + durable + ")");
@@ -273,7 +274,8 @@ public final class StoreVerifier {
                             + " write; opening the store cuts the log there");
                 }
             } else {
-                long follower = Recovery.findValidRecordAfter(segments, segmentIndex, position, batchLog != null);
+                long follower = Recovery.findValidRecordAfter(segments, segmentIndex, position,
+                        batchLog == null ? -1 : Math.max(0, expectedFirst));
                 if (follower >= 0) {
                     faults.add(what + ", with a valid record after it at log position " + follower + ": corruption");
                 } else {

@@ -330,6 +330,27 @@ class BatchLogTest {
     }
 
     @Test
+    void withoutACheckpointABatchInsideATornBatchsValueIsNotTakenForALaterOne() throws Exception {
+        StoreConfig config = config(WritePath.CHANNEL, FlushMode.SYNC).build();
+        List<AppendResult> appended;
+        // A mirrored batch as a record's value: itself a valid batch, at offset 0.
+        byte[] nested = KafkaBatch.of(1_700_000_000_000L, List.of(new byte[30], new byte[30]));
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("b", TopicLayout.BATCHES, 1);
+            appended = appendBatches(store, new Random(6), 5);
+            byte[] carrier = KafkaBatch.of(1_700_000_000_000L, List.of(nested));
+            appended.add(store.appendOpaque("b", 0, MemorySegment.ofArray(carrier), 1).join());
+        }
+        Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+        Files.delete(dir.resolve("checkpoint"));
+        overwrite(appended.get(5).logPosition() + 30, new byte[] {9}); // the carrier is torn; its value is intact
+        assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
+        try (Store store = Store.open(dir, config)) {
+            assertThat(store.maxOffset("b", 0)).isEqualTo(appended.get(5).firstQueueOffset());
+        }
+    }
+
+    @Test
     void aDamagedBatchBelowTheDurablePositionIsCorruption() throws Exception {
         StoreConfig config = config(WritePath.CHANNEL, FlushMode.SYNC).build();
         List<AppendResult> appended;

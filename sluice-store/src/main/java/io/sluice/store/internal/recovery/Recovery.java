@@ -354,7 +354,7 @@ public final class Recovery {
         Walk walk = validated != null ? validated
                 : decide(segments, walk(segments, scanFrom, indexes == null ? null : new GapCheck(indexes, keepBelow)));
         List<String> dropped = walk.invalidAt() >= 0 && target.dryRun()
-                ? describeDropped(segments, walk.segmentIndex(), walk.invalidAt()) : List.of();
+                ? describeDropped(segments, walk.segmentIndex(), walk.invalidAt(), walk.nextFirst()) : List.of();
         long end = walk.end();
         long bytesDropped = 0;
         int segmentsDropped = 0;
@@ -490,7 +490,7 @@ public final class Recovery {
             records++;
             position += length;
         }
-        return new Walk(position, records, invalidAt, segmentIndex);
+        return new Walk(position, records, invalidAt, segmentIndex, expectedFirst);
     }
 
     /** @return true if a valid filler record starts at {@code offset} of a segment's {@code data} */
@@ -500,16 +500,29 @@ public final class Recovery {
     }
 
     /**
-     * @return the length of the valid record at {@code offset} (a batch log's batch, whatever its first offset, or a
-     *     filler), or -1
+     * @param batchesFrom for a batch log, the least first offset a batch counts with; -1 for a log of store records
+     * @return the length of the valid record at {@code offset} (a store record; in a batch log a batch starting at
+     *     or past {@code batchesFrom}, or a filler), or -1
      */
-    private static long anyRecordAt(MemorySegment data, long offset, long position, boolean batches) {
-        if (batches) {
+    private static long anyRecordAt(MemorySegment data, long offset, long position, long batchesFrom) {
+        if (batchesFrom >= 0) {
             long length = BatchFormat.validate(data, offset, -1);
-            return length > 0 ? length : fillerAt(data, offset, position) ? RecordFormat.validate(data, offset, position)
-                    : -1;
+            if (length > 0 && BatchFormat.firstOffset(data.asSlice(offset)) >= batchesFrom) {
+                return length;
+            }
+            return fillerAt(data, offset, position) ? RecordFormat.validate(data, offset, position) : -1;
         }
         return RecordFormat.validate(data, offset, position);
+    }
+
+    /**
+     * A batch log's byte scan past a bad batch counts only batches that could follow it: a batch inside a
+     * record's value (a mirrored batch, say) with a lower first offset is not taken for a later record.
+     *
+     * @return for {@link #findValidRecordAfter}: the least first offset, or -1 for a log of store records
+     */
+    private long batchesFrom(long nextFirst) {
+        return batchLog == null ? -1 : Math.max(0, nextFirst);
     }
 
     private String topicOf(MemorySegment record) {
@@ -535,14 +548,15 @@ public final class Recovery {
      * @param records how many it passed (fillers not counted)
      * @param invalidAt the position of the first invalid record (or of a gap), or -1 if the walk reached the end
      * @param segmentIndex the segment holding {@code invalidAt}
+     * @param nextFirst in a batch log, the offset the next batch had to start at (-1 if no batch was passed)
      */
-    private record Walk(long end, long records, long invalidAt, int segmentIndex) {
+    private record Walk(long end, long records, long invalidAt, int segmentIndex, long nextFirst) {
     }
 
     /** Rows 3, 4 and 5: throws if the log may not end where the walk stopped. */
     private Walk decide(List<Segment> segments, Walk walk) {
         if (walk.invalidAt() >= 0) {
-            decideOnInvalid(segments, walk.segmentIndex(), walk.invalidAt());
+            decideOnInvalid(segments, walk.segmentIndex(), walk.invalidAt(), walk.nextFirst());
         }
         return walk;
     }
@@ -573,8 +587,12 @@ public final class Recovery {
         return durable;
     }
 
-    /** Rows 3, 4 and 5: an invalid record at {@code position}; returns if the log may end there. */
-    private void decideOnInvalid(List<Segment> segments, int segmentIndex, long position) {
+    /**
+     * Rows 3, 4 and 5: an invalid record at {@code position}; returns if the log may end there.
+     *
+     * @param nextFirst in a batch log, the offset the batch there had to start at, or -1
+     */
+    private void decideOnInvalid(List<Segment> segments, int segmentIndex, long position, long nextFirst) {
         long durable = target.durablePosition();
         String where = where(segments, segmentIndex, position);
         String corruption;
@@ -588,7 +606,7 @@ public final class Recovery {
                     + durable + ", which was forced before the last checkpoint";
         } else {
             long follower = findValidRecordAfter(segments, Math.min(segmentIndex, segments.size() - 1), position,
-                    batchLog != null);
+                    batchesFrom(nextFirst));
             if (follower < 0) {
                 LOG.warn("{}: torn tail at {}; the log ends there", target.root(), where);
                 return;
@@ -619,19 +637,23 @@ public final class Recovery {
                 + (position - segment.base()) + ")";
     }
 
-    /** Dry run: every valid record past {@code position}, by queue. */
-    private List<String> describeDropped(List<Segment> segments, int segmentIndex, long position) {
+    /** Dry run: every valid record past {@code position}, by queue ({@code nextFirst} as for decideOnInvalid). */
+    private List<String> describeDropped(List<Segment> segments, int segmentIndex, long position, long nextFirst) {
         Map<String, long[]> queues = new TreeMap<>();
         boolean batches = batchLog != null;
+        long batchesFrom = batchesFrom(nextFirst);
         long at = position;
         int index = Math.min(Math.max(segmentIndex, 0), segments.size() - 1);
-        while (index >= 0 && (at = findValidRecordAfter(segments, index, at, batches)) >= 0) {
+        while (index >= 0 && (at = findValidRecordAfter(segments, index, at, batchesFrom)) >= 0) {
             Segment segment = segmentAt(segments, at);
             index = segments.indexOf(segment);
             MemorySegment data = segment.mapping();
-            long length = anyRecordAt(data, at - segment.base(), at, batches);
+            long length = anyRecordAt(data, at - segment.base(), at, batchesFrom);
             MemorySegment record = data.asSlice(at - segment.base(), length);
             boolean filler = batches ? fillerAt(data, at - segment.base(), at) : RecordFormat.isFiller(record);
+            if (batches && !filler) {
+                batchesFrom = firstOffsetOf(record) + offsetCountOf(record);
+            }
             if (!filler) {
                 String queue = topicOf(record) + "-" + queueIdOf(record);
                 long first = firstOffsetOf(record);
@@ -769,10 +791,13 @@ public final class Recovery {
     }
 
     /**
-     * @param batches the log is a batch log: a batch (whatever its first offset) or a filler counts
+     * @param batchesFrom for a batch log, the least first offset a batch found counts with (a filler counts too);
+     *     -1 for a log of store records
      * @return the position of a valid record after {@code position}, or -1 (scans byte by byte)
      */
-    public static long findValidRecordAfter(List<Segment> segments, int segmentIndex, long position, boolean batches) {
+    public static long findValidRecordAfter(List<Segment> segments, int segmentIndex, long position,
+                                            long batchesFrom) {
+        boolean batches = batchesFrom >= 0;
         for (int i = Math.max(segmentIndex, 0); i < segments.size(); i++) {
             Segment segment = segments.get(i);
             MemorySegment data = segment.mapping();
@@ -782,7 +807,7 @@ public final class Recovery {
                 boolean candidate = data.get(MAGIC_LAYOUT, offset + RecordFormat.MAGIC_OFFSET) == RecordFormat.MAGIC
                         || (batches && offset + BatchFormat.HEADER_BYTES <= segment.size()
                             && data.get(ValueLayout.JAVA_BYTE, offset + BatchFormat.MAGIC_OFFSET) == BatchFormat.MAGIC);
-                if (candidate && anyRecordAt(data, offset, segment.base() + offset, batches) > 0) {
+                if (candidate && anyRecordAt(data, offset, segment.base() + offset, batchesFrom) > 0) {
                     return segment.base() + offset;
                 }
             }
