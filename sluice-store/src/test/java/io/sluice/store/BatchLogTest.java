@@ -350,6 +350,56 @@ class BatchLogTest {
         }
     }
 
+    /** Overwrites the queue-index entry of {@code offset} with bytes no entry has (its check word fails). */
+    private void damageIndexEntry(long offset) throws IOException {
+        Path file = logRoot().resolve("index").resolve("b").resolve("0").resolve("00000000000000000000");
+        try (RandomAccessFile index = new RandomAccessFile(file.toFile(), "rw")) {
+            index.seek(offset * 32);
+            byte[] junk = new byte[32];
+            java.util.Arrays.fill(junk, (byte) 0x55);
+            index.write(junk);
+        }
+    }
+
+    private void assertEveryBatchReads(StoreConfig config, List<AppendResult> appended) {
+        try (Store store = Store.open(dir, config)) {
+            assertThat(store.maxOffset("b", 0)).isEqualTo(appended.getLast().nextQueueOffset());
+            for (AppendResult batch : appended) {
+                for (long offset = batch.firstQueueOffset(); offset < batch.nextQueueOffset(); offset++) {
+                    try (ReadResult read = store.read("b", 0, offset, 1, 1)) {
+                        assertThat(read.messages().getFirst().logPosition()).isEqualTo(batch.logPosition());
+                    }
+                }
+            }
+        }
+    }
+
+    @Test
+    void aCleanCloseWhoseLastEntryIsDamagedIndexesItsBatchesAgain() throws Exception {
+        StoreConfig config = config(WritePath.CHANNEL, FlushMode.SYNC).build();
+        List<AppendResult> appended;
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("b", TopicLayout.BATCHES, 1);
+            appended = appendBatches(store, new Random(12), 10);
+        }
+        damageIndexEntry(appended.getLast().nextQueueOffset() - 1);
+        assertEveryBatchReads(config, appended);
+        assertEveryBatchReads(config, appended);
+    }
+
+    @Test
+    void aCrashWithADamagedEntryBelowTheDurablePositionRebuildsTheIndex() throws Exception {
+        StoreConfig config = config(WritePath.CHANNEL, FlushMode.SYNC).build();
+        List<AppendResult> appended;
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("b", TopicLayout.BATCHES, 1);
+            appended = appendBatches(store, new Random(13), 10);
+        }
+        Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE)); // the checkpoint covers every batch
+        damageIndexEntry(appended.get(4).firstQueueOffset() + 1);
+        assertEveryBatchReads(config, appended);
+    }
+
     @Test
     void aDamagedBatchBelowTheDurablePositionIsCorruption() throws Exception {
         StoreConfig config = config(WritePath.CHANNEL, FlushMode.SYNC).build();

@@ -6,6 +6,7 @@ import io.sluice.store.StoreConfig;
 import io.sluice.store.StoreCorruptedException;
 import io.sluice.store.StoreException;
 import io.sluice.store.internal.index.IndexDamagedException;
+import io.sluice.store.internal.index.IndexEntry;
 import io.sluice.store.internal.index.IndexGeometry;
 import io.sluice.store.internal.index.KeyGeometry;
 import io.sluice.store.internal.index.KeyIndex;
@@ -349,10 +350,14 @@ public final class Recovery {
         // rebuild (which validates the whole log first) without having been changed.
         // A batch log keeps its entries below the durable position: they were forced, and they hold the store times
         // its batches do not carry (a store record's entries are derived again from its header).
-        long keepBelow = batchLog != null && mode == Mode.CRASH ? Math.max(scanFrom, target.durablePosition())
-                : scanFrom;
-        Walk walk = validated != null ? validated
-                : decide(segments, walk(segments, scanFrom, indexes == null ? null : new GapCheck(indexes, keepBelow)));
+        // Not after a clean close whose index failed its check (row 1): the index is then what is in doubt.
+        long keepBelow = batchLog != null && mode == Mode.CRASH && !target.clean()
+                ? Math.max(scanFrom, target.durablePosition()) : scanFrom;
+        GapCheck gaps = validated != null || indexes == null ? null : new GapCheck(indexes, keepBelow);
+        Walk walk = validated != null ? validated : decide(segments, walk(segments, scanFrom, gaps));
+        if (gaps != null) {
+            gaps.checkKeptEnd(Math.min(keepBelow, walk.end()));
+        }
         List<String> dropped = walk.invalidAt() >= 0 && target.dryRun()
                 ? describeDropped(segments, walk.segmentIndex(), walk.invalidAt(), walk.nextFirst()) : List.of();
         long end = walk.end();
@@ -399,6 +404,8 @@ public final class Recovery {
         /** Records from here on are indexed again; those below keep their entries. */
         private final long scanFrom;
         private final Map<String, long[]> queues = new java.util.HashMap<>();
+        /** In a batch log, the offset after the last batch whose entries are kept, or -1. */
+        private long keptNext = -1;
 
         GapCheck(QueueIndexes indexes, long scanFrom) {
             this.indexes = indexes;
@@ -420,6 +427,7 @@ public final class Recovery {
         @Override
         public void visit(MemorySegment record, long position) {
             if (position < scanFrom) {
+                checkKept(record, position);
                 return;
             }
             String topic = topicOf(record);
@@ -436,6 +444,48 @@ public final class Recovery {
             }
             queue[0] = first + offsetCountOf(record);
             queue[2] = 1;
+        }
+
+        /**
+         * A batch log keeps the entries of its batches below the durable position: each such batch must have them, as
+         * they were written at its append. Else the index goes to a rebuild.
+         */
+        private void checkKept(MemorySegment record, long position) {
+            QueueIndex index = indexes.get(batchLog.topic(), batchLog.queueId());
+            long first = firstOffsetOf(record);
+            int count = offsetCountOf(record);
+            boolean kept = index != null && first >= index.minOffset() && first + count <= index.publishedEnd();
+            if (kept) {
+                try (QueueIndex.Cursor cursor = index.cursor()) {
+                    for (int i = 0; i < count && kept; i++) {
+                        IndexEntry entry = cursor.entry(first + i);
+                        kept = entry.logPosition() == position && entry.recordSize() == record.byteSize()
+                                && entry.messageCount() == count && entry.indexInRecord() == i;
+                    }
+                } catch (RuntimeException e) {
+                    kept = false; // a damaged entry
+                }
+            }
+            if (!kept) {
+                throw new IndexGapException("queue " + batchLog.topic() + "-" + batchLog.queueId() + ": the index"
+                        + " entries of the batch at log position " + position + " (offsets " + first + ".."
+                        + (first + count - 1) + "), below the durable position, are missing or do not match it");
+            }
+            keptNext = first + count;
+        }
+
+        /** The kept entries must end where the last kept batch does: none may point past it. */
+        void checkKeptEnd(long reindexFrom) {
+            if (keptNext < 0) {
+                return;
+            }
+            QueueIndex index = indexes.get(batchLog.topic(), batchLog.queueId());
+            long keptEnd = index.firstEntryAtOrAfter(reindexFrom);
+            if (keptEnd != keptNext) {
+                throw new IndexGapException("queue " + batchLog.topic() + "-" + batchLog.queueId() + ": the index"
+                        + " entries kept below log position " + reindexFrom + " end at offset " + keptEnd
+                        + ", the batches there at " + keptNext);
+            }
         }
     }
 
