@@ -263,6 +263,14 @@ class BatchLogTest {
         }
     }
 
+    /** Creates "b" (BATCHES, one queue), appends {@code appends} batches, closes the store cleanly. */
+    private List<AppendResult> closedWithBatches(StoreConfig config, long seed, int appends) {
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("b", TopicLayout.BATCHES, 1);
+            return appendBatches(store, new Random(seed), appends);
+        }
+    }
+
     /** Appends batches and returns each one's append result. */
     private static List<AppendResult> appendBatches(Store store, Random random, int appends) {
         List<AppendResult> results = new ArrayList<>();
@@ -377,11 +385,7 @@ class BatchLogTest {
     @Test
     void aCleanCloseWhoseLastEntryIsDamagedIndexesItsBatchesAgain() throws Exception {
         StoreConfig config = config(WritePath.CHANNEL, FlushMode.SYNC).build();
-        List<AppendResult> appended;
-        try (Store store = Store.open(dir, config)) {
-            store.createTopic("b", TopicLayout.BATCHES, 1);
-            appended = appendBatches(store, new Random(12), 10);
-        }
+        List<AppendResult> appended = closedWithBatches(config, 12, 10);
         damageIndexEntry(appended.getLast().nextQueueOffset() - 1);
         assertEveryBatchReads(config, appended);
         assertEveryBatchReads(config, appended);
@@ -390,11 +394,7 @@ class BatchLogTest {
     @Test
     void aCrashWithADamagedEntryBelowTheDurablePositionRebuildsTheIndex() throws Exception {
         StoreConfig config = config(WritePath.CHANNEL, FlushMode.SYNC).build();
-        List<AppendResult> appended;
-        try (Store store = Store.open(dir, config)) {
-            store.createTopic("b", TopicLayout.BATCHES, 1);
-            appended = appendBatches(store, new Random(13), 10);
-        }
+        List<AppendResult> appended = closedWithBatches(config, 13, 10);
         Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE)); // the checkpoint covers every batch
         damageIndexEntry(appended.get(4).firstQueueOffset() + 1);
         assertEveryBatchReads(config, appended);
@@ -403,11 +403,7 @@ class BatchLogTest {
     @Test
     void aDamagedBatchBelowTheDurablePositionIsCorruption() throws Exception {
         StoreConfig config = config(WritePath.CHANNEL, FlushMode.SYNC).build();
-        List<AppendResult> appended;
-        try (Store store = Store.open(dir, config)) {
-            store.createTopic("b", TopicLayout.BATCHES, 1);
-            appended = appendBatches(store, new Random(4), 20);
-        }
+        List<AppendResult> appended = closedWithBatches(config, 4, 20);
         Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
         overwrite(appended.get(5).logPosition() + 80, new byte[] {7});
         assertThat(StoreVerifier.verify(dir).faults()).first().asString()
