@@ -216,8 +216,7 @@ public final class StoreVerifier {
                     }
                     long length = batchLog != null ? BatchFormat.validate(data, offset, expectedFirst)
                             : RecordFormat.validate(data, offset, position);
-                    if (length < 0 && batchLog != null && RecordFormat.validate(data, offset, position) > 0
-                            && RecordFormat.isFiller(data.asSlice(offset, RecordFormat.FILLER_BYTES))) {
+                    if (length < 0 && batchLog != null && RecordFormat.isFillerAt(data, offset, position)) {
                         break;
                     }
                     if (length < 0) {

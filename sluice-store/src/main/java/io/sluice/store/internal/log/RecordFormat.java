@@ -151,6 +151,14 @@ public final class RecordFormat {
         target.set(INT, CRC_OFFSET, checksum(target, CRC_START, length - CRC_START));
     }
 
+    /**
+     * @return true if a valid filler record starts at {@code offset} of a segment's {@code data} (a batch log tells its
+     *     fillers from its batches so: a batch carries no store magic or position)
+     */
+    public static boolean isFillerAt(MemorySegment data, long offset, long logPosition) {
+        return validate(data, offset, logPosition) > 0 && isFiller(data.asSlice(offset, FILLER_BYTES));
+    }
+
     /** Writes a filler record covering {@code length} bytes; only its first {@link #FILLER_BYTES} are written. */
     public static void encodeFiller(MemorySegment target, long logPosition, int length) {
         target.set(INT, LENGTH_OFFSET, length);

@@ -402,14 +402,14 @@ public final class Recovery {
     private final class GapCheck implements RecordVisitor {
         private final QueueIndexes indexes;
         /** Records from here on are indexed again; those below keep their entries. */
-        private final long scanFrom;
+        private final long reindexFrom;
         private final Map<String, long[]> queues = new java.util.HashMap<>();
         /** In a batch log, the offset after the last batch whose entries are kept, or -1. */
         private long keptNext = -1;
 
-        GapCheck(QueueIndexes indexes, long scanFrom) {
+        GapCheck(QueueIndexes indexes, long reindexFrom) {
             this.indexes = indexes;
-            this.scanFrom = scanFrom;
+            this.reindexFrom = reindexFrom;
         }
 
         /** @return {next, min, hasFiles (1 or 0)} of the queue after a truncation at the scan start */
@@ -418,7 +418,7 @@ public final class Recovery {
             if (index == null) {
                 return new long[] {0, 0, 0};
             }
-            long from = index.firstEntryAtOrAfter(scanFrom);
+            long from = index.firstEntryAtOrAfter(reindexFrom);
             boolean kept = index.hasFileBefore(from);
             long min = !kept || from < index.minOffset() ? from : index.minOffset();
             return new long[] {from, min, kept ? 1 : 0};
@@ -426,7 +426,7 @@ public final class Recovery {
 
         @Override
         public void visit(MemorySegment record, long position) {
-            if (position < scanFrom) {
+            if (position < reindexFrom) {
                 checkKept(record, position);
                 return;
             }
@@ -517,7 +517,7 @@ public final class Recovery {
                     : RecordFormat.validate(data, offset, position);
             if (length < 0) {
                 if ((segment.size() - offset < RecordFormat.FILLER_BYTES && position > segment.base())
-                        || (batchLog != null && fillerAt(data, offset, position))) {
+                        || (batchLog != null && RecordFormat.isFillerAt(data, offset, position))) {
                     position = segment.end();
                     segmentIndex++;
                     continue;
@@ -543,12 +543,6 @@ public final class Recovery {
         return new Walk(position, records, invalidAt, segmentIndex, expectedFirst);
     }
 
-    /** @return true if a valid filler record starts at {@code offset} of a segment's {@code data} */
-    private static boolean fillerAt(MemorySegment data, long offset, long position) {
-        long length = RecordFormat.validate(data, offset, position);
-        return length > 0 && RecordFormat.isFiller(data.asSlice(offset, RecordFormat.FILLER_BYTES));
-    }
-
     /**
      * @param batchesFrom for a batch log, the least first offset a batch counts with; -1 for a log of store records
      * @return the length of the valid record at {@code offset} (a store record; in a batch log a batch starting at
@@ -560,7 +554,7 @@ public final class Recovery {
             if (length > 0 && BatchFormat.firstOffset(data.asSlice(offset)) >= batchesFrom) {
                 return length;
             }
-            return fillerAt(data, offset, position) ? RecordFormat.validate(data, offset, position) : -1;
+            return RecordFormat.isFillerAt(data, offset, position) ? RecordFormat.validate(data, offset, position) : -1;
         }
         return RecordFormat.validate(data, offset, position);
     }
@@ -700,7 +694,7 @@ public final class Recovery {
             MemorySegment data = segment.mapping();
             long length = anyRecordAt(data, at - segment.base(), at, batchesFrom);
             MemorySegment record = data.asSlice(at - segment.base(), length);
-            boolean filler = batches ? fillerAt(data, at - segment.base(), at) : RecordFormat.isFiller(record);
+            boolean filler = batches ? RecordFormat.isFillerAt(data, at - segment.base(), at) : RecordFormat.isFiller(record);
             if (batches && !filler) {
                 batchesFrom = firstOffsetOf(record) + offsetCountOf(record);
             }
