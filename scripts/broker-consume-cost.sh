@@ -4,7 +4,8 @@
 # consumer's records/s, the broker's CPU seconds per million records (/proc/<pid>/stat) and the TCP segments sent
 # on the machine meanwhile (nstat TcpOutSegs). <broker> is sluice or kafka, started as the bench lab's broker race
 # starts them (LabBrokerMain: the Sluice broker under ASYNC, or Apache Kafka, KRaft, one node; same JVM settings).
-# With PROFILE=1 one more round is recorded with `perf record -g` into <scratch>/perf.data.
+# With PROFILE=1 one more round is recorded whole with `perf record -g` into <scratch>/perf.data (kept). With IDLE=1
+# the broker's CPU in the 3 s after the produce (before any consumer) is printed first.
 # Needs the build: ./mvnw -B install -DskipTests
 # usage: scripts/broker-consume-cost.sh <sluice|kafka> [rounds]
 set -euo pipefail
@@ -20,6 +21,10 @@ java -cp "$tools_cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "$bo
 java -cp "$tools_cp" org.apache.kafka.tools.ProducerPerformance --topic p --num-records $records --record-size 1024 \
   --throughput -1 --command-property "bootstrap.servers=$bootstrap" acks=1 > "$scratch/produce.out" 2>&1
 ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+if [ "${IDLE:-0}" = 1 ]; then
+  idle=$(ticks); sleep 3
+  echo "$broker after the produce: $(( $(ticks) - idle )) ticks of broker CPU in 3 s"
+fi
 consume() {
   java -cp "$tools_cp" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$bootstrap" --topic p \
     --num-records $records --timeout 60000 2>/dev/null
@@ -34,12 +39,12 @@ for round in $(seq 1 "$rounds"); do
     "$(echo "scale=3; ($after - $before) / 100 / ($records / 1000000)" | bc) s per M records, $segments TCP segments"
 done
 if [ "${PROFILE:-0}" = 1 ]; then
-  consume > /dev/null &
-  load=$!
-  sleep 2
+  profile="$(mktemp -d)"
   jcmd "$pid" Compiler.perfmap > /dev/null
-  perf record -F 999 -g -p "$pid" -o "$scratch/perf.data" -- sleep 4 > /dev/null 2>&1
+  perf record -F 1999 -g -p "$pid" -o "$profile/perf.data" > /dev/null 2>&1 &
+  recorder=$!
+  consume > /dev/null
+  kill -INT $recorder; wait $recorder || true
   jcmd "$pid" Compiler.perfmap > /dev/null
-  wait $load || true
-  echo "profile: perf report -i $scratch/perf.data --children --sort sym -g none"
+  echo "profile: perf report -i $profile/perf.data --children --sort sym -g none"
 fi
