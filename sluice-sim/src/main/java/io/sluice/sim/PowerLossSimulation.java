@@ -118,6 +118,8 @@ public final class PowerLossSimulation {
     private final SimClock clock = new SimClock(1_700_000_000_000L);
     private final Map<String, List<Sent>> model = new LinkedHashMap<>();
     private final List<Pending> pending = new ArrayList<>();
+    /** Queues whose truncation a power cut interrupted, and where it cut: what lies past it may be gone. */
+    private final Map<String, Long> truncationsInDoubt = new LinkedHashMap<>();
     private final StringBuilder scenario = new StringBuilder();
     private final List<SimFileSystem> released = new ArrayList<>();
     private SimFileSystem fs = new SimFileSystem();
@@ -371,6 +373,8 @@ public final class PowerLossSimulation {
                 store.enforceRetention();
             } else if (roll < 98) {
                 reopen();
+            } else if (roll < 99) {
+                truncate();
             } else {
                 scheduler.runAll(random);
             }
@@ -466,6 +470,37 @@ public final class PowerLossSimulation {
         }
         appends += count;
         pending.add(new Pending(future, queue, sent, offset));
+    }
+
+    /**
+     * Truncates a queue of the BATCHES topic at one of its batches (as a Raft follower does): the model forgets what
+     * lay past the cut, and what is appended next takes its offsets.
+     */
+    private void truncate() {
+        int queueId = random.nextInt(QUEUES);
+        String queue = BATCHES_TOPIC + "-" + queueId;
+        List<Sent> list = model.get(queue);
+        long min = store.minOffset(BATCHES_TOPIC, queueId);
+        List<Integer> starts = new ArrayList<>();
+        for (int offset = (int) min; offset < list.size(); offset++) {
+            if (ByteBuffer.wrap(list.get(offset).body).getLong(0) == offset) {
+                starts.add(offset);
+            }
+        }
+        if (starts.isEmpty()) {
+            return;
+        }
+        // Mostly a short tail, as Raft cuts; sometimes deep, across segments.
+        int cut = random.nextInt(4) == 0 ? starts.get(random.nextInt(starts.size()))
+                : starts.get(Math.max(0, starts.size() - 1 - random.nextInt(Math.min(starts.size(), 4))));
+        truncationsInDoubt.put(queue, (long) cut);
+        store.truncateQueue(BATCHES_TOPIC, queueId, cut);
+        truncationsInDoubt.remove(queue);
+        list.subList(cut, list.size()).clear();
+        if (store.maxOffset(BATCHES_TOPIC, queueId) != cut) {
+            throw new SimulationFailure(queue + " ends at " + store.maxOffset(BATCHES_TOPIC, queueId)
+                    + " after its truncation at " + cut);
+        }
     }
 
     /** Most appends go to the seed's hot topic, so its log rolls through several segments per epoch. */
@@ -576,8 +611,9 @@ public final class PowerLossSimulation {
                     }
                 }
             }
+            long cut = truncationsInDoubt.getOrDefault(queue, Long.MAX_VALUE);
             for (int i = (int) end; i < list.size(); i++) {
-                if (list.get(i).acknowledged && flushMode == FlushMode.SYNC) {
+                if (list.get(i).acknowledged && flushMode == FlushMode.SYNC && i < cut) {
                     throw new SimulationFailure("epoch " + epoch + ": " + queue + " lost acknowledged message at offset "
                             + i + " (id " + list.get(i).id + "); it ends at " + end + (afterCrash ? " after a power cut"
                             : " after a clean reopen"));
@@ -585,6 +621,7 @@ public final class PowerLossSimulation {
             }
             list.subList((int) end, list.size()).clear();
         }
+        truncationsInDoubt.clear();
     }
 
     private void checkKeyFound(String topic, Sent sent, String queue, int epoch) {

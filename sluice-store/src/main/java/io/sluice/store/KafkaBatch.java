@@ -1,6 +1,8 @@
 package io.sluice.store;
 
+import io.sluice.store.internal.log.BatchFormat;
 import java.io.ByteArrayOutputStream;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.zip.CRC32C;
@@ -13,6 +15,34 @@ import java.util.zip.CRC32C;
 public final class KafkaBatch {
 
     private KafkaBatch() {
+    }
+
+    /**
+     * Checks a batch as a BATCHES topic's append will, before it is handed on (a replicated log must refuse a batch
+     * before it is in the log, not when each replica appends it).
+     *
+     * @param batch the batch as sent (its baseOffset is not looked at)
+     * @return what is wrong with it, or null if a BATCHES topic takes it
+     */
+    public static String problem(MemorySegment batch) {
+        if (batch.byteSize() < BatchFormat.HEADER_BYTES) {
+            return "a batch of " + batch.byteSize() + " bytes is shorter than a record batch header ("
+                    + BatchFormat.HEADER_BYTES + ")";
+        }
+        int count = BatchFormat.offsetCount(batch);
+        if (count < 1 || count > batch.byteSize()) {
+            return "its lastOffsetDelta (" + (count - 1) + ") is not one offset or more, at most one per byte";
+        }
+        String problem = BatchFormat.problem(batch, count);
+        if (problem != null) {
+            return problem;
+        }
+        return BatchFormat.checksumMatches(batch) ? null : "its CRC32C does not match its bytes";
+    }
+
+    /** @return the offsets a batch covers (its lastOffsetDelta + 1); check it with {@link #problem} first */
+    public static int offsetCount(MemorySegment batch) {
+        return BatchFormat.offsetCount(batch);
     }
 
     /**

@@ -17,6 +17,8 @@ import io.sluice.store.internal.recovery.StoreDirectory;
 import io.sluice.store.internal.retention.ConsumerOffsets;
 import io.sluice.store.internal.retention.RetentionService;
 import io.sluice.store.io.DiskSpace;
+import io.sluice.store.io.FileIO;
+import io.sluice.store.io.StoreFile;
 import io.sluice.store.io.Scheduler;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -69,6 +71,8 @@ final class LogStore implements AutoCloseable {
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Set under the append lock when the log's topic is deleted: appends still on their way are refused. */
     private volatile boolean deleted;
+    /** Set under the append lock when the log closes to be truncated and opened again: appends are routed anew. */
+    private volatile boolean replaced;
     /** What the last checkpoint claims (or recovery forced). */
     private volatile long durablePosition;
     /**
@@ -204,7 +208,10 @@ final class LogStore implements AutoCloseable {
         }
     }
 
-    /** @return the append's future, or null if {@link #acceptOnly} turned the topic away (route it again) */
+    /**
+     * @return the append's future, or null if {@link #acceptOnly} turned the topic away or the log closed to be
+     *     truncated (route it again)
+     */
     CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages, boolean force) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
@@ -225,6 +232,9 @@ final class LogStore implements AutoCloseable {
         try {
             if (deleted) {
                 return CompletableFuture.failedFuture(new TopicDeletedException(topic));
+            }
+            if (replaced) {
+                return null;
             }
             checkOpen();
             StoreException refusal = health.refusal();
@@ -324,6 +334,73 @@ final class LogStore implements AutoCloseable {
             flusher.armTimer();
         }
         return CompletableFuture.completedFuture(result);
+    }
+
+    /**
+     * Where a truncation of a batch log at {@code offset} cuts: the log position of the batch starting there.
+     * Checked under the append lock, and holds until the log is quiesced (the caller stops appends first).
+     *
+     * @return the batch's log position, or -1 if {@code offset} is the queue's next offset (nothing to cut)
+     * @throws IllegalArgumentException if no batch of the queue starts at {@code offset}
+     */
+    long truncationPoint(String topic, int queueId, long offset) {
+        appendLock.lock();
+        try {
+            checkOpen();
+            StoreException refusal = health.refusal();
+            if (refusal != null) {
+                throw refusal;
+            }
+            QueueIndex index = indexes.get(topic, queueId);
+            long next = index == null ? 0 : index.nextOffset();
+            long min = index == null ? 0 : index.minOffset();
+            if (offset == next) {
+                return -1;
+            }
+            if (offset < min || offset > next) {
+                throw new IllegalArgumentException("cannot truncate " + topic + "-" + queueId + " at offset " + offset
+                        + ": it holds offsets " + min + " to " + (next - 1));
+            }
+            try (QueueIndex.Cursor cursor = index.cursor()) {
+                var entry = cursor.entry(offset);
+                if (entry.indexInRecord() != 0) {
+                    throw new IllegalArgumentException("cannot truncate " + topic + "-" + queueId + " at offset "
+                            + offset + ": it lies inside the batch that starts at offset "
+                            + (offset - entry.indexInRecord()));
+                }
+                return entry.logPosition();
+            }
+        } finally {
+            appendLock.unlock();
+        }
+    }
+
+    /**
+     * Makes the bytes at {@code position} stop being a batch, durably: the first bytes of its header are zeroed and
+     * forced, so that recovery finds the log's end there. Call on a closed log, after the checkpoint claims no more
+     * than {@code position}.
+     */
+    static void eraseBatchAt(FileIO io, Path root, long position) throws IOException {
+        Path logDirectory = root.resolve("log");
+        Path holder = null;
+        for (Path file : io.list(logDirectory)) {
+            if (CommitLog.isSegmentName(file) && Long.parseLong(file.getFileName().toString()) <= position
+                    && (holder == null || file.getFileName().toString().compareTo(holder.getFileName().toString()) > 0)) {
+                holder = file;
+            }
+        }
+        if (holder == null) {
+            throw new IOException("no segment of " + logDirectory + " holds log position " + position);
+        }
+        long offset = position - Long.parseLong(holder.getFileName().toString());
+        try (StoreFile file = io.open(holder, FileIO.OpenMode.READ_WRITE)) {
+            long length = Math.min(BatchFormat.HEADER_BYTES, file.size() - offset);
+            if (length <= 0) {
+                throw new IOException("segment " + holder + " ends before log position " + position);
+            }
+            file.zeroRange(offset, length);
+            file.force();
+        }
     }
 
     /** Turns the log read-only for a reason outside it (the store's registry could not be saved). */
@@ -511,6 +588,9 @@ final class LogStore implements AutoCloseable {
 
     /** @return what a failed read throws: {@link TopicDeletedException} if the log's topic was deleted under it */
     private RuntimeException readFailed(RuntimeException e) {
+        if (replaced && !(e instanceof IllegalArgumentException)) {
+            return new StoreException("log " + name + " was truncated while being read: read again", e);
+        }
         if (deleted && !(e instanceof IllegalArgumentException)) {
             int slash = name.indexOf('/');
             return new TopicDeletedException(slash < 0 ? name : name.substring(0, slash), e);
@@ -559,6 +639,22 @@ final class LogStore implements AutoCloseable {
             flusher.failWaiters(new StoreException("store closed before the append was durable: " + e));
             return -1;
         }
+    }
+
+    /**
+     * Close, first half, for a log about to be truncated and opened again: appends still on their way are routed
+     * again (to the log opened after the truncation), then {@link #quiesce}.
+     *
+     * @return as {@link #quiesce}
+     */
+    long quiesceForTruncation() {
+        appendLock.lock();
+        try {
+            replaced = true;
+        } finally {
+            appendLock.unlock();
+        }
+        return quiesce();
     }
 
     /**

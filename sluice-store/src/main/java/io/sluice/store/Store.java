@@ -94,6 +94,8 @@ public final class Store implements AutoCloseable {
     private LogStore shared;
     /** Open logs of their own, by {@code <topic>} (TOPIC) or {@code <topic>/<queueId>} (QUEUE). */
     private final Map<String, LogStore> own = new ConcurrentHashMap<>();
+    /** Logs closed for a truncation and not open again yet: their readers wait for them (under {@link #ownLock}). */
+    private final Set<String> truncating = ConcurrentHashMap.newKeySet();
     private final Object ownLock = new Object();
     private final AtomicBoolean closed = new AtomicBoolean();
     /** The store's checkpoint and retention tasks run inside it; close waits for them. */
@@ -619,6 +621,94 @@ public final class Store implements AutoCloseable {
         LOG.info("deleted topic {} ({} logs)", topic, logs.size());
     }
 
+    /**
+     * Removes the batches of a queue of a BATCHES topic from {@code offset} on, as a Raft follower cuts its log back to
+     * its leader's: the queue's next offset becomes {@code offset}, and the next append gets it. Durable when this
+     * returns; a crash part way leaves the queue either as it was or cut at {@code offset}, never between. The
+     * bytes are erased and later segments deleted (recovery's torn-tail cut), so no truncated batch can come back.
+     *
+     * <p>The queue's log closes (everything appended is forced), the checkpoint is lowered to the cut, the batch
+     * header at the cut is erased and forced, and the log opens again through recovery, which finds its end there.
+     * Appends to the queue wait meanwhile and go to the truncated log; a read of the queue in progress may fail with
+     * a {@link StoreException} that says to read again. Consumer positions past the cut are left as they are.
+     *
+     * @param offset the first offset to remove: the first offset of a batch, from the queue's first stored offset
+     *     up to its next offset (which removes nothing)
+     * @throws IllegalArgumentException if the topic is not BATCHES or no batch of the queue starts at {@code offset}
+     * @throws StoreException if the log is not writable or a file operation failed (the queue is then as it was, or
+     *     cut, and opens again by recovery at its next use)
+     */
+    public void truncateQueue(String topic, int queueId, long offset) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        checkWritable();
+        if (registry.layout(topic) != TopicLayout.BATCHES) {
+            throw new IllegalArgumentException("only a queue of a BATCHES topic can be truncated; " + topic + " has"
+                    + " layout " + registry.layout(topic));
+        }
+        String key = topic + "/" + queueId;
+        logSet.writeLock().lock();
+        try {
+            synchronized (ownLock) {
+                checkWritable();
+                LogStore log = own.get(key);
+                long position = log == null ? truncationOfUnopened(topic, queueId, offset)
+                        : log.truncationPoint(topic, queueId, offset);
+                if (position < 0) {
+                    return;
+                }
+                truncating.add(key);
+                try {
+                    truncate(log, key, new BatchLog(topic, queueId), position);
+                } finally {
+                    truncating.remove(key);
+                }
+                LOG.info("truncated {} at offset {} (log position {})", key, offset, position);
+            }
+        } finally {
+            logSet.writeLock().unlock();
+        }
+    }
+
+    private static long truncationOfUnopened(String topic, int queueId, long offset) {
+        if (offset != 0) {
+            throw new IllegalArgumentException("cannot truncate " + topic + "-" + queueId + " at offset " + offset
+                    + ": the queue holds nothing");
+        }
+        return -1;
+    }
+
+    /** {@link #truncateQueue}'s steps, in the order that keeps a crash at any point from leaving a third state. */
+    private void truncate(LogStore log, String key, BatchLog batchLog, long position) {
+        Path logRoot = log.directory();
+        long start = log.start();
+        own.remove(key);
+        long end = log.quiesceForTruncation();
+        try {
+            log.close();
+        } catch (RuntimeException e) {
+            LOG.warn("closing log {} for its truncation failed: {}", key, e.toString());
+        }
+        if (end < 0) {
+            throw new StoreException("cannot truncate " + key + ": its log could not be forced (it is read-only);"
+                    + " it opens again, by recovery, at its next use");
+        }
+        try {
+            // 1. The checkpoint claims no byte past the cut, so the erasure below is a torn tail to recovery.
+            Map<String, Checkpoint.Log> positions = durablePositions();
+            positions.put(key, new Checkpoint.Log(Math.min(end, position), start));
+            writeCheckpoint(positions);
+            // 2. The batch at the cut stops being one, durably: from here a crash recovers the queue cut there.
+            LogStore.eraseBatchAt(config.fileIO(), logRoot, position);
+            // 3. Recovery cuts the log there: erases the rest, deletes later segments, drops their index entries.
+            own.put(key, LogStore.open(key, logRoot, lent, position, start, false, batchLog));
+            writeCheckpoint(durablePositions());
+        } catch (IOException e) {
+            throw new StoreException("truncating " + key + " failed: " + e.getMessage()
+                    + "; the queue opens again, by recovery, at its next use", e);
+        }
+    }
+
     /** Writes a checkpoint without the topic's logs if the last one written still names any of them. */
     private void forgetCheckpointEntries(String topic) throws IOException {
         synchronized (checkpointLock) {
@@ -662,6 +752,11 @@ public final class Store implements AutoCloseable {
             // an append that checked its queue id against a topic deleted since must not land in a topic created
             // again with fewer queues.
             checkStillDeclared(topic, layout, queueId);
+        }
+        if (log == null && !create && truncating.contains(key)) {
+            synchronized (ownLock) {
+                return own.get(key); // open again once the truncation is done
+            }
         }
         if (log != null || !create) {
             return log;

@@ -1,0 +1,243 @@
+package io.sluice.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.sluice.store.internal.recovery.StoreDirectory;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.stream.Stream;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.MethodSource;
+
+/**
+ * {@link Store#truncateQueue}: a BATCHES queue cut back at one of its batches, as a Raft follower cuts its log to
+ * its leader's. The cut is durable, never half done, and nothing past it comes back.
+ */
+@ExtendWith(NoLeaks.class)
+class QueueTruncationTest {
+
+    @TempDir
+    Path dir;
+
+    static List<org.junit.jupiter.params.provider.Arguments> matrix() {
+        return TestStores.matrix();
+    }
+
+    /** Appends {@code appends} batches of random values to queue 0 of "b"; returns them as stored, in order. */
+    private static List<byte[]> fill(Store store, int appends, Random random) {
+        List<byte[]> batches = new ArrayList<>();
+        List<CompletableFuture<AppendResult>> futures = new ArrayList<>();
+        for (int i = 0; i < appends; i++) {
+            int count = 1 + random.nextInt(8);
+            List<byte[]> values = new ArrayList<>();
+            for (int v = 0; v < count; v++) {
+                byte[] value = new byte[10 + random.nextInt(i % 7 == 0 ? 3000 : 300)];
+                random.nextBytes(value);
+                values.add(value);
+            }
+            byte[] batch = KafkaBatch.of(1_700_000_000_000L + i, values);
+            batches.add(batch);
+            futures.add(store.appendOpaque("b", 0, MemorySegment.ofArray(batch), count));
+        }
+        List<byte[]> stored = new ArrayList<>();
+        for (int i = 0; i < appends; i++) {
+            byte[] copy = batches.get(i).clone();
+            ByteBuffer.wrap(copy).putLong(0, futures.get(i).join().firstQueueOffset());
+            stored.add(copy);
+        }
+        return stored;
+    }
+
+    private static long offsetCount(byte[] batch) {
+        return ByteBuffer.wrap(batch).getInt(23) + 1L;
+    }
+
+    private static long firstOffset(byte[] batch) {
+        return ByteBuffer.wrap(batch).getLong(0);
+    }
+
+    /** The queue holds exactly {@code expected}, batch by batch, and ends after the last. */
+    private static void assertHolds(Store store, List<byte[]> expected) {
+        long offset = 0;
+        for (byte[] batch : expected) {
+            try (ReadResult read = store.read("b", 0, offset, 1, 1)) {
+                assertThat(read.messages()).as("batch at offset %d", offset).singleElement()
+                        .satisfies(message -> assertThat(message.bodyBytes()).isEqualTo(batch));
+                offset = read.nextOffset();
+            }
+        }
+        assertThat(store.maxOffset("b", 0)).isEqualTo(offset);
+        try (ReadResult read = store.read("b", 0, offset, 10, 1 << 20)) {
+            assertThat(read.messages()).isEmpty();
+        }
+    }
+
+    private StoreConfig config(WritePath path, FlushMode mode) {
+        return TestStores.small(path, mode).segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES).build();
+    }
+
+    private List<Path> segments() throws IOException {
+        try (Stream<Path> files = Files.list(dir.resolve("logs").resolve("b").resolve("0").resolve("log"))) {
+            return files.sorted().toList();
+        }
+    }
+
+    @ParameterizedTest
+    @MethodSource("matrix")
+    void aTruncatedQueueEndsAtTheCutAndItsNextBatchesTakeTheOffsetsAcrossRestartsAndCrashes(WritePath path,
+                                                                                            FlushMode mode)
+            throws Exception {
+        Random random = new Random(path.ordinal() * 31L + mode.ordinal());
+        List<byte[]> expected;
+        try (Store store = Store.open(dir, config(path, mode))) {
+            store.createTopic("b", TopicLayout.BATCHES, 1);
+            expected = new ArrayList<>(fill(store, 400, random));
+            int segmentsBefore = segments().size();
+            assertThat(segmentsBefore).as("the queue spans several segments").isGreaterThan(3);
+            // A deep cut (across segments), then a short one at the tail, as Raft makes them.
+            for (int keep : new int[] {120, 119}) {
+                long cut = firstOffset(expected.get(keep));
+                store.truncateQueue("b", 0, cut);
+                expected.subList(keep, expected.size()).clear();
+                assertHolds(store, expected);
+            }
+            assertThat(segments().size()).isLessThan(segmentsBefore);
+            List<byte[]> more = fill(store, 150, random);
+            assertThat(firstOffset(more.getFirst())).isEqualTo(firstOffset(expected.getLast())
+                    + offsetCount(expected.getLast()));
+            expected.addAll(more);
+            assertHolds(store, expected);
+        }
+        try (Store store = Store.open(dir, config(path, mode))) {
+            assertThat(store.openedClean()).isTrue();
+            assertHolds(store, expected);
+            store.truncateQueue("b", 0, firstOffset(expected.get(200)));
+            expected.subList(200, expected.size()).clear();
+            expected.addAll(fill(store, 20, random));
+        }
+        // A crash (no clean-shutdown marker): recovery walks the batches and finds the same end.
+        Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+        try (Store store = Store.open(dir, config(path, mode))) {
+            assertThat(store.openedClean()).isFalse();
+            assertHolds(store, expected);
+            assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
+        }
+    }
+
+    @Test
+    void truncatingEverythingOrNothingWorksAndBadCutsAreRefusedWithoutChangingTheQueue() {
+        try (Store store = Store.open(dir, config(WritePath.MMAP, FlushMode.ASYNC))) {
+            store.createTopic("b", TopicLayout.BATCHES, 2);
+            store.createTopic("q", TopicLayout.QUEUE, 1);
+            store.truncateQueue("b", 1, 0); // an empty queue, cut at its end: nothing to do
+            assertThatThrownBy(() -> store.truncateQueue("b", 1, 3))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("holds nothing");
+            List<byte[]> expected = new ArrayList<>(fill(store, 10, new Random(5)));
+            long next = store.maxOffset("b", 0);
+            store.truncateQueue("b", 0, next); // at the end: nothing to do
+            assertHolds(store, expected);
+            long inside = firstOffset(expected.get(3)) + 1;
+            if (offsetCount(expected.get(3)) > 1) {
+                assertThatThrownBy(() -> store.truncateQueue("b", 0, inside))
+                        .isInstanceOf(IllegalArgumentException.class)
+                        .hasMessageContaining("inside the batch that starts at offset " + firstOffset(expected.get(3)));
+            }
+            assertThatThrownBy(() -> store.truncateQueue("b", 0, next + 1))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("holds offsets 0 to");
+            assertThatThrownBy(() -> store.truncateQueue("q", 0, 0))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("BATCHES");
+            assertThatThrownBy(() -> store.truncateQueue("b", -1, 0)).isInstanceOf(IllegalArgumentException.class);
+            assertHolds(store, expected);
+            store.truncateQueue("b", 0, 0);
+            assertHolds(store, List.of());
+            List<byte[]> again = fill(store, 3, new Random(6));
+            assertThat(firstOffset(again.getFirst())).isZero();
+            assertHolds(store, again);
+        }
+        Store closed = Store.open(dir, config(WritePath.MMAP, FlushMode.ASYNC));
+        closed.close();
+        assertThatThrownBy(() -> closed.truncateQueue("b", 0, 0)).isInstanceOf(IllegalStateException.class);
+    }
+
+    /**
+     * A process killed at each file operation of a truncation leaves a store that opens with the queue as it was or
+     * cut, never between: each stop's files (as the page cache holds them) are copied aside and opened.
+     */
+    @Test
+    void aCrashAtAnyStepOfATruncationLeavesTheQueueAsItWasOrCut() throws Exception {
+        Path live = dir.resolve("live");
+        AtomicInteger step = new AtomicInteger(-1);
+        List<Path> images = new ArrayList<>();
+        HookedFileIO io = new HookedFileIO().hook((op, file) -> {
+            if (step.get() >= 0 && op != HookedFileIO.Op.READ && op != HookedFileIO.Op.TRANSFER) {
+                Path image = dir.resolve("image-" + step.getAndIncrement());
+                copyTree(live, image);
+                images.add(image);
+            }
+        });
+        // SYNC: every batch is forced before the truncation starts, so a queue found shorter than it was can only be
+        // the truncation's doing.
+        StoreConfig config = TestStores.small(WritePath.WRITE_BUFFER, FlushMode.SYNC)
+                .segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES).fileIO(io).build();
+        List<byte[]> before;
+        int keep = 60;
+        try (Store store = Store.open(live, config)) {
+            store.createTopic("b", TopicLayout.BATCHES, 1);
+            before = fill(store, 100, new Random(9));
+            step.set(0);
+            store.truncateQueue("b", 0, firstOffset(before.get(keep)));
+            step.set(-1);
+        }
+        assertThat(images).hasSizeGreaterThan(5);
+        int cut = 0;
+        int whole = 0;
+        for (Path image : images) {
+            try (Store store = Store.open(image, config(WritePath.WRITE_BUFFER, FlushMode.SYNC))) {
+                long end = store.maxOffset("b", 0);
+                boolean isCut = end == firstOffset(before.get(keep));
+                assertThat(isCut || end == firstOffset(before.getLast()) + offsetCount(before.getLast()))
+                        .as("%s ends at %d: neither as it was nor cut", image.getFileName(), end).isTrue();
+                assertHolds(store, isCut ? before.subList(0, keep) : before);
+                cut += isCut ? 1 : 0;
+                whole += isCut ? 0 : 1;
+                // What is appended next is never followed by a truncated batch, after a clean close or a crash.
+                List<byte[]> after = new ArrayList<>(isCut ? before.subList(0, keep) : before);
+                after.addAll(fill(store, 5, new Random(10)));
+                assertHolds(store, after);
+            }
+            Files.delete(image.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+            try (Store store = Store.open(image, config(WritePath.WRITE_BUFFER, FlushMode.SYNC))) {
+                assertThat(store.openedClean()).isFalse();
+                assertThat(StoreVerifier.verify(image).faults()).isEmpty();
+            }
+        }
+        assertThat(cut).as("images with the queue cut").isPositive();
+        assertThat(whole).as("images with the queue as it was").isPositive();
+    }
+
+    private static void copyTree(Path from, Path to) throws IOException {
+        try (Stream<Path> all = Files.walk(from)) {
+            for (Path source : all.sorted(Comparator.comparing(Path::toString)).toList()) {
+                Path target = to.resolve(from.relativize(source).toString());
+                if (Files.isDirectory(source)) {
+                    Files.createDirectories(target);
+                } else if (!source.getFileName().toString().equals("lock")) {
+                    Files.copy(source, target);
+                }
+            }
+        }
+    }
+}
