@@ -1,0 +1,277 @@
+package io.sluice.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.store.FlushMode;
+import io.sluice.store.KafkaBatch;
+import io.sluice.store.ReadResult;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.StoredMessage;
+import io.sluice.store.TopicLayout;
+import io.sluice.store.WritePath;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.ByteBuffer;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Random;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Three nodes in one JVM, each with its own store and Ratis server on 127.0.0.1, replicate one partition: every
+ * committed batch is on every replica at the same offset with the same bytes, a restarted replica catches up, and a
+ * replica whose uncommitted tail the new leader's log replaced cuts it from its store.
+ */
+class PartitionReplicationTest {
+
+    private static final ClusterNode.PartitionId PARTITION = new ClusterNode.PartitionId("t", 0);
+    private static final List<Integer> REPLICAS = List.of(1, 2, 3);
+
+    @TempDir
+    Path dir;
+
+    private ClusterSpec cluster;
+    private final Node[] nodes = new Node[4];
+    /** The network to each node's Raft port: the cluster string names the proxies' ports. */
+    private final LoopbackProxy[] proxies = new LoopbackProxy[4];
+    private final int[] listenPorts = new int[4];
+
+    /** One node: its store and its Raft server; stopped and started again over the same directories. */
+    final class Node {
+        final int id;
+        Store store;
+        ClusterNode raft;
+
+        Node(int id) {
+            this.id = id;
+        }
+
+        void start() throws IOException {
+            store = Store.open(dir.resolve("n" + id).resolve("store"), StoreConfig.builder()
+                    .writePath(WritePath.MMAP).flushMode(FlushMode.SYNC).segmentSizeBytes(256 * 1024).maxMessageBytes(64 * 1024).build());
+            if (store.queueCount("t") == 0) {
+                store.createTopic("t", TopicLayout.BATCHES, 1);
+            }
+            raft = new ClusterNode("test-cluster", cluster, id, listenPorts[id], dir.resolve("n" + id).resolve("raft"),
+                    store, true, List.of(PARTITION));
+            raft.host(PARTITION, REPLICAS);
+        }
+
+        void stop() throws IOException {
+            if (raft != null) {
+                raft.close();
+                raft = null;
+            }
+            if (store != null) {
+                store.close();
+                store = null;
+            }
+        }
+
+        ReplicatedPartition partition() throws IOException {
+            return raft.partition(PARTITION);
+        }
+
+        boolean running() {
+            return raft != null;
+        }
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    private void startCluster() throws IOException {
+        StringBuilder text = new StringBuilder();
+        for (int id = 1; id <= 3; id++) {
+            listenPorts[id] = freePort();
+            proxies[id] = new LoopbackProxy(listenPorts[id]);
+            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(freePort()).append('/')
+                    .append(proxies[id].port());
+        }
+        cluster = ClusterSpec.parse(text.toString());
+        for (int id = 1; id <= 3; id++) {
+            nodes[id] = new Node(id);
+            nodes[id].start();
+        }
+    }
+
+    @AfterEach
+    void stopAll() throws IOException {
+        for (Node node : nodes) {
+            if (node != null) {
+                node.stop();
+            }
+        }
+        for (LoopbackProxy proxy : proxies) {
+            if (proxy != null) {
+                proxy.close();
+            }
+        }
+    }
+
+    private static void await(String what, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + Duration.ofSeconds(30).toNanos();
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("not within 30 s: " + what);
+            }
+            Thread.sleep(20);
+        }
+    }
+
+    private Node leader() throws Exception {
+        Node[] found = new Node[1];
+        await("a leader", () -> {
+            for (int id = 1; id <= 3; id++) {
+                try {
+                    if (nodes[id].running() && nodes[id].partition().isLeaderReady()) {
+                        found[0] = nodes[id];
+                        return true;
+                    }
+                } catch (IOException e) {
+                    throw new IllegalStateException(e);
+                }
+            }
+            return false;
+        });
+        return found[0];
+    }
+
+    private static byte[] batch(Random random, String label) {
+        List<byte[]> values = new ArrayList<>();
+        for (int i = 0, n = 1 + random.nextInt(5); i < n; i++) {
+            byte[] value = new byte[20 + random.nextInt(400)];
+            random.nextBytes(value);
+            System.arraycopy(label.getBytes(), 0, value, 0, Math.min(label.length(), value.length));
+            values.add(value);
+        }
+        return KafkaBatch.of(1_700_000_000_000L, values);
+    }
+
+    /** Appends {@code count} batches through the leader, acks=all; returns them as stored. */
+    private static List<byte[]> produce(Node leader, int count, Random random, String label) throws Exception {
+        List<byte[]> batches = new ArrayList<>();
+        List<CompletableFuture<Long>> committed = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            byte[] batch = batch(random, label + i);
+            batches.add(batch);
+            committed.add(leader.partition().append(batch).committed());
+        }
+        List<byte[]> stored = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            byte[] copy = batches.get(i).clone();
+            ByteBuffer.wrap(copy).putLong(0, committed.get(i).get(30, TimeUnit.SECONDS));
+            stored.add(copy);
+        }
+        return stored;
+    }
+
+    /** @return every batch of the partition in a node's store, in order */
+    private static List<byte[]> batches(Store store) {
+        List<byte[]> all = new ArrayList<>();
+        long offset = 0;
+        while (offset < store.maxOffset("t", 0)) {
+            try (ReadResult read = store.read("t", 0, offset, 100, 1 << 20)) {
+                for (StoredMessage message : read.messages()) {
+                    all.add(message.bodyBytes());
+                }
+                offset = read.nextOffset();
+            }
+        }
+        return all;
+    }
+
+    private void assertEveryReplicaHolds(List<byte[]> expected) throws Exception {
+        long end = ByteBuffer.wrap(expected.getLast()).getLong(0) + ByteBuffer.wrap(expected.getLast()).getInt(23) + 1;
+        for (int id = 1; id <= 3; id++) {
+            Node node = nodes[id];
+            await("replica " + id + " committed to " + end, () -> {
+                try {
+                    return node.partition().highWatermark() >= end;
+                } catch (IOException e) {
+                    throw new IllegalStateException(e);
+                }
+            });
+            List<byte[]> held = batches(node.store);
+            assertThat(held).as("replica %d's batches", id).hasSameSizeAs(expected);
+            for (int i = 0; i < expected.size(); i++) {
+                assertThat(Arrays.equals(held.get(i), expected.get(i))).as("replica %d batch %d", id, i).isTrue();
+            }
+        }
+    }
+
+    @Test
+    void committedBatchesAreOnEveryReplicaAndARestartedReplicaCatchesUp() throws Exception {
+        startCluster();
+        Random random = new Random(1);
+        List<byte[]> expected = new ArrayList<>(produce(leader(), 200, random, "a"));
+        assertEveryReplicaHolds(expected);
+
+        Node first = leader();
+        first.stop();
+        Node second = leader();
+        assertThat(second).isNotSameAs(first);
+        expected.addAll(produce(second, 100, random, "b"));
+        first.start();
+        assertEveryReplicaHolds(expected);
+
+        // A follower away while batches are committed catches up from the leader's store.
+        Node follower = nodes[second.id % 3 + 1];
+        follower.stop();
+        expected.addAll(produce(leader(), 100, random, "c"));
+        follower.start();
+        assertEveryReplicaHolds(expected);
+    }
+
+    @Test
+    void aLeadersUncommittedTailIsCutFromItsStoreWhenTheNewLeaderReplacesIt() throws Exception {
+        startCluster();
+        Random random = new Random(2);
+        List<byte[]> expected = new ArrayList<>(produce(leader(), 50, random, "a"));
+        assertEveryReplicaHolds(expected);
+
+        // The leader alone (the network to the other two cut): what it appends now reaches its store and log, and
+        // no majority.
+        Node old = leader();
+        List<Node> others = new ArrayList<>();
+        for (int id = 1; id <= 3; id++) {
+            if (nodes[id] != old) {
+                others.add(nodes[id]);
+                proxies[id].cut();
+            }
+        }
+        List<CompletableFuture<Long>> stranded = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            stranded.add(old.partition().append(batch(random, "lost" + i)).stored());
+        }
+        for (CompletableFuture<Long> stored : stranded) {
+            stored.get(30, TimeUnit.SECONDS);
+        }
+        long strandedEnd = old.store.maxOffset("t", 0);
+        assertThat(strandedEnd).isGreaterThan(ByteBuffer.wrap(expected.getLast()).getLong(0) + 20);
+        old.stop();
+        for (int id = 1; id <= 3; id++) {
+            proxies[id].heal();
+        }
+
+        // The other two elect a leader and commit other batches at the same offsets.
+        assertThat(others).doesNotContain(old);
+        expected.addAll(produce(leader(), 30, random, "b"));
+        old.start();
+        assertEveryReplicaHolds(expected);
+        assertThat(batches(old.store)).noneMatch(batch -> new String(batch).contains("lost"));
+    }
+}
