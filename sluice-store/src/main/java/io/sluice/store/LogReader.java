@@ -124,7 +124,7 @@ final class LogReader {
         }
     }
 
-    OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes) {
+    OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes, long untilOffset) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
         if (fromOffset < 0 || maxBytes < 1) {
@@ -143,6 +143,7 @@ final class LogReader {
             if (nothing != null) {
                 return OpaqueSlice.empty(nothing, continueAt(nothing, min, end));
             }
+            long until = Math.min(end, untilOffset);
             QueueReader reader = new QueueReader(topic, queueId, log, batches);
             int headerBytes = batches ? 0 : RecordFormat.TOPIC_OFFSET + topic.length();
             int checkBytes = reader.checkBytes() + (batches ? 0 : RecordFormat.OPAQUE_MIN_BYTES);
@@ -153,7 +154,7 @@ final class LogReader {
             long offset = fromOffset;
             long firstOffset = -1;
             boolean messagesNext = false;
-            while (offset < end) {
+            while (offset < until) {
                 IndexEntry entry = cursor.entry(offset);
                 long first = offset - entry.indexInRecord();
                 boolean opaque;

@@ -69,10 +69,16 @@ final class LogStore implements AutoCloseable {
     private final BatchLog batchLog;
     private final ReentrantLock appendLock = new ReentrantLock();
     private final AtomicBoolean closed = new AtomicBoolean();
+    /** Set by the first {@link #close}: files are closed once. */
+    private final AtomicBoolean released = new AtomicBoolean();
     /** Set under the append lock when the log's topic is deleted: appends still on their way are refused. */
     private volatile boolean deleted;
     /** Set under the append lock when the log closes to be truncated and opened again: appends are routed anew. */
     private volatile boolean replaced;
+    /** Why the log refuses appends and reads for good (a truncation could not force or reopen it), or null. */
+    private volatile String broken;
+    /** What the log's first open found, kept across a truncation's reopen (which is not a recovery from a crash). */
+    private volatile RecoveryReport openReport;
     /** What the last checkpoint claims (or recovery forced). */
     private volatile long durablePosition;
     /**
@@ -179,9 +185,10 @@ final class LogStore implements AutoCloseable {
         return name;
     }
 
-    /** @return what recovery found and did when the log opened */
+    /** @return what recovery found and did when the log opened (the first time, across truncations) */
     RecoveryReport recovery() {
-        return recovery;
+        RecoveryReport kept = openReport;
+        return kept != null ? kept : recovery;
     }
 
     void acceptOnly(Predicate<String> filter) {
@@ -232,6 +239,9 @@ final class LogStore implements AutoCloseable {
         try {
             if (deleted) {
                 return CompletableFuture.failedFuture(new TopicDeletedException(topic));
+            }
+            if (broken != null) {
+                return CompletableFuture.failedFuture(new StoreException("log " + name + " refuses appends: " + broken));
             }
             if (replaced) {
                 return null;
@@ -510,9 +520,9 @@ final class LogStore implements AutoCloseable {
         }
     }
 
-    OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes) {
+    OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes, long untilOffset) {
         try {
-            return reader.sliceOpaque(topic, queueId, fromOffset, maxBytes);
+            return reader.sliceOpaque(topic, queueId, fromOffset, maxBytes, untilOffset);
         } catch (RuntimeException e) {
             throw readFailed(e);
         }
@@ -578,7 +588,7 @@ final class LogStore implements AutoCloseable {
 
     /** @return true if this open found a clean shutdown and skipped recovery */
     boolean openedClean() {
-        return recovery.mode() == RecoveryReport.Mode.CLEAN;
+        return recovery().mode() == RecoveryReport.Mode.CLEAN;
     }
 
     /** @return the log's directory */
@@ -588,6 +598,9 @@ final class LogStore implements AutoCloseable {
 
     /** @return what a failed read throws: {@link TopicDeletedException} if the log's topic was deleted under it */
     private RuntimeException readFailed(RuntimeException e) {
+        if (broken != null && !(e instanceof IllegalArgumentException)) {
+            return new StoreException("log " + name + " refuses reads: " + broken, e);
+        }
         if (replaced && !(e instanceof IllegalArgumentException)) {
             return new StoreException("log " + name + " was truncated while being read: read again", e);
         }
@@ -642,6 +655,26 @@ final class LogStore implements AutoCloseable {
     }
 
     /**
+     * Closes the log for good after a truncation could not force it or open it again: appends and reads fail with
+     * {@code reason} until the store is opened again.
+     */
+    void closeBroken(String reason) {
+        appendLock.lock();
+        try {
+            broken = reason;
+            replaced = false;
+        } finally {
+            appendLock.unlock();
+        }
+        close();
+    }
+
+    /** This log replaces {@code old} after a truncation: it reports what {@code old}'s open found. */
+    void keepOpenReport(LogStore old) {
+        openReport = old.recovery();
+    }
+
+    /**
      * Close, first half, for a log about to be truncated and opened again: appends still on their way are routed
      * again (to the log opened after the truncation), then {@link #quiesce}.
      *
@@ -678,6 +711,9 @@ final class LogStore implements AutoCloseable {
     /** Close, second half: unmaps and closes every file. Idempotent. */
     @Override
     public void close() {
+        if (!released.compareAndSet(false, true)) {
+            return;
+        }
         if (closed.compareAndSet(false, true) && flusher != null) {
             flusher.close();
             flusher.failWaiters(new StoreException("store closed before the append was durable"));

@@ -639,6 +639,14 @@ public final class Store implements AutoCloseable {
      *     cut, and opens again by recovery at its next use)
      */
     public void truncateQueue(String topic, int queueId, long offset) {
+        try {
+            truncateQueueChecked(topic, queueId, offset);
+        } catch (IOException e) {
+            throw new StoreException("cannot truncate " + topic + "-" + queueId + ": " + e.getMessage(), e);
+        }
+    }
+
+    private void truncateQueueChecked(String topic, int queueId, long offset) throws IOException {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
         checkWritable();
@@ -652,6 +660,10 @@ public final class Store implements AutoCloseable {
             synchronized (ownLock) {
                 checkWritable();
                 LogStore log = own.get(key);
+                if (log == null && config.fileIO().isDirectory(root.resolve(OWN_LOGS_DIRECTORY).resolve(topic)
+                        .resolve(Integer.toString(queueId)))) {
+                    log = logFor(topic, TopicLayout.BATCHES, queueId, true); // has files, not opened yet
+                }
                 long position = log == null ? truncationOfUnopened(topic, queueId, offset)
                         : log.truncationPoint(topic, queueId, offset);
                 if (position < 0) {
@@ -678,34 +690,70 @@ public final class Store implements AutoCloseable {
         return -1;
     }
 
-    /** {@link #truncateQueue}'s steps, in the order that keeps a crash at any point from leaving a third state. */
+    /**
+     * {@link #truncateQueue}'s steps, in the order that keeps a crash at any point from leaving a third state. If a
+     * step fails, the log opens again (by recovery) from what the checkpoint claims, as it or cut; if forcing it
+     * failed, it stays closed, refusing appends and reads, rather than be opened trusting bytes whose write-back
+     * failed.
+     */
     private void truncate(LogStore log, String key, BatchLog batchLog, long position) {
         Path logRoot = log.directory();
         long start = log.start();
         own.remove(key);
         long end = log.quiesceForTruncation();
-        try {
-            log.close();
-        } catch (RuntimeException e) {
-            LOG.warn("closing log {} for its truncation failed: {}", key, e.toString());
-        }
         if (end < 0) {
-            throw new StoreException("cannot truncate " + key + ": its log could not be forced (it is read-only);"
-                    + " it opens again, by recovery, at its next use");
+            log.closeBroken("forcing it for a truncation failed; it opens again, by recovery, when the store does");
+            own.put(key, log);
+            throw new StoreException("cannot truncate " + key + ": its log could not be forced; it refuses appends"
+                    + " and reads until the store is opened again");
         }
+        long claimed = end;
+        LogStore reopened = null;
         try {
             // 1. The checkpoint claims no byte past the cut, so the erasure below is a torn tail to recovery.
             Map<String, Checkpoint.Log> positions = durablePositions();
             positions.put(key, new Checkpoint.Log(Math.min(end, position), start));
             writeCheckpoint(positions);
+            claimed = Math.min(end, position);
+            // Index files retention took out are deleted once a checkpoint records the new start: this was one.
+            log.afterCheckpoint(start);
+            closeQuietly(log, key);
             // 2. The batch at the cut stops being one, durably: from here a crash recovers the queue cut there.
             LogStore.eraseBatchAt(config.fileIO(), logRoot, position);
             // 3. Recovery cuts the log there: erases the rest, deletes later segments, drops their index entries.
-            own.put(key, LogStore.open(key, logRoot, lent, position, start, false, batchLog));
+            reopened = LogStore.open(key, logRoot, lent, position, start, false, batchLog);
+            reopened.keepOpenReport(log);
+            own.put(key, reopened);
             writeCheckpoint(durablePositions());
-        } catch (IOException e) {
+        } catch (IOException | RuntimeException e) {
+            if (reopened == null) {
+                closeQuietly(log, key);
+                reopenAfterFailure(key, logRoot, batchLog, log, claimed, start, e);
+            }
             throw new StoreException("truncating " + key + " failed: " + e.getMessage()
-                    + "; the queue opens again, by recovery, at its next use", e);
+                    + "; the queue is as it was, or cut", e);
+        }
+    }
+
+    private static void closeQuietly(LogStore log, String key) {
+        try {
+            log.close();
+        } catch (RuntimeException e) {
+            LOG.warn("closing log {} for its truncation failed: {}", key, e.toString());
+        }
+    }
+
+    /** A truncation failed after its log closed: the log opens again from what the checkpoint claims. */
+    private void reopenAfterFailure(String key, Path logRoot, BatchLog batchLog, LogStore old, long claimed,
+                                    long start, Exception failure) {
+        try {
+            LogStore again = LogStore.open(key, logRoot, lent, claimed, start, false, batchLog);
+            again.keepOpenReport(old);
+            own.put(key, again);
+        } catch (RuntimeException e) {
+            failure.addSuppressed(e);
+            old.closeBroken("a truncation failed and its log could not be opened again: " + e.getMessage());
+            own.put(key, old);
         }
     }
 
@@ -753,10 +801,13 @@ public final class Store implements AutoCloseable {
             // again with fewer queues.
             checkStillDeclared(topic, layout, queueId);
         }
-        if (log == null && !create && truncating.contains(key)) {
-            synchronized (ownLock) {
-                return own.get(key); // open again once the truncation is done
+        if (log == null && !create) {
+            if (truncating.contains(key)) {
+                synchronized (ownLock) {
+                    return own.get(key); // open again once the truncation is done
+                }
             }
+            log = own.get(key); // a truncation may have ended between the two looks
         }
         if (log != null || !create) {
             return log;
@@ -773,7 +824,14 @@ public final class Store implements AutoCloseable {
                 if (layout != TopicLayout.TOPIC) {
                     logRoot = logRoot.resolve(Integer.toString(queueId));
                 }
-                log = LogStore.open(key, logRoot, lent, 0, -1, false,
+                // A log with files that is not open (a truncation failed to open it again) opens from what the
+                // checkpoint claims; a new one from nothing.
+                Checkpoint.Log recorded;
+                synchronized (checkpointLock) {
+                    recorded = lastCheckpoint.get(key);
+                }
+                log = LogStore.open(key, logRoot, lent, recorded == null ? 0 : recorded.durablePosition(),
+                        recorded == null ? -1 : recorded.start(), false,
                         layout == TopicLayout.BATCHES ? new BatchLog(topic, queueId) : null);
                 own.put(key, log);
             }
@@ -923,8 +981,9 @@ public final class Store implements AutoCloseable {
         try {
             CompletableFuture<AppendResult> result = logFor(topic, entry.layout(), queueId, true)
                     .append(topic, queueId, messages, force);
-            if (result == null) {
-                // The topic was created with a log of its own while this append was on its way to the shared log.
+            while (result == null) {
+                // The topic was created with a log of its own while this append was on its way to the shared log,
+                // or its log closed for a truncation: the log to use now is found again.
                 result = logFor(topic, queueId, true).append(topic, queueId, messages, force);
             }
             return result;
@@ -984,8 +1043,16 @@ public final class Store implements AutoCloseable {
      * @throws StoreCorruptedException if the index or the log is damaged where the batches should be
      */
     public OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes) {
+        return sliceOpaque(topic, queueId, fromOffset, maxBytes, Long.MAX_VALUE);
+    }
+
+    /**
+     * As {@link #sliceOpaque(String, int, long, long)}, taking no batch that starts at or past {@code untilOffset}
+     * (a replicated partition's high watermark: what lies past it is not committed yet).
+     */
+    public OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes, long untilOffset) {
         Names.checkTopic(topic);
-        return orShared(logFor(topic, queueId, false)).sliceOpaque(topic, queueId, fromOffset, maxBytes);
+        return orShared(logFor(topic, queueId, false)).sliceOpaque(topic, queueId, fromOffset, maxBytes, untilOffset);
     }
 
     /**

@@ -189,6 +189,23 @@ class BatchLogTest {
         return all;
     }
 
+    /** A replicated partition's consumers read below its high watermark: a slice takes no batch from there on. */
+    @Test
+    void aSliceTakesNoBatchFromTheOffsetItIsToldToStopAt() throws Exception {
+        try (Store store = Store.open(dir, config(WritePath.CHANNEL, FlushMode.ASYNC).build())) {
+            store.createTopic("b", TopicLayout.BATCHES, 1);
+            List<byte[]> stored = fill(store, 30, 5);
+            long until = ByteBuffer.wrap(stored.get(20)).getLong(0);
+            OpaqueSlice slice = store.sliceOpaque("b", 0, 0, Long.MAX_VALUE, until);
+            assertThat(slice.nextOffset()).isEqualTo(until);
+            ByteArrayOutputStream sent = new ByteArrayOutputStream();
+            slice.transferTo(Channels.newChannel(sent));
+            assertThat(sent.toByteArray()).isEqualTo(concat(stored.subList(0, 20)));
+            assertThat(store.sliceOpaque("b", 0, until, Long.MAX_VALUE, until).batches()).isZero();
+            assertThat(store.sliceOpaque("b", 0, 0, Long.MAX_VALUE).nextOffset()).isEqualTo(store.maxOffset("b", 0));
+        }
+    }
+
     @Test
     void aSliceOfBatchesInOneSegmentGoesInOneTransfer() throws Exception {
         AtomicInteger transfers = new AtomicInteger();

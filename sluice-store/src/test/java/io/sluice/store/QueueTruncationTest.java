@@ -14,6 +14,8 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Random;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.stream.Stream;
 import org.junit.jupiter.api.Test;
@@ -226,6 +228,205 @@ class QueueTruncationTest {
         }
         assertThat(cut).as("images with the queue cut").isPositive();
         assertThat(whole).as("images with the queue as it was").isPositive();
+    }
+
+    private static byte[] plainBatch(int count, int valueBytes, long timestamp) {
+        List<byte[]> values = new ArrayList<>();
+        for (int v = 0; v < count; v++) {
+            byte[] value = new byte[valueBytes];
+            ByteBuffer.wrap(value).putLong(0, timestamp);
+            values.add(value);
+        }
+        return KafkaBatch.of(timestamp, values);
+    }
+
+    private static long append(Store store, byte[] batch, int count) {
+        return store.appendOpaque("b", 0, MemorySegment.ofArray(batch), count).join().firstQueueOffset();
+    }
+
+    /**
+     * The closed log's next segment was still being made in the background when the truncation reopened the log;
+     * once done, its creation deleted by name the file the reopened log had made its own meanwhile (acknowledged
+     * SYNC batches lost, and a store that refused to open after a crash).
+     */
+    @Test
+    void theClosedLogsSegmentPreparationNeverDeletesASegmentOfTheReopenedLog() throws Exception {
+        CountDownLatch preparing = new CountDownLatch(1);
+        CountDownLatch release = new CountDownLatch(1);
+        AtomicBoolean armed = new AtomicBoolean();
+        HookedFileIO io = new HookedFileIO().hook((op, path) -> {
+            if (op == HookedFileIO.Op.ALLOCATE && HookedFileIO.isSegment(path) && armed.compareAndSet(true, false)) {
+                preparing.countDown();
+                HookedFileIO.awaitBounded(release);
+            }
+        });
+        StoreConfig config = TestStores.small(WritePath.WRITE_BUFFER, FlushMode.SYNC)
+                .segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES).fileIO(io).build();
+        List<byte[]> stored = new ArrayList<>();
+        Thread releaser = Thread.ofVirtual().unstarted(() -> {
+            try {
+                Thread.sleep(300);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            release.countDown();
+        });
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("b", TopicLayout.BATCHES, 1);
+            append(store, plainBatch(1, 100, 1L), 1);
+            stored.add(null);
+            armed.set(true);
+            for (int i = 0; preparing.getCount() > 0 && i < 10_000; i++) {
+                byte[] batch = plainBatch(2, 500, 1_700_000_000_000L + i);
+                ByteBuffer.wrap(batch).putLong(0, append(store, batch, 2));
+                stored.add(batch);
+            }
+            assertThat(preparing.getCount()).as("a segment preparation under way").isZero();
+            // The truncation's close waits for the preparation (released a moment later) and undoes it.
+            releaser.start();
+            store.truncateQueue("b", 0, firstOffset(stored.get(stored.size() - 2)));
+            stored.subList(stored.size() - 2, stored.size()).clear();
+            for (int i = 0; i < 400; i++) {
+                byte[] batch = plainBatch(2, 500, 1_800_000_000_000L + i);
+                ByteBuffer.wrap(batch).putLong(0, append(store, batch, 2));
+                stored.add(batch);
+            }
+        } finally {
+            release.countDown();
+            releaser.join();
+        }
+        stored.removeFirst();
+        for (boolean crash : new boolean[] {false, true}) {
+            if (crash) {
+                Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+            }
+            try (Store store = Store.open(dir, config(WritePath.WRITE_BUFFER, FlushMode.SYNC))) {
+                long offset = 1;
+                for (byte[] batch : stored) {
+                    try (ReadResult read = store.read("b", 0, offset, 1, 1)) {
+                        assertThat(read.messages()).as("batch at offset %d (crash: %s)", offset, crash)
+                                .singleElement().satisfies(m -> assertThat(m.bodyBytes()).isEqualTo(batch));
+                        offset = read.nextOffset();
+                    }
+                }
+            }
+        }
+    }
+
+    /**
+     * A cut at the first offset retention left, where an index file starts: every segment and index file went, and the
+     * queue's next offset lived on only in memory: after a restart the queue started again at offset 0.
+     */
+    @Test
+    void aCutAtTheFirstStoredOffsetAfterRetentionKeepsTheNextOffsetAcrossRestarts() throws Exception {
+        StoreConfig config = TestStores.small(WritePath.WRITE_BUFFER, FlushMode.SYNC)
+                .segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES).queueIndexEntriesPerFile(64)
+                .retention(RetentionPolicy.defaults().withRetentionBytes(1).withCheckIntervalMillis(3_600_000))
+                .build();
+        long min;
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("b", TopicLayout.BATCHES, 1);
+            for (int i = 0; i < 200; i++) {
+                append(store, plainBatch(64, 10, 1_700_000_000_000L + i), 64);
+            }
+            assertThat(store.enforceRetention().segmentsDeleted()).isPositive();
+            min = store.minOffset("b", 0);
+            assertThat(min).isPositive();
+            store.truncateQueue("b", 0, min);
+            assertThat(store.maxOffset("b", 0)).isEqualTo(min);
+        }
+        for (boolean crash : new boolean[] {false, true}) {
+            if (crash) {
+                Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+            }
+            try (Store store = Store.open(dir, config)) {
+                assertThat(store.maxOffset("b", 0)).as("after a %s", crash ? "crash" : "clean close").isEqualTo(min);
+                if (crash) {
+                    assertThat(append(store, plainBatch(64, 10, 1_800_000_000_000L), 64)).isEqualTo(min);
+                }
+            }
+        }
+    }
+
+    /** Retention took index files out, to be deleted at the next checkpoint; a truncation came first (NoLeaks). */
+    @Test
+    void indexFilesRetentionTookOutAreReleasedByATruncationBeforeACheckpoint() {
+        StoreConfig config = TestStores.small(WritePath.WRITE_BUFFER, FlushMode.SYNC)
+                .segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES).queueIndexEntriesPerFile(64)
+                .checkpointIntervalMillis(600_000)
+                .retention(RetentionPolicy.defaults().withRetentionBytes(1).withCheckIntervalMillis(3_600_000))
+                .build();
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("b", TopicLayout.BATCHES, 1);
+            long last = 0;
+            for (int i = 0; i < 2000; i++) {
+                last = append(store, plainBatch(3, 10, 1_700_000_000_000L + i), 3);
+            }
+            assertThat(store.enforceRetention().segmentsDeleted()).isPositive();
+            store.truncateQueue("b", 0, last);
+            assertThat(store.maxOffset("b", 0)).isEqualTo(last);
+        }
+    }
+
+    /**
+     * A truncation whose erasure fails once: the queue is then as it was (the erasure never happened) and still served,
+     * and a retry cuts it; it used to read as empty, and a retry at 0 did nothing.
+     */
+    @Test
+    void aTruncationThatFailsLeavesTheQueueAsItWasAndServedAndARetryCutsIt() {
+        AtomicBoolean fail = new AtomicBoolean();
+        HookedFileIO io = new HookedFileIO().hook((op, path) -> {
+            if (op == HookedFileIO.Op.ZERO_RANGE && fail.compareAndSet(true, false)) {
+                throw new IOException("injected failure");
+            }
+        });
+        StoreConfig config = TestStores.small(WritePath.WRITE_BUFFER, FlushMode.SYNC)
+                .segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES).fileIO(io).build();
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("b", TopicLayout.BATCHES, 1);
+            for (int i = 0; i < 20; i++) {
+                append(store, plainBatch(2, 100, 1_700_000_000_000L + i), 2);
+            }
+            fail.set(true);
+            assertThatThrownBy(() -> store.truncateQueue("b", 0, 30)).isInstanceOf(StoreException.class)
+                    .hasMessageContaining("injected failure");
+            assertThat(fail).isFalse();
+            assertThat(store.maxOffset("b", 0)).isEqualTo(40);
+            assertThat(store.queues("b")).containsExactly(0);
+            store.truncateQueue("b", 0, 30);
+            assertThat(store.maxOffset("b", 0)).isEqualTo(30);
+            assertThat(append(store, plainBatch(2, 100, 1_800_000_000_000L), 2)).isEqualTo(30);
+        }
+    }
+
+    /**
+     * A truncation whose force fails: the log refuses appends and reads until the store opens again (it used to be
+     * opened at once, trusting bytes whose write-back had failed).
+     */
+    @Test
+    void aForceThatFailsDuringATruncationLeavesTheQueueRefusingAppends() {
+        AtomicBoolean fail = new AtomicBoolean();
+        HookedFileIO io = new HookedFileIO().hook((op, path) -> {
+            if (op == HookedFileIO.Op.FORCE && HookedFileIO.isSegment(path) && fail.get()) {
+                throw new IOException("injected EIO");
+            }
+        });
+        StoreConfig config = TestStores.small(WritePath.WRITE_BUFFER, FlushMode.ASYNC)
+                .segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES).flushIntervalMillis(60_000)
+                .commitIntervalMillis(60_000).checkpointIntervalMillis(60_000).fileIO(io).build();
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("b", TopicLayout.BATCHES, 1);
+            for (int i = 0; i < 20; i++) {
+                append(store, plainBatch(2, 100, 1_700_000_000_000L + i), 2);
+            }
+            fail.set(true);
+            assertThatThrownBy(() -> store.truncateQueue("b", 0, 30)).isInstanceOf(StoreException.class);
+            fail.set(false);
+            CompletableFuture<AppendResult> after = store.appendOpaque("b", 0,
+                    MemorySegment.ofArray(plainBatch(2, 100, 1_800_000_000_000L)), 2);
+            assertThat(after).isCompletedExceptionally();
+            assertThatThrownBy(after::join).hasMessageContaining("refuses appends");
+        }
     }
 
     private static void copyTree(Path from, Path to) throws IOException {

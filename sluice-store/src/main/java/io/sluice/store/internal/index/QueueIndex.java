@@ -425,6 +425,15 @@ public final class QueueIndex implements AutoCloseable {
         if (keep == 0 || offset < minOffset) {
             minOffset = offset;
         }
+        if (keep == 0 && offset > 0) {
+            // No file is left to say where the queue ends: one is made with gap markers up to it, as resetTo does,
+            // or the next open would start the queue at 0 again.
+            IndexFile file = createFile(geometry.fileFor(offset));
+            for (long gap = file.firstEntry; gap < offset; gap++) {
+                QueueIndexFormat.write(file.mapping, file.byteOf(gap), gap, QueueIndexFormat.GAP, 0, 0, 0, 0);
+            }
+            file.markWritten();
+        }
     }
 
     /**

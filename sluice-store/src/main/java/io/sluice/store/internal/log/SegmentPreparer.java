@@ -84,9 +84,18 @@ final class SegmentPreparer implements AutoCloseable {
         }
     }
 
+    /**
+     * Gives up the prepared segment and waits for a creation in progress to finish and be undone: a creation left
+     * running would delete its file by name once done, and a log opened again on the same directory (after a
+     * truncation) may have made that file its own by then.
+     */
     @Override
     public void close() {
+        Preparation preparation = prepared;
         discardPrepared();
+        if (preparation != null) {
+            preparation.awaitSettled();
+        }
     }
 
     /** One segment being made, by whichever comes first: the scheduler or the roll. */
@@ -134,7 +143,30 @@ final class SegmentPreparer implements AutoCloseable {
             }
         }
 
-        private void cleanUp() {
+        /** After {@link #discard}: waits until a run in progress is over and its segment deleted. */
+        void awaitSettled() {
+            if (!claimed.get()) {
+                return;
+            }
+            boolean interrupted = false;
+            while (true) {
+                try {
+                    result.get();
+                    break;
+                } catch (InterruptedException e) {
+                    interrupted = true;
+                } catch (ExecutionException | CancellationException e) {
+                    break;
+                }
+            }
+            cleanUp();
+            if (interrupted) {
+                Thread.currentThread().interrupt();
+            }
+        }
+
+        /** Synchronized: whoever comes second returns only once the segment is deleted. */
+        private synchronized void cleanUp() {
             Segment segment = result.isCompletedExceptionally() ? null : result.getNow(null);
             if (segment == null || !cleaned.compareAndSet(false, true)) {
                 return;
