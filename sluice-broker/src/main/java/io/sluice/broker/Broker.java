@@ -43,6 +43,20 @@ public final class Broker implements AutoCloseable {
      * @throws IOException when the listener cannot be bound
      */
     public static Broker start(Store store, BrokerConfig config) throws IOException {
+        return start(store, config, null);
+    }
+
+    /**
+     * Binds the listener and starts serving as one broker of a cluster: the cluster says who leads each partition,
+     * and appends and the topics go through it ({@link Replication}).
+     *
+     * @param store where this broker's replicas of the topics live
+     * @param config where to listen and the limits
+     * @param replication the cluster, or null to serve the store alone
+     * @return the running broker
+     * @throws IOException when the listener cannot be bound
+     */
+    public static Broker start(Store store, BrokerConfig config, Replication replication) throws IOException {
         Objects.requireNonNull(store, "store");
         Objects.requireNonNull(config, "config");
         InetSocketAddress address = new InetSocketAddress(config.host(), config.port());
@@ -81,7 +95,7 @@ public final class Broker implements AutoCloseable {
         KafkaApis kafka = new KafkaApis(store, new KafkaApis.Settings(config.nodeId(), config.host(), server.port(),
                 config.clusterId(), config.defaultPartitions(), config.autoCreateTopics(), config.topicLayout(),
                 config.offsetsRetentionMinutes()),
-                executor, metrics);
+                executor, metrics, replication);
         apis.set(kafka);
         LOG.info("Sluice broker listening on {}:{}", config.host(), server.port());
         return new Broker(server, executor, kafka, metricsServer);

@@ -71,6 +71,12 @@ public record BrokerConfig(String host, int port, int nodeId, String clusterId, 
                 autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes);
     }
 
+    /** @return this configuration with node id {@code newNodeId} */
+    public BrokerConfig withNodeId(int newNodeId) {
+        return new BrokerConfig(host, port, newNodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
+                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes);
+    }
+
     /** @return this configuration with its Prometheus endpoint on {@code newMetricsPort} (-1: none) */
     public BrokerConfig withMetricsPort(int newMetricsPort) {
         return new BrokerConfig(host, port, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,

@@ -2,6 +2,8 @@ package io.sluice.cli;
 
 import io.sluice.broker.Broker;
 import io.sluice.broker.BrokerConfig;
+import io.sluice.cluster.ClusterBroker;
+import io.sluice.cluster.ClusterSpec;
 import io.sluice.store.FlushMode;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
@@ -33,7 +35,7 @@ import picocli.CommandLine.Spec;
 final class BrokerCommand implements Callable<Integer> {
 
     /** The keys a broker.properties may hold, named as Kafka names its own where one exists. */
-    static final Set<String> KEYS = Set.of("listen", "node.id", "cluster.id", "num.partitions",
+    static final Set<String> KEYS = Set.of("listen", "node.id", "cluster.id", "cluster", "num.partitions",
             "auto.create.topics.enable", "socket.request.max.bytes", "max.connections", "topic.layout", "metrics.port",
             "offsets.retention.minutes");
 
@@ -44,7 +46,7 @@ final class BrokerCommand implements Callable<Integer> {
             + " is reachable from other machines, and the broker has no authentication yet.")
     String listen;
 
-    @Option(names = "--config", description = "A broker.properties file: " + "listen, node.id, cluster.id,"
+    @Option(names = "--config", description = "A broker.properties file: " + "listen, node.id, cluster.id, cluster,"
             + " num.partitions, auto.create.topics.enable, socket.request.max.bytes, max.connections, topic.layout"
             + " (queue, topic or shared), metrics.port, offsets.retention.minutes. Options given here win over it.")
     Path configFile;
@@ -52,6 +54,16 @@ final class BrokerCommand implements Callable<Integer> {
     @Option(names = "--metrics-port", description = "Serve Prometheus metrics at http://<listen host>:<port>/metrics"
             + " (default: none).")
     Integer metricsPort;
+
+    @Option(names = "--node-id", description = "This broker's node id (node.id); with --cluster, which of its brokers"
+            + " this is.")
+    Integer nodeId;
+
+    @Option(names = "--cluster", description = "Be one broker of a cluster (cluster): id@host:clientPort/raftPort,..."
+            + " e.g. 1@127.0.0.1:9092/9192,2@127.0.0.1:9093/9193,3@127.0.0.1:9094/9194. Partitions are replicated with"
+            + " Raft; this broker listens on its own entry's host and client port. The store and the Raft logs go"
+            + " under --dir (store/, raft/).")
+    String cluster;
 
     @Spec
     CommandSpec spec;
@@ -62,6 +74,13 @@ final class BrokerCommand implements Callable<Integer> {
         BrokerConfig config = config(configFile, listen);
         if (metricsPort != null) {
             config = config.withMetricsPort(metricsPort);
+        }
+        if (nodeId != null) {
+            config = config.withNodeId(nodeId);
+        }
+        String clusterText = cluster != null ? cluster : clusterOf(configFile);
+        if (clusterText != null) {
+            return serveInCluster(out, config, ClusterSpec.parse(clusterText));
         }
         long started = System.nanoTime();
         StoreConfig storeConfig = storeConfig();
@@ -95,6 +114,49 @@ final class BrokerCommand implements Callable<Integer> {
         out.flush();
         stopped.await();
         return 0;
+    }
+
+    /** One broker of a cluster: its node in {@code cluster}, until stopped. */
+    private int serveInCluster(PrintWriter out, BrokerConfig config, ClusterSpec spec) throws IOException,
+            InterruptedException {
+        if (nodeId == null && config.nodeId() == BrokerConfig.defaults().nodeId()) {
+            throw new IllegalArgumentException("--cluster needs --node-id (or node.id): which of its brokers this is");
+        }
+        ClusterSpec.Node self = spec.node(config.nodeId());
+        if (listen != null) {
+            throw new IllegalArgumentException("--listen and --cluster do not go together: broker " + self.id()
+                    + " listens where the cluster string says (" + self.host() + ":" + self.clientPort() + ")");
+        }
+        long started = System.nanoTime();
+        ClusterBroker broker = ClusterBroker.start(store.dir, spec, config.nodeId(), storeConfig(), config);
+        CountDownLatch stopped = new CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            try {
+                broker.close();
+            } catch (IOException | RuntimeException e) {
+                System.err.println("sluice broker: closing failed: " + e);
+            } finally {
+                stopped.countDown();
+            }
+        }, "sluice-broker-shutdown"));
+        out.printf("Sluice broker %d of cluster %s serving %s on %s:%d (Raft on port %d, flush %s), started in %d ms%n",
+                self.id(), config.clusterId(), store.dir, self.host(), broker.port(), self.raftPort(),
+                store.flush.name().toLowerCase(Locale.ROOT), (System.nanoTime() - started) / 1_000_000);
+        out.flush();
+        stopped.await();
+        return 0;
+    }
+
+    /** @return the {@code cluster} key of the properties file, or null */
+    private static String clusterOf(Path file) throws IOException {
+        if (file == null) {
+            return null;
+        }
+        Properties properties = new Properties();
+        try (InputStream in = Files.newInputStream(file)) {
+            properties.load(in);
+        }
+        return properties.getProperty("cluster");
     }
 
     /** @return the store's configuration from the options, with a broker's defaults under ASYNC */

@@ -9,6 +9,7 @@ import picocli.CommandLine.Command;
         subcommands = {ProduceCommand.class, ConsumeCommand.class, StatCommand.class, VerifyCommand.class,
                 DemoCommand.class, PerfCommand.class, LookupCommand.class, RetentionCommand.class,
                 CalibrateCommand.class, RecoverCommand.class, PowerlossCommand.class, BrokerCommand.class,
+                ClusterCommand.class,
                 FuzzCommand.class})
 public final class Main {
 

@@ -1,20 +1,29 @@
 package io.sluice.cluster;
 
+import io.sluice.broker.Replication;
 import io.sluice.store.Store;
+import io.sluice.store.TopicLayout;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
-import java.util.Collection;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
 import java.util.UUID;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
+import org.apache.ratis.client.RaftClient;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
+import org.apache.ratis.proto.RaftProtos.RaftPeerRole;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.GroupManagementRequest;
+import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientReply;
 import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
@@ -24,15 +33,21 @@ import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.statemachine.StateMachine;
 import org.apache.ratis.util.TimeDuration;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
- * One broker's part of the cluster: one Ratis server (multi-Raft: a group per partition, each with its own log,
- * leader and {@link PartitionStateMachine}) over the broker's {@link Store}, speaking Raft on the node's Raft port.
+ * One broker's part of the cluster: one Ratis server (multi-Raft) over the broker's {@link Store}, speaking Raft on
+ * the node's Raft port. It hosts the metadata group, which every node belongs to ({@link MetadataStateMachine}: the
+ * topics and each partition's replicas), and one group per partition it has a replica of, each with its own log,
+ * leader and {@link PartitionStateMachine}. It is the broker's {@link Replication}.
  *
- * <p>A partition's group id is derived from the cluster id, the topic and the partition, so every node names the
- * same group alike, and a node of another cluster (another cluster id) cannot take part in this one's groups.
+ * <p>Group ids are derived from the cluster id (and the topic and partition), so every node names a group alike,
+ * and a node started with another cluster id cannot take part in this cluster's groups.
  */
-public final class ClusterNode implements AutoCloseable {
+public final class ClusterNode implements Replication, AutoCloseable {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ClusterNode.class);
 
     /** A partition a node hosts a replica of. */
     public record PartitionId(String topic, int partition) {
@@ -43,6 +58,10 @@ public final class ClusterNode implements AutoCloseable {
         }
     }
 
+    /** The Raft timeouts: a leader is suspected after 300-600 ms without its heartbeats. */
+    static final TimeDuration RPC_TIMEOUT_MIN = TimeDuration.valueOf(300, TimeUnit.MILLISECONDS);
+    static final TimeDuration RPC_TIMEOUT_MAX = TimeDuration.valueOf(600, TimeUnit.MILLISECONDS);
+
     private final String clusterId;
     private final ClusterSpec cluster;
     private final ClusterSpec.Node self;
@@ -50,13 +69,17 @@ public final class ClusterNode implements AutoCloseable {
     private final boolean force;
     private final Map<RaftGroupId, PartitionId> known = new ConcurrentHashMap<>();
     private final Map<PartitionId, ReplicatedPartition> partitions = new ConcurrentHashMap<>();
+    private final List<BiConsumer<String, Integer>> listeners = new CopyOnWriteArrayList<>();
     private final ClientId clientId = ClientId.randomId();
     private final AtomicLong callIds = new AtomicLong();
+    private final RaftGroupId metadataGroupId;
+    private final MetadataStateMachine metadata;
     private final RaftServer server;
+    private final RaftClient metadataClient;
 
     /**
-     * Starts the node's Raft server; the groups of {@code hosted} that it hosted before (their Raft logs are under
-     * {@code raftDirectory}) start with it.
+     * Starts the node's Raft server with the groups it hosted before (their Raft logs are under
+     * {@code raftDirectory}), joins the metadata group, and hosts the replicas the metadata gives this node.
      *
      * @param clusterId the cluster's id (part of every group id)
      * @param cluster the cluster's brokers
@@ -64,12 +87,11 @@ public final class ClusterNode implements AutoCloseable {
      * @param raftDirectory where the Raft logs live
      * @param store the broker's store, which holds the partitions' batches
      * @param force force each batch before its log entry is written (the store's SYNC flush)
-     * @param hosted every partition this node may host a replica of
      * @throws IOException if the server cannot start
      */
     public ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, Path raftDirectory, Store store,
-                       boolean force, Collection<PartitionId> hosted) throws IOException {
-        this(clusterId, cluster, nodeId, -1, raftDirectory, store, force, hosted);
+                       boolean force) throws IOException {
+        this(clusterId, cluster, nodeId, -1, raftDirectory, store, force);
     }
 
     /**
@@ -77,7 +99,7 @@ public final class ClusterNode implements AutoCloseable {
      * (which then reaches this node through something in between, such as a test's network proxy); -1 for that port.
      */
     ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, int listenPort, Path raftDirectory, Store store,
-                boolean force, Collection<PartitionId> hosted) throws IOException {
+                boolean force) throws IOException {
         this.clusterId = Objects.requireNonNull(clusterId, "clusterId");
         this.cluster = cluster;
         this.self = cluster.nodes().stream().filter(node -> node.id() == nodeId).findFirst()
@@ -85,9 +107,19 @@ public final class ClusterNode implements AutoCloseable {
                         + cluster));
         this.store = store;
         this.force = force;
-        for (PartitionId partition : hosted) {
-            known.put(groupId(partition), partition);
-        }
+        this.metadataGroupId = RaftGroupId.valueOf(UUID.nameUUIDFromBytes((clusterId + "\u0000metadata")
+                .getBytes(StandardCharsets.UTF_8)));
+        this.metadata = new MetadataStateMachine(this::onTopic);
+        // The partition groups found in the Raft directory start with the server: name them before it starts. The
+        // store has every topic this node took part in (created before its groups are).
+        store.declaredTopics().forEach((topic, count) -> {
+            if (store.layout(topic) == TopicLayout.BATCHES) {
+                for (int p = 0; p < count; p++) {
+                    PartitionId partition = new PartitionId(topic, p);
+                    known.put(groupId(partition), partition);
+                }
+            }
+        });
         RaftProperties properties = new RaftProperties();
         RaftServerConfigKeys.setStorageDir(properties, List.of(raftDirectory.toFile()));
         GrpcConfigKeys.Server.setHost(properties, self.host());
@@ -95,11 +127,24 @@ public final class ClusterNode implements AutoCloseable {
         // The leader keeps the batches of entries in flight in its log cache, so they are sent to followers from
         // memory; the store is read only for a follower that fell behind.
         RaftServerConfigKeys.Log.StateMachineData.setCachingEnabled(properties, true);
-        RaftServerConfigKeys.Rpc.setTimeoutMin(properties, TimeDuration.valueOf(300, java.util.concurrent.TimeUnit.MILLISECONDS));
-        RaftServerConfigKeys.Rpc.setTimeoutMax(properties, TimeDuration.valueOf(600, java.util.concurrent.TimeUnit.MILLISECONDS));
+        RaftServerConfigKeys.Rpc.setTimeoutMin(properties, RPC_TIMEOUT_MIN);
+        RaftServerConfigKeys.Rpc.setTimeoutMax(properties, RPC_TIMEOUT_MAX);
+        // Heartbeats on a channel of their own: a follower busy writing (and forcing) entries still answers them in
+        // time, so a slow disk does not cost the leader its leadership. A node back from a restart asks first
+        // whether it could win (pre-vote) rather than disrupt a working leader with a higher term.
+        GrpcConfigKeys.Server.setHeartbeatChannel(properties, true);
+        RaftServerConfigKeys.LeaderElection.setPreVote(properties, true);
         this.server = RaftServer.newBuilder().setServerId(peerId(nodeId)).setProperties(properties)
                 .setStateMachineRegistry(this::machineFor).build();
         server.start();
+        RaftGroup metadataGroup = RaftGroup.valueOf(metadataGroupId, peers(cluster.nodes().stream()
+                .map(ClusterSpec.Node::id).toList()));
+        if (!hosts(metadataGroupId)) {
+            addGroup(metadataGroup, "the metadata");
+        }
+        RaftProperties clientProperties = new RaftProperties();
+        this.metadataClient = RaftClient.newBuilder().setProperties(clientProperties).setRaftGroup(metadataGroup)
+                .setClientId(ClientId.randomId()).build();
     }
 
     /** @return the Raft peer id of a node id */
@@ -119,50 +164,89 @@ public final class ClusterNode implements AutoCloseable {
     }
 
     private StateMachine machineFor(RaftGroupId groupId) {
+        if (groupId.equals(metadataGroupId)) {
+            return metadata;
+        }
         PartitionId partition = known.get(groupId);
         if (partition == null) {
             throw new IllegalStateException("node " + self.id() + " has a Raft group " + groupId + " that is no"
                     + " partition of cluster " + clusterId + " it knows");
         }
-        return new PartitionStateMachine(store, partition.topic(), partition.partition(), force, end -> { });
+        return new PartitionStateMachine(store, partition.topic(), partition.partition(), force,
+                end -> changed(partition));
+    }
+
+    private void changed(PartitionId partition) {
+        for (BiConsumer<String, Integer> listener : listeners) {
+            listener.accept(partition.topic(), partition.partition());
+        }
+    }
+
+    private List<RaftPeer> peers(List<Integer> ids) {
+        return ids.stream().map(id -> {
+            ClusterSpec.Node node = cluster.nodes().stream().filter(n -> n.id() == id).findFirst()
+                    .orElseThrow(() -> new IllegalArgumentException("node " + id + " is not in the cluster"));
+            return RaftPeer.newBuilder().setId(peerId(id)).setAddress(node.raftAddress()).build();
+        }).toList();
+    }
+
+    private boolean hosts(RaftGroupId groupId) {
+        for (RaftGroupId id : server.getGroupIds()) {
+            if (id.equals(groupId)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    private void addGroup(RaftGroup group, String what) throws IOException {
+        RaftClientReply reply = server.groupManagement(GroupManagementRequest.newAdd(clientId, server.getId(),
+                callIds.incrementAndGet(), group));
+        if (!reply.isSuccess()) {
+            throw new IOException("node " + self.id() + " cannot add the Raft group of " + what + ": "
+                    + reply.getException());
+        }
+    }
+
+    /** The metadata created a topic (or this node replays its creation): take this node's part. */
+    private void onTopic(MetadataStateMachine.Topic topic) {
+        if (store.queueCount(topic.name()) == 0) {
+            store.createTopic(topic.name(), TopicLayout.BATCHES, topic.partitions());
+        }
+        for (int p = 0; p < topic.partitions(); p++) {
+            List<Integer> replicas = topic.replicas().get(p);
+            if (replicas.contains(self.id())) {
+                try {
+                    host(new PartitionId(topic.name(), p), replicas);
+                } catch (IOException e) {
+                    throw new IllegalStateException("cannot host " + topic.name() + "-" + p + ": " + e.getMessage(), e);
+                }
+            }
+        }
     }
 
     /**
      * Makes this node a replica of a partition: creates its Raft group here if the node does not host it yet.
-     * Every replica's node must be told (each adds the group on its own server).
+     * Every replica's node must be told (each adds the group on its own server); the metadata does so.
      *
      * @param replicas the node ids of the partition's replicas, this node among them
      * @return the partition's replica on this node
      */
-    public ReplicatedPartition host(PartitionId partition, List<Integer> replicas) throws IOException {
+    ReplicatedPartition host(PartitionId partition, List<Integer> replicas) throws IOException {
         if (!replicas.contains(self.id())) {
             throw new IllegalArgumentException("node " + self.id() + " is not among " + partition + "'s replicas "
                     + replicas);
         }
         RaftGroupId groupId = groupId(partition);
         known.put(groupId, partition);
-        boolean hosted = false;
-        for (RaftGroupId id : server.getGroupIds()) {
-            hosted |= id.equals(groupId);
-        }
-        if (!hosted) {
-            List<RaftPeer> peers = replicas.stream().map(id -> {
-                ClusterSpec.Node node = cluster.nodes().stream().filter(n -> n.id() == id).findFirst()
-                        .orElseThrow(() -> new IllegalArgumentException("replica " + id + " is not in the cluster"));
-                return RaftPeer.newBuilder().setId(peerId(id)).setAddress(node.raftAddress()).build();
-            }).toList();
-            RaftClientReply reply = server.groupManagement(GroupManagementRequest.newAdd(clientId, server.getId(),
-                    callIds.incrementAndGet(), RaftGroup.valueOf(groupId, peers)));
-            if (!reply.isSuccess()) {
-                throw new IOException("node " + self.id() + " cannot add the Raft group of " + partition + ": "
-                        + reply.getException());
-            }
+        if (!hosts(groupId)) {
+            addGroup(RaftGroup.valueOf(groupId, peers(replicas)), partition.toString());
         }
         return partition(partition);
     }
 
     /** @return this node's replica of a partition it hosts */
-    public ReplicatedPartition partition(PartitionId partition) throws IOException {
+    ReplicatedPartition partition(PartitionId partition) throws IOException {
         ReplicatedPartition existing = partitions.get(partition);
         if (existing != null) {
             return existing;
@@ -171,6 +255,134 @@ public final class ClusterNode implements AutoCloseable {
         ReplicatedPartition created = new ReplicatedPartition(partition, division, clientId, callIds);
         ReplicatedPartition raced = partitions.putIfAbsent(partition, created);
         return raced != null ? raced : created;
+    }
+
+    /** @return this node's replica of the partition, or null if it hosts none */
+    private ReplicatedPartition replicaOf(String topic, int partition) {
+        PartitionId id = new PartitionId(topic, partition);
+        if (!known.containsKey(groupId(id)) || !hosts(groupId(id))) {
+            return null;
+        }
+        try {
+            return partition(id);
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    @Override
+    public List<Node> brokers() {
+        return cluster.nodes().stream().map(node -> new Node(node.id(), node.host(), node.clientPort())).toList();
+    }
+
+    @Override
+    public int controller() {
+        try {
+            RaftPeerId leader = server.getDivision(metadataGroupId).getInfo().getLeaderId();
+            return leader == null ? -1 : nodeId(leader);
+        } catch (IOException e) {
+            return -1;
+        }
+    }
+
+    @Override
+    public PartitionView partition(String topic, int partition) {
+        MetadataStateMachine.Topic known = metadata.topic(topic);
+        if (known == null || partition < 0 || partition >= known.partitions()) {
+            return null;
+        }
+        List<Integer> replicas = known.replicas().get(partition);
+        ReplicatedPartition replica = replicaOf(topic, partition);
+        if (replica == null) {
+            return new PartitionView(-1, -1, replicas, List.of());
+        }
+        var info = replica.division().getInfo();
+        RaftPeerId leader = info.getLeaderId();
+        int epoch = (int) Math.min(Integer.MAX_VALUE, info.getCurrentTerm());
+        List<Integer> inSync = replicas;
+        if (info.isLeader()) {
+            // The leader knows which followers answered lately: those are in sync, with itself.
+            inSync = new ArrayList<>(List.of(self.id()));
+            long recent = 2 * RPC_TIMEOUT_MAX.toLong(TimeUnit.MILLISECONDS);
+            for (var follower : info.getRoleInfoProto().getLeaderInfo().getFollowerInfoList()) {
+                if (follower.getLastRpcElapsedTimeMs() <= recent) {
+                    inSync.add(nodeId(RaftPeerId.valueOf(follower.getId().getId())));
+                }
+            }
+        }
+        return new PartitionView(leader == null ? -1 : nodeId(leader), epoch, replicas, inSync);
+    }
+
+    @Override
+    public boolean leads(String topic, int partition) {
+        ReplicatedPartition replica = replicaOf(topic, partition);
+        return replica != null && replica.isLeaderReady();
+    }
+
+    @Override
+    public Appended append(String topic, int partition, byte[] batch) {
+        ReplicatedPartition replica = replicaOf(topic, partition);
+        if (replica == null) {
+            CompletableFuture<Long> refused = CompletableFuture.failedFuture(new NotLeaderException("node " + self.id()
+                    + " holds no replica of " + topic + "-" + partition));
+            return new Appended(refused, refused);
+        }
+        ReplicatedPartition.Appended appended = replica.append(batch);
+        return new Appended(appended.stored(), appended.committed());
+    }
+
+    @Override
+    public long highWatermark(String topic, int partition) {
+        ReplicatedPartition replica = replicaOf(topic, partition);
+        return replica == null ? 0 : replica.highWatermark();
+    }
+
+    @Override
+    public CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor) {
+        List<Integer> ids = cluster.nodes().stream().map(ClusterSpec.Node::id).sorted().toList();
+        if (replicationFactor < 1 || replicationFactor > ids.size()) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("replication factor "
+                    + replicationFactor + " cannot be met by a cluster of " + ids.size() + " brokers"));
+        }
+        if (partitions < 1 || partitions > store.config().maxQueuesPerTopic()) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("the partition count must be between 1"
+                    + " and " + store.config().maxQueuesPerTopic() + ", was " + partitions));
+        }
+        // Replicas go round the brokers, each partition starting one further on, so leaders spread.
+        List<List<Integer>> replicas = new ArrayList<>();
+        int start = Math.floorMod(topic.hashCode(), ids.size());
+        for (int p = 0; p < partitions; p++) {
+            List<Integer> nodes = new ArrayList<>();
+            for (int r = 0; r < replicationFactor; r++) {
+                nodes.add(ids.get((start + p + r) % ids.size()));
+            }
+            replicas.add(nodes);
+        }
+        String command = new MetadataStateMachine.Topic(topic, replicas).command();
+        return metadataClient.async().send(Message.valueOf(command)).thenCompose(reply -> {
+            if (!reply.isSuccess()) {
+                return CompletableFuture.failedFuture(reply.getException());
+            }
+            String answer = reply.getMessage().getContent().toStringUtf8();
+            if (answer.equals("exists")) {
+                return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic
+                        + " already exists"));
+            }
+            if (!answer.equals("created")) {
+                return CompletableFuture.failedFuture(new IllegalArgumentException(answer));
+            }
+            return metadata.awaitTopic(topic).thenApply(created -> null);
+        });
+    }
+
+    @Override
+    public int defaultReplicationFactor() {
+        return Math.min(3, cluster.nodes().size());
+    }
+
+    @Override
+    public void onChange(BiConsumer<String, Integer> listener) {
+        listeners.add(listener);
     }
 
     /** @return this node's id */
@@ -183,9 +395,23 @@ public final class ClusterNode implements AutoCloseable {
         return store;
     }
 
+    /** @return true if this node leads the metadata group (the controller) */
+    public boolean isController() {
+        try {
+            return server.getDivision(metadataGroupId).getInfo().getCurrentRole() == RaftPeerRole.LEADER;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
     /** Stops the Raft server (the store stays open: its owner closes it). */
     @Override
     public void close() throws IOException {
-        server.close();
+        try {
+            metadataClient.close();
+        } finally {
+            server.close();
+        }
+        LOG.debug("node {} left the cluster", self.id());
     }
 }

@@ -15,6 +15,8 @@ import org.apache.ratis.proto.RaftProtos.LogEntryProto;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientRequest;
 import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftGroupMemberId;
+import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.protocol.exceptions.StateMachineException;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.protocol.TermIndex;
@@ -78,7 +80,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      * @param topic the topic
      * @param partition the partition (the store's queue id)
      * @param force force each batch to the device before its entry is written (SYNC flush)
-     * @param onCommit told the new high watermark each time it moves
+     * @param onCommit told the new high watermark each time it moves, and when the leader changes
      */
     public PartitionStateMachine(Store store, String topic, int partition, boolean force, LongConsumer onCommit) {
         this.store = store;
@@ -259,6 +261,12 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             LOG.error("{}-{}: cannot truncate at log index {}: {}", topic, partition, index, e.toString());
             return CompletableFuture.failedFuture(e);
         }
+    }
+
+    /** A new leader (or none): fetches waiting on this partition look again, and find who leads now. */
+    @Override
+    public void notifyLeaderChanged(RaftGroupMemberId groupMemberId, RaftPeerId newLeaderId) {
+        onCommit.accept(highWatermark);
     }
 
     @Override

@@ -1,6 +1,8 @@
 package io.sluice.cluster;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
+import io.sluice.broker.Replication;
 import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
@@ -10,6 +12,8 @@ import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientReply;
 import org.apache.ratis.protocol.RaftClientRequest;
 import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.protocol.exceptions.LeaderNotReadyException;
+import org.apache.ratis.protocol.exceptions.LeaderSteppingDownException;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
 
@@ -19,29 +23,12 @@ import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
  */
 public final class ReplicatedPartition {
 
-    /** Raised through an append's futures when this replica does not lead the partition. */
-    public static final class NotLeaderException extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-        /** The node the replica thinks leads, or 0 if it knows none. */
-        private final int leader;
-
-        NotLeaderException(String message, OptionalInt leader) {
-            super(message);
-            this.leader = leader.orElse(0);
-        }
-
-        /** @return the node the replica thinks leads, if it knows one */
-        public OptionalInt leader() {
-            return leader == 0 ? OptionalInt.empty() : OptionalInt.of(leader);
-        }
-    }
-
     /**
      * An append's two moments.
      *
      * @param stored completes with the batch's base offset once the leader stored it (acks=1)
-     * @param committed completes with it once a majority has it (acks=all); fails with {@link NotLeaderException} or
-     *     the reason the batch was refused
+     * @param committed completes with it once a majority has it (acks=all); fails with
+     *     {@link Replication.NotLeaderException} or the reason the batch was refused
      */
     public record Appended(CompletableFuture<Long> stored, CompletableFuture<Long> committed) {
     }
@@ -51,6 +38,8 @@ public final class ReplicatedPartition {
     private final ClientId clientId;
     private final AtomicLong callIds;
     private final Object submitLock = new Object();
+    /** Where a record batch keeps its partitionLeaderEpoch. */
+    static final int LEADER_EPOCH_OFFSET = 12;
 
     ReplicatedPartition(ClusterNode.PartitionId id, RaftServer.Division division, ClientId clientId,
                         AtomicLong callIds) {
@@ -62,9 +51,14 @@ public final class ReplicatedPartition {
 
     /**
      * Appends a Kafka record batch (v2) to the partition, if this replica leads it. Batches of one partition are
-     * submitted one at a time, so their offsets follow the log's order.
+     * submitted one at a time, so their offsets follow the log's order. The batch's partitionLeaderEpoch is set to
+     * the current term, in {@code batch} itself.
      */
     public Appended append(byte[] batch) {
+        if (batch.length >= LEADER_EPOCH_OFFSET + 4) {
+            // The batch's partitionLeaderEpoch (outside its CRC) says in which term it was appended, as Kafka's do.
+            ByteBuffer.wrap(batch).putInt(LEADER_EPOCH_OFFSET, (int) Math.min(Integer.MAX_VALUE, term()));
+        }
         long callId = callIds.incrementAndGet();
         RaftClientRequest request = RaftClientRequest.newBuilder().setClientId(clientId)
                 .setServerId(division.getId()).setGroupId(division.getGroup().getGroupId())
@@ -93,13 +87,17 @@ public final class ReplicatedPartition {
         if (reply.isSuccess()) {
             return Long.parseLong(reply.getMessage().getContent().toStringUtf8());
         }
-        if (reply.getNotLeaderException() != null) {
-            org.apache.ratis.protocol.exceptions.NotLeaderException notLeader = reply.getNotLeaderException();
-            RaftPeerId suggested = notLeader.getSuggestedLeader() == null ? null : notLeader.getSuggestedLeader().getId();
-            throw new NotLeaderException(id + " is not led by node " + ClusterNode.nodeId(division.getId()),
-                    suggested == null ? OptionalInt.empty() : OptionalInt.of(ClusterNode.nodeId(suggested)));
+        if (reply.getNotLeaderException() != null || reply.getException() instanceof LeaderNotReadyException
+                || reply.getException() instanceof LeaderSteppingDownException) {
+            throw new Replication.NotLeaderException(id + " is not led by node " + ClusterNode.nodeId(division.getId())
+                    + " now (" + reply.getException() + ")");
         }
         throw new CompletionException(reply.getException());
+    }
+
+    /** @return the replica's Raft group member on this node */
+    RaftServer.Division division() {
+        return division;
     }
 
     /** @return this replica's state machine */

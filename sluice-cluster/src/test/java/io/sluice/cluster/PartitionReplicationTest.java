@@ -63,7 +63,7 @@ class PartitionReplicationTest {
                 store.createTopic("t", TopicLayout.BATCHES, 1);
             }
             raft = new ClusterNode("test-cluster", cluster, id, listenPorts[id], dir.resolve("n" + id).resolve("raft"),
-                    store, true, List.of(PARTITION));
+                    store, true);
             raft.host(PARTITION, REPLICAS);
         }
 
@@ -208,7 +208,18 @@ class PartitionReplicationTest {
             List<byte[]> held = batches(node.store);
             assertThat(held).as("replica %d's batches", id).hasSameSizeAs(expected);
             for (int i = 0; i < expected.size(); i++) {
-                assertThat(Arrays.equals(held.get(i), expected.get(i))).as("replica %d batch %d", id, i).isTrue();
+                // The leader stamped its term into each batch's partitionLeaderEpoch (bytes 12-15, outside the CRC).
+                assertThat(Arrays.equals(held.get(i), 0, 12, expected.get(i), 0, 12)
+                        && Arrays.equals(held.get(i), 16, held.get(i).length, expected.get(i), 16,
+                        expected.get(i).length)).as("replica %d batch %d", id, i).isTrue();
+                assertThat(ByteBuffer.wrap(held.get(i)).getInt(12)).as("epoch of batch %d", i).isPositive();
+            }
+            if (id > 1) {
+                List<byte[]> first = batches(nodes[1].store);
+                for (int i = 0; i < held.size(); i++) {
+                    assertThat(held.get(i)).as("replica %d batch %d against replica 1's", id, i)
+                            .isEqualTo(first.get(i));
+                }
             }
         }
     }

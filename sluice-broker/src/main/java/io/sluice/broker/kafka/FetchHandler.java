@@ -1,5 +1,6 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.broker.Replication;
 import io.sluice.broker.net.Outbound;
 import io.sluice.store.OpaqueSlice;
 import io.sluice.store.ReadResult;
@@ -47,11 +48,14 @@ final class FetchHandler {
     private final Store store;
     private final PartitionWatch watch;
     private final Executor executor;
+    /** The cluster this broker is one of, or null: then it serves its store alone. */
+    private final Replication replication;
 
-    FetchHandler(Store store, PartitionWatch watch, Executor executor) {
+    FetchHandler(Store store, PartitionWatch watch, Executor executor, Replication replication) {
         this.store = store;
         this.watch = watch;
         this.executor = executor;
+        this.replication = replication;
     }
 
     CompletableFuture<Outbound> handle(int correlationId, short version, FetchRequestData request) {
@@ -139,21 +143,27 @@ final class FetchHandler {
             data.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
             return 0;
         }
+        if (replication != null && !replication.leads(topic, partition)) {
+            data.setErrorCode(Errors.NOT_LEADER_OR_FOLLOWER.code());
+            return 0;
+        }
         long start = store.minOffset(topic, partition);
-        long end = store.maxOffset(topic, partition);
+        long logEnd = store.maxOffset(topic, partition);
+        // In a cluster a consumer reads only what a majority has: below the high watermark.
+        long end = replication == null ? logEnd : Math.min(logEnd, replication.highWatermark(topic, partition));
         data.setHighWatermark(end).setLastStableOffset(end).setLogStartOffset(start);
         long offset = wanted.fetchOffset();
-        if (offset < start || offset > end) {
+        if (offset < start || offset > logEnd) {
             data.setErrorCode(Errors.OFFSET_OUT_OF_RANGE.code());
             return 0;
         }
-        if (offset == end || limit <= 0) {
+        if (offset >= end || limit <= 0) {
             return 0;
         }
         StoreRecords records = new StoreRecords();
         long bytes = 0;
         while (offset < end && bytes < limit) {
-            OpaqueSlice slice = store.sliceOpaque(topic, partition, offset, limit - bytes);
+            OpaqueSlice slice = store.sliceOpaque(topic, partition, offset, limit - bytes, end);
             if (slice.status() != ReadResult.Status.FOUND) {
                 break;
             }

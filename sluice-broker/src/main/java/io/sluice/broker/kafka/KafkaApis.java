@@ -1,19 +1,23 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.broker.Replication;
 import io.sluice.broker.metrics.BrokerMetrics;
 import io.sluice.broker.net.Outbound;
 import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
+import io.sluice.store.StoreException;
 import io.sluice.store.TopicLayout;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Objects;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.message.ApiVersionsResponseData;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersion;
@@ -122,7 +126,9 @@ public final class KafkaApis implements AutoCloseable {
     private final ProducerStates producerStates;
     private final PartitionWatch watch;
     private final FetchHandler fetch;
-    private final ProducerIds producerIds = new ProducerIds();
+    private final ProducerIds producerIds;
+    /** The cluster this broker is one of, or null: then it serves its store alone. */
+    private final Replication replication;
     private final ScheduledExecutorService timer;
     private final GroupApis groups;
     private final Configs configs;
@@ -144,13 +150,30 @@ public final class KafkaApis implements AutoCloseable {
      * @param metrics where requests are counted and timed, or null
      */
     public KafkaApis(Store store, Settings settings, Executor executor, BrokerMetrics metrics) {
+        this(store, settings, executor, metrics, null);
+    }
+
+    /**
+     * @param store where topics and records live
+     * @param settings the broker as clients see it
+     * @param executor runs fetches that waited for data once they may answer (virtual threads suit)
+     * @param metrics where requests are counted and timed, or null
+     * @param replication the cluster this broker is one of, or null to serve the store alone
+     */
+    public KafkaApis(Store store, Settings settings, Executor executor, BrokerMetrics metrics,
+                     Replication replication) {
         this.store = Objects.requireNonNull(store, "store");
         this.settings = Objects.requireNonNull(settings, "settings");
         this.metrics = metrics;
+        this.replication = replication;
+        this.producerIds = new ProducerIds(replication == null ? 0 : settings.nodeId());
         this.watch = new PartitionWatch();
         this.producerStates = new ProducerStates(store);
-        this.produce = new ProduceHandler(store, producerStates, watch, metrics);
-        this.fetch = new FetchHandler(store, watch, Objects.requireNonNull(executor, "executor"));
+        this.produce = new ProduceHandler(store, producerStates, watch, metrics, replication);
+        this.fetch = new FetchHandler(store, watch, Objects.requireNonNull(executor, "executor"), replication);
+        if (replication != null) {
+            replication.onChange(watch::signal);
+        }
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
                 .daemon().factory());
         this.groups = new GroupApis(store, new GroupCoordinator(timer, store.config().clock()::millis), settings);
@@ -305,9 +328,17 @@ public final class KafkaApis implements AutoCloseable {
         if (partition < 0 || partition >= partitions) {
             return response.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
         }
+        if (replication != null && !replication.leads(topic, partition)) {
+            return response.setErrorCode(Errors.NOT_LEADER_OR_FOLLOWER.code());
+        }
         try {
             long start = store.minOffset(topic, partition);
             long end = store.maxOffset(topic, partition);
+            if (replication != null) {
+                end = Math.min(end, replication.highWatermark(topic, partition));
+                Replication.PartitionView view = replication.partition(topic, partition);
+                response.setLeaderEpoch(view == null ? -1 : view.leaderEpoch());
+            }
             if (timestamp == LATEST || timestamp == LATEST_TIERED) {
                 return response.setOffset(end);
             }
@@ -351,6 +382,9 @@ public final class KafkaApis implements AutoCloseable {
                 result.setErrorCode(Errors.UNKNOWN_TOPIC_ID.code()).setErrorMessage("topics are named here, not by id");
             } else if (Partitions.count(store, name) == 0) {
                 result.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code()).setErrorMessage("no topic " + name);
+            } else if (replication != null) {
+                result.setErrorCode(Errors.TOPIC_DELETION_DISABLED.code())
+                        .setErrorMessage("deleting a replicated topic is not supported yet");
             } else {
                 deleteTopic(name, result);
             }
@@ -398,8 +432,15 @@ public final class KafkaApis implements AutoCloseable {
 
     private MetadataResponseData metadata(MetadataRequestData request, short version) {
         MetadataResponseBrokerCollection brokers = new MetadataResponseBrokerCollection();
-        brokers.add(new MetadataResponseBroker().setNodeId(settings.nodeId()).setHost(settings.host())
-                .setPort(settings.port()));
+        if (replication == null) {
+            brokers.add(new MetadataResponseBroker().setNodeId(settings.nodeId()).setHost(settings.host())
+                    .setPort(settings.port()));
+        } else {
+            for (Replication.Node node : replication.brokers()) {
+                brokers.add(new MetadataResponseBroker().setNodeId(node.id()).setHost(node.host())
+                        .setPort(node.port()));
+            }
+        }
         MetadataResponseTopicCollection topics = new MetadataResponseTopicCollection();
         // All topics: a null list, or in v0 (where the list cannot be null) an empty one.
         if (request.topics() == null || version == 0 && request.topics().isEmpty()) {
@@ -417,14 +458,28 @@ public final class KafkaApis implements AutoCloseable {
             }
         }
         return new MetadataResponseData().setBrokers(brokers).setClusterId(settings.clusterId())
-                .setControllerId(settings.nodeId()).setTopics(topics);
+                .setControllerId(controller()).setTopics(topics);
+    }
+
+    /** @return the node named as the controller: this broker alone, or the cluster's metadata leader */
+    private int controller() {
+        if (replication == null) {
+            return settings.nodeId();
+        }
+        int controller = replication.controller();
+        return controller < 0 ? settings.nodeId() : controller;
     }
 
     private MetadataResponseTopic metadataOf(String name, boolean create) {
         try {
             int partitions = store.queueCount(name);
             if (partitions == 0 && create) {
-                store.createTopic(name, settings.layout(), settings.defaultPartitions());
+                if (replication == null) {
+                    store.createTopic(name, settings.layout(), settings.defaultPartitions());
+                } else {
+                    store.layout(name); // checks the name
+                    createReplicated(name, settings.defaultPartitions(), replication.defaultReplicationFactor());
+                }
                 partitions = store.queueCount(name);
             }
             if (partitions == 0) {
@@ -446,8 +501,23 @@ public final class KafkaApis implements AutoCloseable {
         List<MetadataResponsePartition> list = new ArrayList<>(partitions);
         List<Integer> self = List.of(settings.nodeId());
         for (int p = 0; p < partitions; p++) {
-            list.add(new MetadataResponsePartition().setPartitionIndex(p).setLeaderId(settings.nodeId())
-                    .setLeaderEpoch(0).setReplicaNodes(self).setIsrNodes(self).setOfflineReplicas(List.of()));
+            if (replication == null) {
+                list.add(new MetadataResponsePartition().setPartitionIndex(p).setLeaderId(settings.nodeId())
+                        .setLeaderEpoch(0).setReplicaNodes(self).setIsrNodes(self).setOfflineReplicas(List.of()));
+                continue;
+            }
+            Replication.PartitionView view = replication.partition(name, p);
+            MetadataResponsePartition partition = new MetadataResponsePartition().setPartitionIndex(p)
+                    .setOfflineReplicas(List.of());
+            if (view == null) {
+                partition.setErrorCode(Errors.LEADER_NOT_AVAILABLE.code()).setLeaderId(-1).setLeaderEpoch(-1)
+                        .setReplicaNodes(List.of()).setIsrNodes(List.of());
+            } else {
+                partition.setErrorCode(view.leader() < 0 ? Errors.LEADER_NOT_AVAILABLE.code() : Errors.NONE.code())
+                        .setLeaderId(view.leader()).setLeaderEpoch(view.leaderEpoch())
+                        .setReplicaNodes(view.replicas()).setIsrNodes(view.inSync());
+            }
+            list.add(partition);
         }
         // The zero topic id: this broker names topics, and Kafka's clients then keep to versions that do too.
         return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID).setPartitions(list);
@@ -464,7 +534,13 @@ public final class KafkaApis implements AutoCloseable {
     private CreatableTopicResult createTopic(CreatableTopic topic, boolean validateOnly) {
         CreatableTopicResult result = new CreatableTopicResult().setName(topic.name()).setTopicId(Uuid.ZERO_UUID);
         int partitions = topic.numPartitions() == -1 ? settings.defaultPartitions() : topic.numPartitions();
-        if (topic.replicationFactor() != -1 && topic.replicationFactor() != 1) {
+        int factor = replication == null ? 1
+                : topic.replicationFactor() == -1 ? replication.defaultReplicationFactor() : topic.replicationFactor();
+        if (replication != null && (factor < 1 || factor > replication.brokers().size())) {
+            return failed(result, Errors.INVALID_REPLICATION_FACTOR, "replication factor " + factor + " cannot be"
+                    + " met by a cluster of " + replication.brokers().size() + " brokers");
+        }
+        if (replication == null && topic.replicationFactor() != -1 && topic.replicationFactor() != 1) {
             return failed(result, Errors.INVALID_REPLICATION_FACTOR, "this broker keeps one replica of each partition;"
                     + " replication factor " + topic.replicationFactor() + " cannot be met");
         }
@@ -490,7 +566,9 @@ public final class KafkaApis implements AutoCloseable {
             if (store.queueCount(topic.name()) > 0 || !store.queues(topic.name()).isEmpty()) {
                 return failed(result, Errors.TOPIC_ALREADY_EXISTS, "topic " + topic.name() + " already exists");
             }
-            if (!validateOnly && !store.createTopic(topic.name(), settings.layout(), partitions)) {
+            if (!validateOnly && replication != null) {
+                createReplicated(topic.name(), partitions, factor);
+            } else if (!validateOnly && !store.createTopic(topic.name(), settings.layout(), partitions)) {
                 return failed(result, Errors.TOPIC_ALREADY_EXISTS, "topic " + topic.name() + " already exists");
             }
         } catch (IllegalArgumentException e) {
@@ -498,7 +576,33 @@ public final class KafkaApis implements AutoCloseable {
         } catch (RuntimeException e) {
             return failed(result, Errors.KAFKA_STORAGE_ERROR, e.getMessage());
         }
-        return result.setNumPartitions(partitions).setReplicationFactor((short) 1);
+        return result.setNumPartitions(partitions).setReplicationFactor((short) factor);
+    }
+
+    /** How long a request waits for the cluster to create a topic. */
+    private static final long CREATE_TIMEOUT_MILLIS = 30_000;
+
+    /**
+     * Creates a topic through the cluster and waits until this broker's store has it.
+     *
+     * @throws IllegalArgumentException if the cluster refused it (it exists, a bad count)
+     * @throws StoreException if the cluster did not create it in time
+     */
+    private void createReplicated(String name, int partitions, int factor) {
+        try {
+            replication.createTopic(name, partitions, factor).get(CREATE_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            if (e.getCause() instanceof IllegalArgumentException refused) {
+                throw refused;
+            }
+            throw new StoreException("the cluster did not create topic " + name + ": " + e.getCause(), e.getCause());
+        } catch (TimeoutException e) {
+            throw new StoreException("the cluster did not create topic " + name + " within "
+                    + CREATE_TIMEOUT_MILLIS + " ms", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new StoreException("interrupted creating topic " + name, e);
+        }
     }
 
     private CreatePartitionsResponseData createPartitions(CreatePartitionsRequestData request) {
@@ -509,6 +613,11 @@ public final class KafkaApis implements AutoCloseable {
             if (topic.assignments() != null && !topic.assignments().isEmpty()) {
                 result.setErrorCode(Errors.INVALID_REPLICA_ASSIGNMENT.code())
                         .setErrorMessage("manual replica assignment is not supported");
+                continue;
+            }
+            if (replication != null) {
+                result.setErrorCode(Errors.INVALID_PARTITIONS.code())
+                        .setErrorMessage("adding partitions to a replicated topic is not supported yet");
                 continue;
             }
             try {
@@ -536,7 +645,7 @@ public final class KafkaApis implements AutoCloseable {
 
     private DescribeClusterResponseData describeCluster(DescribeClusterRequestData request) {
         DescribeClusterResponseData response = new DescribeClusterResponseData().setClusterId(settings.clusterId())
-                .setControllerId(settings.nodeId()).setEndpointType(request.endpointType());
+                .setControllerId(controller()).setEndpointType(request.endpointType());
         if (request.endpointType() == 2) {
             // This listener serves brokers; Kafka answers a request for controllers the same way.
             return response.setErrorCode(Errors.MISMATCHED_ENDPOINT_TYPE.code())
@@ -547,8 +656,15 @@ public final class KafkaApis implements AutoCloseable {
                     .setErrorMessage("unknown endpoint type " + request.endpointType());
         }
         DescribeClusterBrokerCollection brokers = new DescribeClusterBrokerCollection();
-        brokers.add(new DescribeClusterBroker().setBrokerId(settings.nodeId()).setHost(settings.host())
-                .setPort(settings.port()));
+        if (replication == null) {
+            brokers.add(new DescribeClusterBroker().setBrokerId(settings.nodeId()).setHost(settings.host())
+                    .setPort(settings.port()));
+        } else {
+            for (Replication.Node node : replication.brokers()) {
+                brokers.add(new DescribeClusterBroker().setBrokerId(node.id()).setHost(node.host())
+                        .setPort(node.port()));
+            }
+        }
         return response.setBrokers(brokers);
     }
 

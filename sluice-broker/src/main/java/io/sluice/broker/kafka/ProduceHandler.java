@@ -1,5 +1,6 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.broker.Replication;
 import io.sluice.broker.metrics.BrokerMetrics;
 import io.sluice.store.AppendResult;
 import io.sluice.store.FlushMode;
@@ -10,6 +11,9 @@ import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.kafka.common.InvalidRecordException;
 import org.apache.kafka.common.errors.CorruptRecordException;
 import org.apache.kafka.common.message.ProduceRequestData;
@@ -34,12 +38,16 @@ final class ProduceHandler {
     private final ProducerStates producers;
     private final PartitionWatch watch;
     private final BrokerMetrics metrics;
+    /** The cluster this broker is one of, or null: then it appends to its store alone. */
+    private final Replication replication;
 
-    ProduceHandler(Store store, ProducerStates producers, PartitionWatch watch, BrokerMetrics metrics) {
+    ProduceHandler(Store store, ProducerStates producers, PartitionWatch watch, BrokerMetrics metrics,
+                   Replication replication) {
         this.store = store;
         this.producers = producers;
         this.watch = watch;
         this.metrics = metrics;
+        this.replication = replication;
     }
 
     /** @return the response once every partition is answered (null for acks=0) */
@@ -60,7 +68,8 @@ final class ProduceHandler {
                     fail(response, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                             "transactions are not supported by this broker");
                 } else {
-                    CompletableFuture<?> appended = produce(topic.name(), data, version, forceFor(acks), response);
+                    CompletableFuture<?> appended = produce(topic.name(), data, version, acks, request.timeoutMs(),
+                            response);
                     if (appended != null) {
                         pending.add(appended);
                     }
@@ -89,11 +98,16 @@ final class ProduceHandler {
 
     /** Appends one partition's batch; @return what completes its answer, or null if answered already */
     private CompletableFuture<?> produce(String topic, ProduceRequestData.PartitionProduceData data, short version,
-                                         boolean force, PartitionProduceResponse response) {
+                                         short acks, int timeoutMs, PartitionProduceResponse response) {
+        boolean force = forceFor(acks);
         int partition = data.index();
         int partitions = Partitions.count(store, topic);
         if (partition < 0 || partition >= partitions) {
             fail(response, Errors.UNKNOWN_TOPIC_OR_PARTITION, "no partition " + partition + " of topic " + topic);
+            return null;
+        }
+        if (replication != null && !replication.leads(topic, partition)) {
+            fail(response, Errors.NOT_LEADER_OR_FOLLOWER, "this broker does not lead " + topic + "-" + partition);
             return null;
         }
         if (!(data.records() instanceof MemoryRecords records)) {
@@ -121,6 +135,9 @@ final class ProduceHandler {
         }
         ByteBuffer bytes = records.buffer();
         int count = batch.countOrNull();
+        if (replication != null) {
+            return produceReplicated(topic, partition, batch, bytes, acks, timeoutMs, response);
+        }
         CompletableFuture<AppendResult> appended;
         long appendedAt = System.nanoTime();
         try {
@@ -154,6 +171,60 @@ final class ProduceHandler {
                 response.setBaseOffset(result.firstQueueOffset())
                         .setLogStartOffset(store.minOffset(topic, partition));
                 watch.signal(topic, partition);
+            }
+            return null;
+        });
+    }
+
+    /**
+     * A partition of a cluster: the batch goes through the partition's Raft group; acks=1 answers once this broker
+     * (the leader) stored it, acks=-1 once a majority of the replicas have it. Duplicates of an idempotent producer's
+     * batches are found from the state this leader keeps, rebuilt from the log when it became leader.
+     */
+    private CompletableFuture<?> produceReplicated(String topic, int partition, MutableRecordBatch batch,
+                                                   ByteBuffer bytes, short acks, int timeoutMs,
+                                                   PartitionProduceResponse response) {
+        byte[] copy = new byte[bytes.remaining()];
+        bytes.duplicate().get(copy);
+        long appendedAt = System.nanoTime();
+        CompletableFuture<Long> answer;
+        if (batch.hasProducerId()) {
+            Replication.PartitionView view = replication.partition(topic, partition);
+            ProducerStates.Partition state = producers.partition(topic, partition, view == null ? -1
+                    : view.leaderEpoch());
+            synchronized (state.lock) {
+                ProducerStates.Verdict verdict = state.check(batch.producerId(), batch.producerEpoch(),
+                        batch.baseSequence(), batch.lastSequence());
+                if (verdict.duplicateOf() != null) {
+                    answer = verdict.duplicateOf();
+                } else if (verdict.error() != Errors.NONE) {
+                    fail(response, verdict.error(), verdict.message());
+                    return null;
+                } else {
+                    Replication.Appended appended = replication.append(topic, partition, copy);
+                    if (!appended.committed().isCompletedExceptionally()) {
+                        state.record(batch.producerId(), batch.producerEpoch(), batch.baseSequence(),
+                                batch.lastSequence(), appended.committed());
+                    }
+                    answer = acks == 1 ? appended.stored() : appended.committed();
+                }
+            }
+        } else {
+            Replication.Appended appended = replication.append(topic, partition, copy);
+            answer = acks == 1 ? appended.stored() : appended.committed();
+        }
+        return answer.orTimeout(Math.max(1, timeoutMs), TimeUnit.MILLISECONDS).handle((offset, error) -> {
+            if (error != null) {
+                Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause()
+                        : error;
+                fail(response, cause instanceof Replication.NotLeaderException ? Errors.NOT_LEADER_OR_FOLLOWER
+                        : cause instanceof TimeoutException ? Errors.REQUEST_TIMED_OUT : Errors.KAFKA_STORAGE_ERROR,
+                        String.valueOf(cause.getMessage()));
+            } else {
+                if (metrics != null) {
+                    metrics.appendAcknowledged(System.nanoTime() - appendedAt);
+                }
+                response.setBaseOffset(offset).setLogStartOffset(store.minOffset(topic, partition));
             }
             return null;
         });

@@ -54,7 +54,18 @@ final class ProducerStates {
 
     /** @return the state of one partition, rebuilt from the log on first use */
     Partition partition(String topic, int partition) {
-        return partitions.computeIfAbsent(topic + "\u0000" + partition, k -> new Partition(topic, partition));
+        return partitions.computeIfAbsent(topic + "\u0000" + partition, k -> new Partition(topic, partition, -1));
+    }
+
+    /**
+     * @param leaderEpoch the epoch in which this broker leads the partition: a state kept from another epoch is
+     *     rebuilt from the log, which now holds what the leaders in between appended
+     * @return the state of one partition of a replicated topic
+     */
+    Partition partition(String topic, int partition, int leaderEpoch) {
+        return partitions.compute(topic + "\u0000" + partition, (key, existing) ->
+                existing != null && existing.leaderEpoch == leaderEpoch ? existing
+                        : new Partition(topic, partition, leaderEpoch));
     }
 
     /** Drops the state of every partition of a deleted topic: a topic created again starts with none. */
@@ -96,11 +107,13 @@ final class ProducerStates {
         final Object lock = new Object();
         private final String topic;
         private final int partition;
+        private final int leaderEpoch;
         private Map<Long, Producer> producers;
 
-        Partition(String topic, int partition) {
+        Partition(String topic, int partition, int leaderEpoch) {
             this.topic = topic;
             this.partition = partition;
+            this.leaderEpoch = leaderEpoch;
         }
 
         /** @return whether the batch may be appended; call under {@link #lock} */

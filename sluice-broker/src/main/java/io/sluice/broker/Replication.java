@@ -1,0 +1,93 @@
+package io.sluice.broker;
+
+import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.function.BiConsumer;
+
+/**
+ * What a broker that is one of a cluster asks of the cluster: who leads each partition, where its appends go and how
+ * far it is committed, and the topics every broker knows. Without one ({@code null}) a broker serves its own store
+ * alone. The cluster module implements it over Raft; the broker stays free of how.
+ */
+public interface Replication {
+
+    /**
+     * A broker of the cluster as clients reach it.
+     *
+     * @param id its node id
+     * @param host its client host
+     * @param port its client port
+     */
+    record Node(int id, String host, int port) {
+    }
+
+    /**
+     * A partition as this broker knows it now.
+     *
+     * @param leader the node that leads it, or -1 if none is known (an election is on)
+     * @param leaderEpoch grows with every change of leader (the Raft term)
+     * @param replicas the nodes holding a replica
+     * @param inSync the replicas known to have every committed batch
+     */
+    record PartitionView(int leader, int leaderEpoch, List<Integer> replicas, List<Integer> inSync) {
+    }
+
+    /**
+     * An append's two moments.
+     *
+     * @param stored completes with the batch's base offset once the leader stored it (acks=1)
+     * @param committed completes with it once a majority of the replicas have it (acks=all)
+     */
+    record Appended(CompletableFuture<Long> stored, CompletableFuture<Long> committed) {
+    }
+
+    /** Raised through an append's futures when this broker does not (or no longer) lead the partition. */
+    final class NotLeaderException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        /** @param message what happened */
+        public NotLeaderException(String message) {
+            super(message);
+        }
+    }
+
+    /** @return every broker of the cluster */
+    List<Node> brokers();
+
+    /** @return the node that answers for the cluster's metadata now (the controller), or -1 if none is known */
+    int controller();
+
+    /** @return the partition as known now, or null if the cluster has no such topic or partition */
+    PartitionView partition(String topic, int partition);
+
+    /** @return true if this broker leads the partition and can take appends now */
+    boolean leads(String topic, int partition);
+
+    /**
+     * Appends a Kafka record batch (v2) to a partition this broker leads. Batches of a partition must be appended one
+     * at a time (their offsets follow the order of the calls).
+     *
+     * @throws NotLeaderException through the futures if this broker does not lead it
+     */
+    Appended append(String topic, int partition, byte[] batch);
+
+    /** @return the offset below which the partition is committed (what consumers may read), as this broker knows */
+    long highWatermark(String topic, int partition);
+
+    /**
+     * Creates a topic in every broker of the cluster, each partition on {@code replicationFactor} brokers.
+     *
+     * @return completes once the cluster has it and this broker's store has it; fails with
+     *     {@link IllegalArgumentException} for a bad request (a topic that exists, too many replicas)
+     */
+    CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor);
+
+    /** @return the replication factor of a topic created without one: 3, or fewer in a smaller cluster */
+    int defaultReplicationFactor();
+
+    /**
+     * @param listener told (topic, partition) when a partition's high watermark moves or its leader changes, so
+     *     that fetches waiting for data look again
+     */
+    void onChange(BiConsumer<String, Integer> listener);
+}

@@ -1,0 +1,91 @@
+package io.sluice.cluster;
+
+import io.sluice.broker.Broker;
+import io.sluice.broker.BrokerConfig;
+import io.sluice.store.FlushMode;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import java.io.IOException;
+import java.nio.file.Path;
+
+/**
+ * One broker of a cluster: its store ({@code <dir>/store}), its Raft node ({@code <dir>/raft}) and the Kafka listener
+ * on its client port, started in that order and closed in the reverse.
+ */
+public final class ClusterBroker implements AutoCloseable {
+
+    private final Store store;
+    private final ClusterNode node;
+    private final Broker broker;
+
+    private ClusterBroker(Store store, ClusterNode node, Broker broker) {
+        this.store = store;
+        this.node = node;
+        this.broker = broker;
+    }
+
+    /**
+     * @param directory the broker's data directory
+     * @param cluster the cluster's brokers
+     * @param nodeId this broker's id among them; it listens on that node's host and client port
+     * @param storeConfig the store's configuration (its flush mode decides whether each batch is forced before its
+     *     Raft entry is written)
+     * @param brokerConfig the listener's settings; its host, port, node id are taken from the cluster
+     * @return the running broker
+     * @throws IOException if a port cannot be bound or the Raft node cannot start
+     */
+    public static ClusterBroker start(Path directory, ClusterSpec cluster, int nodeId, StoreConfig storeConfig,
+                                      BrokerConfig brokerConfig) throws IOException {
+        ClusterSpec.Node self = cluster.node(nodeId);
+        Store store = Store.open(directory.resolve("store"), storeConfig);
+        ClusterNode node = null;
+        try {
+            node = new ClusterNode(brokerConfig.clusterId(), cluster, nodeId, directory.resolve("raft"), store,
+                    storeConfig.flushMode() == FlushMode.SYNC);
+            BrokerConfig config = new BrokerConfig(self.host(), self.clientPort(), nodeId, brokerConfig.clusterId(),
+                    brokerConfig.maxRequestBytes(), brokerConfig.maxConnections(), brokerConfig.defaultPartitions(),
+                    brokerConfig.autoCreateTopics(), brokerConfig.topicLayout(), brokerConfig.metricsPort(),
+                    brokerConfig.offsetsRetentionMinutes());
+            Broker broker = Broker.start(store, config, node);
+            return new ClusterBroker(store, node, broker);
+        } catch (IOException | RuntimeException e) {
+            if (node != null) {
+                try {
+                    node.close();
+                } catch (IOException suppressed) {
+                    e.addSuppressed(suppressed);
+                }
+            }
+            store.close();
+            throw e;
+        }
+    }
+
+    /** @return the broker's Raft node */
+    public ClusterNode node() {
+        return node;
+    }
+
+    /** @return the broker's store */
+    public Store store() {
+        return store;
+    }
+
+    /** @return the port clients connect to */
+    public int port() {
+        return broker.port();
+    }
+
+    @Override
+    public void close() throws IOException {
+        try {
+            broker.close();
+        } finally {
+            try {
+                node.close();
+            } finally {
+                store.close();
+            }
+        }
+    }
+}

@@ -1,0 +1,134 @@
+package io.sluice.cluster;
+
+import java.nio.charset.StandardCharsets;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.Consumer;
+import org.apache.ratis.proto.RaftProtos.LogEntryProto;
+import org.apache.ratis.protocol.Message;
+import org.apache.ratis.server.protocol.TermIndex;
+import org.apache.ratis.statemachine.TransactionContext;
+import org.apache.ratis.statemachine.impl.BaseStateMachine;
+import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The cluster's metadata, replicated on every node by a Raft group of its own: the topics, each partition's
+ * replicas. Every node applies the same commands in the same order and acts on them ({@code onTopic}: create the
+ * topic in its store, host the Raft groups of its replicas). The Raft log is the record: a node that starts again
+ * replays it (no snapshot is taken, so the log is never purged).
+ *
+ * <p>Commands are text, one per entry: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;...} with
+ * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}.
+ */
+final class MetadataStateMachine extends BaseStateMachine {
+
+    private static final Logger LOG = LoggerFactory.getLogger(MetadataStateMachine.class);
+
+    /**
+     * A topic as the cluster knows it.
+     *
+     * @param name its name
+     * @param replicas for each partition, the node ids of its replicas
+     */
+    record Topic(String name, List<List<Integer>> replicas) {
+
+        Topic {
+            replicas = replicas.stream().map(List::copyOf).toList();
+        }
+
+        int partitions() {
+            return replicas.size();
+        }
+
+        String command() {
+            StringBuilder text = new StringBuilder("topic ").append(name).append(' ').append(replicas.size())
+                    .append(' ');
+            for (int p = 0; p < replicas.size(); p++) {
+                text.append(p == 0 ? "" : ";");
+                List<Integer> nodes = replicas.get(p);
+                for (int i = 0; i < nodes.size(); i++) {
+                    text.append(i == 0 ? "" : ",").append(nodes.get(i));
+                }
+            }
+            return text.toString();
+        }
+
+        /** @throws IllegalArgumentException if the text is not a topic command */
+        static Topic parse(String command) {
+            String[] parts = command.split(" ");
+            if (parts.length != 4 || !parts[0].equals("topic")) {
+                throw new IllegalArgumentException("not a metadata command: " + command);
+            }
+            int partitions = Integer.parseInt(parts[2]);
+            String[] lists = parts[3].split(";");
+            if (partitions < 1 || lists.length != partitions) {
+                throw new IllegalArgumentException("a topic command with " + partitions + " partitions and "
+                        + lists.length + " replica lists: " + command);
+            }
+            List<List<Integer>> replicas = new ArrayList<>();
+            for (String list : lists) {
+                List<Integer> nodes = new ArrayList<>();
+                for (String node : list.split(",")) {
+                    nodes.add(Integer.parseInt(node));
+                }
+                replicas.add(nodes);
+            }
+            return new Topic(parts[1], replicas);
+        }
+    }
+
+    private final Map<String, Topic> topics = new ConcurrentHashMap<>();
+    private final Map<String, CompletableFuture<Topic>> awaited = new ConcurrentHashMap<>();
+    private final Consumer<Topic> onTopic;
+
+    /** @param onTopic told of each topic as this node applies its creation (and again as it replays its log) */
+    MetadataStateMachine(Consumer<Topic> onTopic) {
+        this.onTopic = onTopic;
+    }
+
+    /** @return the topic, or null if the cluster has none of that name (as far as this node has applied) */
+    Topic topic(String name) {
+        return topics.get(name);
+    }
+
+    /** @return completes once this node has applied the topic's creation */
+    CompletableFuture<Topic> awaitTopic(String name) {
+        CompletableFuture<Topic> future = awaited.computeIfAbsent(name, n -> new CompletableFuture<>());
+        Topic known = topics.get(name);
+        if (known != null) {
+            future.complete(known);
+        }
+        return future;
+    }
+
+    @Override
+    public CompletableFuture<Message> applyTransaction(TransactionContext trx) {
+        LogEntryProto entry = trx.getLogEntry();
+        String command = entry.getStateMachineLogEntry().getLogData().toString(StandardCharsets.UTF_8);
+        String answer;
+        try {
+            Topic topic = Topic.parse(command);
+            if (topics.putIfAbsent(topic.name(), topic) == null) {
+                answer = "created";
+                try {
+                    onTopic.accept(topic);
+                } catch (RuntimeException e) {
+                    // The cluster has the topic; this node could not take its part (a full disk, a closed store).
+                    LOG.error("node cannot host its replicas of topic {}: {}", topic.name(), e.toString());
+                }
+            } else {
+                answer = "exists";
+            }
+            awaitTopic(topic.name()).complete(topics.get(topic.name()));
+        } catch (RuntimeException e) {
+            answer = "refused " + e.getMessage();
+        }
+        updateLastAppliedTermIndex(TermIndex.valueOf(entry));
+        return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(answer)));
+    }
+}

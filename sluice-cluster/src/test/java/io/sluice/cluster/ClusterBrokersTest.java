@@ -1,0 +1,174 @@
+package io.sluice.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.broker.BrokerConfig;
+import io.sluice.store.FlushMode;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.WritePath;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.TopicDescription;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Three brokers of one cluster in this JVM, each with its store, Raft node and Kafka listener on 127.0.0.1, serve stock
+ * Kafka clients: a topic created through one is known to all with replication factor 3, each partition led by one
+ * broker; an idempotent acks=all producer's records are all read back once, in order, also after the broker leading a
+ * partition is stopped and the producer moved to the new leader by itself.
+ */
+class ClusterBrokersTest {
+
+    @TempDir
+    Path dir;
+
+    private ClusterSpec cluster;
+    private final ClusterBroker[] brokers = new ClusterBroker[4];
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    private void start(int id) throws IOException {
+        StoreConfig store = StoreConfig.builder().writePath(WritePath.CHANNEL).flushMode(FlushMode.ASYNC).build();
+        brokers[id] = ClusterBroker.start(dir.resolve("b" + id), cluster, id, store, BrokerConfig.defaults());
+    }
+
+    private void stop(int id) throws IOException {
+        if (brokers[id] != null) {
+            brokers[id].close();
+            brokers[id] = null;
+        }
+    }
+
+    @AfterEach
+    void stopAll() throws IOException {
+        for (int id = 1; id <= 3; id++) {
+            stop(id);
+        }
+    }
+
+    private String bootstrap() {
+        StringBuilder servers = new StringBuilder();
+        for (ClusterSpec.Node node : cluster.nodes()) {
+            servers.append(servers.isEmpty() ? "" : ",").append("127.0.0.1:").append(node.clientPort());
+        }
+        return servers.toString();
+    }
+
+    @Test
+    void stockClientsProduceAndConsumeThroughALeaderFailover() throws Exception {
+        StringBuilder text = new StringBuilder();
+        for (int id = 1; id <= 3; id++) {
+            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(freePort()).append('/')
+                    .append(freePort());
+        }
+        cluster = ClusterSpec.parse(text.toString());
+        for (int id = 1; id <= 3; id++) {
+            start(id);
+        }
+        Properties adminProperties = new Properties();
+        adminProperties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        try (Admin admin = Admin.create(adminProperties)) {
+            admin.createTopics(List.of(new NewTopic("orders", 3, (short) 3))).all().get(60, TimeUnit.SECONDS);
+            TopicDescription description = admin.describeTopics(List.of("orders")).allTopicNames()
+                    .get(30, TimeUnit.SECONDS).get("orders");
+            assertThat(description.partitions()).hasSize(3);
+            for (TopicPartitionInfo partition : description.partitions()) {
+                assertThat(partition.replicas()).hasSize(3);
+            }
+        }
+
+        Properties producerProperties = new Properties();
+        producerProperties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        producerProperties.put(ProducerConfig.ACKS_CONFIG, "all");
+        producerProperties.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+        producerProperties.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+        producerProperties.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120_000);
+        Map<Integer, List<String>> sent = new HashMap<>();
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProperties,
+                new ByteArraySerializer(), new ByteArraySerializer())) {
+            send(producer, sent, 0, 3_000);
+            // Stop the broker leading partition 0.
+            int leader = -1;
+            for (int id = 1; id <= 3; id++) {
+                if (brokers[id].node().leads("orders", 0)) {
+                    leader = id;
+                }
+            }
+            assertThat(leader).as("a leader of orders-0").isPositive();
+            stop(leader);
+            send(producer, sent, 3_000, 6_000);
+        }
+
+        Properties consumerProperties = new Properties();
+        consumerProperties.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        consumerProperties.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProperties,
+                new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            List<TopicPartition> partitions = List.of(new TopicPartition("orders", 0),
+                    new TopicPartition("orders", 1), new TopicPartition("orders", 2));
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            Map<Integer, List<String>> read = new HashMap<>();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            int total = 0;
+            while (total < 6_000 && System.nanoTime() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+                    read.computeIfAbsent(record.partition(), p -> new ArrayList<>())
+                            .add(new String(record.value(), StandardCharsets.UTF_8));
+                    total++;
+                }
+            }
+            for (int p = 0; p < 3; p++) {
+                assertThat(read.getOrDefault(p, List.of())).as("partition %d: every record once, in order", p)
+                        .isEqualTo(sent.getOrDefault(p, List.of()));
+            }
+        }
+    }
+
+    private static void send(KafkaProducer<byte[], byte[]> producer, Map<Integer, List<String>> sent, int from, int to)
+            throws Exception {
+        List<Future<RecordMetadata>> futures = new ArrayList<>();
+        List<String> values = new ArrayList<>();
+        for (int i = from; i < to; i++) {
+            String value = "record-" + i;
+            values.add(value);
+            futures.add(producer.send(new ProducerRecord<>("orders", null,
+                    ("k" + i).getBytes(StandardCharsets.UTF_8), value.getBytes(StandardCharsets.UTF_8))));
+        }
+        for (int i = 0; i < futures.size(); i++) {
+            RecordMetadata metadata = futures.get(i).get(120, TimeUnit.SECONDS);
+            sent.computeIfAbsent(metadata.partition(), p -> new ArrayList<>()).add(values.get(i));
+        }
+    }
+}
