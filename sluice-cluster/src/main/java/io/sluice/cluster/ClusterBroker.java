@@ -61,6 +61,46 @@ public final class ClusterBroker implements AutoCloseable {
         }
     }
 
+    /**
+     * Runs one broker until the process is stopped (SIGTERM closes it cleanly; SIGKILL is a crash), printing
+     * {@code ready <node> <port>} once it serves. For tests and scripts; {@code sluice broker --cluster} is the
+     * command line's way.
+     *
+     * @param args data directory, cluster string, node id, cluster id, flush ({@code sync} or {@code async})
+     */
+    public static void main(String[] args) throws Exception {
+        if (args.length != 5) {
+            System.err.println("usage: ClusterBroker <dir> <cluster> <node id> <cluster id> <sync|async>");
+            System.exit(2);
+        }
+        ClusterSpec cluster = ClusterSpec.parse(args[1]);
+        int nodeId = Integer.parseInt(args[2]);
+        FlushMode flush = FlushMode.valueOf(args[4].toUpperCase(java.util.Locale.ROOT));
+        StoreConfig.Builder store = StoreConfig.builder().flushMode(flush);
+        if (flush == FlushMode.ASYNC) {
+            store = Broker.asyncFlushing(store.writePath(Broker.ASYNC_WRITE_PATH));
+        }
+        BrokerConfig defaults = BrokerConfig.defaults();
+        BrokerConfig config = new BrokerConfig(defaults.host(), defaults.port(), nodeId, args[3],
+                defaults.maxRequestBytes(), defaults.maxConnections(), defaults.defaultPartitions(),
+                defaults.autoCreateTopics(), defaults.topicLayout(), defaults.metricsPort(),
+                defaults.offsetsRetentionMinutes());
+        ClusterBroker broker = start(Path.of(args[0]), cluster, nodeId, store.build(), config);
+        java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
+        Runtime.getRuntime().addShutdownHook(new Thread(() -> {
+            try {
+                broker.close();
+            } catch (IOException | RuntimeException e) {
+                System.err.println("closing broker " + nodeId + " failed: " + e);
+            } finally {
+                stopped.countDown();
+            }
+        }));
+        System.out.println("ready " + nodeId + " " + broker.port());
+        System.out.flush();
+        stopped.await();
+    }
+
     /** @return the broker's Raft node */
     public ClusterNode node() {
         return node;

@@ -1,0 +1,296 @@
+package io.sluice.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.store.ReadResult;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.StoredMessage;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.Random;
+import java.util.Set;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.Node;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Three brokers in three processes on 127.0.0.1, an idempotent acks=all kafka-clients producer under load, and
+ * rounds of SIGKILL of one broker (the leader of partition 0 in every other round, a random one otherwise) and its
+ * restart. Afterwards every acknowledged record is present exactly once, at the offset it was acknowledged with, no
+ * record is stored twice, and the three replicas hold the same batches, byte for byte.
+ * {@code -Dsluice.cluster.rounds} sets the rounds (20 by default).
+ */
+class ClusterKillRoundsTest {
+
+    private static final String TOPIC = "k";
+    private static final int PARTITIONS = 3;
+
+    @TempDir
+    Path dir;
+
+    private ClusterSpec cluster;
+    private final Process[] processes = new Process[4];
+    private final AtomicInteger starts = new AtomicInteger();
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    private void start(int id) throws Exception {
+        Path log = dir.resolve("broker-" + id + "-" + starts.incrementAndGet() + ".log");
+        String java = ProcessHandle.current().info().command().orElse("java");
+        ProcessBuilder builder = new ProcessBuilder(java, "-Xmx384m", "-XX:+UseSerialGC",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "-cp", System.getProperty("java.class.path"), ClusterBroker.class.getName(),
+                dir.resolve("node-" + id).toString(), cluster.toString(), Integer.toString(id), "kill-rounds", "async")
+                .redirectErrorStream(true).redirectOutput(log.toFile());
+        processes[id] = builder.start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!Files.readString(log).contains("ready " + id)) {
+            if (!processes[id].isAlive() || System.nanoTime() > deadline) {
+                throw new AssertionError("broker " + id + " did not start:\n" + Files.readString(log));
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    private void kill(int id) throws InterruptedException {
+        processes[id].destroyForcibly(); // SIGKILL
+        processes[id].waitFor(30, TimeUnit.SECONDS);
+    }
+
+    @AfterEach
+    void stopAll() throws InterruptedException {
+        for (Process process : processes) {
+            if (process != null && process.isAlive()) {
+                process.destroyForcibly();
+                process.waitFor(30, TimeUnit.SECONDS);
+            }
+        }
+    }
+
+    private String bootstrap() {
+        StringBuilder servers = new StringBuilder();
+        for (ClusterSpec.Node node : cluster.nodes()) {
+            servers.append(servers.isEmpty() ? "" : ",").append("127.0.0.1:").append(node.clientPort());
+        }
+        return servers.toString();
+    }
+
+    /** One acknowledged record: where it went. */
+    private record Acked(int partition, long offset) {
+    }
+
+    @Test
+    void everyAcknowledgedRecordSurvivesRoundsOfSigkillExactlyOnceAndTheReplicasAgree() throws Exception {
+        int rounds = Integer.getInteger("sluice.cluster.rounds", 20);
+        StringBuilder text = new StringBuilder();
+        for (int id = 1; id <= 3; id++) {
+            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(freePort()).append('/')
+                    .append(freePort());
+        }
+        cluster = ClusterSpec.parse(text.toString());
+        for (int id = 1; id <= 3; id++) {
+            start(id);
+        }
+        Properties adminProperties = new Properties();
+        adminProperties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        Map<String, Acked> acked = new ConcurrentHashMap<>();
+        AtomicReference<Exception> failed = new AtomicReference<>();
+        AtomicBoolean stop = new AtomicBoolean();
+        AtomicInteger sent = new AtomicInteger();
+        Random random = new Random(42);
+        int leaderKills = 0;
+        try (Admin admin = Admin.create(adminProperties)) {
+            admin.createTopics(List.of(new NewTopic(TOPIC, PARTITIONS, (short) 3))).all().get(60, TimeUnit.SECONDS);
+            Thread producerThread = Thread.ofPlatform().name("kill-rounds-producer").start(() ->
+                    produce(acked, failed, stop, sent));
+            for (int round = 0; round < rounds; round++) {
+                Thread.sleep(500);
+                int victim = round % 2 == 0 ? leaderOfPartition0(admin) : 1 + random.nextInt(3);
+                leaderKills += round % 2 == 0 ? 1 : 0;
+                kill(victim);
+                Thread.sleep(100 + random.nextInt(400));
+                start(victim);
+            }
+            Thread.sleep(2_000);
+            stop.set(true);
+            producerThread.join(180_000);
+        }
+        assertThat(failed.get()).as("the producer's failure").isNull();
+        assertThat(leaderKills).as("rounds that killed partition 0's leader").isGreaterThanOrEqualTo(rounds / 2);
+        assertThat(acked).as("acknowledged records").hasSizeGreaterThan(1_000);
+
+        // Every record read back from the leaders: acknowledged ones at their offsets, none stored twice.
+        Map<Integer, List<ConsumerRecord<byte[], byte[]>>> read = readAll();
+        Set<String> seen = new HashSet<>();
+        Map<String, Acked> found = new HashMap<>();
+        for (var entry : read.entrySet()) {
+            for (ConsumerRecord<byte[], byte[]> record : entry.getValue()) {
+                String value = new String(record.value(), StandardCharsets.UTF_8);
+                assertThat(seen.add(value)).as("record %s stored once", value).isTrue();
+                found.put(value, new Acked(record.partition(), record.offset()));
+            }
+        }
+        for (var entry : acked.entrySet()) {
+            assertThat(found.get(entry.getKey())).as("acknowledged record %s", entry.getKey())
+                    .isEqualTo(entry.getValue());
+        }
+
+        // Idle for the followers to catch up, then a clean stop; the replicas must hold the same batches.
+        Thread.sleep(3_000);
+        for (int id = 1; id <= 3; id++) {
+            processes[id].destroy(); // SIGTERM: a clean close
+        }
+        for (int id = 1; id <= 3; id++) {
+            assertThat(processes[id].waitFor(60, TimeUnit.SECONDS)).as("broker %d stopped", id).isTrue();
+        }
+        for (int p = 0; p < PARTITIONS; p++) {
+            List<byte[]> first = batches(1, p);
+            assertThat(first).as("partition %d on node 1", p).isNotEmpty();
+            for (int id = 2; id <= 3; id++) {
+                List<byte[]> other = batches(id, p);
+                assertThat(other).as("partition %d: node %d's batches against node 1's", p, id)
+                        .hasSameSizeAs(first);
+                for (int i = 0; i < first.size(); i++) {
+                    assertThat(other.get(i)).as("partition %d batch %d on node %d", p, i, id).isEqualTo(first.get(i));
+                }
+            }
+        }
+        System.out.printf("kill rounds: %d rounds (%d of partition 0's leader), %d records sent, %d acknowledged%n",
+                rounds, leaderKills, sent.get(), acked.size());
+    }
+
+    /** @return the node leading partition 0, once one is known (an election may be on after the last restart) */
+    private static int leaderOfPartition0(Admin admin) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (true) {
+            Node leader = admin.describeTopics(List.of(TOPIC)).allTopicNames().get(30, TimeUnit.SECONDS).get(TOPIC)
+                    .partitions().getFirst().leader();
+            if (leader != null && leader.id() >= 1) {
+                return leader.id();
+            }
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("no leader of partition 0 within 30 s");
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    private void produce(Map<String, Acked> acked, AtomicReference<Exception> failed, AtomicBoolean stop,
+                         AtomicInteger sent) {
+        Properties properties = new Properties();
+        properties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        properties.put(ProducerConfig.ACKS_CONFIG, "all");
+        properties.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+        properties.put(ProducerConfig.LINGER_MS_CONFIG, 2);
+        properties.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 300_000);
+        properties.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
+        properties.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, 50);
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(properties, new ByteArraySerializer(),
+                new ByteArraySerializer())) {
+            for (int n = 0; !stop.get(); n++) {
+                String value = "v-" + n;
+                producer.send(new ProducerRecord<>(TOPIC, null, ("k" + n).getBytes(StandardCharsets.UTF_8),
+                        value.getBytes(StandardCharsets.UTF_8)), (metadata, error) -> {
+                            if (error != null) {
+                                failed.compareAndSet(null, error);
+                            } else {
+                                Acked previous = acked.put(value, new Acked(metadata.partition(), metadata.offset()));
+                                if (previous != null) {
+                                    failed.compareAndSet(null, new IllegalStateException(value
+                                            + " acknowledged twice"));
+                                }
+                            }
+                        });
+                sent.incrementAndGet();
+                if (n % 200 == 0) {
+                    Thread.sleep(20);
+                }
+            }
+            producer.flush();
+        } catch (Exception e) {
+            failed.compareAndSet(null, e);
+        }
+    }
+
+    private Map<Integer, List<ConsumerRecord<byte[], byte[]>>> readAll() {
+        Properties properties = new Properties();
+        properties.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        Map<Integer, List<ConsumerRecord<byte[], byte[]>>> read = new HashMap<>();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(properties, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            List<TopicPartition> partitions = new ArrayList<>();
+            for (int p = 0; p < PARTITIONS; p++) {
+                partitions.add(new TopicPartition(TOPIC, p));
+            }
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            Map<TopicPartition, Long> ends = consumer.endOffsets(partitions);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+            while (System.nanoTime() < deadline) {
+                boolean done = true;
+                for (TopicPartition partition : partitions) {
+                    done &= consumer.position(partition) >= ends.get(partition);
+                }
+                if (done) {
+                    break;
+                }
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+                    read.computeIfAbsent(record.partition(), p -> new ArrayList<>()).add(record);
+                }
+            }
+        }
+        return read;
+    }
+
+    /** @return the batches of a partition in a stopped node's store, in order */
+    private List<byte[]> batches(int id, int partition) {
+        List<byte[]> all = new ArrayList<>();
+        try (Store store = Store.openReadOnly(dir.resolve("node-" + id).resolve("store"),
+                StoreConfig.builder().build())) {
+            long offset = store.minOffset(TOPIC, partition);
+            while (offset < store.maxOffset(TOPIC, partition)) {
+                try (ReadResult result = store.read(TOPIC, partition, offset, 500, 8 << 20)) {
+                    for (StoredMessage message : result.messages()) {
+                        all.add(message.bodyBytes());
+                    }
+                    offset = result.nextOffset();
+                }
+            }
+        }
+        return all;
+    }
+}
