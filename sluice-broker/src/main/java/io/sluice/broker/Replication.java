@@ -51,6 +51,9 @@ public interface Replication {
         }
     }
 
+    /** @return this broker's node id */
+    int self();
+
     /** @return every broker of the cluster */
     List<Node> brokers();
 
@@ -81,6 +84,26 @@ public interface Replication {
      *     {@link IllegalArgumentException} for a bad request (a topic that exists, too many replicas)
      */
     CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor);
+
+    /**
+     * A group's committed offset of one partition.
+     *
+     * @param topic the topic
+     * @param partition the partition
+     * @param offset the next offset the group reads
+     */
+    record CommittedOffset(String topic, int partition, long offset) {
+    }
+
+    /**
+     * Commits a consumer group's offsets in every broker of the cluster (each keeps them as its store's consumer
+     * positions), so that they survive the coordinator. The group coordinator of every group is the
+     * {@link #controller()}.
+     *
+     * @param group the group's store name
+     * @return completes once the cluster has them and this broker's store has them
+     */
+    CompletableFuture<Void> commitOffsets(String group, List<CommittedOffset> offsets);
 
     /** @return the replication factor of a topic created without one: 3, or fewer in a smaller cluster */
     int defaultReplicationFactor();

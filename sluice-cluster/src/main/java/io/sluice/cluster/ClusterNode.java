@@ -109,7 +109,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.force = force;
         this.metadataGroupId = RaftGroupId.valueOf(UUID.nameUUIDFromBytes((clusterId + "\u0000metadata")
                 .getBytes(StandardCharsets.UTF_8)));
-        this.metadata = new MetadataStateMachine(this::onTopic);
+        this.metadata = new MetadataStateMachine(this::onTopic, this::onOffsets);
         // The partition groups found in the Raft directory start with the server: name them before it starts. The
         // store has every topic this node took part in (created before its groups are).
         store.declaredTopics().forEach((topic, count) -> {
@@ -225,6 +225,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
     }
 
+    /** The metadata committed a group's offsets: this node's store keeps them as consumer positions. */
+    private void onOffsets(MetadataStateMachine.Offsets offsets) {
+        for (CommittedOffset offset : offsets.offsets()) {
+            store.commitOffset(offsets.group(), offset.topic(), offset.partition(), offset.offset());
+        }
+    }
+
     /**
      * Makes this node a replica of a partition: creates its Raft group here if the node does not host it yet.
      * Every replica's node must be told (each adds the group on its own server); the metadata does so.
@@ -268,6 +275,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
         } catch (IOException e) {
             return null;
         }
+    }
+
+    @Override
+    public int self() {
+        return self.id();
     }
 
     @Override
@@ -373,6 +385,24 @@ public final class ClusterNode implements Replication, AutoCloseable {
             }
             return metadata.awaitTopic(topic).thenApply(created -> null);
         });
+    }
+
+    @Override
+    public CompletableFuture<Void> commitOffsets(String group, List<CommittedOffset> offsets) {
+        if (offsets.isEmpty()) {
+            return CompletableFuture.completedFuture(null);
+        }
+        // The coordinator (the metadata leader) applies a commit before its reply comes: its store has the offsets
+        // once this completes, and every other node's soon after.
+        return metadataClient.async().send(Message.valueOf(new MetadataStateMachine.Offsets(group, offsets).command()))
+                .thenCompose(reply -> {
+                    if (!reply.isSuccess()) {
+                        return CompletableFuture.failedFuture(reply.getException());
+                    }
+                    String answer = reply.getMessage().getContent().toStringUtf8();
+                    return answer.equals("committed") ? CompletableFuture.completedFuture(null)
+                            : CompletableFuture.failedFuture(new IllegalArgumentException(answer));
+                });
     }
 
     @Override

@@ -18,12 +18,13 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The cluster's metadata, replicated on every node by a Raft group of its own: the topics, each partition's
- * replicas. Every node applies the same commands in the same order and acts on them ({@code onTopic}: create the
+ * replicas, the consumer groups' committed offsets. Every node applies the same commands in the same order and acts on them ({@code onTopic}: create the
  * topic in its store, host the Raft groups of its replicas). The Raft log is the record: a node that starts again
  * replays it (no snapshot is taken, so the log is never purged).
  *
  * <p>Commands are text, one per entry: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;...} with
- * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}.
+ * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}; and a consumer group's committed
+ * offsets, {@code offsets <group> <topic>:<partition>=<offset>;...}, which every node keeps in its store.
  */
 final class MetadataStateMachine extends BaseStateMachine {
 
@@ -82,13 +83,56 @@ final class MetadataStateMachine extends BaseStateMachine {
         }
     }
 
+    /**
+     * A consumer group's committed offsets.
+     *
+     * @param group the group's store name
+     * @param offsets the partitions' next offsets
+     */
+    record Offsets(String group, List<io.sluice.broker.Replication.CommittedOffset> offsets) {
+
+        String command() {
+            StringBuilder text = new StringBuilder("offsets ").append(group).append(' ');
+            for (int i = 0; i < offsets.size(); i++) {
+                var offset = offsets.get(i);
+                text.append(i == 0 ? "" : ";").append(offset.topic()).append(':').append(offset.partition())
+                        .append('=').append(offset.offset());
+            }
+            return text.toString();
+        }
+
+        /** @throws IllegalArgumentException if the text is not an offsets command */
+        static Offsets parse(String command) {
+            String[] parts = command.split(" ");
+            if (parts.length != 3 || !parts[0].equals("offsets")) {
+                throw new IllegalArgumentException("not an offsets command: " + command);
+            }
+            List<io.sluice.broker.Replication.CommittedOffset> offsets = new ArrayList<>();
+            for (String item : parts[2].split(";")) {
+                int colon = item.lastIndexOf(':');
+                int equals = item.lastIndexOf('=');
+                if (colon <= 0 || equals < colon) {
+                    throw new IllegalArgumentException("not a committed offset: " + item);
+                }
+                offsets.add(new io.sluice.broker.Replication.CommittedOffset(item.substring(0, colon),
+                        Integer.parseInt(item.substring(colon + 1, equals)), Long.parseLong(item.substring(equals + 1))));
+            }
+            return new Offsets(parts[1], offsets);
+        }
+    }
+
     private final Map<String, Topic> topics = new ConcurrentHashMap<>();
     private final Map<String, CompletableFuture<Topic>> awaited = new ConcurrentHashMap<>();
     private final Consumer<Topic> onTopic;
+    private final Consumer<Offsets> onOffsets;
 
-    /** @param onTopic told of each topic as this node applies its creation (and again as it replays its log) */
-    MetadataStateMachine(Consumer<Topic> onTopic) {
+    /**
+     * @param onTopic told of each topic as this node applies its creation (and again as it replays its log)
+     * @param onOffsets told of each group's offsets commit as this node applies it
+     */
+    MetadataStateMachine(Consumer<Topic> onTopic, Consumer<Offsets> onOffsets) {
         this.onTopic = onTopic;
+        this.onOffsets = onOffsets;
     }
 
     /** @return the topic, or null if the cluster has none of that name (as far as this node has applied) */
@@ -111,6 +155,16 @@ final class MetadataStateMachine extends BaseStateMachine {
         LogEntryProto entry = trx.getLogEntry();
         String command = entry.getStateMachineLogEntry().getLogData().toString(StandardCharsets.UTF_8);
         String answer;
+        if (command.startsWith("offsets ")) {
+            try {
+                onOffsets.accept(Offsets.parse(command));
+                answer = "committed";
+            } catch (RuntimeException e) {
+                answer = "refused " + e.getMessage();
+            }
+            updateLastAppliedTermIndex(TermIndex.valueOf(entry));
+            return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(answer)));
+        }
         try {
             Topic topic = Topic.parse(command);
             if (topics.putIfAbsent(topic.name(), topic) == null) {

@@ -156,6 +156,95 @@ class ClusterBrokersTest {
         }
     }
 
+    /**
+     * A consumer group commits, the broker coordinating it (the controller) is stopped, and the group's next member
+     * starts at exactly the committed offsets, from the new coordinator, and reads the rest: at-least-once, with
+     * committed offsets honoured.
+     */
+    @Test
+    void committedGroupOffsetsOutliveTheirCoordinator() throws Exception {
+        StringBuilder text = new StringBuilder();
+        for (int id = 1; id <= 3; id++) {
+            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(freePort()).append('/')
+                    .append(freePort());
+        }
+        cluster = ClusterSpec.parse(text.toString());
+        for (int id = 1; id <= 3; id++) {
+            start(id);
+        }
+        Properties adminProperties = new Properties();
+        adminProperties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        try (Admin admin = Admin.create(adminProperties)) {
+            admin.createTopics(List.of(new NewTopic("events", 3, (short) 3))).all().get(60, TimeUnit.SECONDS);
+        }
+        Properties producerProperties = new Properties();
+        producerProperties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        producerProperties.put(ProducerConfig.ACKS_CONFIG, "all");
+        List<String> all = new ArrayList<>();
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProperties,
+                new ByteArraySerializer(), new ByteArraySerializer())) {
+            List<Future<RecordMetadata>> futures = new ArrayList<>();
+            for (int i = 0; i < 3_000; i++) {
+                all.add("e-" + i);
+                futures.add(producer.send(new ProducerRecord<>("events", ("e-" + i).getBytes(StandardCharsets.UTF_8))));
+            }
+            for (Future<RecordMetadata> future : futures) {
+                future.get(60, TimeUnit.SECONDS);
+            }
+        }
+
+        Properties consumerProperties = new Properties();
+        consumerProperties.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        consumerProperties.put(ConsumerConfig.GROUP_ID_CONFIG, "g");
+        consumerProperties.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        consumerProperties.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        consumerProperties.put(ConsumerConfig.MAX_POLL_RECORDS_CONFIG, 100);
+        List<String> before = new ArrayList<>();
+        Map<TopicPartition, Long> committed = new HashMap<>();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProperties,
+                new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            consumer.subscribe(List.of("events"));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (before.size() < 1_500 && System.nanoTime() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+                    before.add(new String(record.value(), StandardCharsets.UTF_8));
+                }
+            }
+            consumer.commitSync(Duration.ofSeconds(30));
+            for (TopicPartition partition : consumer.assignment()) {
+                committed.put(partition, consumer.position(partition));
+            }
+        }
+        assertThat(before).hasSizeGreaterThanOrEqualTo(1_500);
+
+        int coordinator;
+        try (Admin admin = Admin.create(adminProperties)) {
+            coordinator = admin.describeCluster().controller().get(30, TimeUnit.SECONDS).id();
+        }
+        stop(coordinator);
+
+        List<String> after = new ArrayList<>();
+        Map<TopicPartition, Long> firstRead = new HashMap<>();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProperties,
+                new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            consumer.subscribe(List.of("events"));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+            while (before.size() + after.size() < all.size() && System.nanoTime() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+                    firstRead.putIfAbsent(new TopicPartition(record.topic(), record.partition()), record.offset());
+                    after.add(new String(record.value(), StandardCharsets.UTF_8));
+                }
+            }
+        }
+        for (Map.Entry<TopicPartition, Long> first : firstRead.entrySet()) {
+            assertThat(first.getValue()).as("first offset read from %s after the coordinator moved", first.getKey())
+                    .isEqualTo(committed.getOrDefault(first.getKey(), 0L));
+        }
+        List<String> union = new ArrayList<>(before);
+        union.addAll(after);
+        assertThat(union).as("every record once: nothing read again, nothing skipped").containsExactlyInAnyOrderElementsOf(all);
+    }
+
     private static void send(KafkaProducer<byte[], byte[]> producer, Map<Integer, List<String>> sent, int from, int to)
             throws Exception {
         List<Future<RecordMetadata>> futures = new ArrayList<>();

@@ -1,5 +1,6 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.broker.Replication;
 import io.sluice.store.ConsumerPosition;
 import io.sluice.store.Store;
 import java.util.ArrayList;
@@ -12,7 +13,9 @@ import java.util.Set;
 import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.kafka.common.message.DeleteGroupsRequestData;
 import org.apache.kafka.common.message.DeleteGroupsResponseData;
 import org.apache.kafka.common.message.DescribeGroupsRequestData;
@@ -38,7 +41,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The consumer-group APIs: this broker coordinates every group (FindCoordinator names it), membership is the
+ * The consumer-group APIs: this broker coordinates every group (FindCoordinator names it; in a cluster the controller
+ * does, and the others answer NOT_COORDINATOR), membership is the
  * {@link GroupCoordinator}'s, and committed offsets are the store's consumer positions, so that the store's
  * consumer-aware retention keeps what a group has not read. A group id is kept under its store name
  * ({@link GroupNames}). Positions are saved with the store's checkpoints and at close: after a crash a group may
@@ -55,32 +59,67 @@ final class GroupApis {
     private final Store store;
     private final GroupCoordinator coordinator;
     private final KafkaApis.Settings settings;
+    /**
+     * The cluster this broker is one of, or null. In a cluster the controller coordinates every group, and committed
+     * offsets are kept by every broker (so that they outlive the coordinator).
+     */
+    private final Replication replication;
     /** When this broker started, store clock: offsets expire no sooner than a retention after it. */
     private final long startedMillis;
 
-    GroupApis(Store store, GroupCoordinator coordinator, KafkaApis.Settings settings) {
+    GroupApis(Store store, GroupCoordinator coordinator, KafkaApis.Settings settings, Replication replication) {
         this.store = store;
         this.coordinator = coordinator;
         this.settings = settings;
+        this.replication = replication;
         this.startedMillis = store.config().clock().millis();
+    }
+
+    /**
+     * @return NONE if this broker coordinates groups: always alone; in a cluster if it is the controller, else
+     *     NOT_COORDINATOR (COORDINATOR_NOT_AVAILABLE while none is known), which sends clients to find it again
+     */
+    private Errors coordination() {
+        if (replication == null) {
+            return Errors.NONE;
+        }
+        int controller = replication.controller();
+        return controller < 0 ? Errors.COORDINATOR_NOT_AVAILABLE
+                : controller == settings.nodeId() ? Errors.NONE : Errors.NOT_COORDINATOR;
+    }
+
+    /** @return the broker coordinating every group: this one alone, the controller in a cluster; null if none */
+    private Replication.Node coordinatorNode() {
+        if (replication == null) {
+            return new Replication.Node(settings.nodeId(), settings.host(), settings.port());
+        }
+        int controller = replication.controller();
+        return replication.brokers().stream().filter(node -> node.id() == controller).findFirst().orElse(null);
     }
 
     FindCoordinatorResponseData findCoordinator(FindCoordinatorRequestData request, short version) {
         FindCoordinatorResponseData response = new FindCoordinatorResponseData();
+        Replication.Node node = coordinatorNode();
         if (version < 4) {
             Errors error = coordinatorError(request.key(), request.keyType());
+            if (error == Errors.NONE && node == null) {
+                error = Errors.COORDINATOR_NOT_AVAILABLE;
+            }
             return error == Errors.NONE
-                    ? response.setNodeId(settings.nodeId()).setHost(settings.host()).setPort(settings.port())
+                    ? response.setNodeId(node.id()).setHost(node.host()).setPort(node.port())
                     : response.setErrorCode(error.code()).setErrorMessage(error.message()).setNodeId(-1).setHost("")
                             .setPort(-1);
         }
         List<FindCoordinatorResponseData.Coordinator> coordinators = new ArrayList<>();
         for (String key : request.coordinatorKeys()) {
             Errors error = coordinatorError(key, request.keyType());
+            if (error == Errors.NONE && node == null) {
+                error = Errors.COORDINATOR_NOT_AVAILABLE;
+            }
             FindCoordinatorResponseData.Coordinator coordinator = new FindCoordinatorResponseData.Coordinator()
                     .setKey(key);
             coordinators.add(error == Errors.NONE
-                    ? coordinator.setNodeId(settings.nodeId()).setHost(settings.host()).setPort(settings.port())
+                    ? coordinator.setNodeId(node.id()).setHost(node.host()).setPort(node.port())
                     : coordinator.setErrorCode(error.code()).setErrorMessage(error.message()).setNodeId(-1)
                             .setHost("").setPort(-1));
         }
@@ -96,24 +135,38 @@ final class GroupApis {
     }
 
     CompletableFuture<JoinGroupResponseData> join(JoinGroupRequestData request, short version, String clientId) {
-        if (GroupNames.toStore(request.groupId()) == null) {
+        Errors error = GroupNames.toStore(request.groupId()) == null ? Errors.INVALID_GROUP_ID : coordination();
+        if (error != Errors.NONE) {
             return CompletableFuture.completedFuture(new JoinGroupResponseData()
-                    .setErrorCode(Errors.INVALID_GROUP_ID.code()).setGenerationId(-1).setMemberId(request.memberId())
+                    .setErrorCode(error.code()).setGenerationId(-1).setMemberId(request.memberId())
                     .setLeader("").setProtocolName(version >= 7 ? null : ""));
         }
         return coordinator.join(request, version, clientId, "/127.0.0.1");
     }
 
     CompletableFuture<SyncGroupResponseData> sync(SyncGroupRequestData request) {
+        Errors error = coordination();
+        if (error != Errors.NONE) {
+            return CompletableFuture.completedFuture(new SyncGroupResponseData().setErrorCode(error.code())
+                    .setAssignment(new byte[0]));
+        }
         return coordinator.sync(request);
     }
 
     HeartbeatResponseData heartbeat(HeartbeatRequestData request) {
+        Errors error = coordination();
+        if (error != Errors.NONE) {
+            return new HeartbeatResponseData().setErrorCode(error.code());
+        }
         return new HeartbeatResponseData().setErrorCode(coordinator.heartbeat(request.groupId(), request.memberId(),
                 request.groupInstanceId(), request.generationId()).code());
     }
 
     LeaveGroupResponseData leave(LeaveGroupRequestData request, short version) {
+        Errors error = coordination();
+        if (error != Errors.NONE) {
+            return new LeaveGroupResponseData().setErrorCode(error.code());
+        }
         if (version < 3) {
             return new LeaveGroupResponseData().setErrorCode(
                     coordinator.leave(request.groupId(), request.memberId(), null).code());
@@ -130,9 +183,13 @@ final class GroupApis {
 
     OffsetCommitResponseData commit(OffsetCommitRequestData request) {
         String group = GroupNames.toStore(request.groupId());
-        Errors groupError = group == null ? Errors.INVALID_GROUP_ID
-                : coordinator.checkCommit(request.groupId(), request.memberId(), request.groupInstanceId(),
-                        request.generationIdOrMemberEpoch());
+        Errors groupError = group == null ? Errors.INVALID_GROUP_ID : coordination();
+        if (groupError == Errors.NONE) {
+            groupError = coordinator.checkCommit(request.groupId(), request.memberId(), request.groupInstanceId(),
+                    request.generationIdOrMemberEpoch());
+        }
+        List<Replication.CommittedOffset> replicated = new ArrayList<>();
+        List<OffsetCommitResponseData.OffsetCommitResponsePartition> pending = new ArrayList<>();
         List<OffsetCommitResponseData.OffsetCommitResponseTopic> topics = new ArrayList<>();
         for (OffsetCommitRequestData.OffsetCommitRequestTopic topic : request.topics()) {
             List<OffsetCommitResponseData.OffsetCommitResponsePartition> partitions = new ArrayList<>();
@@ -144,6 +201,9 @@ final class GroupApis {
                         error = Errors.UNKNOWN_TOPIC_OR_PARTITION;
                     } else if (partition.committedOffset() < 0) {
                         error = Errors.INVALID_COMMIT_OFFSET_SIZE;
+                    } else if (replication != null) {
+                        replicated.add(new Replication.CommittedOffset(topic.name(), partition.partitionIndex(),
+                                partition.committedOffset()));
                     } else {
                         try {
                             store.commitOffset(group, topic.name(), partition.partitionIndex(),
@@ -155,17 +215,58 @@ final class GroupApis {
                         }
                     }
                 }
-                partitions.add(new OffsetCommitResponseData.OffsetCommitResponsePartition()
-                        .setPartitionIndex(partition.partitionIndex()).setErrorCode(error.code()));
+                OffsetCommitResponseData.OffsetCommitResponsePartition answer =
+                        new OffsetCommitResponseData.OffsetCommitResponsePartition()
+                                .setPartitionIndex(partition.partitionIndex()).setErrorCode(error.code());
+                if (error == Errors.NONE && replication != null) {
+                    pending.add(answer);
+                }
+                partitions.add(answer);
             }
             topics.add(new OffsetCommitResponseData.OffsetCommitResponseTopic().setName(topic.name())
                     .setPartitions(partitions));
         }
+        if (!replicated.isEmpty()) {
+            Errors error = commitReplicated(group, replicated);
+            pending.forEach(answer -> answer.setErrorCode(error.code()));
+        }
         return new OffsetCommitResponseData().setTopics(topics);
+    }
+
+    /** How long an offset commit waits for the cluster. */
+    private static final long COMMIT_TIMEOUT_MILLIS = 15_000;
+
+    /** Commits a group's offsets through the cluster; @return the error to answer each of them with */
+    private Errors commitReplicated(String group, List<Replication.CommittedOffset> offsets) {
+        try {
+            replication.commitOffsets(group, offsets).get(COMMIT_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+            return Errors.NONE;
+        } catch (ExecutionException e) {
+            LOG.warn("committing offsets of group {} through the cluster failed: {}", group, e.getCause().toString());
+            return e.getCause() instanceof IllegalArgumentException ? Errors.INVALID_REQUEST
+                    : Errors.COORDINATOR_NOT_AVAILABLE;
+        } catch (TimeoutException e) {
+            return Errors.REQUEST_TIMED_OUT;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return Errors.COORDINATOR_NOT_AVAILABLE;
+        }
     }
 
 
     OffsetFetchResponseData fetchOffsets(OffsetFetchRequestData request, short version) {
+        Errors coordination = coordination();
+        if (coordination != Errors.NONE) {
+            if (version < 8) {
+                return new OffsetFetchResponseData().setErrorCode(coordination.code());
+            }
+            List<OffsetFetchResponseData.OffsetFetchResponseGroup> groups = new ArrayList<>();
+            for (OffsetFetchRequestData.OffsetFetchRequestGroup group : request.groups()) {
+                groups.add(new OffsetFetchResponseData.OffsetFetchResponseGroup().setGroupId(group.groupId())
+                        .setErrorCode(coordination.code()));
+            }
+            return new OffsetFetchResponseData().setGroups(groups);
+        }
         if (version < 8) {
             Map<String, List<Integer>> wanted = null;
             if (request.topics() != null) {

@@ -176,7 +176,8 @@ public final class KafkaApis implements AutoCloseable {
         }
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
                 .daemon().factory());
-        this.groups = new GroupApis(store, new GroupCoordinator(timer, store.config().clock()::millis), settings);
+        this.groups = new GroupApis(store, new GroupCoordinator(timer, store.config().clock()::millis), settings,
+                replication);
         long retentionMillis = TimeUnit.MINUTES.toMillis(settings.offsetsRetentionMinutes());
         timer.scheduleWithFixedDelay(() -> {
             try {

@@ -106,7 +106,7 @@ final class ProduceHandler {
             fail(response, Errors.UNKNOWN_TOPIC_OR_PARTITION, "no partition " + partition + " of topic " + topic);
             return null;
         }
-        if (replication != null && !replication.leads(topic, partition)) {
+        if (replication != null && !leadsOrSoonWill(topic, partition)) {
             fail(response, Errors.NOT_LEADER_OR_FOLLOWER, "this broker does not lead " + topic + "-" + partition);
             return null;
         }
@@ -176,6 +176,31 @@ final class ProduceHandler {
         });
     }
 
+    /** How long a produce waits for this broker, just elected leader, to be ready to append. */
+    static final long LEADER_READY_WAIT_MILLIS = 2_000;
+
+    /**
+     * @return true if this broker leads the partition; if it was just elected and is not ready yet (its first entry
+     *     not committed), waits for it, a little: answering NOT_LEADER_OR_FOLLOWER now and taking the producer's next
+     *     batch a moment later would store that batch before this one (and refuse this one's retry as out of order)
+     */
+    private boolean leadsOrSoonWill(String topic, int partition) {
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(LEADER_READY_WAIT_MILLIS);
+        while (!replication.leads(topic, partition)) {
+            Replication.PartitionView view = replication.partition(topic, partition);
+            if (view == null || view.leader() != replication.self() || System.nanoTime() > deadline) {
+                return false;
+            }
+            try {
+                Thread.sleep(5);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return false;
+            }
+        }
+        return true;
+    }
+
     /**
      * A partition of a cluster: the batch goes through the partition's Raft group; acks=1 answers once this broker
      * (the leader) stored it, acks=-1 once a majority of the replicas have it. Duplicates of an idempotent producer's
@@ -205,6 +230,15 @@ final class ProduceHandler {
                     if (!appended.committed().isCompletedExceptionally()) {
                         state.record(batch.producerId(), batch.producerEpoch(), batch.baseSequence(),
                                 batch.lastSequence(), appended.committed());
+                        // Recorded before it is committed; if it fails, whether the log has it is for the log to
+                        // say: the state is rebuilt from it at its next use.
+                        appended.committed().whenComplete((offset, failure) -> {
+                            if (failure != null) {
+                                synchronized (state.lock) {
+                                    state.invalidate();
+                                }
+                            }
+                        });
                     }
                     answer = acks == 1 ? appended.stored() : appended.committed();
                 }

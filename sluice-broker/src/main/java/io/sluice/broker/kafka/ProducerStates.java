@@ -143,6 +143,11 @@ final class ProducerStates {
             return Verdict.APPEND;
         }
 
+        /** Forgets every producer: the state is rebuilt from the log at its next use; call under {@link #lock}. */
+        void invalidate() {
+            producers = null;
+        }
+
         /** Records an appended batch; call under {@link #lock} right after the append. */
         void record(long producerId, short epoch, int firstSequence, int lastSequence,
                     CompletableFuture<Long> baseOffset) {

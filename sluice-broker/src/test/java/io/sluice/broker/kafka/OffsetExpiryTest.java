@@ -63,7 +63,7 @@ class OffsetExpiryTest {
     /** @return the group APIs over the store and the test's coordinator (offsets.retention.minutes 60) */
     private GroupApis groups(Store store) {
         return new GroupApis(store, coordinator, new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1, false,
-                TopicLayout.QUEUE, 60));
+                TopicLayout.QUEUE, 60), null);
     }
 
     private void joinAlone(String group) throws Exception {
