@@ -107,6 +107,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                         + cluster));
         this.store = store;
         this.force = force;
+        checkIdentity(raftDirectory, clusterId, nodeId);
         this.metadataGroupId = RaftGroupId.valueOf(UUID.nameUUIDFromBytes((clusterId + "\u0000metadata")
                 .getBytes(StandardCharsets.UTF_8)));
         this.metadata = new MetadataStateMachine(this::onTopic, this::onOffsets);
@@ -145,6 +146,45 @@ public final class ClusterNode implements Replication, AutoCloseable {
         RaftProperties clientProperties = new RaftProperties();
         this.metadataClient = RaftClient.newBuilder().setProperties(clientProperties).setRaftGroup(metadataGroup)
                 .setClientId(ClientId.randomId()).build();
+    }
+
+    /** The file in a node's Raft directory that names the cluster and node its data belong to. */
+    static final String IDENTITY_FILE = "sluice-node";
+
+    /**
+     * A Raft directory belongs to one node of one cluster: the first start writes which; a later start as another
+     * node, or in another cluster, is refused (its logs would be taken for another node's, or joined to groups of
+     * another cluster).
+     */
+    private static void checkIdentity(Path raftDirectory, String clusterId, int nodeId) throws IOException {
+        if (clusterId.isBlank() || clusterId.chars().anyMatch(c -> c < 0x21 || c > 0x7e)) {
+            throw new IllegalArgumentException("a cluster id is printable ASCII without spaces, not '" + clusterId
+                    + "'");
+        }
+        Path file = raftDirectory.resolve(IDENTITY_FILE);
+        String identity = "cluster.id=" + clusterId + "\nnode.id=" + nodeId + "\n";
+        if (java.nio.file.Files.exists(file)) {
+            String found = java.nio.file.Files.readString(file, StandardCharsets.UTF_8);
+            if (!found.equals(identity)) {
+                throw new IllegalStateException(raftDirectory + " holds the Raft logs of "
+                        + found.trim().replace('\n', ' ') + ", not of cluster.id=" + clusterId + " node.id=" + nodeId
+                        + ": start this node with its own cluster id, node id and directory");
+            }
+            return;
+        }
+        java.nio.file.Files.createDirectories(raftDirectory);
+        Path temp = raftDirectory.resolve(IDENTITY_FILE + ".tmp");
+        try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(temp,
+                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE,
+                java.nio.file.StandardOpenOption.TRUNCATE_EXISTING)) {
+            channel.write(java.nio.ByteBuffer.wrap(identity.getBytes(StandardCharsets.UTF_8)));
+            channel.force(true);
+        }
+        java.nio.file.Files.move(temp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        try (java.nio.channels.FileChannel directory = java.nio.channels.FileChannel.open(raftDirectory,
+                java.nio.file.StandardOpenOption.READ)) {
+            directory.force(true);
+        }
     }
 
     /** @return the Raft peer id of a node id */

@@ -1,0 +1,49 @@
+package io.sluice.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
+import java.nio.file.Path;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A node's Raft directory belongs to one node of one cluster: started again in another cluster, or as another node,
+ * it is refused with a message that says whose data it holds; a bad cluster id is refused before anything is written.
+ */
+class ClusterIdentityTest {
+
+    @TempDir
+    Path dir;
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    @Test
+    void aNodesDataIsRefusedToAnotherClusterOrNode() throws Exception {
+        ClusterSpec cluster = ClusterSpec.parse("1@127.0.0.1:" + freePort() + "/" + freePort() + ",2@127.0.0.1:"
+                + freePort() + "/" + freePort());
+        Path raft = dir.resolve("raft");
+        try (Store store = Store.open(dir.resolve("store"), StoreConfig.builder().build())) {
+            new ClusterNode("blue", cluster, 1, raft, store, false).close();
+            assertThatThrownBy(() -> new ClusterNode("green", cluster, 1, raft, store, false))
+                    .isInstanceOf(IllegalStateException.class)
+                    .hasMessageContaining("holds the Raft logs of cluster.id=blue node.id=1")
+                    .hasMessageContaining("not of cluster.id=green node.id=1");
+            assertThatThrownBy(() -> new ClusterNode("blue", cluster, 2, raft, store, false))
+                    .isInstanceOf(IllegalStateException.class).hasMessageContaining("node.id=1, not of");
+            assertThatThrownBy(() -> new ClusterNode("has space", cluster, 1, dir.resolve("other"), store, false))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("printable ASCII");
+            assertThat(dir.resolve("other")).doesNotExist();
+            new ClusterNode("blue", cluster, 1, raft, store, false).close();
+        }
+    }
+}
