@@ -17,7 +17,7 @@ import org.apache.kafka.clients.admin.AdminClientConfig;
  * A broker in a child JVM (the Sluice broker or Apache Kafka), on 127.0.0.1: started, waited for until it answers
  * an admin request, measured (its CPU time from /proc/&lt;pid&gt;/stat), stopped with SIGTERM.
  */
-final class BrokerProcess implements AutoCloseable {
+final class BrokerProcess implements Load.Target, AutoCloseable {
 
     /** Heap and collector for either broker, as kafka-server-start.sh sets them. */
     static final List<String> JVM = List.of("-Xms1g", "-Xmx1g", "-XX:+UseG1GC", "-XX:MaxGCPauseMillis=20",
@@ -107,8 +107,14 @@ final class BrokerProcess implements AutoCloseable {
         return name;
     }
 
-    String bootstrap() {
+    @Override
+    public String bootstrap() {
         return "127.0.0.1:" + port;
+    }
+
+    @Override
+    public short replicationFactor() {
+        return 1;
     }
 
     /** @return the broker's process id */
@@ -117,8 +123,15 @@ final class BrokerProcess implements AutoCloseable {
     }
 
     /** @return the CPU time (user + system) the broker's process has used, in seconds */
-    double cpuSeconds() throws IOException {
+    @Override
+    public double cpuSeconds() throws IOException {
         return Cpu.seconds(process.pid());
+    }
+
+    /** Kills the broker's process with SIGKILL (a crash: no shutdown hook runs) and waits for it to be gone. */
+    void kill() throws InterruptedException {
+        process.destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
     }
 
     @Override

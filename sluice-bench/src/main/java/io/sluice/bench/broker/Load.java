@@ -1,5 +1,6 @@
 package io.sluice.bench.broker;
 
+import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.HashMap;
@@ -50,9 +51,22 @@ final class Load {
     private Load() {
     }
 
-    static void createTopic(String bootstrap, String topic) throws Exception {
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 1))).all().get(60, TimeUnit.SECONDS);
+    /** What the load runs against: one broker, or a cluster of them. */
+    interface Target {
+        /** @return the client bootstrap string */
+        String bootstrap();
+
+        /** @return CPU seconds the target's processes have used */
+        double cpuSeconds() throws IOException;
+
+        /** @return the replication factor of the topics the load creates */
+        short replicationFactor();
+    }
+
+    static void createTopic(Target target, String topic) throws Exception {
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, target.bootstrap()))) {
+            admin.createTopics(List.of(new NewTopic(topic, 1, target.replicationFactor()))).all()
+                    .get(60, TimeUnit.SECONDS);
         }
     }
 
@@ -68,8 +82,8 @@ final class Load {
     }
 
     /** Sends {@code records} values of {@code size} bytes as fast as the producer takes them. */
-    static Result produce(BrokerProcess broker, String topic, long records, int size, String acks) throws Exception {
-        createTopic(broker.bootstrap(), topic);
+    static Result produce(Target broker, String topic, long records, int size, String acks) throws Exception {
+        createTopic(broker, topic);
         byte[] value = new byte[size];
         new SplittableRandom(size).nextBytes(value);
         Histogram latency = new Histogram(TimeUnit.SECONDS.toMicros(60), 3);
@@ -114,7 +128,7 @@ final class Load {
     }
 
     /** Reads a topic's {@code records} from its start (from the page cache: they were just written). */
-    static Result consume(BrokerProcess broker, String topic, long records) throws Exception {
+    static Result consume(Target broker, String topic, long records) throws Exception {
         double clientBefore = Cpu.self();
         double brokerBefore = broker.cpuSeconds();
         long received = 0;
@@ -140,8 +154,8 @@ final class Load {
      * End-to-end latency: a producer (acks=1) sends {@code rate} records of {@code size} bytes a second for
      * {@code seconds}, each carrying its send time, while a consumer reads them; latency is from send to receipt.
      */
-    static Result endToEnd(BrokerProcess broker, String topic, int rate, int seconds, int size) throws Exception {
-        createTopic(broker.bootstrap(), topic);
+    static Result endToEnd(Target broker, String topic, int rate, int seconds, int size) throws Exception {
+        createTopic(broker, topic);
         Histogram latency = new Histogram(TimeUnit.SECONDS.toMicros(60), 3);
         long total = (long) rate * seconds;
         AtomicLong received = new AtomicLong();
