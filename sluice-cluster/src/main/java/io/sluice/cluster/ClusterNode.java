@@ -135,6 +135,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
         // whether it could win (pre-vote) rather than disrupt a working leader with a higher term.
         GrpcConfigKeys.Server.setHeartbeatChannel(properties, true);
         RaftServerConfigKeys.LeaderElection.setPreVote(properties, true);
+        if (!force) {
+            // ASYNC: an acknowledged batch is in the page cache of a majority, as Kafka's acks=all; the Raft log of
+            // entry headers is written and forced in the background, not waited for (Ratis's unsafe flush).
+            RaftServerConfigKeys.Log.setUnsafeFlushEnabled(properties, true);
+        }
         this.server = RaftServer.newBuilder().setServerId(peerId(nodeId)).setProperties(properties)
                 .setStateMachineRegistry(this::machineFor).build();
         server.start();
