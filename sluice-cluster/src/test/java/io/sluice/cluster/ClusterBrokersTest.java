@@ -7,8 +7,6 @@ import io.sluice.store.FlushMode;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -52,15 +50,16 @@ class ClusterBrokersTest {
     private ClusterSpec cluster;
     private final ClusterBroker[] brokers = new ClusterBroker[4];
 
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
-
     private void start(int id) throws IOException {
         StoreConfig store = StoreConfig.builder().writePath(WritePath.CHANNEL).flushMode(FlushMode.ASYNC).build();
         brokers[id] = ClusterBroker.start(dir.resolve("b" + id), cluster, id, store, BrokerConfig.defaults());
+    }
+
+    private void startThree() throws IOException {
+        cluster = TestClusters.threeOnLoopback();
+        for (int id = 1; id <= 3; id++) {
+            start(id);
+        }
     }
 
     private void stop(int id) throws IOException {
@@ -78,24 +77,12 @@ class ClusterBrokersTest {
     }
 
     private String bootstrap() {
-        StringBuilder servers = new StringBuilder();
-        for (ClusterSpec.Node node : cluster.nodes()) {
-            servers.append(servers.isEmpty() ? "" : ",").append("127.0.0.1:").append(node.clientPort());
-        }
-        return servers.toString();
+        return TestClusters.bootstrap(cluster);
     }
 
     @Test
     void stockClientsProduceAndConsumeThroughALeaderFailover() throws Exception {
-        StringBuilder text = new StringBuilder();
-        for (int id = 1; id <= 3; id++) {
-            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(freePort()).append('/')
-                    .append(freePort());
-        }
-        cluster = ClusterSpec.parse(text.toString());
-        for (int id = 1; id <= 3; id++) {
-            start(id);
-        }
+        startThree();
         Properties adminProperties = new Properties();
         adminProperties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
         try (Admin admin = Admin.create(adminProperties)) {
@@ -163,15 +150,7 @@ class ClusterBrokersTest {
      */
     @Test
     void committedGroupOffsetsOutliveTheirCoordinator() throws Exception {
-        StringBuilder text = new StringBuilder();
-        for (int id = 1; id <= 3; id++) {
-            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(freePort()).append('/')
-                    .append(freePort());
-        }
-        cluster = ClusterSpec.parse(text.toString());
-        for (int id = 1; id <= 3; id++) {
-            start(id);
-        }
+        startThree();
         Properties adminProperties = new Properties();
         adminProperties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
         try (Admin admin = Admin.create(adminProperties)) {

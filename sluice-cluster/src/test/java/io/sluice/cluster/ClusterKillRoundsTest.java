@@ -6,9 +6,6 @@ import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoredMessage;
-import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -62,12 +59,6 @@ class ClusterKillRoundsTest {
     private final Process[] processes = new Process[4];
     private final AtomicInteger starts = new AtomicInteger();
 
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
-
     private void start(int id) throws Exception {
         Path log = dir.resolve("broker-" + id + "-" + starts.incrementAndGet() + ".log");
         String java = ProcessHandle.current().info().command().orElse("java");
@@ -102,11 +93,7 @@ class ClusterKillRoundsTest {
     }
 
     private String bootstrap() {
-        StringBuilder servers = new StringBuilder();
-        for (ClusterSpec.Node node : cluster.nodes()) {
-            servers.append(servers.isEmpty() ? "" : ",").append("127.0.0.1:").append(node.clientPort());
-        }
-        return servers.toString();
+        return TestClusters.bootstrap(cluster);
     }
 
     /** One acknowledged record: where it went. */
@@ -116,12 +103,7 @@ class ClusterKillRoundsTest {
     @Test
     void everyAcknowledgedRecordSurvivesRoundsOfSigkillExactlyOnceAndTheReplicasAgree() throws Exception {
         int rounds = Integer.getInteger("sluice.cluster.rounds", 20);
-        StringBuilder text = new StringBuilder();
-        for (int id = 1; id <= 3; id++) {
-            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(freePort()).append('/')
-                    .append(freePort());
-        }
-        cluster = ClusterSpec.parse(text.toString());
+        cluster = TestClusters.threeOnLoopback();
         for (int id = 1; id <= 3; id++) {
             start(id);
         }

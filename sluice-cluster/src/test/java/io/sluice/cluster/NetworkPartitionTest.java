@@ -10,8 +10,6 @@ import io.sluice.store.StoreConfig;
 import io.sluice.store.StoredMessage;
 import io.sluice.store.WritePath;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -67,12 +65,6 @@ class NetworkPartitionTest {
     /** The node cut off, as a Raft peer id ("n2"), or null. */
     private final AtomicReference<String> isolated = new AtomicReference<>();
 
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
-
     @AfterEach
     void stopAll() throws IOException {
         isolated.set(null);
@@ -116,11 +108,7 @@ class NetworkPartitionTest {
     }
 
     private String bootstrap() {
-        StringBuilder servers = new StringBuilder();
-        for (ClusterSpec.Node node : cluster.nodes()) {
-            servers.append(servers.isEmpty() ? "" : ",").append("127.0.0.1:").append(node.clientPort());
-        }
-        return servers.toString();
+        return TestClusters.bootstrap(cluster);
     }
 
     private int leader() {
@@ -149,12 +137,7 @@ class NetworkPartitionTest {
     void aLeaderCutOffFromTheOthersLosesItsPlaceAndNothingAcknowledgedIsLostOrRepeated() throws Exception {
         long seed = Long.getLong("sluice.cluster.seed", 1);
         Random random = new Random(seed);
-        StringBuilder text = new StringBuilder();
-        for (int id = 1; id <= 3; id++) {
-            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(freePort()).append('/')
-                    .append(freePort());
-        }
-        cluster = ClusterSpec.parse(text.toString());
+        cluster = TestClusters.threeOnLoopback();
         for (int id = 1; id <= 3; id++) {
             brokers[id] = ClusterBroker.start(dir.resolve("b" + id), cluster, id, StoreConfig.builder()
                     .writePath(WritePath.CHANNEL).flushMode(FlushMode.ASYNC).build(), BrokerConfig.defaults());

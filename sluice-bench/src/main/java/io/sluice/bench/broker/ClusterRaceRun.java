@@ -237,9 +237,10 @@ public final class ClusterRaceRun {
                 + " (linger 5 ms, 16 KiB batches, no compression, one partition, acks=all). Broker CPU is the sum over"
                 + " the three processes, from /proc/<pid>/stat.");
         lab.note("Sluice: a Raft group per partition (Apache Ratis), ASYNC stores (a batch is acknowledged once a"
-                + " majority has it in its page cache; the Raft log of entry headers is forced), failure detection"
-                + " 300-600 ms. Kafka: KRaft with every node broker and controller, min.insync.replicas=2, its defaults"
-                + " otherwise (broker.session.timeout.ms 9 s decides when a dead leader is replaced).");
+                + " majority has it in its page cache; the Raft log of entry headers is forced in the background),"
+                + " failure detection 300-600 ms. Kafka: KRaft with every node broker and controller,"
+                + " min.insync.replicas=2, its defaults otherwise (broker.session.timeout.ms 9 s decides when a dead"
+                + " leader is replaced).");
         lab.note("Failover: a producer sends a record every millisecond to one partition; its leader is killed with"
                 + " SIGKILL; the time is from the kill to the first acknowledgement of a record sent after it. The"
                 + " killed node is started again and caught up before the next kill.");
