@@ -143,14 +143,22 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.server = RaftServer.newBuilder().setServerId(peerId(nodeId)).setProperties(properties)
                 .setStateMachineRegistry(this::machineFor).build();
         server.start();
-        RaftGroup metadataGroup = RaftGroup.valueOf(metadataGroupId, peers(cluster.nodes().stream()
-                .map(ClusterSpec.Node::id).toList()));
-        if (!hosts(metadataGroupId)) {
-            addGroup(metadataGroup, "the metadata");
+        try {
+            RaftGroup metadataGroup = RaftGroup.valueOf(metadataGroupId, peers(cluster.nodes().stream()
+                    .map(ClusterSpec.Node::id).toList()));
+            if (!hosts(metadataGroupId)) {
+                addGroup(metadataGroup, "the metadata");
+            }
+            this.metadataClient = RaftClient.newBuilder().setProperties(new RaftProperties())
+                    .setRaftGroup(metadataGroup).setClientId(ClientId.randomId()).build();
+        } catch (IOException | RuntimeException e) {
+            try {
+                server.close();
+            } catch (IOException suppressed) {
+                e.addSuppressed(suppressed);
+            }
+            throw e;
         }
-        RaftProperties clientProperties = new RaftProperties();
-        this.metadataClient = RaftClient.newBuilder().setProperties(clientProperties).setRaftGroup(metadataGroup)
-                .setClientId(ClientId.randomId()).build();
     }
 
     /** The file in a node's Raft directory that names the cluster and node its data belong to. */
@@ -343,6 +351,15 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     @Override
+    public boolean controllerReady() {
+        try {
+            return server.getDivision(metadataGroupId).getInfo().isLeaderReady();
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
+    @Override
     public PartitionView partition(String topic, int partition) {
         MetadataStateMachine.Topic known = metadata.topic(topic);
         if (known == null || partition < 0 || partition >= known.partitions()) {
@@ -373,7 +390,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
     @Override
     public boolean leads(String topic, int partition) {
         ReplicatedPartition replica = replicaOf(topic, partition);
-        return replica != null && replica.isLeaderReady();
+        if (replica == null || !replica.isLeaderReady()) {
+            return false;
+        }
+        try {
+            replica.machine().settle();
+            return true;
+        } catch (IOException | RuntimeException e) {
+            LOG.error("{}-{}: the store does not agree with the Raft log: {}", topic, partition, e.toString());
+            return false;
+        }
     }
 
     @Override

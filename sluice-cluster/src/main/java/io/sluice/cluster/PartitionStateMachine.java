@@ -65,7 +65,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     private RaftServer server;
     private RaftGroupId groupId;
     /** The offset after the last batch written to this replica's log; -1 until the store agrees with the log. */
-    private long logEnd = -1;
+    private volatile long logEnd = -1;
     private volatile long highWatermark;
     /**
      * Batches being stored, by log index: under SYNC the store shows a batch to readers once it is forced, and a
@@ -128,9 +128,9 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             refused.setException(new IllegalArgumentException("not a record batch this partition takes: " + problem));
             return refused;
         }
+        agree(nextIndex());
         EntryHeader header;
         synchronized (lock) {
-            agreeWithLog(nextIndex());
             header = new EntryHeader(logEnd, KafkaBatch.offsetCount(batch), data.size());
         }
         return builder.setLogData(header.encode()).setStateMachineData(data)
@@ -179,8 +179,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         try {
             header = EntryHeader.decode(entry.getStateMachineLogEntry().getLogData());
             ByteString data = entry.getStateMachineLogEntry().getStateMachineEntry().getStateMachineData();
+            agree(entry.getIndex());
             synchronized (lock) {
-                agreeWithLog(entry.getIndex());
                 if (header.baseOffset() != logEnd || header.size() != data.size()) {
                     throw new IllegalStateException("entry " + entry.getIndex() + " of " + topic + "-" + partition
                             + " holds a batch of " + data.size() + " bytes for offset " + header.baseOffset()
@@ -197,7 +197,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         }
         long index = entry.getIndex();
         storing.put(index, stored);
-        stored.whenComplete((result, failure) -> storing.remove(index));
+        CompletableFuture<AppendResult> mine = stored;
+        stored.whenComplete((result, failure) -> storing.remove(index, mine));
         CompletableFuture<Long> appended = context != null
                 && context.getStateMachineContext() instanceof CompletableFuture<?> f ? (CompletableFuture<Long>) f : null;
         return stored.handle((result, failure) -> {
@@ -251,8 +252,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     @Override
     public CompletableFuture<Void> truncate(long index) {
         try {
+            long cut = batchesEndBefore(index);
             synchronized (lock) {
-                long cut = batchesEndBefore(index);
                 cutStoreTo(cut, "Raft truncated its log at index " + index);
                 logEnd = cut;
             }
@@ -284,20 +285,34 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
 
     /**
      * Once after a start, before the first batch is written or given an offset: the store holds exactly the batches
-     * of the log's entries below {@code index}.
+     * of the log's entries below {@code index}. The Raft log is read before this machine's lock is taken (its
+     * callers that hold the log's lock take this one after it, never the other way round).
      */
-    private void agreeWithLog(long index) throws IOException {
+    private void agree(long index) throws IOException {
         if (logEnd >= 0) {
             return;
         }
         long end = batchesEndBefore(index);
-        cutStoreTo(end, "its batches past the Raft log's last were stored by writes whose entries never reached the"
-                + " log");
-        logEnd = end;
+        synchronized (lock) {
+            if (logEnd < 0) {
+                cutStoreTo(end, "its batches past the Raft log's last were stored by writes whose entries never"
+                        + " reached the log");
+                logEnd = end;
+            }
+        }
+    }
+
+    /**
+     * Leader, before it serves: the store agrees with the Raft log, so that nothing read back from the store (an
+     * idempotent producer's state) comes from batches the log does not have.
+     */
+    void settle() throws IOException {
+        agree(nextIndex());
     }
 
     private void cutStoreTo(long end, String why) {
-        long stored = store.maxOffset(topic, partition);
+        // The writer's end, forced or not: under SYNC a reader sees only what was forced.
+        long stored = store.nextOffset(topic, partition);
         if (stored < end) {
             throw new IllegalStateException("the store of " + topic + "-" + partition + " ends at offset " + stored
                     + " but the Raft log names batches up to offset " + end + ": this replica lost data (a power"

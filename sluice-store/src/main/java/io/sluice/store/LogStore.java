@@ -552,6 +552,18 @@ final class LogStore implements AutoCloseable {
         }
     }
 
+    /** @return the offset the queue's next append gets (past every append, forced or not); 0 for an unknown queue */
+    long nextOffset(String topic, int queueId) {
+        appendLock.lock();
+        try {
+            checkOpen();
+            QueueIndex index = indexes.get(topic, queueId);
+            return index == null ? 0 : index.nextOffset();
+        } finally {
+            appendLock.unlock();
+        }
+    }
+
     long offsetForTimestamp(String topic, int queueId, long epochMillis) {
         try {
             return reader.offsetForTimestamp(topic, queueId, epochMillis);

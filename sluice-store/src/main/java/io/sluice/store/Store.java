@@ -1113,6 +1113,16 @@ public final class Store implements AutoCloseable {
     }
 
     /**
+     * @return the offset the queue's next append gets: past every message appended, forced or not ({@link #maxOffset}
+     *     shows what readers may see, which under SYNC is what was forced); 0 for an unknown queue
+     */
+    public long nextOffset(String topic, int queueId) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        return orShared(logFor(topic, queueId, false)).nextOffset(topic, queueId);
+    }
+
+    /**
      * Finds the first message stored at or after a time, by binary search over the queue index.
      *
      * @param epochMillis the time
