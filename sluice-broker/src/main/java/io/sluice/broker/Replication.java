@@ -60,6 +60,12 @@ public interface Replication {
     /** @return the node that answers for the cluster's metadata now (the controller), or -1 if none is known */
     int controller();
 
+    /**
+     * @return true if this broker is the controller and has applied the metadata its predecessors committed (the
+     *     committed group offsets among them): until then it must not answer for groups
+     */
+    boolean controllerReady();
+
     /** @return the partition as known now, or null if the cluster has no such topic or partition */
     PartitionView partition(String topic, int partition);
 

@@ -38,12 +38,33 @@ class ReplicatedProduceTest {
     @TempDir
     Path dir;
 
-    /** One broker's view of a one-broker "cluster": it leads once {@link #ready} is set; appends go to the store. */
+    /**
+     * One broker's view of a one-broker "cluster": it leads once {@link #ready} is set; appends go to the store at once,
+     * and are committed at once, or, with {@link #holdCommits}, when {@link #commitAll} says.
+     */
     static final class LocalReplication implements Replication {
         final Store store;
         final AtomicBoolean ready = new AtomicBoolean();
         final AtomicBoolean elected = new AtomicBoolean(true);
+        final AtomicBoolean controllerReady = new AtomicBoolean(true);
+        final AtomicBoolean holdCommits = new AtomicBoolean();
         final AtomicInteger appends = new AtomicInteger();
+        final java.util.concurrent.atomic.AtomicLong highWatermark = new java.util.concurrent.atomic.AtomicLong();
+        final List<Runnable> held = new java.util.concurrent.CopyOnWriteArrayList<>();
+        int self = 1;
+        List<Node> nodes = List.of(new Node(1, "127.0.0.1", 0));
+
+        /** Commits every append held back: the high watermark moves to the store's end. */
+        void commitAll() {
+            highWatermark.set(store.maxOffset("t", 0));
+            held.forEach(Runnable::run);
+            held.clear();
+        }
+
+        @Override
+        public boolean controllerReady() {
+            return controllerReady.get();
+        }
 
         LocalReplication(Store store) {
             this.store = store;
@@ -51,12 +72,12 @@ class ReplicatedProduceTest {
 
         @Override
         public int self() {
-            return 1;
+            return self;
         }
 
         @Override
         public List<Node> brokers() {
-            return List.of(new Node(1, "127.0.0.1", 0));
+            return nodes;
         }
 
         @Override
@@ -80,12 +101,19 @@ class ReplicatedProduceTest {
             CompletableFuture<Long> offset = store.appendOpaque(topic, partition, MemorySegment.ofArray(batch),
                     MemoryRecords.readableRecords(java.nio.ByteBuffer.wrap(batch)).batches().iterator().next()
                             .countOrNull()).thenApply(AppendResult::firstQueueOffset);
-            return new Appended(offset, offset);
+            if (!holdCommits.get()) {
+                offset.join();
+                highWatermark.set(store.maxOffset(topic, partition));
+                return new Appended(offset, offset);
+            }
+            CompletableFuture<Long> committed = new CompletableFuture<>();
+            held.add(() -> committed.complete(offset.join()));
+            return new Appended(offset, committed);
         }
 
         @Override
         public long highWatermark(String topic, int partition) {
-            return store.maxOffset(topic, partition);
+            return highWatermark.get();
         }
 
         @Override
@@ -113,7 +141,8 @@ class ReplicatedProduceTest {
     private static ProduceRequestData request(int firstSequence, int count) {
         SimpleRecord[] records = new SimpleRecord[count];
         for (int i = 0; i < count; i++) {
-            records[i] = new SimpleRecord(("r" + (firstSequence + i)).getBytes(StandardCharsets.UTF_8));
+            records[i] = new SimpleRecord(1_000L + firstSequence + i, null,
+                    ("r" + (firstSequence + i)).getBytes(StandardCharsets.UTF_8));
         }
         MemoryRecords batch = MemoryRecords.withIdempotentRecords(Compression.NONE, PRODUCER, (short) 0,
                 firstSequence, records);
@@ -157,6 +186,118 @@ class ReplicatedProduceTest {
                 assertThat(second.baseOffset()).isEqualTo(3);
             }
         }
+    }
+
+    /**
+     * A batch that timed out waiting for its commit is retried: the retry must not be answered until the original is
+     * committed. The timeout used to fail the append's own future, which made the producer state be rebuilt from the
+     * store, where the uncommitted batch was, and the retry was answered at once as a duplicate.
+     */
+    @Test
+    void aRetryOfABatchStoredButNotCommittedIsAnsweredOnlyOnceItIsCommitted() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            LocalReplication cluster = new LocalReplication(store);
+            cluster.ready.set(true);
+            cluster.holdCommits.set(true);
+            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
+                 Socket socket = new Socket("127.0.0.1", broker.port())) {
+                ProduceRequestData batch = request(0, 3).setTimeoutMs(300);
+                assertThat(Errors.forCode(produce(socket, batch).errorCode())).isEqualTo(Errors.REQUEST_TIMED_OUT);
+                ProduceResponseData.PartitionProduceResponse retry = produce(socket, request(0, 3).setTimeoutMs(300));
+                assertThat(Errors.forCode(retry.errorCode())).as("a retry before the commit")
+                        .isEqualTo(Errors.REQUEST_TIMED_OUT);
+                cluster.commitAll();
+                ProduceResponseData.PartitionProduceResponse committed = produce(socket, request(0, 3));
+                assertThat(Errors.forCode(committed.errorCode())).isEqualTo(Errors.NONE);
+                assertThat(committed.baseOffset()).isZero();
+                assertThat(cluster.appends).as("stored once").hasValue(1);
+            }
+        }
+    }
+
+    /**
+     * A controller just elected has not applied its predecessors' metadata (committed offsets) yet: it answers for
+     * groups with COORDINATOR_LOAD_IN_PROGRESS until it has, and clients retry.
+     */
+    @Test
+    void aControllerNotReadyYetDoesNotAnswerForGroups() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            LocalReplication cluster = new LocalReplication(store);
+            cluster.controllerReady.set(false);
+            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
+                 Socket socket = new Socket("127.0.0.1", broker.port())) {
+                var request = new org.apache.kafka.common.message.HeartbeatRequestData().setGroupId("g")
+                        .setMemberId("m").setGenerationId(1);
+                var answer = new org.apache.kafka.common.message.HeartbeatResponseData(Wire.exchange(socket,
+                        ApiKeys.HEARTBEAT, (short) 4, request), (short) 4);
+                assertThat(Errors.forCode(answer.errorCode())).isEqualTo(Errors.COORDINATOR_LOAD_IN_PROGRESS);
+                cluster.controllerReady.set(true);
+                answer = new org.apache.kafka.common.message.HeartbeatResponseData(Wire.exchange(socket,
+                        ApiKeys.HEARTBEAT, (short) 4, request), (short) 4);
+                assertThat(Errors.forCode(answer.errorCode())).isNotEqualTo(Errors.COORDINATOR_LOAD_IN_PROGRESS);
+            }
+        }
+    }
+
+    /** ListOffsets by time answers no offset at or past the high watermark (not committed, perhaps cut later). */
+    @Test
+    void listOffsetsByTimeStopsAtTheHighWatermark() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            LocalReplication cluster = new LocalReplication(store);
+            cluster.ready.set(true);
+            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
+                 Socket socket = new Socket("127.0.0.1", broker.port())) {
+                assertThat(Errors.forCode(produce(socket, request(0, 3)).errorCode())).isEqualTo(Errors.NONE);
+                cluster.holdCommits.set(true);
+                produce(socket, request(3, 2).setTimeoutMs(200)); // stored, not committed: the watermark stays at 3
+                var topics = List.of(new org.apache.kafka.common.message.ListOffsetsRequestData.ListOffsetsTopic()
+                        .setName("t").setPartitions(List.of(new org.apache.kafka.common.message.ListOffsetsRequestData
+                                .ListOffsetsPartition().setPartitionIndex(0).setTimestamp(-3))));
+                var listed = new org.apache.kafka.common.message.ListOffsetsResponseData(Wire.exchange(socket,
+                        ApiKeys.LIST_OFFSETS, (short) 7, new org.apache.kafka.common.message.ListOffsetsRequestData()
+                                .setReplicaId(-1).setTopics(topics)), (short) 7)
+                        .topics().getFirst().partitions().getFirst();
+                assertThat(listed.offset()).as("the record of the largest timestamp below the high watermark")
+                        .isLessThan(3);
+                var latest = new org.apache.kafka.common.message.ListOffsetsResponseData(Wire.exchange(socket,
+                        ApiKeys.LIST_OFFSETS, (short) 7, new org.apache.kafka.common.message.ListOffsetsRequestData()
+                                .setReplicaId(-1).setTopics(List.of(topics.getFirst().duplicate()
+                                        .setPartitions(List.of(topics.getFirst().partitions().getFirst().duplicate()
+                                                .setTimestamp(-1)))))), (short) 7)
+                        .topics().getFirst().partitions().getFirst();
+                assertThat(latest.offset()).isEqualTo(3);
+            }
+        }
+    }
+
+    /**
+     * Producer ids are unique across a cluster's brokers: nodes 1 and 65 used to hand out ids equal modulo 64 (each
+     * took its node id modulo 64), so two producers could get the same id.
+     */
+    @Test
+    void brokersOfOneClusterNeverHandOutTheSameProducerIds() throws Exception {
+        List<Replication.Node> nodes = List.of(new Replication.Node(1, "127.0.0.1", 0),
+                new Replication.Node(65, "127.0.0.1", 0));
+        List<Long> ids = new java.util.ArrayList<>();
+        for (Replication.Node node : nodes) {
+            try (Store store = Store.open(dir.resolve("n" + node.id()), StoreConfig.builder().build())) {
+                LocalReplication cluster = new LocalReplication(store);
+                cluster.self = node.id();
+                cluster.nodes = nodes;
+                try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(node.id()),
+                        cluster); Socket socket = new Socket("127.0.0.1", broker.port())) {
+                    var answer = new org.apache.kafka.common.message.InitProducerIdResponseData(Wire.exchange(socket,
+                            ApiKeys.INIT_PRODUCER_ID, (short) 4, new org.apache.kafka.common.message
+                                    .InitProducerIdRequestData().setTransactionalId(null).setTransactionTimeoutMs(-1)
+                                    .setProducerId(-1).setProducerEpoch((short) -1)), (short) 4);
+                    ids.add(answer.producerId());
+                }
+            }
+        }
+        assertThat(Math.floorMod(ids.get(0), 64)).isNotEqualTo(Math.floorMod(ids.get(1), 64));
     }
 
     /** A broker that is not the leader (none elected) answers NOT_LEADER_OR_FOLLOWER and appends nothing. */

@@ -84,8 +84,14 @@ final class GroupApis {
             return Errors.NONE;
         }
         int controller = replication.controller();
-        return controller < 0 ? Errors.COORDINATOR_NOT_AVAILABLE
-                : controller == settings.nodeId() ? Errors.NONE : Errors.NOT_COORDINATOR;
+        if (controller < 0) {
+            return Errors.COORDINATOR_NOT_AVAILABLE;
+        }
+        if (controller != settings.nodeId()) {
+            return Errors.NOT_COORDINATOR;
+        }
+        // Elected, but the metadata (committed offsets) its predecessors committed may not be applied yet.
+        return replication.controllerReady() ? Errors.NONE : Errors.COORDINATOR_LOAD_IN_PROGRESS;
     }
 
     /** @return the broker coordinating every group: this one alone, the controller in a cluster; null if none */

@@ -166,7 +166,9 @@ public final class KafkaApis implements AutoCloseable {
         this.settings = Objects.requireNonNull(settings, "settings");
         this.metrics = metrics;
         this.replication = replication;
-        this.producerIds = new ProducerIds(replication == null ? 0 : settings.nodeId());
+        // In a cluster, the broker's place among the brokers sorted by id: unique modulo 64, as a node id need not be.
+        this.producerIds = new ProducerIds(replication == null ? 0 : replication.brokers().stream()
+                .map(Replication.Node::id).sorted().toList().indexOf(replication.self()));
         this.watch = new PartitionWatch();
         this.producerStates = new ProducerStates(store);
         this.produce = new ProduceHandler(store, producerStates, watch, metrics, replication);
@@ -351,6 +353,9 @@ public final class KafkaApis implements AutoCloseable {
             }
             RecordTimes.Found found = timestamp == MAX_TIMESTAMP ? RecordTimes.largest(store, topic, partition)
                     : RecordTimes.firstAtOrAfter(store, topic, partition, timestamp);
+            if (found != null && found.offset() >= end) {
+                found = null; // past the high watermark: not committed, and perhaps cut by the next leader
+            }
             return found == null ? response : response.setOffset(found.offset()).setTimestamp(found.timestamp());
         } catch (RuntimeException e) {
             return response.setErrorCode(Partitions.readError(e).code());

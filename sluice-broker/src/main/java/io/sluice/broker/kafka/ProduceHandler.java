@@ -221,7 +221,12 @@ final class ProduceHandler {
                 ProducerStates.Verdict verdict = state.check(batch.producerId(), batch.producerEpoch(),
                         batch.baseSequence(), batch.lastSequence());
                 if (verdict.duplicateOf() != null) {
-                    answer = verdict.duplicateOf();
+                    // The original may be stored and not committed yet (state rebuilt from the log holds what the
+                    // log holds): acks=all waits until the high watermark passes it.
+                    int count = batch.countOrNull();
+                    answer = acks == 1 ? verdict.duplicateOf()
+                            : verdict.duplicateOf().thenCompose(offset -> committedPast(topic, partition, offset,
+                                    offset + count, timeoutMs));
                 } else if (verdict.error() != Errors.NONE) {
                     fail(response, verdict.error(), verdict.message());
                     return null;
@@ -247,7 +252,9 @@ final class ProduceHandler {
             Replication.Appended appended = replication.append(topic, partition, copy);
             answer = acks == 1 ? appended.stored() : appended.committed();
         }
-        return answer.orTimeout(Math.max(1, timeoutMs), TimeUnit.MILLISECONDS).handle((offset, error) -> {
+        // A copy times out, not the append's own future: that one stays for a retry to wait on.
+        return answer.thenApply(offset -> offset).orTimeout(Math.max(1, timeoutMs), TimeUnit.MILLISECONDS)
+                .handle((offset, error) -> {
             if (error != null) {
                 Throwable cause = error instanceof CompletionException && error.getCause() != null ? error.getCause()
                         : error;
@@ -262,6 +269,31 @@ final class ProduceHandler {
             }
             return null;
         });
+    }
+
+    /** @return completes with {@code offset} once the partition's high watermark reaches {@code end} */
+    private CompletableFuture<Long> committedPast(String topic, int partition, long offset, long end, int timeoutMs) {
+        if (replication.highWatermark(topic, partition) >= end) {
+            return CompletableFuture.completedFuture(offset);
+        }
+        CompletableFuture<Long> committed = new CompletableFuture<>();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(1, timeoutMs));
+        Thread.ofVirtual().name("produce-await-commit").start(() -> {
+            while (replication.highWatermark(topic, partition) < end) {
+                if (System.nanoTime() > deadline) {
+                    committed.completeExceptionally(new TimeoutException("not committed within " + timeoutMs + " ms"));
+                    return;
+                }
+                try {
+                    Thread.sleep(2);
+                } catch (InterruptedException e) {
+                    committed.completeExceptionally(e);
+                    return;
+                }
+            }
+            committed.complete(offset);
+        });
+        return committed;
     }
 
     private CompletableFuture<AppendResult> appendIdempotent(String topic, int partition, MutableRecordBatch batch,
