@@ -53,6 +53,8 @@ class ReplicatedProduceTest {
         final List<Runnable> held = new java.util.concurrent.CopyOnWriteArrayList<>();
         int self = 1;
         List<Node> nodes = List.of(new Node(1, "127.0.0.1", 0));
+        /** Topic creation answers that the cluster has the topic already, and this broker has not applied it yet. */
+        final AtomicBoolean createdElsewhere = new AtomicBoolean();
 
         /** Commits every append held back: the high watermark moves to the store's end. */
         void commitAll() {
@@ -118,6 +120,10 @@ class ReplicatedProduceTest {
 
         @Override
         public CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor) {
+            if (createdElsewhere.get()) {
+                return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic
+                        + " already exists"));
+            }
             store.createTopic(topic, TopicLayout.BATCHES, partitions);
             return CompletableFuture.completedFuture(null);
         }
@@ -298,6 +304,30 @@ class ReplicatedProduceTest {
             }
         }
         assertThat(Math.floorMod(ids.get(0), 64)).isNotEqualTo(Math.floorMod(ids.get(1), 64));
+    }
+
+    /**
+     * A producer asks a broker that has not applied a topic's creation yet (made through another broker) for its
+     * metadata, allowing auto-creation: the cluster says it exists. That answered INVALID_TOPIC_EXCEPTION, which ends a
+     * Kafka producer; it is LEADER_NOT_AVAILABLE now, and the client asks again (seen in ClusterKillRoundsTest).
+     */
+    @Test
+    void aTopicCreatedElsewhereAndNotAppliedHereYetIsNotAvailableRatherThanInvalid() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
+            LocalReplication cluster = new LocalReplication(store);
+            cluster.createdElsewhere.set(true);
+            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
+                 Socket socket = new Socket("127.0.0.1", broker.port())) {
+                var topics = new java.util.ArrayList<org.apache.kafka.common.message.MetadataRequestData
+                        .MetadataRequestTopic>();
+                topics.add(new org.apache.kafka.common.message.MetadataRequestData.MetadataRequestTopic().setName("k"));
+                var answer = new org.apache.kafka.common.message.MetadataResponseData(Wire.exchange(socket,
+                        ApiKeys.METADATA, (short) 12, new org.apache.kafka.common.message.MetadataRequestData()
+                                .setTopics(topics).setAllowAutoTopicCreation(true)), (short) 12);
+                assertThat(Errors.forCode(answer.topics().find("k").errorCode()))
+                        .isEqualTo(Errors.LEADER_NOT_AVAILABLE);
+            }
+        }
     }
 
     /** A broker that is not the leader (none elected) answers NOT_LEADER_OR_FOLLOWER and appends nothing. */

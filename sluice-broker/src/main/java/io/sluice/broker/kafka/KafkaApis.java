@@ -484,7 +484,15 @@ public final class KafkaApis implements AutoCloseable {
                     store.createTopic(name, settings.layout(), settings.defaultPartitions());
                 } else {
                     store.layout(name); // checks the name
-                    createReplicated(name, settings.defaultPartitions(), replication.defaultReplicationFactor());
+                    try {
+                        createReplicated(name, settings.defaultPartitions(), replication.defaultReplicationFactor());
+                    } catch (IllegalArgumentException createdElsewhere) {
+                        // The cluster has it (created through another broker) and this one has not applied it yet.
+                    }
+                    if (store.queueCount(name) == 0) {
+                        return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID)
+                                .setErrorCode(Errors.LEADER_NOT_AVAILABLE.code());
+                    }
                 }
                 partitions = store.queueCount(name);
             }
