@@ -375,12 +375,15 @@ public final class ClusterNode implements Replication, AutoCloseable {
         int epoch = (int) Math.min(Integer.MAX_VALUE, info.getCurrentTerm());
         List<Integer> inSync = replicas;
         if (info.isLeader()) {
-            // The leader knows which followers answered lately: those are in sync, with itself.
+            // The leader knows how far each follower's log matches its own: those that have every committed entry
+            // are in sync, with itself. (Another replica does not know: it reports every replica.)
             inSync = new ArrayList<>(List.of(self.id()));
-            long recent = 2 * RPC_TIMEOUT_MAX.toLong(TimeUnit.MILLISECONDS);
-            for (var follower : info.getRoleInfoProto().getLeaderInfo().getFollowerInfoList()) {
-                if (follower.getLastRpcElapsedTimeMs() <= recent) {
-                    inSync.add(nodeId(RaftPeerId.valueOf(follower.getId().getId())));
+            long committed = replica.division().getRaftLog().getLastCommittedIndex();
+            var followers = info.getRoleInfoProto().getLeaderInfo().getFollowerInfoList();
+            long[] matched = info.getFollowerMatchIndices();
+            for (int i = 0; i < followers.size() && i < matched.length; i++) {
+                if (matched[i] >= committed) {
+                    inSync.add(nodeId(RaftPeerId.valueOf(followers.get(i).getId().getId())));
                 }
             }
         }

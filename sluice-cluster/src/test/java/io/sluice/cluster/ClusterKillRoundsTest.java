@@ -6,6 +6,10 @@ import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoredMessage;
+import java.io.DataInputStream;
+import java.io.IOException;
+import java.net.Socket;
+import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -34,6 +38,13 @@ import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.message.MetadataRequestData;
+import org.apache.kafka.common.message.MetadataResponseData;
+import org.apache.kafka.common.message.RequestHeaderData;
+import org.apache.kafka.common.message.ResponseHeaderData;
+import org.apache.kafka.common.protocol.ApiKeys;
+import org.apache.kafka.common.protocol.ByteBufferAccessor;
+import org.apache.kafka.common.protocol.ObjectSerializationCache;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterEach;
@@ -151,8 +162,10 @@ class ClusterKillRoundsTest {
                     .isEqualTo(entry.getValue());
         }
 
-        // Idle for the followers to catch up, then a clean stop; the replicas must hold the same batches.
-        Thread.sleep(3_000);
+        // The followers catch up (each partition's leader, asked itself, reports all three replicas in sync: those
+        // whose log matches its up to the commit), then a clean stop;
+        // the replicas must hold the same batches.
+        awaitAllInSync();
         for (int id = 1; id <= 3; id++) {
             processes[id].destroy(); // SIGTERM: a clean close
         }
@@ -175,9 +188,59 @@ class ClusterKillRoundsTest {
                 rounds, leaderKills, sent.get(), acked.size());
     }
 
-    /** @return the node leading partition 0, once one is known (an election may be on after the last restart) */
+    /** Waits until each partition's leader, asked itself, reports its three replicas in sync (up to 120 s). */
+    private void awaitAllInSync() throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+        for (int p = 0; p < PARTITIONS; p++) {
+            while (true) {
+                boolean caughtUp = false;
+                for (ClusterSpec.Node node : cluster.nodes()) {
+                    MetadataResponseData.MetadataResponsePartition info = metadataOf(node.clientPort(), p);
+                    caughtUp |= info != null && info.leaderId() == node.id() && info.isrNodes().size() == 3;
+                }
+                if (caughtUp) {
+                    break;
+                }
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("partition " + p + " did not get three replicas in sync within 120 s");
+                }
+                Thread.sleep(200);
+            }
+        }
+    }
+
+    /** @return partition {@code p} as the broker on {@code port} itself describes it (one Metadata request), or null */
+    private static MetadataResponseData.MetadataResponsePartition metadataOf(int port, int p) throws IOException {
+        short version = 12;
+        var request = new MetadataRequestData().setTopics(new ArrayList<>(List.of(
+                new MetadataRequestData.MetadataRequestTopic().setName(TOPIC)))).setAllowAutoTopicCreation(false);
+        ObjectSerializationCache cache = new ObjectSerializationCache();
+        short headerVersion = ApiKeys.METADATA.requestHeaderVersion(version);
+        RequestHeaderData header = new RequestHeaderData().setRequestApiKey(ApiKeys.METADATA.id)
+                .setRequestApiVersion(version).setCorrelationId(1).setClientId("kill-rounds");
+        int size = header.size(cache, headerVersion) + request.size(cache, version);
+        ByteBuffer out = ByteBuffer.allocate(4 + size).putInt(size);
+        ByteBufferAccessor writer = new ByteBufferAccessor(out);
+        header.write(writer, cache, headerVersion);
+        request.write(writer, cache, version);
+        try (Socket socket = new Socket("127.0.0.1", port)) {
+            socket.setSoTimeout(10_000);
+            socket.getOutputStream().write(out.array());
+            DataInputStream input = new DataInputStream(socket.getInputStream());
+            byte[] frame = new byte[input.readInt()];
+            input.readFully(frame);
+            ByteBufferAccessor reader = new ByteBufferAccessor(ByteBuffer.wrap(frame));
+            new ResponseHeaderData(reader, ApiKeys.METADATA.responseHeaderVersion(version));
+            var topic = new MetadataResponseData(reader, version).topics().find(TOPIC);
+            return topic == null || p >= topic.partitions().size() ? null : topic.partitions().get(p);
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    /** @return the node leading partition 0, once one is reported (an election may be on after the last restart) */
     private static int leaderOfPartition0(Admin admin) throws Exception {
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (true) {
             Node leader = admin.describeTopics(List.of(TOPIC)).allTopicNames().get(30, TimeUnit.SECONDS).get(TOPIC)
                     .partitions().getFirst().leader();
@@ -185,7 +248,7 @@ class ClusterKillRoundsTest {
                 return leader.id();
             }
             if (System.nanoTime() > deadline) {
-                throw new AssertionError("no leader of partition 0 within 30 s");
+                throw new AssertionError("no leader of partition 0 reported within 60 s");
             }
             Thread.sleep(50);
         }
