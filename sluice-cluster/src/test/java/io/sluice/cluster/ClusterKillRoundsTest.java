@@ -281,7 +281,9 @@ class ClusterKillRoundsTest {
                             }
                         });
                 sent.incrementAndGet();
-                if (n % 200 == 0) {
+                // About 5,000 records a second: load enough to have batches in flight at every kill, while leaving
+                // the two cores room for the brokers' restarts.
+                if (n % 100 == 0) {
                     Thread.sleep(20);
                 }
             }
