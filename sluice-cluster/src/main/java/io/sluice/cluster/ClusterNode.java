@@ -320,7 +320,14 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** @return this node's replica of the partition, or null if it hosts none */
     private ReplicatedPartition replicaOf(String topic, int partition) {
         PartitionId id = new PartitionId(topic, partition);
-        if (!known.containsKey(groupId(id)) || !hosts(groupId(id))) {
+        // Every produce and fetch asks: a replica found once is kept (groups are never removed), so the group id's
+        // digest and the walk over the server's groups are paid once per partition, not per request.
+        ReplicatedPartition found = partitions.get(id);
+        if (found != null) {
+            return found;
+        }
+        RaftGroupId groupId = groupId(id);
+        if (!known.containsKey(groupId) || !hosts(groupId)) {
             return null;
         }
         try {
