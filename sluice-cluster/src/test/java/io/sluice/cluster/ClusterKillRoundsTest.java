@@ -242,8 +242,16 @@ class ClusterKillRoundsTest {
     private static int leaderOfPartition0(Admin admin) throws Exception {
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
         while (true) {
-            Node leader = admin.describeTopics(List.of(TOPIC)).allTopicNames().get(30, TimeUnit.SECONDS).get(TOPIC)
-                    .partitions().getFirst().leader();
+            Node leader = null;
+            try {
+                leader = admin.describeTopics(List.of(TOPIC)).allTopicNames().get(30, TimeUnit.SECONDS).get(TOPIC)
+                        .partitions().getFirst().leader();
+            } catch (java.util.concurrent.ExecutionException e) {
+                // A broker that has not applied the topic's creation yet (just restarted) does not know it: ask again.
+                if (!(e.getCause() instanceof org.apache.kafka.common.errors.UnknownTopicOrPartitionException)) {
+                    throw e;
+                }
+            }
             if (leader != null && leader.id() >= 1) {
                 return leader.id();
             }
