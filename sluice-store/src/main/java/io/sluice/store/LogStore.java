@@ -460,6 +460,12 @@ final class LogStore implements AutoCloseable {
         return durablePosition;
     }
 
+    /** @return why the log refuses appends (it turned read-only or broke), or null if it takes them */
+    StoreException refusal() {
+        String why = broken;
+        return why != null ? new StoreException("log " + name + " refuses appends: " + why) : health.refusal();
+    }
+
     /** @return what the last checkpoint may claim for this log */
     long durablePosition() {
         return durablePosition;

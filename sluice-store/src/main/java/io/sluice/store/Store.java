@@ -108,6 +108,8 @@ public final class Store implements AutoCloseable {
     /** What the last checkpoint written holds; guarded by {@link #checkpointLock}. */
     private Map<String, Checkpoint.Log> lastCheckpoint = Map.of();
     private final Object checkpointLock = new Object();
+    /** Held while a checkpoint forces the logs and writes its file. */
+    private final Object checkpointRun = new Object();
     /**
      * Checkpoints and retention passes, which visit every log, hold it for reading; deleting a topic, which closes
      * logs, holds it for writing.
@@ -1305,20 +1307,62 @@ public final class Store implements AutoCloseable {
         if (!gate.enter()) {
             return;
         }
-        logSet.readLock().lock();
         try {
-            Map<String, Checkpoint.Log> positions = new TreeMap<>();
-            for (LogStore log : allLogs()) {
-                long start = log.start();
-                positions.put(log.name(), new Checkpoint.Log(log.makeDurable(), start));
-            }
-            writeCheckpoint(positions);
+            forceAndCheckpoint(false);
         } catch (IOException | RuntimeException e) {
             LOG.error("writing the checkpoint of {} failed; the logs' durable positions stay where the last one"
                     + " put them, and it is tried again after the next change: {}", root, e.toString());
         } finally {
-            logSet.readLock().unlock();
             gate.exit();
+        }
+    }
+
+    /**
+     * Forces everything appended before the call, in every log with its index files, and records it in the
+     * checkpoint: what a scheduled checkpoint does, now and waited for. Once it returns, a power cut loses none of
+     * it, whatever the flush mode. For a caller that must not claim data as kept before it is (a replica's
+     * snapshot).
+     *
+     * @throws StoreException if the store is closed or read-only, a log could not be forced (it turned read-only),
+     *     or the checkpoint could not be written
+     */
+    public void sync() {
+        checkWritable();
+        if (!gate.enter()) {
+            throw new StoreException("store " + root + " is closed");
+        }
+        try {
+            forceAndCheckpoint(true);
+        } catch (IOException e) {
+            throw new StoreException("writing the checkpoint of " + root + " failed: " + e, e);
+        } finally {
+            gate.exit();
+        }
+    }
+
+    /**
+     * One checkpoint at a time (a scheduled one and {@link #sync} may meet): an older set of positions never
+     * replaces a newer one.
+     *
+     * @param strict fail if a log could not be forced, rather than record its last durable position
+     */
+    private void forceAndCheckpoint(boolean strict) throws IOException {
+        synchronized (checkpointRun) {
+            logSet.readLock().lock();
+            try {
+                Map<String, Checkpoint.Log> positions = new TreeMap<>();
+                for (LogStore log : allLogs()) {
+                    long start = log.start();
+                    positions.put(log.name(), new Checkpoint.Log(log.makeDurable(), start));
+                    StoreException refusal = strict ? log.refusal() : null;
+                    if (refusal != null) {
+                        throw refusal;
+                    }
+                }
+                writeCheckpoint(positions);
+            } finally {
+                logSet.readLock().unlock();
+            }
         }
     }
 
