@@ -17,6 +17,7 @@ import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
+import org.apache.ratis.RaftConfigKeys;
 import org.apache.ratis.client.RaftClient;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
@@ -32,6 +33,7 @@ import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.statemachine.StateMachine;
+import org.apache.ratis.util.SizeInBytes;
 import org.apache.ratis.util.TimeDuration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -61,6 +63,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** The Raft timeouts: a leader is suspected after 300-600 ms without its heartbeats. */
     static final TimeDuration RPC_TIMEOUT_MIN = TimeDuration.valueOf(300, TimeUnit.MILLISECONDS);
     static final TimeDuration RPC_TIMEOUT_MAX = TimeDuration.valueOf(600, TimeUnit.MILLISECONDS);
+    /** A leader without answers from a majority for this long steps down. */
+    static final TimeDuration APPENDER_STEP_DOWN_WAIT = TimeDuration.valueOf(1200, TimeUnit.MILLISECONDS);
+    /** The waits between a leader's attempts to a replica after failed ones: 1 ms ten times, 20 ms, then 200 ms. */
+    static final String APPENDER_RETRY_POLICY = "1ms,10, 20ms,2000, 200ms,1000000";
 
     private final String clusterId;
     private final ClusterSpec cluster;
@@ -91,15 +97,27 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     public ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, Path raftDirectory, Store store,
                        boolean force) throws IOException {
-        this(clusterId, cluster, nodeId, -1, raftDirectory, store, force);
+        this(clusterId, cluster, nodeId, -1, Tuning.DEFAULT, raftDirectory, store, force);
+    }
+
+    /**
+     * How a partition's Raft log is kept.
+     *
+     * @param snapshotEveryEntries a replica takes a snapshot each time this many entries were applied since its last
+     *     one, and the log below it is purged
+     * @param logSegmentBytes the size of the Raft log's segment files (a purge removes whole segments)
+     */
+    record Tuning(long snapshotEveryEntries, long logSegmentBytes) {
+
+        static final Tuning DEFAULT = new Tuning(100_000, 8L << 20);
     }
 
     /**
      * As the public constructor, listening on {@code listenPort} rather than the Raft port the cluster string gives
      * (which then reaches this node through something in between, such as a test's network proxy); -1 for that port.
      */
-    ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, int listenPort, Path raftDirectory, Store store,
-                boolean force) throws IOException {
+    ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, int listenPort, Tuning tuning, Path raftDirectory,
+                Store store, boolean force) throws IOException {
         this.clusterId = Objects.requireNonNull(clusterId, "clusterId");
         this.cluster = cluster;
         this.self = cluster.nodes().stream().filter(node -> node.id() == nodeId).findFirst()
@@ -122,6 +140,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             }
         });
         RaftProperties properties = new RaftProperties();
+        RaftConfigKeys.Rpc.setType(properties, new RaftTransport());
         RaftServerConfigKeys.setStorageDir(properties, List.of(raftDirectory.toFile()));
         GrpcConfigKeys.Server.setHost(properties, self.host());
         GrpcConfigKeys.Server.setPort(properties, listenPort >= 0 ? listenPort : self.raftPort());
@@ -135,6 +154,22 @@ public final class ClusterNode implements Replication, AutoCloseable {
         // whether it could win (pre-vote) rather than disrupt a working leader with a higher term.
         GrpcConfigKeys.Server.setHeartbeatChannel(properties, true);
         RaftServerConfigKeys.LeaderElection.setPreVote(properties, true);
+        // A leader cut off from its followers steps down soon (Ratis waits 10 s by default), so that the entries it
+        // appends and cannot commit meanwhile, which the next leader's log replaces, stay few.
+        RaftServerConfigKeys.LeaderElection.setLeaderStepDownWaitTime(properties, APPENDER_STEP_DOWN_WAIT);
+        // A leader finds where a returning replica's log agrees with its own one entry per round trip, each
+        // "inconsistent" answer counted as an error; Ratis's default waits 1 s, then 5 s, between such rounds after
+        // ten of them, so a tail of a few dozen entries took minutes to replace.
+        RaftServerConfigKeys.Log.Appender.setRetryPolicy(properties, APPENDER_RETRY_POLICY);
+        // Snapshots let a partition's log be purged; a replica that needs entries purged from the leader's log
+        // copies the batches from the leader's store (PartitionStateMachine), rather than have Ratis send files.
+        RaftServerConfigKeys.Snapshot.setAutoTriggerEnabled(properties, true);
+        RaftServerConfigKeys.Snapshot.setAutoTriggerThreshold(properties, tuning.snapshotEveryEntries());
+        RaftServerConfigKeys.Snapshot.setRetentionFileNum(properties, 2);
+        RaftServerConfigKeys.Log.setPurgeUptoSnapshotIndex(properties, true);
+        RaftServerConfigKeys.Log.setPurgeGap(properties, (int) Math.min(1024, tuning.snapshotEveryEntries()));
+        RaftServerConfigKeys.Log.setSegmentSizeMax(properties, SizeInBytes.valueOf(tuning.logSegmentBytes()));
+        RaftServerConfigKeys.Log.Appender.setInstallSnapshotEnabled(properties, false);
         if (!force) {
             // ASYNC: an acknowledged batch is in the page cache of a majority, as Kafka's acks=all; the Raft log of
             // entry headers is written and forced in the background, not waited for (Ratis's unsafe flush).

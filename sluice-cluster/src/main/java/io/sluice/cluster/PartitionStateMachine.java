@@ -7,26 +7,46 @@ import io.sluice.store.Store;
 import io.sluice.store.StoredMessage;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.nio.channels.FileChannel;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.nio.file.StandardCopyOption;
+import java.nio.file.StandardOpenOption;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
+import java.util.zip.CRC32C;
+import org.apache.ratis.client.RaftClient;
+import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
+import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
+import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftClientReply;
 import org.apache.ratis.protocol.RaftClientRequest;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftGroupMemberId;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.protocol.exceptions.StateMachineException;
+import org.apache.ratis.retry.RetryPolicies;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.protocol.TermIndex;
 import org.apache.ratis.server.raftlog.RaftLog;
+import org.apache.ratis.server.storage.FileInfo;
 import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.statemachine.StateMachine;
 import org.apache.ratis.statemachine.TransactionContext;
 import org.apache.ratis.statemachine.impl.BaseStateMachine;
+import org.apache.ratis.statemachine.impl.SimpleStateMachineStorage;
+import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
 import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
+import org.apache.ratis.util.LifeCycle;
+import org.apache.ratis.util.TimeDuration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -51,6 +71,15 @@ import org.slf4j.LoggerFactory;
  * <h2>High watermark</h2>
  * A batch is committed once Raft commits its entry; {@link #applyTransaction} (in log order) moves the high watermark
  * to its end. Consumers read below it only.
+ *
+ * <h2>Snapshots</h2>
+ * The state up to a log index is the partition's batches up to the high watermark there, which the store already
+ * holds: a snapshot ({@link #takeSnapshot}) forces the store ({@link Store#sync}) and then records the index, its term
+ * and that offset in a small file, so Ratis may purge the log below it. A replica whose log ends before the leader's
+ * first entry (it was away long, or its data were wiped) is told to install a snapshot
+ * ({@link #notifyInstallSnapshotFromLeader}): it asks the leader for its latest snapshot, cuts its own store back to
+ * what it knows committed, copies the leader's batches from there up to the snapshot's offset through read-only
+ * queries on the group ({@link #query}), forces them, records the snapshot, and the log goes on from there.
  */
 public final class PartitionStateMachine extends BaseStateMachine implements StateMachine.DataApi {
 
@@ -62,6 +91,10 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     private final boolean force;
     private final LongConsumer onCommit;
     private final Object lock = new Object();
+    private final SimpleStateMachineStorage snapshots = new SimpleStateMachineStorage();
+    /** The offset the latest snapshot covers up to (0 without one). */
+    private volatile long snapshotEnd;
+    private final java.util.concurrent.atomic.AtomicInteger installed = new java.util.concurrent.atomic.AtomicInteger();
     private RaftServer server;
     private RaftGroupId groupId;
     /** The offset after the last batch written to this replica's log; -1 until the store agrees with the log. */
@@ -92,14 +125,128 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
 
     @Override
     public void initialize(RaftServer raftServer, RaftGroupId raftGroupId, RaftStorage storage) throws IOException {
-        super.initialize(raftServer, raftGroupId, storage);
-        this.server = raftServer;
-        this.groupId = raftGroupId;
+        getLifeCycle().startAndTransition(() -> {
+            super.initialize(raftServer, raftGroupId, storage);
+            this.server = raftServer;
+            this.groupId = raftGroupId;
+            snapshots.init(storage);
+            load(snapshots.getLatestSnapshot());
+        }, IOException.class);
+    }
+
+    @Override
+    public SimpleStateMachineStorage getStateMachineStorage() {
+        return snapshots;
+    }
+
+    /** Before a snapshot from the leader is loaded. */
+    @Override
+    public void pause() {
+        getLifeCycle().transition(LifeCycle.State.PAUSING);
+        getLifeCycle().transition(LifeCycle.State.PAUSED);
+    }
+
+    /** After a snapshot from the leader was installed: the state is the snapshot's. */
+    @Override
+    public void reinitialize() throws IOException {
+        load(snapshots.loadLatestSnapshot());
+        if (getLifeCycleState() == LifeCycle.State.PAUSED) {
+            getLifeCycle().transition(LifeCycle.State.STARTING);
+            getLifeCycle().transition(LifeCycle.State.RUNNING);
+        }
+    }
+
+    /** The state of a snapshot: applied up to its index, committed up to its offset. */
+    private void load(SingleFileSnapshotInfo snapshot) throws IOException {
+        if (snapshot == null) {
+            return;
+        }
+        long end = readSnapshot(snapshot.getFile().getPath());
+        synchronized (lock) {
+            snapshotEnd = end;
+            highWatermark = end;
+            // The store is made to agree with the log (which now starts after the snapshot) at the next write.
+            logEnd = -1;
+        }
+        setLastAppliedTermIndex(snapshot.getTermIndex());
+        onCommit.accept(end);
+    }
+
+    /**
+     * Every so many entries (Ratis decides): the store is forced, so that every batch up to the high watermark is
+     * kept across a power cut, and only then the snapshot names the index, which lets Ratis purge the log below it.
+     */
+    @Override
+    public long takeSnapshot() throws IOException {
+        TermIndex last = getLastAppliedTermIndex();
+        if (last == null || last.getIndex() < 0) {
+            return RaftLog.INVALID_LOG_INDEX;
+        }
+        long end = highWatermark;
+        try {
+            store.sync();
+        } catch (RuntimeException e) {
+            throw new IOException("the store of " + topic + "-" + partition + " could not be forced for a snapshot at "
+                    + last + ": " + e.getMessage(), e);
+        }
+        saveSnapshot(last, end);
+        return last.getIndex();
+    }
+
+    /** The snapshot file: the offset, with a CRC32C; written aside, forced, then renamed into place. */
+    private void saveSnapshot(TermIndex at, long end) throws IOException {
+        Path path = snapshots.getSnapshotFile(at.getTerm(), at.getIndex()).toPath();
+        Path temp = path.resolveSibling("partition-snapshot.tmp");
+        try (FileChannel channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
+                StandardOpenOption.TRUNCATE_EXISTING)) {
+            ByteBuffer content = ByteBuffer.wrap(snapshotText(end).getBytes(StandardCharsets.US_ASCII));
+            while (content.hasRemaining()) {
+                channel.write(content);
+            }
+            channel.force(true);
+        }
+        Files.move(temp, path, StandardCopyOption.ATOMIC_MOVE);
+        try (FileChannel directory = FileChannel.open(path.getParent(), StandardOpenOption.READ)) {
+            directory.force(true);
+        }
+        snapshots.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(path, null), at));
+        snapshotEnd = end;
+    }
+
+    private static String snapshotText(long end) {
+        String body = "offset.end=" + end + "\n";
+        CRC32C crc = new CRC32C();
+        crc.update(body.getBytes(StandardCharsets.US_ASCII));
+        return body + "crc32c=" + Long.toHexString(crc.getValue()) + "\n";
+    }
+
+    private long readSnapshot(Path path) throws IOException {
+        String text = Files.readString(path, StandardCharsets.US_ASCII);
+        int newline = text.indexOf('\n');
+        long end = newline < 0 || !text.startsWith("offset.end=") ? -1
+                : parseEnd(text.substring("offset.end=".length(), newline));
+        if (end < 0 || !text.equals(snapshotText(end))) {
+            throw new IOException("the snapshot file " + path + " of " + topic + "-" + partition + " is damaged");
+        }
+        return end;
+    }
+
+    private static long parseEnd(String digits) {
+        try {
+            return Long.parseLong(digits);
+        } catch (NumberFormatException e) {
+            return -1;
+        }
     }
 
     /** @return the offset below which every batch is committed */
     public long highWatermark() {
         return highWatermark;
+    }
+
+    /** @return how many snapshots this replica installed from a leader since it started */
+    int snapshotsInstalled() {
+        return installed.get();
     }
 
     /** @return the partition's topic */
@@ -283,6 +430,154 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                 Long.toString(header.baseOffset()))));
     }
 
+    /** The most a read-only query returns of the batches a replica installing a snapshot copies. */
+    static final int COPY_CHUNK_BYTES = 1 << 20;
+
+    /**
+     * Read-only queries, answered by the leader for a replica installing its snapshot: {@code snapshot} gives the
+     * latest snapshot's term, index and offset ({@code none} without one); {@code read <from> <until>} gives the
+     * stored batches from offset {@code from} on, below {@code until}, at most about {@link #COPY_CHUNK_BYTES},
+     * one after the other.
+     */
+    @Override
+    public CompletableFuture<Message> query(Message request) {
+        String[] words = request.getContent().toStringUtf8().split(" ");
+        try {
+            if (words.length == 1 && words[0].equals("snapshot")) {
+                SingleFileSnapshotInfo snapshot = snapshots.getLatestSnapshot();
+                return CompletableFuture.completedFuture(Message.valueOf(snapshot == null ? "none"
+                        : snapshot.getTerm() + " " + snapshot.getIndex() + " " + snapshotEnd));
+            }
+            if (words.length == 3 && words[0].equals("read")) {
+                return CompletableFuture.completedFuture(Message.valueOf(readBatches(Long.parseLong(words[1]),
+                        Long.parseLong(words[2]))));
+            }
+            throw new IllegalArgumentException("unknown query '" + request.getContent().toStringUtf8() + "'");
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private ByteString readBatches(long from, long until) {
+        long first = store.minOffset(topic, partition);
+        if (from < first) {
+            throw new IllegalStateException("the store of " + topic + "-" + partition + " starts at offset " + first
+                    + " (retention removed what came before), not " + from + ": a replica cannot copy it from here");
+        }
+        ByteString.Output out = ByteString.newOutput();
+        try (ReadResult read = store.read(topic, partition, from, 1000, COPY_CHUNK_BYTES)) {
+            for (StoredMessage message : read.messages()) {
+                if (message.queueOffset() >= until) {
+                    break;
+                }
+                byte[] batch = message.bodyBytes();
+                out.write(batch, 0, batch.length);
+            }
+        }
+        return out.toByteString();
+    }
+
+    /**
+     * The leader's log starts after this replica's log ends: it installs the leader's latest snapshot, on a thread
+     * of its own (Ratis asks again until it is done, and again after a failure).
+     */
+    @Override
+    public CompletableFuture<TermIndex> notifyInstallSnapshotFromLeader(RoleInfoProto roleInfo,
+                                                                       TermIndex firstTermIndexInLog) {
+        if (!roleInfo.getFollowerInfo().hasLeaderInfo()) {
+            return CompletableFuture.failedFuture(new IOException("no leader named to install a snapshot from"));
+        }
+        RaftPeerId leader = RaftPeerId.valueOf(roleInfo.getFollowerInfo().getLeaderInfo().getId().getId());
+        CompletableFuture<TermIndex> installed = new CompletableFuture<>();
+        Thread.ofVirtual().name("install-" + topic + "-" + partition).start(() -> {
+            try {
+                installed.complete(install(leader, firstTermIndexInLog));
+            } catch (IOException | RuntimeException e) {
+                LOG.warn("{}-{}: installing the snapshot of leader {} failed (it is tried again): {}", topic,
+                        partition, leader, e.toString());
+                installed.completeExceptionally(e);
+            }
+        });
+        return installed;
+    }
+
+    private TermIndex install(RaftPeerId leader, TermIndex firstInLog) throws IOException {
+        try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties())
+                .setRaftGroup(server.getDivision(groupId).getGroup()).setLeaderId(leader)
+                .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(
+                        20, TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build()) {
+            String[] answer = ask(client, "snapshot").toStringUtf8().split(" ");
+            if (answer.length != 3) {
+                throw new IOException("the leader of " + topic + "-" + partition + " has no snapshot yet");
+            }
+            TermIndex at = TermIndex.valueOf(Long.parseLong(answer[0]), Long.parseLong(answer[1]));
+            long end = Long.parseLong(answer[2]);
+            if (at.getIndex() + 1 < firstInLog.getIndex()) {
+                throw new IOException("the leader's snapshot at " + at + " does not reach its log's first entry "
+                        + firstInLog);
+            }
+            // What this replica holds past what it knows committed may differ from the leader's: cut it.
+            long from = Math.min(store.nextOffset(topic, partition), highWatermark);
+            if (store.nextOffset(topic, partition) > from) {
+                store.truncateQueue(topic, partition, from);
+            }
+            long copied = 0;
+            while (from < end) {
+                ByteString batches = ask(client, "read " + from + " " + end);
+                if (batches.isEmpty()) {
+                    throw new IOException("the leader of " + topic + "-" + partition + " returned no batch at offset "
+                            + from + " below its snapshot's " + end);
+                }
+                from = appendCopied(batches, from);
+                copied += batches.size();
+            }
+            store.sync();
+            saveSnapshot(at, end);
+            installed.incrementAndGet();
+            LOG.info("{}-{}: installed the snapshot at {} from node {}: batches up to offset {} ({} bytes copied)",
+                    topic, partition, at, ClusterNode.nodeId(leader), end, copied);
+            return at;
+        }
+    }
+
+    private static ByteString ask(RaftClient client, String query) throws IOException {
+        RaftClientReply reply = client.io().sendReadOnly(Message.valueOf(query));
+        if (!reply.isSuccess()) {
+            throw new IOException("query '" + query + "' failed: " + reply.getException());
+        }
+        return reply.getMessage().getContent();
+    }
+
+    /** Appends the copied batches, each at the offset it has; @return the offset after the last */
+    private long appendCopied(ByteString batches, long from) throws IOException {
+        ByteBuffer all = batches.asReadOnlyByteBuffer().order(java.nio.ByteOrder.BIG_ENDIAN);
+        int at = all.position();
+        long next = from;
+        Map<Long, CompletableFuture<AppendResult>> appended = new java.util.LinkedHashMap<>();
+        while (at < all.limit()) {
+            long base = all.getLong(at);
+            int size = 12 + all.getInt(at + 8);
+            MemorySegment batch = MemorySegment.ofBuffer(all.slice(at, size));
+            if (base != next || KafkaBatch.problem(batch) != null) {
+                throw new IOException("a copied batch of " + topic + "-" + partition + " at offset " + base
+                        + " does not follow offset " + next + " or is no batch: "
+                        + KafkaBatch.problem(batch));
+            }
+            int count = KafkaBatch.offsetCount(batch);
+            appended.put(base, store.appendOpaqueToDeclared(topic, partition, batch, count, false));
+            next = base + count;
+            at += size;
+        }
+        for (Map.Entry<Long, CompletableFuture<AppendResult>> append : appended.entrySet()) {
+            long offset = append.getValue().join().firstQueueOffset();
+            if (offset != append.getKey()) {
+                throw new IOException("the store put a copied batch of " + topic + "-" + partition + " at offset "
+                        + offset + ", not " + append.getKey());
+            }
+        }
+        return next;
+    }
+
     /**
      * Once after a start, before the first batch is written or given an offset: the store holds exactly the batches
      * of the log's entries below {@code index}. The Raft log is read before this machine's lock is taken (its
@@ -327,11 +622,17 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     /** @return the end of the last batch among the log's entries below {@code index} (0 if none) */
     private long batchesEndBefore(long index) throws IOException {
         RaftLog log = server.getDivision(groupId).getRaftLog();
-        for (long i = index - 1; i >= Math.max(log.getStartIndex(), 0); i--) {
+        long start = Math.max(log.getStartIndex(), 0);
+        for (long i = index - 1; i >= start; i--) {
             LogEntryProto entry = log.get(i);
             if (entry != null && entry.hasStateMachineLogEntry()) {
                 return EntryHeader.decode(entry.getStateMachineLogEntry().getLogData()).end();
             }
+        }
+        // No batch entry in the log below the index: the entries before its start are in the snapshot.
+        SingleFileSnapshotInfo snapshot = snapshots.getLatestSnapshot();
+        if (snapshot != null && snapshot.getIndex() >= start - 1 && snapshot.getIndex() < index) {
+            return snapshotEnd;
         }
         if (log.getStartIndex() > 0) {
             throw new IllegalStateException("the Raft log of " + topic + "-" + partition + " starts at index "

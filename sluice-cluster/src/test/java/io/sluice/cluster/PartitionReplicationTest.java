@@ -45,6 +45,8 @@ class PartitionReplicationTest {
     /** The network to each node's Raft port: the cluster string names the proxies' ports. */
     private final LoopbackProxy[] proxies = new LoopbackProxy[4];
     private final int[] listenPorts = new int[4];
+    /** Snapshots every 50 entries and small log segments, so that a test purges the log within a few hundred. */
+    private ClusterNode.Tuning tuning = new ClusterNode.Tuning(50, 4096);
 
     /** One node: its store and its Raft server; stopped and started again over the same directories. */
     final class Node {
@@ -62,8 +64,8 @@ class PartitionReplicationTest {
             if (store.queueCount("t") == 0) {
                 store.createTopic("t", TopicLayout.BATCHES, 1);
             }
-            raft = new ClusterNode("test-cluster", cluster, id, listenPorts[id], dir.resolve("n" + id).resolve("raft"),
-                    store, true);
+            raft = new ClusterNode("test-cluster", cluster, id, listenPorts[id], tuning,
+                    dir.resolve("n" + id).resolve("raft"), store, true);
             raft.host(PARTITION, REPLICAS);
         }
 
@@ -265,14 +267,15 @@ class PartitionReplicationTest {
             }
         }
         List<CompletableFuture<Long>> stranded = new ArrayList<>();
-        for (int i = 0; i < 20; i++) {
+        // Sixty entries: the new leader walks back over them one at a time to find where the logs agree.
+        for (int i = 0; i < 60; i++) {
             stranded.add(old.partition().append(batch(random, "lost" + i)).stored());
         }
         for (CompletableFuture<Long> stored : stranded) {
             stored.get(30, TimeUnit.SECONDS);
         }
         long strandedEnd = old.store.maxOffset("t", 0);
-        assertThat(strandedEnd).isGreaterThan(ByteBuffer.wrap(expected.getLast()).getLong(0) + 20);
+        assertThat(strandedEnd).isGreaterThan(ByteBuffer.wrap(expected.getLast()).getLong(0) + 60);
         old.stop();
         for (int id = 1; id <= 3; id++) {
             proxies[id].heal();
@@ -284,5 +287,38 @@ class PartitionReplicationTest {
         old.start();
         assertEveryReplicaHolds(expected);
         assertThat(batches(old.store)).noneMatch(batch -> new String(batch).contains("lost"));
+    }
+
+    @Test
+    void aReplicaBehindTheLeadersPurgedLogInstallsItsSnapshotFromTheLeadersStore() throws Exception {
+        startCluster();
+        Random random = new Random(3);
+        List<byte[]> expected = new ArrayList<>(produce(leader(), 40, random, "a"));
+        assertEveryReplicaHolds(expected);
+
+        // A follower away while the other two commit, snapshot and purge their logs well past where it stopped.
+        Node leader = leader();
+        Node away = nodes[leader.id % 3 + 1];
+        away.stop();
+        expected.addAll(produce(leader(), 400, random, "b"));
+        Node now = leader();
+        await("the leader's log purged past the away replica's end", () -> {
+            try {
+                return now.partition().division().getRaftLog().getStartIndex() > 100;
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        away.start();
+        expected.addAll(produce(leader(), 20, random, "c"));
+        assertEveryReplicaHolds(expected);
+        assertThat(away.partition().machine().snapshotsInstalled()).as("snapshots the away replica installed")
+                .isEqualTo(1);
+
+        // Installed state survives a restart of that replica (its log starts after the snapshot now).
+        away.stop();
+        away.start();
+        expected.addAll(produce(leader(), 20, random, "d"));
+        assertEveryReplicaHolds(expected);
     }
 }
