@@ -82,9 +82,12 @@ class ReplicatedProduceTest {
             return nodes;
         }
 
+        /** The controller's node id; -1 while none is known (an election, or this broker not joined yet). */
+        final AtomicInteger controller = new AtomicInteger(1);
+
         @Override
         public int controller() {
-            return 1;
+            return controller.get();
         }
 
         @Override
@@ -243,6 +246,36 @@ class ReplicatedProduceTest {
                 answer = new org.apache.kafka.common.message.HeartbeatResponseData(Wire.exchange(socket,
                         ApiKeys.HEARTBEAT, (short) 4, request), (short) 4);
                 assertThat(Errors.forCode(answer.errorCode())).isNotEqualTo(Errors.COORDINATOR_LOAD_IN_PROGRESS);
+            }
+        }
+    }
+
+    /**
+     * With no controller known yet (the cluster electing one, or this broker not joined yet), CreateTopics is answered
+     * NOT_CONTROLLER, which Kafka's Admin retries; it had been sent to the cluster, failed, and answered
+     * KAFKA_STORAGE_ERROR, which ends the Admin call.
+     */
+    @Test
+    void createTopicsWithNoControllerKnownIsRetriableNotController() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
+            LocalReplication cluster = new LocalReplication(store);
+            cluster.controller.set(-1);
+            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
+                 Socket socket = new Socket("127.0.0.1", broker.port())) {
+                var topics = new org.apache.kafka.common.message.CreateTopicsRequestData.CreatableTopicCollection();
+                topics.add(new org.apache.kafka.common.message.CreateTopicsRequestData.CreatableTopic().setName("n")
+                        .setNumPartitions(1).setReplicationFactor((short) 1));
+                var request = new org.apache.kafka.common.message.CreateTopicsRequestData().setTopics(topics)
+                        .setTimeoutMs(10_000);
+                var answer = new org.apache.kafka.common.message.CreateTopicsResponseData(Wire.exchange(socket,
+                        ApiKeys.CREATE_TOPICS, (short) 7, request), (short) 7);
+                assertThat(Errors.forCode(answer.topics().find("n").errorCode())).isEqualTo(Errors.NOT_CONTROLLER);
+                assertThat(store.queueCount("n")).isZero();
+                cluster.controller.set(1);
+                answer = new org.apache.kafka.common.message.CreateTopicsResponseData(Wire.exchange(socket,
+                        ApiKeys.CREATE_TOPICS, (short) 7, request), (short) 7);
+                assertThat(Errors.forCode(answer.topics().find("n").errorCode())).isEqualTo(Errors.NONE);
+                assertThat(store.queueCount("n")).isEqualTo(1);
             }
         }
     }

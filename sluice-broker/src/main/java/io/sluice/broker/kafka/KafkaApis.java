@@ -484,6 +484,10 @@ public final class KafkaApis implements AutoCloseable {
                     store.createTopic(name, settings.layout(), settings.defaultPartitions());
                 } else {
                     store.layout(name); // checks the name
+                    if (replication.controller() < 0) {
+                        return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID)
+                                .setErrorCode(Errors.LEADER_NOT_AVAILABLE.code());
+                    }
                     try {
                         createReplicated(name, settings.defaultPartitions(), replication.defaultReplicationFactor());
                     } catch (IllegalArgumentException createdElsewhere) {
@@ -581,6 +585,11 @@ public final class KafkaApis implements AutoCloseable {
                 return failed(result, Errors.TOPIC_ALREADY_EXISTS, "topic " + topic.name() + " already exists");
             }
             if (!validateOnly && replication != null) {
+                if (replication.controller() < 0) {
+                    // Kafka's Admin asks again (after a Metadata refresh) on NOT_CONTROLLER.
+                    return failed(result, Errors.NOT_CONTROLLER, "no controller is known yet (the cluster is electing"
+                            + " one, or this broker has not joined it yet); try again");
+                }
                 createReplicated(topic.name(), partitions, factor);
             } else if (!validateOnly && !store.createTopic(topic.name(), settings.layout(), partitions)) {
                 return failed(result, Errors.TOPIC_ALREADY_EXISTS, "topic " + topic.name() + " already exists");
