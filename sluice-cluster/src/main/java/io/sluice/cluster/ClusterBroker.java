@@ -36,12 +36,18 @@ public final class ClusterBroker implements AutoCloseable {
      */
     public static ClusterBroker start(Path directory, ClusterSpec cluster, int nodeId, StoreConfig storeConfig,
                                       BrokerConfig brokerConfig) throws IOException {
+        return start(directory, cluster, nodeId, storeConfig, brokerConfig, ClusterNode.Tuning.DEFAULT);
+    }
+
+    /** As the public one, with the partitions' Raft logs kept per {@code tuning}. */
+    static ClusterBroker start(Path directory, ClusterSpec cluster, int nodeId, StoreConfig storeConfig,
+                               BrokerConfig brokerConfig, ClusterNode.Tuning tuning) throws IOException {
         ClusterSpec.Node self = cluster.node(nodeId);
         Store store = Store.open(directory.resolve("store"), storeConfig);
         ClusterNode node = null;
         try {
-            node = new ClusterNode(brokerConfig.clusterId(), cluster, nodeId, directory.resolve("raft"), store,
-                    storeConfig.flushMode() == FlushMode.SYNC);
+            node = new ClusterNode(brokerConfig.clusterId(), cluster, nodeId, -1, tuning, directory.resolve("raft"),
+                    store, storeConfig.flushMode() == FlushMode.SYNC);
             BrokerConfig config = new BrokerConfig(self.host(), self.clientPort(), nodeId, brokerConfig.clusterId(),
                     brokerConfig.maxRequestBytes(), brokerConfig.maxConnections(), brokerConfig.defaultPartitions(),
                     brokerConfig.autoCreateTopics(), brokerConfig.topicLayout(), brokerConfig.metricsPort(),

@@ -5,6 +5,7 @@ import io.sluice.store.Store;
 import io.sluice.store.TopicLayout;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -15,10 +16,12 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
 import org.apache.ratis.RaftConfigKeys;
 import org.apache.ratis.client.RaftClient;
+import org.apache.ratis.client.RaftClientConfigKeys;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
 import org.apache.ratis.proto.RaftProtos.RaftPeerRole;
@@ -30,6 +33,7 @@ import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.retry.RetryPolicies;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.statemachine.StateMachine;
@@ -81,7 +85,21 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final RaftGroupId metadataGroupId;
     private final MetadataStateMachine metadata;
     private final RaftServer server;
-    private final RaftClient metadataClient;
+    /** Replaced when Ratis closes it (it does after some failures, and then refuses every later request). */
+    private final java.util.concurrent.atomic.AtomicReference<RaftClient> metadataClient =
+            new java.util.concurrent.atomic.AtomicReference<>();
+    private final RaftGroup metadataGroup;
+    /** Present while this node rejoins the cluster after losing its Raft data (see {@link #join}). */
+    private final Path rejoinMarker;
+    /**
+     * Topics created in the metadata log below this index may have had this node among their groups' voters before
+     * it lost its data: it rejoins those groups rather than add them as a voter; 0 if it lost nothing.
+     */
+    private volatile long rejoinBelow;
+    /** Partition groups this node is rejoining now. */
+    private final AtomicInteger rejoining = new AtomicInteger();
+    private volatile boolean closed;
+    private Thread joining;
 
     /**
      * Starts the node's Raft server with the groups it hosted before (their Raft logs are under
@@ -175,18 +193,27 @@ public final class ClusterNode implements Replication, AutoCloseable {
             // entry headers is written and forced in the background, not waited for (Ratis's unsafe flush).
             RaftServerConfigKeys.Log.setUnsafeFlushEnabled(properties, true);
         }
+        this.rejoinMarker = raftDirectory.resolve(REJOIN_FILE);
+        boolean resuming = Files.exists(rejoinMarker);
+        if (resuming) {
+            // The groups in the Raft directory start with the server, and the metadata they replay must not add
+            // partition groups as a voter before the rejoin says which topics are older than it.
+            rejoinBelow = Long.MAX_VALUE;
+        }
         this.server = RaftServer.newBuilder().setServerId(peerId(nodeId)).setProperties(properties)
                 .setStateMachineRegistry(this::machineFor).build();
         server.start();
         try {
-            RaftGroup metadataGroup = RaftGroup.valueOf(metadataGroupId, peers(cluster.nodes().stream()
+            this.metadataGroup = RaftGroup.valueOf(metadataGroupId, peers(cluster.nodes().stream()
                     .map(ClusterSpec.Node::id).toList()));
-            if (!hosts(metadataGroupId)) {
-                addGroup(metadataGroup, "the metadata");
+            this.metadataClient.set(newMetadataClient());
+            if (resuming) {
+                // A rejoin was under way when this node stopped: it goes on (each step may be taken again).
+                joining = Thread.ofVirtual().name("node-" + nodeId + "-rejoin").start(this::rejoinAll);
+            } else if (!hosts(metadataGroupId)) {
+                joining = Thread.ofVirtual().name("node-" + nodeId + "-join").start(this::join);
             }
-            this.metadataClient = RaftClient.newBuilder().setProperties(new RaftProperties())
-                    .setRaftGroup(metadataGroup).setClientId(ClientId.randomId()).build();
-        } catch (IOException | RuntimeException e) {
+        } catch (RuntimeException e) {
             try {
                 server.close();
             } catch (IOException suppressed) {
@@ -194,6 +221,202 @@ public final class ClusterNode implements Replication, AutoCloseable {
             }
             throw e;
         }
+    }
+
+    private RaftClient newMetadataClient() {
+        return RaftClient.newBuilder().setProperties(new RaftProperties()).setRaftGroup(metadataGroup)
+                .setClientId(ClientId.randomId()).build();
+    }
+
+    /** Submits a metadata command; on a client Ratis closed, once more on a new one. */
+    private CompletableFuture<RaftClientReply> sendMetadata(String command) {
+        RaftClient client = metadataClient.get();
+        return client.async().send(Message.valueOf(command)).exceptionallyCompose(failure -> {
+            Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
+                    ? failure.getCause() : failure;
+            if (!(cause instanceof org.apache.ratis.protocol.exceptions.AlreadyClosedException) || closed) {
+                return CompletableFuture.failedFuture(cause);
+            }
+            RaftClient fresh = newMetadataClient();
+            if (metadataClient.compareAndSet(client, fresh)) {
+                closeQuietly(client);
+            } else {
+                closeQuietly(fresh);
+                fresh = metadataClient.get();
+            }
+            return fresh.async().send(Message.valueOf(command));
+        });
+    }
+
+    private static void closeQuietly(RaftClient client) {
+        try {
+            client.close();
+        } catch (IOException e) {
+            LOG.debug("closing a metadata client: {}", e.toString());
+        }
+    }
+
+    /** The file in a node's Raft directory that says it is rejoining the cluster. */
+    static final String REJOIN_FILE = "sluice-rejoining";
+
+    /**
+     * A node with no metadata group in its Raft directory: a new cluster's, or one whose data were lost (a wiped or
+     * replaced disk). It asks the other nodes: if none has a metadata log with an entry, the cluster has not formed
+     * and this node takes part as a voter from the start; if one has, the cluster formed (perhaps with this node,
+     * which may have acknowledged entries and voted before it lost them), and it rejoins ({@link #rejoinAll}).
+     * Until every other node has answered, it waits: a node that cannot tell must not vote.
+     */
+    private void join() {
+        long nextReport = System.nanoTime();
+        try {
+            while (!closed) {
+                List<Integer> silent = new ArrayList<>();
+                if (clusterFormed(silent)) {
+                    LOG.warn("node {} has no Raft data and the cluster has formed: it rejoins every group it belongs"
+                            + " to, catching up before it counts as a voter", self.id());
+                    Files.writeString(rejoinMarker, "rejoining\n", StandardCharsets.UTF_8);
+                    rejoinAll();
+                    return;
+                }
+                if (silent.isEmpty()) {
+                    addGroup(metadataGroup, "the metadata");
+                    return;
+                }
+                if (System.nanoTime() >= nextReport) {
+                    LOG.info("node {} has no Raft data; waiting for nodes {} to tell whether the cluster has formed",
+                            self.id(), silent);
+                    nextReport = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                }
+                Thread.sleep(200);
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (IOException | RuntimeException e) {
+            if (!closed) {
+                LOG.error("node {} could not join the cluster: {}", self.id(), e.toString());
+            }
+        }
+    }
+
+    /**
+     * @param silent gets the nodes that did not answer
+     * @return true if another node's metadata log holds an entry
+     */
+    private boolean clusterFormed(List<Integer> silent) throws IOException {
+        RaftProperties properties = new RaftProperties();
+        RaftClientConfigKeys.Rpc.setRequestTimeout(properties, TimeDuration.valueOf(1, TimeUnit.SECONDS));
+        try (RaftClient client = RaftClient.newBuilder().setProperties(properties).setRaftGroup(metadataGroup)
+                .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.noRetry()).build()) {
+            for (ClusterSpec.Node node : cluster.nodes()) {
+                if (node.id() == self.id()) {
+                    continue;
+                }
+                RaftPeerId peer = peerId(node.id());
+                try {
+                    if (client.getGroupManagementApi(peer).list().getGroupIds().contains(metadataGroupId)) {
+                        var log = client.getGroupManagementApi(peer).info(metadataGroupId).getLogInfoProto();
+                        if (log.hasLastEntry() && log.getLastEntry().getIndex() >= 0) {
+                            return true;
+                        }
+                    }
+                } catch (IOException | RuntimeException e) {
+                    silent.add(node.id());
+                }
+            }
+        }
+        return false;
+    }
+
+    /**
+     * Rejoins the metadata group, then every partition group the replayed metadata names this node a replica of
+     * (those go on in the background, started as the topics are applied), then removes the marker.
+     */
+    private void rejoinAll() {
+        try {
+            long[] removedAt = new long[1];
+            rejoin(metadataGroup, "the metadata", index -> {
+                removedAt[0] = index;
+                rejoinBelow = index + 1;
+            });
+            // Every topic created before this node left the metadata group's configuration is applied once the
+            // metadata is applied that far; then no partition rejoin starts any more.
+            while (!closed && (metadata.getLastAppliedTermIndex() == null
+                    || metadata.getLastAppliedTermIndex().getIndex() < removedAt[0] || rejoining.get() > 0)) {
+                Thread.sleep(100);
+            }
+            if (!closed) {
+                Files.deleteIfExists(rejoinMarker);
+                LOG.warn("node {} rejoined the cluster: its groups are caught up and it votes again", self.id());
+            }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        } catch (IOException | RuntimeException e) {
+            if (!closed) {
+                LOG.error("node {} could not rejoin the cluster: {}", self.id(), e.toString());
+            }
+        }
+    }
+
+    /**
+     * Rejoins one group this node may have been a voter of before it lost its data, as Raft's membership changes
+     * allow: the group's leader takes it out of the configuration (it is not asked for, nor counted in, votes and
+     * commits from then on), the group starts here, and the leader adds it back, which Ratis does once it caught up
+     * with the log (or installed a snapshot). Each step is retried until it succeeds or the node closes.
+     *
+     * @param afterRemoval told the group's commit index once this node is out of its configuration
+     */
+    private void rejoin(RaftGroup group, String what, java.util.function.LongConsumer afterRemoval)
+            throws InterruptedException, IOException {
+        List<RaftPeer> others = group.getPeers().stream().filter(peer -> !peer.getId().equals(server.getId()))
+                .toList();
+        try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties())
+                .setRaftGroup(RaftGroup.valueOf(group.getGroupId(), others)).setClientId(ClientId.randomId())
+                .setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(10,
+                        TimeDuration.valueOf(500, TimeUnit.MILLISECONDS))).build()) {
+            RaftClientReply removed = untilDone(what + ": leaving its configuration",
+                    () -> client.admin().setConfiguration(others));
+            long committed = removed.getLogIndex();
+            try {
+                var log = client.getGroupManagementApi(removed.getServerId()).info(group.getGroupId())
+                        .getLogInfoProto();
+                committed = Math.max(committed, log.getCommitted().getIndex());
+            } catch (IOException | RuntimeException e) {
+                // the index of the configuration entry is enough
+            }
+            afterRemoval.accept(committed);
+            if (!hosts(group.getGroupId())) {
+                addGroup(group, what);
+            }
+            untilDone(what + ": joining its configuration again", () -> client.admin().setConfiguration(List.copyOf(
+                    group.getPeers())));
+            LOG.info("node {} rejoined the Raft group of {}", self.id(), what);
+        }
+    }
+
+    private interface Step {
+        RaftClientReply run() throws IOException;
+    }
+
+    private RaftClientReply untilDone(String what, Step step) throws InterruptedException, IOException {
+        long nextReport = System.nanoTime();
+        while (!closed) {
+            String failure;
+            try {
+                RaftClientReply reply = step.run();
+                if (reply.isSuccess()) {
+                    return reply;
+                }
+                failure = String.valueOf(reply.getException());
+            } catch (IOException | RuntimeException e) {
+                failure = e.toString();
+            }
+            if (System.nanoTime() >= nextReport) {
+                LOG.info("node {} rejoining, {} not done yet (tried again): {}", self.id(), what, failure);
+                nextReport = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+            }
+            Thread.sleep(300);
+        }
+        throw new IOException("node " + self.id() + " closed while " + what);
     }
 
     /** The file in a node's Raft directory that names the cluster and node its data belong to. */
@@ -297,20 +520,47 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     /** The metadata created a topic (or this node replays its creation): take this node's part. */
-    private void onTopic(MetadataStateMachine.Topic topic) {
+    private void onTopic(MetadataStateMachine.Topic topic, long index) {
         if (store.queueCount(topic.name()) == 0) {
             store.createTopic(topic.name(), TopicLayout.BATCHES, topic.partitions());
         }
         for (int p = 0; p < topic.partitions(); p++) {
             List<Integer> replicas = topic.replicas().get(p);
-            if (replicas.contains(self.id())) {
-                try {
-                    host(new PartitionId(topic.name(), p), replicas);
-                } catch (IOException e) {
-                    throw new IllegalStateException("cannot host " + topic.name() + "-" + p + ": " + e.getMessage(), e);
-                }
+            if (!replicas.contains(self.id())) {
+                continue;
+            }
+            PartitionId partition = new PartitionId(topic.name(), p);
+            if (index < rejoinBelow && !partitions.containsKey(partition)) {
+                rejoinPartition(partition, replicas);
+                continue;
+            }
+            try {
+                host(partition, replicas);
+            } catch (IOException e) {
+                throw new IllegalStateException("cannot host " + partition + ": " + e.getMessage(), e);
             }
         }
+    }
+
+    /** In the background (the metadata's apply thread goes on): rejoin a partition's group. */
+    private void rejoinPartition(PartitionId partition, List<Integer> replicas) {
+        RaftGroupId groupId = groupId(partition);
+        known.put(groupId, partition);
+        rejoining.incrementAndGet();
+        Thread.ofVirtual().name("node-" + self.id() + "-rejoin-" + partition).start(() -> {
+            try {
+                rejoin(RaftGroup.valueOf(groupId, peers(replicas)), partition.toString(), index -> { });
+                partition(partition);
+                changed(partition);
+                rejoining.decrementAndGet();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } catch (IOException | RuntimeException e) {
+                if (!closed) {
+                    LOG.error("node {} could not rejoin the group of {}: {}", self.id(), partition, e.toString());
+                }
+            }
+        });
     }
 
     /** The metadata committed a group's offsets: this node's store keeps them as consumer positions. */
@@ -487,7 +737,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             replicas.add(nodes);
         }
         String command = new MetadataStateMachine.Topic(topic, replicas).command();
-        return metadataClient.async().send(Message.valueOf(command)).thenCompose(reply -> {
+        return sendMetadata(command).thenCompose(reply -> {
             if (!reply.isSuccess()) {
                 return CompletableFuture.failedFuture(reply.getException());
             }
@@ -510,8 +760,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         // The coordinator (the metadata leader) applies a commit before its reply comes: its store has the offsets
         // once this completes, and every other node's soon after.
-        return metadataClient.async().send(Message.valueOf(new MetadataStateMachine.Offsets(group, offsets).command()))
-                .thenCompose(reply -> {
+        return sendMetadata(new MetadataStateMachine.Offsets(group, offsets).command()).thenCompose(reply -> {
                     if (!reply.isSuccess()) {
                         return CompletableFuture.failedFuture(reply.getException());
                     }
@@ -553,8 +802,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** Stops the Raft server (the store stays open: its owner closes it). */
     @Override
     public void close() throws IOException {
+        closed = true;
+        Thread join = joining;
+        if (join != null) {
+            join.interrupt();
+        }
         try {
-            metadataClient.close();
+            metadataClient.get().close();
         } finally {
             server.close();
         }

@@ -6,6 +6,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.function.BiConsumer;
 import java.util.function.Consumer;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
 import org.apache.ratis.protocol.Message;
@@ -123,14 +124,15 @@ final class MetadataStateMachine extends BaseStateMachine {
 
     private final Map<String, Topic> topics = new ConcurrentHashMap<>();
     private final Map<String, CompletableFuture<Topic>> awaited = new ConcurrentHashMap<>();
-    private final Consumer<Topic> onTopic;
+    private final BiConsumer<Topic, Long> onTopic;
     private final Consumer<Offsets> onOffsets;
 
     /**
-     * @param onTopic told of each topic as this node applies its creation (and again as it replays its log)
+     * @param onTopic told of each topic, with the log index of its creation, as this node applies it (and again as
+     *     it replays its log)
      * @param onOffsets told of each group's offsets commit as this node applies it
      */
-    MetadataStateMachine(Consumer<Topic> onTopic, Consumer<Offsets> onOffsets) {
+    MetadataStateMachine(BiConsumer<Topic, Long> onTopic, Consumer<Offsets> onOffsets) {
         this.onTopic = onTopic;
         this.onOffsets = onOffsets;
     }
@@ -170,7 +172,7 @@ final class MetadataStateMachine extends BaseStateMachine {
             if (topics.putIfAbsent(topic.name(), topic) == null) {
                 answer = "created";
                 try {
-                    onTopic.accept(topic);
+                    onTopic.accept(topic, entry.getIndex());
                 } catch (RuntimeException e) {
                     // The cluster has the topic; this node could not take its part (a full disk, a closed store).
                     LOG.error("node cannot host its replicas of topic {}: {}", topic.name(), e.toString());
