@@ -214,6 +214,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 joining = Thread.ofVirtual().name("node-" + nodeId + "-join").start(this::join);
             }
         } catch (RuntimeException e) {
+            RaftClient client = metadataClient.get();
+            if (client != null) {
+                closeQuietly(client);
+            }
             try {
                 server.close();
             } catch (IOException suppressed) {
@@ -256,6 +260,25 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
     }
 
+    /** Writes a small file aside, forces it, renames it into place and forces the directory. */
+    private static void writeDurably(Path file, String content) throws IOException {
+        Path temp = file.resolveSibling(file.getFileName() + ".tmp");
+        try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(temp,
+                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE,
+                java.nio.file.StandardOpenOption.TRUNCATE_EXISTING)) {
+            java.nio.ByteBuffer bytes = java.nio.ByteBuffer.wrap(content.getBytes(StandardCharsets.UTF_8));
+            while (bytes.hasRemaining()) {
+                channel.write(bytes);
+            }
+            channel.force(true);
+        }
+        Files.move(temp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
+        try (java.nio.channels.FileChannel directory = java.nio.channels.FileChannel.open(file.getParent(),
+                java.nio.file.StandardOpenOption.READ)) {
+            directory.force(true);
+        }
+    }
+
     /** The file in a node's Raft directory that says it is rejoining the cluster. */
     static final String REJOIN_FILE = "sluice-rejoining";
 
@@ -274,7 +297,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 if (clusterFormed(silent)) {
                     LOG.warn("node {} has no Raft data and the cluster has formed: it rejoins every group it belongs"
                             + " to, catching up before it counts as a voter", self.id());
-                    Files.writeString(rejoinMarker, "rejoining\n", StandardCharsets.UTF_8);
+                    writeDurably(rejoinMarker, "rejoining\n");
                     rejoinAll();
                     return;
                 }
@@ -360,37 +383,91 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /**
      * Rejoins one group this node may have been a voter of before it lost its data, as Raft's membership changes
      * allow: the group's leader takes it out of the configuration (it is not asked for, nor counted in, votes and
-     * commits from then on), the group starts here, and the leader adds it back, which Ratis does once it caught up
-     * with the log (or installed a snapshot). Each step is retried until it succeeds or the node closes.
+     * commits from then on), the group starts here with no configuration of its own (no election timer: it waits to
+     * be contacted), and the leader adds it back, which Ratis does once it caught up with the log (or installed a
+     * snapshot). Each step is retried until it succeeds or the node closes. A group this node leads (a rejoin resumed
+     * after the whole cluster restarted) is left as it is: it won an election, so its log holds every committed entry.
      *
      * @param afterRemoval told the group's commit index once this node is out of its configuration
      */
     private void rejoin(RaftGroup group, String what, java.util.function.LongConsumer afterRemoval)
             throws InterruptedException, IOException {
+        RaftGroupId id = group.getGroupId();
         List<RaftPeer> others = group.getPeers().stream().filter(peer -> !peer.getId().equals(server.getId()))
                 .toList();
+        RaftServer.Division here = divisionOrNull(id);
+        if (here != null && here.getInfo().isAlive() && here.getInfo().isLeader()) {
+            afterRemoval.accept(here.getRaftLog().getLastCommittedIndex());
+            return;
+        }
+        if (others.size() < 2) {
+            // One other replica: every commit needed both, so it has them all, and this node's empty vote cannot
+            // elect a leader that lacks one. None: the data are gone.
+            if (others.isEmpty()) {
+                LOG.error("node {} lost the only replica of {}: it starts empty", self.id(), what);
+            }
+            if (here == null) {
+                addGroup(group, what);
+            }
+            afterRemoval.accept(0);
+            return;
+        }
         try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties())
-                .setRaftGroup(RaftGroup.valueOf(group.getGroupId(), others)).setClientId(ClientId.randomId())
+                .setRaftGroup(RaftGroup.valueOf(id, others)).setClientId(ClientId.randomId())
                 .setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(10,
                         TimeDuration.valueOf(500, TimeUnit.MILLISECONDS))).build()) {
             RaftClientReply removed = untilDone(what + ": leaving its configuration",
                     () -> client.admin().setConfiguration(others));
-            long committed = removed.getLogIndex();
-            try {
-                var log = client.getGroupManagementApi(removed.getServerId()).info(group.getGroupId())
-                        .getLogInfoProto();
-                committed = Math.max(committed, log.getCommitted().getIndex());
-            } catch (IOException | RuntimeException e) {
-                // the index of the configuration entry is enough
+            long committed = removed.getCommitInfos().stream()
+                    .mapToLong(org.apache.ratis.proto.RaftProtos.CommitInfoProto::getCommitIndex).max().orElse(-1);
+            while (committed < 0 && !closed) {
+                // Every topic created before the removal must be rejoined: without its index, ask until known.
+                try {
+                    committed = client.getGroupManagementApi(removed.getServerId()).info(id).getLogInfoProto()
+                            .getCommitted().getIndex();
+                } catch (IOException | RuntimeException e) {
+                    Thread.sleep(300);
+                }
             }
             afterRemoval.accept(committed);
-            if (!hosts(group.getGroupId())) {
-                addGroup(group, what);
-            }
-            untilDone(what + ": joining its configuration again", () -> client.admin().setConfiguration(List.copyOf(
-                    group.getPeers())));
+            untilDone(what + ": joining its configuration again", () -> {
+                startEmptyUnlessAlive(id, what);
+                return client.admin().setConfiguration(List.copyOf(group.getPeers()));
+            });
             LOG.info("node {} rejoined the Raft group of {}", self.id(), what);
         }
+    }
+
+    /** @return this node's member of the group, or null if it hosts none */
+    private RaftServer.Division divisionOrNull(RaftGroupId id) {
+        if (!hosts(id)) {
+            return null;
+        }
+        try {
+            return server.getDivision(id);
+        } catch (IOException e) {
+            return null;
+        }
+    }
+
+    /**
+     * The group runs here, alive: if Ratis closed it (a member out of the configuration that stood for election is
+     * told to shut down), it is removed with its directory and started again, empty, with no configuration.
+     */
+    private void startEmptyUnlessAlive(RaftGroupId id, String what) throws IOException {
+        RaftServer.Division here = divisionOrNull(id);
+        if (here != null && here.getInfo().isAlive()) {
+            return;
+        }
+        if (here != null) {
+            RaftClientReply reply = server.groupManagement(GroupManagementRequest.newRemove(clientId, server.getId(),
+                    callIds.incrementAndGet(), id, true, false));
+            if (!reply.isSuccess()) {
+                throw new IOException("node " + self.id() + " cannot remove its closed group of " + what + ": "
+                        + reply.getException());
+            }
+        }
+        addGroup(RaftGroup.valueOf(id), what);
     }
 
     private interface Step {
@@ -444,18 +521,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return;
         }
         java.nio.file.Files.createDirectories(raftDirectory);
-        Path temp = raftDirectory.resolve(IDENTITY_FILE + ".tmp");
-        try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(temp,
-                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE,
-                java.nio.file.StandardOpenOption.TRUNCATE_EXISTING)) {
-            channel.write(java.nio.ByteBuffer.wrap(identity.getBytes(StandardCharsets.UTF_8)));
-            channel.force(true);
-        }
-        java.nio.file.Files.move(temp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-        try (java.nio.channels.FileChannel directory = java.nio.channels.FileChannel.open(raftDirectory,
-                java.nio.file.StandardOpenOption.READ)) {
-            directory.force(true);
-        }
+        writeDurably(file, identity);
     }
 
     /** @return the Raft peer id of a node id */
@@ -521,7 +587,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /** The metadata created a topic (or this node replays its creation): take this node's part. */
     private void onTopic(MetadataStateMachine.Topic topic, long index) {
-        if (store.queueCount(topic.name()) == 0) {
+        boolean older = index < rejoinBelow;
+        if (!older && store.queueCount(topic.name()) == 0) {
             store.createTopic(topic.name(), TopicLayout.BATCHES, topic.partitions());
         }
         for (int p = 0; p < topic.partitions(); p++) {
@@ -530,8 +597,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 continue;
             }
             PartitionId partition = new PartitionId(topic.name(), p);
-            if (index < rejoinBelow && !partitions.containsKey(partition)) {
-                rejoinPartition(partition, replicas);
+            if (older) {
+                rejoinPartition(topic, partition, replicas);
                 continue;
             }
             try {
@@ -542,25 +609,51 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
     }
 
-    /** In the background (the metadata's apply thread goes on): rejoin a partition's group. */
-    private void rejoinPartition(PartitionId partition, List<Integer> replicas) {
+    /** At most this many partition groups rejoin at once (each holds a client and a copy from its leader). */
+    private final java.util.concurrent.Semaphore rejoinSlots = new java.util.concurrent.Semaphore(4);
+    private final java.util.Set<Thread> rejoinThreads = ConcurrentHashMap.newKeySet();
+
+    /**
+     * In the background (the metadata's apply thread goes on): rejoin a partition's group, creating its topic in the
+     * store first, retrying after any failure until it is done or the node closes; the marker stays until then.
+     */
+    private void rejoinPartition(MetadataStateMachine.Topic topic, PartitionId partition, List<Integer> replicas) {
         RaftGroupId groupId = groupId(partition);
         known.put(groupId, partition);
         rejoining.incrementAndGet();
-        Thread.ofVirtual().name("node-" + self.id() + "-rejoin-" + partition).start(() -> {
+        Thread thread = Thread.ofVirtual().name("node-" + self.id() + "-rejoin-" + partition).unstarted(() -> {
             try {
-                rejoin(RaftGroup.valueOf(groupId, peers(replicas)), partition.toString(), index -> { });
-                partition(partition);
-                changed(partition);
-                rejoining.decrementAndGet();
+                while (!closed) {
+                    rejoinSlots.acquire();
+                    try {
+                        if (store.queueCount(topic.name()) == 0) {
+                            store.createTopic(topic.name(), TopicLayout.BATCHES, topic.partitions());
+                        }
+                        rejoin(RaftGroup.valueOf(groupId, peers(replicas)), partition.toString(), index -> { });
+                        // A replica looked up before the group started again here held the old member.
+                        partitions.remove(partition);
+                        partition(partition);
+                        changed(partition);
+                        rejoining.decrementAndGet();
+                        return;
+                    } catch (IOException | RuntimeException e) {
+                        if (!closed) {
+                            LOG.error("node {} could not rejoin the group of {} (tried again): {}", self.id(),
+                                    partition, e.toString());
+                        }
+                    } finally {
+                        rejoinSlots.release();
+                    }
+                    Thread.sleep(1000);
+                }
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
-            } catch (IOException | RuntimeException e) {
-                if (!closed) {
-                    LOG.error("node {} could not rejoin the group of {}: {}", self.id(), partition, e.toString());
-                }
+            } finally {
+                rejoinThreads.remove(Thread.currentThread());
             }
         });
+        rejoinThreads.add(thread);
+        thread.start();
     }
 
     /** The metadata committed a group's offsets: this node's store keeps them as consumer positions. */
@@ -807,6 +900,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (join != null) {
             join.interrupt();
         }
+        rejoinThreads.forEach(Thread::interrupt);
         try {
             metadataClient.get().close();
         } finally {

@@ -92,8 +92,14 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     private final LongConsumer onCommit;
     private final Object lock = new Object();
     private final SimpleStateMachineStorage snapshots = new SimpleStateMachineStorage();
-    /** The offset the latest snapshot covers up to (0 without one). */
-    private volatile long snapshotEnd;
+    /** A snapshot: the log index (and term) it covers up to, and the offset that index's batches end at. */
+    private record SnapshotMark(TermIndex at, long end) {
+    }
+
+    /** The latest snapshot, published as one value (index and offset together); null without one. */
+    private volatile SnapshotMark latest;
+    /** The end of the batches copied by an install that did not finish (they are committed; the next resumes). */
+    private volatile long copiedEnd;
     private final java.util.concurrent.atomic.AtomicInteger installed = new java.util.concurrent.atomic.AtomicInteger();
     private RaftServer server;
     private RaftGroupId groupId;
@@ -163,7 +169,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         }
         long end = readSnapshot(snapshot.getFile().getPath());
         synchronized (lock) {
-            snapshotEnd = end;
+            latest = new SnapshotMark(snapshot.getTermIndex(), end);
             highWatermark = end;
             // The store is made to agree with the log (which now starts after the snapshot) at the next write.
             logEnd = -1;
@@ -210,7 +216,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             directory.force(true);
         }
         snapshots.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(path, null), at));
-        snapshotEnd = end;
+        latest = new SnapshotMark(at, end);
     }
 
     private static String snapshotText(long end) {
@@ -444,9 +450,9 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         String[] words = request.getContent().toStringUtf8().split(" ");
         try {
             if (words.length == 1 && words[0].equals("snapshot")) {
-                SingleFileSnapshotInfo snapshot = snapshots.getLatestSnapshot();
-                return CompletableFuture.completedFuture(Message.valueOf(snapshot == null ? "none"
-                        : snapshot.getTerm() + " " + snapshot.getIndex() + " " + snapshotEnd));
+                SnapshotMark mark = latest;
+                return CompletableFuture.completedFuture(Message.valueOf(mark == null ? "none"
+                        : mark.at().getTerm() + " " + mark.at().getIndex() + " " + mark.end()));
             }
             if (words.length == 3 && words[0].equals("read")) {
                 return CompletableFuture.completedFuture(Message.valueOf(readBatches(Long.parseLong(words[1]),
@@ -516,8 +522,10 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                 throw new IOException("the leader's snapshot at " + at + " does not reach its log's first entry "
                         + firstInLog);
             }
-            // What this replica holds past what it knows committed may differ from the leader's: cut it.
-            long from = Math.min(store.nextOffset(topic, partition), highWatermark);
+            // What this replica holds past what it knows committed (or copied before) may differ from the
+            // leader's: cut it.
+            long from = Math.min(store.nextOffset(topic, partition), Math.max(highWatermark, Math.min(copiedEnd,
+                    end)));
             if (store.nextOffset(topic, partition) > from) {
                 store.truncateQueue(topic, partition, from);
             }
@@ -529,6 +537,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                             + from + " below its snapshot's " + end);
                 }
                 from = appendCopied(batches, from);
+                copiedEnd = from;
                 copied += batches.size();
             }
             store.sync();
@@ -630,9 +639,9 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             }
         }
         // No batch entry in the log below the index: the entries before its start are in the snapshot.
-        SingleFileSnapshotInfo snapshot = snapshots.getLatestSnapshot();
-        if (snapshot != null && snapshot.getIndex() >= start - 1 && snapshot.getIndex() < index) {
-            return snapshotEnd;
+        SnapshotMark mark = latest;
+        if (mark != null && mark.at().getIndex() >= start - 1 && mark.at().getIndex() < index) {
+            return mark.end();
         }
         if (log.getStartIndex() > 0) {
             throw new IllegalStateException("the Raft log of " + topic + "-" + partition + " starts at index "

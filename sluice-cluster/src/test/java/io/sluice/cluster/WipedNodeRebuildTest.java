@@ -100,6 +100,29 @@ class WipedNodeRebuildTest {
         return leader[0];
     }
 
+    /** Three brokers and topic w: one partition, replication factor 3. */
+    private void startWithTopic() throws Exception {
+        cluster = TestClusters.threeOnLoopback();
+        for (int id = 1; id <= 3; id++) {
+            start(id);
+        }
+        Properties adminProperties = new Properties();
+        adminProperties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, TestClusters.bootstrap(cluster));
+        try (Admin admin = Admin.create(adminProperties)) {
+            admin.createTopics(List.of(new NewTopic("w", 1, (short) 3))).all().get(60, TimeUnit.SECONDS);
+        }
+    }
+
+    /** An idempotent acks=all producer that keeps retrying through a failover. */
+    private KafkaProducer<byte[], byte[]> producer() {
+        Properties properties = new Properties();
+        properties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, TestClusters.bootstrap(cluster));
+        properties.put(ProducerConfig.ACKS_CONFIG, "all");
+        properties.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+        properties.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120_000);
+        return new KafkaProducer<>(properties, new ByteArraySerializer(), new ByteArraySerializer());
+    }
+
     private static void send(KafkaProducer<byte[], byte[]> producer, List<String> sent, int from, int to)
             throws Exception {
         List<Future<RecordMetadata>> futures = new ArrayList<>();
@@ -136,6 +159,15 @@ class WipedNodeRebuildTest {
         return all;
     }
 
+    private static void assertSameBatches(Store held, Store leader, long end) {
+        List<byte[]> expected = batches(leader, end);
+        List<byte[]> actual = batches(held, end);
+        assertThat(actual).as("the replica's batches below %d", end).hasSameSizeAs(expected);
+        for (int i = 0; i < expected.size(); i++) {
+            assertThat(actual.get(i)).as("batch %d", i).isEqualTo(expected.get(i));
+        }
+    }
+
     private static void deleteTree(Path root) throws IOException {
         try (Stream<Path> paths = Files.walk(root)) {
             for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
@@ -146,23 +178,9 @@ class WipedNodeRebuildTest {
 
     @Test
     void aBrokerWhoseDataDirectoryWasWipedRebuildsFromTheOthersAndServesAsAReplica() throws Exception {
-        cluster = TestClusters.threeOnLoopback();
-        for (int id = 1; id <= 3; id++) {
-            start(id);
-        }
-        Properties adminProperties = new Properties();
-        adminProperties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, TestClusters.bootstrap(cluster));
-        try (Admin admin = Admin.create(adminProperties)) {
-            admin.createTopics(List.of(new NewTopic("w", 1, (short) 3))).all().get(60, TimeUnit.SECONDS);
-        }
-        Properties producerProperties = new Properties();
-        producerProperties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, TestClusters.bootstrap(cluster));
-        producerProperties.put(ProducerConfig.ACKS_CONFIG, "all");
-        producerProperties.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-        producerProperties.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120_000);
+        startWithTopic();
         List<String> sent = new ArrayList<>();
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProperties,
-                new ByteArraySerializer(), new ByteArraySerializer())) {
+        try (KafkaProducer<byte[], byte[]> producer = producer()) {
             send(producer, sent, 0, 1_000);
 
             // A follower loses its whole data directory.
@@ -187,12 +205,7 @@ class WipedNodeRebuildTest {
                     .isPositive();
             long end = leading.highWatermark();
             await("the rebuilt broker committed to " + end, 30, () -> rebuilt.highWatermark() >= end);
-            List<byte[]> expected = batches(brokers[leader].store(), end);
-            List<byte[]> held = batches(brokers[wiped].store(), end);
-            assertThat(held).as("the rebuilt broker's batches").hasSameSizeAs(expected);
-            for (int i = 0; i < expected.size(); i++) {
-                assertThat(held.get(i)).as("batch %d", i).isEqualTo(expected.get(i));
-            }
+            assertSameBatches(brokers[wiped].store(), brokers[leader].store(), end);
 
             // It is a full replica: with the leader gone, it and the third broker take acknowledged records on.
             stop(leader);
@@ -216,5 +229,35 @@ class WipedNodeRebuildTest {
             }
         }
         assertThat(read).as("every acknowledged record once, in order").isEqualTo(sent);
+    }
+
+    /**
+     * A node stopped while rejoining starts with its groups (partly caught up) and the rejoin marker: it goes on, each
+     * group out of the configuration and back (Ratis shuts down a member out of the configuration that stands for
+     * election; it is started again, empty), and ends in sync with the marker gone.
+     */
+    @Test
+    void aRejoinResumedAfterARestartFinishes() throws Exception {
+        startWithTopic();
+        List<String> sent = new ArrayList<>();
+        try (KafkaProducer<byte[], byte[]> producer = producer()) {
+            send(producer, sent, 0, 500);
+            int leader = leaderOf("w");
+            int resumed = leader % 3 + 1;
+            stop(resumed);
+            Path marker = dir.resolve("b" + resumed).resolve("raft").resolve(ClusterNode.REJOIN_FILE);
+            Files.writeString(marker, "rejoining\n");
+            send(producer, sent, 500, 1_000);
+            start(resumed);
+            send(producer, sent, 1_000, 1_500);
+            await("the resumed broker in sync", 90, () -> brokers[leader].node().partition("w", 0).inSync()
+                    .contains(resumed));
+            await("the rejoin finished", 60, () -> Files.notExists(marker));
+            ReplicatedPartition leading = brokers[leader].node().partition(new ClusterNode.PartitionId("w", 0));
+            ReplicatedPartition back = brokers[resumed].node().partition(new ClusterNode.PartitionId("w", 0));
+            long end = leading.highWatermark();
+            await("the resumed broker committed to " + end, 30, () -> back.highWatermark() >= end);
+            assertSameBatches(brokers[resumed].store(), brokers[leader].store(), end);
+        }
     }
 }
