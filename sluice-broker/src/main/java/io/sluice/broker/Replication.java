@@ -69,6 +69,16 @@ public interface Replication {
     /** @return the partition as known now, or null if the cluster has no such topic or partition */
     PartitionView partition(String topic, int partition);
 
+    /**
+     * @return the partition's leader epoch as this broker knows it, or -1 if the cluster has no such partition; the
+     *     produce path asks on every idempotent batch, so an implementation answers it without building the whole
+     *     {@link #partition} view (replicas, in-sync set)
+     */
+    default int leaderEpoch(String topic, int partition) {
+        PartitionView view = partition(topic, partition);
+        return view == null ? -1 : view.leaderEpoch();
+    }
+
     /** @return true if this broker leads the partition and can take appends now */
     boolean leads(String topic, int partition);
 

@@ -776,6 +776,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     @Override
+    public int leaderEpoch(String topic, int partition) {
+        MetadataStateMachine.Topic known = metadata.topic(topic);
+        if (known == null || partition < 0 || partition >= known.partitions()) {
+            return -1;
+        }
+        ReplicatedPartition replica = replicaOf(topic, partition);
+        return replica == null ? -1 : (int) Math.min(Integer.MAX_VALUE, replica.term());
+    }
+
+    @Override
     public boolean leads(String topic, int partition) {
         ReplicatedPartition replica = replicaOf(topic, partition);
         if (replica == null || !replica.isLeaderReady()) {

@@ -281,7 +281,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             refused.setException(new IllegalArgumentException("not a record batch this partition takes: " + problem));
             return refused;
         }
-        agree(nextIndex());
+        settle();
         EntryHeader header;
         synchronized (lock) {
             header = new EntryHeader(logEnd, KafkaBatch.offsetCount(batch), data.size());
@@ -611,7 +611,9 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      * idempotent producer's state) comes from batches the log does not have.
      */
     void settle() throws IOException {
-        agree(nextIndex());
+        if (logEnd < 0) {
+            agree(nextIndex());
+        }
     }
 
     private void cutStoreTo(long end, String why) {

@@ -339,8 +339,7 @@ public final class KafkaApis implements AutoCloseable {
             long end = store.maxOffset(topic, partition);
             if (replication != null) {
                 end = Math.min(end, replication.highWatermark(topic, partition));
-                Replication.PartitionView view = replication.partition(topic, partition);
-                response.setLeaderEpoch(view == null ? -1 : view.leaderEpoch());
+                response.setLeaderEpoch(replication.leaderEpoch(topic, partition));
             }
             if (timestamp == LATEST || timestamp == LATEST_TIERED) {
                 return response.setOffset(end);

@@ -214,9 +214,8 @@ final class ProduceHandler {
         long appendedAt = System.nanoTime();
         CompletableFuture<Long> answer;
         if (batch.hasProducerId()) {
-            Replication.PartitionView view = replication.partition(topic, partition);
-            ProducerStates.Partition state = producers.partition(topic, partition, view == null ? -1
-                    : view.leaderEpoch());
+            ProducerStates.Partition state = producers.partition(topic, partition,
+                    replication.leaderEpoch(topic, partition));
             synchronized (state.lock) {
                 ProducerStates.Verdict verdict = state.check(batch.producerId(), batch.producerEpoch(),
                         batch.baseSequence(), batch.lastSequence());
