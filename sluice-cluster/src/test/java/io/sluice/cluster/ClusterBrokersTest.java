@@ -95,15 +95,8 @@ class ClusterBrokersTest {
             }
         }
 
-        Properties producerProperties = new Properties();
-        producerProperties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
-        producerProperties.put(ProducerConfig.ACKS_CONFIG, "all");
-        producerProperties.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-        producerProperties.put(ProducerConfig.LINGER_MS_CONFIG, 5);
-        producerProperties.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120_000);
         Map<Integer, List<String>> sent = new HashMap<>();
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProperties,
-                new ByteArraySerializer(), new ByteArraySerializer())) {
+        try (KafkaProducer<byte[], byte[]> producer = TestClusters.idempotentProducer(bootstrap(), 120_000, 30_000)) {
             send(producer, sent, 0, 3_000);
             // Stop the broker leading partition 0.
             int leader = -1;

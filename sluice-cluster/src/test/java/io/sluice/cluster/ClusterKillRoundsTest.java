@@ -34,7 +34,6 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
@@ -46,7 +45,6 @@ import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.ObjectSerializationCache;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -264,16 +262,7 @@ class ClusterKillRoundsTest {
 
     private void produce(Map<String, Acked> acked, AtomicReference<Exception> failed, AtomicBoolean stop,
                          AtomicInteger sent) {
-        Properties properties = new Properties();
-        properties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
-        properties.put(ProducerConfig.ACKS_CONFIG, "all");
-        properties.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-        properties.put(ProducerConfig.LINGER_MS_CONFIG, 2);
-        properties.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 300_000);
-        properties.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
-        properties.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, 50);
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(properties, new ByteArraySerializer(),
-                new ByteArraySerializer())) {
+        try (KafkaProducer<byte[], byte[]> producer = TestClusters.idempotentProducer(bootstrap(), 300_000, 10_000)) {
             for (int n = 0; !stop.get(); n++) {
                 String value = "v-" + n;
                 producer.send(new ProducerRecord<>(TOPIC, null, ("k" + n).getBytes(StandardCharsets.UTF_8),

@@ -33,11 +33,9 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.apache.ratis.util.CodeInjectionForTesting;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -212,17 +210,8 @@ class NetworkPartitionTest {
 
     private void produce(Map<String, Long> acked, AtomicReference<Exception> failed, AtomicBoolean stop,
                          AtomicInteger sent) {
-        Properties properties = new Properties();
-        properties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
-        properties.put(ProducerConfig.ACKS_CONFIG, "all");
-        properties.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-        properties.put(ProducerConfig.LINGER_MS_CONFIG, 2);
-        properties.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120_000);
-        properties.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 5_000);
-        properties.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, 50);
         Set<String> twice = new HashSet<>();
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(properties, new ByteArraySerializer(),
-                new ByteArraySerializer())) {
+        try (KafkaProducer<byte[], byte[]> producer = TestClusters.idempotentProducer(bootstrap(), 120_000, 5_000)) {
             for (int n = 0; !stop.get(); n++) {
                 String value = "p-" + n;
                 producer.send(new ProducerRecord<>(TOPIC, value.getBytes(StandardCharsets.UTF_8)),

@@ -3,6 +3,10 @@ package io.sluice.cluster;
 import java.io.IOException;
 import java.net.InetAddress;
 import java.net.ServerSocket;
+import java.util.Properties;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
 
 /** What the cluster tests share: free ports on 127.0.0.1 and clusters made of them. */
 final class TestClusters {
@@ -34,5 +38,22 @@ final class TestClusters {
             servers.append(servers.isEmpty() ? "" : ",").append(node.host()).append(':').append(node.clientPort());
         }
         return servers.toString();
+    }
+
+    /**
+     * @return an idempotent acks=all producer of byte arrays, which retries through failovers for up to
+     *     {@code deliveryTimeoutMs}, waiting at most {@code requestTimeoutMs} for each answer
+     */
+    static KafkaProducer<byte[], byte[]> idempotentProducer(String bootstrap, int deliveryTimeoutMs,
+                                                           int requestTimeoutMs) {
+        Properties properties = new Properties();
+        properties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        properties.put(ProducerConfig.ACKS_CONFIG, "all");
+        properties.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
+        properties.put(ProducerConfig.LINGER_MS_CONFIG, 2);
+        properties.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, deliveryTimeoutMs);
+        properties.put(ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, requestTimeoutMs);
+        properties.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, 50);
+        return new KafkaProducer<>(properties, new ByteArraySerializer(), new ByteArraySerializer());
     }
 }

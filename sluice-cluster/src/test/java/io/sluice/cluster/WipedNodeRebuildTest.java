@@ -29,12 +29,10 @@ import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
-import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
-import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -113,14 +111,8 @@ class WipedNodeRebuildTest {
         }
     }
 
-    /** An idempotent acks=all producer that keeps retrying through a failover. */
     private KafkaProducer<byte[], byte[]> producer() {
-        Properties properties = new Properties();
-        properties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, TestClusters.bootstrap(cluster));
-        properties.put(ProducerConfig.ACKS_CONFIG, "all");
-        properties.put(ProducerConfig.ENABLE_IDEMPOTENCE_CONFIG, true);
-        properties.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 120_000);
-        return new KafkaProducer<>(properties, new ByteArraySerializer(), new ByteArraySerializer());
+        return TestClusters.idempotentProducer(TestClusters.bootstrap(cluster), 120_000, 30_000);
     }
 
     private static void send(KafkaProducer<byte[], byte[]> producer, List<String> sent, int from, int to)
