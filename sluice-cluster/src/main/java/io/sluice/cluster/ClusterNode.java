@@ -2,6 +2,7 @@ package io.sluice.cluster;
 
 import io.sluice.broker.Replication;
 import io.sluice.store.Store;
+import io.sluice.store.StoreStatus;
 import io.sluice.store.TopicLayout;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -392,6 +393,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     private void rejoin(RaftGroup group, String what, java.util.function.LongConsumer afterRemoval)
             throws InterruptedException, IOException {
+        rejoin(group, what, afterRemoval, false);
+    }
+
+    /**
+     * As {@link #rejoin(RaftGroup, String, java.util.function.LongConsumer)}; with {@code keepLog}, the group starts
+     * from the log in its directory rather than empty (a replica stopped here whose data are intact). Out of the
+     * configuration, no append reaches the group while it starts (Ratis 3.3.0 fails a start that one races).
+     */
+    private void rejoin(RaftGroup group, String what, java.util.function.LongConsumer afterRemoval, boolean keepLog)
+            throws InterruptedException, IOException {
         RaftGroupId id = group.getGroupId();
         List<RaftPeer> others = group.getPeers().stream().filter(peer -> !peer.getId().equals(server.getId()))
                 .toList();
@@ -407,7 +418,15 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 LOG.error("node {} lost the only replica of {}: it starts empty", self.id(), what);
             }
             if (here == null) {
-                addGroup(group, what);
+                if (keepLog) {
+                    RaftClientReply started = addRecovered(group);
+                    if (!started.isSuccess()) {
+                        throw new IOException("cannot start the group of " + what + " again: "
+                                + started.getException());
+                    }
+                } else {
+                    addGroup(group, what);
+                }
             }
             afterRemoval.accept(0);
             return;
@@ -431,6 +450,12 @@ public final class ClusterNode implements Replication, AutoCloseable {
             }
             afterRemoval.accept(committed);
             untilDone(what + ": joining its configuration again", () -> {
+                if (keepLog && divisionOrNull(id) == null) {
+                    RaftClientReply started = addRecovered(RaftGroup.valueOf(id));
+                    if (!started.isSuccess()) {
+                        return started;
+                    }
+                }
                 startEmptyUnlessAlive(id, what);
                 return client.admin().setConfiguration(List.copyOf(group.getPeers()));
             });
@@ -468,6 +493,12 @@ public final class ClusterNode implements Replication, AutoCloseable {
             }
         }
         addGroup(RaftGroup.valueOf(id), what);
+    }
+
+    /** Starts a group from its directory (not formatted: its log and snapshot are recovered). */
+    private RaftClientReply addRecovered(RaftGroup group) throws IOException {
+        return server.groupManagement(GroupManagementRequest.newAdd(clientId, server.getId(),
+                callIds.incrementAndGet(), group, false));
     }
 
     private interface Step {
@@ -550,7 +581,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     + " partition of cluster " + clusterId + " it knows");
         }
         return new PartitionStateMachine(store, partition.topic(), partition.partition(), force,
-                end -> changed(partition));
+                end -> changed(partition), peer -> peers(List.of(nodeId(peer))).getFirst(),
+                cause -> logFailed(partition, cause));
     }
 
     private void changed(PartitionId partition) {
@@ -611,7 +643,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /** At most this many partition groups rejoin at once (each holds a client and a copy from its leader). */
     private final java.util.concurrent.Semaphore rejoinSlots = new java.util.concurrent.Semaphore(4);
-    private final java.util.Set<Thread> rejoinThreads = ConcurrentHashMap.newKeySet();
+    private final java.util.Set<Thread> backgroundThreads = ConcurrentHashMap.newKeySet();
 
     /**
      * In the background (the metadata's apply thread goes on): rejoin a partition's group, creating its topic in the
@@ -649,11 +681,150 @@ public final class ClusterNode implements Replication, AutoCloseable {
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             } finally {
-                rejoinThreads.remove(Thread.currentThread());
+                backgroundThreads.remove(Thread.currentThread());
             }
         });
-        rejoinThreads.add(thread);
+        backgroundThreads.add(thread);
         thread.start();
+    }
+
+    /** Partition groups stopped on this node because their log could not be written, until they start again. */
+    private final java.util.Set<PartitionId> stopped = ConcurrentHashMap.newKeySet();
+
+    /**
+     * A replica's log could not be written here (its store refused a batch, as on a full disk, or a Raft log write
+     * failed): Ratis's log takes nothing more, so the group stops on this node, its directory kept. If it led, the
+     * other replicas elect a leader and go on without it. Once the store takes appends again it starts from its
+     * directory and catches up as a restarted follower does.
+     */
+    private void logFailed(PartitionId partition, Throwable cause) {
+        if (closed || !stopped.add(partition)) {
+            return;
+        }
+        LOG.error("node {}: the replica of {} stops on this broker: its log could not be written ({}). The other"
+                + " replicas go on; this one starts again, and catches up, once the store takes appends",
+                self.id(), partition, rootCause(cause).toString());
+        Thread thread = Thread.ofVirtual().name("node-" + self.id() + "-restart-" + partition).unstarted(() -> {
+            try {
+                restartAfterLogFailure(partition);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            } finally {
+                backgroundThreads.remove(Thread.currentThread());
+            }
+        });
+        backgroundThreads.add(thread);
+        thread.start();
+    }
+
+    private static Throwable rootCause(Throwable failure) {
+        Throwable cause = failure;
+        while (cause.getCause() != null && cause.getCause() != cause) {
+            cause = cause.getCause();
+        }
+        return cause;
+    }
+
+    /**
+     * Stops the group here (its directory kept), then once a second: learns from the other replicas who leads, for
+     * clients asking this node, and once the store takes appends, starts the group again (attempts back off to 10 s).
+     */
+    private void restartAfterLogFailure(PartitionId partition) throws InterruptedException {
+        RaftGroupId id = groupId(partition);
+        MetadataStateMachine.Topic topic = metadata.topic(partition.topic());
+        if (topic == null) {
+            LOG.warn("node {}: {} is not in the metadata; its replica stays stopped", self.id(), partition);
+            return;
+        }
+        List<Integer> replicas = topic.replicas().get(partition.partition());
+        RaftGroup group = RaftGroup.valueOf(id, peers(replicas));
+        boolean removed = false;
+        String refusal = null;
+        try (RaftClient others = RaftClient.newBuilder().setProperties(new RaftProperties())
+                .setRaftGroup(group).setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.noRetry())
+                .build()) {
+            while (!closed) {
+                try {
+                    if (!removed) {
+                        RaftClientReply reply = server.groupManagement(GroupManagementRequest.newRemove(clientId,
+                                server.getId(), callIds.incrementAndGet(), id, false, false));
+                        if (!reply.isSuccess()) {
+                            throw new IOException("cannot stop the group: " + reply.getException());
+                        }
+                        removed = true;
+                        partitions.remove(partition);
+                    }
+                    learnLeader(partition, replicas, others);
+                    String why = storeRefusal();
+                    if (why != null && !why.equals(refusal)) {
+                        LOG.warn("node {}: the replica of {} waits for the store to take appends: {}", self.id(),
+                                partition, why);
+                    }
+                    refusal = why;
+                    if (why == null) {
+                        // Out of the configuration and back, with its own log: as a restarted follower, it catches
+                        // up from where its log ends.
+                        rejoin(group, partition.toString(), index -> { }, true);
+                        partitions.remove(partition);
+                        partition(partition);
+                        elsewhere.remove(partition);
+                        stopped.remove(partition);
+                        changed(partition);
+                        LOG.info("node {}: the replica of {} started again after its log failed", self.id(),
+                                partition);
+                        return;
+                    }
+                } catch (IOException | RuntimeException e) {
+                    if (!closed) {
+                        LOG.error("node {}: restarting the replica of {} failed (tried again): {}", self.id(),
+                                partition, e.toString());
+                    }
+                }
+                Thread.sleep(1000);
+            }
+        } catch (IOException e) {
+            LOG.error("node {}: cannot close the client of {}'s other replicas: {}", self.id(), partition,
+                    e.toString());
+        }
+    }
+
+    /** Partitions whose replica is stopped here, as the other replicas report them: who leads, in which term. */
+    private final Map<PartitionId, PartitionView> elsewhere = new ConcurrentHashMap<>();
+
+    /** Asks the other replicas of a partition stopped here which of them leads, so this node can tell clients. */
+    private void learnLeader(PartitionId partition, List<Integer> replicas, RaftClient others) {
+        List<Integer> inSync = replicas.stream().filter(replica -> replica != self.id()).toList();
+        for (int other : inSync) {
+            try {
+                var role = others.getGroupManagementApi(peerId(other)).info(groupId(partition)).getRoleInfoProto();
+                if (role.getRole() == org.apache.ratis.proto.RaftProtos.RaftPeerRole.LEADER) {
+                    int term = (int) Math.min(Integer.MAX_VALUE, role.getLeaderInfo().getTerm());
+                    elsewhere.put(partition, new PartitionView(other, term, replicas, inSync));
+                    changed(partition);
+                    return;
+                }
+            } catch (IOException | RuntimeException e) {
+                LOG.debug("node {}: node {} did not say who leads {}: {}", self.id(), other, partition, e.toString());
+            }
+        }
+        elsewhere.remove(partition);
+    }
+
+    /** @return why the store refuses appends now (a disk above its hard ratio, a log turned read-only), or null */
+    private String storeRefusal() {
+        List<StoreStatus> statuses = new ArrayList<>(store.ownLogStatuses().values());
+        statuses.add(store.status());
+        for (StoreStatus status : statuses) {
+            if (status.state() != StoreStatus.State.OPEN) {
+                return "a log is " + status.state() + (status.reason() == null ? "" : ": " + status.reason());
+            }
+            if (status.appendsRefused()) {
+                return status.lastRetention() == null ? "the disk is above the hard ratio"
+                        : String.format("the disk is %.1f%% full, above the hard ratio",
+                                status.lastRetention().diskUsedRatio() * 100);
+            }
+        }
+        return null;
     }
 
     /** The metadata committed a group's offsets: this node's store keeps them as consumer positions. */
@@ -753,7 +924,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
         List<Integer> replicas = known.replicas().get(partition);
         ReplicatedPartition replica = replicaOf(topic, partition);
         if (replica == null) {
-            return new PartitionView(-1, -1, replicas, List.of());
+            PartitionView away = elsewhere.get(new PartitionId(topic, partition));
+            return away != null ? away : new PartitionView(-1, -1, replicas, List.of());
         }
         var info = replica.division().getInfo();
         RaftPeerId leader = info.getLeaderId();
@@ -910,7 +1082,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (join != null) {
             join.interrupt();
         }
-        rejoinThreads.forEach(Thread::interrupt);
+        backgroundThreads.forEach(Thread::interrupt);
         try {
             metadataClient.get().close();
         } finally {

@@ -18,6 +18,8 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.function.LongConsumer;
 import java.util.zip.CRC32C;
 import org.apache.ratis.client.RaftClient;
@@ -28,8 +30,10 @@ import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientReply;
 import org.apache.ratis.protocol.RaftClientRequest;
+import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftGroupMemberId;
+import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.protocol.exceptions.StateMachineException;
 import org.apache.ratis.retry.RetryPolicies;
@@ -90,6 +94,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     private final int partition;
     private final boolean force;
     private final LongConsumer onCommit;
+    private final Function<RaftPeerId, RaftPeer> peers;
+    private final Consumer<Throwable> onLogFailed;
     private final Object lock = new Object();
     private final SimpleStateMachineStorage snapshots = new SimpleStateMachineStorage();
     /** A snapshot: the log index (and term) it covers up to, and the offset that index's batches end at. */
@@ -120,13 +126,20 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      * @param partition the partition (the store's queue id)
      * @param force force each batch to the device before its entry is written (SYNC flush)
      * @param onCommit told the new high watermark each time it moves, and when the leader changes
+     * @param peers the member of the partition's group with a node's peer id (its Raft address)
+     * @param onLogFailed told, on Ratis's log thread (it must not block), why this replica's log could not be
+     *     written: a batch the store refused (a full disk) or a Raft log write that failed; the log takes nothing
+     *     more until the group is started again
      */
-    public PartitionStateMachine(Store store, String topic, int partition, boolean force, LongConsumer onCommit) {
+    public PartitionStateMachine(Store store, String topic, int partition, boolean force, LongConsumer onCommit,
+                                 Function<RaftPeerId, RaftPeer> peers, Consumer<Throwable> onLogFailed) {
         this.store = store;
         this.topic = topic;
         this.partition = partition;
         this.force = force;
         this.onCommit = onCommit;
+        this.peers = peers;
+        this.onLogFailed = onLogFailed;
     }
 
     @Override
@@ -417,6 +430,11 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         }
     }
 
+    @Override
+    public void notifyLogFailed(Throwable cause, LogEntryProto failedEntry) {
+        onLogFailed.accept(cause);
+    }
+
     /** A new leader (or none): fetches waiting on this partition look again, and find who leads now. */
     @Override
     public void notifyLeaderChanged(RaftGroupMemberId groupMemberId, RaftPeerId newLeaderId) {
@@ -507,13 +525,23 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         return installed;
     }
 
+    /**
+     * @return the snapshot installed, or null if the leader has none and its log starts at the first entry: nothing
+     *     is missing, and Ratis then sends the whole log
+     */
     private TermIndex install(RaftPeerId leader, TermIndex firstInLog) throws IOException {
+        // A member rejoining with an empty group does not know the others yet: the leader is looked up by its id.
         try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties())
-                .setRaftGroup(server.getDivision(groupId).getGroup()).setLeaderId(leader)
+                .setRaftGroup(RaftGroup.valueOf(groupId, peers.apply(leader))).setLeaderId(leader)
                 .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(
                         20, TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build()) {
             String[] answer = ask(client, "snapshot").toStringUtf8().split(" ");
             if (answer.length != 3) {
+                if (firstInLog.getIndex() <= RaftLog.LEAST_VALID_LOG_INDEX) {
+                    LOG.info("{}-{}: the leader has no snapshot and its whole log: nothing to install", topic,
+                            partition);
+                    return null;
+                }
                 throw new IOException("the leader of " + topic + "-" + partition + " has no snapshot yet");
             }
             TermIndex at = TermIndex.valueOf(Long.parseLong(answer[0]), Long.parseLong(answer[1]));

@@ -278,9 +278,9 @@ class ClusterKillRoundsTest {
                             }
                         });
                 sent.incrementAndGet();
-                // About 5,000 records a second: load enough to have batches in flight at every kill, while leaving
+                // At most 2,500 records a second: load enough to have batches in flight at every kill, while leaving
                 // the two cores room for the brokers' restarts.
-                if (n % 100 == 0) {
+                if (n % 50 == 0) {
                     Thread.sleep(20);
                 }
             }

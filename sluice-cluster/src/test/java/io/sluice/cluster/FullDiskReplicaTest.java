@@ -1,0 +1,181 @@
+package io.sluice.cluster;
+
+import static io.sluice.cluster.InProcessCluster.await;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.store.FlushMode;
+import io.sluice.store.RetentionPolicy;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.WritePath;
+import io.sluice.store.io.DiskSpace;
+import io.sluice.store.io.FileIO;
+import io.sluice.store.io.StoreFile;
+import java.io.Closeable;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * The disk of one replica fills up (its store reports a disk above the hard ratio and refuses appends, as it does on a
+ * real disk): that replica's group stops on that broker with an error naming the cause, the other two go on taking
+ * acknowledged records (a new leader if the full one led), and once space is back the replica starts again by itself,
+ * catches up and holds the same batches as the leader. Nothing acknowledged is lost or stored twice.
+ */
+class FullDiskReplicaTest {
+
+    @TempDir
+    Path dir;
+
+    private final ReportedDisk[] disks = {null, new ReportedDisk(), new ReportedDisk(), new ReportedDisk()};
+    private InProcessCluster cluster;
+
+    @AfterEach
+    void stopAll() throws IOException {
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    private void startWithTopic() throws Exception {
+        cluster = new InProcessCluster(dir, new ClusterNode.Tuning(100, 8192), id -> StoreConfig.builder()
+                .writePath(WritePath.CHANNEL).flushMode(FlushMode.ASYNC).fileIO(disks[id])
+                .retention(RetentionPolicy.defaults().withCheckIntervalMillis(50)).build());
+        cluster.startAll();
+        cluster.createTopic("d", 1);
+    }
+
+    private KafkaProducer<byte[], byte[]> producer() {
+        return TestClusters.idempotentProducer(cluster.bootstrap(), 120_000, 10_000);
+    }
+
+    @Test
+    void aFollowerWhoseDiskFillsStopsWhileTheOthersGoOnAndCatchesUpOnceSpaceIsBack() throws Exception {
+        startWithTopic();
+        List<String> sent = new ArrayList<>();
+        try (KafkaProducer<byte[], byte[]> producer = producer()) {
+            InProcessCluster.send(producer, "d", sent, 0, 300);
+            int leader = cluster.leaderOf("d");
+            int full = leader % 3 + 1;
+            fill(full);
+            InProcessCluster.send(producer, "d", sent, 300, 1_000);
+            assertThat(cluster.broker(leader).node().partition("d", 0).inSync()).as("in sync with the leader")
+                    .doesNotContain(full);
+
+            disks[full].used = 0.10;
+            InProcessCluster.send(producer, "d", sent, 1_000, 1_200);
+            awaitCaughtUp(leader, full);
+        }
+        assertThat(cluster.readValues("d", sent.size())).as("every acknowledged record once, in order")
+                .isEqualTo(sent);
+    }
+
+    @Test
+    void aLeaderWhoseDiskFillsGivesUpLeadershipAndCatchesUpOnceSpaceIsBack() throws Exception {
+        startWithTopic();
+        List<String> sent = new ArrayList<>();
+        try (KafkaProducer<byte[], byte[]> producer = producer()) {
+            InProcessCluster.send(producer, "d", sent, 0, 300);
+            int full = cluster.leaderOf("d");
+            fill(full);
+            InProcessCluster.send(producer, "d", sent, 300, 1_000);
+            int leader = cluster.leaderOf("d");
+            assertThat(leader).as("the leader after the full one").isNotEqualTo(full);
+
+            disks[full].used = 0.10;
+            InProcessCluster.send(producer, "d", sent, 1_000, 1_200);
+            awaitCaughtUp(leader, full);
+        }
+        assertThat(cluster.readValues("d", sent.size())).as("every acknowledged record once, in order")
+                .isEqualTo(sent);
+    }
+
+    /** Node {@code id}'s disk reports 99% in use, and its store has seen it (it refuses appends). */
+    private void fill(int id) throws InterruptedException {
+        disks[id].used = 0.99;
+        await("node " + id + "'s store refusing appends", 10,
+                () -> cluster.broker(id).store().status().appendsRefused());
+    }
+
+    /** The replica on {@code back} is in sync again, committed as far as the leader and holds its batches. */
+    private void awaitCaughtUp(int leader, int back) throws Exception {
+        await("node " + back + " in sync again", 60, () -> cluster.broker(leader).node().partition("d", 0).inSync()
+                .contains(back));
+        long end = cluster.replica(leader, "d").highWatermark();
+        await("node " + back + " committed to " + end, 30, () -> {
+            try {
+                return cluster.replica(back, "d").highWatermark() >= end;
+            } catch (IOException e) {
+                return false;
+            }
+        });
+        InProcessCluster.assertSameBatches(cluster.broker(back).store(), cluster.broker(leader).store(), "d", end);
+    }
+
+    /** The default file seam, reporting a chosen share of the disk in use (the store's retention reads it). */
+    private static final class ReportedDisk implements FileIO {
+
+        volatile double used = 0.10;
+
+        @Override
+        public DiskSpace diskSpace(Path path) {
+            long total = 1L << 40;
+            long free = Math.round(total * (1 - used));
+            return new DiskSpace(total, free, free);
+        }
+
+        @Override
+        public StoreFile open(Path path, OpenMode mode) throws IOException {
+            return FileIO.DEFAULT.open(path, mode);
+        }
+
+        @Override
+        public void syncDirectory(Path directory) throws IOException {
+            FileIO.DEFAULT.syncDirectory(directory);
+        }
+
+        @Override
+        public boolean syncFileSystem(Path path) throws IOException {
+            return FileIO.DEFAULT.syncFileSystem(path);
+        }
+
+        @Override
+        public boolean exists(Path path) throws IOException {
+            return FileIO.DEFAULT.exists(path);
+        }
+
+        @Override
+        public boolean isDirectory(Path path) throws IOException {
+            return FileIO.DEFAULT.isDirectory(path);
+        }
+
+        @Override
+        public List<Path> list(Path directory) throws IOException {
+            return FileIO.DEFAULT.list(directory);
+        }
+
+        @Override
+        public boolean createDirectory(Path directory) throws IOException {
+            return FileIO.DEFAULT.createDirectory(directory);
+        }
+
+        @Override
+        public boolean delete(Path path) throws IOException {
+            return FileIO.DEFAULT.delete(path);
+        }
+
+        @Override
+        public void rename(Path source, Path target) throws IOException {
+            FileIO.DEFAULT.rename(source, target);
+        }
+
+        @Override
+        public Closeable tryLock(Path path) throws IOException {
+            return FileIO.DEFAULT.tryLock(path);
+        }
+    }
+}

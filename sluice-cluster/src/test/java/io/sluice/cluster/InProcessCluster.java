@@ -1,0 +1,218 @@
+package io.sluice.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.broker.BrokerConfig;
+import io.sluice.store.FlushMode;
+import io.sluice.store.ReadResult;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.StoredMessage;
+import io.sluice.store.WritePath;
+import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Properties;
+import java.util.concurrent.Future;
+import java.util.concurrent.TimeUnit;
+import java.util.function.BooleanSupplier;
+import java.util.function.IntFunction;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+
+/**
+ * Three brokers of one cluster in the test's JVM, each in {@code b<id>} under a directory, with its store, Raft node
+ * and Kafka listener on 127.0.0.1; what the in-process cluster tests share. Close it to stop those still running.
+ */
+final class InProcessCluster implements AutoCloseable {
+
+    private final Path dir;
+    private final ClusterNode.Tuning tuning;
+    private final IntFunction<StoreConfig> stores;
+    private final ClusterSpec cluster;
+    private final ClusterBroker[] brokers = new ClusterBroker[4];
+
+    /**
+     * @param stores each node's store configuration, by node id
+     */
+    InProcessCluster(Path dir, ClusterNode.Tuning tuning, IntFunction<StoreConfig> stores) throws IOException {
+        this.dir = dir;
+        this.tuning = tuning;
+        this.stores = stores;
+        this.cluster = TestClusters.threeOnLoopback();
+    }
+
+    /** Stores on the channel write path under ASYNC. */
+    InProcessCluster(Path dir, ClusterNode.Tuning tuning) throws IOException {
+        this(dir, tuning, id -> StoreConfig.builder().writePath(WritePath.CHANNEL).flushMode(FlushMode.ASYNC).build());
+    }
+
+    /** @return the cluster's three nodes */
+    ClusterSpec spec() {
+        return cluster;
+    }
+
+    /** @return the clients' bootstrap string */
+    String bootstrap() {
+        return TestClusters.bootstrap(cluster);
+    }
+
+    /** @return node {@code id}'s data directory */
+    Path directory(int id) {
+        return dir.resolve("b" + id);
+    }
+
+    void start(int id) throws IOException {
+        brokers[id] = ClusterBroker.start(directory(id), cluster, id, stores.apply(id), BrokerConfig.defaults(), tuning);
+    }
+
+    void startAll() throws IOException {
+        for (int id = 1; id <= 3; id++) {
+            start(id);
+        }
+    }
+
+    /** A clean stop of node {@code id}, if it runs. */
+    void stop(int id) throws IOException {
+        if (brokers[id] != null) {
+            brokers[id].close();
+            brokers[id] = null;
+        }
+    }
+
+    /** @return node {@code id}'s broker, or null if it is stopped */
+    ClusterBroker broker(int id) {
+        return brokers[id];
+    }
+
+    /** @return node {@code id}'s replica of {@code topic}'s partition 0 */
+    ReplicatedPartition replica(int id, String topic) throws IOException {
+        return brokers[id].node().partition(new ClusterNode.PartitionId(topic, 0));
+    }
+
+    @Override
+    public void close() throws IOException {
+        for (int id = 1; id <= 3; id++) {
+            stop(id);
+        }
+    }
+
+    /** Creates a topic through the clients' Admin, replication factor 3. */
+    void createTopic(String topic, int partitions) throws Exception {
+        Properties properties = new Properties();
+        properties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        try (Admin admin = Admin.create(properties)) {
+            admin.createTopics(List.of(new NewTopic(topic, partitions, (short) 3))).all().get(60, TimeUnit.SECONDS);
+        }
+    }
+
+    /** Polls {@code condition} every 50 ms; fails the test if it does not hold within {@code seconds}. */
+    static void await(String what, int seconds, BooleanSupplier condition) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(seconds);
+        while (!condition.getAsBoolean()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("not within " + seconds + " s: " + what);
+            }
+            Thread.sleep(50);
+        }
+    }
+
+    /** @return the running node that leads {@code topic}'s partition 0 (waits up to 30 s for one) */
+    int leaderOf(String topic) throws InterruptedException {
+        int[] leader = new int[1];
+        await("a leader of " + topic + "-0", 30, () -> {
+            for (int id = 1; id <= 3; id++) {
+                if (brokers[id] != null && brokers[id].node().leads(topic, 0)) {
+                    leader[0] = id;
+                    return true;
+                }
+            }
+            return false;
+        });
+        return leader[0];
+    }
+
+    /** @return partition 0's batches in a store, below {@code end} */
+    static List<byte[]> batches(Store store, String topic, long end) {
+        List<byte[]> all = new ArrayList<>();
+        long offset = store.minOffset(topic, 0);
+        while (offset < end) {
+            try (ReadResult read = store.read(topic, 0, offset, 100, 1 << 20)) {
+                if (read.messages().isEmpty()) {
+                    break;
+                }
+                for (StoredMessage message : read.messages()) {
+                    if (message.queueOffset() < end) {
+                        all.add(message.bodyBytes());
+                    }
+                }
+                offset = read.nextOffset();
+            }
+        }
+        return all;
+    }
+
+    /** Asserts that two stores hold the same batches of partition 0 below {@code end}, byte for byte. */
+    static void assertSameBatches(Store held, Store leader, String topic, long end) {
+        List<byte[]> expected = batches(leader, topic, end);
+        List<byte[]> actual = batches(held, topic, end);
+        assertThat(actual).as("the replica's batches below %d", end).hasSameSizeAs(expected);
+        for (int i = 0; i < expected.size(); i++) {
+            assertThat(actual.get(i)).as("batch %d", i).isEqualTo(expected.get(i));
+        }
+    }
+
+    /**
+     * Sends records {@code <topic>-<from>} to {@code <topic>-<to - 1>} to partition 0, flushing every ten (small
+     * batches: many Raft entries, so snapshots are taken and logs purged), and adds each to {@code sent} once
+     * acknowledged (waiting up to 120 s for each).
+     */
+    static void send(KafkaProducer<byte[], byte[]> producer, String topic, List<String> sent, int from, int to)
+            throws Exception {
+        List<Future<RecordMetadata>> futures = new ArrayList<>();
+        for (int i = from; i < to; i++) {
+            futures.add(producer.send(new ProducerRecord<>(topic, 0, null,
+                    (topic + "-" + i).getBytes(StandardCharsets.UTF_8))));
+            if (i % 10 == 9) {
+                producer.flush();
+            }
+        }
+        for (int i = 0; i < futures.size(); i++) {
+            futures.get(i).get(120, TimeUnit.SECONDS);
+            sent.add(topic + "-" + (from + i));
+        }
+    }
+
+    /** @return partition 0's record values as a stock consumer reads them from the start, up to {@code expected} */
+    List<String> readValues(String topic, int expected) {
+        Properties properties = new Properties();
+        properties.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        properties.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        List<String> read = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(properties, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            TopicPartition partition = new TopicPartition(topic, 0);
+            consumer.assign(List.of(partition));
+            consumer.seekToBeginning(List.of(partition));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (read.size() < expected && System.nanoTime() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+                    read.add(new String(record.value(), StandardCharsets.UTF_8));
+                }
+            }
+        }
+        return read;
+    }
+}
