@@ -38,6 +38,7 @@ import org.apache.ratis.retry.RetryPolicies;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.statemachine.StateMachine;
+import org.apache.ratis.util.LifeCycle;
 import org.apache.ratis.util.SizeInBytes;
 import org.apache.ratis.util.TimeDuration;
 import org.slf4j.Logger;
@@ -92,6 +93,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final RaftGroup metadataGroup;
     /** Present while this node rejoins the cluster after losing its Raft data (see {@link #join}). */
     private final Path rejoinMarker;
+    private final Path raftDirectory;
     /**
      * Topics created in the metadata log below this index may have had this node among their groups' voters before
      * it lost its data: it rejoins those groups rather than add them as a voter; 0 if it lost nothing.
@@ -195,6 +197,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             RaftServerConfigKeys.Log.setUnsafeFlushEnabled(properties, true);
         }
         this.rejoinMarker = raftDirectory.resolve(REJOIN_FILE);
+        this.raftDirectory = raftDirectory;
         boolean resuming = Files.exists(rejoinMarker);
         if (resuming) {
             // The groups in the Raft directory start with the server, and the metadata they replay must not add
@@ -414,7 +417,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (others.size() < 2) {
             // One other replica: every commit needed both, so it has them all, and this node's empty vote cannot
             // elect a leader that lacks one. None: the data are gone.
-            if (others.isEmpty()) {
+            if (others.isEmpty() && !keepLog) {
                 LOG.error("node {} lost the only replica of {}: it starts empty", self.id(), what);
             }
             if (here == null) {
@@ -580,9 +583,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
             throw new IllegalStateException("node " + self.id() + " has a Raft group " + groupId + " that is no"
                     + " partition of cluster " + clusterId + " it knows");
         }
-        return new PartitionStateMachine(store, partition.topic(), partition.partition(), force,
+        PartitionStateMachine[] machine = new PartitionStateMachine[1];
+        machine[0] = new PartitionStateMachine(store, partition.topic(), partition.partition(), force,
                 end -> changed(partition), peer -> peers(List.of(nodeId(peer))).getFirst(),
-                cause -> logFailed(partition, cause));
+                cause -> logFailed(partition, machine[0], cause));
+        return machine[0];
     }
 
     private void changed(PartitionId partition) {
@@ -635,6 +640,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             }
             try {
                 host(partition, replicas);
+                resumeRestart(partition);
             } catch (IOException e) {
                 throw new IllegalStateException("cannot host " + partition + ": " + e.getMessage(), e);
             }
@@ -688,8 +694,15 @@ public final class ClusterNode implements Replication, AutoCloseable {
         thread.start();
     }
 
-    /** Partition groups stopped on this node because their log could not be written, until they start again. */
-    private final java.util.Set<PartitionId> stopped = ConcurrentHashMap.newKeySet();
+    /**
+     * Partition groups stopped on this node because their log could not be written, until they are back in their
+     * configuration: the state machine whose log failed.
+     */
+    private final Map<PartitionId, Object> stopped = new ConcurrentHashMap<>();
+    /** Stopped groups whose started-again member failed too before the rejoin finished: they stop once more. */
+    private final java.util.Set<PartitionId> failedAgain = ConcurrentHashMap.newKeySet();
+    /** How many times in a row each partition's replica stopped here (its restarts back off). */
+    private final Map<PartitionId, Integer> logFailures = new ConcurrentHashMap<>();
 
     /**
      * A replica's log could not be written here (its store refused a batch, as on a full disk, or a Raft log write
@@ -697,13 +710,24 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * other replicas elect a leader and go on without it. Once the store takes appends again it starts from its
      * directory and catches up as a restarted follower does.
      */
-    private void logFailed(PartitionId partition, Throwable cause) {
-        if (closed || !stopped.add(partition)) {
+    private void logFailed(PartitionId partition, PartitionStateMachine machine, Throwable cause) {
+        if (closed) {
+            return;
+        }
+        Object prior = stopped.putIfAbsent(partition, machine);
+        if (prior != null) {
+            if (prior != machine) {
+                failedAgain.add(partition);
+            }
             return;
         }
         LOG.error("node {}: the replica of {} stops on this broker: its log could not be written ({}). The other"
                 + " replicas go on; this one starts again, and catches up, once the store takes appends",
                 self.id(), partition, rootCause(cause).toString());
+        startRestart(partition);
+    }
+
+    private void startRestart(PartitionId partition) {
         Thread thread = Thread.ofVirtual().name("node-" + self.id() + "-restart-" + partition).unstarted(() -> {
             try {
                 restartAfterLogFailure(partition);
@@ -727,7 +751,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /**
      * Stops the group here (its directory kept), then once a second: learns from the other replicas who leads, for
-     * clients asking this node, and once the store takes appends, starts the group again (attempts back off to 10 s).
+     * clients asking this node, and once the store takes appends (and, after repeated failures, a back-off of up to a
+     * minute has passed), rejoins with its own log. A forced marker names the partition meanwhile, so a broker
+     * restarted halfway goes on with the rejoin ({@link #resumeRestart}).
      */
     private void restartAfterLogFailure(PartitionId partition) throws InterruptedException {
         RaftGroupId id = groupId(partition);
@@ -738,6 +764,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         List<Integer> replicas = topic.replicas().get(partition.partition());
         RaftGroup group = RaftGroup.valueOf(id, peers(replicas));
+        int failures = logFailures.merge(partition, 1, Integer::sum);
+        long notBefore = System.nanoTime() + TimeUnit.SECONDS.toNanos(Math.min(60, 1L << Math.min(6, failures - 1)));
         boolean removed = false;
         String refusal = null;
         try (RaftClient others = RaftClient.newBuilder().setProperties(new RaftProperties())
@@ -745,7 +773,18 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 .build()) {
             while (!closed) {
                 try {
+                    RaftServer.Division here = divisionOrNull(id);
+                    if (!removed && here != null && (here.getInfo().getLifeCycleState() == LifeCycle.State.NEW
+                            || here.getInfo().getLifeCycleState() == LifeCycle.State.STARTING)) {
+                        // Still starting with the server (a restart resumed): stopping it now would fail halfway.
+                        Thread.sleep(200);
+                        continue;
+                    }
+                    if (!removed && here == null) {
+                        removed = true;
+                    }
                     if (!removed) {
+                        writeDurably(restartMarker(id), partition.topic() + "\n" + partition.partition() + "\n");
                         RaftClientReply reply = server.groupManagement(GroupManagementRequest.newRemove(clientId,
                                 server.getId(), callIds.incrementAndGet(), id, false, false));
                         if (!reply.isSuccess()) {
@@ -754,25 +793,33 @@ public final class ClusterNode implements Replication, AutoCloseable {
                         removed = true;
                         partitions.remove(partition);
                     }
-                    learnLeader(partition, replicas, others);
+                    boolean led = learnLeader(partition, replicas, others);
                     String why = storeRefusal();
                     if (why != null && !why.equals(refusal)) {
                         LOG.warn("node {}: the replica of {} waits for the store to take appends: {}", self.id(),
                                 partition, why);
                     }
                     refusal = why;
-                    if (why == null) {
-                        // Out of the configuration and back, with its own log: as a restarted follower, it catches
-                        // up from where its log ends.
-                        rejoin(group, partition.toString(), index -> { }, true);
+                    if (why == null && System.nanoTime() - notBefore >= 0) {
+                        if (led) {
+                            // Out of the configuration and back, with its own log: no append reaches the group
+                            // while it starts, and it catches up from where its log ends.
+                            rejoin(group, partition.toString(), index -> { }, true);
+                        } else {
+                            // No leader among the others (their disks may be full too): no append can race the
+                            // start, so the group starts from its directory in its configuration, as on a restart.
+                            RaftClientReply started = addRecovered(group);
+                            if (!started.isSuccess()) {
+                                throw new IOException("cannot start the group again: " + started.getException());
+                            }
+                        }
                         partitions.remove(partition);
                         partition(partition);
                         elsewhere.remove(partition);
-                        stopped.remove(partition);
-                        changed(partition);
+                        Files.deleteIfExists(restartMarker(id));
                         LOG.info("node {}: the replica of {} started again after its log failed", self.id(),
                                 partition);
-                        return;
+                        break;
                     }
                 } catch (IOException | RuntimeException e) {
                     if (!closed) {
@@ -786,13 +833,44 @@ public final class ClusterNode implements Replication, AutoCloseable {
             LOG.error("node {}: cannot close the client of {}'s other replicas: {}", self.id(), partition,
                     e.toString());
         }
+        Object failed = stopped.remove(partition);
+        changed(partition);
+        if (!closed && failedAgain.remove(partition)) {
+            ReplicatedPartition current = partitions.get(partition);
+            if (current != null && current.machine() != failed) {
+                logFailed(partition, current.machine(), new IOException("the log failed again while rejoining"));
+            }
+        }
     }
+
+    /** The marker of a replica stopped after its log failed, until it is back in its group's configuration. */
+    private Path restartMarker(RaftGroupId id) {
+        return raftDirectory.resolve(RESTART_FILE_PREFIX + id.getUuid());
+    }
+
+    /** The start of the name of a restart marker, which ends with the group's id. */
+    static final String RESTART_FILE_PREFIX = "sluice-restarting-";
+
+    /**
+     * At start, a partition whose replica was stopped after its log failed and had not rejoined: the rejoin goes on
+     * (the group, started from its directory with the server, may have been left out of its configuration).
+     */
+    private void resumeRestart(PartitionId partition) {
+        if (Files.exists(restartMarker(groupId(partition))) && stopped.putIfAbsent(partition, RESUMED) == null) {
+            LOG.warn("node {}: the replica of {} was stopped after its log failed; it rejoins its group", self.id(),
+                    partition);
+            startRestart(partition);
+        }
+    }
+
+    /** Stands in {@link #stopped} for the failed state machine of a replica whose restart resumed at start. */
+    private static final Object RESUMED = new Object();
 
     /** Partitions whose replica is stopped here, as the other replicas report them: who leads, in which term. */
     private final Map<PartitionId, PartitionView> elsewhere = new ConcurrentHashMap<>();
 
     /** Asks the other replicas of a partition stopped here which of them leads, so this node can tell clients. */
-    private void learnLeader(PartitionId partition, List<Integer> replicas, RaftClient others) {
+    private boolean learnLeader(PartitionId partition, List<Integer> replicas, RaftClient others) {
         List<Integer> inSync = replicas.stream().filter(replica -> replica != self.id()).toList();
         for (int other : inSync) {
             try {
@@ -801,13 +879,14 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     int term = (int) Math.min(Integer.MAX_VALUE, role.getLeaderInfo().getTerm());
                     elsewhere.put(partition, new PartitionView(other, term, replicas, inSync));
                     changed(partition);
-                    return;
+                    return true;
                 }
             } catch (IOException | RuntimeException e) {
                 LOG.debug("node {}: node {} did not say who leads {}: {}", self.id(), other, partition, e.toString());
             }
         }
         elsewhere.remove(partition);
+        return false;
     }
 
     /** @return why the store refuses appends now (a disk above its hard ratio, a log turned read-only), or null */
@@ -817,6 +896,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
         for (StoreStatus status : statuses) {
             if (status.state() != StoreStatus.State.OPEN) {
                 return "a log is " + status.state() + (status.reason() == null ? "" : ": " + status.reason());
+            }
+            double emergency = store.config().retention().diskEmergencyRatio();
+            if (!status.appendsRefused() && status.lastRetention() != null
+                    && status.lastRetention().diskUsedRatio() > emergency) {
+                // Appends resume below the hard ratio; catching up could push the disk back over it at once.
+                return String.format("the disk is %.1f%% full, above the emergency ratio %.1f%%",
+                        status.lastRetention().diskUsedRatio() * 100, emergency * 100);
             }
             if (status.appendsRefused()) {
                 return status.lastRetention() == null ? "the disk is above the hard ratio"
@@ -869,8 +955,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** @return this node's replica of the partition, or null if it hosts none */
     private ReplicatedPartition replicaOf(String topic, int partition) {
         PartitionId id = new PartitionId(topic, partition);
-        // Every produce and fetch asks: a replica found once is kept (groups are never removed), so the group id's
-        // digest and the walk over the server's groups are paid once per partition, not per request.
+        // Every produce and fetch asks: a replica found once is kept (until its group stops or rejoins here), so the
+        // group id's digest and the walk over the server's groups are paid once per partition, not per request.
         ReplicatedPartition found = partitions.get(id);
         if (found != null) {
             return found;
@@ -1083,6 +1169,14 @@ public final class ClusterNode implements Replication, AutoCloseable {
             join.interrupt();
         }
         backgroundThreads.forEach(Thread::interrupt);
+        for (Thread thread : List.copyOf(backgroundThreads)) {
+            try {
+                thread.join(2_000);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                break;
+            }
+        }
         try {
             metadataClient.get().close();
         } finally {

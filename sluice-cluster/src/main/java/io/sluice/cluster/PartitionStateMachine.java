@@ -526,10 +526,17 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     }
 
     /**
-     * @return the snapshot installed, or null if the leader has none and its log starts at the first entry: nothing
-     *     is missing, and Ratis then sends the whole log
+     * @return the snapshot installed, or null if nothing is missing (this replica's log reaches the leader's first
+     *     entry, or the leader has no snapshot and its whole log): Ratis then sends the log
      */
     private TermIndex install(RaftPeerId leader, TermIndex firstInLog) throws IOException {
+        if (nextIndex() >= firstInLog.getIndex()) {
+            // Ratis asks every member being added to install a snapshot first, whatever its log holds: this one's
+            // log reaches the leader's first entry, so the leader's log gives it the rest (its own data are kept).
+            LOG.info("{}-{}: this replica's log reaches the leader's first entry {}: nothing to install", topic,
+                    partition, firstInLog);
+            return null;
+        }
         // A member rejoining with an empty group does not know the others yet: the leader is looked up by its id.
         try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties())
                 .setRaftGroup(RaftGroup.valueOf(groupId, peers.apply(leader))).setLeaderId(leader)
@@ -537,11 +544,6 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                         20, TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build()) {
             String[] answer = ask(client, "snapshot").toStringUtf8().split(" ");
             if (answer.length != 3) {
-                if (firstInLog.getIndex() <= RaftLog.LEAST_VALID_LOG_INDEX) {
-                    LOG.info("{}-{}: the leader has no snapshot and its whole log: nothing to install", topic,
-                            partition);
-                    return null;
-                }
                 throw new IOException("the leader of " + topic + "-" + partition + " has no snapshot yet");
             }
             TermIndex at = TermIndex.valueOf(Long.parseLong(answer[0]), Long.parseLong(answer[1]));

@@ -12,6 +12,7 @@ import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
 import java.io.Closeable;
 import java.io.IOException;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -65,10 +66,12 @@ class FullDiskReplicaTest {
             InProcessCluster.send(producer, "d", sent, 300, 1_000);
             assertThat(cluster.broker(leader).node().partition("d", 0).inSync()).as("in sync with the leader")
                     .doesNotContain(full);
+            Path probe = probeGroupDirectory(full);
 
             disks[full].used = 0.10;
             InProcessCluster.send(producer, "d", sent, 1_000, 1_200);
             awaitCaughtUp(leader, full);
+            assertThat(probe).as("the group's directory, kept (the replica started from its own log)").exists();
         }
         assertThat(cluster.readValues("d", sent.size())).as("every acknowledged record once, in order")
                 .isEqualTo(sent);
@@ -85,13 +88,70 @@ class FullDiskReplicaTest {
             InProcessCluster.send(producer, "d", sent, 300, 1_000);
             int leader = cluster.leaderOf("d");
             assertThat(leader).as("the leader after the full one").isNotEqualTo(full);
+            assertThat(cluster.broker(leader).node().partition("d", 0).inSync()).as("in sync with the new leader")
+                    .doesNotContain(full);
+            await("the stopped replica's node naming the new leader", 10,
+                    () -> cluster.broker(full).node().partition("d", 0).leader() == leader);
+            Path probe = probeGroupDirectory(full);
 
             disks[full].used = 0.10;
             InProcessCluster.send(producer, "d", sent, 1_000, 1_200);
             awaitCaughtUp(leader, full);
+            assertThat(probe).as("the group's directory, kept (the replica started from its own log)").exists();
         }
         assertThat(cluster.readValues("d", sent.size())).as("every acknowledged record once, in order")
                 .isEqualTo(sent);
+    }
+
+    /** The broker is restarted while its replica is stopped: the replica rejoins once space is back, with its log. */
+    @Test
+    void aReplicaStoppedWhenItsBrokerRestartsRejoinsAfterTheRestart() throws Exception {
+        startWithTopic();
+        List<String> sent = new ArrayList<>();
+        try (KafkaProducer<byte[], byte[]> producer = producer()) {
+            InProcessCluster.send(producer, "d", sent, 0, 300);
+            int leader = cluster.leaderOf("d");
+            int full = leader % 3 + 1;
+            fill(full);
+            InProcessCluster.send(producer, "d", sent, 300, 600);
+            Path raft = cluster.directory(full).resolve("raft");
+            String marker = ClusterNode.RESTART_FILE_PREFIX + groupId().getUuid();
+            await("the stopped replica's marker", 10, () -> Files.exists(raft.resolve(marker)));
+            Path probe = probeGroupDirectory(full);
+            cluster.stop(full);
+
+            disks[full].used = 0.10;
+            cluster.start(full);
+            InProcessCluster.send(producer, "d", sent, 600, 800);
+            awaitCaughtUp(leader, full);
+            await("the marker gone", 30, () -> Files.notExists(raft.resolve(marker)));
+            assertThat(probe).as("the group's directory, kept (the replica started from its own log)").exists();
+        }
+        assertThat(cluster.readValues("d", sent.size())).as("every acknowledged record once, in order")
+                .isEqualTo(sent);
+    }
+
+    private org.apache.ratis.protocol.RaftGroupId groupId() throws InterruptedException {
+        return cluster.broker(cluster.leaderOf("d")).node().groupId(new ClusterNode.PartitionId("d", 0));
+    }
+
+    /**
+     * Once node {@code id}'s replica has stopped (it names no replica of its own), puts a file into its group's
+     * directory: a replica rebuilt from scratch would lose it with the directory.
+     */
+    private Path probeGroupDirectory(int id) throws Exception {
+        await("node " + id + "'s replica stopped", 30, () -> !hostsGroup(id));
+        Path probe = cluster.directory(id).resolve("raft").resolve(groupId().getUuid().toString()).resolve("probe");
+        Files.writeString(probe, "kept\n");
+        return probe;
+    }
+
+    private boolean hostsGroup(int id) {
+        try {
+            return cluster.broker(id).node().partition(new ClusterNode.PartitionId("d", 0)) != null;
+        } catch (IOException | RuntimeException e) {
+            return false;
+        }
     }
 
     /** Node {@code id}'s disk reports 99% in use, and its store has seen it (it refuses appends). */

@@ -23,10 +23,16 @@ final class TestClusters {
 
     /** @return nodes 1-3 on 127.0.0.1, each with a free client port and a free Raft port */
     static ClusterSpec threeOnLoopback() throws IOException {
+        // A port just closed may be handed out again: six different ones are kept.
+        java.util.Set<Integer> ports = new java.util.LinkedHashSet<>();
+        while (ports.size() < 6) {
+            ports.add(freePort());
+        }
+        java.util.Iterator<Integer> next = ports.iterator();
         StringBuilder text = new StringBuilder();
         for (int id = 1; id <= 3; id++) {
-            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(freePort()).append('/')
-                    .append(freePort());
+            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(next.next()).append('/')
+                    .append(next.next());
         }
         return ClusterSpec.parse(text.toString());
     }
