@@ -659,39 +659,31 @@ public final class ClusterNode implements Replication, AutoCloseable {
         RaftGroupId groupId = groupId(partition);
         known.put(groupId, partition);
         rejoining.incrementAndGet();
-        Thread thread = Thread.ofVirtual().name("node-" + self.id() + "-rejoin-" + partition).unstarted(() -> {
-            try {
-                while (!closed) {
-                    rejoinSlots.acquire();
-                    try {
-                        if (store.queueCount(topic.name()) == 0) {
-                            store.createTopic(topic.name(), TopicLayout.BATCHES, topic.partitions());
-                        }
-                        rejoin(RaftGroup.valueOf(groupId, peers(replicas)), partition.toString(), index -> { });
-                        // A replica looked up before the group started again here held the old member.
-                        partitions.remove(partition);
-                        partition(partition);
-                        changed(partition);
-                        rejoining.decrementAndGet();
-                        return;
-                    } catch (IOException | RuntimeException e) {
-                        if (!closed) {
-                            LOG.error("node {} could not rejoin the group of {} (tried again): {}", self.id(),
-                                    partition, e.toString());
-                        }
-                    } finally {
-                        rejoinSlots.release();
+        inBackground("node-" + self.id() + "-rejoin-" + partition, () -> {
+            while (!closed) {
+                rejoinSlots.acquire();
+                try {
+                    if (store.queueCount(topic.name()) == 0) {
+                        store.createTopic(topic.name(), TopicLayout.BATCHES, topic.partitions());
                     }
-                    Thread.sleep(1000);
+                    rejoin(RaftGroup.valueOf(groupId, peers(replicas)), partition.toString(), index -> { });
+                    // A replica looked up before the group started again here held the old member.
+                    partitions.remove(partition);
+                    partition(partition);
+                    changed(partition);
+                    rejoining.decrementAndGet();
+                    return;
+                } catch (IOException | RuntimeException e) {
+                    if (!closed) {
+                        LOG.error("node {} could not rejoin the group of {} (tried again): {}", self.id(),
+                                partition, e.toString());
+                    }
+                } finally {
+                    rejoinSlots.release();
                 }
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-            } finally {
-                backgroundThreads.remove(Thread.currentThread());
+                Thread.sleep(1000);
             }
         });
-        backgroundThreads.add(thread);
-        thread.start();
     }
 
     /**
@@ -728,9 +720,19 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     private void startRestart(PartitionId partition) {
-        Thread thread = Thread.ofVirtual().name("node-" + self.id() + "-restart-" + partition).unstarted(() -> {
+        inBackground("node-" + self.id() + "-restart-" + partition, () -> restartAfterLogFailure(partition));
+    }
+
+    /** A task that ends when interrupted. */
+    private interface Interruptible {
+        void run() throws InterruptedException;
+    }
+
+    /** Runs a task in a virtual thread that {@link #close()} interrupts and waits for. */
+    private void inBackground(String name, Interruptible task) {
+        Thread thread = Thread.ofVirtual().name(name).unstarted(() -> {
             try {
-                restartAfterLogFailure(partition);
+                task.run();
             } catch (InterruptedException e) {
                 Thread.currentThread().interrupt();
             } finally {

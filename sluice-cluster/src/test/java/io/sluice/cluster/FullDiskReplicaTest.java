@@ -66,12 +66,7 @@ class FullDiskReplicaTest {
             InProcessCluster.send(producer, "d", sent, 300, 1_000);
             assertThat(cluster.broker(leader).node().partition("d", 0).inSync()).as("in sync with the leader")
                     .doesNotContain(full);
-            Path probe = probeGroupDirectory(full);
-
-            disks[full].used = 0.10;
-            InProcessCluster.send(producer, "d", sent, 1_000, 1_200);
-            awaitCaughtUp(leader, full);
-            assertThat(probe).as("the group's directory, kept (the replica started from its own log)").exists();
+            freeAndAwaitCaughtUp(producer, sent, leader, full);
         }
         assertThat(cluster.readValues("d", sent.size())).as("every acknowledged record once, in order")
                 .isEqualTo(sent);
@@ -92,15 +87,23 @@ class FullDiskReplicaTest {
                     .doesNotContain(full);
             await("the stopped replica's node naming the new leader", 10,
                     () -> cluster.broker(full).node().partition("d", 0).leader() == leader);
-            Path probe = probeGroupDirectory(full);
-
-            disks[full].used = 0.10;
-            InProcessCluster.send(producer, "d", sent, 1_000, 1_200);
-            awaitCaughtUp(leader, full);
-            assertThat(probe).as("the group's directory, kept (the replica started from its own log)").exists();
+            freeAndAwaitCaughtUp(producer, sent, leader, full);
         }
         assertThat(cluster.readValues("d", sent.size())).as("every acknowledged record once, in order")
                 .isEqualTo(sent);
+    }
+
+    /**
+     * With node {@code full}'s replica stopped: its disk reports 10% in use again, records 1,000 to 1,199 are sent, and
+     * the replica catches up from its own log (a file put into its group's directory is still there).
+     */
+    private void freeAndAwaitCaughtUp(KafkaProducer<byte[], byte[]> producer, List<String> sent, int leader, int full)
+            throws Exception {
+        Path probe = probeGroupDirectory(full);
+        disks[full].used = 0.10;
+        InProcessCluster.send(producer, "d", sent, 1_000, 1_200);
+        awaitCaughtUp(leader, full);
+        assertThat(probe).as("the group's directory, kept (the replica started from its own log)").exists();
     }
 
     /** The broker is restarted while its replica is stopped: the replica rejoins once space is back, with its log. */
