@@ -421,15 +421,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 LOG.error("node {} lost the only replica of {}: it starts empty", self.id(), what);
             }
             if (here == null) {
-                if (keepLog) {
-                    RaftClientReply started = addRecovered(group);
-                    if (!started.isSuccess()) {
-                        throw new IOException("cannot start the group of " + what + " again: "
-                                + started.getException());
-                    }
-                } else {
-                    addGroup(group, what);
-                }
+                addGroup(group, what, !keepLog);
             }
             afterRemoval.accept(0);
             return;
@@ -454,10 +446,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             afterRemoval.accept(committed);
             untilDone(what + ": joining its configuration again", () -> {
                 if (keepLog && divisionOrNull(id) == null) {
-                    RaftClientReply started = addRecovered(RaftGroup.valueOf(id));
-                    if (!started.isSuccess()) {
-                        return started;
-                    }
+                    addGroup(RaftGroup.valueOf(id), what, false);
                 }
                 startEmptyUnlessAlive(id, what);
                 return client.admin().setConfiguration(List.copyOf(group.getPeers()));
@@ -488,20 +477,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return;
         }
         if (here != null) {
-            RaftClientReply reply = server.groupManagement(GroupManagementRequest.newRemove(clientId, server.getId(),
-                    callIds.incrementAndGet(), id, true, false));
-            if (!reply.isSuccess()) {
-                throw new IOException("node " + self.id() + " cannot remove its closed group of " + what + ": "
-                        + reply.getException());
-            }
+            removeGroup(id, true, what);
         }
         addGroup(RaftGroup.valueOf(id), what);
-    }
-
-    /** Starts a group from its directory (not formatted: its log and snapshot are recovered). */
-    private RaftClientReply addRecovered(RaftGroup group) throws IOException {
-        return server.groupManagement(GroupManagementRequest.newAdd(clientId, server.getId(),
-                callIds.incrementAndGet(), group, false));
     }
 
     private interface Step {
@@ -583,11 +561,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
             throw new IllegalStateException("node " + self.id() + " has a Raft group " + groupId + " that is no"
                     + " partition of cluster " + clusterId + " it knows");
         }
-        PartitionStateMachine[] machine = new PartitionStateMachine[1];
-        machine[0] = new PartitionStateMachine(store, partition.topic(), partition.partition(), force,
+        return new PartitionStateMachine(store, partition.topic(), partition.partition(), force,
                 end -> changed(partition), peer -> peers(List.of(nodeId(peer))).getFirst(),
-                cause -> logFailed(partition, machine[0], cause));
-        return machine[0];
+                (machine, cause) -> logFailed(partition, machine, cause));
     }
 
     private void changed(PartitionId partition) {
@@ -614,10 +590,27 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     private void addGroup(RaftGroup group, String what) throws IOException {
+        addGroup(group, what, true);
+    }
+
+    /**
+     * @param format start the group empty; without, it starts from its directory (its log and snapshot recovered)
+     */
+    private void addGroup(RaftGroup group, String what, boolean format) throws IOException {
         RaftClientReply reply = server.groupManagement(GroupManagementRequest.newAdd(clientId, server.getId(),
-                callIds.incrementAndGet(), group));
+                callIds.incrementAndGet(), group, format));
         if (!reply.isSuccess()) {
             throw new IOException("node " + self.id() + " cannot add the Raft group of " + what + ": "
+                    + reply.getException());
+        }
+    }
+
+    /** Stops a group on this node, deleting its directory or keeping it. */
+    private void removeGroup(RaftGroupId id, boolean deleteDirectory, String what) throws IOException {
+        RaftClientReply reply = server.groupManagement(GroupManagementRequest.newRemove(clientId, server.getId(),
+                callIds.incrementAndGet(), id, deleteDirectory, false));
+        if (!reply.isSuccess()) {
+            throw new IOException("node " + self.id() + " cannot remove its group of " + what + ": "
                     + reply.getException());
         }
     }
@@ -775,25 +768,20 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 .build()) {
             while (!closed) {
                 try {
-                    RaftServer.Division here = divisionOrNull(id);
-                    if (!removed && here != null && (here.getInfo().getLifeCycleState() == LifeCycle.State.NEW
-                            || here.getInfo().getLifeCycleState() == LifeCycle.State.STARTING)) {
-                        // Still starting with the server (a restart resumed): stopping it now would fail halfway.
-                        Thread.sleep(200);
-                        continue;
-                    }
-                    if (!removed && here == null) {
-                        removed = true;
-                    }
                     if (!removed) {
-                        writeDurably(restartMarker(id), partition.topic() + "\n" + partition.partition() + "\n");
-                        RaftClientReply reply = server.groupManagement(GroupManagementRequest.newRemove(clientId,
-                                server.getId(), callIds.incrementAndGet(), id, false, false));
-                        if (!reply.isSuccess()) {
-                            throw new IOException("cannot stop the group: " + reply.getException());
+                        RaftServer.Division here = divisionOrNull(id);
+                        if (here != null && (here.getInfo().getLifeCycleState() == LifeCycle.State.NEW
+                                || here.getInfo().getLifeCycleState() == LifeCycle.State.STARTING)) {
+                            // Still starting with the server (a restart resumed): stopping it now fails halfway.
+                            Thread.sleep(200);
+                            continue;
+                        }
+                        if (here != null) {
+                            writeDurably(restartMarker(id), partition.topic() + "\n" + partition.partition() + "\n");
+                            removeGroup(id, false, partition.toString());
+                            partitions.remove(partition);
                         }
                         removed = true;
-                        partitions.remove(partition);
                     }
                     boolean led = learnLeader(partition, replicas, others);
                     String why = storeRefusal();
@@ -810,10 +798,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                         } else {
                             // No leader among the others (their disks may be full too): no append can race the
                             // start, so the group starts from its directory in its configuration, as on a restart.
-                            RaftClientReply started = addRecovered(group);
-                            if (!started.isSuccess()) {
-                                throw new IOException("cannot start the group again: " + started.getException());
-                            }
+                            addGroup(group, partition.toString(), false);
                         }
                         partitions.remove(partition);
                         partition(partition);
@@ -891,25 +876,22 @@ public final class ClusterNode implements Replication, AutoCloseable {
         return false;
     }
 
-    /** @return why the store refuses appends now (a disk above its hard ratio, a log turned read-only), or null */
+    /**
+     * @return why the replica should not start again now (a log turned read-only, or the disk above the emergency
+     *     ratio: appends resume below the hard ratio, and catching up could push it straight back), or null
+     */
     private String storeRefusal() {
+        double emergency = store.config().retention().diskEmergencyRatio();
         List<StoreStatus> statuses = new ArrayList<>(store.ownLogStatuses().values());
         statuses.add(store.status());
         for (StoreStatus status : statuses) {
             if (status.state() != StoreStatus.State.OPEN) {
                 return "a log is " + status.state() + (status.reason() == null ? "" : ": " + status.reason());
             }
-            double emergency = store.config().retention().diskEmergencyRatio();
-            if (!status.appendsRefused() && status.lastRetention() != null
-                    && status.lastRetention().diskUsedRatio() > emergency) {
-                // Appends resume below the hard ratio; catching up could push the disk back over it at once.
-                return String.format("the disk is %.1f%% full, above the emergency ratio %.1f%%",
-                        status.lastRetention().diskUsedRatio() * 100, emergency * 100);
-            }
-            if (status.appendsRefused()) {
-                return status.lastRetention() == null ? "the disk is above the hard ratio"
-                        : String.format("the disk is %.1f%% full, above the hard ratio",
-                                status.lastRetention().diskUsedRatio() * 100);
+            double used = status.lastRetention() == null ? 0 : status.lastRetention().diskUsedRatio();
+            if (status.appendsRefused() || used > emergency) {
+                return String.format("the disk is %.1f%% full, above the emergency ratio %.1f%%", used * 100,
+                        emergency * 100);
             }
         }
         return null;

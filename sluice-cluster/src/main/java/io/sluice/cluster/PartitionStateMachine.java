@@ -18,7 +18,7 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
-import java.util.function.Consumer;
+import java.util.function.BiConsumer;
 import java.util.function.Function;
 import java.util.function.LongConsumer;
 import java.util.zip.CRC32C;
@@ -95,7 +95,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     private final boolean force;
     private final LongConsumer onCommit;
     private final Function<RaftPeerId, RaftPeer> peers;
-    private final Consumer<Throwable> onLogFailed;
+    private final BiConsumer<PartitionStateMachine, Throwable> onLogFailed;
     private final Object lock = new Object();
     private final SimpleStateMachineStorage snapshots = new SimpleStateMachineStorage();
     /** A snapshot: the log index (and term) it covers up to, and the offset that index's batches end at. */
@@ -127,12 +127,13 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      * @param force force each batch to the device before its entry is written (SYNC flush)
      * @param onCommit told the new high watermark each time it moves, and when the leader changes
      * @param peers the member of the partition's group with a node's peer id (its Raft address)
-     * @param onLogFailed told, on Ratis's log thread (it must not block), why this replica's log could not be
-     *     written: a batch the store refused (a full disk) or a Raft log write that failed; the log takes nothing
-     *     more until the group is started again
+     * @param onLogFailed told, on Ratis's log thread (it must not block), of this machine and why its log could
+     *     not be written: a batch the store refused (a full disk) or a Raft log write that failed; the log takes
+     *     nothing more until the group is started again
      */
     public PartitionStateMachine(Store store, String topic, int partition, boolean force, LongConsumer onCommit,
-                                 Function<RaftPeerId, RaftPeer> peers, Consumer<Throwable> onLogFailed) {
+                                 Function<RaftPeerId, RaftPeer> peers,
+                                 BiConsumer<PartitionStateMachine, Throwable> onLogFailed) {
         this.store = store;
         this.topic = topic;
         this.partition = partition;
@@ -432,7 +433,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
 
     @Override
     public void notifyLogFailed(Throwable cause, LogEntryProto failedEntry) {
-        onLogFailed.accept(cause);
+        onLogFailed.accept(this, cause);
     }
 
     /** A new leader (or none): fetches waiting on this partition look again, and find who leads now. */
