@@ -1,6 +1,7 @@
 package io.sluice.cluster;
 
 import org.apache.ratis.conf.Parameters;
+import org.apache.ratis.proto.RaftProtos.AppendEntriesRequestProto;
 import org.apache.ratis.grpc.GrpcFactory;
 import org.apache.ratis.grpc.server.GrpcLogAppender;
 import org.apache.ratis.rpc.RpcFactory;
@@ -10,6 +11,8 @@ import org.apache.ratis.server.leader.FollowerInfo;
 import org.apache.ratis.server.leader.LeaderState;
 import org.apache.ratis.server.leader.LogAppender;
 import org.apache.ratis.server.protocol.TermIndex;
+import org.apache.ratis.server.raftlog.RaftLog;
+import org.apache.ratis.server.raftlog.RaftLogIOException;
 
 /**
  * The nodes' Raft transport: Ratis's gRPC, with one change to how a leader serves a replica whose snapshot ends just
@@ -53,6 +56,24 @@ public final class RaftTransport implements RpcType {
 
         Appender(RaftServer.Division server, LeaderState state, FollowerInfo follower) {
             super(server, state, follower);
+        }
+
+        /**
+         * A heartbeat sent while appends are in flight, or to a replica whose next entry is the first, names no
+         * previous entry, and a replica takes min(leader's commit index, 0) as committed from it (Ratis 3.3.0): its
+         * own entry 0, which may be one only it has (written by a leader killed before sending it), would count as
+         * committed, and it would then refuse the leader's entry 0 as already there and the leader's entry 1 as not
+         * following its own 0, for good. Such a heartbeat here carries no commit index; the appends that follow carry
+         * it, with the previous entry they check.
+         */
+        @Override
+        public AppendEntriesRequestProto newAppendEntriesRequest(long callId, boolean heartbeat)
+                throws RaftLogIOException {
+            AppendEntriesRequestProto request = super.newAppendEntriesRequest(callId, heartbeat);
+            if (request != null && request.getEntriesCount() == 0 && !request.hasPreviousLog()) {
+                return request.toBuilder().setLeaderCommit(RaftLog.INVALID_LOG_INDEX).build();
+            }
+            return request;
         }
 
         @Override

@@ -72,7 +72,7 @@ class ClusterKillRoundsTest {
         Path log = dir.resolve("broker-" + id + "-" + starts.incrementAndGet() + ".log");
         String java = ProcessHandle.current().info().command().orElse("java");
         ProcessBuilder builder = new ProcessBuilder(java, "-Xmx384m", "-XX:+UseSerialGC",
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dorg.slf4j.simpleLogger.log.io.sluice.cluster=info",
                 "-cp", System.getProperty("java.class.path"), ClusterBroker.class.getName(),
                 dir.resolve("node-" + id).toString(), cluster.toString(), Integer.toString(id), "kill-rounds", "async")
                 .redirectErrorStream(true).redirectOutput(log.toFile());
@@ -200,11 +200,35 @@ class ClusterKillRoundsTest {
                     break;
                 }
                 if (System.nanoTime() > deadline) {
-                    throw new AssertionError("partition " + p + " did not get three replicas in sync within 120 s");
+                    throw new AssertionError("partition " + p + " did not get three replicas in sync within 120 s"
+                            + brokerLogTails());
                 }
                 Thread.sleep(200);
             }
         }
+    }
+
+    /** @return for a failure's message: the last lines each broker's latest process logged of its own or errors */
+    private String brokerLogTails() throws IOException {
+        StringBuilder tails = new StringBuilder();
+        for (int id = 1; id <= 3; id++) {
+            String prefix = "broker-" + id + "-";
+            try (var logs = Files.list(dir)) {
+                Path latest = logs.filter(path -> path.getFileName().toString().startsWith(prefix))
+                        .max(java.util.Comparator.comparingInt(path -> Integer.parseInt(path.getFileName().toString()
+                                .substring(prefix.length()).replace(".log", "")))).orElse(null);
+                if (latest == null) {
+                    continue;
+                }
+                List<String> lines = Files.readAllLines(latest).stream()
+                        .filter(line -> line.contains("io.sluice") || line.contains("ERROR")).toList();
+                tails.append("\n--- ").append(latest.getFileName()).append(", last of ").append(lines.size())
+                        .append(" lines from Sluice or errors:\n");
+                lines.subList(Math.max(0, lines.size() - 30), lines.size())
+                        .forEach(line -> tails.append(line, 0, Math.min(line.length(), 400)).append('\n'));
+            }
+        }
+        return tails.toString();
     }
 
     /** @return partition {@code p} as the broker on {@code port} itself describes it (one Metadata request), or null */
