@@ -216,6 +216,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 joining = Thread.ofVirtual().name("node-" + nodeId + "-rejoin").start(this::rejoinAll);
             } else if (!hosts(metadataGroupId)) {
                 joining = Thread.ofVirtual().name("node-" + nodeId + "-join").start(this::join);
+            } else {
+                inBackground("node-" + nodeId + "-register", this::register);
             }
         } catch (RuntimeException e) {
             RaftClient client = metadataClient.get();
@@ -289,29 +291,38 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /**
      * A node with no metadata group in its Raft directory: a new cluster's, or one whose data were lost (a wiped or
      * replaced disk). It asks the other nodes: if none has a metadata log with an entry, the cluster has not formed
-     * and this node takes part as a voter from the start; if one has, the cluster formed (perhaps with this node,
-     * which may have acknowledged entries and voted before it lost them), and it rejoins ({@link #rejoinAll}).
-     * Until every other node has answered, it waits: a node that cannot tell must not vote.
+     * and this node takes part as a voter from the start. If one has, the cluster formed; the metadata then tells
+     * whether this node took part ({@link #register}): if it did, it may have acknowledged entries and voted before it
+     * lost them, and it rejoins ({@link #rejoinAll}); if not (it started just after the others formed the cluster),
+     * it has nothing to have lost and takes part as a voter. Until it can tell, it waits: a node that cannot tell must
+     * not vote.
      */
     private void join() {
         long nextReport = System.nanoTime();
         try {
             while (!closed) {
                 List<Integer> silent = new ArrayList<>();
-                if (clusterFormed(silent)) {
-                    LOG.warn("node {} has no Raft data and the cluster has formed: it rejoins every group it belongs"
-                            + " to, catching up before it counts as a voter", self.id());
+                boolean formed = clusterFormed(silent);
+                Boolean tookPart = formed ? tookPart() : null;
+                if (Boolean.TRUE.equals(tookPart)) {
+                    LOG.warn("node {} has no Raft data and the cluster has formed with it: it rejoins every group it"
+                            + " belongs to, catching up before it counts as a voter", self.id());
                     writeDurably(rejoinMarker, "rejoining\n");
                     rejoinAll();
                     return;
                 }
-                if (silent.isEmpty()) {
+                if (formed ? Boolean.FALSE.equals(tookPart) : silent.isEmpty()) {
+                    if (formed) {
+                        LOG.info("node {} has no Raft data and never took part in the cluster formed without it: it"
+                                + " joins as a voter", self.id());
+                    }
                     addGroup(metadataGroup, "the metadata");
+                    register();
                     return;
                 }
                 if (System.nanoTime() >= nextReport) {
-                    LOG.info("node {} has no Raft data; waiting for nodes {} to tell whether the cluster has formed",
-                            self.id(), silent);
+                    LOG.info("node {} has no Raft data; waiting for nodes {} to tell whether the cluster has formed"
+                            + " with it", self.id(), silent.isEmpty() ? otherIds() : silent);
                     nextReport = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
                 }
                 Thread.sleep(200);
@@ -323,6 +334,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 LOG.error("node {} could not join the cluster: {}", self.id(), e.toString());
             }
         }
+    }
+
+    /** @return the ids of the other nodes */
+    private List<Integer> otherIds() {
+        return cluster.nodes().stream().map(ClusterSpec.Node::id).filter(id -> id != self.id()).toList();
     }
 
     /**
@@ -352,6 +368,51 @@ public final class ClusterNode implements Replication, AutoCloseable {
             }
         }
         return false;
+    }
+
+    /**
+     * @return whether the cluster's metadata, asked of the leader among the other nodes, records that this node took
+     *     part; null if no leader answered
+     */
+    private Boolean tookPart() {
+        RaftProperties properties = new RaftProperties();
+        RaftClientConfigKeys.Rpc.setRequestTimeout(properties, TimeDuration.valueOf(1, TimeUnit.SECONDS));
+        List<RaftPeer> others = metadataGroup.getPeers().stream().filter(peer -> !peer.getId().equals(server.getId()))
+                .toList();
+        try (RaftClient client = RaftClient.newBuilder().setProperties(properties)
+                .setRaftGroup(RaftGroup.valueOf(metadataGroupId, others)).setClientId(ClientId.randomId())
+                .setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(3,
+                        TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build()) {
+            RaftClientReply reply = client.io().sendReadOnly(Message.valueOf(MetadataStateMachine.MEMBERS));
+            if (!reply.isSuccess()) {
+                return null;
+            }
+            return MetadataStateMachine.parseMembers(reply.getMessage().getContent().toStringUtf8())
+                    .contains(self.id());
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("node {}: no answer to whether it took part: {}", self.id(), e.toString());
+            return null;
+        }
+    }
+
+    /**
+     * Records in the metadata that this node took part (its member of the metadata group runs), retried until done
+     * or the node closes. Submitted at every start (the command is idempotent), so that a node from before the record
+     * existed is recorded too. A node wiped before its record is committed, within seconds of its first start, is
+     * taken for new when it comes back.
+     */
+    private void register() throws InterruptedException {
+        while (!closed) {
+            try {
+                sendMetadata(MetadataStateMachine.memberCommand(self.id())).get(30, TimeUnit.SECONDS);
+                return;
+            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+                if (!closed) {
+                    LOG.debug("node {}: recording that it took part, tried again: {}", self.id(), e.toString());
+                    Thread.sleep(300);
+                }
+            }
+        }
     }
 
     /**
@@ -1142,6 +1203,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
         } catch (IOException e) {
             return false;
         }
+    }
+
+    /** @return the nodes that, as far as this node has applied the metadata, took part in the cluster */
+    java.util.Set<Integer> members() {
+        return metadata.members();
+    }
+
+    /** @return this node's member of the metadata group */
+    RaftServer.Division metadataDivision() throws IOException {
+        return server.getDivision(metadataGroupId);
     }
 
     /** Stops the Raft server (the store stays open: its owner closes it). */

@@ -4,6 +4,8 @@ import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.function.BiConsumer;
@@ -25,7 +27,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Commands are text, one per entry: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;...} with
  * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}; and a consumer group's committed
- * offsets, {@code offsets <group> <topic>:<partition>=<offset>;...}, which every node keeps in its store.
+ * offsets, {@code offsets <group> <topic>:<partition>=<offset>;...}, which every node keeps in its store; and
+ * {@code member <node>}, which a node submits once its member of this group runs: the cluster's record that the
+ * node took part (and so may have voted and acknowledged entries), which a node that comes back with no Raft data
+ * asks for to tell a lost directory from a first start ({@link #MEMBERS}).
  */
 final class MetadataStateMachine extends BaseStateMachine {
 
@@ -122,7 +127,11 @@ final class MetadataStateMachine extends BaseStateMachine {
         }
     }
 
+    /** The read-only query whose answer lists the nodes that took part: {@code members 1,2,3}. */
+    static final String MEMBERS = "members";
+
     private final Map<String, Topic> topics = new ConcurrentHashMap<>();
+    private final Set<Integer> members = ConcurrentHashMap.newKeySet();
     private final Map<String, CompletableFuture<Topic>> awaited = new ConcurrentHashMap<>();
     private final BiConsumer<Topic, Long> onTopic;
     private final Consumer<Offsets> onOffsets;
@@ -142,6 +151,11 @@ final class MetadataStateMachine extends BaseStateMachine {
         return topics.get(name);
     }
 
+    /** @return the nodes recorded as having taken part, as far as this node has applied the log */
+    Set<Integer> members() {
+        return Set.copyOf(members);
+    }
+
     /** @return completes once this node has applied the topic's creation */
     CompletableFuture<Topic> awaitTopic(String name) {
         CompletableFuture<Topic> future = awaited.computeIfAbsent(name, n -> new CompletableFuture<>());
@@ -152,11 +166,54 @@ final class MetadataStateMachine extends BaseStateMachine {
         return future;
     }
 
+    /** @return the command recording that node {@code id} took part */
+    static String memberCommand(int id) {
+        return "member " + id;
+    }
+
+    /**
+     * @param answer the answer to the {@link #MEMBERS} query
+     * @return the node ids it lists
+     * @throws IllegalArgumentException if it is not such an answer
+     */
+    static Set<Integer> parseMembers(String answer) {
+        if (!answer.startsWith(MEMBERS + " ")) {
+            throw new IllegalArgumentException("not an answer to " + MEMBERS + ": " + answer);
+        }
+        Set<Integer> ids = new TreeSet<>();
+        String list = answer.substring(MEMBERS.length() + 1);
+        for (String id : list.isEmpty() ? new String[0] : list.split(",")) {
+            ids.add(Integer.parseInt(id));
+        }
+        return ids;
+    }
+
+    @Override
+    public CompletableFuture<Message> query(Message request) {
+        String question = request.getContent().toString(StandardCharsets.UTF_8);
+        if (!question.equals(MEMBERS)) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("not a metadata query: " + question));
+        }
+        StringBuilder answer = new StringBuilder(MEMBERS).append(' ');
+        new TreeSet<>(members).forEach(id -> answer.append(answer.length() > MEMBERS.length() + 1 ? "," : "")
+                .append(id));
+        return CompletableFuture.completedFuture(Message.valueOf(answer.toString()));
+    }
+
     @Override
     public CompletableFuture<Message> applyTransaction(TransactionContext trx) {
         LogEntryProto entry = trx.getLogEntry();
         String command = entry.getStateMachineLogEntry().getLogData().toString(StandardCharsets.UTF_8);
         String answer;
+        if (command.startsWith("member ")) {
+            try {
+                answer = members.add(Integer.parseInt(command.substring("member ".length()))) ? "recorded" : "known";
+            } catch (NumberFormatException e) {
+                answer = "refused " + e.getMessage();
+            }
+            updateLastAppliedTermIndex(TermIndex.valueOf(entry));
+            return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(answer)));
+        }
         if (command.startsWith("offsets ")) {
             try {
                 onOffsets.accept(Offsets.parse(command));

@@ -44,6 +44,12 @@ class WipedNodeRebuildTest {
         cluster = new InProcessCluster(dir, TUNING);
         cluster.startAll();
         cluster.createTopic("w", 1);
+        // The cluster records that each node took part: a node that lost its data then rejoins.
+        for (int id = 1; id <= 3; id++) {
+            int node = id;
+            await("node " + node + " applied the three members", 30, () -> cluster.broker(node).node().members()
+                    .equals(java.util.Set.of(1, 2, 3)));
+        }
     }
 
     private KafkaProducer<byte[], byte[]> producer() {
@@ -68,6 +74,7 @@ class WipedNodeRebuildTest {
             // A follower loses its whole data directory.
             int leader = cluster.leaderOf("w");
             int wiped = leader % 3 + 1;
+            long configuredAt = cluster.broker(leader).node().metadataDivision().getRaftConf().getLogEntryIndex();
             cluster.stop(wiped);
             deleteTree(cluster.directory(wiped));
             InProcessCluster.send(producer, "w", sent, 1_000, 3_000);
@@ -82,6 +89,8 @@ class WipedNodeRebuildTest {
                     .contains(back));
             await("the rejoin finished", 60, () -> Files.notExists(cluster.directory(back).resolve("raft")
                     .resolve(ClusterNode.REJOIN_FILE)));
+            assertThat(cluster.broker(leader).node().metadataDivision().getRaftConf().getLogEntryIndex())
+                    .as("the metadata group's configuration, changed by the rejoin").isGreaterThan(configuredAt);
             ReplicatedPartition rebuilt = cluster.replica(wiped, "w");
             assertThat(rebuilt.machine().snapshotsInstalled()).as("snapshots the rebuilt broker installed")
                     .isPositive();

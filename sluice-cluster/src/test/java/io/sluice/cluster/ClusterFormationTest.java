@@ -1,0 +1,81 @@
+package io.sluice.cluster;
+
+import static io.sluice.cluster.InProcessCluster.await;
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.nio.file.Path;
+import java.util.List;
+import java.util.Set;
+import org.apache.ratis.conf.RaftProperties;
+import org.apache.ratis.grpc.GrpcConfigKeys;
+import org.apache.ratis.RaftConfigKeys;
+import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.server.RaftServerConfigKeys;
+import org.apache.ratis.statemachine.impl.BaseStateMachine;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * How the nodes of a new cluster form it: every node records in the metadata that it took part, and a node with no
+ * Raft data that finds the cluster formed without it joins as a voter (it has nothing to have lost), where a node
+ * that took part and lost its data rejoins (WipedNodeRebuildTest).
+ */
+class ClusterFormationTest {
+
+    @TempDir
+    Path dir;
+
+    private InProcessCluster cluster;
+
+    @AfterEach
+    void stop() throws Exception {
+        if (cluster != null) {
+            cluster.close();
+        }
+    }
+
+    @Test
+    void everyNodeOfANewClusterIsRecordedAsHavingTakenPart() throws Exception {
+        cluster = new InProcessCluster(dir, ClusterNode.Tuning.DEFAULT);
+        cluster.startAll();
+        for (int id = 1; id <= 3; id++) {
+            int node = id;
+            await("node " + node + " applied the three members", 30, () -> cluster.broker(node).node().members()
+                    .equals(Set.of(1, 2, 3)));
+        }
+    }
+
+    /**
+     * Node 3's Raft port answers (a bare Ratis server with no group) while nodes 1 and 2 form the cluster, as when a
+     * node's start lags the others'; then node 3 starts. It never took part, so it joins the metadata group as a
+     * voter: the group's configuration is never changed (a rejoin would take it out and add it back).
+     */
+    @Test
+    void aNodeStartingAfterTheOthersFormedTheClusterJoinsAsAVoterWithoutARejoin() throws Exception {
+        cluster = new InProcessCluster(dir, ClusterNode.Tuning.DEFAULT);
+        ClusterSpec.Node third = cluster.spec().nodes().get(2);
+        RaftProperties properties = new RaftProperties();
+        RaftConfigKeys.Rpc.setType(properties, new RaftTransport());
+        RaftServerConfigKeys.setStorageDir(properties, List.of(dir.resolve("bare").toFile()));
+        GrpcConfigKeys.Server.setHost(properties, third.host());
+        GrpcConfigKeys.Server.setPort(properties, third.raftPort());
+        try (RaftServer bare = RaftServer.newBuilder().setServerId(ClusterNode.peerId(third.id()))
+                .setProperties(properties).setStateMachine(new BaseStateMachine()).build()) {
+            bare.start();
+            cluster.start(1);
+            cluster.start(2);
+            await("nodes 1 and 2 recorded", 60, () -> cluster.broker(1).node().members().equals(Set.of(1, 2)));
+        }
+        long formedAt = cluster.broker(1).node().metadataDivision().getRaftConf().getLogEntryIndex();
+        cluster.start(3);
+        cluster.createTopic("f", 1);
+        await("node 3 in sync", 60, () -> cluster.broker(1).node().partition("f", 0).inSync().size() == 3);
+        for (int id = 1; id <= 3; id++) {
+            assertThat(cluster.broker(id).node().metadataDivision().getRaftConf().getLogEntryIndex())
+                    .as("node %d's metadata configuration entry", id).isEqualTo(formedAt);
+        }
+        await("node 3 recorded", 30, () -> cluster.broker(1).node().members().equals(Set.of(1, 2, 3)));
+        assertThat(cluster.directory(3).resolve("raft").resolve(ClusterNode.REJOIN_FILE)).doesNotExist();
+    }
+}
