@@ -54,7 +54,7 @@ import org.junit.jupiter.api.io.TempDir;
  * rounds of SIGKILL of one broker (the leader of partition 0 in every other round, a random one otherwise) and its
  * restart. Afterwards every acknowledged record is present exactly once, at the offset it was acknowledged with, no
  * record is stored twice, and the three replicas hold the same batches, byte for byte.
- * {@code -Dsluice.cluster.rounds} sets the rounds (20 by default).
+ * {@code -Dsluice.cluster.rounds} sets the rounds (12 by default; each is a SIGKILL and a restart).
  */
 class ClusterKillRoundsTest {
 
@@ -111,7 +111,7 @@ class ClusterKillRoundsTest {
 
     @Test
     void everyAcknowledgedRecordSurvivesRoundsOfSigkillExactlyOnceAndTheReplicasAgree() throws Exception {
-        int rounds = Integer.getInteger("sluice.cluster.rounds", 20);
+        int rounds = Integer.getInteger("sluice.cluster.rounds", 12);
         cluster = TestClusters.threeOnLoopback();
         for (int id = 1; id <= 3; id++) {
             start(id);
