@@ -59,21 +59,25 @@ public final class RaftTransport implements RpcType {
         }
 
         /**
-         * A heartbeat sent while appends are in flight, or to a replica whose next entry is the first, names no
-         * previous entry, and a replica takes min(leader's commit index, 0) as committed from it (Ratis 3.3.0): its
-         * own entry 0, which may be one only it has (written by a leader killed before sending it), would count as
-         * committed, and it would then refuse the leader's entry 0 as already there and the leader's entry 1 as not
-         * following its own 0, for good. Such a heartbeat here carries no commit index; the appends that follow carry
-         * it, with the previous entry they check.
+         * An append that names no previous entry (a heartbeat sent while appends are in flight or to a replica whose
+         * next entry is the first; entries from the first) makes a replica take min(leader's commit index, number of
+         * entries) as committed (Ratis 3.3.0), one more than the last entry it carries: a heartbeat marked the
+         * replica's own entry 0 committed, and entries 0 to n - 1 that it already has its own entry n, left in
+         * place; that entry may be one only it has (written by a leader killed before sending it). It was applied, and
+         * the replica refused the leader's entries from then on ("already exists", "previous not found"), for good.
+         * Such an append here carries the commit index only up to its own last entry.
          */
         @Override
         public AppendEntriesRequestProto newAppendEntriesRequest(long callId, boolean heartbeat)
                 throws RaftLogIOException {
             AppendEntriesRequestProto request = super.newAppendEntriesRequest(callId, heartbeat);
-            if (request != null && request.getEntriesCount() == 0 && !request.hasPreviousLog()) {
-                return request.toBuilder().setLeaderCommit(RaftLog.INVALID_LOG_INDEX).build();
+            if (request == null || request.hasPreviousLog()) {
+                return request;
             }
-            return request;
+            long last = request.getEntriesCount() == 0 ? RaftLog.INVALID_LOG_INDEX
+                    : request.getEntries(request.getEntriesCount() - 1).getIndex();
+            return request.getLeaderCommit() <= last ? request
+                    : request.toBuilder().setLeaderCommit(last).build();
         }
 
         @Override
