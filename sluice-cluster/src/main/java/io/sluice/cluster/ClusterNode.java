@@ -147,8 +147,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.store = store;
         this.force = force;
         checkIdentity(raftDirectory, clusterId, nodeId);
-        this.metadataGroupId = RaftGroupId.valueOf(UUID.nameUUIDFromBytes((clusterId + "\u0000metadata")
-                .getBytes(StandardCharsets.UTF_8)));
+        this.metadataGroupId = metadataGroupId(clusterId);
         this.metadata = new MetadataStateMachine(this::onTopic, this::onOffsets);
         // The partition groups found in the Raft directory start with the server: name them before it starts. The
         // store has every topic this node took part in (created before its groups are).
@@ -233,21 +232,52 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
     }
 
-    private RaftClient newMetadataClient() {
-        return RaftClient.newBuilder().setProperties(new RaftProperties()).setRaftGroup(metadataGroup)
-                .setClientId(ClientId.randomId()).build();
+    /** @return the id of the cluster's metadata group */
+    static RaftGroupId metadataGroupId(String clusterId) {
+        return RaftGroupId.valueOf(UUID.nameUUIDFromBytes((clusterId + "\u0000metadata")
+                .getBytes(StandardCharsets.UTF_8)));
     }
 
-    /** Submits a metadata command; on a client Ratis closed, once more on a new one. */
+    private RaftClient newMetadataClient() {
+        return newMetadataClient(null);
+    }
+
+    /**
+     * A client sends first to the leader it is given, else to the one the JVM's Ratis clients last saw lead the group
+     * (they keep it while they ask), else to the first node. That one may not host the group any more (it lost its
+     * data, or its replica stopped), and Ratis fails a request so answered for good, closing the client: a new client
+     * starts at the leader this node's member of the group knows, or at another node than the one that failed.
+     *
+     * @param failed the node the last client was sending to, or null
+     */
+    private RaftClient newMetadataClient(RaftPeerId failed) {
+        RaftPeerId first = null;
+        RaftServer.Division here = divisionOrNull(metadataGroupId);
+        RaftPeerId known = here == null ? null : here.getInfo().getLeaderId();
+        if (known != null && !known.equals(failed)) {
+            first = known;
+        } else if (failed != null) {
+            first = metadataGroup.getPeers().stream().map(RaftPeer::getId).filter(id -> !id.equals(failed))
+                    .findFirst().orElse(null);
+        }
+        return RaftClient.newBuilder().setProperties(new RaftProperties()).setRaftGroup(metadataGroup)
+                .setLeaderId(first).setClientId(ClientId.randomId()).build();
+    }
+
+    /**
+     * Submits a metadata command; on a client Ratis closed, or a node that does not host the group, once more on a
+     * new client ({@link #newMetadataClient(RaftPeerId)}).
+     */
     private CompletableFuture<RaftClientReply> sendMetadata(String command) {
         RaftClient client = metadataClient.get();
         return client.async().send(Message.valueOf(command)).exceptionallyCompose(failure -> {
             Throwable cause = failure instanceof java.util.concurrent.CompletionException && failure.getCause() != null
                     ? failure.getCause() : failure;
-            if (!(cause instanceof org.apache.ratis.protocol.exceptions.AlreadyClosedException) || closed) {
+            if (!(cause instanceof org.apache.ratis.protocol.exceptions.AlreadyClosedException
+                    || cause instanceof org.apache.ratis.protocol.exceptions.GroupMismatchException) || closed) {
                 return CompletableFuture.failedFuture(cause);
             }
-            RaftClient fresh = newMetadataClient();
+            RaftClient fresh = newMetadataClient(client.getLeaderId());
             if (metadataClient.compareAndSet(client, fresh)) {
                 closeQuietly(client);
             } else {
@@ -291,31 +321,34 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /**
      * A node with no metadata group in its Raft directory: a new cluster's, or one whose data were lost (a wiped or
      * replaced disk). It asks the other nodes: if none has a metadata log with an entry, the cluster has not formed
-     * and this node takes part as a voter from the start. If one has, the cluster formed; the metadata then tells
-     * whether this node took part ({@link #register}): if it did, it may have acknowledged entries and voted before it
-     * lost them, and it rejoins ({@link #rejoinAll}); if not (it started just after the others formed the cluster),
-     * it has nothing to have lost and takes part as a voter. Until it can tell, it waits: a node that cannot tell must
-     * not vote.
+     * and this node takes part as a voter from the start (and records that it did, {@link #register}). If one has,
+     * the cluster formed, and it asks the metadata, through the log, whether it took part ({@link #askToJoin}): if it
+     * did, it may have acknowledged entries and voted before it lost them, and it rejoins ({@link #rejoinAll}); if
+     * not (it started just after the others formed the cluster), the same command records it, and it takes part as a
+     * voter, with nothing to have lost. Until it can tell, it waits: a node that cannot tell must not vote.
      */
     private void join() {
         long nextReport = System.nanoTime();
+        int attempts = 0;
         try {
             while (!closed) {
                 List<Integer> silent = new ArrayList<>();
                 boolean formed = clusterFormed(silent);
-                Boolean tookPart = formed ? tookPart() : null;
-                if (Boolean.TRUE.equals(tookPart)) {
+                String answer = formed ? askToJoin(attempts++) : null;
+                if (MetadataStateMachine.TOOK_PART.equals(answer)) {
                     LOG.warn("node {} has no Raft data and the cluster has formed with it: it rejoins every group it"
                             + " belongs to, catching up before it counts as a voter", self.id());
                     writeDurably(rejoinMarker, "rejoining\n");
                     rejoinAll();
                     return;
                 }
-                if (formed ? Boolean.FALSE.equals(tookPart) : silent.isEmpty()) {
-                    if (formed) {
-                        LOG.info("node {} has no Raft data and never took part in the cluster formed without it: it"
-                                + " joins as a voter", self.id());
-                    }
+                if (MetadataStateMachine.RECORDED.equals(answer)) {
+                    LOG.info("node {} has no Raft data and never took part in the cluster formed without it: it"
+                            + " joins as a voter", self.id());
+                    addGroup(metadataGroup, "the metadata");
+                    return;
+                }
+                if (!formed && silent.isEmpty()) {
                     addGroup(metadataGroup, "the metadata");
                     register();
                     return;
@@ -371,24 +404,27 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     /**
-     * @return whether the cluster's metadata, asked of the leader among the other nodes, records that this node took
-     *     part; null if no leader answered
+     * Submits {@code join <this node>} through the other nodes (a command in the log, not a read a deposed leader
+     * could answer), starting at each in turn from one attempt to the next (one may not host the group).
+     *
+     * @param attempt how many times this node asked before
+     * @return {@link MetadataStateMachine#TOOK_PART}, {@link MetadataStateMachine#RECORDED}, or null if no leader
+     *     answered
      */
-    private Boolean tookPart() {
+    private String askToJoin(int attempt) {
         RaftProperties properties = new RaftProperties();
         RaftClientConfigKeys.Rpc.setRequestTimeout(properties, TimeDuration.valueOf(1, TimeUnit.SECONDS));
         List<RaftPeer> others = metadataGroup.getPeers().stream().filter(peer -> !peer.getId().equals(server.getId()))
                 .toList();
         try (RaftClient client = RaftClient.newBuilder().setProperties(properties)
                 .setRaftGroup(RaftGroup.valueOf(metadataGroupId, others)).setClientId(ClientId.randomId())
+                .setLeaderId(others.get(attempt % others.size()).getId())
                 .setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(3,
                         TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build()) {
-            RaftClientReply reply = client.io().sendReadOnly(Message.valueOf(MetadataStateMachine.MEMBERS));
-            if (!reply.isSuccess()) {
-                return null;
-            }
-            return MetadataStateMachine.parseMembers(reply.getMessage().getContent().toStringUtf8())
-                    .contains(self.id());
+            RaftClientReply reply = client.io().send(Message.valueOf(MetadataStateMachine.joinCommand(self.id())));
+            String answer = reply.isSuccess() ? reply.getMessage().getContent().toStringUtf8() : null;
+            return MetadataStateMachine.TOOK_PART.equals(answer) || MetadataStateMachine.RECORDED.equals(answer)
+                    ? answer : null;
         } catch (IOException | RuntimeException e) {
             LOG.debug("node {}: no answer to whether it took part: {}", self.id(), e.toString());
             return null;
@@ -397,16 +433,18 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /**
      * Records in the metadata that this node took part (its member of the metadata group runs), retried until done
-     * or the node closes. Submitted at every start (the command is idempotent), so that a node from before the record
-     * existed is recorded too. A node wiped before its record is committed, within seconds of its first start, is
-     * taken for new when it comes back.
+     * or the node closes; skipped once the metadata this node applied records it. Submitted at every start otherwise
+     * (the command is idempotent), so that a node from before the records is recorded too. A node of a new cluster
+     * registers just after it starts its member: if its data are lost before the record is committed, it is taken for
+     * a new node when it comes back.
      */
     private void register() throws InterruptedException {
-        while (!closed) {
+        while (!closed && !metadata.members().contains(self.id())) {
             try {
                 sendMetadata(MetadataStateMachine.memberCommand(self.id())).get(30, TimeUnit.SECONDS);
                 return;
-            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException
+                    | RuntimeException e) {
                 if (!closed) {
                     LOG.debug("node {}: recording that it took part, tried again: {}", self.id(), e.toString());
                     Thread.sleep(300);

@@ -27,10 +27,13 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Commands are text, one per entry: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;...} with
  * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}; and a consumer group's committed
- * offsets, {@code offsets <group> <topic>:<partition>=<offset>;...}, which every node keeps in its store; and
- * {@code member <node>}, which a node submits once its member of this group runs: the cluster's record that the
- * node took part (and so may have voted and acknowledged entries), which a node that comes back with no Raft data
- * asks for to tell a lost directory from a first start ({@link #MEMBERS}).
+ * offsets, {@code offsets <group> <topic>:<partition>=<offset>;...}, which every node keeps in its store. And the
+ * record of the nodes that took part (and so may have voted and acknowledged entries), which a node that comes back
+ * with no Raft data needs to tell a lost directory from a first start: {@code member <node>}, which a node submits
+ * once its member of this group runs, and {@code join <node>}, which a node with no Raft data submits through the
+ * others before it starts its member: it answers {@link #TOOK_PART} if the node is recorded (or the log holds
+ * topics or offsets from before any record, so that an absence proves nothing), else records the node and answers
+ * {@link #RECORDED}.
  */
 final class MetadataStateMachine extends BaseStateMachine {
 
@@ -127,11 +130,16 @@ final class MetadataStateMachine extends BaseStateMachine {
         }
     }
 
-    /** The read-only query whose answer lists the nodes that took part: {@code members 1,2,3}. */
-    static final String MEMBERS = "members";
+    /** The answer to {@code join <node>} for a node that took part, or may have. */
+    static final String TOOK_PART = "took-part";
+
+    /** The answer to {@code join <node>} for a node that had not: it is recorded now, before it takes part. */
+    static final String RECORDED = "recorded";
 
     private final Map<String, Topic> topics = new ConcurrentHashMap<>();
     private final Set<Integer> members = ConcurrentHashMap.newKeySet();
+    /** The log held topics or offsets before any member record (a cluster from before the records). */
+    private volatile boolean untracked;
     private final Map<String, CompletableFuture<Topic>> awaited = new ConcurrentHashMap<>();
     private final BiConsumer<Topic, Long> onTopic;
     private final Consumer<Offsets> onOffsets;
@@ -171,33 +179,9 @@ final class MetadataStateMachine extends BaseStateMachine {
         return "member " + id;
     }
 
-    /**
-     * @param answer the answer to the {@link #MEMBERS} query
-     * @return the node ids it lists
-     * @throws IllegalArgumentException if it is not such an answer
-     */
-    static Set<Integer> parseMembers(String answer) {
-        if (!answer.startsWith(MEMBERS + " ")) {
-            throw new IllegalArgumentException("not an answer to " + MEMBERS + ": " + answer);
-        }
-        Set<Integer> ids = new TreeSet<>();
-        String list = answer.substring(MEMBERS.length() + 1);
-        for (String id : list.isEmpty() ? new String[0] : list.split(",")) {
-            ids.add(Integer.parseInt(id));
-        }
-        return ids;
-    }
-
-    @Override
-    public CompletableFuture<Message> query(Message request) {
-        String question = request.getContent().toString(StandardCharsets.UTF_8);
-        if (!question.equals(MEMBERS)) {
-            return CompletableFuture.failedFuture(new IllegalArgumentException("not a metadata query: " + question));
-        }
-        StringBuilder answer = new StringBuilder(MEMBERS).append(' ');
-        new TreeSet<>(members).forEach(id -> answer.append(answer.length() > MEMBERS.length() + 1 ? "," : "")
-                .append(id));
-        return CompletableFuture.completedFuture(Message.valueOf(answer.toString()));
+    /** @return the command a node with no Raft data submits to learn whether it took part */
+    static String joinCommand(int id) {
+        return "join " + id;
     }
 
     @Override
@@ -205,9 +189,17 @@ final class MetadataStateMachine extends BaseStateMachine {
         LogEntryProto entry = trx.getLogEntry();
         String command = entry.getStateMachineLogEntry().getLogData().toString(StandardCharsets.UTF_8);
         String answer;
-        if (command.startsWith("member ")) {
+        if (command.startsWith("member ") || command.startsWith("join ")) {
             try {
-                answer = members.add(Integer.parseInt(command.substring("member ".length()))) ? "recorded" : "known";
+                int id = Integer.parseInt(command.substring(command.indexOf(' ') + 1));
+                if (command.startsWith("member ")) {
+                    answer = members.add(id) ? RECORDED : "known";
+                } else if (members.contains(id) || untracked) {
+                    answer = TOOK_PART;
+                } else {
+                    members.add(id);
+                    answer = RECORDED;
+                }
             } catch (NumberFormatException e) {
                 answer = "refused " + e.getMessage();
             }
@@ -217,6 +209,7 @@ final class MetadataStateMachine extends BaseStateMachine {
         if (command.startsWith("offsets ")) {
             try {
                 onOffsets.accept(Offsets.parse(command));
+                untracked |= members.isEmpty();
                 answer = "committed";
             } catch (RuntimeException e) {
                 answer = "refused " + e.getMessage();
@@ -227,6 +220,7 @@ final class MetadataStateMachine extends BaseStateMachine {
         try {
             Topic topic = Topic.parse(command);
             if (topics.putIfAbsent(topic.name(), topic) == null) {
+                untracked |= members.isEmpty();
                 answer = "created";
                 try {
                     onTopic.accept(topic, entry.getIndex());

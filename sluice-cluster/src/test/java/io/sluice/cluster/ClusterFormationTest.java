@@ -3,12 +3,17 @@ package io.sluice.cluster;
 import static io.sluice.cluster.InProcessCluster.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.broker.BrokerConfig;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
+import org.apache.ratis.RaftConfigKeys;
+import org.apache.ratis.client.RaftClient;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
-import org.apache.ratis.RaftConfigKeys;
+import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftGroup;
+import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.statemachine.impl.BaseStateMachine;
@@ -49,7 +54,8 @@ class ClusterFormationTest {
     /**
      * Node 3's Raft port answers (a bare Ratis server with no group) while nodes 1 and 2 form the cluster, as when a
      * node's start lags the others'; then node 3 starts. It never took part, so it joins the metadata group as a
-     * voter: the group's configuration is never changed (a rejoin would take it out and add it back).
+     * voter: the group's configuration is never changed (a rejoin would take it out and add it back). The nodes'
+     * metadata clients, sent first to node 3 (which does not host the group), still reach the leader.
      */
     @Test
     void aNodeStartingAfterTheOthersFormedTheClusterJoinsAsAVoterWithoutARejoin() throws Exception {
@@ -63,6 +69,20 @@ class ClusterFormationTest {
         try (RaftServer bare = RaftServer.newBuilder().setServerId(ClusterNode.peerId(third.id()))
                 .setProperties(properties).setStateMachine(new BaseStateMachine()).build()) {
             bare.start();
+            // The JVM's Ratis clients remember node 3 as the metadata group's leader (it led a group of that id alone
+            // and answered a request), as a node's clients remember a leader that then lost its data; when nodes 1
+            // and 2 form the cluster, node 3 hosts no such group. A client sent there first fails for good.
+            RaftGroup alone = RaftGroup.valueOf(ClusterNode.metadataGroupId(BrokerConfig.defaults().clusterId()),
+                    RaftPeer.newBuilder().setId(ClusterNode.peerId(third.id())).setAddress(third.raftAddress())
+                            .build());
+            try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties()).setRaftGroup(alone)
+                    .build()) {
+                assertThat(client.getGroupManagementApi(ClusterNode.peerId(third.id())).add(alone).isSuccess())
+                        .isTrue();
+                assertThat(client.io().send(Message.valueOf("led")).isSuccess()).isTrue();
+                assertThat(client.getGroupManagementApi(ClusterNode.peerId(third.id()))
+                        .remove(alone.getGroupId(), true, false).isSuccess()).isTrue();
+            }
             cluster.start(1);
             cluster.start(2);
             await("nodes 1 and 2 recorded", 60, () -> cluster.broker(1).node().members().equals(Set.of(1, 2)));

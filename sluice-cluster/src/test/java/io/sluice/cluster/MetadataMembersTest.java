@@ -1,0 +1,57 @@
+package io.sluice.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import java.util.ArrayList;
+import java.util.List;
+import org.apache.ratis.proto.RaftProtos.LogEntryProto;
+import org.apache.ratis.proto.RaftProtos.RaftPeerRole;
+import org.apache.ratis.proto.RaftProtos.StateMachineLogEntryProto;
+import org.apache.ratis.statemachine.TransactionContext;
+import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
+import org.junit.jupiter.api.Test;
+
+/** The metadata's record of the nodes that took part, as a node with no Raft data asks for it. */
+class MetadataMembersTest {
+
+    private final List<MetadataStateMachine.Topic> created = new ArrayList<>();
+    private final MetadataStateMachine machine = new MetadataStateMachine((topic, index) -> created.add(topic),
+            offsets -> { });
+    private long index;
+
+    private String apply(String command) throws Exception {
+        LogEntryProto entry = LogEntryProto.newBuilder().setTerm(1).setIndex(index++).setStateMachineLogEntry(
+                StateMachineLogEntryProto.newBuilder().setLogData(ByteString.copyFromUtf8(command))).build();
+        TransactionContext context = TransactionContext.newBuilder().setStateMachine(machine)
+                .setServerRole(RaftPeerRole.FOLLOWER).setLogEntry(entry).build();
+        return machine.applyTransaction(context).get().getContent().toStringUtf8();
+    }
+
+    @Test
+    void aNodeNotRecordedIsRecordedByItsJoinAndARecordedNodeTookPart() throws Exception {
+        assertThat(apply(MetadataStateMachine.memberCommand(1))).isEqualTo(MetadataStateMachine.RECORDED);
+        assertThat(apply(MetadataStateMachine.memberCommand(2))).isEqualTo(MetadataStateMachine.RECORDED);
+        assertThat(apply("topic t 1 1,2,3")).isEqualTo("created");
+        assertThat(apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.RECORDED);
+        assertThat(apply(MetadataStateMachine.joinCommand(3))).as("asked again: now recorded")
+                .isEqualTo(MetadataStateMachine.TOOK_PART);
+        assertThat(apply(MetadataStateMachine.joinCommand(1))).isEqualTo(MetadataStateMachine.TOOK_PART);
+        assertThat(machine.members()).containsExactlyInAnyOrder(1, 2, 3);
+    }
+
+    @Test
+    void inALogWithTopicsFromBeforeAnyRecordAnAbsenceProvesNothing() throws Exception {
+        assertThat(apply("topic t 1 1,2,3")).isEqualTo("created");
+        assertThat(apply(MetadataStateMachine.memberCommand(1))).isEqualTo(MetadataStateMachine.RECORDED);
+        assertThat(apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.TOOK_PART);
+        assertThat(machine.members()).containsExactly(1);
+    }
+
+    @Test
+    void malformedCommandsAreRefusedAndChangeNothing() throws Exception {
+        assertThat(apply("join three")).startsWith("refused");
+        assertThat(apply("topic bad")).startsWith("refused");
+        assertThat(machine.members()).isEmpty();
+        assertThat(apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.RECORDED);
+    }
+}
