@@ -4,6 +4,7 @@ import static io.sluice.cluster.InProcessCluster.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.broker.BrokerConfig;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Set;
@@ -51,6 +52,14 @@ class ClusterFormationTest {
         }
     }
 
+    private boolean hostsMetadata(int id) {
+        try {
+            return cluster.broker(id).node().metadataDivision() != null;
+        } catch (IOException e) {
+            return false;
+        }
+    }
+
     /**
      * Node 3's Raft port answers (a bare Ratis server with no group) while nodes 1 and 2 form the cluster, as when a
      * node's start lags the others'; then node 3 starts. It never took part, so it joins the metadata group as a
@@ -89,13 +98,20 @@ class ClusterFormationTest {
         }
         long formedAt = cluster.broker(1).node().metadataDivision().getRaftConf().getLogEntryIndex();
         cluster.start(3);
+        await("node 3 recorded", 60, () -> cluster.broker(1).node().members().equals(Set.of(1, 2, 3)));
+        await("node 3's member of the metadata group", 30, () -> hostsMetadata(3));
         cluster.createTopic("f", 1);
-        await("node 3 in sync", 60, () -> cluster.broker(1).node().partition("f", 0).inSync().size() == 3);
+        await("node 3's replica of f-0 committed its first entry", 60, () -> {
+            try {
+                return cluster.replica(3, "f").division().getRaftLog().getLastCommittedIndex() >= 0;
+            } catch (IOException | RuntimeException e) {
+                return false;
+            }
+        });
         for (int id = 1; id <= 3; id++) {
             assertThat(cluster.broker(id).node().metadataDivision().getRaftConf().getLogEntryIndex())
                     .as("node %d's metadata configuration entry", id).isEqualTo(formedAt);
         }
-        await("node 3 recorded", 30, () -> cluster.broker(1).node().members().equals(Set.of(1, 2, 3)));
         assertThat(cluster.directory(3).resolve("raft").resolve(ClusterNode.REJOIN_FILE)).doesNotExist();
     }
 }
