@@ -527,15 +527,19 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     }
 
     /**
-     * @return the snapshot installed, or null if nothing is missing (this replica's log reaches the leader's first
+     * @return the snapshot installed, or null if nothing is missing (this replica's log holds the leader's first
      *     entry, or the leader has no snapshot and its whole log): Ratis then sends the log
      */
     private TermIndex install(RaftPeerId leader, TermIndex firstInLog) throws IOException {
-        if (nextIndex() >= firstInLog.getIndex()) {
-            // Ratis asks every member being added to install a snapshot first, whatever its log holds: this one's
-            // log reaches the leader's first entry, so the leader's log gives it the rest (its own data are kept).
-            LOG.info("{}-{}: this replica's log reaches the leader's first entry {}: nothing to install", topic,
-                    partition, firstInLog);
+        if (firstInLog.getIndex() == 0
+                || firstInLog.equals(server.getDivision(groupId).getRaftLog().getTermIndex(firstInLog.getIndex()))) {
+            // Ratis asks every member being added to install a snapshot first, whatever its log holds: the leader
+            // holds its whole log, or this replica's log holds the leader's first entry, so the leader's log gives
+            // it the rest (its own data are kept). A log that reaches that index with another entry there (the tail
+            // of a leader of an earlier term) is not enough: the leader has no entry before its first to find where
+            // the two agree, so it installs.
+            LOG.info("{}-{}: the leader's log from its first entry {} follows this replica's: nothing to install",
+                    topic, partition, firstInLog);
             return null;
         }
         // A member rejoining with an empty group does not know the others yet: the leader is looked up by its id.
@@ -661,18 +665,23 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         }
     }
 
-    /** @return the end of the last batch among the log's entries below {@code index} (0 if none) */
+    /**
+     * @return the end of the last batch among the log's entries below {@code index} (0 if none); entries up to the
+     *     latest snapshot's index count as the snapshot's (after an install the log may still hold entries of its own
+     *     there, the tail of a leader of an earlier term, that the snapshot replaced)
+     */
     private long batchesEndBefore(long index) throws IOException {
         RaftLog log = server.getDivision(groupId).getRaftLog();
         long start = Math.max(log.getStartIndex(), 0);
-        for (long i = index - 1; i >= start; i--) {
+        SnapshotMark mark = latest;
+        long above = mark == null ? start : Math.max(start, mark.at().getIndex() + 1);
+        for (long i = index - 1; i >= above; i--) {
             LogEntryProto entry = log.get(i);
             if (entry != null && entry.hasStateMachineLogEntry()) {
                 return EntryHeader.decode(entry.getStateMachineLogEntry().getLogData()).end();
             }
         }
-        // No batch entry in the log below the index: the entries before its start are in the snapshot.
-        SnapshotMark mark = latest;
+        // No batch entry in the log below the index and above the snapshot: the entries before are in the snapshot.
         if (mark != null && mark.at().getIndex() >= start - 1 && mark.at().getIndex() < index) {
             return mark.end();
         }

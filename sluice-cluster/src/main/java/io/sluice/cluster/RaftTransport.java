@@ -1,9 +1,9 @@
 package io.sluice.cluster;
 
 import org.apache.ratis.conf.Parameters;
-import org.apache.ratis.proto.RaftProtos.AppendEntriesRequestProto;
 import org.apache.ratis.grpc.GrpcFactory;
 import org.apache.ratis.grpc.server.GrpcLogAppender;
+import org.apache.ratis.proto.RaftProtos.AppendEntriesRequestProto;
 import org.apache.ratis.rpc.RpcFactory;
 import org.apache.ratis.rpc.RpcType;
 import org.apache.ratis.server.RaftServer;
@@ -15,8 +15,9 @@ import org.apache.ratis.server.raftlog.RaftLog;
 import org.apache.ratis.server.raftlog.RaftLogIOException;
 
 /**
- * The nodes' Raft transport: Ratis's gRPC, with one change to how a leader serves a replica whose snapshot ends just
- * before the first entry of the leader's purged log.
+ * The nodes' Raft transport: Ratis's gRPC, with two changes to how a leader serves a replica: one whose snapshot ends
+ * just before the first entry of the leader's purged log, and the commit index of appends that name no previous entry
+ * (the appender's newAppendEntriesRequest).
  *
  * <p>Such a replica's next entry is the leader's first one, and the leader has neither that entry's predecessor nor
  * a snapshot ending there, so Ratis 3.3.0 asks the replica to install a snapshot; the replica answers that it has one
@@ -54,6 +55,9 @@ public final class RaftTransport implements RpcType {
 
     private static final class Appender extends GrpcLogAppender {
 
+        /** This leader told the replica to install a snapshot (in its term: an appender serves one). */
+        private boolean notified;
+
         Appender(RaftServer.Division server, LeaderState state, FollowerInfo follower) {
             super(server, state, follower);
         }
@@ -88,7 +92,21 @@ public final class RaftTransport implements RpcType {
                     && next == getRaftLog().getStartIndex() && getPrevious(next) == null) {
                 return null;
             }
-            return super.shouldNotifyToInstallSnapshot();
+            long start = getRaftLog().getStartIndex();
+            if (notified && follower.getSnapshotIndex() + 1 < start && follower.getMatchIndex() + 1 < start) {
+                // A replica told to install a snapshot loads what it installed only on the next notice, and until
+                // then answers every append with its own next index. When its log runs past this leader's start
+                // (the tail of a leader of an earlier term), this leader takes that index as where to go on, never
+                // notifies it again, and both wait for good (Ratis 3.3.0). A replica notified whose snapshot and log
+                // still do not reach this leader's first entry is notified again.
+                TermIndex first = getRaftLog().getTermIndex(start);
+                if (first != null) {
+                    return first;
+                }
+            }
+            TermIndex notice = super.shouldNotifyToInstallSnapshot();
+            notified |= notice != null;
+            return notice;
         }
     }
 }

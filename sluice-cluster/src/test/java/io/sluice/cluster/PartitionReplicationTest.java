@@ -289,6 +289,57 @@ class PartitionReplicationTest {
         assertThat(batches(old.store)).noneMatch(batch -> new String(batch).contains("lost"));
     }
 
+    /**
+     * A leader cut off appends a long uncommitted tail; the other two commit fewer entries in a later term, snapshot
+     * and purge their logs past where the tails part. The old leader's log reaches the new leader's first entry but
+     * holds another entry there: it must install the new leader's snapshot (its log cannot be matched entry by entry:
+     * the new leader has no entry before its first).
+     */
+    @Test
+    void aReplicaWhoseLogPassesTheLeadersFirstEntryWithAnotherEntryInstallsTheSnapshot() throws Exception {
+        startCluster();
+        Random random = new Random(4);
+        List<byte[]> expected = new ArrayList<>(produce(leader(), 20, random, "a"));
+        assertEveryReplicaHolds(expected);
+
+        Node old = leader();
+        for (int id = 1; id <= 3; id++) {
+            if (nodes[id] != old) {
+                proxies[id].cut();
+            }
+        }
+        List<CompletableFuture<Long>> stranded = new ArrayList<>();
+        for (int i = 0; i < 300; i++) {
+            stranded.add(old.partition().append(batch(random, "lost" + i)).stored());
+        }
+        for (CompletableFuture<Long> stored : stranded) {
+            stored.get(30, TimeUnit.SECONDS);
+        }
+        long oldLast = old.partition().division().getRaftLog().getLastEntryTermIndex().getIndex();
+        old.stop();
+        for (int id = 1; id <= 3; id++) {
+            proxies[id].heal();
+        }
+
+        expected.addAll(produce(leader(), 150, random, "b"));
+        Node now = leader();
+        await("the new leader's log purged past where the two logs part", () -> {
+            try {
+                return now.partition().division().getRaftLog().getStartIndex() > 60;
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        assertThat(now.partition().division().getRaftLog().getStartIndex()).as("the new leader's first entry")
+                .isLessThan(oldLast);
+        old.start();
+        expected.addAll(produce(leader(), 20, random, "c"));
+        assertEveryReplicaHolds(expected);
+        assertThat(batches(old.store)).noneMatch(batch -> new String(batch).contains("lost"));
+        assertThat(old.partition().machine().snapshotsInstalled()).as("snapshots the old leader installed")
+                .isEqualTo(1);
+    }
+
     @Test
     void aReplicaBehindTheLeadersPurgedLogInstallsItsSnapshotFromTheLeadersStore() throws Exception {
         startCluster();
