@@ -93,12 +93,14 @@ public final class RaftTransport implements RpcType {
                 return null;
             }
             long start = getRaftLog().getStartIndex();
-            if (notified && follower.getSnapshotIndex() + 1 < start && follower.getMatchIndex() + 1 < start) {
+            if (notified && !follower.hasAttemptedToInstallSnapshot() && follower.getSnapshotIndex() + 1 < start
+                    && follower.getMatchIndex() + 1 < start) {
                 // A replica told to install a snapshot loads what it installed only on the next notice, and until
                 // then answers every append with its own next index. When its log runs past this leader's start
                 // (the tail of a leader of an earlier term), this leader takes that index as where to go on, never
-                // notifies it again, and both wait for good (Ratis 3.3.0). A replica notified whose snapshot and log
-                // still do not reach this leader's first entry is notified again.
+                // notifies it again, and both wait for good (Ratis 3.3.0). A replica notified that has answered
+                // only "in progress" so far, and whose snapshot and log do not reach this leader's first entry, is
+                // notified again (any other answer marks the attempt made).
                 TermIndex first = getRaftLog().getTermIndex(start);
                 if (first != null) {
                     return first;
