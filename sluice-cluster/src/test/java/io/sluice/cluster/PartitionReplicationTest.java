@@ -249,6 +249,33 @@ class PartitionReplicationTest {
         assertEveryReplicaHolds(expected);
     }
 
+    /**
+     * Cuts the network to the other two nodes' Raft ports and appends {@code count} batches through {@code leader}:
+     * they reach its store and log, and no majority.
+     */
+    private void strand(Node leader, int count, Random random) throws Exception {
+        for (int id = 1; id <= 3; id++) {
+            if (nodes[id] != leader) {
+                proxies[id].cut();
+            }
+        }
+        List<CompletableFuture<Long>> stranded = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            stranded.add(leader.partition().append(batch(random, "lost" + i)).stored());
+        }
+        for (CompletableFuture<Long> stored : stranded) {
+            stored.get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /** Stops {@code node} and lets the network through again. */
+    private void stopAndHeal(Node node) throws IOException {
+        node.stop();
+        for (int id = 1; id <= 3; id++) {
+            proxies[id].heal();
+        }
+    }
+
     @Test
     void aLeadersUncommittedTailIsCutFromItsStoreWhenTheNewLeaderReplacesIt() throws Exception {
         startCluster();
@@ -259,30 +286,13 @@ class PartitionReplicationTest {
         // The leader alone (the network to the other two cut): what it appends now reaches its store and log, and
         // no majority.
         Node old = leader();
-        List<Node> others = new ArrayList<>();
-        for (int id = 1; id <= 3; id++) {
-            if (nodes[id] != old) {
-                others.add(nodes[id]);
-                proxies[id].cut();
-            }
-        }
-        List<CompletableFuture<Long>> stranded = new ArrayList<>();
         // Sixty entries: the new leader walks back over them one at a time to find where the logs agree.
-        for (int i = 0; i < 60; i++) {
-            stranded.add(old.partition().append(batch(random, "lost" + i)).stored());
-        }
-        for (CompletableFuture<Long> stored : stranded) {
-            stored.get(30, TimeUnit.SECONDS);
-        }
+        strand(old, 60, random);
         long strandedEnd = old.store.maxOffset("t", 0);
         assertThat(strandedEnd).isGreaterThan(ByteBuffer.wrap(expected.getLast()).getLong(0) + 60);
-        old.stop();
-        for (int id = 1; id <= 3; id++) {
-            proxies[id].heal();
-        }
+        stopAndHeal(old);
 
         // The other two elect a leader and commit other batches at the same offsets.
-        assertThat(others).doesNotContain(old);
         expected.addAll(produce(leader(), 30, random, "b"));
         old.start();
         assertEveryReplicaHolds(expected);
@@ -303,23 +313,9 @@ class PartitionReplicationTest {
         assertEveryReplicaHolds(expected);
 
         Node old = leader();
-        for (int id = 1; id <= 3; id++) {
-            if (nodes[id] != old) {
-                proxies[id].cut();
-            }
-        }
-        List<CompletableFuture<Long>> stranded = new ArrayList<>();
-        for (int i = 0; i < 300; i++) {
-            stranded.add(old.partition().append(batch(random, "lost" + i)).stored());
-        }
-        for (CompletableFuture<Long> stored : stranded) {
-            stored.get(30, TimeUnit.SECONDS);
-        }
+        strand(old, 300, random);
         long oldLast = old.partition().division().getRaftLog().getLastEntryTermIndex().getIndex();
-        old.stop();
-        for (int id = 1; id <= 3; id++) {
-            proxies[id].heal();
-        }
+        stopAndHeal(old);
 
         expected.addAll(produce(leader(), 150, random, "b"));
         Node now = leader();
