@@ -4,13 +4,10 @@ import static io.sluice.cluster.InProcessCluster.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.store.FlushMode;
+import io.sluice.store.ReportedDiskFileIO;
 import io.sluice.store.RetentionPolicy;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
-import io.sluice.store.io.DiskSpace;
-import io.sluice.store.io.FileIO;
-import io.sluice.store.io.StoreFile;
-import java.io.Closeable;
 import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -32,7 +29,8 @@ class FullDiskReplicaTest {
     @TempDir
     Path dir;
 
-    private final ReportedDisk[] disks = {null, new ReportedDisk(), new ReportedDisk(), new ReportedDisk()};
+    private final ReportedDiskFileIO[] disks = {null, new ReportedDiskFileIO(0.10), new ReportedDiskFileIO(0.10),
+        new ReportedDiskFileIO(0.10)};
     private InProcessCluster cluster;
 
     @AfterEach
@@ -100,7 +98,7 @@ class FullDiskReplicaTest {
     private void freeAndAwaitCaughtUp(KafkaProducer<byte[], byte[]> producer, List<String> sent, int leader, int full)
             throws Exception {
         Path probe = probeGroupDirectory(full);
-        disks[full].used = 0.10;
+        disks[full].reportDiskUse(0.10);
         InProcessCluster.send(producer, "d", sent, 1_000, 1_200);
         awaitCaughtUp(leader, full);
         assertThat(probe).as("the group's directory, kept (the replica started from its own log)").exists();
@@ -123,7 +121,7 @@ class FullDiskReplicaTest {
             Path probe = probeGroupDirectory(full);
             cluster.stop(full);
 
-            disks[full].used = 0.10;
+            disks[full].reportDiskUse(0.10);
             cluster.start(full);
             InProcessCluster.send(producer, "d", sent, 600, 800);
             awaitCaughtUp(leader, full);
@@ -159,7 +157,7 @@ class FullDiskReplicaTest {
 
     /** Node {@code id}'s disk reports 99% in use, and its store has seen it (it refuses appends). */
     private void fill(int id) throws InterruptedException {
-        disks[id].used = 0.99;
+        disks[id].reportDiskUse(0.99);
         await("node " + id + "'s store refusing appends", 10,
                 () -> cluster.broker(id).store().status().appendsRefused());
     }
@@ -177,68 +175,5 @@ class FullDiskReplicaTest {
             }
         });
         InProcessCluster.assertSameBatches(cluster.broker(back).store(), cluster.broker(leader).store(), "d", end);
-    }
-
-    /** The default file seam, reporting a chosen share of the disk in use (the store's retention reads it). */
-    private static final class ReportedDisk implements FileIO {
-
-        volatile double used = 0.10;
-
-        @Override
-        public DiskSpace diskSpace(Path path) {
-            long total = 1L << 40;
-            long free = Math.round(total * (1 - used));
-            return new DiskSpace(total, free, free);
-        }
-
-        @Override
-        public StoreFile open(Path path, OpenMode mode) throws IOException {
-            return FileIO.DEFAULT.open(path, mode);
-        }
-
-        @Override
-        public void syncDirectory(Path directory) throws IOException {
-            FileIO.DEFAULT.syncDirectory(directory);
-        }
-
-        @Override
-        public boolean syncFileSystem(Path path) throws IOException {
-            return FileIO.DEFAULT.syncFileSystem(path);
-        }
-
-        @Override
-        public boolean exists(Path path) throws IOException {
-            return FileIO.DEFAULT.exists(path);
-        }
-
-        @Override
-        public boolean isDirectory(Path path) throws IOException {
-            return FileIO.DEFAULT.isDirectory(path);
-        }
-
-        @Override
-        public List<Path> list(Path directory) throws IOException {
-            return FileIO.DEFAULT.list(directory);
-        }
-
-        @Override
-        public boolean createDirectory(Path directory) throws IOException {
-            return FileIO.DEFAULT.createDirectory(directory);
-        }
-
-        @Override
-        public boolean delete(Path path) throws IOException {
-            return FileIO.DEFAULT.delete(path);
-        }
-
-        @Override
-        public void rename(Path source, Path target) throws IOException {
-            FileIO.DEFAULT.rename(source, target);
-        }
-
-        @Override
-        public Closeable tryLock(Path path) throws IOException {
-            return FileIO.DEFAULT.tryLock(path);
-        }
     }
 }
