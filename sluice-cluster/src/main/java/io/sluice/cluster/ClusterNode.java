@@ -440,6 +440,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     private void register() throws InterruptedException {
         while (!closed && !metadata.members().contains(self.id())) {
+            RaftServer.Division here = divisionOrNull(metadataGroupId);
+            if (here == null || here.getInfo().getLeaderId() == null) {
+                // No leader yet (a cluster starting): a request now only fails, and Ratis logs each failure as an
+                // error.
+                Thread.sleep(100);
+                continue;
+            }
             try {
                 sendMetadata(MetadataStateMachine.memberCommand(self.id())).get(30, TimeUnit.SECONDS);
                 return;
