@@ -84,6 +84,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final List<BiConsumer<String, Integer>> listeners = new CopyOnWriteArrayList<>();
     private final ClientId clientId = ClientId.randomId();
     private final AtomicLong callIds = new AtomicLong();
+    private final Tuning tuning;
     private final RaftGroupId metadataGroupId;
     private final MetadataStateMachine metadata;
     private final RaftServer server;
@@ -127,10 +128,20 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * @param snapshotEveryEntries a replica takes a snapshot each time this many entries were applied since its last
      *     one, and the log below it is purged
      * @param logSegmentBytes the size of the Raft log's segment files (a purge removes whole segments)
+     * @param entriesInFlight the most entries of a partition its leader has submitted and not yet had answered; batches
+     *     produced meanwhile wait and share the next entry ({@link ReplicatedPartition})
      */
-    record Tuning(long snapshotEveryEntries, long logSegmentBytes) {
+    record Tuning(long snapshotEveryEntries, long logSegmentBytes, int entriesInFlight) {
 
-        static final Tuning DEFAULT = new Tuning(100_000, 8L << 20);
+        /** One entry in flight: batches that arrive during its round trip share the next (docs/benchmarks.md). */
+        static final Tuning DEFAULT = new Tuning(100_000, 8L << 20, 1);
+
+        Tuning {
+            if (snapshotEveryEntries < 1 || logSegmentBytes < 1 || entriesInFlight < 1) {
+                throw new IllegalArgumentException("not a tuning: " + snapshotEveryEntries + " entries per snapshot, "
+                        + logSegmentBytes + "-byte log segments, " + entriesInFlight + " entries in flight");
+            }
+        }
     }
 
     /**
@@ -141,6 +152,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 Store store, boolean force) throws IOException {
         this.clusterId = Objects.requireNonNull(clusterId, "clusterId");
         this.cluster = cluster;
+        this.tuning = tuning;
         this.self = cluster.nodes().stream().filter(node -> node.id() == nodeId).findFirst()
                 .orElseThrow(() -> new IllegalArgumentException("node id " + nodeId + " is not in the cluster "
                         + cluster));
@@ -1037,7 +1049,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return existing;
         }
         RaftServer.Division division = server.getDivision(groupId(partition));
-        ReplicatedPartition created = new ReplicatedPartition(partition, division, clientId, callIds);
+        ReplicatedPartition created = new ReplicatedPartition(partition, division, clientId, callIds,
+                tuning.entriesInFlight());
         ReplicatedPartition raced = partitions.putIfAbsent(partition, created);
         return raced != null ? raced : created;
     }

@@ -14,6 +14,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
+import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -56,15 +57,17 @@ import org.slf4j.LoggerFactory;
 
 /**
  * One replica of one partition: the Raft group's state machine, keeping each produced Kafka record batch in the
- * partition's queue of a BATCHES topic of the node's {@link Store}, and only the batch's {@link EntryHeader} in the
- * Raft log (Ratis's {@link StateMachine.DataApi}: a batch is written once per replica).
+ * partition's queue of a BATCHES topic of the node's {@link Store}, and only each entry's {@link EntryHeader} in the
+ * Raft log (Ratis's {@link StateMachine.DataApi}: a batch is written once per replica). An entry carries one batch
+ * or several.
  *
  * <h2>Offsets</h2>
- * The leader gives a batch its base offset as it starts the transaction: the end of its log's batches. Callers
- * submit one batch of a partition at a time (Ratis appends a submitted entry before the submit returns), and
- * {@link #preAppendTransaction} checks, in log order, that the offset still follows the log's last batch, so the
- * offsets in the log are dense and in log order. Every replica appends the batch to its store as the entry is
- * written to its log ({@link #write}), in log order, and checks that its store assigns the same offset.
+ * The leader gives an entry's batches their offsets as it starts the transaction: the end of its log's batches, then
+ * each after the one before. Callers submit one entry of a partition at a time (Ratis appends a submitted entry
+ * before the submit returns), and {@link #preAppendTransaction} checks, in log order, that the offset still follows
+ * the log's last batch, so the offsets in the log are dense and in log order. Every replica appends the batches to
+ * its store as the entry is written to its log ({@link #write}), in log order, and checks that its store assigns
+ * each the offset the entry names.
  *
  * <h2>Where the log ends</h2>
  * Ratis truncates a follower's uncommitted tail when it differs from the leader's; {@link #truncate} cuts the store
@@ -116,7 +119,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      * Batches being stored, by log index: under SYNC the store shows a batch to readers once it is forced, and a
      * follower may need it before that.
      */
-    private final Map<Long, CompletableFuture<AppendResult>> storing = new ConcurrentHashMap<>();
+    private final Map<Long, CompletableFuture<Void>> storing = new ConcurrentHashMap<>();
     /** Leader: the futures of batches submitted through this node, by call id, until stored or refused. */
     private final Map<Long, CompletableFuture<Long>> submitted = new ConcurrentHashMap<>();
 
@@ -280,28 +283,62 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     }
 
     /**
-     * Leader: checks the batch and gives it the next offset. The request's message is the batch; the transaction's
-     * context completes with its base offset once this replica stored it (acks=1).
+     * Leader: checks the batches and gives them the next offsets. The request's message is one batch or several, one
+     * after the other; the transaction's context completes with the first one's base offset once this replica stored
+     * them all (acks=1).
      */
     @Override
     public TransactionContext startTransaction(RaftClientRequest request) throws IOException {
         ByteString data = request.getMessage().getContent();
-        MemorySegment batch = MemorySegment.ofBuffer(data.asReadOnlyByteBuffer());
         TransactionContext.Builder builder = TransactionContext.newBuilder().setStateMachine(this)
                 .setClientRequest(request);
-        String problem = KafkaBatch.problem(batch);
-        if (problem != null) {
+        int[][] batches;
+        try {
+            batches = split(data);
+        } catch (IllegalArgumentException e) {
             TransactionContext refused = builder.build();
-            refused.setException(new IllegalArgumentException("not a record batch this partition takes: " + problem));
+            refused.setException(e);
             return refused;
         }
         settle();
         EntryHeader header;
         synchronized (lock) {
-            header = new EntryHeader(logEnd, KafkaBatch.offsetCount(batch), data.size());
+            header = new EntryHeader(logEnd, batches[0], batches[1]);
         }
         return builder.setLogData(header.encode()).setStateMachineData(data)
                 .setStateMachineContext(stored(request.getCallId())).build();
+    }
+
+    /**
+     * @return the offset counts and sizes of the record batches in {@code data}, one after the other
+     * @throws IllegalArgumentException naming the first batch this partition does not take
+     */
+    static int[][] split(ByteString data) {
+        ByteBuffer all = data.asReadOnlyByteBuffer();
+        int at = all.position();
+        int[] counts = new int[4];
+        int[] sizes = new int[4];
+        int n = 0;
+        while (at < all.limit() || n == 0) {
+            int left = all.limit() - at;
+            // A batch's size is its batchLength (the int after its 8-byte baseOffset) plus those 12 bytes.
+            long size = left < 12 ? left : 12L + all.getInt(at + 8);
+            String problem = size < 12 || size > left ? "batch " + n + " at byte " + (at - all.position()) + " of "
+                    + data.size() + " claims " + size + " bytes, " + left + " are left"
+                    : KafkaBatch.problem(MemorySegment.ofBuffer(all.slice(at, (int) size)));
+            if (problem != null) {
+                throw new IllegalArgumentException("not a record batch this partition takes: " + problem);
+            }
+            if (n == counts.length) {
+                counts = Arrays.copyOf(counts, n * 2);
+                sizes = Arrays.copyOf(sizes, n * 2);
+            }
+            counts[n] = KafkaBatch.offsetCount(MemorySegment.ofBuffer(all.slice(at, (int) size)));
+            sizes[n] = (int) size;
+            n++;
+            at += (int) size;
+        }
+        return new int[][] {Arrays.copyOf(counts, n), Arrays.copyOf(sizes, n)};
     }
 
     /**
@@ -337,12 +374,12 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         return trx;
     }
 
-    /** Every replica, in log order, as the entry is written to its log: the batch goes to the store. */
+    /** Every replica, in log order, as the entry is written to its log: its batches go to the store. */
     @Override
     @SuppressWarnings("unchecked")
     public CompletableFuture<?> write(LogEntryProto entry, TransactionContext context) {
         EntryHeader header;
-        CompletableFuture<AppendResult> stored;
+        CompletableFuture<?>[] appends;
         try {
             header = EntryHeader.decode(entry.getStateMachineLogEntry().getLogData());
             ByteString data = entry.getStateMachineLogEntry().getStateMachineEntry().getStateMachineData();
@@ -350,29 +387,41 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             synchronized (lock) {
                 if (header.baseOffset() != logEnd || header.size() != data.size()) {
                     throw new IllegalStateException("entry " + entry.getIndex() + " of " + topic + "-" + partition
-                            + " holds a batch of " + data.size() + " bytes for offset " + header.baseOffset()
+                            + " holds batches of " + data.size() + " bytes for offset " + header.baseOffset()
                             + " but this replica's batches end at " + logEnd + " (header: " + header + ")");
                 }
-                stored = store.appendOpaqueToDeclared(topic, partition,
-                        MemorySegment.ofBuffer(data.asReadOnlyByteBuffer()), header.count(), force);
+                ByteBuffer all = data.asReadOnlyByteBuffer();
+                int at = all.position();
+                long offset = header.baseOffset();
+                appends = new CompletableFuture<?>[header.batches()];
+                for (int i = 0; i < header.batches(); i++) {
+                    long expected = offset;
+                    String batch = "batch " + i + " of entry " + entry.getIndex();
+                    appends[i] = store.appendOpaqueToDeclared(topic, partition,
+                            MemorySegment.ofBuffer(all.slice(at, header.size(i))), header.count(i), force)
+                            .thenAccept(result -> {
+                                if (result.firstQueueOffset() != expected) {
+                                    throw new IllegalStateException("the store put " + batch + " at offset "
+                                            + result.firstQueueOffset() + ", not " + expected);
+                                }
+                            });
+                    at += header.size(i);
+                    offset += header.count(i);
+                }
                 logEnd = header.end();
             }
         } catch (RuntimeException | IOException e) {
-            LOG.error("{}-{}: cannot store the batch of log entry {}: {}", topic, partition, entry.getIndex(),
+            LOG.error("{}-{}: cannot store the batches of log entry {}: {}", topic, partition, entry.getIndex(),
                     e.toString());
             return CompletableFuture.failedFuture(e);
         }
+        CompletableFuture<Void> stored = CompletableFuture.allOf(appends);
         long index = entry.getIndex();
         storing.put(index, stored);
-        CompletableFuture<AppendResult> mine = stored;
-        stored.whenComplete((result, failure) -> storing.remove(index, mine));
+        stored.whenComplete((result, failure) -> storing.remove(index, stored));
         CompletableFuture<Long> appended = context != null
                 && context.getStateMachineContext() instanceof CompletableFuture<?> f ? (CompletableFuture<Long>) f : null;
         return stored.handle((result, failure) -> {
-            if (failure == null && result.firstQueueOffset() != header.baseOffset()) {
-                failure = new IllegalStateException("the store put the batch of entry " + entry.getIndex() + " at offset "
-                        + result.firstQueueOffset() + ", not " + header.baseOffset());
-            }
             if (appended != null) {
                 if (failure == null) {
                     appended.complete(header.baseOffset());
@@ -387,10 +436,10 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         });
     }
 
-    /** Leader: the batch of an entry a follower needs and the log's cache no longer holds. */
+    /** Leader: the batches of an entry a follower needs and the log's cache no longer holds. */
     @Override
     public CompletableFuture<ByteString> read(LogEntryProto entry, TransactionContext context) {
-        CompletableFuture<AppendResult> pending = storing.get(entry.getIndex());
+        CompletableFuture<Void> pending = storing.get(entry.getIndex());
         if (pending != null) {
             return pending.thenCompose(stored -> readStored(entry));
         }
@@ -400,15 +449,24 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     private CompletableFuture<ByteString> readStored(LogEntryProto entry) {
         try {
             EntryHeader header = EntryHeader.decode(entry.getStateMachineLogEntry().getLogData());
-            try (ReadResult read = store.read(topic, partition, header.baseOffset(), 1, 1)) {
-                StoredMessage message = read.messages().isEmpty() ? null : read.messages().getFirst();
-                if (message == null || message.queueOffset() != header.baseOffset()
-                        || message.opaqueCount() != header.count() || message.body().byteSize() != header.size()) {
-                    throw new IllegalStateException("the store of " + topic + "-" + partition + " has no batch of "
-                            + header.count() + " offsets at offset " + header.baseOffset() + " for log entry "
-                            + entry.getIndex() + " (" + read.status() + ")");
+            try (ReadResult read = store.read(topic, partition, header.baseOffset(), header.batches(),
+                    header.size())) {
+                byte[] batches = new byte[header.size()];
+                int at = 0;
+                long offset = header.baseOffset();
+                for (int i = 0; i < header.batches(); i++) {
+                    StoredMessage message = read.messages().size() > i ? read.messages().get(i) : null;
+                    if (message == null || message.queueOffset() != offset || message.opaqueCount() != header.count(i)
+                            || message.body().byteSize() != header.size(i)) {
+                        throw new IllegalStateException("the store of " + topic + "-" + partition + " has no batch of "
+                                + header.count(i) + " offsets at offset " + offset + " for log entry "
+                                + entry.getIndex() + " (" + read.status() + ")");
+                    }
+                    MemorySegment.copy(message.body(), 0, MemorySegment.ofArray(batches), at, header.size(i));
+                    at += header.size(i);
+                    offset += header.count(i);
                 }
-                return CompletableFuture.completedFuture(UnsafeByteOperations.unsafeWrap(message.bodyBytes()));
+                return CompletableFuture.completedFuture(UnsafeByteOperations.unsafeWrap(batches));
             }
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);

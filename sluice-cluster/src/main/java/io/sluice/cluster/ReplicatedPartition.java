@@ -1,11 +1,18 @@
 package io.sluice.cluster;
 
-import java.io.IOException;
-import java.nio.ByteBuffer;
 import io.sluice.broker.Replication;
+import io.sluice.store.KafkaBatch;
+import java.io.IOException;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.OptionalInt;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
+import java.util.concurrent.Executor;
+import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
@@ -16,6 +23,7 @@ import org.apache.ratis.protocol.exceptions.LeaderNotReadyException;
 import org.apache.ratis.protocol.exceptions.LeaderSteppingDownException;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
+import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
 
 /**
  * A node's replica of one partition: batches are appended through it on the leader, and it tells who leads and how
@@ -33,54 +41,182 @@ public final class ReplicatedPartition {
     public record Appended(CompletableFuture<Long> stored, CompletableFuture<Long> committed) {
     }
 
+    /** The most bytes of batches one entry carries (a larger batch goes alone). */
+    static final int ENTRY_BYTES = 1 << 20;
+    /** The most bytes of batches waiting for an entry, as Ratis bounds the requests it has pending (64 MiB). */
+    static final long WAITING_BYTES = 64L << 20;
+
+    /** Where answers are handed on and the next entry submitted: off Ratis's threads. */
+    private static final Executor ANSWERS = Executors.newThreadPerTaskExecutor(Thread.ofVirtual()
+            .name("partition-answers").factory());
+
     private final ClusterNode.PartitionId id;
     private final RaftServer.Division division;
     private final ClientId clientId;
     private final AtomicLong callIds;
+    /**
+     * The most entries of this partition submitted through this replica and not yet answered: batches appended
+     * meanwhile wait, and go out together in the next entry, so that the Raft work per entry is shared by them.
+     */
+    private final int entriesInFlight;
+    /** Guards {@link #waiting} and {@link #inFlight}, and keeps submissions in the order batches were appended. */
     private final Object submitLock = new Object();
+    private final ArrayDeque<Waiting> waiting = new ArrayDeque<>();
+    private long waitingBytes;
+    private int inFlight;
     /** Where a record batch keeps its partitionLeaderEpoch. */
     static final int LEADER_EPOCH_OFFSET = 12;
 
+    /** A batch appended and not submitted yet. */
+    private record Waiting(byte[] batch, int count, CompletableFuture<Long> stored, CompletableFuture<Long> committed) {
+    }
+
     ReplicatedPartition(ClusterNode.PartitionId id, RaftServer.Division division, ClientId clientId,
-                        AtomicLong callIds) {
+                        AtomicLong callIds, int entriesInFlight) {
         this.id = id;
+        this.entriesInFlight = entriesInFlight;
         this.division = division;
         this.clientId = clientId;
         this.callIds = callIds;
     }
 
     /**
-     * Appends a Kafka record batch (v2) to the partition, if this replica leads it. Batches of one partition are
-     * submitted one at a time, so their offsets follow the log's order. The batch's partitionLeaderEpoch is set to
-     * the current term, in {@code batch} itself.
+     * Appends a Kafka record batch (v2) to the partition, if this replica leads it. Batches of one partition go into
+     * the log in the order they were appended, so their offsets follow that order; those appended while the
+     * most entries allowed in flight are unanswered share the next entry. The batch's partitionLeaderEpoch is set
+     * to the term it is submitted in, in {@code batch} itself, which is read when it is submitted: the caller hands the
+     * array over and leaves it alone.
+     *
+     * <p>A batch waiting is stored on the leader only once it is submitted, so acks=1 waits for it as acks=all does
+     * for its turn; at most {@link #WAITING_BYTES} of batches wait, more are refused (the producer sends again).
      */
     public Appended append(byte[] batch) {
-        if (batch.length >= LEADER_EPOCH_OFFSET + 4) {
-            // The batch's partitionLeaderEpoch (outside its CRC) says in which term it was appended, as Kafka's do.
-            ByteBuffer.wrap(batch).putInt(LEADER_EPOCH_OFFSET, (int) Math.min(Integer.MAX_VALUE, term()));
+        String problem = KafkaBatch.problem(MemorySegment.ofArray(batch));
+        if (problem != null) {
+            // Refused alone, before it could share an entry with batches that are fine.
+            CompletableFuture<Long> refused = CompletableFuture.failedFuture(new IllegalArgumentException(
+                    "not a record batch this partition takes: " + problem));
+            return new Appended(refused, refused);
         }
-        long callId = callIds.incrementAndGet();
+        Waiting appended = new Waiting(batch, KafkaBatch.offsetCount(MemorySegment.ofArray(batch)),
+                new CompletableFuture<>(), new CompletableFuture<>());
+        synchronized (submitLock) {
+            if (waitingBytes + batch.length > WAITING_BYTES && !waiting.isEmpty()) {
+                CompletableFuture<Long> refused = CompletableFuture.failedFuture(new IllegalStateException(
+                        id + " has " + waitingBytes + " bytes of batches waiting for replication; send again later"));
+                return new Appended(refused, refused);
+            }
+            waiting.add(appended);
+            waitingBytes += batch.length;
+        }
+        submitWaiting();
+        return new Appended(appended.stored(), appended.committed());
+    }
+
+    /** Submits the waiting batches, as few entries as the limits allow, while fewer entries are in flight. */
+    private void submitWaiting() {
+        while (true) {
+            List<Waiting> entry = new ArrayList<>();
+            CompletableFuture<Long> stored;
+            CompletableFuture<RaftClientReply> submitted;
+            synchronized (submitLock) {
+                if (inFlight >= entriesInFlight || waiting.isEmpty()) {
+                    return;
+                }
+                int bytes = 0;
+                while (!waiting.isEmpty() && (entry.isEmpty() || bytes + waiting.peek().batch().length <= ENTRY_BYTES)) {
+                    Waiting next = waiting.poll();
+                    bytes += next.batch().length;
+                    waitingBytes -= next.batch().length;
+                    entry.add(next);
+                }
+                inFlight++;
+                long callId = callIds.incrementAndGet();
+                stored = machine().stored(callId);
+                try {
+                    submitted = submit(callId, entry, bytes);
+                } catch (RuntimeException | Error e) {
+                    submitted = CompletableFuture.failedFuture(e);
+                }
+            }
+            stored.whenComplete((base, failure) -> {
+                long offset = base == null ? -1 : base;
+                for (Waiting batch : entry) {
+                    if (failure != null) {
+                        batch.stored().completeExceptionally(failure);
+                    } else {
+                        batch.stored().complete(offset);
+                        offset += batch.count();
+                    }
+                }
+            });
+            CompletableFuture<RaftClientReply> reply = submitted;
+            if (reply.isDone()) {
+                answered(entry, stored, reply, false);
+            } else {
+                // Not on the thread that answers (Ratis's): the next entry is submitted from here.
+                reply.whenCompleteAsync((answer, failure) -> answered(entry, stored, reply, true), ANSWERS);
+            }
+        }
+    }
+
+    /** Under the submit lock: the batches as one entry, each with the current term as its leader epoch. */
+    private CompletableFuture<RaftClientReply> submit(long callId, List<Waiting> entry, int bytes) {
+        int epoch = (int) Math.min(Integer.MAX_VALUE, term());
+        ByteString data;
+        if (entry.size() == 1) {
+            ByteBuffer.wrap(entry.getFirst().batch()).putInt(LEADER_EPOCH_OFFSET, epoch);
+            data = UnsafeByteOperations.unsafeWrap(entry.getFirst().batch());
+        } else {
+            byte[] all = new byte[bytes];
+            int at = 0;
+            for (Waiting batch : entry) {
+                ByteBuffer.wrap(batch.batch()).putInt(LEADER_EPOCH_OFFSET, epoch);
+                System.arraycopy(batch.batch(), 0, all, at, batch.batch().length);
+                at += batch.batch().length;
+            }
+            data = UnsafeByteOperations.unsafeWrap(all);
+        }
         RaftClientRequest request = RaftClientRequest.newBuilder().setClientId(clientId)
                 .setServerId(division.getId()).setGroupId(division.getGroup().getGroupId())
-                .setCallId(callId).setMessage(Message.valueOf(ByteString.copyFrom(batch)))
+                .setCallId(callId).setMessage(Message.valueOf(data))
                 .setType(RaftClientRequest.writeRequestType()).build();
-        CompletableFuture<Long> stored = machine().stored(callId);
-        CompletableFuture<RaftClientReply> reply;
+        try {
+            return division.getRaftServer().submitClientRequestAsync(request);
+        } catch (IOException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /** An entry was answered: each of its batches learns its offset (or why it failed), and waiting ones go out. */
+    private void answered(List<Waiting> entry, CompletableFuture<Long> stored, CompletableFuture<RaftClientReply> reply,
+                          boolean thenSubmit) {
         synchronized (submitLock) {
-            try {
-                reply = division.getRaftServer().submitClientRequestAsync(request);
-            } catch (IOException e) {
-                reply = CompletableFuture.failedFuture(e);
+            inFlight--;
+        }
+        long base;
+        try {
+            base = offsetOf(reply.join());
+        } catch (RuntimeException e) {
+            Throwable failure = e instanceof CompletionException && e.getCause() != null ? e.getCause() : e;
+            // Refused before it was stored (not the leader, a bad batch): the store's futures fail as the commit did.
+            stored.completeExceptionally(failure);
+            for (Waiting batch : entry) {
+                batch.stored().completeExceptionally(failure);
+                batch.committed().completeExceptionally(failure);
+            }
+            base = -1;
+        }
+        if (base >= 0) {
+            long offset = base;
+            for (Waiting batch : entry) {
+                batch.committed().complete(offset);
+                offset += batch.count();
             }
         }
-        CompletableFuture<Long> committed = reply.thenApply(this::offsetOf);
-        // Refused before it was stored (not the leader, a bad batch): the store's future fails as the commit did.
-        committed.whenComplete((offset, failure) -> {
-            if (failure != null) {
-                stored.completeExceptionally(failure);
-            }
-        });
-        return new Appended(stored, committed);
+        if (thenSubmit) {
+            submitWaiting();
+        }
     }
 
     private long offsetOf(RaftClientReply reply) {

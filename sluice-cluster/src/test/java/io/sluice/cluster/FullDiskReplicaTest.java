@@ -41,7 +41,7 @@ class FullDiskReplicaTest {
     }
 
     private void startWithTopic() throws Exception {
-        cluster = new InProcessCluster(dir, new ClusterNode.Tuning(100, 8192), id -> StoreConfig.builder()
+        cluster = new InProcessCluster(dir, new ClusterNode.Tuning(100, 8192, 1), id -> StoreConfig.builder()
                 .writePath(WritePath.CHANNEL).flushMode(FlushMode.ASYNC).fileIO(disks[id])
                 .retention(RetentionPolicy.defaults().withCheckIntervalMillis(50)).build());
         cluster.startAll();

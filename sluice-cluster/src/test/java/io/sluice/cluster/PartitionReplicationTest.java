@@ -45,8 +45,12 @@ class PartitionReplicationTest {
     /** The network to each node's Raft port: the cluster string names the proxies' ports. */
     private final LoopbackProxy[] proxies = new LoopbackProxy[4];
     private final int[] listenPorts = new int[4];
-    /** Snapshots every 50 entries and small log segments, so that a test purges the log within a few hundred. */
-    private ClusterNode.Tuning tuning = new ClusterNode.Tuning(50, 4096);
+    /**
+     * Snapshots every 50 entries and small log segments, so that a test purges the log within a few hundred; no limit
+     * on entries in flight worth the name, so that each batch appended is an entry of its own and a test decides how
+     * long the log gets (and a stranded leader's uncommitted tail).
+     */
+    private ClusterNode.Tuning tuning = new ClusterNode.Tuning(50, 4096, 100_000);
 
     /** One node: its store and its Raft server; stopped and started again over the same directories. */
     final class Node {
@@ -366,6 +370,72 @@ class PartitionReplicationTest {
         away.stop();
         away.start();
         expected.addAll(produce(leader(), 20, random, "d"));
+        assertEveryReplicaHolds(expected);
+    }
+
+    /**
+     * With two entries in flight, batches appended while two are unanswered share the next entry: fewer entries than
+     * batches, and every replica holds each batch at its own offset, in the order appended.
+     */
+    @Test
+    void batchesAppendedWhileEntriesAreInFlightShareEntries() throws Exception {
+        tuning = new ClusterNode.Tuning(50, 4096, 2);
+        startCluster();
+        Random random = new Random(5);
+        Node leader = leader();
+        long entriesBefore = leader.partition().division().getRaftLog().getNextIndex();
+        List<byte[]> expected = produce(leader, 300, random, "a");
+        long entries = leader.partition().division().getRaftLog().getNextIndex() - entriesBefore;
+        assertThat(entries).as("entries for 300 batches appended without waiting").isBetween(2L, 150L);
+        for (int i = 1; i < expected.size(); i++) {
+            ByteBuffer previous = ByteBuffer.wrap(expected.get(i - 1));
+            assertThat(ByteBuffer.wrap(expected.get(i)).getLong(0)).as("offset of batch %d", i)
+                    .isEqualTo(previous.getLong(0) + previous.getInt(23) + 1);
+        }
+        assertEveryReplicaHolds(expected);
+
+        // A replica away meanwhile gets the shared entries from the leader's store, batch by batch as stored.
+        Node away = nodes[leader.id % 3 + 1];
+        away.stop();
+        expected = new ArrayList<>(expected);
+        expected.addAll(produce(leader(), 100, random, "b"));
+        away.start();
+        assertEveryReplicaHolds(expected);
+    }
+
+    /** A bad batch among batches appended together is refused alone: those around it are committed, adjacent. */
+    @Test
+    void aBadBatchAppendedAmongOthersIsRefusedAlone() throws Exception {
+        tuning = new ClusterNode.Tuning(50, 4096, 1);
+        startCluster();
+        Random random = new Random(6);
+        Node leader = leader();
+        byte[] bad = batch(random, "bad");
+        bad[bad.length - 1] ^= 1;
+        List<ReplicatedPartition.Appended> appended = new ArrayList<>();
+        List<byte[]> good = new ArrayList<>();
+        for (int i = 0; i < 20; i++) {
+            byte[] batch = i == 10 ? bad : batch(random, "good" + i);
+            if (i != 10) {
+                good.add(batch);
+            }
+            appended.add(leader.partition().append(batch));
+        }
+        assertThat(appended.get(10).committed()).failsWithin(Duration.ofSeconds(30))
+                .withThrowableThat().withMessageContaining("CRC32C");
+        List<byte[]> expected = new ArrayList<>();
+        long offset = 0;
+        for (int i = 0; i < 20; i++) {
+            if (i == 10) {
+                continue;
+            }
+            long base = appended.get(i).committed().get(30, TimeUnit.SECONDS);
+            assertThat(base).as("offset of batch %d", i).isEqualTo(offset);
+            byte[] copy = good.get(expected.size()).clone();
+            ByteBuffer.wrap(copy).putLong(0, base);
+            expected.add(copy);
+            offset = base + ByteBuffer.wrap(copy).getInt(23) + 1;
+        }
         assertEveryReplicaHolds(expected);
     }
 }

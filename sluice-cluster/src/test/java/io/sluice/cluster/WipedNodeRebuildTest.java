@@ -25,7 +25,7 @@ import org.junit.jupiter.api.io.TempDir;
 class WipedNodeRebuildTest {
 
     /** Small snapshots and log segments, so the leader's log is purged well past where the wiped broker stopped. */
-    private static final ClusterNode.Tuning TUNING = new ClusterNode.Tuning(100, 8192);
+    private static final ClusterNode.Tuning TUNING = new ClusterNode.Tuning(100, 8192, 1);
 
     @TempDir
     Path dir;
