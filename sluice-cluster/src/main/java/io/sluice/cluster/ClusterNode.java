@@ -176,8 +176,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
         RaftServerConfigKeys.setStorageDir(properties, List.of(raftDirectory.toFile()));
         GrpcConfigKeys.Server.setHost(properties, self.host());
         GrpcConfigKeys.Server.setPort(properties, listenPort >= 0 ? listenPort : self.raftPort());
-        // The leader keeps the batches of entries in flight in its log cache, so they are sent to followers from
-        // memory; the store is read only for a follower that fell behind.
+        // Ratis's log cache keeps no entry's batches: the state machine keeps those of the entries its leader has in
+        // flight, until applied, and sends them to followers from memory; the store is read only for a follower that
+        // fell behind.
         RaftServerConfigKeys.Log.StateMachineData.setCachingEnabled(properties, true);
         RaftServerConfigKeys.Rpc.setTimeoutMin(properties, RPC_TIMEOUT_MIN);
         RaftServerConfigKeys.Rpc.setTimeoutMax(properties, RPC_TIMEOUT_MAX);

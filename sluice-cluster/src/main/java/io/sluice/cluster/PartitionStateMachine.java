@@ -120,6 +120,12 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      * follower may need it before that.
      */
     private final Map<Long, CompletableFuture<Void>> storing = new ConcurrentHashMap<>();
+    /**
+     * Leader: the batches of the entries it started, by log index, until applied (or cut): what it sends its
+     * followers, from memory. Ratis keeps no entry's data in its log cache when the state machine caches it
+     * ({@code setCachingEnabled}); an entry not here is read back from the store.
+     */
+    private final Map<Long, ByteString> sending = new ConcurrentHashMap<>();
     /** Leader: the futures of batches submitted through this node, by call id, until stored or refused. */
     private final Map<Long, CompletableFuture<Long>> submitted = new ConcurrentHashMap<>();
 
@@ -419,8 +425,12 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         long index = entry.getIndex();
         storing.put(index, stored);
         stored.whenComplete((result, failure) -> storing.remove(index, stored));
+        // Only an entry this leader started has its future as context (a follower's context is Ratis's own).
         CompletableFuture<Long> appended = context != null
                 && context.getStateMachineContext() instanceof CompletableFuture<?> f ? (CompletableFuture<Long>) f : null;
+        if (appended != null) {
+            sending.put(index, entry.getStateMachineLogEntry().getStateMachineEntry().getStateMachineData());
+        }
         return stored.handle((result, failure) -> {
             if (appended != null) {
                 if (failure == null) {
@@ -436,9 +446,13 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         });
     }
 
-    /** Leader: the batches of an entry a follower needs and the log's cache no longer holds. */
+    /** Leader: the batches of an entry a follower needs. */
     @Override
     public CompletableFuture<ByteString> read(LogEntryProto entry, TransactionContext context) {
+        ByteString kept = sending.get(entry.getIndex());
+        if (kept != null) {
+            return CompletableFuture.completedFuture(kept);
+        }
         CompletableFuture<Void> pending = storing.get(entry.getIndex());
         if (pending != null) {
             return pending.thenCompose(stored -> readStored(entry));
@@ -478,6 +492,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     public CompletableFuture<Void> truncate(long index) {
         try {
             long cut = batchesEndBefore(index);
+            sending.keySet().removeIf(kept -> kept >= index);
             synchronized (lock) {
                 cutStoreTo(cut, "Raft truncated its log at index " + index);
                 logEnd = cut;
@@ -508,6 +523,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             highWatermark = header.end();
         }
         updateLastAppliedTermIndex(TermIndex.valueOf(entry));
+        sending.remove(entry.getIndex());
         onCommit.accept(header.end());
         return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(
                 Long.toString(header.baseOffset()))));
