@@ -43,6 +43,7 @@ public final class ClusterRaceRun {
     private final long records;
     private final int rounds;
     private final int failovers;
+    private final double warmUpSeconds;
     private final Map<String, List<Load.Result>> produce = new LinkedHashMap<>();
     private final Map<String, List<Double>> failoverMillis = new LinkedHashMap<>();
 
@@ -51,9 +52,12 @@ public final class ClusterRaceRun {
      * @param records records of 1 KiB per produce run
      * @param rounds interleaved rounds (each starts both clusters afresh)
      * @param failovers leader kills per cluster per round
+     * @param warmUpSeconds unmeasured sending before the produce run, on a topic of its own (and at least a tenth of
+     *     {@code records})
      */
-    public ClusterRaceRun(Lab lab, long records, int rounds, int failovers) {
+    public ClusterRaceRun(Lab lab, long records, int rounds, int failovers, double warmUpSeconds) {
         this.lab = lab;
+        this.warmUpSeconds = warmUpSeconds;
         this.records = records;
         this.rounds = rounds;
         this.failovers = failovers;
@@ -73,7 +77,7 @@ public final class ClusterRaceRun {
                     Path dir = lab.work().resolve("cluster-" + system + "-" + round);
                     try (ThreeNodes cluster = system.equals(SLUICE) ? ThreeNodes.sluice(dir) : ThreeNodes.kafka(dir)) {
                         long warm = Math.max(5_000, records / 10);
-                        Load.produce(cluster, "warm-up", warm, 1024, "all");
+                        Load.produceFor(cluster, "warm-up", warmUpSeconds, warm, 1024, "all");
                         Load.Result result = Load.produce(cluster, "p1k-acksall", records, 1024, "all");
                         lab.check(result.records() == records, system + " " + PRODUCE + ": " + result.records()
                                 + " of " + records + " records acknowledged");
@@ -234,8 +238,10 @@ public final class ClusterRaceRun {
                 "percentile", "ms", List.of("p50", "p99"), failoverSeries, false));
         lab.note("Each cluster is three child JVMs on 127.0.0.1 (-Xms1g -Xmx1g, G1 each), started afresh per round,"
                 + " one cluster at a time, the order alternating. The client is stock kafka-clients 4.3.1 in this JVM"
-                + " (linger 5 ms, 16 KiB batches, no compression, one partition, acks=all). Broker CPU is the sum over"
-                + " the three processes, from /proc/<pid>/stat.");
+                + " (linger 5 ms, 16 KiB batches, no compression, one partition, acks=all). Each produce run follows "
+                + String.format(Locale.ROOT, "%.0f", warmUpSeconds) + " s (and at least " + f0(Math.max(5_000,
+                records / 10)) + " records) of unmeasured sending to another topic. Broker CPU is the sum over"
+                + " the three processes, from /proc/<pid>/stat, over the produce run.");
         lab.note("Sluice: a Raft group per partition (Apache Ratis), ASYNC stores (a batch is acknowledged once a"
                 + " majority has it in its page cache; the Raft log of entry headers is forced in the background),"
                 + " failure detection 300-600 ms. Kafka: KRaft with every node broker and controller,"

@@ -83,6 +83,21 @@ final class Load {
 
     /** Sends {@code records} values of {@code size} bytes as fast as the producer takes them. */
     static Result produce(Target broker, String topic, long records, int size, String acks) throws Exception {
+        return produce(broker, topic, records, Long.MAX_VALUE, size, acks);
+    }
+
+    /**
+     * Sends values of {@code size} bytes as fast as the producer takes them for {@code seconds}, and at least
+     * {@code records} of them: a warm-up that lasts until each broker's code is compiled, on a fast machine or a slow
+     * one.
+     */
+    static Result produceFor(Target broker, String topic, double seconds, long records, int size, String acks)
+            throws Exception {
+        return produce(broker, topic, records, System.nanoTime() + (long) (seconds * 1e9), size, acks);
+    }
+
+    private static Result produce(Target broker, String topic, long records, long until, int size, String acks)
+            throws Exception {
         createTopic(broker, topic);
         byte[] value = new byte[size];
         new SplittableRandom(size).nextBytes(value);
@@ -96,7 +111,7 @@ final class Load {
         try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(broker.bootstrap(), acks),
                 new ByteArraySerializer(), new ByteArraySerializer())) {
             start = System.nanoTime();
-            for (long i = 0; i < records; i++) {
+            for (long i = 0; i < records || until != Long.MAX_VALUE && System.nanoTime() < until; i++) {
                 long sent = System.nanoTime();
                 producer.send(new ProducerRecord<>(topic, 0, null, value), (metadata, error) -> {
                     if (error != null) {

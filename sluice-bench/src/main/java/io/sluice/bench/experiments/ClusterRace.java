@@ -29,6 +29,11 @@ public final class ClusterRace extends Experiment {
             + " --quick 2).")
     Integer failovers;
 
+    @Option(names = "--warm-up-seconds", paramLabel = "S", description = "Unmeasured sending before each produce run,"
+            + " at least a tenth of --records (default 120: on two cores three broker JVMs take about that long to"
+            + " compile their hot code; --quick 0).")
+    Double warmUpSeconds;
+
     @Override
     public String name() {
         return "cluster";
@@ -50,6 +55,9 @@ public final class ClusterRace extends Experiment {
         if (failovers != null && failovers < 1) {
             throw new UsageException("--failovers must be at least 1");
         }
+        if (warmUpSeconds != null && !(warmUpSeconds >= 0)) {
+            throw new UsageException("--warm-up-seconds must not be negative");
+        }
     }
 
     long records(boolean quick) {
@@ -58,6 +66,10 @@ public final class ClusterRace extends Experiment {
 
     int rounds(boolean quick) {
         return rounds != null ? rounds : quick ? 1 : 3;
+    }
+
+    double warmUpSeconds(boolean quick) {
+        return warmUpSeconds != null ? warmUpSeconds : quick ? 0 : 120;
     }
 
     int failovers(boolean quick) {
@@ -72,6 +84,7 @@ public final class ClusterRace extends Experiment {
 
     @Override
     public void run(Lab lab) throws Exception {
-        new ClusterRaceRun(lab, records(lab.quick()), rounds(lab.quick()), failovers(lab.quick())).run();
+        new ClusterRaceRun(lab, records(lab.quick()), rounds(lab.quick()), failovers(lab.quick()),
+                warmUpSeconds(lab.quick())).run();
     }
 }
