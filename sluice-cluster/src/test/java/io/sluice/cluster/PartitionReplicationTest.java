@@ -438,4 +438,41 @@ class PartitionReplicationTest {
         }
         assertEveryReplicaHolds(expected);
     }
+
+    /** A leader that cannot commit keeps at most 64 MiB of batches waiting for an entry; more are refused. */
+    @Test
+    void batchesWaitingForALeaderThatCannotCommitAreBounded() throws Exception {
+        tuning = new ClusterNode.Tuning(50, 4096, 1);
+        startCluster();
+        Node leader = leader();
+        for (int id = 1; id <= 3; id++) {
+            if (nodes[id] != leader) {
+                proxies[id].cut();
+            }
+        }
+        Random random = new Random(7);
+        List<byte[]> values = new ArrayList<>();
+        for (int i = 0; i < 12; i++) {
+            byte[] value = new byte[5_000];
+            random.nextBytes(value);
+            values.add(value);
+        }
+        byte[] batch = KafkaBatch.of(1_700_000_000_000L, values);
+        ReplicatedPartition partition = leader.partition();
+        long accepted = 0;
+        ReplicatedPartition.Appended refused = null;
+        while (refused == null && accepted < ReplicatedPartition.WAITING_BYTES + (4 << 20)) {
+            ReplicatedPartition.Appended appended = partition.append(batch.clone());
+            if (appended.committed().isDone()) {
+                refused = appended;
+            } else {
+                accepted += batch.length;
+            }
+        }
+        assertThat(refused).as("an append refused once 64 MiB wait").isNotNull();
+        assertThat(refused.committed()).failsWithin(Duration.ofSeconds(1)).withThrowableThat()
+                .withMessageContaining("waiting for replication");
+        // One batch is in the entry in flight, the rest wait: the refusal comes at the bound, not before.
+        assertThat(accepted).isGreaterThan(ReplicatedPartition.WAITING_BYTES - batch.length);
+    }
 }
