@@ -70,6 +70,16 @@ public interface Replication {
     PartitionView partition(String topic, int partition);
 
     /**
+     * @return true if this broker holds a replica of the partition and cannot name its leader with confidence now: none
+     *     is known (an election is on), or this replica follows one it has not heard from for longer than the
+     *     leader's heartbeats allow (it may have died; the replicas elect another only once their election timeout
+     *     passes); a Metadata answer waits, a little, for that to be settled
+     */
+    default boolean leaderInDoubt(String topic, int partition) {
+        return false;
+    }
+
+    /**
      * @return the partition's leader epoch as this broker knows it, or -1 if the cluster has no such partition; the
      *     produce path asks on every idempotent batch, so an implementation answers it without building the whole
      *     {@link #partition} view (replicas, in-sync set)

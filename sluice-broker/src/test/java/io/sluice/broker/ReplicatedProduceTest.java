@@ -90,9 +90,19 @@ class ReplicatedProduceTest {
             return controller.get();
         }
 
+        /** The leader this broker knows of, once {@link #elected}. */
+        final AtomicInteger leader = new AtomicInteger(1);
+        /** This broker cannot name the leader with confidence (it may have died). */
+        final AtomicBoolean inDoubt = new AtomicBoolean();
+
         @Override
         public PartitionView partition(String topic, int partition) {
-            return new PartitionView(elected.get() ? 1 : -1, 1, List.of(1), List.of(1));
+            return new PartitionView(elected.get() ? leader.get() : -1, 1, List.of(1), List.of(1));
+        }
+
+        @Override
+        public boolean leaderInDoubt(String topic, int partition) {
+            return inDoubt.get();
         }
 
         @Override
@@ -376,6 +386,67 @@ class ReplicatedProduceTest {
                 assertThat(Errors.forCode(answer.errorCode())).isEqualTo(Errors.NOT_LEADER_OR_FOLLOWER);
                 assertThat(cluster.appends).hasValue(0);
                 assertThat(store.maxOffset("t", 0)).isZero();
+            }
+        }
+    }
+
+    private static org.apache.kafka.common.message.MetadataResponseData metadata(Socket socket, String topic)
+            throws Exception {
+        var topics = new java.util.ArrayList<org.apache.kafka.common.message.MetadataRequestData
+                .MetadataRequestTopic>();
+        topics.add(new org.apache.kafka.common.message.MetadataRequestData.MetadataRequestTopic().setName(topic));
+        return new org.apache.kafka.common.message.MetadataResponseData(Wire.exchange(socket, ApiKeys.METADATA,
+                (short) 12, new org.apache.kafka.common.message.MetadataRequestData().setTopics(topics)), (short) 12);
+    }
+
+    /**
+     * Right after a leader dies the other replicas still name it until they elect another: a Metadata answer waits
+     * while the leader is in doubt and names the successor, rather than send the client to the dead broker.
+     */
+    @Test
+    void aMetadataAnswerWaitsWhileTheLeaderIsInDoubtAndNamesTheNextOne() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            LocalReplication cluster = new LocalReplication(store);
+            cluster.nodes = List.of(new Replication.Node(1, "127.0.0.1", 0), new Replication.Node(2, "127.0.0.1", 1));
+            cluster.leader.set(2);
+            cluster.inDoubt.set(true);
+            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
+                 Socket socket = new Socket("127.0.0.1", broker.port())) {
+                Thread.ofVirtual().start(() -> {
+                    try {
+                        Thread.sleep(300);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    cluster.leader.set(1);
+                    cluster.inDoubt.set(false);
+                });
+                long start = System.nanoTime();
+                var answer = metadata(socket, "t");
+                long waited = (System.nanoTime() - start) / 1_000_000;
+
+                assertThat(answer.topics().find("t").partitions().getFirst().leaderId()).isEqualTo(1);
+                assertThat(waited).isBetween(250L, 1_400L);
+            }
+        }
+    }
+
+    /** A doubt that does not clear holds a Metadata answer for a bounded time only; then it names what it knows. */
+    @Test
+    void aMetadataAnswerWaitsForADoubtfulLeaderABoundedTime() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            LocalReplication cluster = new LocalReplication(store);
+            cluster.inDoubt.set(true);
+            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
+                 Socket socket = new Socket("127.0.0.1", broker.port())) {
+                long start = System.nanoTime();
+                var answer = metadata(socket, "t");
+                long waited = (System.nanoTime() - start) / 1_000_000;
+
+                assertThat(answer.topics().find("t").partitions().getFirst().leaderId()).isEqualTo(1);
+                assertThat(waited).isBetween(1_400L, 10_000L);
             }
         }
     }

@@ -1105,6 +1105,29 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
     }
 
+    /**
+     * How long a follower may go without a word from its leader before the leader is in doubt: the leader sends
+     * something (entries or a heartbeat) every half {@link #RPC_TIMEOUT_MIN}.
+     */
+    static final long LEADER_SILENCE_MILLIS = RPC_TIMEOUT_MIN.toLong(TimeUnit.MILLISECONDS) * 2 / 3;
+
+    @Override
+    public boolean leaderInDoubt(String topic, int partition) {
+        ReplicatedPartition replica = replicaOf(topic, partition);
+        if (replica == null) {
+            return false;
+        }
+        var info = replica.division().getInfo();
+        if (info.isLeader()) {
+            return false;
+        }
+        if (!info.isFollower() || info.getLeaderId() == null) {
+            return true;
+        }
+        return info.getRoleInfoProto().getFollowerInfo().getLeaderInfo().getLastRpcElapsedTimeMs()
+                > LEADER_SILENCE_MILLIS;
+    }
+
     @Override
     public PartitionView partition(String topic, int partition) {
         MetadataStateMachine.Topic known = metadata.topic(topic);

@@ -475,4 +475,37 @@ class PartitionReplicationTest {
         // One batch is in the entry in flight, the rest wait: the refusal comes at the bound, not before.
         assertThat(accepted).isGreaterThan(ReplicatedPartition.WAITING_BYTES - batch.length);
     }
+
+    /**
+     * Followers that stop hearing from their leader hold it in doubt within a heartbeat or two (before their election
+     * timeout), the leader does not; once a leader is heard from again, no replica does.
+     */
+    @Test
+    void followersCutOffFromTheirLeaderHoldItInDoubtUntilALeaderIsHeardFrom() throws Exception {
+        startCluster();
+        Node leader = leader();
+        for (int id = 1; id <= 3; id++) {
+            Node node = nodes[id];
+            await("node " + id + " sure of the leader", () -> !node.raft.leaderInDoubt("t", 0));
+        }
+        for (int id = 1; id <= 3; id++) {
+            if (nodes[id] != leader) {
+                proxies[id].cut();
+            }
+        }
+        for (int id = 1; id <= 3; id++) {
+            Node node = nodes[id];
+            if (node != leader) {
+                await("node " + id + " in doubt of its leader", () -> node.raft.leaderInDoubt("t", 0));
+            }
+        }
+        assertThat(leader.raft.leaderInDoubt("t", 0)).as("the leader, of itself").isFalse();
+        for (int id = 1; id <= 3; id++) {
+            proxies[id].heal();
+        }
+        for (int id = 1; id <= 3; id++) {
+            Node node = nodes[id];
+            await("node " + id + " sure of the leader again", () -> !node.raft.leaderInDoubt("t", 0));
+        }
+    }
 }

@@ -447,9 +447,10 @@ public final class KafkaApis implements AutoCloseable {
             }
         }
         MetadataResponseTopicCollection topics = new MetadataResponseTopicCollection();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(LEADER_DOUBT_WAIT_MILLIS);
         // All topics: a null list, or in v0 (where the list cannot be null) an empty one.
         if (request.topics() == null || version == 0 && request.topics().isEmpty()) {
-            store.declaredTopics().forEach((topic, partitions) -> topics.add(topic(topic, partitions)));
+            store.declaredTopics().forEach((topic, partitions) -> topics.add(topic(topic, partitions, deadline)));
         } else {
             // Before v4 a request cannot say whether to create; Kafka creates then.
             boolean create = settings.autoCreateTopics() && (version < 4 || request.allowAutoTopicCreation());
@@ -459,7 +460,7 @@ public final class KafkaApis implements AutoCloseable {
                             .setErrorCode(Errors.UNKNOWN_TOPIC_ID.code()));
                     continue;
                 }
-                topics.add(metadataOf(wanted.name(), create));
+                topics.add(metadataOf(wanted.name(), create, deadline));
             }
         }
         return new MetadataResponseData().setBrokers(brokers).setClusterId(settings.clusterId())
@@ -475,7 +476,7 @@ public final class KafkaApis implements AutoCloseable {
         return controller < 0 ? settings.nodeId() : controller;
     }
 
-    private MetadataResponseTopic metadataOf(String name, boolean create) {
+    private MetadataResponseTopic metadataOf(String name, boolean create, long deadline) {
         try {
             int partitions = store.queueCount(name);
             if (partitions == 0 && create) {
@@ -503,7 +504,7 @@ public final class KafkaApis implements AutoCloseable {
                 return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID)
                         .setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
             }
-            return topic(name, partitions);
+            return topic(name, partitions, deadline);
         } catch (IllegalArgumentException e) {
             return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID)
                     .setErrorCode(Errors.INVALID_TOPIC_EXCEPTION.code());
@@ -514,7 +515,14 @@ public final class KafkaApis implements AutoCloseable {
         }
     }
 
-    private MetadataResponseTopic topic(String name, int partitions) {
+    /**
+     * The most a Metadata answer waits, over all its partitions, for those whose leader is in doubt here to have one
+     * ({@link Replication#leaderInDoubt}): a client told of a leader that just died tries it, fails, and backs off
+     * longer each time, where one told of its successor goes on.
+     */
+    static final long LEADER_DOUBT_WAIT_MILLIS = 1_500;
+
+    private MetadataResponseTopic topic(String name, int partitions, long deadline) {
         List<MetadataResponsePartition> list = new ArrayList<>(partitions);
         List<Integer> self = List.of(settings.nodeId());
         for (int p = 0; p < partitions; p++) {
@@ -523,6 +531,7 @@ public final class KafkaApis implements AutoCloseable {
                         .setLeaderEpoch(0).setReplicaNodes(self).setIsrNodes(self).setOfflineReplicas(List.of()));
                 continue;
             }
+            awaitLeader(name, p, deadline);
             Replication.PartitionView view = replication.partition(name, p);
             MetadataResponsePartition partition = new MetadataResponsePartition().setPartitionIndex(p)
                     .setOfflineReplicas(List.of());
@@ -538,6 +547,18 @@ public final class KafkaApis implements AutoCloseable {
         }
         // The zero topic id: this broker names topics, and Kafka's clients then keep to versions that do too.
         return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID).setPartitions(list);
+    }
+
+    /** Waits, until {@code deadline} at most, while the partition's leader is in doubt here. */
+    private void awaitLeader(String topic, int partition, long deadline) {
+        while (replication.leaderInDoubt(topic, partition) && System.nanoTime() < deadline) {
+            try {
+                Thread.sleep(10);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
     }
 
     private CreateTopicsResponseData createTopics(CreateTopicsRequestData request) {
