@@ -26,6 +26,7 @@ import org.apache.ratis.client.RaftClientConfigKeys;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
 import org.apache.ratis.proto.RaftProtos.RaftPeerRole;
+import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.GroupManagementRequest;
 import org.apache.ratis.protocol.Message;
@@ -1106,26 +1107,43 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     /**
-     * How long a follower may go without a word from its leader before the leader is in doubt: the leader sends
-     * something (entries or a heartbeat) every half {@link #RPC_TIMEOUT_MIN}.
+     * How long a follower may go without a word from its leader before the leader is in doubt: the leader's next
+     * heartbeat follows each answer by half {@link #RPC_TIMEOUT_MIN} (150 ms), and a round trip more.
      */
-    static final long LEADER_SILENCE_MILLIS = RPC_TIMEOUT_MIN.toLong(TimeUnit.MILLISECONDS) * 2 / 3;
+    static final long LEADER_SILENCE_MILLIS = 250;
+    /**
+     * How long a doubt lasts at most: an election settles within a couple of election timeouts, and a partition that
+     * cannot elect (no majority reachable from here) is not waited for again until it had a leader.
+     */
+    static final long DOUBT_MILLIS = 2 * RPC_TIMEOUT_MAX.toLong(TimeUnit.MILLISECONDS);
+    /** When a replica was first found unsure of its leader, by partition, until it is sure again. */
+    private final Map<PartitionId, Long> unsureSince = new ConcurrentHashMap<>();
 
+    /**
+     * In doubt: a candidate, a follower that knows no leader, or one whose leader has been silent for more than
+     * {@link #LEADER_SILENCE_MILLIS}, for less than {@link #DOUBT_MILLIS} since it was first found so (roles read from
+     * one snapshot of the replica's).
+     */
     @Override
     public boolean leaderInDoubt(String topic, int partition) {
         ReplicatedPartition replica = replicaOf(topic, partition);
         if (replica == null) {
             return false;
         }
-        var info = replica.division().getInfo();
-        if (info.isLeader()) {
+        RoleInfoProto role = replica.division().getInfo().getRoleInfoProto();
+        boolean unsure = switch (role.getRole()) {
+            case CANDIDATE -> true;
+            case FOLLOWER -> !role.getFollowerInfo().getLeaderInfo().hasId()
+                    || role.getFollowerInfo().getLeaderInfo().getLastRpcElapsedTimeMs() > LEADER_SILENCE_MILLIS;
+            default -> false;
+        };
+        PartitionId id = new PartitionId(topic, partition);
+        if (!unsure) {
+            unsureSince.remove(id);
             return false;
         }
-        if (!info.isFollower() || info.getLeaderId() == null) {
-            return true;
-        }
-        return info.getRoleInfoProto().getFollowerInfo().getLeaderInfo().getLastRpcElapsedTimeMs()
-                > LEADER_SILENCE_MILLIS;
+        long now = System.nanoTime();
+        return now - unsureSince.computeIfAbsent(id, key -> now) < TimeUnit.MILLISECONDS.toNanos(DOUBT_MILLIS);
     }
 
     @Override

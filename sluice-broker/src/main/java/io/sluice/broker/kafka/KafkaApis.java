@@ -549,15 +549,39 @@ public final class KafkaApis implements AutoCloseable {
         return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID).setPartitions(list);
     }
 
-    /** Waits, until {@code deadline} at most, while the partition's leader is in doubt here. */
+    /** How long a partition's leader, once in doubt, must be out of doubt and the same before it is named again. */
+    static final long LEADER_CALM_MILLIS = 50;
+
+    /**
+     * Waits, until {@code deadline} at most, while the partition's leader is in doubt here. A doubt ends with another
+     * leader named, or with the same one out of doubt for {@link #LEADER_CALM_MILLIS}: a follower that grants a
+     * candidate's pre-vote counts that as word from the leader it still names, until the vote itself comes.
+     */
     private void awaitLeader(String topic, int partition, long deadline) {
-        while (replication.leaderInDoubt(topic, partition) && System.nanoTime() < deadline) {
-            try {
+        if (!replication.leaderInDoubt(topic, partition)) {
+            return;
+        }
+        Replication.PartitionView doubted = replication.partition(topic, partition);
+        long calmSince = -1;
+        try {
+            while (System.nanoTime() < deadline) {
                 Thread.sleep(10);
-            } catch (InterruptedException e) {
-                Thread.currentThread().interrupt();
-                return;
+                if (replication.leaderInDoubt(topic, partition)) {
+                    calmSince = -1;
+                    continue;
+                }
+                Replication.PartitionView now = replication.partition(topic, partition);
+                if (doubted == null || now == null || now.leader() != doubted.leader()) {
+                    return;
+                }
+                if (calmSince < 0) {
+                    calmSince = System.nanoTime();
+                } else if (System.nanoTime() - calmSince >= TimeUnit.MILLISECONDS.toNanos(LEADER_CALM_MILLIS)) {
+                    return;
+                }
             }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
         }
     }
 
