@@ -67,9 +67,14 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
     }
 
-    /** The Raft timeouts: a leader is suspected after 300-600 ms without its heartbeats. */
-    static final TimeDuration RPC_TIMEOUT_MIN = TimeDuration.valueOf(300, TimeUnit.MILLISECONDS);
-    static final TimeDuration RPC_TIMEOUT_MAX = TimeDuration.valueOf(600, TimeUnit.MILLISECONDS);
+    /**
+     * The Raft timeouts: a follower suspects its leader after 150-300 ms without a word from it. Ratis's follower sleeps
+     * a random timeout and then checks whether it heard from the leader within that timeout, so a dead leader is
+     * noticed one to two timeouts after its last heartbeat; the leader sends one every half {@link #RPC_TIMEOUT_MIN}
+     * while it has nothing to append.
+     */
+    static final TimeDuration RPC_TIMEOUT_MIN = TimeDuration.valueOf(150, TimeUnit.MILLISECONDS);
+    static final TimeDuration RPC_TIMEOUT_MAX = TimeDuration.valueOf(300, TimeUnit.MILLISECONDS);
     /** A leader without answers from a majority for this long steps down. */
     static final TimeDuration APPENDER_STEP_DOWN_WAIT = TimeDuration.valueOf(1200, TimeUnit.MILLISECONDS);
     /** The waits between a leader's attempts to a replica after failed ones: 1 ms ten times, 20 ms, then 200 ms. */
@@ -1108,14 +1113,15 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /**
      * How long a follower may go without a word from its leader before the leader is in doubt: the leader's next
-     * heartbeat follows each answer by half {@link #RPC_TIMEOUT_MIN} (150 ms), and a round trip more.
+     * heartbeat follows each answer by half {@link #RPC_TIMEOUT_MIN} (75 ms), and a round trip more.
      */
-    static final long LEADER_SILENCE_MILLIS = 250;
+    static final long LEADER_SILENCE_MILLIS = 150;
     /**
-     * How long a doubt lasts at most: an election settles within a couple of election timeouts, and a partition that
-     * cannot elect (no majority reachable from here) is not waited for again until it had a leader.
+     * How long a doubt lasts at most: a dead leader is noticed within two election timeouts of its last word and the
+     * election takes a round trip or two more, and a partition that cannot elect (no majority reachable from here) is
+     * not waited for again until it had a leader.
      */
-    static final long DOUBT_MILLIS = 2 * RPC_TIMEOUT_MAX.toLong(TimeUnit.MILLISECONDS);
+    static final long DOUBT_MILLIS = 4 * RPC_TIMEOUT_MAX.toLong(TimeUnit.MILLISECONDS);
     /** When a replica was first found unsure of its leader, by partition, until it is sure again. */
     private final Map<PartitionId, Long> unsureSince = new ConcurrentHashMap<>();
 
