@@ -94,10 +94,13 @@ class ReplicatedProduceTest {
         final AtomicInteger leader = new AtomicInteger(1);
         /** This broker cannot name the leader with confidence (it may have died). */
         final AtomicBoolean inDoubt = new AtomicBoolean();
+        /** How many views to come name no leader, whatever {@link #leader} says (a replica elected, not named yet). */
+        final AtomicInteger namelessViews = new AtomicInteger();
 
         @Override
         public PartitionView partition(String topic, int partition) {
-            return new PartitionView(elected.get() ? leader.get() : -1, 1, List.of(1), List.of(1));
+            boolean nameless = namelessViews.getAndUpdate(n -> Math.max(0, n - 1)) > 0;
+            return new PartitionView(elected.get() && !nameless ? leader.get() : -1, 1, List.of(1), List.of(1));
         }
 
         @Override
@@ -428,6 +431,70 @@ class ReplicatedProduceTest {
 
                 assertThat(answer.topics().find("t").partitions().getFirst().leaderId()).isEqualTo(1);
                 assertThat(waited).isBetween(250L, 1_400L);
+            }
+        }
+    }
+
+    /**
+     * A replica just elected is a leader a moment before it names itself (Ratis sets the role first): a doubt that
+     * clears with no leader named yet waits on for the name, rather than answer LEADER_NOT_AVAILABLE, after which a
+     * client backs off before it asks again.
+     */
+    @Test
+    void aMetadataAnswerWaitsForTheNameOfALeaderJustElected() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            LocalReplication cluster = new LocalReplication(store);
+            cluster.nodes = List.of(new Replication.Node(1, "127.0.0.1", 0), new Replication.Node(2, "127.0.0.1", 1));
+            cluster.leader.set(2);
+            cluster.inDoubt.set(true);
+            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
+                 Socket socket = new Socket("127.0.0.1", broker.port())) {
+                Thread.ofVirtual().start(() -> {
+                    try {
+                        Thread.sleep(200);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    // The next two views (the wait's, then the answer's if the wait ends on the first) name none.
+                    cluster.namelessViews.set(2);
+                    cluster.leader.set(1);
+                    cluster.inDoubt.set(false);
+                });
+                var answer = metadata(socket, "t");
+
+                var partition = answer.topics().find("t").partitions().getFirst();
+                assertThat(partition.errorCode()).isZero();
+                assertThat(partition.leaderId()).isEqualTo(1);
+            }
+        }
+    }
+
+    /** A doubt that runs out with no leader named (none can be elected) ends the wait as soon as any calm does. */
+    @Test
+    void aDoubtThatEndsWithNoLeaderNamedEndsTheWaitSoon() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            LocalReplication cluster = new LocalReplication(store);
+            cluster.inDoubt.set(true);
+            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
+                 Socket socket = new Socket("127.0.0.1", broker.port())) {
+                Thread.ofVirtual().start(() -> {
+                    try {
+                        Thread.sleep(200);
+                    } catch (InterruptedException e) {
+                        return;
+                    }
+                    cluster.elected.set(false);
+                    cluster.inDoubt.set(false);
+                });
+                long start = System.nanoTime();
+                var answer = metadata(socket, "t");
+                long waited = (System.nanoTime() - start) / 1_000_000;
+
+                assertThat(answer.topics().find("t").partitions().getFirst().errorCode())
+                        .isEqualTo(Errors.LEADER_NOT_AVAILABLE.code());
+                assertThat(waited).isBetween(150L, 1_000L);
             }
         }
     }

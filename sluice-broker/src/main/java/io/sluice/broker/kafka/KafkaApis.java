@@ -554,8 +554,8 @@ public final class KafkaApis implements AutoCloseable {
 
     /**
      * Waits, until {@code deadline} at most, while the partition's leader is in doubt here. A doubt ends with another
-     * leader named, or with the same one out of doubt for {@link #LEADER_CALM_MILLIS}: a follower that grants a
-     * candidate's pre-vote counts that as word from the leader it still names, until the vote itself comes.
+     * leader named, or with the same one, or none, out of doubt for {@link #LEADER_CALM_MILLIS}: a follower that grants
+     * a candidate's pre-vote counts that as word from the leader it still names, until the vote itself comes.
      */
     private void awaitLeader(String topic, int partition, long deadline) {
         if (!replication.leaderInDoubt(topic, partition)) {
@@ -571,7 +571,11 @@ public final class KafkaApis implements AutoCloseable {
                     continue;
                 }
                 Replication.PartitionView now = replication.partition(topic, partition);
-                if (doubted == null || now == null || now.leader() != doubted.leader()) {
+                // Out of doubt with no leader named counts as calm, not as another leader: a replica just elected
+                // leads a moment before it names itself, and an answer without a leader sends the client into a
+                // backoff; a doubt that ran out with no leader (none can be elected) ends as any calm does.
+                if (doubted == null || now == null
+                        || now.leader() >= 0 && now.leader() != doubted.leader()) {
                     return;
                 }
                 if (calmSince < 0) {
