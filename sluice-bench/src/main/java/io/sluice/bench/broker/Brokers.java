@@ -15,8 +15,29 @@ final class Brokers {
 
     /** @return a port free on 127.0.0.1 now */
     static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
+        return freePorts(1)[0];
+    }
+
+    /**
+     * @param count how many
+     * @return that many distinct ports free on 127.0.0.1 now: each is held until all are picked, as the kernel may
+     *     hand out a port again once its socket is closed
+     */
+    static int[] freePorts(int count) throws IOException {
+        ServerSocket[] sockets = new ServerSocket[count];
+        try {
+            int[] ports = new int[count];
+            for (int i = 0; i < count; i++) {
+                sockets[i] = new ServerSocket(0, 1, java.net.InetAddress.getLoopbackAddress());
+                ports[i] = sockets[i].getLocalPort();
+            }
+            return ports;
+        } finally {
+            for (ServerSocket socket : sockets) {
+                if (socket != null) {
+                    socket.close();
+                }
+            }
         }
     }
 
@@ -41,8 +62,9 @@ final class Brokers {
      */
     static BrokerProcess kafka(Path dir, boolean durable) throws IOException, InterruptedException {
         Files.createDirectories(dir);
-        int port = freePort();
-        int controller = freePort();
+        int[] ports = freePorts(2);
+        int port = ports[0];
+        int controller = ports[1];
         Path properties = dir.resolve("server.properties");
         Files.write(properties, List.of(
                 "process.roles=broker,controller",

@@ -5,6 +5,7 @@ import java.io.IOException;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.Arrays;
 import java.util.List;
 import java.util.concurrent.Callable;
 import org.apache.kafka.common.Uuid;
@@ -52,11 +53,12 @@ final class ThreeNodes implements Load.Target, AutoCloseable {
 
     /** Three Sluice brokers (ASYNC stores, as the single-broker race runs them; Raft forces its own log). */
     static ThreeNodes sluice(Path dir) throws Exception {
-        int[] client = {Brokers.freePort(), Brokers.freePort(), Brokers.freePort()};
+        int[] ports = Brokers.freePorts(6);
+        int[] client = Arrays.copyOfRange(ports, 0, 3);
         StringBuilder spec = new StringBuilder();
         for (int i = 0; i < 3; i++) {
             spec.append(i == 0 ? "" : ",").append(i + 1).append("@127.0.0.1:").append(client[i]).append('/')
-                    .append(Brokers.freePort());
+                    .append(ports[3 + i]);
         }
         List<Callable<BrokerProcess>> starters = new ArrayList<>();
         for (int i = 0; i < 3; i++) {
@@ -75,8 +77,9 @@ final class ThreeNodes implements Load.Target, AutoCloseable {
      * replication factor 3 and min.insync.replicas 2. Flushing is left to the OS, Kafka's default.
      */
     static ThreeNodes kafka(Path dir) throws Exception {
-        int[] client = {Brokers.freePort(), Brokers.freePort(), Brokers.freePort()};
-        int[] controller = {Brokers.freePort(), Brokers.freePort(), Brokers.freePort()};
+        int[] ports = Brokers.freePorts(6);
+        int[] client = Arrays.copyOfRange(ports, 0, 3);
+        int[] controller = Arrays.copyOfRange(ports, 3, 6);
         String voters = "1@127.0.0.1:" + controller[0] + ",2@127.0.0.1:" + controller[1] + ",3@127.0.0.1:"
                 + controller[2];
         String clusterId = Uuid.randomUuid().toString();
