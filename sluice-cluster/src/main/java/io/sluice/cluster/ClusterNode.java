@@ -75,7 +75,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     static final TimeDuration RPC_TIMEOUT_MIN = TimeDuration.valueOf(150, TimeUnit.MILLISECONDS);
     static final TimeDuration RPC_TIMEOUT_MAX = TimeDuration.valueOf(300, TimeUnit.MILLISECONDS);
-    /** A leader without answers from a majority for this long steps down. */
+    /**
+     * How long a leader that stepped down for want of a majority keeps out of elections, and the JVM pause after which
+     * Ratis steps a leader down (its default is 10 s for both). A leader steps down once no majority has answered it
+     * for {@link #RPC_TIMEOUT_MAX} (Ratis's LeaderStateImpl.checkLeadership).
+     */
     static final TimeDuration APPENDER_STEP_DOWN_WAIT = TimeDuration.valueOf(1200, TimeUnit.MILLISECONDS);
     /** The waits between a leader's attempts to a replica after failed ones: 1 ms ten times, 20 ms, then 200 ms. */
     static final String APPENDER_RETRY_POLICY = "1ms,10, 20ms,2000, 200ms,1000000";
@@ -193,8 +197,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
         // whether it could win (pre-vote) rather than disrupt a working leader with a higher term.
         GrpcConfigKeys.Server.setHeartbeatChannel(properties, true);
         RaftServerConfigKeys.LeaderElection.setPreVote(properties, true);
-        // A leader cut off from its followers steps down soon (Ratis waits 10 s by default), so that the entries it
-        // appends and cannot commit meanwhile, which the next leader's log replaces, stay few.
+        // A leader cut off from its followers steps down after RPC_TIMEOUT_MAX, so the entries it appends and cannot
+        // commit meanwhile, which the next leader's log replaces, stay few; it then keeps out of elections, and a JVM
+        // pause steps a leader down, after 1.2 s rather than Ratis's 10 s.
         RaftServerConfigKeys.LeaderElection.setLeaderStepDownWaitTime(properties, APPENDER_STEP_DOWN_WAIT);
         // A leader finds where a returning replica's log agrees with its own one entry per round trip, each
         // "inconsistent" answer counted as an error; Ratis's default waits 1 s, then 5 s, between such rounds after
