@@ -402,37 +402,56 @@ class ReplicatedProduceTest {
                 (short) 12, new org.apache.kafka.common.message.MetadataRequestData().setTopics(topics)), (short) 12);
     }
 
+    /** Partition 0 of topic "t" as a Metadata answer gave it, and how long the answer took. */
+    private record Answered(org.apache.kafka.common.message.MetadataResponseData.MetadataResponsePartition partition,
+                            long waitedMillis) {
+    }
+
+    /**
+     * Asks broker 1 of a two-broker view for the metadata of topic "t" while its leader is in doubt, with leader
+     * {@code leader} named; {@code change}, if any, runs {@code afterMillis} into the wait.
+     */
+    private Answered metadataInDoubt(int leader, long afterMillis, java.util.function.Consumer<LocalReplication> change)
+            throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            LocalReplication cluster = new LocalReplication(store);
+            cluster.nodes = List.of(new Replication.Node(1, "127.0.0.1", 0), new Replication.Node(2, "127.0.0.1", 1));
+            cluster.leader.set(leader);
+            cluster.inDoubt.set(true);
+            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
+                 Socket socket = new Socket("127.0.0.1", broker.port())) {
+                if (change != null) {
+                    Thread.ofVirtual().start(() -> {
+                        try {
+                            Thread.sleep(afterMillis);
+                        } catch (InterruptedException e) {
+                            return;
+                        }
+                        change.accept(cluster);
+                    });
+                }
+                long start = System.nanoTime();
+                var answer = metadata(socket, "t");
+                return new Answered(answer.topics().find("t").partitions().getFirst(),
+                        (System.nanoTime() - start) / 1_000_000);
+            }
+        }
+    }
+
     /**
      * Right after a leader dies the other replicas still name it until they elect another: a Metadata answer waits
      * while the leader is in doubt and names the successor, rather than send the client to the dead broker.
      */
     @Test
     void aMetadataAnswerWaitsWhileTheLeaderIsInDoubtAndNamesTheNextOne() throws Exception {
-        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
-            store.createTopic("t", TopicLayout.BATCHES, 1);
-            LocalReplication cluster = new LocalReplication(store);
-            cluster.nodes = List.of(new Replication.Node(1, "127.0.0.1", 0), new Replication.Node(2, "127.0.0.1", 1));
-            cluster.leader.set(2);
-            cluster.inDoubt.set(true);
-            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
-                 Socket socket = new Socket("127.0.0.1", broker.port())) {
-                Thread.ofVirtual().start(() -> {
-                    try {
-                        Thread.sleep(300);
-                    } catch (InterruptedException e) {
-                        return;
-                    }
-                    cluster.leader.set(1);
-                    cluster.inDoubt.set(false);
-                });
-                long start = System.nanoTime();
-                var answer = metadata(socket, "t");
-                long waited = (System.nanoTime() - start) / 1_000_000;
+        Answered answered = metadataInDoubt(2, 300, cluster -> {
+            cluster.leader.set(1);
+            cluster.inDoubt.set(false);
+        });
 
-                assertThat(answer.topics().find("t").partitions().getFirst().leaderId()).isEqualTo(1);
-                assertThat(waited).isBetween(250L, 1_400L);
-            }
-        }
+        assertThat(answered.partition().leaderId()).isEqualTo(1);
+        assertThat(answered.waitedMillis()).isBetween(250L, 1_400L);
     }
 
     /**
@@ -442,79 +461,35 @@ class ReplicatedProduceTest {
      */
     @Test
     void aMetadataAnswerWaitsForTheNameOfALeaderJustElected() throws Exception {
-        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
-            store.createTopic("t", TopicLayout.BATCHES, 1);
-            LocalReplication cluster = new LocalReplication(store);
-            cluster.nodes = List.of(new Replication.Node(1, "127.0.0.1", 0), new Replication.Node(2, "127.0.0.1", 1));
-            cluster.leader.set(2);
-            cluster.inDoubt.set(true);
-            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
-                 Socket socket = new Socket("127.0.0.1", broker.port())) {
-                Thread.ofVirtual().start(() -> {
-                    try {
-                        Thread.sleep(200);
-                    } catch (InterruptedException e) {
-                        return;
-                    }
-                    // The next two views (the wait's, then the answer's if the wait ends on the first) name none.
-                    cluster.namelessViews.set(2);
-                    cluster.leader.set(1);
-                    cluster.inDoubt.set(false);
-                });
-                var answer = metadata(socket, "t");
+        Answered answered = metadataInDoubt(2, 200, cluster -> {
+            // The next two views (the wait's, then the answer's if the wait ends on the first) name none.
+            cluster.namelessViews.set(2);
+            cluster.leader.set(1);
+            cluster.inDoubt.set(false);
+        });
 
-                var partition = answer.topics().find("t").partitions().getFirst();
-                assertThat(partition.errorCode()).isZero();
-                assertThat(partition.leaderId()).isEqualTo(1);
-            }
-        }
+        assertThat(answered.partition().errorCode()).isZero();
+        assertThat(answered.partition().leaderId()).isEqualTo(1);
     }
 
     /** A doubt that runs out with no leader named (none can be elected) ends the wait as soon as any calm does. */
     @Test
     void aDoubtThatEndsWithNoLeaderNamedEndsTheWaitSoon() throws Exception {
-        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
-            store.createTopic("t", TopicLayout.BATCHES, 1);
-            LocalReplication cluster = new LocalReplication(store);
-            cluster.inDoubt.set(true);
-            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
-                 Socket socket = new Socket("127.0.0.1", broker.port())) {
-                Thread.ofVirtual().start(() -> {
-                    try {
-                        Thread.sleep(200);
-                    } catch (InterruptedException e) {
-                        return;
-                    }
-                    cluster.elected.set(false);
-                    cluster.inDoubt.set(false);
-                });
-                long start = System.nanoTime();
-                var answer = metadata(socket, "t");
-                long waited = (System.nanoTime() - start) / 1_000_000;
+        Answered answered = metadataInDoubt(1, 200, cluster -> {
+            cluster.elected.set(false);
+            cluster.inDoubt.set(false);
+        });
 
-                assertThat(answer.topics().find("t").partitions().getFirst().errorCode())
-                        .isEqualTo(Errors.LEADER_NOT_AVAILABLE.code());
-                assertThat(waited).isBetween(150L, 1_000L);
-            }
-        }
+        assertThat(answered.partition().errorCode()).isEqualTo(Errors.LEADER_NOT_AVAILABLE.code());
+        assertThat(answered.waitedMillis()).isBetween(150L, 1_000L);
     }
 
     /** A doubt that does not clear holds a Metadata answer for a bounded time only; then it names what it knows. */
     @Test
     void aMetadataAnswerWaitsForADoubtfulLeaderABoundedTime() throws Exception {
-        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
-            store.createTopic("t", TopicLayout.BATCHES, 1);
-            LocalReplication cluster = new LocalReplication(store);
-            cluster.inDoubt.set(true);
-            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
-                 Socket socket = new Socket("127.0.0.1", broker.port())) {
-                long start = System.nanoTime();
-                var answer = metadata(socket, "t");
-                long waited = (System.nanoTime() - start) / 1_000_000;
+        Answered answered = metadataInDoubt(1, 0, null);
 
-                assertThat(answer.topics().find("t").partitions().getFirst().leaderId()).isEqualTo(1);
-                assertThat(waited).isBetween(1_400L, 10_000L);
-            }
-        }
+        assertThat(answered.partition().leaderId()).isEqualTo(1);
+        assertThat(answered.waitedMillis()).isBetween(1_400L, 10_000L);
     }
 }
