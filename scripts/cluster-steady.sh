@@ -1,8 +1,9 @@
 #!/usr/bin/env bash
 # Three Sluice brokers started as the cluster race starts them (child JVMs on 127.0.0.1, ASYNC stores) and one stock
-# producer (scripts/SteadyProduce.java) sending a number of records; prints the producer's rate every 10 s and the
-# brokers' CPU per record over the whole run, from /proc/<pid>/stat. Used for the before/after figures of the cluster
-# section of docs/benchmarks.md. Usage: scripts/cluster-steady.sh [records] (default 800000). Build first (./sluice
+# producer (scripts/SteadyProduce.java) sending a number of records; prints the producer's rate every 10 s, the
+# brokers' CPU per record over the whole run (from /proc/<pid>/stat), and how many elections started (a follower that
+# stopped hearing its leader) and how many leaders were elected meanwhile. Used for the before/after figures of the cluster section of
+# docs/benchmarks.md. Usage: scripts/cluster-steady.sh [records] (default 800000). Build first (./sluice
 # builds on first use); JAR= names another sluice-bench.jar (another checkout's build) to compare.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
@@ -13,11 +14,13 @@ dir="$(mktemp -d)"
 ports=(19092 19093 19094 19192 19193 19194)
 spec="1@127.0.0.1:${ports[0]}/${ports[3]},2@127.0.0.1:${ports[1]}/${ports[4]},3@127.0.0.1:${ports[2]}/${ports[5]}"
 pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; rm -rf "$dir"; }
+cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; if [ -n "${KEEP:-}" ]; then echo "kept $dir"; else rm -rf "$dir"; fi; }
 trap cleanup EXIT
 for id in 1 2 3; do
   java -Xms1g -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
-    --enable-native-access=ALL-UNNAMED -cp "$jar" io.sluice.cluster.ClusterBroker "$dir/node-$id" "$spec" "$id" \
+    --enable-native-access=ALL-UNNAMED -Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.impl.FollowerState=info \
+    -Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.impl.RoleInfo=info \
+    -cp "$jar" io.sluice.cluster.ClusterBroker "$dir/node-$id" "$spec" "$id" \
     steady async > "$dir/node-$id.log" 2>&1 &
   pids+=($!)
 done
@@ -28,9 +31,18 @@ for id in 1 2 3; do
   done
 done
 ticks() { local sum=0; for p in "${pids[@]}"; do sum=$((sum + $(awk '{print $14 + $15}' "/proc/$p/stat"))); done; echo $sum; }
+elections() { cat "$dir"/node-*.log | grep -c "change to CANDIDATE" || true; }
+leaders() { cat "$dir"/node-*.log | grep -c "LeaderStateImpl$" || true; }
+# The metadata group's first leader before the run, so that the run's count of leaders is the new topic's first one
+# and any change of leader.
+for _ in $(seq 300); do [ "$(leaders)" -ge 1 ] && break; sleep 0.1; done
 before=$(ticks)
+elections_before=$(elections)
+leaders_before=$(leaders)
 java -cp "$jar" "$here/scripts/SteadyProduce.java" "127.0.0.1:${ports[0]}" steady "$records" 2>&1 | grep -v WARN
 after=$(ticks)
+echo "during the run: $(( $(elections) - elections_before )) elections started, $(( $(leaders) - leaders_before ))" \
+  "leaders elected (the topic's first one among them)"
 hz=$(getconf CLK_TCK)
 awk -v t=$((after - before)) -v hz="$hz" -v n="$records" \
   'BEGIN { printf "broker CPU: %.1f s, %.0f us per record\n", t / hz, t / hz / n * 1e6 }'

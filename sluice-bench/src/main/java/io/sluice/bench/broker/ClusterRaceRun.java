@@ -244,7 +244,7 @@ public final class ClusterRaceRun {
                 + " the three processes, from /proc/<pid>/stat, over the produce run.");
         lab.note("Sluice: a Raft group per partition (Apache Ratis), ASYNC stores (a batch is acknowledged once a"
                 + " majority has it in its page cache; the Raft log of entry headers is forced in the background),"
-                + " failure detection 300-600 ms. Kafka: KRaft with every node broker and controller,"
+                + " election timeout 150-300 ms. Kafka: KRaft with every node broker and controller,"
                 + " min.insync.replicas=2, its defaults otherwise (broker.session.timeout.ms 9 s decides when a dead"
                 + " leader is replaced).");
         lab.note("Failover: a producer sends a record every millisecond to one partition; its leader is killed with"
