@@ -2,9 +2,10 @@
 # Three Sluice brokers started as the cluster race starts them (child JVMs on 127.0.0.1, ASYNC stores) and one stock
 # producer (scripts/SteadyProduce.java) sending a number of records; prints the producer's rate every 10 s, the
 # brokers' CPU per record over the whole run (from /proc/<pid>/stat), and how many elections started (a follower that
-# stopped hearing its leader) and how many leaders were elected meanwhile. Used for the before/after figures of the cluster section of
-# docs/benchmarks.md. Usage: scripts/cluster-steady.sh [records] (default 800000). Build first (./sluice
-# builds on first use); JAR= names another sluice-bench.jar (another checkout's build) to compare.
+# stopped hearing its leader) and how many leaders were elected meanwhile. Used for the before/after figures of the
+# cluster sections of docs/benchmarks.md. Usage: scripts/cluster-steady.sh [records] (default 800000). Build first
+# (./sluice builds on first use); JAR= names another sluice-bench.jar (another checkout's build) to compare; KEEP=1
+# keeps the brokers' directory and logs.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$here/scripts/java-env.sh"
@@ -14,7 +15,11 @@ dir="$(mktemp -d)"
 ports=(19092 19093 19094 19192 19193 19194)
 spec="1@127.0.0.1:${ports[0]}/${ports[3]},2@127.0.0.1:${ports[1]}/${ports[4]},3@127.0.0.1:${ports[2]}/${ports[5]}"
 pids=()
-cleanup() { kill "${pids[@]}" 2>/dev/null || true; wait 2>/dev/null || true; if [ -n "${KEEP:-}" ]; then echo "kept $dir"; else rm -rf "$dir"; fi; }
+cleanup() {
+  kill "${pids[@]}" 2>/dev/null || true
+  wait 2>/dev/null || true
+  if [ -n "${KEEP:-}" ]; then echo "kept $dir"; else rm -rf "$dir"; fi
+}
 trap cleanup EXIT
 for id in 1 2 3; do
   java -Xms1g -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
