@@ -1118,9 +1118,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /**
      * How long a follower may go without a word from its leader before the leader is in doubt: the leader's next
-     * heartbeat follows each answer by half {@link #RPC_TIMEOUT_MIN} (75 ms), and a round trip more.
+     * heartbeat follows each answer by half {@link #RPC_TIMEOUT_MIN} (75 ms), and a round trip more; and less than
+     * {@link #RPC_TIMEOUT_MIN}, so that the doubt begins before the follower can stand for election and stop naming
+     * that leader.
      */
-    static final long LEADER_SILENCE_MILLIS = 150;
+    static final long LEADER_SILENCE_MILLIS = 120;
     /**
      * How long a doubt lasts at most: a dead leader is noticed within two election timeouts of its last word and the
      * election takes a round trip or two more, and a partition that cannot elect (no majority reachable from here) is
