@@ -1122,7 +1122,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * {@link #RPC_TIMEOUT_MIN}, so that the doubt begins before the follower can stand for election and stop naming
      * that leader.
      */
-    static final long LEADER_SILENCE_MILLIS = 120;
+    static final long LEADER_SILENCE_MILLIS = RPC_TIMEOUT_MIN.toLong(TimeUnit.MILLISECONDS) * 4 / 5;
     /**
      * How long a doubt lasts at most: a dead leader is noticed within two election timeouts of its last word and the
      * election takes a round trip or two more, and a partition that cannot elect (no majority reachable from here) is
