@@ -24,11 +24,13 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * Failovers of three local Sluice brokers, each broken down: a stock producer (acks=all, linger 5 ms) sends a record
  * every millisecond to one partition of replication factor 3; 3 s after every replica is in sync, the partition's
  * leader is killed with SIGKILL. Printed are the wall-clock times of the kill and of the first acknowledgement of a
- * record sent after it (the failover time, as the cluster race measures it), and for each surviving broker the slowest
- * of the probes taken every 20 ms until then (a new connection and an ApiVersions round trip). The brokers' logs in the
- * directory printed first have their Raft role changes, timestamped, to read against those times. The killed broker is
- * started again before the next kill. Run by scripts/cluster-failover.sh; BROKER_OPTS adds JVM options to the brokers
- * ({node} and {dir} in them are replaced by the node's id and the directory).
+ * record sent after it (the failover time, as the cluster race measures it), its parts (to the first log line of a
+ * broker saying it leads the partition's Raft group, to the producer's metadata naming that leader, to the
+ * acknowledgement), and for each surviving broker the slowest of the probes taken every 20 ms until then (a new
+ * connection and an ApiVersions round trip). The brokers' logs in the directory printed first have their Raft role
+ * changes, timestamped, to read against those times. The killed broker is started again before the next kill. Run by
+ * scripts/cluster-failover.sh; BROKER_OPTS adds JVM options to the brokers ({node} and {dir} in them are replaced by
+ * the node's id and the directory).
  *
  * <p>Arguments: directory, bench jar, kills.
  */
@@ -104,8 +106,12 @@ public class FailoverTimeline {
                     Thread.sleep(3_000);
                     firstAckAfter.set(Long.MAX_VALUE);
                     killedAt.set(System.nanoTime());
+                    LocalTime killTime = LocalTime.now();
                     NODES[leader - 1].destroyForcibly();
-                    System.out.println(LocalTime.now() + " killed node " + leader);
+                    System.out.println(killTime + " killed node " + leader);
+                    int killed = leader;
+                    AtomicLong toldAt = new AtomicLong(Long.MAX_VALUE);
+                    Thread.ofPlatform().start(() -> watchLeader(producer, killed, toldAt, firstAckAfter));
                     for (int id = 1; id <= 3; id++) {
                         if (id != leader) {
                             int node = id;
@@ -122,6 +128,14 @@ public class FailoverTimeline {
                     double ms = (firstAckAfter.get() - killedAt.get()) / 1e6;
                     millis.add(ms);
                     System.out.printf("failover %d: %.0f ms%n", i + 1, ms);
+                    LocalTime elected = electedAfter(dir, killTime);
+                    if (elected != null && toldAt.get() != Long.MAX_VALUE) {
+                        double election = java.time.Duration.between(killTime, elected).toNanos() / 1e6;
+                        double told = (toldAt.get() - killedAt.get()) / 1e6;
+                        System.out.printf("  kill to the partition's new leader %.0f ms, to the producer's metadata"
+                                + " naming it %.0f ms (%.0f after the election), to the first ack %.0f ms (%.0f after"
+                                + " that)%n", election, told, told - election, ms, ms - told);
+                    }
                     NODES[leader - 1].waitFor();
                     start(dir, jar, leader);
                     awaitReady(dir, leader);
@@ -206,6 +220,46 @@ public class FailoverTimeline {
             }
         }
         System.out.printf("probe of node %d: %d probes, slowest %.0f ms ending %s%n", id, probes, worst / 1e6, worstAt);
+    }
+
+    /** Records when the producer's metadata first names a leader of the partition other than the one killed. */
+    static void watchLeader(KafkaProducer<byte[], byte[]> producer, int killed, AtomicLong toldAt,
+                            AtomicLong firstAckAfter) {
+        while (firstAckAfter.get() == Long.MAX_VALUE) {
+            Node leader = producer.partitionsFor("failover").getFirst().leader();
+            if (leader != null && leader.id() >= 1 && leader.id() != killed) {
+                toldAt.compareAndSet(Long.MAX_VALUE, System.nanoTime());
+                return;
+            }
+            try {
+                Thread.sleep(1);
+            } catch (InterruptedException e) {
+                return;
+            }
+        }
+    }
+
+    /**
+     * @return when a broker's log first says it became the leader of partition failover-0's Raft group after
+     *     {@code kill}, or null
+     */
+    static LocalTime electedAfter(Path dir, LocalTime kill) throws Exception {
+        String group = org.apache.ratis.protocol.RaftGroupId.valueOf(java.util.UUID.nameUUIDFromBytes(
+                "failover\u0000failover\u00000".getBytes(java.nio.charset.StandardCharsets.UTF_8))).toString();
+        LocalTime first = null;
+        for (int id = 1; id <= 3; id++) {
+            Path log = dir.resolve("node-" + id + ".log");
+            for (String line : Files.readAllLines(log)) {
+                if (line.length() > 12 && line.endsWith("@" + group + "-LeaderStateImpl")
+                        && line.contains("start n")) {
+                    LocalTime at = LocalTime.parse(line.substring(0, 12));
+                    if (at.isAfter(kill) && (first == null || at.isBefore(first))) {
+                        first = at;
+                    }
+                }
+            }
+        }
+        return first;
     }
 
     static int readyCount(Path log, int id) throws Exception {
