@@ -5,7 +5,8 @@
 # stopped hearing its leader) and how many leaders were elected meanwhile. Used for the before/after figures of the
 # cluster sections of docs/benchmarks.md. Usage: scripts/cluster-steady.sh [records] (default 800000). Build first
 # (./sluice builds on first use); JAR= names another sluice-bench.jar (another checkout's build) to compare; KEEP=1
-# keeps the brokers' directory and logs.
+# keeps the brokers' directory and logs; BROKER_OPTS= adds JVM options to the brokers ({node} and {dir} in them name
+# the broker's id and the run's directory: a profiler's output file, say).
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$here/scripts/java-env.sh"
@@ -22,7 +23,11 @@ cleanup() {
 }
 trap cleanup EXIT
 for id in 1 2 3; do
-  java -Xms1g -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
+  opts="${BROKER_OPTS:-}"
+  opts="${opts//\{node\}/$id}"
+  opts="${opts//\{dir\}/$dir}"
+  # shellcheck disable=SC2086
+  java $opts -Xms1g -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
     --enable-native-access=ALL-UNNAMED -Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.impl.FollowerState=info \
     -Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.impl.RoleInfo=info \
     -cp "$jar" io.sluice.cluster.ClusterBroker "$dir/node-$id" "$spec" "$id" \
