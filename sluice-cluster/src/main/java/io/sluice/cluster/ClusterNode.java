@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.Set;
 import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -551,6 +552,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 LOG.error("node {} lost the only replica of {}: it starts empty", self.id(), what);
             }
             if (here == null) {
+                if (!keepLog) {
+                    deleteGroupDirectory(id);
+                }
                 addGroup(group, what, !keepLog);
             }
             afterRemoval.accept(0);
@@ -578,10 +582,27 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 if (keepLog && divisionOrNull(id) == null) {
                     addGroup(RaftGroup.valueOf(id), what, false);
                 }
+                if (!keepLog && divisionOrNull(id) == null) {
+                    // Out of the configuration now: the log of a replica that lost batches goes.
+                    deleteGroupDirectory(id);
+                }
                 startEmptyUnlessAlive(id, what);
                 return client.admin().setConfiguration(List.copyOf(group.getPeers()));
             });
             LOG.info("node {} rejoined the Raft group of {}", self.id(), what);
+        }
+    }
+
+    /** Deletes the directory a group not running here left (Ratis starts a group empty only where none is). */
+    private void deleteGroupDirectory(RaftGroupId id) throws IOException {
+        Path directory = raftDirectory.resolve(id.getUuid().toString());
+        if (!Files.exists(directory)) {
+            return;
+        }
+        try (java.util.stream.Stream<Path> paths = Files.walk(directory)) {
+            for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
+                Files.delete(path);
+            }
         }
     }
 
@@ -829,6 +850,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (closed) {
             return;
         }
+        if (rootCause(cause) instanceof PartitionStateMachine.LostBatchesException) {
+            lostBatches.add(partition);
+        }
         Object prior = stopped.putIfAbsent(partition, machine);
         if (prior != null) {
             if (prior != machine) {
@@ -836,11 +860,31 @@ public final class ClusterNode implements Replication, AutoCloseable {
             }
             return;
         }
-        LOG.error("node {}: the replica of {} stops on this broker: its log could not be written ({}). The other"
-                + " replicas go on; this one starts again, and catches up, once the store takes appends",
-                self.id(), partition, rootCause(cause).toString());
+        if (lostBatches.contains(partition)) {
+            LOG.error("node {}: the replica of {} stops on this broker: {}. The other replicas go on; this one"
+                    + " rejoins its group empty and copies the partition from them", self.id(), partition,
+                    rootCause(cause).getMessage());
+        } else {
+            LOG.error("node {}: the replica of {} stops on this broker: its log could not be written ({}). The other"
+                    + " replicas go on; this one starts again, and catches up, once the store takes appends",
+                    self.id(), partition, rootCause(cause).toString());
+        }
         startRestart(partition);
     }
+
+    /**
+     * Partitions whose replica here lost batches its Raft log names ({@link PartitionStateMachine.LostBatchesException}):
+     * it rejoins its group empty rather than with its log.
+     */
+    private final Set<PartitionId> lostBatches = ConcurrentHashMap.newKeySet();
+
+    /** The text of a restart marker: the partition, and whether its replica is rebuilt empty. */
+    private static String restartMarkerText(PartitionId partition, boolean rebuild) {
+        return partition.topic() + "\n" + partition.partition() + "\n" + (rebuild ? REBUILD + "\n" : "");
+    }
+
+    /** The line of a restart marker saying that the replica lost batches and is rebuilt empty. */
+    static final String REBUILD = "rebuild";
 
     private void startRestart(PartitionId partition) {
         inBackground("node-" + self.id() + "-restart-" + partition, () -> restartAfterLogFailure(partition));
@@ -889,6 +933,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         List<Integer> replicas = topic.replicas().get(partition.partition());
         RaftGroup group = RaftGroup.valueOf(id, peers(replicas));
+        boolean rebuild = lostBatches.contains(partition);
         int failures = logFailures.merge(partition, 1, Integer::sum);
         long notBefore = System.nanoTime() + TimeUnit.SECONDS.toNanos(Math.min(60, 1L << Math.min(6, failures - 1)));
         boolean removed = false;
@@ -907,7 +952,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                             continue;
                         }
                         if (here != null) {
-                            writeDurably(restartMarker(id), partition.topic() + "\n" + partition.partition() + "\n");
+                            writeDurably(restartMarker(id), restartMarkerText(partition, rebuild));
                             removeGroup(id, false, partition.toString());
                             partitions.remove(partition);
                         }
@@ -922,9 +967,14 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     refusal = why;
                     if (why == null && System.nanoTime() - notBefore >= 0) {
                         if (led) {
-                            // Out of the configuration and back, with its own log: no append reaches the group
-                            // while it starts, and it catches up from where its log ends.
-                            rejoin(group, partition.toString(), index -> { }, true);
+                            // Out of the configuration and back, with its own log (or empty, if it lost batches the
+                            // log names): no append reaches the group while it starts, and it catches up from where
+                            // its log ends.
+                            rejoin(group, partition.toString(), index -> { }, !rebuild);
+                        } else if (rebuild) {
+                            // Its batches can come from a leader only: it waits for the others to elect one.
+                            Thread.sleep(1000);
+                            continue;
                         } else {
                             // No leader among the others (their disks may be full too): no append can race the
                             // start, so the group starts from its directory in its configuration, as on a restart.
@@ -934,8 +984,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
                         partition(partition);
                         elsewhere.remove(partition);
                         Files.deleteIfExists(restartMarker(id));
-                        LOG.info("node {}: the replica of {} started again after its log failed", self.id(),
-                                partition);
+                        lostBatches.remove(partition);
+                        LOG.info("node {}: the replica of {} started again after its log failed{}", self.id(),
+                                partition, rebuild ? ", empty, to copy the batches it lost" : "");
                         break;
                     }
                 } catch (IOException | RuntimeException e) {
@@ -973,9 +1024,20 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * (the group, started from its directory with the server, may have been left out of its configuration).
      */
     private void resumeRestart(PartitionId partition) {
-        if (Files.exists(restartMarker(groupId(partition))) && stopped.putIfAbsent(partition, RESUMED) == null) {
-            LOG.warn("node {}: the replica of {} was stopped after its log failed; it rejoins its group", self.id(),
-                    partition);
+        Path marker = restartMarker(groupId(partition));
+        if (Files.exists(marker) && stopped.putIfAbsent(partition, RESUMED) == null) {
+            boolean rebuild;
+            try {
+                rebuild = Files.readAllLines(marker, StandardCharsets.UTF_8).contains(REBUILD);
+            } catch (IOException e) {
+                // Unreadable: rebuilt empty, which is right whatever the marker said.
+                rebuild = true;
+            }
+            if (rebuild) {
+                lostBatches.add(partition);
+            }
+            LOG.warn("node {}: the replica of {} was stopped after its log failed; it rejoins its group{}", self.id(),
+                    partition, rebuild ? " empty" : "");
             startRestart(partition);
         }
     }
@@ -1212,6 +1274,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return true;
         } catch (IOException | RuntimeException e) {
             LOG.error("{}-{}: the store does not agree with the Raft log: {}", topic, partition, e.toString());
+            if (e instanceof PartitionStateMachine.LostBatchesException) {
+                // A leader that cannot serve what its log names steps aside: its replica is rebuilt.
+                logFailed(replica.id(), replica.machine(), e);
+            }
             return false;
         }
     }

@@ -73,7 +73,8 @@ import org.slf4j.LoggerFactory;
  * Ratis truncates a follower's uncommitted tail when it differs from the leader's; {@link #truncate} cuts the store
  * back to the end of the last batch kept ({@link Store#truncateQueue}). At the first write after a start, the store
  * is made to agree with the Raft log: batches past the log's last batch entry (stored by a write whose entry never
- * reached the log before a crash) are cut; a store that lacks batches the log names is refused.
+ * reached the log before a crash) are cut; a store that lacks batches the log names (it lost them in a power cut) is
+ * refused with a {@link LostBatchesException}, and the node rebuilds the replica from the others.
  *
  * <h2>High watermark</h2>
  * A batch is committed once Raft commits its entry; {@link #applyTransaction} (in log order) moves the high watermark
@@ -166,6 +167,19 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     @Override
     public SimpleStateMachineStorage getStateMachineStorage() {
         return snapshots;
+    }
+
+    /**
+     * The store lacks batches the Raft log names: the replica's log claims entries whose batches are gone, and it can
+     * be neither a follower that appends after them nor a leader that serves them. It goes back to its group empty.
+     */
+    static final class LostBatchesException extends IllegalStateException {
+
+        private static final long serialVersionUID = 1L;
+
+        LostBatchesException(String message) {
+            super(message);
+        }
     }
 
     /**
@@ -781,9 +795,10 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         // The writer's end, forced or not: under SYNC a reader sees only what was forced.
         long stored = store.nextOffset(topic, partition);
         if (stored < end) {
-            throw new IllegalStateException("the store of " + topic + "-" + partition + " ends at offset " + stored
-                    + " but the Raft log names batches up to offset " + end + ": this replica lost data (a power"
-                    + " cut without forced writes?); remove its data so that it is rebuilt from the leader");
+            throw new LostBatchesException("the store of " + topic + "-" + partition + " ends at offset " + stored
+                    + " but the Raft log names batches up to offset " + end + ": this replica lost batches (a power"
+                    + " cut under ASYNC, whose store forces less often than Ratis its log); it is rebuilt from the"
+                    + " other replicas");
         }
         if (stored > end) {
             LOG.info("{}-{}: cutting the store from offset {} to {}: {}", topic, partition, stored, end, why);
