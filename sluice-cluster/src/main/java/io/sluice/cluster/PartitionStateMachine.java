@@ -10,6 +10,7 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
@@ -43,6 +44,7 @@ import org.apache.ratis.server.protocol.TermIndex;
 import org.apache.ratis.server.raftlog.RaftLog;
 import org.apache.ratis.server.storage.FileInfo;
 import org.apache.ratis.server.storage.RaftStorage;
+import org.apache.ratis.statemachine.SnapshotRetentionPolicy;
 import org.apache.ratis.statemachine.StateMachine;
 import org.apache.ratis.statemachine.TransactionContext;
 import org.apache.ratis.statemachine.impl.BaseStateMachine;
@@ -196,12 +198,12 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                 new java.util.concurrent.atomic.AtomicReference<>();
         /** The directory was listed since the group started: no snapshot known means none. */
         private volatile boolean listed;
-        private volatile boolean initialized;
+        private volatile Path directory;
 
         @Override
         public void init(RaftStorage storage) throws IOException {
             super.init(storage);
-            initialized = true;
+            directory = storage.getStorageDir().getStateMachineDir().toPath();
             loadLatestSnapshot();
         }
 
@@ -214,10 +216,21 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         @Override
         public SingleFileSnapshotInfo loadLatestSnapshot() {
             SingleFileSnapshotInfo found = super.loadLatestSnapshot();
-            if (initialized) {
-                listed = true;
+            // Ratis's listing logs a failure and finds nothing: only a listing that worked is taken for the answer.
+            Path dir = directory;
+            if (dir != null) {
+                listed = readable(dir);
             }
             return found == null ? known.get() : keep(found);
+        }
+
+        private static boolean readable(Path directory) {
+            try (DirectoryStream<Path> files = Files.newDirectoryStream(directory)) {
+                files.forEach(file -> { });
+                return true;
+            } catch (IOException | java.nio.file.DirectoryIteratorException e) {
+                return false;
+            }
         }
 
         @Override
@@ -231,6 +244,37 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             }
             return known.accumulateAndGet(info, (previous, next) -> previous == null
                     || next.getIndex() > previous.getIndex() ? next : previous);
+        }
+
+        /**
+         * Keeps the latest snapshots the policy names and deletes older ones. Ratis's counts only snapshots with an MD5
+         * file beside them, which a partition's (a few bytes, with their own CRC32C) do not have: it deleted none, and
+         * every 100,000 entries left one more file in the directory.
+         */
+        @Override
+        public void cleanupOldSnapshots(SnapshotRetentionPolicy policy) throws IOException {
+            int retained = policy == null ? SnapshotRetentionPolicy.DEFAULT_ALL_SNAPSHOTS_RETAINED
+                    : policy.getNumSnapshotsRetained();
+            Path dir = directory;
+            if (retained <= 0 || dir == null) {
+                return;
+            }
+            java.util.TreeMap<Long, Path> byIndex = new java.util.TreeMap<>(java.util.Comparator.reverseOrder());
+            try (DirectoryStream<Path> files = Files.newDirectoryStream(dir)) {
+                for (Path file : files) {
+                    java.util.regex.Matcher name = SNAPSHOT_REGEX.matcher(file.getFileName().toString());
+                    if (name.matches()) {
+                        byIndex.put(Long.parseLong(name.group(2)), file);
+                    }
+                }
+            }
+            SingleFileSnapshotInfo latest = known.get();
+            int seen = 0;
+            for (Map.Entry<Long, Path> snapshot : byIndex.entrySet()) {
+                if (++seen > retained && (latest == null || snapshot.getKey() < latest.getIndex())) {
+                    Files.deleteIfExists(snapshot.getValue());
+                }
+            }
         }
     }
 

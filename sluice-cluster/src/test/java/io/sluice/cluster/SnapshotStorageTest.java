@@ -9,6 +9,7 @@ import java.nio.file.Path;
 import org.apache.ratis.server.protocol.TermIndex;
 import org.apache.ratis.server.storage.FileInfo;
 import org.apache.ratis.server.storage.RaftStorage;
+import org.apache.ratis.statemachine.SnapshotRetentionPolicy;
 import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
 import org.apache.ratis.util.SizeInBytes;
 import org.junit.jupiter.api.Test;
@@ -81,6 +82,49 @@ class SnapshotStorageTest {
             PartitionStateMachine.SnapshotStorage restarted = new PartitionStateMachine.SnapshotStorage();
             restarted.init(raft);
             assertThat(restarted.getLatestSnapshot().getTermIndex()).isEqualTo(TermIndex.valueOf(3, 30));
+        }
+    }
+
+    @Test
+    void aListingThatFailsIsNotTakenForNoSnapshot() throws IOException {
+        try (RaftStorage raft = raftStorage()) {
+            PartitionStateMachine.SnapshotStorage storage = new PartitionStateMachine.SnapshotStorage();
+            storage.init(raft);
+            Path directory = raft.getStorageDir().getStateMachineDir().toPath();
+            Files.delete(directory);
+            assertThat(storage.loadLatestSnapshot()).as("a listing that failed").isNull();
+
+            Files.createDirectories(directory);
+            snapshotFile(storage, 4, 40);
+            assertThat(storage.getLatestSnapshot()).as("the next question lists again").isNotNull();
+            assertThat(storage.getLatestSnapshot().getTermIndex()).isEqualTo(TermIndex.valueOf(4, 40));
+        }
+    }
+
+    @Test
+    void snapshotsPastTheRetainedCountAreDeletedOldestFirst() throws IOException {
+        try (RaftStorage raft = raftStorage()) {
+            PartitionStateMachine.SnapshotStorage storage = new PartitionStateMachine.SnapshotStorage();
+            storage.init(raft);
+            snapshotFile(storage, 1, 10);
+            snapshotFile(storage, 1, 20);
+            snapshotFile(storage, 2, 30);
+            File latest = snapshotFile(storage, 2, 40);
+            storage.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(latest.toPath(), null),
+                    TermIndex.valueOf(2, 40)));
+
+            // Ratis keeps that many snapshots with an MD5 file beside them, and a partition's have none: it kept all.
+            storage.cleanupOldSnapshots(new SnapshotRetentionPolicy() {
+                @Override
+                public int getNumSnapshotsRetained() {
+                    return 2;
+                }
+            });
+            try (var files = Files.list(raft.getStorageDir().getStateMachineDir().toPath())) {
+                assertThat(files.map(file -> file.getFileName().toString()).sorted().toList())
+                        .containsExactly("snapshot.2_30", "snapshot.2_40");
+            }
+            assertThat(storage.getLatestSnapshot().getTermIndex()).isEqualTo(TermIndex.valueOf(2, 40));
         }
     }
 }
