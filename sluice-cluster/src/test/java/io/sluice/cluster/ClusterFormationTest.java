@@ -45,11 +45,7 @@ class ClusterFormationTest {
     void everyNodeOfANewClusterIsRecordedAsHavingTakenPart() throws Exception {
         cluster = new InProcessCluster(dir, ClusterNode.Tuning.DEFAULT);
         cluster.startAll();
-        for (int id = 1; id <= 3; id++) {
-            int node = id;
-            await("node " + node + " applied the three members", 30, () -> cluster.broker(node).node().members()
-                    .equals(Set.of(1, 2, 3)));
-        }
+        cluster.awaitMembers();
     }
 
     private boolean hostsMetadata(int id) {

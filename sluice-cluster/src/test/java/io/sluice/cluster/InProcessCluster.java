@@ -129,6 +129,18 @@ final class InProcessCluster implements AutoCloseable {
         }
     }
 
+    /**
+     * Waits up to 30 s for every node to apply the record that each of the three took part (a node that then loses
+     * its data rejoins rather than joins as new).
+     */
+    void awaitMembers() throws InterruptedException {
+        for (int id = 1; id <= 3; id++) {
+            int node = id;
+            await("node " + node + " applied the three members", 30, () -> brokers[node].node().members()
+                    .equals(java.util.Set.of(1, 2, 3)));
+        }
+    }
+
     /** @return the running node that leads {@code topic}'s partition 0 (waits up to 30 s for one) */
     int leaderOf(String topic) throws InterruptedException {
         int[] leader = new int[1];
