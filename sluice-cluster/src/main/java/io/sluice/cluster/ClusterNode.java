@@ -972,7 +972,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
                             // its log ends.
                             rejoin(group, partition.toString(), index -> { }, !rebuild);
                         } else if (rebuild) {
-                            // Its batches can come from a leader only: it waits for the others to elect one.
+                            // Its batches can come from a leader only: it waits for the others to elect one, which
+                            // needs a majority of the replicas without this one (docs/design.md).
                             Thread.sleep(1000);
                             continue;
                         } else {
@@ -984,7 +985,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
                         partition(partition);
                         elsewhere.remove(partition);
                         Files.deleteIfExists(restartMarker(id));
-                        lostBatches.remove(partition);
+                        if (rebuild) {
+                            // A loss found while this restart kept the log stays marked for the next one.
+                            lostBatches.remove(partition);
+                        }
                         LOG.info("node {}: the replica of {} started again after its log failed{}", self.id(),
                                 partition, rebuild ? ", empty, to copy the batches it lost" : "");
                         break;
