@@ -547,7 +547,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         if (others.size() < 2) {
             // One other replica: every commit needed both, so it has them all, and this node's empty vote cannot
-            // elect a leader that lacks one. None: the data are gone.
+            // elect a leader that lacks one; but Ratis 3.3.0 counts no vote from an empty log once the candidate has
+            // commits (LeaderElection), so the other, which stepped down without this one's answers, is not elected
+            // again either, and the group waits (docs/design.md). None: the data are gone.
             if (others.isEmpty() && !keepLog) {
                 LOG.error("node {} lost the only replica of {}: it starts empty", self.id(), what);
             }
