@@ -597,15 +597,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /** Deletes the directory a group not running here left (Ratis starts a group empty only where none is). */
     private void deleteGroupDirectory(RaftGroupId id) throws IOException {
-        Path directory = raftDirectory.resolve(id.getUuid().toString());
-        if (!Files.exists(directory)) {
-            return;
-        }
-        try (java.util.stream.Stream<Path> paths = Files.walk(directory)) {
-            for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                Files.delete(path);
-            }
-        }
+        org.apache.ratis.util.FileUtils.deleteFully(raftDirectory.resolve(id.getUuid().toString()));
     }
 
     /** @return this node's member of the group, or null if it hosts none */
