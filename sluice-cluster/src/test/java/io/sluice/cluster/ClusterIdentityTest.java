@@ -5,9 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
-import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -21,16 +18,10 @@ class ClusterIdentityTest {
     @TempDir
     Path dir;
 
-    private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
-    }
-
     @Test
     void aNodesDataIsRefusedToAnotherClusterOrNode() throws Exception {
-        ClusterSpec cluster = ClusterSpec.parse("1@127.0.0.1:" + freePort() + "/" + freePort() + ",2@127.0.0.1:"
-                + freePort() + "/" + freePort());
+        ClusterSpec cluster = ClusterSpec.parse("1@127.0.0.1:" + TestClusters.freePort() + "/"
+                + TestClusters.freePort() + ",2@127.0.0.1:" + TestClusters.freePort() + "/" + TestClusters.freePort());
         Path raft = dir.resolve("raft");
         try (Store store = Store.open(dir.resolve("store"), StoreConfig.builder().build())) {
             new ClusterNode("blue", cluster, 1, raft, store, false).close();

@@ -14,25 +14,50 @@ final class TestClusters {
     private TestClusters() {
     }
 
-    /** @return a port free on 127.0.0.1 now */
+    /**
+     * Ports handed out in this JVM, never handed out again: a Raft server an earlier test left running keeps
+     * reconnecting to its old peers' ports, and a new cluster must not own one of them.
+     */
+    private static final java.util.Set<Integer> HANDED_OUT = java.util.concurrent.ConcurrentHashMap.newKeySet();
+
+    /**
+     * @return a port free on 127.0.0.1 now, below the kernel's range of ports for outgoing connections, so that no
+     *     connection a running server opens (Ratis's appenders reconnect to stopped peers many times a second) takes
+     *     it before the node that is given it binds it; Ratis ends the JVM when its server cannot bind
+     */
     static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
+        int highest = Math.min(32_000, ephemeralLow());
+        java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
+        for (int attempt = 0; attempt < 1_000; attempt++) {
+            int port = random.nextInt(10_000, highest);
+            if (!HANDED_OUT.add(port)) {
+                continue;
+            }
+            try (ServerSocket socket = new ServerSocket(port, 1, InetAddress.getLoopbackAddress())) {
+                return socket.getLocalPort();
+            } catch (IOException taken) {
+                // In use by another process: another one.
+            }
+        }
+        throw new IOException("no free port on 127.0.0.1 between 10000 and " + highest);
+    }
+
+    /** @return the lowest port Linux gives outgoing connections (32768 by default, and where it cannot be read) */
+    private static int ephemeralLow() {
+        try {
+            String range = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/sys/net/ipv4/ip_local_port_range"));
+            return Math.max(10_100, Integer.parseInt(range.trim().split("\\s+")[0]));
+        } catch (IOException | RuntimeException e) {
+            return 32_768;
         }
     }
 
-    /** @return nodes 1-3 on 127.0.0.1, each with a free client port and a free Raft port */
+    /** @return nodes 1-3 on 127.0.0.1, each with a free client port and a free Raft port (six different ones) */
     static ClusterSpec threeOnLoopback() throws IOException {
-        // A port just closed may be handed out again: six different ones are kept.
-        java.util.Set<Integer> ports = new java.util.LinkedHashSet<>();
-        while (ports.size() < 6) {
-            ports.add(freePort());
-        }
-        java.util.Iterator<Integer> next = ports.iterator();
         StringBuilder text = new StringBuilder();
         for (int id = 1; id <= 3; id++) {
-            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(next.next()).append('/')
-                    .append(next.next());
+            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(freePort()).append('/')
+                    .append(freePort());
         }
         return ClusterSpec.parse(text.toString());
     }
