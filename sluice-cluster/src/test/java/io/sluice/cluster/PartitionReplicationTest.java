@@ -11,8 +11,6 @@ import io.sluice.store.StoredMessage;
 import io.sluice.store.TopicLayout;
 import io.sluice.store.WritePath;
 import java.io.IOException;
-import java.net.InetAddress;
-import java.net.ServerSocket;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
@@ -94,9 +92,7 @@ class PartitionReplicationTest {
     }
 
     private static int freePort() throws IOException {
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            return socket.getLocalPort();
-        }
+        return TestClusters.freePort();
     }
 
     private void startCluster() throws IOException {

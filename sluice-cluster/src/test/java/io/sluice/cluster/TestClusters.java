@@ -45,7 +45,9 @@ final class TestClusters {
     /** @return the lowest port Linux gives outgoing connections (32768 by default, and where it cannot be read) */
     private static int ephemeralLow() {
         try {
-            String range = java.nio.file.Files.readString(java.nio.file.Path.of("/proc/sys/net/ipv4/ip_local_port_range"));
+            // Read by lines: readString of this file (whose size the kernel gives as 0) returns its first byte only.
+            String range = java.nio.file.Files.readAllLines(
+                    java.nio.file.Path.of("/proc/sys/net/ipv4/ip_local_port_range")).get(0);
             return Math.max(10_100, Integer.parseInt(range.trim().split("\\s+")[0]));
         } catch (IOException | RuntimeException e) {
             return 32_768;
