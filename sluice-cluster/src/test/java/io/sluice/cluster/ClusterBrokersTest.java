@@ -74,6 +74,7 @@ class ClusterBrokersTest {
         for (int id = 1; id <= 3; id++) {
             stop(id);
         }
+        TestClusters.assertNoRaftThreadsLeft();
     }
 
     private String bootstrap() {

@@ -102,11 +102,13 @@ final class InProcessCluster implements AutoCloseable {
         return brokers[id].node().partition(new ClusterNode.PartitionId(topic, 0));
     }
 
+    /** Stops every node, then checks that none of their Raft groups runs on. */
     @Override
     public void close() throws IOException {
         for (int id = 1; id <= 3; id++) {
             stop(id);
         }
+        TestClusters.assertNoRaftThreadsLeft();
     }
 
     /** Creates a topic through the clients' Admin, replication factor 3. */

@@ -73,6 +73,7 @@ class NetworkPartitionTest {
                 broker.close();
             }
         }
+        TestClusters.assertNoRaftThreadsLeft();
     }
 
     /** Holds back a request from or to the isolated node until the cut heals; delays some others a little. */

@@ -122,6 +122,7 @@ class PartitionReplicationTest {
                 proxy.close();
             }
         }
+        TestClusters.assertNoRaftThreadsLeft();
     }
 
     private static void await(String what, BooleanSupplier condition) throws InterruptedException {

@@ -89,4 +89,31 @@ final class TestClusters {
         properties.put(ProducerConfig.RETRY_BACKOFF_MS_CONFIG, 50);
         return new KafkaProducer<>(properties, new ByteArraySerializer(), new ByteArraySerializer());
     }
+
+    /**
+     * Fails if a thread of a Raft division (Ratis names them {@code n<id>@group-<id>-...}) still runs 10 s after a
+     * test stopped its nodes: a division left running (a leader's appenders, an election timer) would go on sending
+     * to the ports of a cluster that is gone, and take part in the groups of the next test's cluster.
+     */
+    static void assertNoRaftThreadsLeft() {
+        long deadline = System.nanoTime() + java.util.concurrent.TimeUnit.SECONDS.toNanos(10);
+        java.util.List<String> left;
+        while (!(left = raftThreads()).isEmpty()) {
+            if (System.nanoTime() > deadline) {
+                throw new AssertionError("Raft threads still running 10 s after the nodes were stopped: " + left);
+            }
+            try {
+                Thread.sleep(50);
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
+    }
+
+    /** @return the names of the live threads of Raft divisions */
+    static java.util.List<String> raftThreads() {
+        return Thread.getAllStackTraces().keySet().stream().map(Thread::getName)
+                .filter(name -> name.matches("n\\d+@group-.*")).sorted().toList();
+    }
 }
