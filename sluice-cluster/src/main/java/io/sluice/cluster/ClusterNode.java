@@ -920,12 +920,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     private void restartAfterLogFailure(PartitionId partition) throws InterruptedException {
         RaftGroupId id = groupId(partition);
-        MetadataStateMachine.Topic topic = metadata.topic(partition.topic());
-        if (topic == null) {
-            LOG.warn("node {}: {} is not in the metadata; its replica stays stopped", self.id(), partition);
+        List<Integer> replicas = replicasOf(partition, id);
+        if (replicas == null) {
             return;
         }
-        List<Integer> replicas = topic.replicas().get(partition.partition());
         RaftGroup group = RaftGroup.valueOf(id, peers(replicas));
         boolean rebuild = lostBatches.contains(partition);
         int failures = logFailures.merge(partition, 1, Integer::sum);
@@ -1007,6 +1005,32 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 logFailed(partition, current.machine(), new IOException("the log failed again while rejoining"));
             }
         }
+    }
+
+    /**
+     * @return a partition's replicas, as the metadata names them, or, until this node's metadata has replayed its
+     *     topic (a group started from the Raft directory can fail before that), as its group's configuration here
+     *     does; waits for the metadata if neither is known yet. Null once the node closes.
+     */
+    private List<Integer> replicasOf(PartitionId partition, RaftGroupId id) throws InterruptedException {
+        boolean told = false;
+        while (!closed) {
+            MetadataStateMachine.Topic topic = metadata.topic(partition.topic());
+            if (topic != null) {
+                return topic.replicas().get(partition.partition());
+            }
+            RaftServer.Division here = divisionOrNull(id);
+            if (here != null) {
+                return here.getGroup().getPeers().stream().map(peer -> nodeId(peer.getId())).sorted().toList();
+            }
+            if (!told) {
+                LOG.info("node {}: the replica of {} waits for the metadata to name its replicas", self.id(),
+                        partition);
+                told = true;
+            }
+            Thread.sleep(200);
+        }
+        return null;
     }
 
     /** The marker of a replica stopped after its log failed, until it is back in its group's configuration. */

@@ -60,9 +60,17 @@ class PartitionReplicationTest {
             this.id = id;
         }
 
+        Path storeDirectory() {
+            return dir.resolve("n" + id).resolve("store");
+        }
+
+        StoreConfig storeConfig() {
+            return StoreConfig.builder().writePath(WritePath.MMAP).flushMode(FlushMode.SYNC)
+                    .segmentSizeBytes(256 * 1024).maxMessageBytes(64 * 1024).build();
+        }
+
         void start() throws IOException {
-            store = Store.open(dir.resolve("n" + id).resolve("store"), StoreConfig.builder()
-                    .writePath(WritePath.MMAP).flushMode(FlushMode.SYNC).segmentSizeBytes(256 * 1024).maxMessageBytes(64 * 1024).build());
+            store = Store.open(storeDirectory(), storeConfig());
             if (store.queueCount("t") == 0) {
                 store.createTopic("t", TopicLayout.BATCHES, 1);
             }
@@ -205,7 +213,8 @@ class PartitionReplicationTest {
                 try {
                     return node.partition().highWatermark() >= end;
                 } catch (IOException e) {
-                    throw new IllegalStateException(e);
+                    // Not hosted at the moment (a replica rejoining its group): not there yet.
+                    return false;
                 }
             });
             List<byte[]> held = batches(node.store);
@@ -247,6 +256,34 @@ class PartitionReplicationTest {
         follower.stop();
         expected.addAll(produce(leader(), 100, random, "c"));
         follower.start();
+        assertEveryReplicaHolds(expected);
+    }
+
+    /**
+     * These nodes host the partition without the metadata naming its topic, as a node whose partition groups start
+     * from its Raft directory does until its metadata replays: a replica whose log fails then must still go back to
+     * its group. A stopped follower loses its store's last ten batches (its Raft log keeps their entries); back, it
+     * finds the loss at its first write and is rebuilt from the leader, taking its peers from its group's
+     * configuration. Before, it found no topic in the metadata and stayed stopped.
+     */
+    @Test
+    void aReplicaWhoseLogFailsBeforeTheMetadataNamesItsTopicIsRebuiltFromItsGroup() throws Exception {
+        startCluster();
+        Random random = new Random(11);
+        List<byte[]> expected = new ArrayList<>(produce(leader(), 60, random, "a"));
+        assertEveryReplicaHolds(expected);
+        Node follower = nodes[leader().id % 3 + 1];
+        follower.stop();
+        try (Store store = Store.open(follower.storeDirectory(), follower.storeConfig())) {
+            List<Long> offsets = new ArrayList<>();
+            try (ReadResult read = store.read("t", 0, 0, 1_000, 64 << 20)) {
+                read.messages().forEach(message -> offsets.add(message.queueOffset()));
+            }
+            assertThat(offsets).hasSize(60);
+            store.truncateQueue("t", 0, offsets.get(50));
+        }
+        follower.start();
+        expected.addAll(produce(leader(), 40, random, "b"));
         assertEveryReplicaHolds(expected);
     }
 
