@@ -66,9 +66,19 @@ public final class CrashChild {
                     long i = sequence.getAndIncrement();
                     byte[] body = TestStores.body(seed, producer, i, 50 + (int) (i % 2000));
                     int queue = producer % 2;
-                    long crc = TestStores.crc(body);
-                    AppendResult result = store.append(topic, queue,
-                            Message.builder().keys(Long.toHexString(crc)).body(body).build()).join();
+                    long crc;
+                    AppendResult result;
+                    if (layout == TopicLayout.BATCHES) {
+                        // A BATCHES topic takes Kafka record batches: one record, one offset, each.
+                        byte[] batch = KafkaBatch.of(1_700_000_000_000L + i, java.util.List.of(body));
+                        crc = batchCrc(batch);
+                        result = store.appendOpaque(topic, queue, java.lang.foreign.MemorySegment.ofArray(batch), 1)
+                                .join();
+                    } else {
+                        crc = TestStores.crc(body);
+                        result = store.append(topic, queue,
+                                Message.builder().keys(Long.toHexString(crc)).body(body).build()).join();
+                    }
                     if (queue == 0) {
                         acknowledgedEnd.accumulateAndGet(result.firstQueueOffset() + 1, Math::max);
                     }
@@ -78,5 +88,10 @@ public final class CrashChild {
                 }
             });
         }
+    }
+
+    /** @return the CRC32C of a stored batch's bytes after its baseOffset, which the store sets */
+    static long batchCrc(byte[] batch) {
+        return TestStores.crc(java.util.Arrays.copyOfRange(batch, 8, batch.length));
     }
 }
