@@ -873,7 +873,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final Set<PartitionId> lostBatches = ConcurrentHashMap.newKeySet();
 
     /** The text of a restart marker: the partition, and whether its replica is rebuilt empty. */
-    private static String restartMarkerText(PartitionId partition, boolean rebuild) {
+    static String restartMarkerText(PartitionId partition, boolean rebuild) {
         return partition.topic() + "\n" + partition.partition() + "\n" + (rebuild ? REBUILD + "\n" : "");
     }
 

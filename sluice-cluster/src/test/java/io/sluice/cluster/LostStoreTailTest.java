@@ -143,6 +143,30 @@ class LostStoreTailTest {
     }
 
     /**
+     * A broker stopped halfway through such a rebuild, with its restart marker saying so written and its group's
+     * Raft directory still there, goes on with the rebuild when it starts again: its replica rejoins empty (the
+     * group's directory is deleted, which a file left in it shows) rather than with the log that named the lost
+     * batches. Its store here lost nothing, so only the marker's line can make it rejoin empty; without it, the
+     * restart would keep the log.
+     */
+    @Test
+    void aRebuildCutShortByAStopGoesOnAtTheNextStart() throws Exception {
+        List<String> sent = startWithRecords();
+        int lost = cluster.leaderOf("t") % 3 + 1;
+        ClusterNode.PartitionId partition = new ClusterNode.PartitionId("t", 0);
+        org.apache.ratis.protocol.RaftGroupId group = cluster.broker(lost).node().groupId(partition);
+        cluster.stop(lost);
+        Path raft = cluster.directory(lost).resolve("raft");
+        Files.writeString(raft.resolve(ClusterNode.RESTART_FILE_PREFIX + group.getUuid()),
+                ClusterNode.restartMarkerText(partition, true));
+        Path leftInGroup = raft.resolve(group.getUuid().toString()).resolve("left-by-the-test");
+        Files.writeString(leftInGroup, "the rebuild deletes this group's directory");
+        cluster.start(lost);
+        assertRebuilt(lost, sent);
+        assertThat(leftInGroup).as("a file in the group's directory before the rebuild").doesNotExist();
+    }
+
+    /**
      * The broker that lost batches is made leader before any append reaches it (its log is as long as the others'):
      * asked whether it leads, it finds its store short, steps aside and is rebuilt; before, it stayed leader and
      * answered no client.
