@@ -99,16 +99,12 @@ class PartitionReplicationTest {
         }
     }
 
-    private static int freePort() throws IOException {
-        return TestClusters.freePort();
-    }
-
     private void startCluster() throws IOException {
         StringBuilder text = new StringBuilder();
         for (int id = 1; id <= 3; id++) {
-            listenPorts[id] = freePort();
+            listenPorts[id] = TestClusters.freePort();
             proxies[id] = new LoopbackProxy(listenPorts[id]);
-            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(freePort()).append('/')
+            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(TestClusters.freePort()).append('/')
                     .append(proxies[id].port());
         }
         cluster = ClusterSpec.parse(text.toString());

@@ -52,16 +52,12 @@ class RatisOnLoopbackTest {
         }
     }
 
-    private static int freePort() throws IOException {
-        return TestClusters.freePort();
-    }
-
     @Test
     void threeServersCommitInOneOrderAndGoOnWithoutTheirLeader() throws Exception {
         StringBuilder text = new StringBuilder();
         for (int id = 1; id <= 3; id++) {
-            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(freePort()).append('/')
-                    .append(freePort());
+            text.append(id == 1 ? "" : ",").append(id).append("@127.0.0.1:").append(TestClusters.freePort()).append('/')
+                    .append(TestClusters.freePort());
         }
         ClusterSpec cluster = ClusterSpec.parse(text.toString());
         List<RaftPeer> peers = cluster.nodes().stream().map(node -> RaftPeer.newBuilder()
