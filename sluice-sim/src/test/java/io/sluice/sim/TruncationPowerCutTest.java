@@ -156,6 +156,95 @@ class TruncationPowerCutTest {
         assertThat(wholeSeen).as("cuts after which the queue was whole").isPositive();
     }
 
+    /**
+     * {@link Store#emptyQueueAt} cut at every file operation: the queue is as it was or empty, its next offset then
+     * {@link #RESTART} or lower ({@code RESTART} for certain if the call returned); the other queue keeps its batches,
+     * and what is appended next follows, across another cut.
+     */
+    @ParameterizedTest
+    @EnumSource(value = Model.class, names = {"LOSE_ALL", "UNIFORM", "HOLE"})
+    void aPowerCutAtEveryStepOfEmptyingAQueueLeavesItAsItWasOrEmpty(Model model) {
+        int cuts = 0;
+        int emptySeen = 0;
+        int wholeSeen = 0;
+        for (int at = 1; ; at++) {
+            SimFileSystem fs = populated();
+            ManualScheduler scheduler = new ManualScheduler(clock);
+            Store store = Store.open(ROOT, config(fs, scheduler));
+            fs.armPowerCut(at, new SplittableRandom(at), model.model);
+            boolean returned;
+            try {
+                store.emptyQueueAt("b", 0, RESTART);
+                returned = true;
+            } catch (RuntimeException e) {
+                returned = false;
+            }
+            SimFileSystem after = fs.afterPowerCut();
+            if (after == null) {
+                fs.disarmPowerCut();
+                assertThat(returned).isTrue();
+                after = fs.crash(new SplittableRandom(at), model.model);
+            } else {
+                cuts++;
+            }
+            scheduler.discardAll();
+            closeQuietly(store);
+            boolean empty = checkAfterEmptying(after, returned, "cut at operation " + at + ", " + model);
+            emptySeen += empty ? 1 : 0;
+            wholeSeen += empty ? 0 : 1;
+            fs.release();
+            after.release();
+            if (fs.afterPowerCut() == null) {
+                break;
+            }
+        }
+        assertThat(cuts).as("operations emptying a queue performs, each cut once").isGreaterThan(5);
+        assertThat(emptySeen).as("cuts after which the queue was empty").isPositive();
+        assertThat(wholeSeen).as("cuts after which the queue was whole").isPositive();
+    }
+
+    /** Where {@link #aPowerCutAtEveryStepOfEmptyingAQueueLeavesItAsItWasOrEmpty} starts the queue again. */
+    private static final long RESTART = 1_000;
+
+    /** @return true if the queue was found empty */
+    private boolean checkAfterEmptying(SimFileSystem fs, boolean returned, String where) {
+        ManualScheduler scheduler = new ManualScheduler(clock);
+        Store store = Store.open(ROOT, config(fs, scheduler));
+        try {
+            assertThat(labels(store, 1)).as(where).isEqualTo(expected("q1", 0, BATCHES));
+            List<String> held = labels(store, 0);
+            boolean empty = held.isEmpty();
+            long next = store.maxOffset("b", 0);
+            if (empty) {
+                assertThat(next).as(where + ": an empty queue's next offset").isBetween(0L, RESTART);
+                assertThat(store.minOffset("b", 0)).as(where).isEqualTo(next);
+            } else {
+                assertThat(held).as(where + ": as it was or empty, never between")
+                        .isEqualTo(expected("q0", 0, BATCHES));
+            }
+            if (returned) {
+                assertThat(next).as(where + ": a queue emptied by a call that returned").isEqualTo(RESTART);
+            }
+            append(store, 0, "q0", 1000, 1005, scheduler);
+            SimFileSystem second = fs.crash(new SplittableRandom(2), CrashModel.LOSE_ALL);
+            scheduler.discardAll();
+            closeQuietly(store);
+            store = Store.open(ROOT, config(second, new ManualScheduler(clock)));
+            List<String> expected = empty ? new ArrayList<>() : expected("q0", 0, BATCHES);
+            expected.addAll(expected("q0", 1000, 1005));
+            assertThat(labels(store, 0)).as(where + ", then appends and another cut").isEqualTo(expected);
+            assertThat(store.maxOffset("b", 0)).as(where + ", then appends and another cut").isEqualTo(next + 10);
+            closeQuietly(store);
+            store = null;
+            second.release();
+            return empty;
+        } finally {
+            if (store != null) {
+                closeQuietly(store);
+            }
+        }
+    }
+
     /** @return true if the queue was found cut */
     private boolean checkAfterCut(SimFileSystem fs, boolean returned, String where) {
         ManualScheduler scheduler = new ManualScheduler(clock);

@@ -386,6 +386,33 @@ final class LogStore implements AutoCloseable {
     }
 
     /**
+     * Makes an empty queue's next offset {@code offset}: its index starts again there, gap markers below it. Not forced
+     * here (the caller forces the ledger, through a checkpoint).
+     *
+     * @throws IllegalStateException if the queue holds a message (one was appended since it was emptied)
+     */
+    void startEmptyQueueAt(String topic, int queueId, long offset) throws IOException {
+        appendLock.lock();
+        try {
+            checkOpen();
+            StoreException refusal = health.refusal();
+            if (refusal != null) {
+                throw refusal;
+            }
+            QueueIndex index = indexes.getOrCreate(topic, queueId);
+            if (index.nextOffset() != index.minOffset()) {
+                throw new IllegalStateException("queue " + topic + "-" + queueId + " holds offsets "
+                        + index.minOffset() + " to " + (index.nextOffset() - 1) + ": appended to while it was emptied");
+            }
+            if (index.nextOffset() != offset) {
+                index.resetTo(offset);
+            }
+        } finally {
+            appendLock.unlock();
+        }
+    }
+
+    /**
      * Makes the bytes at {@code position} stop being a batch, durably: the first bytes of its header are zeroed and
      * forced, so that recovery finds the log's end there. Call on a closed log, after the checkpoint claims no more
      * than {@code position}.

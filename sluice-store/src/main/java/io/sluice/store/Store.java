@@ -684,6 +684,52 @@ public final class Store implements AutoCloseable {
         }
     }
 
+    /**
+     * Removes every batch of a queue of a BATCHES topic and makes {@code offset} its next offset, as a Raft follower
+     * starts again at its leader's first offset once the leader's retention removed the batches before it. The
+     * queue's first offset is then {@code offset} too: offsets below it read as removed by retention. Durable when
+     * this returns. A crash part way leaves the queue as it was or empty, its next offset then {@code offset} or
+     * lower, never holding a batch it did not hold.
+     *
+     * <p>The queue is first truncated at its first stored offset ({@link #truncateQueue}), then its index starts
+     * again at {@code offset}, and the store is forced and checkpointed ({@link #sync}).
+     *
+     * @param offset the queue's next offset; any offset from 0, below or past its current next offset
+     * @throws IllegalArgumentException if the topic is not BATCHES or {@code offset} is negative
+     * @throws IllegalStateException if a batch was appended to the queue while it was emptied
+     * @throws StoreException if the log is not writable or a file operation failed
+     */
+    public void emptyQueueAt(String topic, int queueId, long offset) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        if (offset < 0) {
+            throw new IllegalArgumentException("cannot start " + topic + "-" + queueId + " at offset " + offset);
+        }
+        checkWritable();
+        if (registry.layout(topic) != TopicLayout.BATCHES) {
+            throw new IllegalArgumentException("only a queue of a BATCHES topic can be emptied; " + topic + " has"
+                    + " layout " + registry.layout(topic));
+        }
+        long first = minOffset(topic, queueId);
+        if (first < nextOffset(topic, queueId)) {
+            truncateQueue(topic, queueId, first);
+        }
+        logSet.writeLock().lock();
+        try {
+            synchronized (ownLock) {
+                checkWritable();
+                logFor(topic, TopicLayout.BATCHES, queueId, true).startEmptyQueueAt(topic, queueId, offset);
+            }
+        } catch (IOException e) {
+            throw new StoreException("cannot start " + topic + "-" + queueId + " at offset " + offset + ": "
+                    + e.getMessage(), e);
+        } finally {
+            logSet.writeLock().unlock();
+        }
+        sync();
+        LOG.info("emptied {}-{}: its next offset is {}", topic, queueId, offset);
+    }
+
     private static long truncationOfUnopened(String topic, int queueId, long offset) {
         if (offset != 0) {
             throw new IllegalArgumentException("cannot truncate " + topic + "-" + queueId + " at offset " + offset

@@ -348,6 +348,73 @@ class QueueTruncationTest {
         }
     }
 
+    /**
+     * {@link Store#emptyQueueAt}: a queue whose first offsets retention removed, a queue never written and an empty
+     * one start again at an offset past or below their end; the next batch gets it, across a clean close and a
+     * crash, and what the queue held never comes back.
+     */
+    @Test
+    void anEmptiedQueueStartsAtTheOffsetGivenAcrossRestartsAndCrashes() throws Exception {
+        StoreConfig config = TestStores.small(WritePath.WRITE_BUFFER, FlushMode.ASYNC)
+                .segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES).queueIndexEntriesPerFile(64)
+                .retention(RetentionPolicy.defaults().withRetentionBytes(1).withCheckIntervalMillis(3_600_000))
+                .build();
+        long restartAt;
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("b", TopicLayout.BATCHES, 3);
+            store.createTopic("q", TopicLayout.QUEUE, 1);
+            for (int i = 0; i < 200; i++) {
+                append(store, plainBatch(64, 10, 1_700_000_000_000L + i), 64);
+            }
+            assertThat(store.enforceRetention().segmentsDeleted()).isPositive();
+            long min = store.minOffset("b", 0);
+            long next = store.maxOffset("b", 0);
+            assertThat(min).isPositive();
+            restartAt = next + 1_000;
+            store.emptyQueueAt("b", 0, restartAt);
+            assertThat(store.minOffset("b", 0)).isEqualTo(restartAt);
+            assertThat(store.maxOffset("b", 0)).isEqualTo(restartAt);
+            try (ReadResult read = store.read("b", 0, min, 10, 1 << 20)) {
+                assertThat(read.messages()).isEmpty();
+            }
+            // A queue never written starts where it is told; an empty one can start lower than its end.
+            store.emptyQueueAt("b", 1, 77);
+            assertThat(store.maxOffset("b", 1)).isEqualTo(77);
+            store.emptyQueueAt("b", 2, 500);
+            store.emptyQueueAt("b", 2, 40);
+            assertThat(store.minOffset("b", 2)).isEqualTo(40);
+            assertThatThrownBy(() -> store.emptyQueueAt("q", 0, 5))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("BATCHES");
+            assertThatThrownBy(() -> store.emptyQueueAt("b", 0, -1)).isInstanceOf(IllegalArgumentException.class);
+        }
+        for (boolean crash : new boolean[] {false, true}) {
+            if (crash) {
+                Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+            }
+            try (Store store = Store.open(dir, config)) {
+                String after = "after a " + (crash ? "crash" : "clean close");
+                assertThat(store.minOffset("b", 0)).as(after).isEqualTo(restartAt);
+                assertThat(store.maxOffset("b", 0)).as(after).isEqualTo(restartAt);
+                assertThat(store.maxOffset("b", 1)).as(after).isEqualTo(77);
+                assertThat(store.maxOffset("b", 2)).as(after).isEqualTo(40);
+                if (crash) {
+                    byte[] batch = plainBatch(3, 10, 1_800_000_000_000L);
+                    assertThat(append(store, batch, 3)).isEqualTo(restartAt);
+                    try (ReadResult read = store.read("b", 0, restartAt, 10, 1 << 20)) {
+                        assertThat(read.messages()).singleElement().satisfies(m -> assertThat(m.queueOffset())
+                                .isEqualTo(restartAt));
+                    }
+                }
+            }
+        }
+        Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+        try (Store store = Store.open(dir, config)) {
+            assertThat(store.minOffset("b", 0)).isEqualTo(restartAt);
+            assertThat(store.maxOffset("b", 0)).isEqualTo(restartAt + 3);
+            assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
+        }
+    }
+
     /** Retention took index files out, to be deleted at the next checkpoint; a truncation came first (NoLeaks). */
     @Test
     void indexFilesRetentionTookOutAreReleasedByATruncationBeforeACheckpoint() {
