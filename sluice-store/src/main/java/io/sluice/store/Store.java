@@ -1225,6 +1225,26 @@ public final class Store implements AutoCloseable {
         changed();
     }
 
+    /**
+     * Holds retention back on a queue: every segment holding its messages at or after {@code offset} is kept (unless
+     * the disk passes the emergency ratio), as for a consumer group's position, until the holder moves the hold. Kept
+     * in memory only and not a consumer position (no group lists it): a Raft replica holds the batches its log still
+     * names, and sets the hold again when it starts.
+     *
+     * @param holder who holds, named in retention's log lines when the hold stops a deletion
+     * @param offset the first offset to keep; {@link Long#MAX_VALUE} holds nothing
+     */
+    public void holdRetention(String holder, String topic, int queueId, long offset) {
+        Objects.requireNonNull(holder, "holder");
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        if (offset < 0) {
+            throw new IllegalArgumentException("a retention hold must not be negative, was " + offset);
+        }
+        checkOpen();
+        consumers.hold(holder, topic, queueId, offset);
+    }
+
     /** @return the group's registered position on the queue, if any */
     public OptionalLong committedOffset(String group, String topic, int queueId) {
         Names.checkGroup(group);

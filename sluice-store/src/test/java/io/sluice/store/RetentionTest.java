@@ -132,6 +132,34 @@ class RetentionTest {
         }
     }
 
+    /** A retention hold keeps what it names, moves when set again, is no consumer position and is not saved. */
+    @Test
+    void aRetentionHoldKeepsItsOffsetsUntilItMovesAndIsNotSaved() throws Exception {
+        StoreConfig config = config(RetentionPolicy.defaults().withRetentionHours(1));
+        try (Store store = Store.open(dir, config)) {
+            appendMessages(store, "t", 1200);
+            store.holdRetention("raft-log", "t", 0, 10);
+            now.addAndGet(2 * HOUR);
+            appendMessages(store, "t", 300);
+            RetentionReport held = store.enforceRetention();
+            assertThat(held.segmentsDeleted()).isZero();
+            assertThat(held.heldBy()).isEqualTo("raft-log");
+            assertThat(store.consumerPositions()).isEmpty();
+            assertThatThrownBy(() -> store.holdRetention("raft-log", "t", 0, -1))
+                    .isInstanceOf(IllegalArgumentException.class);
+
+            store.holdRetention("raft-log", "t", 0, 700);
+            RetentionReport moved = store.enforceRetention();
+            assertThat(moved.segmentsDeleted()).isPositive();
+            assertThat(store.minOffset("t", 0)).isPositive().isLessThanOrEqualTo(700);
+        }
+        try (Store store = Store.open(dir, config)) {
+            // Not saved: once opened again nothing holds the queue.
+            assertThat(store.enforceRetention().segmentsDeleted()).isPositive();
+            assertThat(store.minOffset("t", 0)).isGreaterThan(700);
+        }
+    }
+
     @Test
     void keepsWhatARegisteredConsumerHasNotReadUntilTheEmergencyRatio() throws Exception {
         StoreConfig config = config(RetentionPolicy.defaults().withRetentionHours(1)).toBuilder()

@@ -67,6 +67,8 @@ public final class ConsumerOffsets {
     /** The commit times as last saved; guarded by this. */
     private Map<Key, Long> savedMillis = Map.of();
     private volatile boolean dirty;
+    /** Retention holds of the store's owner ({@code group} names the holder): in memory, never saved. */
+    private final Map<Key, Long> holds = new ConcurrentHashMap<>();
 
     private ConsumerOffsets() {
     }
@@ -179,7 +181,13 @@ public final class ConsumerOffsets {
 
     /** Forgets every group's positions on a topic. @return true if there were any */
     public boolean removeTopic(String topic) {
+        holds.keySet().removeIf(key -> key.topic().equals(topic));
         return remove(key -> key.topic().equals(topic));
+    }
+
+    /** Sets a retention hold: retention keeps the queue's messages from {@code offset} on, as for a position. */
+    public void hold(String holder, String topic, int queueId, long offset) {
+        holds.put(new Key(holder, topic, queueId), offset);
     }
 
     private synchronized boolean remove(java.util.function.Predicate<Key> which) {
@@ -202,13 +210,14 @@ public final class ConsumerOffsets {
     }
 
     /**
-     * @return for each position, the lower of the current one and the one last saved: retention must keep
-     *     data for the saved position too, since after a crash the group resumes from there
+     * @return for each position, the lower of the current one and the one last saved (retention must keep data
+     *     for the saved position too, since after a crash the group resumes from there), and each retention hold
      */
     public Map<Key, Long> protectedPositions() {
         Map<Key, Long> savedNow = saved;
         Map<Key, Long> lowest = new java.util.HashMap<>(offsets);
         savedNow.forEach((key, offset) -> lowest.merge(key, offset, Math::min));
+        holds.forEach((key, offset) -> lowest.merge(key, offset, Math::min));
         return lowest;
     }
 
