@@ -840,6 +840,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** How many times in a row each partition's replica stopped here (its restarts back off). */
     private final Map<PartitionId, Integer> logFailures = new ConcurrentHashMap<>();
 
+    /** @return how many times the partition's replica stopped here since the node started, its log failing */
+    int replicaStops(String topic, int partition) {
+        return logFailures.getOrDefault(new PartitionId(topic, partition), 0);
+    }
+
     /**
      * A replica's log could not be written here (its store refused a batch, as on a full disk, or a Raft log write
      * failed): Ratis's log takes nothing more, so the group stops on this node, its directory kept. If it led, the

@@ -163,7 +163,41 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             this.groupId = raftGroupId;
             snapshots.init(storage);
             load(snapshots.getLatestSnapshot());
+            // Until the log is read (the first write after the start), retention keeps the whole partition.
+            store.holdRetention(RETENTION_HOLDER, topic, partition, 0);
         }, IOException.class);
+    }
+
+    /** Who holds the store's retention back on a partition: the batches its Raft log still names. */
+    static final String RETENTION_HOLDER = "raft-log";
+
+    /**
+     * Holds the store's retention from the first batch the Raft log names: a leader reads those batches back to send
+     * its entries to a replica behind it, and the store's retention does not know about Raft. Batches below, which
+     * the log no longer names, are covered by the latest snapshot and go to a replica by a copy, which starts at the
+     * leader's first stored offset. The hold lags (set after a start's first write and at each snapshot, before
+     * Ratis purges the log below it), so it keeps more than needed, never less.
+     */
+    private void holdRetentionAtLog() {
+        long first = -1;
+        try {
+            RaftLog log = server.getDivision(groupId).getRaftLog();
+            for (long i = Math.max(log.getStartIndex(), 0); i < log.getNextIndex() && first < 0; i++) {
+                LogEntryProto entry = log.get(i);
+                if (entry != null && entry.hasStateMachineLogEntry()) {
+                    first = EntryHeader.decode(entry.getStateMachineLogEntry().getLogData()).baseOffset();
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("{}-{}: reading the Raft log for the retention hold failed; the hold stays: {}", topic,
+                    partition, e.toString());
+            return;
+        }
+        if (first < 0) {
+            SnapshotMark mark = latest;
+            first = mark == null ? 0 : mark.end();
+        }
+        store.holdRetention(RETENTION_HOLDER, topic, partition, first);
     }
 
     @Override
@@ -329,6 +363,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                     + last + ": " + e.getMessage(), e);
         }
         saveSnapshot(last, end);
+        holdRetentionAtLog();
         return last.getIndex();
     }
 
@@ -644,7 +679,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
 
     /**
      * Read-only queries, answered by the leader for a replica installing its snapshot: {@code snapshot} gives the
-     * latest snapshot's term, index and offset ({@code none} without one); {@code read <from> <until>} gives the
+     * latest snapshot's term, index and offset, and the first offset the store holds ({@code none} without a
+     * snapshot); {@code read <from> <until>} gives the
      * stored batches from offset {@code from} on, below {@code until}, at most about {@link #COPY_CHUNK_BYTES},
      * one after the other.
      */
@@ -655,7 +691,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             if (words.length == 1 && words[0].equals("snapshot")) {
                 SnapshotMark mark = latest;
                 return CompletableFuture.completedFuture(Message.valueOf(mark == null ? "none"
-                        : mark.at().getTerm() + " " + mark.at().getIndex() + " " + mark.end()));
+                        : mark.at().getTerm() + " " + mark.at().getIndex() + " " + mark.end() + " "
+                        + store.minOffset(topic, partition)));
             }
             if (words.length == 3 && words[0].equals("read")) {
                 return CompletableFuture.completedFuture(Message.valueOf(readBatches(Long.parseLong(words[1]),
@@ -732,11 +769,13 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                 .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(
                         20, TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build()) {
             String[] answer = ask(client, "snapshot").toStringUtf8().split(" ");
-            if (answer.length != 3) {
+            if (answer.length != 3 && answer.length != 4) {
                 throw new IOException("the leader of " + topic + "-" + partition + " has no snapshot yet");
             }
             TermIndex at = TermIndex.valueOf(Long.parseLong(answer[0]), Long.parseLong(answer[1]));
             long end = Long.parseLong(answer[2]);
+            // The leader's first stored offset (a leader of an earlier version does not say: its whole partition).
+            long leaderStart = answer.length == 4 ? Math.min(Long.parseLong(answer[3]), end) : 0;
             if (at.getIndex() + 1 < firstInLog.getIndex()) {
                 throw new IOException("the leader's snapshot at " + at + " does not reach its log's first entry "
                         + firstInLog);
@@ -745,7 +784,18 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             // leader's: cut it.
             long from = Math.min(store.nextOffset(topic, partition), Math.max(highWatermark, Math.min(copiedEnd,
                     end)));
-            if (store.nextOffset(topic, partition) > from) {
+            if (from < leaderStart || from < store.minOffset(topic, partition)) {
+                // The leader's retention removed the batches from there (or this replica's own retention removed
+                // what it holds below): the queue starts again empty where the copy can start, as a Kafka follower
+                // starts at its leader's log start offset.
+                long start = Math.max(from, leaderStart);
+                LOG.info("{}-{}: the copy from leader {} starts at offset {} (its first stored; this replica held"
+                        + " offsets {} to {}): the queue is emptied and starts there", topic, partition,
+                        ClusterNode.nodeId(leader), start, store.minOffset(topic, partition),
+                        store.nextOffset(topic, partition) - 1);
+                store.emptyQueueAt(topic, partition, start);
+                from = start;
+            } else if (store.nextOffset(topic, partition) > from) {
                 store.truncateQueue(topic, partition, from);
             }
             long copied = 0;
@@ -823,6 +873,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                 logEnd = end;
             }
         }
+        holdRetentionAtLog();
     }
 
     /**
@@ -843,6 +894,20 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                     + " but the Raft log names batches up to offset " + end + ": this replica lost batches (a power"
                     + " cut under ASYNC, whose store forces less often than Ratis its log); it is rebuilt from the"
                     + " other replicas");
+        }
+        long first = store.minOffset(topic, partition);
+        if (end < first) {
+            if (end > 0) {
+                throw new LostBatchesException("the store of " + topic + "-" + partition + " starts at offset " + first
+                        + ", past the batches the Raft log names (up to offset " + end + "): a copy from a leader"
+                        + " stopped before its snapshot was recorded; it is rebuilt from the other replicas");
+            }
+            // The log names no batch: the store holds none, from offset 0 (it held the tail of a copy cut short, or
+            // what its retention left).
+            LOG.info("{}-{}: emptying the store (offsets {} to {}): the Raft log names no batch", topic, partition,
+                    first, stored - 1);
+            store.emptyQueueAt(topic, partition, 0);
+            return;
         }
         if (stored > end) {
             LOG.info("{}-{}: cutting the store from offset {} to {}: {}", topic, partition, stored, end, why);

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.sluice.broker.BrokerConfig;
 import io.sluice.store.FlushMode;
 import io.sluice.store.ReadResult;
+import io.sluice.store.RetentionPolicy;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoredMessage;
@@ -206,6 +207,38 @@ final class InProcessCluster implements AutoCloseable {
         for (int i = 0; i < futures.size(); i++) {
             futures.get(i).get(120, TimeUnit.SECONDS);
             sent.add(topic + "-" + (from + i));
+        }
+    }
+
+    /**
+     * Stores on the channel write path under ASYNC whose retention keeps only the active segment of each log at each
+     * pass ({@link Store#enforceRetention}; no pass runs by itself for an hour), in segments of 64 KiB and up.
+     */
+    static StoreConfig retainingLittle(int node) {
+        return StoreConfig.builder().writePath(WritePath.CHANNEL).flushMode(FlushMode.ASYNC)
+                .segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES).maxMessageBytes(16_384)
+                .retention(RetentionPolicy.defaults().withRetentionBytes(1).withCheckIntervalMillis(3_600_000))
+                .build();
+    }
+
+    /**
+     * As {@link #send}, with records of about 2 KiB ({@code <topic>-<i>} and padding, as added to {@code sent}), two
+     * per batch: each Raft entry holds about 4 KiB, so a few dozen entries fill a store segment.
+     */
+    static void sendLarge(KafkaProducer<byte[], byte[]> producer, String topic, List<String> sent, int from, int to)
+            throws Exception {
+        String padding = "x".repeat(2048);
+        List<Future<RecordMetadata>> futures = new ArrayList<>();
+        for (int i = from; i < to; i++) {
+            futures.add(producer.send(new ProducerRecord<>(topic, 0, null,
+                    (topic + "-" + i + padding).getBytes(StandardCharsets.UTF_8))));
+            if (i % 2 == 1) {
+                producer.flush();
+            }
+        }
+        for (int i = 0; i < futures.size(); i++) {
+            futures.get(i).get(120, TimeUnit.SECONDS);
+            sent.add(topic + "-" + (from + i) + padding);
         }
     }
 

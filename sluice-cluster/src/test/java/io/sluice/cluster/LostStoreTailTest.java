@@ -143,6 +143,27 @@ class LostStoreTailTest {
     }
 
     /**
+     * The store of a stopped broker was emptied at an offset past every batch its Raft log names, as a copy from a
+     * leader whose retention removed the partition's start leaves it when stopped before its snapshot is recorded:
+     * at the start the replica finds none of the log's batches there and is rebuilt from the others (before, the
+     * start cut the store back to the log's end, which lies below the store's first offset, and failed).
+     */
+    @Test
+    void aFollowerWhoseStoreStartsPastItsRaftLogsBatchesIsRebuiltFromTheOthers() throws Exception {
+        List<String> sent = startWithRecords();
+        int lost = cluster.leaderOf("t") % 3 + 1;
+        cluster.stop(lost);
+        StoreConfig config = StoreConfig.builder().writePath(WritePath.CHANNEL).flushMode(FlushMode.ASYNC).build();
+        try (Store store = Store.open(cluster.directory(lost).resolve("store"), config)) {
+            long past = store.nextOffset("t", 0) + 1_000;
+            store.emptyQueueAt("t", 0, past);
+            assertThat(store.minOffset("t", 0)).isEqualTo(past);
+        }
+        cluster.start(lost);
+        assertRebuilt(lost, sent);
+    }
+
+    /**
      * A broker stopped halfway through such a rebuild, with its restart marker saying so written and its group's
      * Raft directory still there, goes on with the rebuild when it starts again: its replica rejoins empty (the
      * group's directory is deleted, which a file left in it shows) rather than with the log that named the lost

@@ -106,6 +106,61 @@ class WipedNodeRebuildTest {
     }
 
     /**
+     * The leader's retention removed the partition's first batches before a wiped broker came back: the broker's
+     * queue starts empty at the leader's first stored offset and it copies from there (it asked for offset 0 before,
+     * which the leader refused each time, and it never caught up); then it serves as a full replica.
+     */
+    @Test
+    void aWipedBrokerCopiesFromTheLeadersFirstStoredOffsetOnceRetentionRemovedTheStart() throws Exception {
+        cluster = new InProcessCluster(dir, TUNING, InProcessCluster::retainingLittle);
+        cluster.startAll();
+        cluster.awaitMembers();
+        cluster.createTopic("w", 1);
+        List<String> sent = new ArrayList<>();
+        try (KafkaProducer<byte[], byte[]> producer = producer()) {
+            InProcessCluster.send(producer, "w", sent, 0, 1_000);
+            int leader = cluster.leaderOf("w");
+            int wiped = leader % 3 + 1;
+            int third = 6 - leader - wiped;
+            cluster.stop(wiped);
+            deleteTree(cluster.directory(wiped));
+            InProcessCluster.send(producer, "w", sent, 1_000, 3_000);
+            // Large records fill several of the stores' segments, and their entries take snapshots that move the
+            // retention hold (the batches the Raft log names) past the first segments.
+            InProcessCluster.sendLarge(producer, "w", sent, 3_000, 3_600);
+            ReplicatedPartition leading = cluster.replica(leader, "w");
+            await("the leader's log purged", 30, () -> leading.division().getRaftLog().getStartIndex() > 0);
+            cluster.broker(leader).store().enforceRetention();
+            cluster.broker(third).store().enforceRetention();
+            long first = cluster.broker(leader).store().minOffset("w", 0);
+            assertThat(first).as("the leader's first stored offset, after its retention").isPositive();
+
+            cluster.start(wiped);
+            InProcessCluster.send(producer, "w", sent, 3_600, 4_100);
+            await("the rebuilt broker in sync", 90, () -> cluster.broker(leader).node().partition("w", 0).inSync()
+                    .contains(wiped));
+            ReplicatedPartition rebuilt = cluster.replica(wiped, "w");
+            long end = leading.highWatermark();
+            await("the rebuilt broker committed to " + end, 30, () -> rebuilt.highWatermark() >= end);
+            assertThat(cluster.broker(wiped).store().minOffset("w", 0)).as("the rebuilt broker's first offset")
+                    .isEqualTo(first);
+            for (int node : new int[] {leader, third}) {
+                assertThat(cluster.broker(node).node().replicaStops("w", 0)).as("stops of node %d's replica", node)
+                        .isZero();
+            }
+            InProcessCluster.assertSameBatches(cluster.broker(wiped).store(), cluster.broker(leader).store(), "w",
+                    end);
+
+            cluster.stop(leader);
+            InProcessCluster.send(producer, "w", sent, 4_100, 4_600);
+        }
+        // One offset per record: a consumer reads every acknowledged record from the serving leader's first offset.
+        int from = (int) cluster.broker(cluster.leaderOf("w")).store().minOffset("w", 0);
+        assertThat(cluster.readValues("w", sent.size() - from)).as("every acknowledged record from offset %d", from)
+                .isEqualTo(sent.subList(from, sent.size()));
+    }
+
+    /**
      * A broker wiped before the leader took any snapshot: the leader still has its whole log, and Ratis still asks the
      * rejoining member to install a snapshot first; it answers that none is needed and takes the log.
      */
