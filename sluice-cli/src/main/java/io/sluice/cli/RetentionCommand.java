@@ -43,7 +43,7 @@ final class RetentionCommand implements Callable<Integer> {
                         report.segmentsDeleted(), report.bytesDeleted(),
                         report.reason() == null ? "" : ", by " + report.reason(), report.logBytes(),
                         report.diskUsedRatio() * 100,
-                        report.heldBy() == null ? "" : "; held back by consumer group " + report.heldBy(),
+                        report.heldBy() == null ? "" : "; held back by " + report.heldBy(),
                         report.appendsRefused() ? "; APPENDS REFUSED (disk above the hard ratio)" : "");
             }
         }

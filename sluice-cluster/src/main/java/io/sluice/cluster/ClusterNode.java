@@ -179,6 +179,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 for (int p = 0; p < count; p++) {
                     PartitionId partition = new PartitionId(topic, p);
                     known.put(groupId(partition), partition);
+                    // Retention keeps the whole partition until its group has read its Raft log.
+                    store.holdRetention(PartitionStateMachine.RETENTION_HOLDER, topic, p, 0);
                 }
             }
         });
@@ -249,6 +251,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             } else {
                 inBackground("node-" + nodeId + "-register", this::register);
             }
+            inBackground("node-" + nodeId + "-retention-holds", this::moveRetentionHolds);
         } catch (RuntimeException e) {
             RaftClient client = metadataClient.get();
             if (client != null) {
@@ -839,6 +842,22 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final java.util.Set<PartitionId> failedAgain = ConcurrentHashMap.newKeySet();
     /** How many times in a row each partition's replica stopped here (its restarts back off). */
     private final Map<PartitionId, Integer> logFailures = new ConcurrentHashMap<>();
+
+    /** How often each partition's retention hold follows its Raft log's start. */
+    static final long RETENTION_HOLD_MILLIS = 5_000;
+
+    /**
+     * Moves each partition's retention hold to the first batch its Raft log names, every few seconds: the log's start
+     * moves up as Ratis purges it after a snapshot, on a partition written to or not.
+     */
+    private void moveRetentionHolds() throws InterruptedException {
+        while (!closed) {
+            Thread.sleep(RETENTION_HOLD_MILLIS);
+            for (ReplicatedPartition partition : partitions.values()) {
+                partition.machine().holdRetentionAtLog();
+            }
+        }
+    }
 
     /** @return how many times the partition's replica stopped here since the node started, its log failing */
     int replicaStops(String topic, int partition) {

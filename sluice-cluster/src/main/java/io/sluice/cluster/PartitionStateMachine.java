@@ -175,10 +175,12 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      * Holds the store's retention from the first batch the Raft log names: a leader reads those batches back to send
      * its entries to a replica behind it, and the store's retention does not know about Raft. Batches below, which
      * the log no longer names, are covered by the latest snapshot and go to a replica by a copy, which starts at the
-     * leader's first stored offset. The hold lags (set after a start's first write and at each snapshot, before
-     * Ratis purges the log below it), so it keeps more than needed, never less.
+     * leader's first stored offset. Set at a start's first write, at each snapshot (before Ratis purges the log below
+     * it) and every few seconds by the node ({@link ClusterNode}): read before a purge, it keeps more than needed,
+     * never less. Nothing is held above the latest snapshot's end: after an install the log may still hold the tail of
+     * a leader of an earlier term, whose batches lie past it.
      */
-    private void holdRetentionAtLog() {
+    void holdRetentionAtLog() {
         long first = -1;
         try {
             RaftLog log = server.getDivision(groupId).getRaftLog();
@@ -189,15 +191,19 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                 }
             }
         } catch (IOException | RuntimeException e) {
-            LOG.warn("{}-{}: reading the Raft log for the retention hold failed; the hold stays: {}", topic,
+            // The group is closing, or its log is: the hold stays where it is.
+            LOG.debug("{}-{}: reading the Raft log for the retention hold failed; the hold stays: {}", topic,
                     partition, e.toString());
             return;
         }
-        if (first < 0) {
-            SnapshotMark mark = latest;
-            first = mark == null ? 0 : mark.end();
+        SnapshotMark mark = latest;
+        long snapshotEnd = mark == null ? 0 : mark.end();
+        first = first < 0 ? snapshotEnd : mark == null ? first : Math.min(first, snapshotEnd);
+        try {
+            store.holdRetention(RETENTION_HOLDER, topic, partition, first);
+        } catch (RuntimeException e) {
+            LOG.debug("{}-{}: the retention hold could not be set: {}", topic, partition, e.toString());
         }
-        store.holdRetention(RETENTION_HOLDER, topic, partition, first);
     }
 
     @Override
@@ -679,8 +685,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
 
     /**
      * Read-only queries, answered by the leader for a replica installing its snapshot: {@code snapshot} gives the
-     * latest snapshot's term, index and offset, and the first offset the store holds ({@code none} without a
-     * snapshot); {@code read <from> <until>} gives the
+     * latest snapshot's term, index and offset ({@code none} without one); {@code first} gives the first offset the
+     * store holds; {@code read <from> <until>} gives the
      * stored batches from offset {@code from} on, below {@code until}, at most about {@link #COPY_CHUNK_BYTES},
      * one after the other.
      */
@@ -691,8 +697,11 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             if (words.length == 1 && words[0].equals("snapshot")) {
                 SnapshotMark mark = latest;
                 return CompletableFuture.completedFuture(Message.valueOf(mark == null ? "none"
-                        : mark.at().getTerm() + " " + mark.at().getIndex() + " " + mark.end() + " "
-                        + store.minOffset(topic, partition)));
+                        : mark.at().getTerm() + " " + mark.at().getIndex() + " " + mark.end()));
+            }
+            if (words.length == 1 && words[0].equals("first")) {
+                return CompletableFuture.completedFuture(Message.valueOf(Long.toString(
+                        store.minOffset(topic, partition))));
             }
             if (words.length == 3 && words[0].equals("read")) {
                 return CompletableFuture.completedFuture(Message.valueOf(readBatches(Long.parseLong(words[1]),
@@ -769,13 +778,12 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                 .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(
                         20, TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build()) {
             String[] answer = ask(client, "snapshot").toStringUtf8().split(" ");
-            if (answer.length != 3 && answer.length != 4) {
+            if (answer.length != 3) {
                 throw new IOException("the leader of " + topic + "-" + partition + " has no snapshot yet");
             }
             TermIndex at = TermIndex.valueOf(Long.parseLong(answer[0]), Long.parseLong(answer[1]));
             long end = Long.parseLong(answer[2]);
-            // The leader's first stored offset (a leader of an earlier version does not say: its whole partition).
-            long leaderStart = answer.length == 4 ? Math.min(Long.parseLong(answer[3]), end) : 0;
+            long leaderStart = Math.min(leaderFirstOffset(client), end);
             if (at.getIndex() + 1 < firstInLog.getIndex()) {
                 throw new IOException("the leader's snapshot at " + at + " does not reach its log's first entry "
                         + firstInLog);
@@ -815,6 +823,18 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             LOG.info("{}-{}: installed the snapshot at {} from node {}: batches up to offset {} ({} bytes copied)",
                     topic, partition, at, ClusterNode.nodeId(leader), end, copied);
             return at;
+        }
+    }
+
+    /** @return the leader's first stored offset; 0 from a leader of an earlier version, which does not say */
+    private long leaderFirstOffset(RaftClient client) throws IOException {
+        try {
+            return Long.parseLong(ask(client, "first").toStringUtf8());
+        } catch (IOException e) {
+            if (String.valueOf(e.getMessage()).contains("unknown query")) {
+                return 0;
+            }
+            throw e;
         }
     }
 

@@ -161,8 +161,12 @@ final class InProcessCluster implements AutoCloseable {
 
     /** @return partition 0's batches in a store, below {@code end} */
     static List<byte[]> batches(Store store, String topic, long end) {
+        return batches(store, topic, store.minOffset(topic, 0), end);
+    }
+
+    private static List<byte[]> batches(Store store, String topic, long from, long end) {
         List<byte[]> all = new ArrayList<>();
-        long offset = store.minOffset(topic, 0);
+        long offset = from;
         while (offset < end) {
             try (ReadResult read = store.read(topic, 0, offset, 100, 1 << 20)) {
                 if (read.messages().isEmpty()) {
@@ -181,9 +185,15 @@ final class InProcessCluster implements AutoCloseable {
 
     /** Asserts that two stores hold the same batches of partition 0 below {@code end}, byte for byte. */
     static void assertSameBatches(Store held, Store leader, String topic, long end) {
-        List<byte[]> expected = batches(leader, topic, end);
-        List<byte[]> actual = batches(held, topic, end);
-        assertThat(actual).as("the replica's batches below %d", end).hasSameSizeAs(expected);
+        assertSameBatches(held, leader, topic, leader.minOffset(topic, 0), end);
+        assertThat(held.minOffset(topic, 0)).as("the replica's first offset").isEqualTo(leader.minOffset(topic, 0));
+    }
+
+    /** Asserts that two stores hold the same batches of partition 0 from {@code from} to below {@code end}. */
+    static void assertSameBatches(Store held, Store leader, String topic, long from, long end) {
+        List<byte[]> expected = batches(leader, topic, from, end);
+        List<byte[]> actual = batches(held, topic, from, end);
+        assertThat(actual).as("the replica's batches from %d below %d", from, end).hasSameSizeAs(expected);
         for (int i = 0; i < expected.size(); i++) {
             assertThat(actual.get(i)).as("batch %d", i).isEqualTo(expected.get(i));
         }

@@ -3,6 +3,7 @@ package io.sluice.cluster;
 import static io.sluice.cluster.InProcessCluster.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.store.RetentionReport;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -42,15 +43,21 @@ class RetentionHoldTest {
         List<String> sent = new ArrayList<>();
         try (KafkaProducer<byte[], byte[]> producer = TestClusters.idempotentProducer(cluster.bootstrap(), 120_000,
                 30_000)) {
-            InProcessCluster.sendLarge(producer, "w", sent, 0, 240);
+            // About 240 entries of 4 KiB: two snapshots, and the leader's log purged below the second one's.
+            InProcessCluster.sendLarge(producer, "w", sent, 0, 480);
             int leader = cluster.leaderOf("w");
             ReplicatedPartition leading = cluster.replica(leader, "w");
+            await("the leader's log purged", 30, () -> leading.division().getRaftLog().getStartIndex() > 0);
             int behind = leader % 3 + 1;
             cluster.stop(behind);
-            // About 180 entries in all, short of a second snapshot: the replica's next entry stays in the leader's
-            // log, and the batches the log names fill segments of the leader's store that retention would delete.
-            InProcessCluster.sendLarge(producer, "w", sent, 240, 360);
-            cluster.broker(leader).store().enforceRetention();
+            // About 40 entries more, short of a third snapshot: the replica's next entry stays in the leader's log,
+            // and the store segments (64 KiB) holding its batches are no longer the active one.
+            InProcessCluster.sendLarge(producer, "w", sent, 480, 560);
+            leading.machine().holdRetentionAtLog();
+            RetentionReport retained = cluster.broker(leader).store().enforceRetention();
+            assertThat(retained.segmentsDeleted()).as("segments below the hold, which moved with the log's purge")
+                    .isPositive();
+            assertThat(retained.heldBy()).isEqualTo(PartitionStateMachine.RETENTION_HOLDER);
 
             cluster.start(behind);
             await("the replica behind in sync", 60, () -> cluster.broker(leader).node().partition("w", 0).inSync()
@@ -62,10 +69,13 @@ class RetentionHoldTest {
                     .isZero();
             assertThat(cluster.broker(leader).node().replicaStops("w", 0)).as("stops of the leader's replica").isZero();
             assertThat(cluster.leaderOf("w")).as("the leader").isEqualTo(leader);
+            // The replica's own retention did not run: it holds the leader's batches and older ones.
             InProcessCluster.assertSameBatches(cluster.broker(behind).store(), cluster.broker(leader).store(), "w",
-                    end);
+                    cluster.broker(leader).store().minOffset("w", 0), end);
         }
-        assertThat(cluster.readValues("w", sent.size())).as("every acknowledged record once, in order")
-                .isEqualTo(sent);
+        // One offset per record: a consumer reads every acknowledged record from the leader's first offset.
+        int from = (int) cluster.broker(cluster.leaderOf("w")).store().minOffset("w", 0);
+        assertThat(cluster.readValues("w", sent.size() - from)).as("every acknowledged record from offset %d", from)
+                .isEqualTo(sent.subList(from, sent.size()));
     }
 }

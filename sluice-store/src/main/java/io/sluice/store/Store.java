@@ -688,8 +688,8 @@ public final class Store implements AutoCloseable {
      * Removes every batch of a queue of a BATCHES topic and makes {@code offset} its next offset, as a Raft follower
      * starts again at its leader's first offset once the leader's retention removed the batches before it. The
      * queue's first offset is then {@code offset} too: offsets below it read as removed by retention. Durable when
-     * this returns. A crash part way leaves the queue as it was or empty, its next offset then {@code offset} or
-     * lower, never holding a batch it did not hold.
+     * this returns. A crash part way leaves the queue as it was or empty, its next offset then at most the greater of
+     * {@code offset} and the queue's first offset before the call, never holding a batch it did not hold.
      *
      * <p>The queue is first truncated at its first stored offset ({@link #truncateQueue}), then its index starts
      * again at {@code offset}, and the store is forced and checkpointed ({@link #sync}).
@@ -710,9 +710,20 @@ public final class Store implements AutoCloseable {
             throw new IllegalArgumentException("only a queue of a BATCHES topic can be emptied; " + topic + " has"
                     + " layout " + registry.layout(topic));
         }
-        long first = minOffset(topic, queueId);
-        if (first < nextOffset(topic, queueId)) {
-            truncateQueue(topic, queueId, first);
+        for (int tries = 1; ; tries++) {
+            long first = minOffset(topic, queueId);
+            if (first == nextOffset(topic, queueId)) {
+                break;
+            }
+            try {
+                truncateQueue(topic, queueId, first);
+                break;
+            } catch (IllegalArgumentException e) {
+                if (tries == 3 || minOffset(topic, queueId) == first) {
+                    throw e;
+                }
+                // Retention moved the first offset meanwhile: cut at the new one.
+            }
         }
         logSet.writeLock().lock();
         try {

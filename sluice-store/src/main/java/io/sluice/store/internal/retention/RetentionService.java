@@ -142,8 +142,8 @@ public final class RetentionService {
                 }
                 why = "emergency";
                 LOG.warn("disk use {} is above diskEmergencyRatio {}: deleting segment {} although consumer group"
-                        + " {} has not read it", percent(ratio), percent(policy.diskEmergencyRatio()), oldest,
-                        protection.group());
+                        + " or retention hold {} still needs it", percent(ratio), percent(policy.diskEmergencyRatio()),
+                        oldest, protection.group());
             }
             Segment retired = log.retireOldest(segmentDeleted);
             if (retired == null) {
@@ -157,7 +157,8 @@ public final class RetentionService {
         double ratio = ratio(usedBytes - deletedBytes, capacity);
         updateRefusal(ratio);
         if (heldBy != null && !heldBy.equals(lastHeldBy)) {
-            LOG.info("retention is holding segments from {} for consumer group {}", log.minPosition(), heldBy);
+            LOG.info("retention is holding segments from {} for consumer group or retention hold {}", log.minPosition(),
+                    heldBy);
         }
         lastHeldBy = heldBy;
         RetentionReport report = new RetentionReport(deleted, deletedBytes, logBytes - deletedBytes, ratio,
