@@ -113,12 +113,21 @@ class TruncationPowerCutTest {
         return fs;
     }
 
-    @ParameterizedTest
-    @EnumSource(Model.class)
-    void aPowerCutAtEveryStepOfATruncationLeavesTheQueueAsItWasOrCut(Model model) {
+    /** What is checked after each cut: @return true if the queue was found changed (cut or emptied) */
+    @FunctionalInterface
+    private interface AfterCut {
+        boolean check(SimFileSystem fs, boolean returned, String where);
+    }
+
+    /**
+     * Runs {@code action} on a freshly populated store once per file operation it performs, the power cut at that
+     * operation (and once more, uncut, with a crash after it), and checks the files left each time.
+     *
+     * @return how many times the queue was found changed, and how many times as it was
+     */
+    private int[] cutAtEveryOperation(Model model, java.util.function.Consumer<Store> action, AfterCut check) {
         int cuts = 0;
-        int cutSeen = 0;
-        int wholeSeen = 0;
+        int[] seen = new int[2];
         for (int at = 1; ; at++) {
             SimFileSystem fs = populated();
             ManualScheduler scheduler = new ManualScheduler(clock);
@@ -126,7 +135,7 @@ class TruncationPowerCutTest {
             fs.armPowerCut(at, new SplittableRandom(at), model.model);
             boolean returned;
             try {
-                store.truncateQueue("b", 0, 2L * KEEP);
+                action.accept(store);
                 returned = true;
             } catch (RuntimeException e) {
                 returned = false;
@@ -141,19 +150,24 @@ class TruncationPowerCutTest {
             }
             scheduler.discardAll();
             closeQuietly(store);
-            String where = "cut at operation " + at + ", " + model;
-            boolean cut = checkAfterCut(after, returned, where);
-            cutSeen += cut ? 1 : 0;
-            wholeSeen += cut ? 0 : 1;
+            boolean changed = check.check(after, returned, "cut at operation " + at + ", " + model);
+            seen[changed ? 0 : 1]++;
             fs.release();
             after.release();
             if (fs.afterPowerCut() == null) {
                 break;
             }
         }
-        assertThat(cuts).as("operations a truncation performs, each cut once").isGreaterThan(5);
-        assertThat(cutSeen).as("cuts after which the queue was cut").isPositive();
-        assertThat(wholeSeen).as("cuts after which the queue was whole").isPositive();
+        assertThat(cuts).as("file operations performed, each cut once").isGreaterThan(5);
+        return seen;
+    }
+
+    @ParameterizedTest
+    @EnumSource(Model.class)
+    void aPowerCutAtEveryStepOfATruncationLeavesTheQueueAsItWasOrCut(Model model) {
+        int[] seen = cutAtEveryOperation(model, store -> store.truncateQueue("b", 0, 2L * KEEP), this::checkAfterCut);
+        assertThat(seen[0]).as("cuts after which the queue was cut").isPositive();
+        assertThat(seen[1]).as("cuts after which the queue was whole").isPositive();
     }
 
     /**
@@ -164,43 +178,9 @@ class TruncationPowerCutTest {
     @ParameterizedTest
     @EnumSource(Model.class)
     void aPowerCutAtEveryStepOfEmptyingAQueueLeavesItAsItWasOrEmpty(Model model) {
-        int cuts = 0;
-        int emptySeen = 0;
-        int wholeSeen = 0;
-        for (int at = 1; ; at++) {
-            SimFileSystem fs = populated();
-            ManualScheduler scheduler = new ManualScheduler(clock);
-            Store store = Store.open(ROOT, config(fs, scheduler));
-            fs.armPowerCut(at, new SplittableRandom(at), model.model);
-            boolean returned;
-            try {
-                store.emptyQueueAt("b", 0, RESTART);
-                returned = true;
-            } catch (RuntimeException e) {
-                returned = false;
-            }
-            SimFileSystem after = fs.afterPowerCut();
-            if (after == null) {
-                fs.disarmPowerCut();
-                assertThat(returned).isTrue();
-                after = fs.crash(new SplittableRandom(at), model.model);
-            } else {
-                cuts++;
-            }
-            scheduler.discardAll();
-            closeQuietly(store);
-            boolean empty = checkAfterEmptying(after, returned, "cut at operation " + at + ", " + model);
-            emptySeen += empty ? 1 : 0;
-            wholeSeen += empty ? 0 : 1;
-            fs.release();
-            after.release();
-            if (fs.afterPowerCut() == null) {
-                break;
-            }
-        }
-        assertThat(cuts).as("operations emptying a queue performs, each cut once").isGreaterThan(5);
-        assertThat(emptySeen).as("cuts after which the queue was empty").isPositive();
-        assertThat(wholeSeen).as("cuts after which the queue was whole").isPositive();
+        int[] seen = cutAtEveryOperation(model, store -> store.emptyQueueAt("b", 0, RESTART), this::checkAfterEmptying);
+        assertThat(seen[0]).as("cuts after which the queue was empty").isPositive();
+        assertThat(seen[1]).as("cuts after which the queue was whole").isPositive();
     }
 
     /** Where {@link #aPowerCutAtEveryStepOfEmptyingAQueueLeavesItAsItWasOrEmpty} starts the queue again. */

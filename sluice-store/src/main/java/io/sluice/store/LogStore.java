@@ -356,11 +356,7 @@ final class LogStore implements AutoCloseable {
     long truncationPoint(String topic, int queueId, long offset) {
         appendLock.lock();
         try {
-            checkOpen();
-            StoreException refusal = health.refusal();
-            if (refusal != null) {
-                throw refusal;
-            }
+            checkTakesWrites();
             QueueIndex index = indexes.get(topic, queueId);
             long next = index == null ? 0 : index.nextOffset();
             long min = index == null ? 0 : index.minOffset();
@@ -385,6 +381,15 @@ final class LogStore implements AutoCloseable {
         }
     }
 
+    /** Under the append lock: the log is open and takes writes (not read-only after a failed force). */
+    private void checkTakesWrites() {
+        checkOpen();
+        StoreException refusal = health.refusal();
+        if (refusal != null) {
+            throw refusal;
+        }
+    }
+
     /**
      * Makes an empty queue's next offset {@code offset}: its index starts again there, gap markers below it. Not forced
      * here (the caller forces the ledger, through a checkpoint).
@@ -394,11 +399,7 @@ final class LogStore implements AutoCloseable {
     void startEmptyQueueAt(String topic, int queueId, long offset) throws IOException {
         appendLock.lock();
         try {
-            checkOpen();
-            StoreException refusal = health.refusal();
-            if (refusal != null) {
-                throw refusal;
-            }
+            checkTakesWrites();
             QueueIndex index = indexes.getOrCreate(topic, queueId);
             if (index.nextOffset() != index.minOffset()) {
                 throw new IllegalStateException("queue " + topic + "-" + queueId + " holds offsets "
