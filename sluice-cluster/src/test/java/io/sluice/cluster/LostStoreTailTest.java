@@ -108,14 +108,21 @@ class LostStoreTailTest {
             assertThat(leader).as("the leader").isNotEqualTo(lost);
             await("the broker that lost batches in sync", 90, () -> cluster.broker(leader).node()
                     .partition("t", 0).inSync().contains(lost));
-            ReplicatedPartition back = cluster.replica(lost, "t");
-            long now = cluster.replica(leader, "t").highWatermark();
-            await("the broker that lost batches committed to " + now, 60, () -> back.highWatermark() >= now);
-            InProcessCluster.assertSameBatches(cluster.broker(lost).store(), cluster.broker(leader).store(), "t", now);
             // The rebuild ends once the leader has added the replica back, which Ratis answers a little after the
             // replica caught up; then its restart marker goes. Only then may the leader stop: until the replica is
-            // back in the configuration, the leader and the third broker are the whole of it.
-            await("no restart marker left", 30, () -> restartMarkers(lost).isEmpty());
+            // back in the configuration, the leader and the third broker are the whole of it. Until then, too, the
+            // leader may still count the replica in sync from before its restart, and the replica the node serves
+            // may be the one started from its directory, which the rebuild replaces: it is looked up each time.
+            await("no restart marker left", 90, () -> restartMarkers(lost).isEmpty());
+            long now = cluster.replica(leader, "t").highWatermark();
+            await("the broker that lost batches committed to " + now, 60, () -> {
+                try {
+                    return cluster.replica(lost, "t").highWatermark() >= now;
+                } catch (IOException e) {
+                    return false;
+                }
+            });
+            InProcessCluster.assertSameBatches(cluster.broker(lost).store(), cluster.broker(leader).store(), "t", now);
             cluster.stop(leader);
             InProcessCluster.send(producer, "t", sent, 600, 700);
         }

@@ -139,6 +139,8 @@ class WipedNodeRebuildTest {
             InProcessCluster.send(producer, "w", sent, 3_600, 4_100);
             await("the rebuilt broker in sync", 90, () -> cluster.broker(leader).node().partition("w", 0).inSync()
                     .contains(wiped));
+            await("the rejoin finished", 60, () -> Files.notExists(cluster.directory(wiped).resolve("raft")
+                    .resolve(ClusterNode.REJOIN_FILE)));
             ReplicatedPartition rebuilt = cluster.replica(wiped, "w");
             long end = leading.highWatermark();
             await("the rebuilt broker committed to " + end, 30, () -> rebuilt.highWatermark() >= end);
