@@ -26,7 +26,8 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * One seeded run of the store on a {@link SimFileSystem} with a {@link ManualScheduler}: producers append to
- * topics of every layout, background tasks run in a seeded order, and the power is cut at a seeded file system
+ * topics of every layout (the BATCHES topic's queues truncated and emptied now and then, as a Raft replica does),
+ * background tasks run in a seeded order, and the power is cut at a seeded file system
  * operation (inside a checkpoint, a roll, retention, recovery itself...). After each cut the store is opened
  * on what survived and checked:
  * <ul>
@@ -120,6 +121,10 @@ public final class PowerLossSimulation {
     private final List<Pending> pending = new ArrayList<>();
     /** Queues whose truncation a power cut interrupted, and where it cut: what lies past it may be gone. */
     private final Map<String, Long> truncationsInDoubt = new LinkedHashMap<>();
+    /** Queues being emptied when the power was cut: the offset asked for, and the queue's first offset before. */
+    private final Map<String, long[]> emptyingsInDoubt = new LinkedHashMap<>();
+    /** What the model holds for an offset below an emptied queue's new start: never read, never acknowledged. */
+    private static final Sent REMOVED = new Sent(-1, new byte[8], null);
     private final StringBuilder scenario = new StringBuilder();
     private final List<SimFileSystem> released = new ArrayList<>();
     private SimFileSystem fs = new SimFileSystem();
@@ -374,7 +379,11 @@ public final class PowerLossSimulation {
             } else if (roll < 98) {
                 reopen();
             } else if (roll < 99) {
-                truncate();
+                if (random.nextInt(4) == 0) {
+                    empty();
+                } else {
+                    truncate();
+                }
             } else {
                 scheduler.runAll(random);
             }
@@ -503,6 +512,32 @@ public final class PowerLossSimulation {
         }
     }
 
+    /**
+     * Empties a queue of the BATCHES topic and starts it at an offset past its end or below it (as a Raft follower
+     * starts at its leader's first offset): the model forgets every batch, and what is appended next takes the offset.
+     */
+    private void empty() {
+        int queueId = random.nextInt(QUEUES);
+        String queue = BATCHES_TOPIC + "-" + queueId;
+        List<Sent> list = model.get(queue);
+        long at = random.nextBoolean() ? list.size() + random.nextInt(50) : random.nextInt(list.size() + 1);
+        emptyingsInDoubt.put(queue, new long[] {at, store.minOffset(BATCHES_TOPIC, queueId)});
+        store.emptyQueueAt(BATCHES_TOPIC, queueId, at);
+        emptyingsInDoubt.remove(queue);
+        startModelAt(list, at);
+        if (store.minOffset(BATCHES_TOPIC, queueId) != at || store.maxOffset(BATCHES_TOPIC, queueId) != at) {
+            throw new SimulationFailure(queue + " holds offsets " + store.minOffset(BATCHES_TOPIC, queueId) + " to "
+                    + store.maxOffset(BATCHES_TOPIC, queueId) + " after it was emptied at " + at);
+        }
+    }
+
+    private static void startModelAt(List<Sent> list, long at) {
+        list.clear();
+        for (long i = 0; i < at; i++) {
+            list.add(REMOVED);
+        }
+    }
+
     /** Most appends go to the seed's hot topic, so its log rolls through several segments per epoch. */
     private String pickQueue() {
         String topic = random.nextInt(10) < 7 ? TOPICS[hotTopic] : TOPICS[random.nextInt(TOPICS.length)];
@@ -586,6 +621,12 @@ public final class PowerLossSimulation {
             int queueId = Integer.parseInt(queue.substring(dash + 1));
             long min = store.minOffset(topic, queueId);
             long end = store.maxOffset(topic, queueId);
+            long[] emptying = emptyingsInDoubt.get(queue);
+            if (emptying != null && min == end && end <= Math.max(emptying[0], emptying[1])) {
+                // Emptied by a call the power cut: the queue starts at the offset asked for or lower, holding nothing.
+                startModelAt(list, end);
+                continue;
+            }
             if (end > list.size()) {
                 throw new SimulationFailure("epoch " + epoch + ": " + queue + " ends at offset " + end + " but only "
                         + list.size() + " messages were ever appended to it");
@@ -622,6 +663,7 @@ public final class PowerLossSimulation {
             list.subList((int) end, list.size()).clear();
         }
         truncationsInDoubt.clear();
+        emptyingsInDoubt.clear();
     }
 
     private void checkKeyFound(String topic, Sent sent, String queue, int epoch) {
