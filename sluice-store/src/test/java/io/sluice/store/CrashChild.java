@@ -31,7 +31,7 @@ public final class CrashChild {
         long seed = Long.parseLong(args[3]);
         boolean retention = args.length > 4 && args[4].equals("retention");
         TopicLayout layout = args.length > 5 ? TopicLayout.valueOf(args[5]) : null;
-        String topic = layout == null ? "crash" : "crash-" + layout.name().toLowerCase(java.util.Locale.ROOT);
+        String topic = layout == null ? "crash" : topicOf(layout);
         PrintStream out = new PrintStream(new java.io.FileOutputStream(java.io.FileDescriptor.out), true);
         StoreConfig.Builder config = TestStores.small(path, FlushMode.SYNC);
         if (retention) {
@@ -88,6 +88,11 @@ public final class CrashChild {
                 }
             });
         }
+    }
+
+    /** @return the topic the child appends to for a layout */
+    static String topicOf(TopicLayout layout) {
+        return "crash-" + layout.name().toLowerCase(java.util.Locale.ROOT);
     }
 
     /** @return the CRC32C of a stored batch's bytes after its baseOffset, which the store sets */

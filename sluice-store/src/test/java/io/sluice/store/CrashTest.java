@@ -22,8 +22,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Kills a child JVM that appends with SYNC flush (SIGKILL, at a random moment) again and again on the same
- * store, through every write path with every topic layout (16 rounds cover each pair once). After each kill: every acknowledged message is present with its
- * exact bytes, queue offsets are dense, and the verifier finds nothing wrong.
+ * store, through every write path with every topic layout (16 rounds cover each pair once). After each kill: every
+ * acknowledged message is present with its exact bytes, queue offsets are dense, and the verifier finds nothing wrong.
  * Rounds: {@code -Dsluice.crash.rounds} (25 by default); seed: {@code -Dsluice.crash.seed}.
  */
 @Tag("slow")
@@ -44,9 +44,8 @@ class CrashTest {
         SplittableRandom random = new SplittableRandom(seed);
         Map<String, Long> acknowledged = new HashMap<>();
         for (int round = 0; round < rounds; round++) {
-            // Every write path with every layout, once each in 16 rounds.
             WritePath path = WritePath.values()[round % WritePath.values().length];
-            TopicLayout layout = TopicLayout.values()[round / WritePath.values().length % TopicLayout.values().length];
+            TopicLayout layout = layoutOf(round);
             long killAfterMillis = 50 + random.nextLong(400);
             int acks = runAndKill(path, 4, seed + round, killAfterMillis, acknowledged, "plain", layout.name());
             System.out.printf("crash round %d: %s, %s layout, killed %d ms after ready, %d acks, %d acknowledged in all%n",
@@ -59,14 +58,14 @@ class CrashTest {
         acknowledged.keySet().forEach(key -> acknowledgedTopics.add(key.split(":")[0]));
         Set<String> used = new TreeSet<>();
         for (int round = 0; round < rounds; round++) {
-            used.add(topicOf(TopicLayout.values()[round / WritePath.values().length % TopicLayout.values().length]));
+            used.add(CrashChild.topicOf(layoutOf(round)));
         }
         assertThat(acknowledgedTopics).as("topics with acknowledged appends").isEqualTo(used);
     }
 
-    /** The child's topic for a layout. */
-    private static String topicOf(TopicLayout layout) {
-        return "crash-" + layout.name().toLowerCase(java.util.Locale.ROOT);
+    /** A round's layout: each layout for as many rounds as there are write paths, so 16 rounds cover every pair. */
+    private static TopicLayout layoutOf(int round) {
+        return TopicLayout.values()[round / WritePath.values().length % TopicLayout.values().length];
     }
 
     /**
@@ -173,7 +172,7 @@ class CrashTest {
                 if (Long.parseLong(parts[2]) < first.get(parts[0] + ":" + parts[1])) {
                     continue; // deleted by retention
                 }
-                if (parts[0].equals(topicOf(TopicLayout.BATCHES))) {
+                if (parts[0].equals(CrashChild.topicOf(TopicLayout.BATCHES))) {
                     continue; // a batch log has no key index
                 }
                 if (sampled++ == 200) {
@@ -210,8 +209,8 @@ class CrashTest {
                     assertThat(m.queueOffset()).as(round + ": dense offsets").isEqualTo(offset);
                     Long expected = acknowledged.get(topic + ":" + queue + ":" + offset);
                     if (expected != null) {
-                        long crc = topic.equals(topicOf(TopicLayout.BATCHES)) ? CrashChild.batchCrc(m.bodyBytes())
-                                : TestStores.crc(m.bodyBytes());
+                        long crc = topic.equals(CrashChild.topicOf(TopicLayout.BATCHES))
+                                ? CrashChild.batchCrc(m.bodyBytes()) : TestStores.crc(m.bodyBytes());
                         assertThat(crc).as(round + ": bytes of " + topic + ":" + queue + ":" + offset)
                                 .isEqualTo(expected);
                     }
