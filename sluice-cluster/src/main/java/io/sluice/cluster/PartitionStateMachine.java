@@ -168,6 +168,13 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         }, IOException.class);
     }
 
+    /**
+     * The log start and snapshot the retention hold was last read from: a hold read from an older start or snapshot
+     * is lower, so one that lost a race with a newer read only keeps more until the next.
+     */
+    private volatile long heldFromIndex = -1;
+    private volatile SnapshotMark heldWith;
+
     /** Who holds the store's retention back on a partition: the batches its Raft log still names. */
     static final String RETENTION_HOLDER = "raft-log";
 
@@ -182,9 +189,17 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      */
     void holdRetentionAtLog() {
         long first = -1;
+        long start;
+        SnapshotMark mark = latest;
         try {
             RaftLog log = server.getDivision(groupId).getRaftLog();
-            for (long i = Math.max(log.getStartIndex(), 0); i < log.getNextIndex() && first < 0; i++) {
+            start = Math.max(log.getStartIndex(), 0);
+            if (start == heldFromIndex && mark == heldWith) {
+                // Neither the log's start nor the snapshot moved: the hold stands, and no segment of a log purged
+                // long ago is read back from disk every few seconds.
+                return;
+            }
+            for (long i = start; i < log.getNextIndex() && first < 0; i++) {
                 LogEntryProto entry = log.get(i);
                 if (entry != null && entry.hasStateMachineLogEntry()) {
                     first = EntryHeader.decode(entry.getStateMachineLogEntry().getLogData()).baseOffset();
@@ -196,11 +211,12 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                     partition, e.toString());
             return;
         }
-        SnapshotMark mark = latest;
         long snapshotEnd = mark == null ? 0 : mark.end();
         first = first < 0 ? snapshotEnd : mark == null ? first : Math.min(first, snapshotEnd);
         try {
             store.holdRetention(RETENTION_HOLDER, topic, partition, first);
+            heldFromIndex = start;
+            heldWith = mark;
         } catch (RuntimeException e) {
             LOG.debug("{}-{}: the retention hold could not be set: {}", topic, partition, e.toString());
         }
