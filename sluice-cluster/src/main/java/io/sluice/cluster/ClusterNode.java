@@ -8,6 +8,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -141,17 +142,31 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * @param logSegmentBytes the size of the Raft log's segment files (a purge removes whole segments)
      * @param entriesInFlight the most entries of a partition its leader has submitted and not yet had answered; batches
      *     produced meanwhile wait and share the next entry ({@link ReplicatedPartition})
+     * @param refillWait the longest the next entry waits, once an entry was answered, for as many new batches as the
+     *     answered one carried (zero: no wait)
      */
-    record Tuning(long snapshotEveryEntries, long logSegmentBytes, int entriesInFlight) {
+    record Tuning(long snapshotEveryEntries, long logSegmentBytes, int entriesInFlight, Duration refillWait) {
 
-        /** One entry in flight: batches that arrive during its round trip share the next (docs/benchmarks.md). */
+        /** The wait for answered producers' next batches, 1 ms (0.5 ms to 2 ms measured alike: docs/benchmarks.md). */
+        static final Duration REFILL_WAIT = Duration.ofMillis(1);
+
+        /**
+         * One entry in flight: batches that arrive during its round trip share the next, with those the answered
+         * producers send at once (docs/benchmarks.md).
+         */
         static final Tuning DEFAULT = new Tuning(100_000, 8L << 20, 1);
 
         Tuning {
-            if (snapshotEveryEntries < 1 || logSegmentBytes < 1 || entriesInFlight < 1) {
+            if (snapshotEveryEntries < 1 || logSegmentBytes < 1 || entriesInFlight < 1 || refillWait.isNegative()) {
                 throw new IllegalArgumentException("not a tuning: " + snapshotEveryEntries + " entries per snapshot, "
-                        + logSegmentBytes + "-byte log segments, " + entriesInFlight + " entries in flight");
+                        + logSegmentBytes + "-byte log segments, " + entriesInFlight + " entries in flight, a "
+                        + refillWait + " wait for answered producers");
             }
+        }
+
+        /** With the default wait for answered producers. */
+        Tuning(long snapshotEveryEntries, long logSegmentBytes, int entriesInFlight) {
+            this(snapshotEveryEntries, logSegmentBytes, entriesInFlight, REFILL_WAIT);
         }
     }
 
@@ -1176,7 +1191,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         RaftServer.Division division = server.getDivision(groupId(partition));
         ReplicatedPartition created = new ReplicatedPartition(partition, division, clientId, callIds,
-                tuning.entriesInFlight());
+                tuning.entriesInFlight(), tuning.refillWait());
         ReplicatedPartition raced = partitions.putIfAbsent(partition, created);
         return raced != null ? raced : created;
     }

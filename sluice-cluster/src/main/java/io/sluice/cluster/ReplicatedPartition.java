@@ -5,6 +5,7 @@ import io.sluice.store.KafkaBatch;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
+import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.List;
@@ -13,6 +14,8 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
@@ -50,6 +53,10 @@ public final class ReplicatedPartition {
     private static final Executor ANSWERS = Executors.newThreadPerTaskExecutor(Thread.ofVirtual()
             .name("partition-answers").factory());
 
+    /** Ends the waits for answered producers' next batches that these do not end by coming. */
+    private static final ScheduledExecutorService REFILL_TIMER = Executors.newSingleThreadScheduledExecutor(
+            Thread.ofPlatform().daemon().name("partition-refill").factory());
+
     private final ClusterNode.PartitionId id;
     private final RaftServer.Division division;
     private final ClientId clientId;
@@ -64,6 +71,20 @@ public final class ReplicatedPartition {
     private final ArrayDeque<Waiting> waiting = new ArrayDeque<>();
     private long waitingBytes;
     private int inFlight;
+    /**
+     * The longest the next entry waits, once an entry was answered, for as many new batches as it carried: the
+     * producers it answered had their requests in flight taken (a Kafka producer keeps up to five), and send their
+     * next batches at once if they have more. Without the wait, the batches that waited during the round trip went
+     * out alone, and a producer's batches alternated between two entries in flight and waiting; with it an entry
+     * carries about all of them (docs/benchmarks.md: 37 then 66 records per entry, a quarter less CPU per record).
+     * A producer that has nothing more to send costs its partition no wait: a batch that comes when none are
+     * expected goes out at once.
+     */
+    private final long refillNanos;
+    /** Batches the next entry waits for (see {@link #refillNanos}); zero once they came or the wait ended. */
+    private int expected;
+    /** Counts the waits for answered producers, so that a wait's timer ends only its own wait. */
+    private long refills;
     /** Where a record batch keeps its partitionLeaderEpoch. */
     static final int LEADER_EPOCH_OFFSET = 12;
 
@@ -72,9 +93,10 @@ public final class ReplicatedPartition {
     }
 
     ReplicatedPartition(ClusterNode.PartitionId id, RaftServer.Division division, ClientId clientId,
-                        AtomicLong callIds, int entriesInFlight) {
+                        AtomicLong callIds, int entriesInFlight, Duration refillWait) {
         this.id = id;
         this.entriesInFlight = entriesInFlight;
+        this.refillNanos = refillWait.toNanos();
         this.division = division;
         this.clientId = clientId;
         this.callIds = callIds;
@@ -108,6 +130,9 @@ public final class ReplicatedPartition {
             }
             waiting.add(appended);
             waitingBytes += batch.length;
+            if (expected > 0) {
+                expected--;
+            }
         }
         submitWaiting();
         return new Appended(appended.stored(), appended.committed());
@@ -120,7 +145,9 @@ public final class ReplicatedPartition {
             CompletableFuture<Long> stored;
             CompletableFuture<RaftClientReply> submitted;
             synchronized (submitLock) {
-                if (inFlight >= entriesInFlight || waiting.isEmpty()) {
+                if (inFlight >= entriesInFlight || waiting.isEmpty()
+                        || (expected > 0 && waitingBytes < ENTRY_BYTES)) {
+                    // (The waiting batches fill an entry: no use waiting for more.)
                     return;
                 }
                 int bytes = 0;
@@ -191,8 +218,30 @@ public final class ReplicatedPartition {
     /** An entry was answered: each of its batches learns its offset (or why it failed), and waiting ones go out. */
     private void answered(List<Waiting> entry, CompletableFuture<Long> stored, CompletableFuture<RaftClientReply> reply,
                           boolean thenSubmit) {
+        boolean refilling = false;
+        long refill = 0;
         synchronized (submitLock) {
             inFlight--;
+            // An answer that failed (a leader stepping down, say) answers nobody who would send again at once.
+            if (refillNanos > 0 && !reply.isCompletedExceptionally() && reply.join().isSuccess()) {
+                expected = entry.size();
+                refill = ++refills;
+                refilling = true;
+            } else {
+                expected = 0;
+            }
+        }
+        if (refilling) {
+            long wait = refill;
+            REFILL_TIMER.schedule(() -> {
+                synchronized (submitLock) {
+                    if (refills != wait || expected == 0) {
+                        return;
+                    }
+                    expected = 0;
+                }
+                ANSWERS.execute(this::submitWaiting);
+            }, refillNanos, TimeUnit.NANOSECONDS);
         }
         long base;
         try {

@@ -433,6 +433,48 @@ class PartitionReplicationTest {
         assertEveryReplicaHolds(expected);
     }
 
+    /**
+     * Once an entry is answered, the batches waiting wait for as many new ones as it carried (its producers send their
+     * next at once), and share one entry with them; when fewer come, they go out once the tuning's wait ends.
+     */
+    @Test
+    void batchesWaitingWhenAnEntryIsAnsweredWaitForAsManyNewOnesAsItCarried() throws Exception {
+        tuning = new ClusterNode.Tuning(50, 4096, 1, Duration.ofSeconds(2));
+        startCluster();
+        Random random = new Random(8);
+        ReplicatedPartition partition = leader().partition();
+        long entriesBefore = partition.division().getRaftLog().getNextIndex();
+        List<byte[]> batches = new ArrayList<>();
+        List<CompletableFuture<Long>> committed = new ArrayList<>();
+        for (int i = 0; i < 2; i++) {
+            batches.add(batch(random, "first" + i));
+            committed.add(partition.append(batches.getLast()).committed());
+        }
+        // The first went alone; the second waits for the one batch its answer makes room for.
+        committed.getFirst().get(30, TimeUnit.SECONDS);
+        batches.add(batch(random, "refill"));
+        committed.add(partition.append(batches.getLast()).committed());
+        committed.get(2).get(30, TimeUnit.SECONDS);
+        assertThat(partition.division().getRaftLog().getNextIndex() - entriesBefore)
+                .as("entries for the first batch, then the one waiting with the new one").isEqualTo(2);
+
+        // That entry carried two: a single new batch waits for a second that does not come, until the wait ends.
+        batches.add(batch(random, "alone"));
+        committed.add(partition.append(batches.getLast()).committed());
+        Thread.sleep(500);
+        assertThat(committed.getLast()).as("a batch waiting for a second new one").isNotDone();
+        committed.getLast().get(30, TimeUnit.SECONDS);
+        assertThat(partition.division().getRaftLog().getNextIndex() - entriesBefore).isEqualTo(3);
+
+        List<byte[]> expected = new ArrayList<>();
+        for (int i = 0; i < batches.size(); i++) {
+            byte[] copy = batches.get(i).clone();
+            ByteBuffer.wrap(copy).putLong(0, committed.get(i).get());
+            expected.add(copy);
+        }
+        assertEveryReplicaHolds(expected);
+    }
+
     /** A bad batch among batches appended together is refused alone: those around it are committed, adjacent. */
     @Test
     void aBadBatchAppendedAmongOthersIsRefusedAlone() throws Exception {
