@@ -82,6 +82,7 @@ final class BrokerCommand implements Callable<Integer> {
         if (clusterText != null) {
             return serveInCluster(out, config, ClusterSpec.parse(clusterText));
         }
+        store.refuseClusterStore("serving it without its cluster");
         long started = System.nanoTime();
         StoreConfig storeConfig = storeConfig();
         Store opened = Store.open(store.dir, storeConfig);

@@ -2,6 +2,7 @@ package io.sluice.cli;
 
 import io.sluice.broker.Broker;
 import io.sluice.broker.BrokerConfig;
+import io.sluice.cluster.ClusterBroker;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoreVerifier;
@@ -17,6 +18,7 @@ import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Optional;
 import java.util.SplittableRandom;
 import java.util.concurrent.Callable;
 import java.util.concurrent.TimeUnit;
@@ -195,6 +197,11 @@ final class DemoCommand implements Callable<Integer> {
             }
             if (!empty && !Files.exists(dir.resolve("sluice.meta"))) {
                 throw new IllegalArgumentException(dir + " exists and is not a Sluice store; choose another --dir");
+            }
+            Optional<String> node = ClusterBroker.nodeOwning(dir);
+            if (node.isPresent()) {
+                throw new IllegalArgumentException(dir + " is the store of cluster broker " + node.get()
+                        + ", which a fresh run would delete; choose another --dir");
             }
             try (Stream<Path> walk = Files.walk(dir)) {
                 for (Path p : walk.sorted(Comparator.reverseOrder()).toList()) {

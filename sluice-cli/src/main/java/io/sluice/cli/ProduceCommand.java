@@ -67,6 +67,7 @@ final class ProduceCommand implements Callable<Integer> {
         if (count != null && count < 0 || size < 0) {
             throw new ParameterException(spec.commandLine(), "--count and --size must not be negative");
         }
+        store.refuseClusterStore("appending outside them");
         PrintWriter out = spec.commandLine().getOut();
         AtomicLong acknowledged = new AtomicLong();
         long started = System.nanoTime();

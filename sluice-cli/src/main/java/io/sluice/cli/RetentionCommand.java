@@ -2,6 +2,7 @@ package io.sluice.cli;
 
 import io.sluice.store.RetentionReport;
 import io.sluice.store.Store;
+import java.io.IOException;
 import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.util.concurrent.Callable;
@@ -26,10 +27,11 @@ final class RetentionCommand implements Callable<Integer> {
     CommandSpec spec;
 
     @Override
-    public Integer call() {
+    public Integer call() throws IOException {
         if (!Files.isDirectory(store.dir)) {
             throw new ParameterException(spec.commandLine(), "no store at " + store.dir);
         }
+        store.refuseClusterStore("a retention pass outside the broker (which knows nothing of what they name)");
         PrintWriter out = spec.commandLine().getOut();
         try (Store opened = Store.open(store.dir, store.config())) {
             RetentionReport report = opened.enforceRetention();

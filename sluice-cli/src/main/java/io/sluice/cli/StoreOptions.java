@@ -7,11 +7,17 @@ import io.sluice.store.TopicLayout;
 import io.sluice.store.WarmUp;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
+import io.sluice.cluster.ClusterBroker;
+import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Locale;
+import java.util.Optional;
 import picocli.CommandLine.ITypeConverter;
+import picocli.CommandLine.Model.CommandSpec;
+import picocli.CommandLine.ParameterException;
+import picocli.CommandLine.Spec;
 import picocli.CommandLine.TypeConversionException;
 import picocli.CommandLine.Option;
 
@@ -20,6 +26,23 @@ final class StoreOptions {
 
     @Option(names = "--dir", required = true, description = "Store directory.")
     Path dir;
+
+    @Spec(Spec.Target.MIXEE)
+    CommandSpec command;
+
+    /**
+     * Refuses a cluster broker's store (exit 2): its replicated partitions' batches are those its Raft logs name,
+     * and {@code change} would change them under the logs. The broker does it itself (retention holding what the
+     * logs name, appends through Raft).
+     */
+    void refuseClusterStore(String change) throws IOException {
+        Optional<String> node = ClusterBroker.nodeOwning(dir);
+        if (node.isPresent()) {
+            throw new ParameterException(command.commandLine(), dir + " is the store of cluster broker " + node.get()
+                    + ": its partitions' batches are the ones its Raft logs name, and " + change + " would change"
+                    + " them under the logs. Its broker does that itself: start it (with --cluster) instead.");
+        }
+    }
 
     @Option(names = "--flush", defaultValue = "async", converter = FlushConverter.class,
             description = "sync (ack after fsync, group commit) or async (default).")

@@ -1,11 +1,13 @@
 package io.sluice.cli;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.junit.jupiter.api.Assertions.assertTimeoutPreemptively;
 
 import java.io.RandomAccessFile;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
@@ -102,6 +104,42 @@ class CliTest {
         CliRun deleted = run("", "retention", "--dir", store, "--retention-bytes", "65536");
         assertThat(deleted.out()).startsWith("deleted ").contains("by size").doesNotContain("held back");
         assertThat(run("", "stat", "--dir", store, "--json").out()).doesNotContain("\"minOffset\":0,");
+    }
+
+    /**
+     * A cluster broker's store (store/ beside the Raft logs in raft/) is refused by the tools that would change it
+     * outside the broker: a retention pass would delete batches the Raft logs still name, an append would put batches
+     * no log names, a standalone broker both, a demo or perf run would delete it. Nothing in it changes.
+     */
+    @Test
+    void toolsThatWouldChangeAClusterBrokersStoreRefuseIt() throws Exception {
+        Path node = dir.resolve("node-1");
+        String store = node.resolve("store").toString();
+        assertThat(run("", "produce", "--dir", store, "--topic", "r", "--count", "2000", "--size", "100",
+                "--segment-size", "65536").exit()).isZero();
+        Files.createDirectories(node.resolve("raft"));
+        // As a cluster broker's first start writes it (ClusterNode.checkIdentity).
+        Files.writeString(node.resolve("raft").resolve("sluice-node"), "cluster.id=c1\nnode.id=1\n");
+        String before = run("", "stat", "--dir", store, "--json").out();
+        assertThat(before).contains("\"minOffset\":0,\"maxOffset\":2000");
+
+        CliRun retention = run("", "retention", "--dir", store, "--retention-bytes", "65536");
+        assertThat(retention.exit()).isEqualTo(2);
+        assertThat(retention.err()).contains("is the store of cluster broker cluster.id=c1 node.id=1");
+        CliRun produce = run("", "produce", "--dir", store, "--topic", "r", "--count", "10");
+        assertThat(produce.exit()).isEqualTo(2);
+        assertThat(produce.err()).contains("cluster broker cluster.id=c1 node.id=1");
+        CliRun broker = assertTimeoutPreemptively(Duration.ofSeconds(60), () -> run("", "broker", "--dir", store,
+                "--listen", "127.0.0.1:0"));
+        assertThat(broker.exit()).isEqualTo(2);
+        assertThat(broker.err()).contains("cluster broker cluster.id=c1 node.id=1");
+        CliRun perf = run("", "perf", "--dir", store, "--seconds", "1");
+        assertThat(perf.exit()).isNotZero();
+        assertThat(perf.err()).contains("is the store of cluster broker cluster.id=c1 node.id=1");
+
+        assertThat(run("", "stat", "--dir", store, "--json").out()).isEqualTo(before);
+        // Reading it stays allowed.
+        assertThat(run("", "consume", "--dir", store, "--topic", "r", "--queue", "0", "--max", "3").exit()).isZero();
     }
 
     @Test

@@ -6,13 +6,21 @@ import io.sluice.store.FlushMode;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.Optional;
 
 /**
  * One broker of a cluster: its store ({@code <dir>/store}), its Raft node ({@code <dir>/raft}) and the Kafka listener
  * on its client port, started in that order and closed in the reverse.
  */
 public final class ClusterBroker implements AutoCloseable {
+
+    /** Where a cluster broker keeps its store, under its data directory. */
+    static final String STORE_DIRECTORY = "store";
+    /** Where it keeps its Raft logs, beside the store. */
+    static final String RAFT_DIRECTORY = "raft";
 
     private final Store store;
     private final ClusterNode node;
@@ -39,14 +47,38 @@ public final class ClusterBroker implements AutoCloseable {
         return start(directory, cluster, nodeId, storeConfig, brokerConfig, ClusterNode.Tuning.DEFAULT);
     }
 
+    /**
+     * Whether the store at {@code storeDirectory} is a cluster broker's: its replicated partitions' batches are those
+     * its node's Raft logs name, and only the broker may change them (its retention holds what the logs still name;
+     * an append outside the log, or a deletion below what the log names, leaves the replica to be rebuilt at its
+     * next start, or lost if every replica's was).
+     *
+     * @param storeDirectory a store directory
+     * @return the node it belongs to ("cluster.id=... node.id=..."), or empty if it is no cluster broker's store
+     * @throws IOException if the node's identity cannot be read
+     */
+    public static Optional<String> nodeOwning(Path storeDirectory) throws IOException {
+        Path store = storeDirectory.toAbsolutePath().normalize();
+        Path parent = store.getParent();
+        if (parent == null || !store.getFileName().toString().equals(STORE_DIRECTORY)) {
+            return Optional.empty();
+        }
+        Path identity = parent.resolve(RAFT_DIRECTORY).resolve(ClusterNode.IDENTITY_FILE);
+        if (!Files.exists(identity)) {
+            return Optional.empty();
+        }
+        return Optional.of(Files.readString(identity, StandardCharsets.UTF_8).trim().replace('\n', ' '));
+    }
+
     /** As the public one, with the partitions' Raft logs kept per {@code tuning}. */
     static ClusterBroker start(Path directory, ClusterSpec cluster, int nodeId, StoreConfig storeConfig,
                                BrokerConfig brokerConfig, ClusterNode.Tuning tuning) throws IOException {
         ClusterSpec.Node self = cluster.node(nodeId);
-        Store store = Store.open(directory.resolve("store"), storeConfig);
+        Store store = Store.open(directory.resolve(STORE_DIRECTORY), storeConfig);
         ClusterNode node = null;
         try {
-            node = new ClusterNode(brokerConfig.clusterId(), cluster, nodeId, -1, tuning, directory.resolve("raft"),
+            node = new ClusterNode(brokerConfig.clusterId(), cluster, nodeId, -1, tuning,
+                    directory.resolve(RAFT_DIRECTORY),
                     store, storeConfig.flushMode() == FlushMode.SYNC);
             BrokerConfig config = new BrokerConfig(self.host(), self.clientPort(), nodeId, brokerConfig.clusterId(),
                     brokerConfig.maxRequestBytes(), brokerConfig.maxConnections(), brokerConfig.defaultPartitions(),

@@ -81,6 +81,16 @@ class ClusterBrokersTest {
         return TestClusters.bootstrap(cluster);
     }
 
+    /** A cluster broker's store is known as one (the command-line tools refuse to change it outside the broker). */
+    @Test
+    void aClusterBrokersStoreNamesItsNode() throws Exception {
+        startThree();
+        assertThat(ClusterBroker.nodeOwning(dir.resolve("b2").resolve("store")))
+                .hasValueSatisfying(node -> assertThat(node).contains("node.id=2"));
+        assertThat(ClusterBroker.nodeOwning(dir.resolve("b2").resolve("raft"))).isEmpty();
+        assertThat(ClusterBroker.nodeOwning(dir.resolve("elsewhere").resolve("store"))).isEmpty();
+    }
+
     @Test
     void stockClientsProduceAndConsumeThroughALeaderFailover() throws Exception {
         startThree();
