@@ -145,9 +145,9 @@ public final class ReplicatedPartition {
             CompletableFuture<Long> stored;
             CompletableFuture<RaftClientReply> submitted;
             synchronized (submitLock) {
+                // Batches expected from answered producers are waited for, unless those waiting fill an entry.
                 if (inFlight >= entriesInFlight || waiting.isEmpty()
                         || (expected > 0 && waitingBytes < ENTRY_BYTES)) {
-                    // (The waiting batches fill an entry: no use waiting for more.)
                     return;
                 }
                 int bytes = 0;
