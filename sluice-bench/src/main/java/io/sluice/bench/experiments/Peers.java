@@ -72,12 +72,12 @@ public final class Peers extends RaceExperiment {
         for (Durability durability : Durability.values()) {
             runs += contenders.stream().filter(c -> c.syncToo || durability == Durability.ASYNC).count();
         }
-        runs *= (long) race.bodyBytes().size() * race.producers(quick).size() * rounds;
+        runs *= (long) race.bodyBytes(quick).size() * race.producers(quick).size() * rounds;
         try (Progress progress = lab.progress("runs", runs)) {
             for (Durability durability : Durability.values()) {
                 List<Contender> racing = contenders.stream()
                         .filter(c -> c.syncToo || durability == Durability.ASYNC).toList();
-                for (int body : race.bodyBytes()) {
+                for (int body : race.bodyBytes(quick)) {
                     Map<String, List<Double>> chart = new LinkedHashMap<>();
                     for (int producers : race.producers(quick)) {
                         Race.Scenario scenario = race.scenario(durability, body, producers);

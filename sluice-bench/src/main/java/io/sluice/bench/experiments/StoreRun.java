@@ -43,10 +43,10 @@ public final class StoreRun extends RaceExperiment {
         List<WritePath> paths = List.of(WritePath.values());
         Table table = RaceTable.table(lab, "store", "Sluice, median of " + rounds + " round(s) of "
                 + race.seconds(quick) + " s per cell", "durability", "body", "producers", "write path");
-        long cells = 2L * race.bodyBytes().size() * race.producers(quick).size() * paths.size() * rounds;
+        long cells = 2L * race.bodyBytes(quick).size() * race.producers(quick).size() * paths.size() * rounds;
         try (Progress progress = lab.progress("runs", cells)) {
             for (Durability durability : Durability.values()) {
-                for (int body : race.bodyBytes()) {
+                for (int body : race.bodyBytes(quick)) {
                     Map<String, List<Double>> throughput = new LinkedHashMap<>();
                     for (int producers : race.producers(quick)) {
                         Race.Scenario scenario = race.scenario(durability, body, producers);

@@ -19,8 +19,9 @@ public final class RaceOptions {
             + "1,16,64,256; 1,256 with --quick).")
     List<Integer> producers;
 
-    @Option(names = "--body", split = ",", paramLabel = "SIZE", description = "Body sizes (default 100,1k).")
-    List<String> bodies = List.of("100", "1k");
+    @Option(names = "--body", split = ",", paramLabel = "SIZE", description = "Body sizes (default 100,1k; 1k with "
+            + "--quick).")
+    List<String> bodies;
 
     @Option(names = "--batch", paramLabel = "N", description = "Messages per send under ASYNC (default 32).")
     int batch = 32;
@@ -38,7 +39,7 @@ public final class RaceOptions {
         if (producers != null && (producers.isEmpty() || producers.stream().anyMatch(p -> p < 1 || p > 10_000))) {
             throw new UsageException("--producers must be between 1 and 10000");
         }
-        for (String body : bodies) {
+        for (String body : bodies != null ? bodies : List.<String>of()) {
             long bytes = Sizes.parse(body);
             if (bytes < 12 || bytes > (1 << 20)) {
                 throw new UsageException("--body must be between 12 bytes and 1m, got " + body);
@@ -69,9 +70,13 @@ public final class RaceOptions {
         return warmUpSeconds != null ? warmUpSeconds : quick ? 0.1 : 1;
     }
 
-    /** @return body sizes in bytes */
-    public List<Integer> bodyBytes() {
-        return bodies.stream().map(b -> (int) Sizes.parse(b)).toList();
+    /**
+     * @return body sizes in bytes: a smoke run ({@code --quick}) takes one, since each size doubles the cells (the
+     *     test suite's runs of these experiments take both)
+     */
+    public List<Integer> bodyBytes(boolean quick) {
+        List<String> sizes = bodies != null ? bodies : quick ? List.of("1k") : List.of("100", "1k");
+        return sizes.stream().map(b -> (int) Sizes.parse(b)).toList();
     }
 
     /** @return producer counts */
