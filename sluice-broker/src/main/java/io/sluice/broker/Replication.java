@@ -131,6 +131,26 @@ public interface Replication {
      */
     CompletableFuture<Void> commitOffsets(String group, List<CommittedOffset> offsets);
 
+    /**
+     * @return how far this broker has applied the cluster's offset commits (and the rest of its metadata), as a
+     *     position in their order: a decision taken on the offsets this broker's store has now names it to
+     *     {@link #forgetGroup}
+     */
+    long offsetCommitsApplied();
+
+    /**
+     * Forgets a consumer group's committed offsets in every broker of the cluster (a group deleted, or expired by its
+     * coordinator), unless the cluster took a commit of the group after position {@code unlessCommittedAfter} of
+     * {@link #offsetCommitsApplied()}: every broker then keeps them alike.
+     *
+     * @param group the group's store name
+     * @param unlessCommittedAfter the position the decision was taken at; {@link Long#MAX_VALUE} forgets them whatever
+     *     was committed before
+     * @return completes with true once the cluster forgot them and this broker's store has, false if a later commit
+     *     kept them
+     */
+    CompletableFuture<Boolean> forgetGroup(String group, long unlessCommittedAfter);
+
     /** @return the replication factor of a topic created without one: 3, or fewer in a smaller cluster */
     int defaultReplicationFactor();
 

@@ -151,6 +151,17 @@ class ReplicatedProduceTest {
         }
 
         @Override
+        public long offsetCommitsApplied() {
+            return 0;
+        }
+
+        @Override
+        public CompletableFuture<Boolean> forgetGroup(String group, long unlessCommittedAfter) {
+            store.removeConsumerGroup(group);
+            return CompletableFuture.completedFuture(true);
+        }
+
+        @Override
         public int defaultReplicationFactor() {
             return 1;
         }

@@ -186,7 +186,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.force = force;
         checkIdentity(raftDirectory, clusterId, nodeId);
         this.metadataGroupId = metadataGroupId(clusterId);
-        this.metadata = new MetadataStateMachine(this::onTopic, this::onOffsets);
+        this.metadata = new MetadataStateMachine(this::onTopic, this::onOffsets, this::onForget);
         // The partition groups found in the Raft directory start with the server: name them before it starts. The
         // store has every topic this node took part in (created before its groups are).
         store.declaredTopics().forEach((topic, count) -> {
@@ -1163,6 +1163,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
     }
 
+    /** The metadata forgot a group's offsets (deleted or expired by its coordinator): so does this node's store. */
+    private void onForget(String group) {
+        try {
+            store.removeConsumerGroup(group);
+        } catch (RuntimeException e) {
+            // The cluster forgot them; this node keeps them until it is rebuilt (a closed store, a failed disk).
+            LOG.error("node cannot forget the committed offsets of group {}: {}", group, e.toString());
+        }
+    }
+
     /**
      * Makes this node a replica of a partition: creates its Raft group here if the node does not host it yet.
      * Every replica's node must be told (each adds the group on its own server); the metadata does so.
@@ -1419,6 +1429,27 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     String answer = reply.getMessage().getContent().toStringUtf8();
                     return answer.equals("committed") ? CompletableFuture.completedFuture(null)
                             : CompletableFuture.failedFuture(new IllegalArgumentException(answer));
+                });
+    }
+
+    @Override
+    public long offsetCommitsApplied() {
+        return metadata.applied();
+    }
+
+    @Override
+    public CompletableFuture<Boolean> forgetGroup(String group, long unlessCommittedAfter) {
+        return sendMetadata(new MetadataStateMachine.Forget(group, unlessCommittedAfter).command())
+                .thenCompose(reply -> {
+                    if (!reply.isSuccess()) {
+                        return CompletableFuture.failedFuture(reply.getException());
+                    }
+                    String answer = reply.getMessage().getContent().toStringUtf8();
+                    return switch (answer) {
+                        case MetadataStateMachine.FORGOTTEN -> CompletableFuture.completedFuture(true);
+                        case MetadataStateMachine.KEPT -> CompletableFuture.completedFuture(false);
+                        default -> CompletableFuture.failedFuture(new IllegalArgumentException(answer));
+                    };
                 });
     }
 

@@ -26,7 +26,10 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Commands are text, one per entry: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;...} with
  * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}; and a consumer group's committed
- * offsets, {@code offsets <group> <topic>:<partition>=<offset>;...}, which every node keeps in its store. And the
+ * offsets, {@code offsets <group> <topic>:<partition>=<offset>;...}, which every node keeps in its store, and
+ * {@code forget <group> <index>}, which removes them from every node's store unless the log holds a commit of the group
+ * after entry {@code index} (the coordinator decides to forget a group on what it had applied up to there; a commit
+ * the cluster took since keeps the group on every node alike). And the
  * record of the nodes that took part (and so may have voted and acknowledged entries), which a node that comes back
  * with no Raft data needs to tell a lost directory from a first start: {@code member <node>}, which a node submits
  * once its member of this group runs, and {@code join <node>}, which a node with no Raft data submits through the
@@ -129,6 +132,35 @@ final class MetadataStateMachine extends BaseStateMachine {
         }
     }
 
+    /**
+     * A coordinator's decision to forget a consumer group's committed offsets (a group deleted or expired).
+     *
+     * @param group the group's store name
+     * @param unlessCommittedAfter the log index up to which the coordinator had applied commits when it decided: a
+     *     commit of the group at a later index keeps it ({@link Long#MAX_VALUE}: none does)
+     */
+    record Forget(String group, long unlessCommittedAfter) {
+
+        String command() {
+            return "forget " + group + " " + unlessCommittedAfter;
+        }
+
+        /** @throws IllegalArgumentException if the text is not a forget command */
+        static Forget parse(String command) {
+            String[] parts = command.split(" ");
+            if (parts.length != 3 || !parts[0].equals("forget") || parts[1].isEmpty()) {
+                throw new IllegalArgumentException("not a forget command: " + command);
+            }
+            return new Forget(parts[1], Long.parseLong(parts[2]));
+        }
+    }
+
+    /** The answer to a forget command whose group's offsets are gone on every node. */
+    static final String FORGOTTEN = "forgotten";
+
+    /** The answer to a forget command whose group committed after the coordinator's decision: every node keeps it. */
+    static final String KEPT = "kept";
+
     /** The answer to {@code join <node>} for a node that took part, or may have. */
     static final String TOOK_PART = "took-part";
 
@@ -140,17 +172,28 @@ final class MetadataStateMachine extends BaseStateMachine {
     /** The log held topics or offsets before any member record (a cluster from before the records). */
     private volatile boolean untracked;
     private final Map<String, CompletableFuture<Topic>> awaited = new ConcurrentHashMap<>();
+    /** For each group with committed offsets, the log index of its latest commit (applied by the updater alone). */
+    private final Map<String, Long> lastCommits = new ConcurrentHashMap<>();
     private final BiConsumer<Topic, Long> onTopic;
     private final Consumer<Offsets> onOffsets;
+    private final Consumer<String> onForget;
 
     /**
      * @param onTopic told of each topic, with the log index of its creation, as this node applies it (and again as
      *     it replays its log)
      * @param onOffsets told of each group's offsets commit as this node applies it
+     * @param onForget told of each group (store name) whose offsets the cluster forgets, as this node applies it
      */
-    MetadataStateMachine(BiConsumer<Topic, Long> onTopic, Consumer<Offsets> onOffsets) {
+    MetadataStateMachine(BiConsumer<Topic, Long> onTopic, Consumer<Offsets> onOffsets, Consumer<String> onForget) {
         this.onTopic = onTopic;
         this.onOffsets = onOffsets;
+        this.onForget = onForget;
+    }
+
+    /** @return the index of the last log entry this node applied, -1 before any */
+    long applied() {
+        TermIndex last = getLastAppliedTermIndex();
+        return last == null ? -1 : last.getIndex();
     }
 
     /** @return the topic, or null if the cluster has none of that name (as far as this node has applied) */
@@ -207,9 +250,27 @@ final class MetadataStateMachine extends BaseStateMachine {
         }
         if (command.startsWith("offsets ")) {
             try {
-                onOffsets.accept(Offsets.parse(command));
+                Offsets offsets = Offsets.parse(command);
+                onOffsets.accept(offsets);
+                lastCommits.put(offsets.group(), entry.getIndex());
                 untracked |= members.isEmpty();
                 answer = "committed";
+            } catch (RuntimeException e) {
+                answer = "refused " + e.getMessage();
+            }
+            updateLastAppliedTermIndex(TermIndex.valueOf(entry));
+            return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(answer)));
+        }
+        if (command.startsWith("forget ")) {
+            try {
+                Forget forget = Forget.parse(command);
+                if (lastCommits.getOrDefault(forget.group(), -1L) > forget.unlessCommittedAfter()) {
+                    answer = KEPT;
+                } else {
+                    lastCommits.remove(forget.group());
+                    onForget.accept(forget.group());
+                    answer = FORGOTTEN;
+                }
             } catch (RuntimeException e) {
                 answer = "refused " + e.getMessage();
             }

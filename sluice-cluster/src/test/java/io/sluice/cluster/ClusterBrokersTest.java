@@ -3,6 +3,7 @@ package io.sluice.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.broker.BrokerConfig;
+import io.sluice.store.ConsumerPosition;
 import io.sluice.store.FlushMode;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
@@ -23,6 +24,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
@@ -226,6 +228,71 @@ class ClusterBrokersTest {
         List<String> union = new ArrayList<>(before);
         union.addAll(after);
         assertThat(union).as("every record once: nothing read again, nothing skipped").containsExactlyInAnyOrderElementsOf(all);
+    }
+
+    /**
+     * A group deleted through its coordinator is gone from every broker's store, so the next coordinator does not
+     * bring its offsets back; a commit after the deletion counts again everywhere.
+     */
+    @Test
+    void aDeletedGroupStaysDeletedWhenItsCoordinatorMoves() throws Exception {
+        startThree();
+        Properties adminProperties = new Properties();
+        adminProperties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        TopicPartition partition = new TopicPartition("events", 0);
+        int coordinator;
+        try (Admin admin = Admin.create(adminProperties)) {
+            admin.createTopics(List.of(new NewTopic("events", 1, (short) 3))).all().get(60, TimeUnit.SECONDS);
+            admin.alterConsumerGroupOffsets("gone", Map.of(partition, new OffsetAndMetadata(5)))
+                    .all().get(30, TimeUnit.SECONDS);
+            admin.alterConsumerGroupOffsets("kept", Map.of(partition, new OffsetAndMetadata(7)))
+                    .all().get(30, TimeUnit.SECONDS);
+            awaitPositions(List.of("gone", "kept"));
+            admin.deleteConsumerGroups(List.of("gone")).all().get(30, TimeUnit.SECONDS);
+            awaitPositions(List.of("kept"));
+            coordinator = admin.describeCluster().controller().get(30, TimeUnit.SECONDS).id();
+        }
+        stop(coordinator);
+        try (Admin admin = Admin.create(adminProperties)) {
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            Map<TopicPartition, OffsetAndMetadata> kept = Map.of();
+            while (kept.isEmpty() && System.nanoTime() < deadline) {
+                try {
+                    kept = admin.listConsumerGroupOffsets("kept").partitionsToOffsetAndMetadata()
+                            .get(10, TimeUnit.SECONDS);
+                } catch (java.util.concurrent.ExecutionException e) {
+                    Thread.sleep(200); // the next coordinator is being elected
+                }
+            }
+            assertThat(kept).as("the group not deleted, from the next coordinator")
+                    .containsEntry(partition, new OffsetAndMetadata(7));
+            assertThat(admin.listConsumerGroupOffsets("gone").partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS))
+                    .as("the deleted group, from the next coordinator").isEmpty();
+            admin.alterConsumerGroupOffsets("gone", Map.of(partition, new OffsetAndMetadata(11)))
+                    .all().get(30, TimeUnit.SECONDS);
+            assertThat(admin.listConsumerGroupOffsets("gone").partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS))
+                    .containsEntry(partition, new OffsetAndMetadata(11));
+        }
+    }
+
+    /** Waits until the store of every running broker has committed offsets of exactly these groups (store names). */
+    private void awaitPositions(List<String> groups) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+        while (true) {
+            Map<Integer, List<String>> held = new HashMap<>();
+            for (int id = 1; id <= 3; id++) {
+                if (brokers[id] != null) {
+                    held.put(id, brokers[id].store().consumerPositions().stream().map(ConsumerPosition::group)
+                            .distinct().sorted().toList());
+                }
+            }
+            if (held.values().stream().allMatch(groups::equals) || System.nanoTime() > deadline) {
+                assertThat(held).as("each broker's groups with committed offsets").allSatisfy((id, names) ->
+                        assertThat(names).containsExactlyElementsOf(groups));
+                return;
+            }
+            Thread.sleep(50);
+        }
     }
 
     private static void send(KafkaProducer<byte[], byte[]> producer, Map<Integer, List<String>> sent, int from, int to)

@@ -11,12 +11,17 @@ import org.apache.ratis.statemachine.TransactionContext;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
 import org.junit.jupiter.api.Test;
 
-/** The metadata's record of the nodes that took part, as a node with no Raft data asks for it. */
+/**
+ * The metadata's record of the nodes that took part, as a node with no Raft data asks for it; and the groups' offsets
+ * it commits and forgets.
+ */
 class MetadataMembersTest {
 
     private final List<MetadataStateMachine.Topic> created = new ArrayList<>();
+    private final List<String> committed = new ArrayList<>();
+    private final List<String> forgotten = new ArrayList<>();
     private final MetadataStateMachine machine = new MetadataStateMachine((topic, index) -> created.add(topic),
-            offsets -> { });
+            offsets -> committed.add(offsets.group()), forgotten::add);
     private long index;
 
     private String apply(String command) throws Exception {
@@ -53,5 +58,33 @@ class MetadataMembersTest {
         assertThat(apply("topic bad")).startsWith("refused");
         assertThat(machine.members()).isEmpty();
         assertThat(apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.RECORDED);
+    }
+
+    /**
+     * A coordinator decides to forget a group on the commits it had applied: a commit the log holds after that point
+     * keeps the group on every node alike; one before it does not, nor does any commit when the decision names none.
+     */
+    @Test
+    void aForgetKeepsAGroupThatCommittedAfterTheDecisionItNames() throws Exception {
+        assertThat(apply("offsets g t:0=5")).isEqualTo("committed");
+        long decided = machine.applied();
+        assertThat(apply("offsets g t:0=9")).isEqualTo("committed");
+        assertThat(apply(new MetadataStateMachine.Forget("g", decided).command())).isEqualTo(MetadataStateMachine.KEPT);
+        assertThat(forgotten).isEmpty();
+
+        long later = machine.applied();
+        assertThat(apply(new MetadataStateMachine.Forget("g", later).command()))
+                .isEqualTo(MetadataStateMachine.FORGOTTEN);
+        assertThat(forgotten).containsExactly("g");
+
+        assertThat(apply("offsets h t:0=1")).isEqualTo("committed");
+        assertThat(apply(new MetadataStateMachine.Forget("h", Long.MAX_VALUE).command()))
+                .isEqualTo(MetadataStateMachine.FORGOTTEN);
+        assertThat(forgotten).containsExactly("g", "h");
+        assertThat(committed).containsExactly("g", "g", "h");
+
+        assertThat(apply("forget g")).startsWith("refused");
+        assertThat(apply("forget g x")).startsWith("refused");
+        assertThat(forgotten).containsExactly("g", "h");
     }
 }

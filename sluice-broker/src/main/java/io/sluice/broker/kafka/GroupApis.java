@@ -66,6 +66,11 @@ final class GroupApis {
     private final Replication replication;
     /** When this broker started, store clock: offsets expire no sooner than a retention after it. */
     private final long startedMillis;
+    /**
+     * In a cluster, when this broker's expiry pass first found it coordinating (store clock), -1 while it does not:
+     * offsets expire no sooner than a retention after it. Only the expiry pass uses it.
+     */
+    private long coordinatingSinceMillis = -1;
 
     GroupApis(Store store, GroupCoordinator coordinator, KafkaApis.Settings settings, Replication replication) {
         this.store = store;
@@ -361,25 +366,47 @@ final class GroupApis {
      * commit, the last time it had members, and this broker's start (which saw neither before). A store group no
      * Kafka group id maps to ({@link GroupNames#fromStore}) is left alone.
      *
+     * <p>In a cluster only the coordinator expires offsets, and through the cluster, so that every broker forgets
+     * them alike (one broker alone would forget those of a group that has members on the coordinator, and the next
+     * coordinator would not have them); the time also counts from when this broker was first found coordinating,
+     * since the members a group had on the coordinator before it are not known here.
+     *
      * @return the group ids whose offsets were forgotten
      */
     List<String> expireOffsets(long retentionMillis) {
-        long cutoff = store.config().clock().millis() - retentionMillis;
+        long now = store.config().clock().millis();
+        long since = startedMillis;
+        long decidedAt = 0;
+        if (replication != null) {
+            if (coordination() != Errors.NONE) {
+                coordinatingSinceMillis = -1;
+                return List.of();
+            }
+            if (coordinatingSinceMillis < 0) {
+                coordinatingSinceMillis = now;
+            }
+            since = Math.max(since, coordinatingSinceMillis);
+            // Read before the store's offsets: a commit applied after this keeps its group on every broker.
+            decidedAt = replication.offsetCommitsApplied();
+        }
+        long cutoff = now - retentionMillis;
         Map<String, Long> newest = new TreeMap<>();
         for (ConsumerPosition position : store.consumerPositions()) {
             newest.merge(position.group(), position.committedMillis(), Math::max);
         }
         List<String> expired = new ArrayList<>();
         Set<String> kept = new HashSet<>(); // groups that still have offsets
+        long startedOrCoordinating = since;
+        long decision = decidedAt;
         newest.forEach((name, committed) -> {
             String id = GroupNames.fromStore(name);
             if (id == null) {
                 return;
             }
-            long active = Math.max(Math.max(committed, startedMillis), coordinator.lastOccupiedMillis(id));
+            long active = Math.max(Math.max(committed, startedOrCoordinating), coordinator.lastOccupiedMillis(id));
             try {
-                if (active < cutoff
-                        && coordinator.ifIdle(id, cutoff, () -> store.removeConsumerGroupIfIdle(name, cutoff))) {
+                if (active < cutoff && coordinator.ifIdle(id, cutoff, () -> replication == null
+                        ? store.removeConsumerGroupIfIdle(name, cutoff) : forgetReplicated(name, decision))) {
                     expired.add(id);
                     LOG.info("forgot the committed offsets of group {}: no members and no commit for {} minutes", id,
                             TimeUnit.MILLISECONDS.toMinutes(retentionMillis));
@@ -392,6 +419,30 @@ final class GroupApis {
         });
         coordinator.forgetOccupied(cutoff, kept);
         return expired;
+    }
+
+    /** How long forgetting a group's offsets waits for the cluster. */
+    private static final long FORGET_TIMEOUT_MILLIS = 5_000;
+
+    /**
+     * Forgets a group's offsets through the cluster (see {@link Replication#forgetGroup}).
+     *
+     * @return true if every broker forgot them, false if a later commit kept them
+     * @throws IllegalStateException if the cluster did not answer in time, or failed
+     */
+    private boolean forgetReplicated(String name, long unlessCommittedAfter) {
+        try {
+            return replication.forgetGroup(name, unlessCommittedAfter).get(FORGET_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+        } catch (ExecutionException e) {
+            throw new IllegalStateException("the cluster did not forget the offsets of group " + name + ": "
+                    + e.getCause(), e.getCause());
+        } catch (TimeoutException e) {
+            throw new IllegalStateException("the cluster did not forget the offsets of group " + name + " within "
+                    + FORGET_TIMEOUT_MILLIS + " ms", e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IllegalStateException("interrupted while the cluster forgot the offsets of group " + name, e);
+        }
     }
 
     /** @return the ids of groups that have committed offsets in the store */
@@ -468,20 +519,35 @@ final class GroupApis {
         return new ListGroupsResponseData().setGroups(groups);
     }
 
+    /**
+     * Deletes groups that have no members: their committed offsets go, in a cluster from every broker (through the
+     * cluster, so that the next coordinator does not bring them back). Only the coordinator deletes.
+     */
     DeleteGroupsResponseData delete(DeleteGroupsRequestData request) {
         DeleteGroupsResponseData.DeletableGroupResultCollection results =
                 new DeleteGroupsResponseData.DeletableGroupResultCollection();
-        Set<String> stored = storedGroups();
+        Errors coordination = coordination();
+        Set<String> stored = coordination == Errors.NONE ? storedGroups() : Set.of();
         for (String id : request.groupsNames()) {
             Errors error;
             String name = id == null ? null : GroupNames.toStore(id);
             GroupCoordinator.Group group = coordinator.group(id);
             if (name == null) {
                 error = Errors.INVALID_GROUP_ID;
+            } else if (coordination != Errors.NONE) {
+                error = coordination;
             } else if (group == null && !stored.contains(id)) {
                 error = Errors.GROUP_ID_NOT_FOUND;
             } else if (!coordinator.remove(id)) {
                 error = Errors.NON_EMPTY_GROUP;
+            } else if (replication != null) {
+                try {
+                    forgetReplicated(name, Long.MAX_VALUE);
+                    error = Errors.NONE;
+                } catch (IllegalStateException e) {
+                    LOG.warn("deleting group {} through the cluster failed: {}", id, e.getMessage());
+                    error = Errors.COORDINATOR_NOT_AVAILABLE;
+                }
             } else {
                 try {
                     store.removeConsumerGroup(name);

@@ -2,6 +2,7 @@ package io.sluice.broker.kafka;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.broker.Replication;
 import io.sluice.store.FlushMode;
 import io.sluice.store.RetentionPolicy;
 import io.sluice.store.Store;
@@ -11,13 +12,19 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.List;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
+import java.util.function.BiConsumer;
+import org.apache.kafka.common.message.DeleteGroupsRequestData;
 import org.apache.kafka.common.message.JoinGroupRequestData;
 import org.apache.kafka.common.message.JoinGroupResponseData;
 import org.apache.kafka.common.message.SyncGroupRequestData;
+import org.apache.kafka.common.protocol.Errors;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -148,6 +155,155 @@ class OffsetExpiryTest {
             assertThat(coordinator.occupiedGroups()).containsExactlyInAnyOrder("kept", "a", "b", "c");
             assertThat(groups.expireOffsets(RETENTION)).isEmpty();
             assertThat(coordinator.occupiedGroups()).containsExactly("kept");
+        }
+    }
+
+    /**
+     * One broker's view of a cluster for the group APIs: the controller (which coordinates every group) is whichever
+     * node the test says; a forget is recorded with the position it names, and done in this broker's store.
+     */
+    private static final class Cluster implements Replication {
+        final Store store;
+        final AtomicInteger controller = new AtomicInteger(2);
+        final AtomicLong applied = new AtomicLong(41);
+        final List<String> forgets = new CopyOnWriteArrayList<>();
+
+        Cluster(Store store) {
+            this.store = store;
+        }
+
+        @Override
+        public int self() {
+            return 1;
+        }
+
+        @Override
+        public List<Node> brokers() {
+            return List.of(new Node(1, "127.0.0.1", 9092), new Node(2, "127.0.0.1", 9093));
+        }
+
+        @Override
+        public int controller() {
+            return controller.get();
+        }
+
+        @Override
+        public boolean controllerReady() {
+            return true;
+        }
+
+        @Override
+        public PartitionView partition(String topic, int partition) {
+            throw new UnsupportedOperationException("no partitions here");
+        }
+
+        @Override
+        public boolean leads(String topic, int partition) {
+            return false;
+        }
+
+        @Override
+        public Appended append(String topic, int partition, byte[] batch) {
+            throw new UnsupportedOperationException("no appends here");
+        }
+
+        @Override
+        public long highWatermark(String topic, int partition) {
+            return 0;
+        }
+
+        @Override
+        public CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor) {
+            return CompletableFuture.failedFuture(new UnsupportedOperationException("no topics here"));
+        }
+
+        @Override
+        public CompletableFuture<Void> commitOffsets(String group, List<CommittedOffset> offsets) {
+            offsets.forEach(o -> store.commitOffset(group, o.topic(), o.partition(), o.offset()));
+            return CompletableFuture.completedFuture(null);
+        }
+
+        @Override
+        public long offsetCommitsApplied() {
+            return applied.get();
+        }
+
+        @Override
+        public CompletableFuture<Boolean> forgetGroup(String group, long unlessCommittedAfter) {
+            forgets.add(group + "@" + unlessCommittedAfter);
+            store.removeConsumerGroup(group);
+            return CompletableFuture.completedFuture(true);
+        }
+
+        @Override
+        public int defaultReplicationFactor() {
+            return 2;
+        }
+
+        @Override
+        public void onChange(BiConsumer<String, Integer> listener) {
+        }
+    }
+
+    /**
+     * In a cluster a broker that does not coordinate groups expires none (it does not know who is in them); the
+     * coordinator expires them through the cluster, naming how far it had applied the cluster's commits, and no sooner
+     * than a retention after it was found coordinating.
+     */
+    @Test
+    void inAClusterOnlyTheCoordinatorExpiresOffsetsAndThroughTheCluster() throws Exception {
+        try (Store store = openStore()) {
+            Cluster cluster = new Cluster(store);
+            GroupApis groups = new GroupApis(store, coordinator, new KafkaApis.Settings(1, "127.0.0.1", 9092, "c", 1,
+                    false, TopicLayout.QUEUE, 60), cluster);
+            store.commitOffset(GroupNames.toStore("abandoned"), "t", 0, 3);
+            now.addAndGet(3 * RETENTION);
+            assertThat(groups.expireOffsets(RETENTION)).as("node 2 coordinates").isEmpty();
+            assertThat(store.committedOffset(GroupNames.toStore("abandoned"), "t", 0)).hasValue(3);
+
+            cluster.controller.set(1);
+            assertThat(groups.expireOffsets(RETENTION)).as("coordinating only since now").isEmpty();
+            now.addAndGet(RETENTION / 2);
+            cluster.applied.set(57);
+            assertThat(groups.expireOffsets(RETENTION)).isEmpty();
+            now.addAndGet(RETENTION / 2 + 1);
+            assertThat(groups.expireOffsets(RETENTION)).containsExactly("abandoned");
+            assertThat(cluster.forgets).containsExactly("abandoned@57");
+            assertThat(store.committedOffset(GroupNames.toStore("abandoned"), "t", 0)).isEmpty();
+
+            // Coordinating again after another broker did: the wait starts again.
+            store.commitOffset(GroupNames.toStore("later"), "t", 0, 4);
+            cluster.controller.set(2);
+            now.addAndGet(2 * RETENTION);
+            assertThat(groups.expireOffsets(RETENTION)).isEmpty();
+            cluster.controller.set(1);
+            assertThat(groups.expireOffsets(RETENTION)).isEmpty();
+            now.addAndGet(RETENTION + 1);
+            assertThat(groups.expireOffsets(RETENTION)).containsExactly("later");
+            assertThat(cluster.forgets).containsExactly("abandoned@57", "later@57");
+        }
+    }
+
+    /** In a cluster only the coordinator deletes a group, and through the cluster, whatever it committed before. */
+    @Test
+    void inAClusterOnlyTheCoordinatorDeletesAGroupAndThroughTheCluster() throws Exception {
+        try (Store store = openStore()) {
+            Cluster cluster = new Cluster(store);
+            GroupApis groups = new GroupApis(store, coordinator, new KafkaApis.Settings(1, "127.0.0.1", 9092, "c", 1,
+                    false, TopicLayout.QUEUE, 60), cluster);
+            store.commitOffset(GroupNames.toStore("old"), "t", 0, 3);
+            DeleteGroupsRequestData request = new DeleteGroupsRequestData().setGroupsNames(List.of("old"));
+            assertThat(groups.delete(request).results().find("old").errorCode())
+                    .isEqualTo(Errors.NOT_COORDINATOR.code());
+            assertThat(store.committedOffset(GroupNames.toStore("old"), "t", 0)).hasValue(3);
+            assertThat(cluster.forgets).isEmpty();
+
+            cluster.controller.set(1);
+            assertThat(groups.delete(request).results().find("old").errorCode()).isEqualTo(Errors.NONE.code());
+            assertThat(cluster.forgets).containsExactly("old@" + Long.MAX_VALUE);
+            assertThat(store.committedOffset(GroupNames.toStore("old"), "t", 0)).isEmpty();
+            assertThat(groups.delete(request).results().find("old").errorCode())
+                    .isEqualTo(Errors.GROUP_ID_NOT_FOUND.code());
         }
     }
 }
