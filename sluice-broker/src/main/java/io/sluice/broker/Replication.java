@@ -132,24 +132,30 @@ public interface Replication {
     CompletableFuture<Void> commitOffsets(String group, List<CommittedOffset> offsets);
 
     /**
-     * @return how far this broker has applied the cluster's offset commits (and the rest of its metadata), as a
-     *     position in their order: a decision taken on the offsets this broker's store has now names it to
-     *     {@link #forgetGroup}
+     * Where this broker stands as the groups' coordinator, for a decision to forget a group ({@link #forgetGroup}).
+     *
+     * @param epoch the term in which this broker leads the cluster's metadata (and so coordinates the groups), -1 if
+     *     it does not
+     * @param applied how far this broker has applied the cluster's offset commits (and the rest of its metadata), as a
+     *     position in their order: read before the store's offsets a decision is taken on
      */
-    long offsetCommitsApplied();
+    record GroupsCoordination(long epoch, long applied) {
+    }
+
+    /** @return where this broker stands as the groups' coordinator now */
+    GroupsCoordination groupsCoordination();
 
     /**
      * Forgets a consumer group's committed offsets in every broker of the cluster (a group deleted, or expired by its
-     * coordinator), unless the cluster took a commit of the group after position {@code unlessCommittedAfter} of
-     * {@link #offsetCommitsApplied()}: every broker then keeps them alike.
+     * coordinator), unless the cluster took a commit of the group after the decision's position, or the decision's
+     * coordinator no longer coordinates (its epoch is over): every broker then keeps them alike.
      *
      * @param group the group's store name
-     * @param unlessCommittedAfter the position the decision was taken at; {@link Long#MAX_VALUE} forgets them whatever
-     *     was committed before
+     * @param decision where this broker stood when it decided, read before the offsets it decided on
      * @return completes with true once the cluster forgot them and this broker's store has, false if a later commit
-     *     kept them
+     *     kept them; fails if the decision's epoch is over or the cluster did not take it
      */
-    CompletableFuture<Boolean> forgetGroup(String group, long unlessCommittedAfter);
+    CompletableFuture<Boolean> forgetGroup(String group, GroupsCoordination decision);
 
     /** @return the replication factor of a topic created without one: 3, or fewer in a smaller cluster */
     int defaultReplicationFactor();

@@ -151,12 +151,12 @@ class ReplicatedProduceTest {
         }
 
         @Override
-        public long offsetCommitsApplied() {
-            return 0;
+        public GroupsCoordination groupsCoordination() {
+            return new GroupsCoordination(controller.get() == self ? 1 : -1, 0);
         }
 
         @Override
-        public CompletableFuture<Boolean> forgetGroup(String group, long unlessCommittedAfter) {
+        public CompletableFuture<Boolean> forgetGroup(String group, GroupsCoordination decision) {
             store.removeConsumerGroup(group);
             return CompletableFuture.completedFuture(true);
         }

@@ -1433,13 +1433,26 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     @Override
-    public long offsetCommitsApplied() {
-        return metadata.applied();
+    public GroupsCoordination groupsCoordination() {
+        long epoch = -1;
+        try {
+            var info = server.getDivision(metadataGroupId).getInfo();
+            if (info.isLeader()) {
+                epoch = info.getCurrentTerm();
+            }
+        } catch (IOException e) {
+            epoch = -1;
+        }
+        return new GroupsCoordination(epoch, metadata.applied());
     }
 
     @Override
-    public CompletableFuture<Boolean> forgetGroup(String group, long unlessCommittedAfter) {
-        return sendMetadata(new MetadataStateMachine.Forget(group, unlessCommittedAfter).command())
+    public CompletableFuture<Boolean> forgetGroup(String group, GroupsCoordination decision) {
+        if (decision.epoch() < 0) {
+            return CompletableFuture.failedFuture(new IllegalStateException("node " + self.id()
+                    + " did not coordinate the groups when it decided to forget group " + group));
+        }
+        return sendMetadata(new MetadataStateMachine.Forget(group, decision.applied(), decision.epoch()).command())
                 .thenCompose(reply -> {
                     if (!reply.isSuccess()) {
                         return CompletableFuture.failedFuture(reply.getException());

@@ -27,9 +27,10 @@ import org.slf4j.LoggerFactory;
  * <p>Commands are text, one per entry: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;...} with
  * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}; and a consumer group's committed
  * offsets, {@code offsets <group> <topic>:<partition>=<offset>;...}, which every node keeps in its store, and
- * {@code forget <group> <index>}, which removes them from every node's store unless the log holds a commit of the group
- * after entry {@code index} (the coordinator decides to forget a group on what it had applied up to there; a commit
- * the cluster took since keeps the group on every node alike). And the
+ * {@code forget <group> <index> <term>}, which removes them from every node's store unless the log holds a commit of the
+ * group after entry {@code index} (the coordinator decides to forget a group on what it had applied up to there; a
+ * commit the cluster took since keeps the group on every node alike), and is refused in an entry of another term than
+ * the one the coordinator decided in (it may have lost its place, and the next coordinator's members). And the
  * record of the nodes that took part (and so may have voted and acknowledged entries), which a node that comes back
  * with no Raft data needs to tell a lost directory from a first start: {@code member <node>}, which a node submits
  * once its member of this group runs, and {@code join <node>}, which a node with no Raft data submits through the
@@ -137,21 +138,23 @@ final class MetadataStateMachine extends BaseStateMachine {
      *
      * @param group the group's store name
      * @param unlessCommittedAfter the log index up to which the coordinator had applied commits when it decided: a
-     *     commit of the group at a later index keeps it ({@link Long#MAX_VALUE}: none does)
+     *     commit of the group at a later index keeps it
+     * @param term the term the coordinator led the metadata group in when it decided: an entry of another term (the
+     *     coordinator lost its place before the decision reached the log) is refused
      */
-    record Forget(String group, long unlessCommittedAfter) {
+    record Forget(String group, long unlessCommittedAfter, long term) {
 
         String command() {
-            return "forget " + group + " " + unlessCommittedAfter;
+            return "forget " + group + " " + unlessCommittedAfter + " " + term;
         }
 
         /** @throws IllegalArgumentException if the text is not a forget command */
         static Forget parse(String command) {
             String[] parts = command.split(" ");
-            if (parts.length != 3 || !parts[0].equals("forget") || parts[1].isEmpty()) {
+            if (parts.length != 4 || !parts[0].equals("forget") || parts[1].isEmpty()) {
                 throw new IllegalArgumentException("not a forget command: " + command);
             }
-            return new Forget(parts[1], Long.parseLong(parts[2]));
+            return new Forget(parts[1], Long.parseLong(parts[2]), Long.parseLong(parts[3]));
         }
     }
 
@@ -251,8 +254,10 @@ final class MetadataStateMachine extends BaseStateMachine {
         if (command.startsWith("offsets ")) {
             try {
                 Offsets offsets = Offsets.parse(command);
-                onOffsets.accept(offsets);
+                // Counted before the store takes them: a store that fails half way must not let a forget decided
+                // before this commit wipe what it did take.
                 lastCommits.put(offsets.group(), entry.getIndex());
+                onOffsets.accept(offsets);
                 untracked |= members.isEmpty();
                 answer = "committed";
             } catch (RuntimeException e) {
@@ -264,7 +269,10 @@ final class MetadataStateMachine extends BaseStateMachine {
         if (command.startsWith("forget ")) {
             try {
                 Forget forget = Forget.parse(command);
-                if (lastCommits.getOrDefault(forget.group(), -1L) > forget.unlessCommittedAfter()) {
+                if (entry.getTerm() != forget.term()) {
+                    answer = "refused: decided by the coordinator of term " + forget.term() + ", logged in term "
+                            + entry.getTerm();
+                } else if (lastCommits.getOrDefault(forget.group(), -1L) > forget.unlessCommittedAfter()) {
                     answer = KEPT;
                 } else {
                     lastCommits.remove(forget.group());

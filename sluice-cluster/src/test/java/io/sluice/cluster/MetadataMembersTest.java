@@ -21,7 +21,12 @@ class MetadataMembersTest {
     private final List<String> committed = new ArrayList<>();
     private final List<String> forgotten = new ArrayList<>();
     private final MetadataStateMachine machine = new MetadataStateMachine((topic, index) -> created.add(topic),
-            offsets -> committed.add(offsets.group()), forgotten::add);
+            offsets -> {
+                committed.add(offsets.group());
+                if (offsets.group().equals("failing")) {
+                    throw new IllegalStateException("the store took part of the commit, then failed");
+                }
+            }, forgotten::add);
     private long index;
 
     private String apply(String command) throws Exception {
@@ -62,29 +67,44 @@ class MetadataMembersTest {
 
     /**
      * A coordinator decides to forget a group on the commits it had applied: a commit the log holds after that point
-     * keeps the group on every node alike; one before it does not, nor does any commit when the decision names none.
+     * keeps the group on every node alike; one before it does not. A decision logged in another term than the one its
+     * coordinator decided in is refused: that coordinator may have lost its place, and the group may have members on
+     * the next one.
      */
     @Test
     void aForgetKeepsAGroupThatCommittedAfterTheDecisionItNames() throws Exception {
         assertThat(apply("offsets g t:0=5")).isEqualTo("committed");
         long decided = machine.applied();
         assertThat(apply("offsets g t:0=9")).isEqualTo("committed");
-        assertThat(apply(new MetadataStateMachine.Forget("g", decided).command())).isEqualTo(MetadataStateMachine.KEPT);
+        assertThat(apply(new MetadataStateMachine.Forget("g", decided, 1).command())).isEqualTo(MetadataStateMachine.KEPT);
         assertThat(forgotten).isEmpty();
 
         long later = machine.applied();
-        assertThat(apply(new MetadataStateMachine.Forget("g", later).command()))
+        assertThat(apply(new MetadataStateMachine.Forget("g", later, 2).command())).as("decided in term 2")
+                .startsWith("refused");
+        assertThat(forgotten).isEmpty();
+        assertThat(apply(new MetadataStateMachine.Forget("g", later, 1).command()))
                 .isEqualTo(MetadataStateMachine.FORGOTTEN);
         assertThat(forgotten).containsExactly("g");
 
         assertThat(apply("offsets h t:0=1")).isEqualTo("committed");
-        assertThat(apply(new MetadataStateMachine.Forget("h", Long.MAX_VALUE).command()))
+        assertThat(apply(new MetadataStateMachine.Forget("h", Long.MAX_VALUE, 1).command()))
                 .isEqualTo(MetadataStateMachine.FORGOTTEN);
         assertThat(forgotten).containsExactly("g", "h");
         assertThat(committed).containsExactly("g", "g", "h");
 
         assertThat(apply("forget g")).startsWith("refused");
-        assertThat(apply("forget g x")).startsWith("refused");
+        assertThat(apply("forget g x 1")).startsWith("refused");
         assertThat(forgotten).containsExactly("g", "h");
+    }
+
+    /** A commit the store took only part of still counts: a forget decided before it keeps the group. */
+    @Test
+    void aCommitTheStoreFailedHalfWayStillKeepsItsGroup() throws Exception {
+        long decided = machine.applied();
+        assertThat(apply("offsets failing t:0=5;t:1=6")).startsWith("refused");
+        assertThat(apply(new MetadataStateMachine.Forget("failing", decided, 1).command()))
+                .isEqualTo(MetadataStateMachine.KEPT);
+        assertThat(forgotten).isEmpty();
     }
 }

@@ -67,10 +67,12 @@ final class GroupApis {
     /** When this broker started, store clock: offsets expire no sooner than a retention after it. */
     private final long startedMillis;
     /**
-     * In a cluster, when this broker's expiry pass first found it coordinating (store clock), -1 while it does not:
-     * offsets expire no sooner than a retention after it. Only the expiry pass uses it.
+     * In a cluster, the coordinator's epoch this broker's expiry pass last found it in (-1: not coordinating), and when
+     * it first found it in that epoch (store clock): offsets expire no sooner than a retention after it, as members
+     * the group had on other coordinators meanwhile are not known here. Only the expiry pass uses them.
      */
-    private long coordinatingSinceMillis = -1;
+    private long coordinatingEpoch = -1;
+    private long coordinatingSinceMillis;
 
     GroupApis(Store store, GroupCoordinator coordinator, KafkaApis.Settings settings, Replication replication) {
         this.store = store;
@@ -376,18 +378,19 @@ final class GroupApis {
     List<String> expireOffsets(long retentionMillis) {
         long now = store.config().clock().millis();
         long since = startedMillis;
-        long decidedAt = 0;
+        Replication.GroupsCoordination decision = null;
         if (replication != null) {
-            if (coordination() != Errors.NONE) {
-                coordinatingSinceMillis = -1;
+            // Read before the store's offsets: a commit applied after this keeps its group on every broker.
+            decision = replication.groupsCoordination();
+            if (coordination() != Errors.NONE || decision.epoch() < 0) {
+                coordinatingEpoch = -1;
                 return List.of();
             }
-            if (coordinatingSinceMillis < 0) {
+            if (decision.epoch() != coordinatingEpoch) {
+                coordinatingEpoch = decision.epoch();
                 coordinatingSinceMillis = now;
             }
             since = Math.max(since, coordinatingSinceMillis);
-            // Read before the store's offsets: a commit applied after this keeps its group on every broker.
-            decidedAt = replication.offsetCommitsApplied();
         }
         long cutoff = now - retentionMillis;
         Map<String, Long> newest = new TreeMap<>();
@@ -397,7 +400,7 @@ final class GroupApis {
         List<String> expired = new ArrayList<>();
         Set<String> kept = new HashSet<>(); // groups that still have offsets
         long startedOrCoordinating = since;
-        long decision = decidedAt;
+        Replication.GroupsCoordination decided = decision;
         newest.forEach((name, committed) -> {
             String id = GroupNames.fromStore(name);
             if (id == null) {
@@ -405,8 +408,8 @@ final class GroupApis {
             }
             long active = Math.max(Math.max(committed, startedOrCoordinating), coordinator.lastOccupiedMillis(id));
             try {
-                if (active < cutoff && coordinator.ifIdle(id, cutoff, () -> replication == null
-                        ? store.removeConsumerGroupIfIdle(name, cutoff) : forgetReplicated(name, decision))) {
+                if (active < cutoff && coordinator.ifIdle(id, cutoff, () -> decided == null
+                        ? store.removeConsumerGroupIfIdle(name, cutoff) : forgetReplicated(name, decided))) {
                     expired.add(id);
                     LOG.info("forgot the committed offsets of group {}: no members and no commit for {} minutes", id,
                             TimeUnit.MILLISECONDS.toMinutes(retentionMillis));
@@ -427,12 +430,13 @@ final class GroupApis {
     /**
      * Forgets a group's offsets through the cluster (see {@link Replication#forgetGroup}).
      *
-     * @return true if every broker forgot them, false if a later commit kept them
-     * @throws IllegalStateException if the cluster did not answer in time, or failed
+     * @return true if every broker forgot them, false if a commit after the decision kept them
+     * @throws IllegalStateException if the cluster did not answer in time, or refused (the decision's coordinator no
+     *     longer coordinates)
      */
-    private boolean forgetReplicated(String name, long unlessCommittedAfter) {
+    private boolean forgetReplicated(String name, Replication.GroupsCoordination decision) {
         try {
-            return replication.forgetGroup(name, unlessCommittedAfter).get(FORGET_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+            return replication.forgetGroup(name, decision).get(FORGET_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
             throw new IllegalStateException("the cluster did not forget the offsets of group " + name + ": "
                     + e.getCause(), e.getCause());
@@ -538,16 +542,10 @@ final class GroupApis {
                 error = coordination;
             } else if (group == null && !stored.contains(id)) {
                 error = Errors.GROUP_ID_NOT_FOUND;
+            } else if (replication != null) {
+                error = deleteReplicated(id, name);
             } else if (!coordinator.remove(id)) {
                 error = Errors.NON_EMPTY_GROUP;
-            } else if (replication != null) {
-                try {
-                    forgetReplicated(name, Long.MAX_VALUE);
-                    error = Errors.NONE;
-                } catch (IllegalStateException e) {
-                    LOG.warn("deleting group {} through the cluster failed: {}", id, e.getMessage());
-                    error = Errors.COORDINATOR_NOT_AVAILABLE;
-                }
             } else {
                 try {
                     store.removeConsumerGroup(name);
@@ -559,5 +557,28 @@ final class GroupApis {
             results.add(new DeleteGroupsResponseData.DeletableGroupResult().setGroupId(id).setErrorCode(error.code()));
         }
         return new DeleteGroupsResponseData().setResults(results);
+    }
+
+    /**
+     * Deletes a group through the cluster, holding the group (no member joins meanwhile) until every broker forgot its
+     * offsets. A commit the cluster took after this broker read its offsets keeps the group: the client is asked to
+     * try again (COORDINATOR_LOAD_IN_PROGRESS), and the next attempt sees that commit.
+     */
+    private Errors deleteReplicated(String id, String name) {
+        Replication.GroupsCoordination decision = replication.groupsCoordination();
+        boolean[] forgotten = new boolean[1];
+        try {
+            if (!coordinator.ifIdle(id, Long.MAX_VALUE, () -> {
+                forgotten[0] = forgetReplicated(name, decision);
+                coordinator.remove(id);
+                return true;
+            })) {
+                return Errors.NON_EMPTY_GROUP;
+            }
+        } catch (IllegalStateException e) {
+            LOG.warn("deleting group {} through the cluster failed: {}", id, e.getMessage());
+            return Errors.COORDINATOR_NOT_AVAILABLE;
+        }
+        return forgotten[0] ? Errors.NONE : Errors.COORDINATOR_LOAD_IN_PROGRESS;
     }
 }

@@ -130,6 +130,11 @@ public final class KafkaApis implements AutoCloseable {
     /** The cluster this broker is one of, or null: then it serves its store alone. */
     private final Replication replication;
     private final ScheduledExecutorService timer;
+    /**
+     * Runs the offset expiry passes: apart from the group sessions' timer, since in a cluster a pass waits for the
+     * cluster once per group it forgets, and sessions must still expire and rebalances end on time meanwhile.
+     */
+    private final ScheduledExecutorService expiry;
     private final GroupApis groups;
     private final Configs configs;
     private final BrokerMetrics metrics;
@@ -181,7 +186,9 @@ public final class KafkaApis implements AutoCloseable {
         this.groups = new GroupApis(store, new GroupCoordinator(timer, store.config().clock()::millis), settings,
                 replication);
         long retentionMillis = TimeUnit.MINUTES.toMillis(settings.offsetsRetentionMinutes());
-        timer.scheduleWithFixedDelay(() -> {
+        this.expiry = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform()
+                .name("sluice-broker-offsets-expiry").daemon().factory());
+        expiry.scheduleWithFixedDelay(() -> {
             try {
                 groups.expireOffsets(retentionMillis);
             } catch (RuntimeException e) {
@@ -193,10 +200,11 @@ public final class KafkaApis implements AutoCloseable {
     }
 
 
-    /** Stops the group sessions' timer. */
+    /** Stops the group sessions' timer and the offset expiry. */
     @Override
     public void close() {
         timer.shutdownNow();
+        expiry.shutdownNow();
     }
 
     /**

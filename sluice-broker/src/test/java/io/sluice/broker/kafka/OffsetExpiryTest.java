@@ -12,11 +12,14 @@ import java.nio.file.Path;
 import java.time.Instant;
 import java.time.InstantSource;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.function.BiConsumer;
@@ -160,13 +163,19 @@ class OffsetExpiryTest {
 
     /**
      * One broker's view of a cluster for the group APIs: the controller (which coordinates every group) is whichever
-     * node the test says; a forget is recorded with the position it names, and done in this broker's store.
+     * node the test says, in the epoch it says; a forget is recorded with the decision it names and follows the
+     * cluster's rule: refused if its epoch is over, kept if the group committed after the decision's position.
      */
     private static final class Cluster implements Replication {
         final Store store;
         final AtomicInteger controller = new AtomicInteger(2);
+        final AtomicLong epoch = new AtomicLong(3);
         final AtomicLong applied = new AtomicLong(41);
+        /** Each group's latest commit position, as the cluster's log orders them. */
+        final Map<String, Long> commits = new ConcurrentHashMap<>();
         final List<String> forgets = new CopyOnWriteArrayList<>();
+        /** The next decision read ends its epoch: another broker coordinates before its forget is logged. */
+        final AtomicBoolean endEpochAfterDecision = new AtomicBoolean();
 
         Cluster(Store store) {
             this.store = store;
@@ -220,17 +229,30 @@ class OffsetExpiryTest {
         @Override
         public CompletableFuture<Void> commitOffsets(String group, List<CommittedOffset> offsets) {
             offsets.forEach(o -> store.commitOffset(group, o.topic(), o.partition(), o.offset()));
+            commits.put(group, applied.incrementAndGet());
             return CompletableFuture.completedFuture(null);
         }
 
         @Override
-        public long offsetCommitsApplied() {
-            return applied.get();
+        public GroupsCoordination groupsCoordination() {
+            GroupsCoordination decision = new GroupsCoordination(controller.get() == self() ? epoch.get() : -1,
+                    applied.get());
+            if (endEpochAfterDecision.getAndSet(false)) {
+                epoch.incrementAndGet();
+            }
+            return decision;
         }
 
         @Override
-        public CompletableFuture<Boolean> forgetGroup(String group, long unlessCommittedAfter) {
-            forgets.add(group + "@" + unlessCommittedAfter);
+        public CompletableFuture<Boolean> forgetGroup(String group, GroupsCoordination decision) {
+            forgets.add(group + "@" + decision.applied() + "/" + decision.epoch());
+            if (decision.epoch() != epoch.get() || controller.get() != self()) {
+                return CompletableFuture.failedFuture(new IllegalArgumentException("refused: epoch over"));
+            }
+            if (commits.getOrDefault(group, -1L) > decision.applied()) {
+                return CompletableFuture.completedFuture(false);
+            }
+            commits.remove(group);
             store.removeConsumerGroup(group);
             return CompletableFuture.completedFuture(true);
         }
@@ -245,17 +267,21 @@ class OffsetExpiryTest {
         }
     }
 
+    private GroupApis clusterGroups(Store store, Cluster cluster) {
+        return new GroupApis(store, coordinator, new KafkaApis.Settings(1, "127.0.0.1", 9092, "c", 1, false,
+                TopicLayout.QUEUE, 60), cluster);
+    }
+
     /**
      * In a cluster a broker that does not coordinate groups expires none (it does not know who is in them); the
-     * coordinator expires them through the cluster, naming how far it had applied the cluster's commits, and no sooner
-     * than a retention after it was found coordinating.
+     * coordinator expires them through the cluster, naming where it stood when it decided, and no sooner than a
+     * retention after it was first found coordinating in its epoch.
      */
     @Test
     void inAClusterOnlyTheCoordinatorExpiresOffsetsAndThroughTheCluster() throws Exception {
         try (Store store = openStore()) {
             Cluster cluster = new Cluster(store);
-            GroupApis groups = new GroupApis(store, coordinator, new KafkaApis.Settings(1, "127.0.0.1", 9092, "c", 1,
-                    false, TopicLayout.QUEUE, 60), cluster);
+            GroupApis groups = clusterGroups(store, cluster);
             store.commitOffset(GroupNames.toStore("abandoned"), "t", 0, 3);
             now.addAndGet(3 * RETENTION);
             assertThat(groups.expireOffsets(RETENTION)).as("node 2 coordinates").isEmpty();
@@ -268,29 +294,59 @@ class OffsetExpiryTest {
             assertThat(groups.expireOffsets(RETENTION)).isEmpty();
             now.addAndGet(RETENTION / 2 + 1);
             assertThat(groups.expireOffsets(RETENTION)).containsExactly("abandoned");
-            assertThat(cluster.forgets).containsExactly("abandoned@57");
+            assertThat(cluster.forgets).containsExactly("abandoned@57/3");
             assertThat(store.committedOffset(GroupNames.toStore("abandoned"), "t", 0)).isEmpty();
 
-            // Coordinating again after another broker did: the wait starts again.
+            // Another broker coordinated meanwhile (a new epoch, the same broker again): the wait starts again.
             store.commitOffset(GroupNames.toStore("later"), "t", 0, 4);
-            cluster.controller.set(2);
             now.addAndGet(2 * RETENTION);
-            assertThat(groups.expireOffsets(RETENTION)).isEmpty();
-            cluster.controller.set(1);
+            cluster.epoch.set(5);
             assertThat(groups.expireOffsets(RETENTION)).isEmpty();
             now.addAndGet(RETENTION + 1);
             assertThat(groups.expireOffsets(RETENTION)).containsExactly("later");
-            assertThat(cluster.forgets).containsExactly("abandoned@57", "later@57");
+            assertThat(cluster.forgets).containsExactly("abandoned@57/3", "later@57/5");
         }
     }
 
-    /** In a cluster only the coordinator deletes a group, and through the cluster, whatever it committed before. */
+    /**
+     * A commit the cluster took after the coordinator read the offsets it decided on keeps the group; a decision whose
+     * epoch is over is refused and forgets nothing.
+     */
+    @Test
+    void aCommitAfterTheDecisionOrAnEpochOverKeepsTheGroup() throws Exception {
+        try (Store store = openStore()) {
+            Cluster cluster = new Cluster(store);
+            cluster.controller.set(1);
+            GroupApis groups = clusterGroups(store, cluster);
+            store.commitOffset(GroupNames.toStore("busy"), "t", 0, 3);
+            store.commitOffset(GroupNames.toStore("idle"), "t", 0, 4);
+            assertThat(groups.expireOffsets(RETENTION)).isEmpty();
+            now.addAndGet(RETENTION + 1);
+            // Committed through another path after the decision's position (the store still shows the old time).
+            cluster.commits.put(GroupNames.toStore("busy"), 42L);
+            assertThat(groups.expireOffsets(RETENTION)).containsExactly("idle");
+            assertThat(store.committedOffset(GroupNames.toStore("busy"), "t", 0)).hasValue(3);
+
+            store.commitOffset(GroupNames.toStore("stale"), "t", 0, 5);
+            now.addAndGet(RETENTION + 1);
+            cluster.endEpochAfterDecision.set(true);
+            assertThat(groups.expireOffsets(RETENTION)).as("the epoch ended before the forget was logged").isEmpty();
+            assertThat(store.committedOffset(GroupNames.toStore("stale"), "t", 0)).hasValue(5);
+            assertThat(store.committedOffset(GroupNames.toStore("busy"), "t", 0)).hasValue(3);
+            assertThat(cluster.forgets).as("in group order, each pass")
+                    .containsExactly("busy@41/3", "idle@41/3", "busy@41/3", "stale@41/3");
+        }
+    }
+
+    /**
+     * In a cluster only the coordinator deletes a group, and through the cluster; a commit the cluster took after the
+     * decision keeps the group and asks the client to try again.
+     */
     @Test
     void inAClusterOnlyTheCoordinatorDeletesAGroupAndThroughTheCluster() throws Exception {
         try (Store store = openStore()) {
             Cluster cluster = new Cluster(store);
-            GroupApis groups = new GroupApis(store, coordinator, new KafkaApis.Settings(1, "127.0.0.1", 9092, "c", 1,
-                    false, TopicLayout.QUEUE, 60), cluster);
+            GroupApis groups = clusterGroups(store, cluster);
             store.commitOffset(GroupNames.toStore("old"), "t", 0, 3);
             DeleteGroupsRequestData request = new DeleteGroupsRequestData().setGroupsNames(List.of("old"));
             assertThat(groups.delete(request).results().find("old").errorCode())
@@ -299,8 +355,13 @@ class OffsetExpiryTest {
             assertThat(cluster.forgets).isEmpty();
 
             cluster.controller.set(1);
+            cluster.commits.put(GroupNames.toStore("old"), 42L);
+            assertThat(groups.delete(request).results().find("old").errorCode())
+                    .isEqualTo(Errors.COORDINATOR_LOAD_IN_PROGRESS.code());
+            assertThat(store.committedOffset(GroupNames.toStore("old"), "t", 0)).hasValue(3);
+            cluster.applied.set(42);
             assertThat(groups.delete(request).results().find("old").errorCode()).isEqualTo(Errors.NONE.code());
-            assertThat(cluster.forgets).containsExactly("old@" + Long.MAX_VALUE);
+            assertThat(cluster.forgets).containsExactly("old@41/3", "old@42/3");
             assertThat(store.committedOffset(GroupNames.toStore("old"), "t", 0)).isEmpty();
             assertThat(groups.delete(request).results().find("old").errorCode())
                     .isEqualTo(Errors.GROUP_ID_NOT_FOUND.code());
