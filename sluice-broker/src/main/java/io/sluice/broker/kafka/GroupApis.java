@@ -370,8 +370,8 @@ final class GroupApis {
      *
      * <p>In a cluster only the coordinator expires offsets, and through the cluster, so that every broker forgets
      * them alike (one broker alone would forget those of a group that has members on the coordinator, and the next
-     * coordinator would not have them); the time also counts from when this broker was first found coordinating,
-     * since the members a group had on the coordinator before it are not known here.
+     * coordinator would not have them); the time also counts from when this broker was first found coordinating in
+     * its current term, since the members a group had on other coordinators meanwhile are not known here.
      *
      * @return the group ids whose offsets were forgotten
      */
