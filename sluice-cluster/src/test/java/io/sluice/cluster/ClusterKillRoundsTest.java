@@ -124,28 +124,36 @@ class ClusterKillRoundsTest {
         AtomicInteger sent = new AtomicInteger();
         Random random = new Random(42);
         int leaderKills = 0;
+        long began = System.nanoTime();
+        List<String> roundSeconds = new ArrayList<>();
+        long roundsEnded;
         try (Admin admin = Admin.create(adminProperties)) {
             admin.createTopics(List.of(new NewTopic(TOPIC, PARTITIONS, (short) 3))).all().get(60, TimeUnit.SECONDS);
             Thread producerThread = Thread.ofPlatform().name("kill-rounds-producer").start(() ->
                     produce(acked, failed, stop, sent));
             for (int round = 0; round < rounds; round++) {
+                long roundBegan = System.nanoTime();
                 Thread.sleep(500);
                 int victim = round % 2 == 0 ? leaderOfPartition0(admin) : 1 + random.nextInt(3);
                 leaderKills += round % 2 == 0 ? 1 : 0;
                 kill(victim);
                 Thread.sleep(100 + random.nextInt(400));
                 start(victim);
+                roundSeconds.add(String.format("%.1f", (System.nanoTime() - roundBegan) / 1e9));
             }
+            roundsEnded = System.nanoTime();
             Thread.sleep(2_000);
             stop.set(true);
             producerThread.join(180_000);
         }
+        long drained = System.nanoTime();
         assertThat(failed.get()).as("the producer's failure").isNull();
         assertThat(leaderKills).as("rounds that killed partition 0's leader").isGreaterThanOrEqualTo(rounds / 2);
         assertThat(acked).as("acknowledged records").hasSizeGreaterThan(1_000);
 
         // Every record read back from the leaders: acknowledged ones at their offsets, none stored twice.
         Map<Integer, List<ConsumerRecord<byte[], byte[]>>> read = readAll();
+        long readBack = System.nanoTime();
         Set<String> seen = new HashSet<>();
         Map<String, Acked> found = new HashMap<>();
         for (var entry : read.entrySet()) {
@@ -164,6 +172,7 @@ class ClusterKillRoundsTest {
         // whose log matches its up to the commit), then a clean stop;
         // the replicas must hold the same batches.
         awaitAllInSync();
+        long inSync = System.nanoTime();
         for (int id = 1; id <= 3; id++) {
             processes[id].destroy(); // SIGTERM: a clean close
         }
@@ -182,8 +191,11 @@ class ClusterKillRoundsTest {
                 }
             }
         }
-        System.out.printf("kill rounds: %d rounds (%d of partition 0's leader), %d records sent, %d acknowledged%n",
-                rounds, leaderKills, sent.get(), acked.size());
+        System.out.printf("kill rounds: %d rounds (%d of partition 0's leader), %d records sent, %d acknowledged;"
+                + " seconds: rounds %d (each %s), producer drained %d, read back %d, replicas in sync %d%n",
+                rounds, leaderKills, sent.get(), acked.size(), TimeUnit.NANOSECONDS.toSeconds(roundsEnded - began),
+                String.join(" ", roundSeconds), TimeUnit.NANOSECONDS.toSeconds(drained - roundsEnded),
+                TimeUnit.NANOSECONDS.toSeconds(readBack - drained), TimeUnit.NANOSECONDS.toSeconds(inSync - readBack));
     }
 
     /** Waits until each partition's leader, asked itself, reports its three replicas in sync (up to 120 s). */
