@@ -112,6 +112,15 @@ public interface Replication {
     CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor);
 
     /**
+     * Gives a topic more partitions in every broker of the cluster, each new one on as many brokers as the topic's
+     * first partition.
+     *
+     * @return completes once the cluster has them and this broker's store has them; fails with
+     *     {@link IllegalArgumentException} for a bad request (no such topic, a count not larger than the topic's)
+     */
+    CompletableFuture<Void> addPartitions(String topic, int partitions);
+
+    /**
      * A group's committed offset of one partition.
      *
      * @param topic the topic

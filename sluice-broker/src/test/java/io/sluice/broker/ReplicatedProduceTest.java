@@ -151,6 +151,12 @@ class ReplicatedProduceTest {
         }
 
         @Override
+        public CompletableFuture<Void> addPartitions(String topic, int partitions) {
+            store.increaseQueueCount(topic, partitions);
+            return CompletableFuture.completedFuture(null);
+        }
+
+        @Override
         public GroupsCoordination groupsCoordination() {
             return new GroupsCoordination(controller.get() == self ? 1 : -1, 0);
         }

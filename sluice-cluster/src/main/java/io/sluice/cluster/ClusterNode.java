@@ -186,7 +186,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.force = force;
         checkIdentity(raftDirectory, clusterId, nodeId);
         this.metadataGroupId = metadataGroupId(clusterId);
-        this.metadata = new MetadataStateMachine(this::onTopic, this::onOffsets, this::onForget);
+        this.metadata = new MetadataStateMachine(this::onTopic, this::onPartitions, this::onOffsets, this::onForget);
         // The partition groups found in the Raft directory start with the server: name them before it starts. The
         // store has every topic this node took part in (created before its groups are).
         store.declaredTopics().forEach((topic, count) -> {
@@ -786,11 +786,36 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /** The metadata created a topic (or this node replays its creation): take this node's part. */
     private void onTopic(MetadataStateMachine.Topic topic, long index) {
-        boolean older = index < rejoinBelow;
-        if (!older && store.queueCount(topic.name()) == 0) {
-            store.createTopic(topic.name(), TopicLayout.BATCHES, topic.partitions());
+        hostPartitions(topic, 0, index);
+    }
+
+    /** The metadata gave a topic more partitions: this node hosts its replicas of the new ones. */
+    private void onPartitions(MetadataStateMachine.Topic topic, int before, long index) {
+        hostPartitions(topic, before, index);
+    }
+
+    /** Makes the store have the topic with at least this many partitions (the metadata's apply and rejoins race). */
+    private void ensureTopic(String name, int partitions) {
+        synchronized (topicsInStore) {
+            int count = store.queueCount(name);
+            if (count == 0) {
+                store.createTopic(name, TopicLayout.BATCHES, partitions);
+            } else if (count < partitions) {
+                store.increaseQueueCount(name, partitions);
+            }
         }
-        for (int p = 0; p < topic.partitions(); p++) {
+    }
+
+    /** Guards creating and growing topics in the store. */
+    private final Object topicsInStore = new Object();
+
+    /** Hosts this node's replicas of the topic's partitions from {@code from} on (or rejoins them, if older). */
+    private void hostPartitions(MetadataStateMachine.Topic topic, int from, long index) {
+        boolean older = index < rejoinBelow;
+        if (!older) {
+            ensureTopic(topic.name(), topic.partitions());
+        }
+        for (int p = from; p < topic.partitions(); p++) {
             List<Integer> replicas = topic.replicas().get(p);
             if (!replicas.contains(self.id())) {
                 continue;
@@ -825,9 +850,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             while (!closed) {
                 rejoinSlots.acquire();
                 try {
-                    if (store.queueCount(topic.name()) == 0) {
-                        store.createTopic(topic.name(), TopicLayout.BATCHES, topic.partitions());
-                    }
+                    ensureTopic(topic.name(), topic.partitions());
                     rejoin(RaftGroup.valueOf(groupId, peers(replicas)), partition.toString(), index -> { });
                     // A replica looked up before the group started again here held the old member.
                     partitions.remove(partition);
@@ -1412,6 +1435,43 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 return CompletableFuture.failedFuture(new IllegalArgumentException(answer));
             }
             return metadata.awaitTopic(topic).thenApply(created -> null);
+        });
+    }
+
+    @Override
+    public CompletableFuture<Void> addPartitions(String topic, int partitions) {
+        MetadataStateMachine.Topic current = metadata.topic(topic);
+        if (current == null) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic + " does not exist"));
+        }
+        if (partitions <= current.partitions() || partitions > store.config().maxQueuesPerTopic()) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic + " has "
+                    + current.partitions() + " partitions; a new count must be larger and at most "
+                    + store.config().maxQueuesPerTopic() + ", was " + partitions));
+        }
+        // The new partitions' replicas go on round the brokers from where the topic's last one left off, as many as
+        // its first partition has.
+        List<Integer> ids = cluster.nodes().stream().map(ClusterSpec.Node::id).sorted().toList();
+        int factor = current.replicas().getFirst().size();
+        int start = Math.floorMod(topic.hashCode(), ids.size());
+        List<List<Integer>> replicas = new ArrayList<>(current.replicas());
+        for (int p = current.partitions(); p < partitions; p++) {
+            List<Integer> nodes = new ArrayList<>();
+            for (int r = 0; r < factor; r++) {
+                nodes.add(ids.get((start + p + r) % ids.size()));
+            }
+            replicas.add(nodes);
+        }
+        String command = new MetadataStateMachine.Topic(topic, replicas).growCommand();
+        return sendMetadata(command).thenCompose(reply -> {
+            if (!reply.isSuccess()) {
+                return CompletableFuture.failedFuture(reply.getException());
+            }
+            String answer = reply.getMessage().getContent().toStringUtf8();
+            if (!answer.equals("grown")) {
+                return CompletableFuture.failedFuture(new IllegalArgumentException(answer));
+            }
+            return metadata.awaitPartitions(topic, partitions).thenApply(grown -> null);
         });
     }
 

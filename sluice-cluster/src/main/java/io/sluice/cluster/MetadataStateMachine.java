@@ -25,7 +25,9 @@ import org.slf4j.LoggerFactory;
  * replays it (no snapshot is taken, so the log is never purged).
  *
  * <p>Commands are text, one per entry: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;...} with
- * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}; and a consumer group's committed
+ * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}; {@code partitions <name> <partitions>
+ * <replicas of 0>;...}, which gives a topic more partitions (the replicas of those it has unchanged, each node hosting
+ * its replicas of the new ones); and a consumer group's committed
  * offsets, {@code offsets <group> <topic>:<partition>=<offset>;...}, which every node keeps in its store, and
  * {@code forget <group> <index> <term>}, which removes them from every node's store unless the log holds a commit of the
  * group after entry {@code index} (the coordinator decides to forget a group on what it had applied up to there; a
@@ -69,6 +71,11 @@ final class MetadataStateMachine extends BaseStateMachine {
                 }
             }
             return text.toString();
+        }
+
+        /** @return the command giving the topic these partitions (more than it has, the first ones unchanged) */
+        String growCommand() {
+            return "partitions" + command().substring("topic".length());
         }
 
         /** @throws IllegalArgumentException if the text is not a topic command */
@@ -175,6 +182,10 @@ final class MetadataStateMachine extends BaseStateMachine {
     /** The log held topics or offsets before any member record (a cluster from before the records). */
     private volatile boolean untracked;
     private final Map<String, CompletableFuture<Topic>> awaited = new ConcurrentHashMap<>();
+    /** Futures waiting for a topic to have at least a number of partitions here, by topic. */
+    private final Map<String, List<Map.Entry<Integer, CompletableFuture<Topic>>>> awaitedGrowth =
+            new ConcurrentHashMap<>();
+    private final PartitionsAdded onPartitions;
     /** For each group with committed offsets, the log index of its latest commit (applied by the updater alone). */
     private final Map<String, Long> lastCommits = new ConcurrentHashMap<>();
     private final BiConsumer<Topic, Long> onTopic;
@@ -184,13 +195,40 @@ final class MetadataStateMachine extends BaseStateMachine {
     /**
      * @param onTopic told of each topic, with the log index of its creation, as this node applies it (and again as
      *     it replays its log)
+     * @param onPartitions told of each topic that gained partitions, as this node applies it (and again as it replays
+     *     its log)
      * @param onOffsets told of each group's offsets commit as this node applies it
      * @param onForget told of each group (store name) whose offsets the cluster forgets, as this node applies it
      */
-    MetadataStateMachine(BiConsumer<Topic, Long> onTopic, Consumer<Offsets> onOffsets, Consumer<String> onForget) {
+    MetadataStateMachine(BiConsumer<Topic, Long> onTopic, PartitionsAdded onPartitions, Consumer<Offsets> onOffsets,
+                         Consumer<String> onForget) {
         this.onTopic = onTopic;
+        this.onPartitions = onPartitions;
         this.onOffsets = onOffsets;
         this.onForget = onForget;
+    }
+
+    /** Told of a topic that gained partitions. */
+    @FunctionalInterface
+    interface PartitionsAdded {
+        /**
+         * @param topic the topic as it is now
+         * @param before how many partitions it had
+         * @param index the log index of the change
+         */
+        void added(Topic topic, int before, long index);
+    }
+
+    /** @return completes once this node has applied the topic's creation with at least this many partitions */
+    CompletableFuture<Topic> awaitPartitions(String name, int partitions) {
+        CompletableFuture<Topic> future = new CompletableFuture<>();
+        awaitedGrowth.computeIfAbsent(name, n -> new java.util.concurrent.CopyOnWriteArrayList<>())
+                .add(Map.entry(partitions, future));
+        Topic known = topics.get(name);
+        if (known != null && known.partitions() >= partitions) {
+            future.complete(known);
+        }
+        return future;
     }
 
     /** @return the index of the last log entry this node applied, -1 before any */
@@ -278,6 +316,43 @@ final class MetadataStateMachine extends BaseStateMachine {
                     lastCommits.remove(forget.group());
                     onForget.accept(forget.group());
                     answer = FORGOTTEN;
+                }
+            } catch (RuntimeException e) {
+                answer = "refused " + e.getMessage();
+            }
+            updateLastAppliedTermIndex(TermIndex.valueOf(entry));
+            return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(answer)));
+        }
+        if (command.startsWith("partitions ")) {
+            try {
+                Topic grown = Topic.parse("topic" + command.substring("partitions".length()));
+                Topic current = topics.get(grown.name());
+                if (current == null) {
+                    answer = "refused: no topic " + grown.name();
+                } else if (grown.partitions() <= current.partitions()) {
+                    answer = "refused: topic " + grown.name() + " has " + current.partitions() + " partitions";
+                } else if (!grown.replicas().subList(0, current.partitions()).equals(current.replicas())) {
+                    answer = "refused: the replicas of " + grown.name() + "'s partitions are not " + current.replicas();
+                } else {
+                    topics.put(grown.name(), grown);
+                    answer = "grown";
+                    try {
+                        onPartitions.added(grown, current.partitions(), entry.getIndex());
+                    } catch (RuntimeException e) {
+                        // The cluster has them; this node could not take its part (a full disk, a closed store).
+                        LOG.error("node cannot host its replicas of topic {}'s new partitions: {}", grown.name(),
+                                e.toString());
+                    }
+                    var waiting = awaitedGrowth.get(grown.name());
+                    if (waiting != null) {
+                        waiting.removeIf(wait -> {
+                            if (wait.getKey() > grown.partitions()) {
+                                return false;
+                            }
+                            wait.getValue().complete(grown);
+                            return true;
+                        });
+                    }
                 }
             } catch (RuntimeException e) {
                 answer = "refused " + e.getMessage();

@@ -1,6 +1,7 @@
 package io.sluice.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.sluice.broker.BrokerConfig;
 import io.sluice.store.ConsumerPosition;
@@ -20,6 +21,7 @@ import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.TopicDescription;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
@@ -32,6 +34,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.TopicPartitionInfo;
+import org.apache.kafka.common.errors.InvalidPartitionsException;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
 import org.junit.jupiter.api.AfterEach;
@@ -272,6 +275,75 @@ class ClusterBrokersTest {
                     .all().get(30, TimeUnit.SECONDS);
             assertThat(admin.listConsumerGroupOffsets("gone").partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS))
                     .containsEntry(partition, new OffsetAndMetadata(11));
+        }
+    }
+
+    /**
+     * A replicated topic gains partitions through Kafka's Admin: every broker hosts its replicas of the new ones, which
+     * elect leaders and take records; a count not larger than the topic's is refused; a broker restarted keeps them.
+     */
+    @Test
+    void aReplicatedTopicGainsPartitionsThatEveryBrokerHosts() throws Exception {
+        startThree();
+        Properties adminProperties = new Properties();
+        adminProperties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        try (Admin admin = Admin.create(adminProperties)) {
+            admin.createTopics(List.of(new NewTopic("grows", 1, (short) 3))).all().get(60, TimeUnit.SECONDS);
+            admin.createPartitions(Map.of("grows", NewPartitions.increaseTo(3))).all().get(60, TimeUnit.SECONDS);
+            for (int id = 1; id <= 3; id++) {
+                assertThat(brokers[id].store().queueCount("grows")).as("partitions in node %d's store", id)
+                        .isEqualTo(3);
+            }
+            assertThatThrownBy(() -> admin.createPartitions(Map.of("grows", NewPartitions.increaseTo(2))).all()
+                    .get(30, TimeUnit.SECONDS)).hasCauseInstanceOf(InvalidPartitionsException.class);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            List<TopicPartitionInfo> partitions = List.of();
+            while (System.nanoTime() < deadline) {
+                partitions = admin.describeTopics(List.of("grows")).allTopicNames().get(30, TimeUnit.SECONDS)
+                        .get("grows").partitions();
+                if (partitions.size() == 3 && partitions.stream().allMatch(info -> info.leader() != null
+                        && info.leader().id() >= 1 && info.isr().size() == 3)) {
+                    break;
+                }
+                Thread.sleep(100);
+            }
+            assertThat(partitions).hasSize(3).allSatisfy(info -> {
+                assertThat(info.replicas()).hasSize(3);
+                assertThat(info.isr()).hasSize(3);
+            });
+        }
+        Properties producerProperties = new Properties();
+        producerProperties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        producerProperties.put(ProducerConfig.ACKS_CONFIG, "all");
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerProperties,
+                new ByteArraySerializer(), new ByteArraySerializer())) {
+            for (int p = 0; p < 3; p++) {
+                RecordMetadata written = producer.send(new ProducerRecord<>("grows", p, null,
+                        ("to-" + p).getBytes(StandardCharsets.UTF_8))).get(60, TimeUnit.SECONDS);
+                assertThat(written.partition()).isEqualTo(p);
+                assertThat(written.offset()).isZero();
+            }
+        }
+        stop(2);
+        start(2);
+        assertThat(brokers[2].store().queueCount("grows")).as("after a restart").isEqualTo(3);
+        Properties consumerProperties = new Properties();
+        consumerProperties.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        consumerProperties.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProperties,
+                new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            List<TopicPartition> all = List.of(new TopicPartition("grows", 0), new TopicPartition("grows", 1),
+                    new TopicPartition("grows", 2));
+            consumer.assign(all);
+            List<String> read = new ArrayList<>();
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (read.size() < 3 && System.nanoTime() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+                    assertThat(new String(record.value(), StandardCharsets.UTF_8)).isEqualTo("to-" + record.partition());
+                    read.add(new String(record.value(), StandardCharsets.UTF_8));
+                }
+            }
+            assertThat(read).containsExactlyInAnyOrder("to-0", "to-1", "to-2");
         }
     }
 

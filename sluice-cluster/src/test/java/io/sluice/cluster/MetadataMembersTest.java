@@ -20,8 +20,9 @@ class MetadataMembersTest {
     private final List<MetadataStateMachine.Topic> created = new ArrayList<>();
     private final List<String> committed = new ArrayList<>();
     private final List<String> forgotten = new ArrayList<>();
+    private final List<String> grown = new ArrayList<>();
     private final MetadataStateMachine machine = new MetadataStateMachine((topic, index) -> created.add(topic),
-            offsets -> {
+            (topic, before, index) -> grown.add(topic.name() + " " + before + "->" + topic.partitions()), offsets -> {
                 committed.add(offsets.group());
                 if (offsets.group().equals("failing")) {
                     throw new IllegalStateException("the store took part of the commit, then failed");
@@ -106,5 +107,29 @@ class MetadataMembersTest {
         assertThat(apply(new MetadataStateMachine.Forget("failing", decided, 1).command()))
                 .isEqualTo(MetadataStateMachine.KEPT);
         assertThat(forgotten).isEmpty();
+    }
+
+    /**
+     * A topic gains partitions when the command keeps its partitions' replicas and asks for more; nodes waiting for
+     * the count learn it; a smaller count, other replicas for a partition it has, or an unknown topic are refused.
+     */
+    @Test
+    void aTopicGainsPartitionsThatKeepItsReplicas() throws Exception {
+        assertThat(apply("topic t 1 1,2,3")).isEqualTo("created");
+        var waiting = machine.awaitPartitions("t", 3);
+        assertThat(waiting).isNotDone();
+        assertThat(apply("partitions t 3 1,2,3;2,3,1;3,1,2")).isEqualTo("grown");
+        assertThat(waiting).isCompleted();
+        assertThat(machine.topic("t").partitions()).isEqualTo(3);
+        assertThat(grown).containsExactly("t 1->3");
+        assertThat(machine.awaitPartitions("t", 2)).isCompleted();
+
+        assertThat(apply("partitions t 2 1,2,3;2,3,1")).startsWith("refused");
+        assertThat(apply("partitions t 4 3,2,1;2,3,1;3,1,2;1,2,3")).as("other replicas for partition 0")
+                .startsWith("refused");
+        assertThat(apply("partitions u 2 1,2,3;2,3,1")).startsWith("refused");
+        assertThat(apply("partitions t 4 1,2,3")).as("four partitions, one replica list").startsWith("refused");
+        assertThat(machine.topic("t").partitions()).isEqualTo(3);
+        assertThat(grown).containsExactly("t 1->3");
     }
 }

@@ -694,11 +694,6 @@ public final class KafkaApis implements AutoCloseable {
                         .setErrorMessage("manual replica assignment is not supported");
                 continue;
             }
-            if (replication != null) {
-                result.setErrorCode(Errors.INVALID_PARTITIONS.code())
-                        .setErrorMessage("adding partitions to a replicated topic is not supported yet");
-                continue;
-            }
             try {
                 int current = store.queueCount(topic.name());
                 if (current == 0) {
@@ -708,7 +703,14 @@ public final class KafkaApis implements AutoCloseable {
                     result.setErrorCode(Errors.INVALID_PARTITIONS.code()).setErrorMessage("topic " + topic.name()
                             + " has " + current + " partitions; a new count must be larger and at most "
                             + store.config().maxQueuesPerTopic() + ", was " + topic.count());
-                } else if (!request.validateOnly()) {
+                } else if (request.validateOnly()) {
+                    continue;
+                } else if (replication != null) {
+                    Errors error = addReplicated(topic.name(), topic.count(), result);
+                    if (error != Errors.NONE) {
+                        result.setErrorCode(error.code());
+                    }
+                } else {
                     store.increaseQueueCount(topic.name(), topic.count());
                 }
             } catch (IllegalArgumentException e) {
@@ -720,6 +722,34 @@ public final class KafkaApis implements AutoCloseable {
             }
         }
         return new CreatePartitionsResponseData().setResults(results);
+    }
+
+    /**
+     * Gives a topic more partitions through the cluster and waits until this broker's store has them.
+     *
+     * @return NONE, or the error to answer (its message set on {@code result})
+     */
+    private Errors addReplicated(String name, int partitions, CreatePartitionsTopicResult result) {
+        if (replication.controller() < 0) {
+            result.setErrorMessage("no controller is known yet (the cluster is electing one); try again");
+            return Errors.NOT_CONTROLLER;
+        }
+        try {
+            replication.addPartitions(name, partitions).get(CREATE_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+            return Errors.NONE;
+        } catch (ExecutionException e) {
+            result.setErrorMessage(String.valueOf(e.getCause().getMessage()));
+            return e.getCause() instanceof IllegalArgumentException ? Errors.INVALID_PARTITIONS
+                    : Errors.REQUEST_TIMED_OUT;
+        } catch (TimeoutException e) {
+            result.setErrorMessage("the cluster did not add the partitions of " + name + " within "
+                    + CREATE_TIMEOUT_MILLIS + " ms");
+            return Errors.REQUEST_TIMED_OUT;
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            result.setErrorMessage("interrupted");
+            return Errors.REQUEST_TIMED_OUT;
+        }
     }
 
     private DescribeClusterResponseData describeCluster(DescribeClusterRequestData request) {

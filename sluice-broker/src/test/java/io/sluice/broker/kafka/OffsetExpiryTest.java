@@ -227,6 +227,11 @@ class OffsetExpiryTest {
         }
 
         @Override
+        public CompletableFuture<Void> addPartitions(String topic, int partitions) {
+            return CompletableFuture.failedFuture(new UnsupportedOperationException("no topics here"));
+        }
+
+        @Override
         public CompletableFuture<Void> commitOffsets(String group, List<CommittedOffset> offsets) {
             offsets.forEach(o -> store.commitOffset(group, o.topic(), o.partition(), o.offset()));
             commits.put(group, applied.incrementAndGet());
