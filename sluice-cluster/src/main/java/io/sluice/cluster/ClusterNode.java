@@ -1077,14 +1077,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /**
      * @return a partition's replicas, as the metadata names them, or, until this node's metadata has replayed its
-     *     topic (a group started from the Raft directory can fail before that), as its group's configuration here
+     *     topic or the partitions it gained (a group started from the Raft directory can fail before that), as its
+     *     group's configuration here
      *     does; waits for the metadata if neither is known yet. Null once the node closes.
      */
     private List<Integer> replicasOf(PartitionId partition, RaftGroupId id) throws InterruptedException {
         boolean told = false;
         while (!closed) {
             MetadataStateMachine.Topic topic = metadata.topic(partition.topic());
-            if (topic != null) {
+            // A partition the topic gained later is named once the metadata has replayed that too.
+            if (topic != null && partition.partition() < topic.partitions()) {
                 return topic.replicas().get(partition.partition());
             }
             RaftServer.Division here = divisionOrNull(id);

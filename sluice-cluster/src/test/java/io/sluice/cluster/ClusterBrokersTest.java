@@ -290,6 +290,12 @@ class ClusterBrokersTest {
         try (Admin admin = Admin.create(adminProperties)) {
             admin.createTopics(List.of(new NewTopic("grows", 1, (short) 3))).all().get(60, TimeUnit.SECONDS);
             admin.createPartitions(Map.of("grows", NewPartitions.increaseTo(3))).all().get(60, TimeUnit.SECONDS);
+            // The broker that answered has applied the change; the others apply it soon after.
+            long applied = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+            while (System.nanoTime() < applied && !java.util.stream.IntStream.rangeClosed(1, 3)
+                    .allMatch(id -> brokers[id].store().queueCount("grows") == 3)) {
+                Thread.sleep(20);
+            }
             for (int id = 1; id <= 3; id++) {
                 assertThat(brokers[id].store().queueCount("grows")).as("partitions in node %d's store", id)
                         .isEqualTo(3);
