@@ -4,13 +4,21 @@ import static io.sluice.cluster.InProcessCluster.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
+import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
 import java.util.stream.Stream;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerRecord;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -189,6 +197,59 @@ class WipedNodeRebuildTest {
             await("the wiped broker committed to " + end, 30, () -> back.highWatermark() >= end);
             InProcessCluster.assertSameBatches(cluster.broker(wiped).store(), cluster.broker(leader).store(), "w",
                     end);
+        }
+    }
+
+    /**
+     * A topic that gained a partition before a broker lost its data directory: the broker rejoins the new partition's
+     * group as it does the first one's, and its store has the topic with both partitions.
+     */
+    @Test
+    void aWipedBrokerRejoinsThePartitionsATopicGained() throws Exception {
+        startWithTopic();
+        Properties properties = new Properties();
+        properties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, cluster.bootstrap());
+        try (Admin admin = Admin.create(properties)) {
+            admin.createPartitions(Map.of("w", NewPartitions.increaseTo(2))).all().get(60, TimeUnit.SECONDS);
+        }
+        ClusterNode.PartitionId second = new ClusterNode.PartitionId("w", 1);
+        int leader = -1;
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+        while (leader < 0 && System.nanoTime() < deadline) {
+            for (int id = 1; id <= 3; id++) {
+                if (cluster.broker(id).node().leads("w", 1)) {
+                    leader = id;
+                }
+            }
+            Thread.sleep(50);
+        }
+        assertThat(leader).as("the leader of w-1").isPositive();
+        try (KafkaProducer<byte[], byte[]> producer = producer()) {
+            for (int i = 0; i < 20; i++) {
+                producer.send(new ProducerRecord<>("w", 1, null, ("r" + i).getBytes(StandardCharsets.UTF_8)))
+                        .get(30, TimeUnit.SECONDS);
+            }
+            int wiped = leader % 3 + 1;
+            cluster.stop(wiped);
+            deleteTree(cluster.directory(wiped));
+            cluster.start(wiped);
+            // Records after its return: the leader counts it in sync only once it has them too.
+            for (int i = 20; i < 30; i++) {
+                producer.send(new ProducerRecord<>("w", 1, null, ("r" + i).getBytes(StandardCharsets.UTF_8)))
+                        .get(30, TimeUnit.SECONDS);
+            }
+            int leading = leader;
+            await("the wiped broker in sync on w-1", 90, () -> cluster.broker(leading).node().partition("w", 1)
+                    .inSync().contains(wiped));
+            await("the rejoin finished", 60, () -> Files.notExists(cluster.directory(wiped).resolve("raft")
+                    .resolve(ClusterNode.REJOIN_FILE)));
+            assertThat(cluster.broker(wiped).store().queueCount("w")).isEqualTo(2);
+            ReplicatedPartition back = cluster.broker(wiped).node().partition(second);
+            long end = cluster.broker(leading).node().partition(second).highWatermark();
+            assertThat(end).isEqualTo(30);
+            await("the wiped broker committed w-1 to " + end, 30, () -> back.highWatermark() >= end);
+            assertThat(cluster.broker(wiped).store().maxOffset("w", 1)).as("w-1's end in the wiped broker's store")
+                    .isEqualTo(end);
         }
     }
 
