@@ -1402,6 +1402,20 @@ public final class ClusterNode implements Replication, AutoCloseable {
         return replica == null ? 0 : replica.highWatermark();
     }
 
+    /**
+     * @return the brokers of a topic's partition: replicas go round the brokers (by id), each partition starting one
+     *     further on from a start the topic's name picks, so leaders spread
+     */
+    private List<Integer> placement(String topic, int partition, int replicationFactor) {
+        List<Integer> ids = cluster.nodes().stream().map(ClusterSpec.Node::id).sorted().toList();
+        int start = Math.floorMod(topic.hashCode(), ids.size());
+        List<Integer> nodes = new ArrayList<>();
+        for (int r = 0; r < replicationFactor; r++) {
+            nodes.add(ids.get((start + partition + r) % ids.size()));
+        }
+        return nodes;
+    }
+
     @Override
     public CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor) {
         List<Integer> ids = cluster.nodes().stream().map(ClusterSpec.Node::id).sorted().toList();
@@ -1413,15 +1427,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return CompletableFuture.failedFuture(new IllegalArgumentException("the partition count must be between 1"
                     + " and " + store.config().maxQueuesPerTopic() + ", was " + partitions));
         }
-        // Replicas go round the brokers, each partition starting one further on, so leaders spread.
         List<List<Integer>> replicas = new ArrayList<>();
-        int start = Math.floorMod(topic.hashCode(), ids.size());
         for (int p = 0; p < partitions; p++) {
-            List<Integer> nodes = new ArrayList<>();
-            for (int r = 0; r < replicationFactor; r++) {
-                nodes.add(ids.get((start + p + r) % ids.size()));
-            }
-            replicas.add(nodes);
+            replicas.add(placement(topic, p, replicationFactor));
         }
         String command = new MetadataStateMachine.Topic(topic, replicas).command();
         return sendMetadata(command).thenCompose(reply -> {
@@ -1453,16 +1461,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         // The new partitions' replicas go on round the brokers from where the topic's last one left off, as many as
         // its first partition has.
-        List<Integer> ids = cluster.nodes().stream().map(ClusterSpec.Node::id).sorted().toList();
-        int factor = current.replicas().getFirst().size();
-        int start = Math.floorMod(topic.hashCode(), ids.size());
         List<List<Integer>> replicas = new ArrayList<>(current.replicas());
         for (int p = current.partitions(); p < partitions; p++) {
-            List<Integer> nodes = new ArrayList<>();
-            for (int r = 0; r < factor; r++) {
-                nodes.add(ids.get((start + p + r) % ids.size()));
-            }
-            replicas.add(nodes);
+            replicas.add(placement(topic, p, current.replicas().getFirst().size()));
         }
         String command = new MetadataStateMachine.Topic(topic, replicas).growCommand();
         return sendMetadata(command).thenCompose(reply -> {

@@ -272,113 +272,106 @@ final class MetadataStateMachine extends BaseStateMachine {
         LogEntryProto entry = trx.getLogEntry();
         String command = entry.getStateMachineLogEntry().getLogData().toString(StandardCharsets.UTF_8);
         String answer;
-        if (command.startsWith("member ") || command.startsWith("join ")) {
-            try {
-                int id = Integer.parseInt(command.substring(command.indexOf(' ') + 1));
-                if (command.startsWith("member ")) {
-                    answer = members.add(id) ? RECORDED : "known";
-                } else if (members.contains(id) || untracked) {
-                    answer = TOOK_PART;
-                } else {
-                    members.add(id);
-                    answer = RECORDED;
-                }
-            } catch (NumberFormatException e) {
-                answer = "refused " + e.getMessage();
-            }
-            updateLastAppliedTermIndex(TermIndex.valueOf(entry));
-            return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(answer)));
-        }
-        if (command.startsWith("offsets ")) {
-            try {
-                Offsets offsets = Offsets.parse(command);
-                // Counted before the store takes them: a store that fails half way must not let a forget decided
-                // before this commit wipe what it did take.
-                lastCommits.put(offsets.group(), entry.getIndex());
-                onOffsets.accept(offsets);
-                untracked |= members.isEmpty();
-                answer = "committed";
-            } catch (RuntimeException e) {
-                answer = "refused " + e.getMessage();
-            }
-            updateLastAppliedTermIndex(TermIndex.valueOf(entry));
-            return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(answer)));
-        }
-        if (command.startsWith("forget ")) {
-            try {
-                Forget forget = Forget.parse(command);
-                if (entry.getTerm() != forget.term()) {
-                    answer = "refused: decided by the coordinator of term " + forget.term() + ", logged in term "
-                            + entry.getTerm();
-                } else if (lastCommits.getOrDefault(forget.group(), -1L) > forget.unlessCommittedAfter()) {
-                    answer = KEPT;
-                } else {
-                    lastCommits.remove(forget.group());
-                    onForget.accept(forget.group());
-                    answer = FORGOTTEN;
-                }
-            } catch (RuntimeException e) {
-                answer = "refused " + e.getMessage();
-            }
-            updateLastAppliedTermIndex(TermIndex.valueOf(entry));
-            return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(answer)));
-        }
-        if (command.startsWith("partitions ")) {
-            try {
-                Topic grown = Topic.parse("topic" + command.substring("partitions".length()));
-                Topic current = topics.get(grown.name());
-                if (current == null) {
-                    answer = "refused: no topic " + grown.name();
-                } else if (grown.partitions() <= current.partitions()) {
-                    answer = "refused: topic " + grown.name() + " has " + current.partitions() + " partitions";
-                } else if (!grown.replicas().subList(0, current.partitions()).equals(current.replicas())) {
-                    answer = "refused: the replicas of " + grown.name() + "'s partitions are not " + current.replicas();
-                } else {
-                    topics.put(grown.name(), grown);
-                    answer = "grown";
-                    try {
-                        onPartitions.added(grown, current.partitions(), entry.getIndex());
-                    } catch (RuntimeException e) {
-                        // The cluster has them; this node could not take its part (a full disk, a closed store).
-                        LOG.error("node cannot host its replicas of topic {}'s new partitions: {}", grown.name(),
-                                e.toString());
-                    }
-                    var waiting = awaitedGrowth.get(grown.name());
-                    if (waiting != null) {
-                        waiting.removeIf(wait -> {
-                            if (wait.getKey() > grown.partitions()) {
-                                return false;
-                            }
-                            wait.getValue().complete(grown);
-                            return true;
-                        });
-                    }
-                }
-            } catch (RuntimeException e) {
-                answer = "refused " + e.getMessage();
-            }
-            updateLastAppliedTermIndex(TermIndex.valueOf(entry));
-            return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(answer)));
-        }
         try {
-            Topic topic = Topic.parse(command);
-            if (topics.putIfAbsent(topic.name(), topic) == null) {
-                untracked |= members.isEmpty();
-                answer = "created";
-                try {
-                    onTopic.accept(topic, entry.getIndex());
-                } catch (RuntimeException e) {
-                    // The cluster has the topic; this node could not take its part (a full disk, a closed store).
-                    LOG.error("node cannot host its replicas of topic {}: {}", topic.name(), e.toString());
-                }
+            if (command.startsWith("member ") || command.startsWith("join ")) {
+                answer = applyMember(command);
+            } else if (command.startsWith("offsets ")) {
+                answer = applyOffsets(Offsets.parse(command), entry);
+            } else if (command.startsWith("forget ")) {
+                answer = applyForget(Forget.parse(command), entry);
+            } else if (command.startsWith("partitions ")) {
+                answer = applyPartitions(Topic.parse("topic" + command.substring("partitions".length())), entry);
             } else {
-                answer = "exists";
+                answer = applyTopic(Topic.parse(command), entry);
             }
-            awaitTopic(topic.name()).complete(topics.get(topic.name()));
         } catch (RuntimeException e) {
+            // Malformed: every node refuses it alike, and nothing changed.
             answer = "refused " + e.getMessage();
         }
         updateLastAppliedTermIndex(TermIndex.valueOf(entry));
         return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(answer)));
+    }
+
+    private String applyMember(String command) {
+        int id = Integer.parseInt(command.substring(command.indexOf(' ') + 1));
+        if (command.startsWith("member ")) {
+            return members.add(id) ? RECORDED : "known";
+        }
+        if (members.contains(id) || untracked) {
+            return TOOK_PART;
+        }
+        members.add(id);
+        return RECORDED;
+    }
+
+    private String applyOffsets(Offsets offsets, LogEntryProto entry) {
+        // Counted before the store takes them: a store that fails half way must not let a forget decided before this
+        // commit wipe what it did take.
+        lastCommits.put(offsets.group(), entry.getIndex());
+        onOffsets.accept(offsets);
+        untracked |= members.isEmpty();
+        return "committed";
+    }
+
+    private String applyForget(Forget forget, LogEntryProto entry) {
+        if (entry.getTerm() != forget.term()) {
+            return "refused: decided by the coordinator of term " + forget.term() + ", logged in term "
+                    + entry.getTerm();
+        }
+        if (lastCommits.getOrDefault(forget.group(), -1L) > forget.unlessCommittedAfter()) {
+            return KEPT;
+        }
+        lastCommits.remove(forget.group());
+        onForget.accept(forget.group());
+        return FORGOTTEN;
+    }
+
+    private String applyPartitions(Topic grown, LogEntryProto entry) {
+        Topic current = topics.get(grown.name());
+        if (current == null) {
+            return "refused: no topic " + grown.name();
+        }
+        if (grown.partitions() <= current.partitions()) {
+            return "refused: topic " + grown.name() + " has " + current.partitions() + " partitions";
+        }
+        if (!grown.replicas().subList(0, current.partitions()).equals(current.replicas())) {
+            return "refused: the replicas of " + grown.name() + "'s partitions are not " + current.replicas();
+        }
+        topics.put(grown.name(), grown);
+        try {
+            onPartitions.added(grown, current.partitions(), entry.getIndex());
+        } catch (RuntimeException e) {
+            // The cluster has them; this node could not take its part (a full disk, a closed store).
+            LOG.error("node cannot host its replicas of topic {}'s new partitions: {}", grown.name(), e.toString());
+        }
+        var waiting = awaitedGrowth.get(grown.name());
+        if (waiting != null) {
+            waiting.removeIf(wait -> {
+                if (wait.getKey() > grown.partitions()) {
+                    return false;
+                }
+                wait.getValue().complete(grown);
+                return true;
+            });
+        }
+        return "grown";
+    }
+
+    private String applyTopic(Topic topic, LogEntryProto entry) {
+        String answer;
+        if (topics.putIfAbsent(topic.name(), topic) == null) {
+            untracked |= members.isEmpty();
+            answer = "created";
+            try {
+                onTopic.accept(topic, entry.getIndex());
+            } catch (RuntimeException e) {
+                // The cluster has the topic; this node could not take its part (a full disk, a closed store).
+                LOG.error("node cannot host its replicas of topic {}: {}", topic.name(), e.toString());
+            }
+        } else {
+            answer = "exists";
+        }
+        awaitTopic(topic.name()).complete(topics.get(topic.name()));
+        return answer;
     }
 }
