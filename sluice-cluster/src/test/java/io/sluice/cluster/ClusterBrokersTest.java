@@ -60,10 +60,20 @@ class ClusterBrokersTest {
         brokers[id] = ClusterBroker.start(dir.resolve("b" + id), cluster, id, store, BrokerConfig.defaults());
     }
 
-    private void startThree() throws IOException {
+    /**
+     * Starts three brokers and waits until each has applied the record of all three taking part: a topic created
+     * before some node's record makes a node whose join comes later take itself for one that lost its data, and
+     * rejoin (out of its groups' configurations until caught up).
+     */
+    private void startThree() throws Exception {
         cluster = TestClusters.threeOnLoopback();
         for (int id = 1; id <= 3; id++) {
             start(id);
+        }
+        for (int id = 1; id <= 3; id++) {
+            int node = id;
+            InProcessCluster.await("node " + node + " applied the three members", 60,
+                    () -> brokers[node].node().members().equals(java.util.Set.of(1, 2, 3)));
         }
     }
 
