@@ -186,7 +186,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.force = force;
         checkIdentity(raftDirectory, clusterId, nodeId);
         this.metadataGroupId = metadataGroupId(clusterId);
-        this.metadata = new MetadataStateMachine(this::onTopic, this::onPartitions, this::onOffsets, this::onForget);
+        this.metadata = new MetadataStateMachine(this::onTopic, this::hostPartitions, this::onOffsets, this::onForget);
         // The partition groups found in the Raft directory start with the server: name them before it starts. The
         // store has every topic this node took part in (created before its groups are).
         store.declaredTopics().forEach((topic, count) -> {
@@ -335,6 +335,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
             }
             return fresh.async().send(Message.valueOf(command));
         });
+    }
+
+    /**
+     * @return the metadata's answer to a command (its text), once the cluster applied it; fails if the cluster did not
+     *     take it
+     */
+    private CompletableFuture<String> metadataAnswer(String command) {
+        return sendMetadata(command).thenCompose(reply -> reply.isSuccess()
+                ? CompletableFuture.completedFuture(reply.getMessage().getContent().toStringUtf8())
+                : CompletableFuture.failedFuture(reply.getException()));
     }
 
     private static void closeQuietly(RaftClient client) {
@@ -789,11 +799,6 @@ public final class ClusterNode implements Replication, AutoCloseable {
         hostPartitions(topic, 0, index);
     }
 
-    /** The metadata gave a topic more partitions: this node hosts its replicas of the new ones. */
-    private void onPartitions(MetadataStateMachine.Topic topic, int before, long index) {
-        hostPartitions(topic, before, index);
-    }
-
     /** Makes the store have the topic with at least this many partitions (the metadata's apply and rejoins race). */
     private void ensureTopic(String name, int partitions) {
         synchronized (topicsInStore) {
@@ -809,7 +814,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** Guards creating and growing topics in the store. */
     private final Object topicsInStore = new Object();
 
-    /** Hosts this node's replicas of the topic's partitions from {@code from} on (or rejoins them, if older). */
+    /**
+     * Hosts this node's replicas of the topic's partitions from {@code from} on (or rejoins them, if older): all of a
+     * topic just created, the new ones of a topic that gained partitions.
+     */
     private void hostPartitions(MetadataStateMachine.Topic topic, int from, long index) {
         boolean older = index < rejoinBelow;
         if (!older) {
@@ -1432,11 +1440,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             replicas.add(placement(topic, p, replicationFactor));
         }
         String command = new MetadataStateMachine.Topic(topic, replicas).command();
-        return sendMetadata(command).thenCompose(reply -> {
-            if (!reply.isSuccess()) {
-                return CompletableFuture.failedFuture(reply.getException());
-            }
-            String answer = reply.getMessage().getContent().toStringUtf8();
+        return metadataAnswer(command).thenCompose(answer -> {
             if (answer.equals("exists")) {
                 return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic
                         + " already exists"));
@@ -1466,11 +1470,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             replicas.add(placement(topic, p, current.replicas().getFirst().size()));
         }
         String command = new MetadataStateMachine.Topic(topic, replicas).growCommand();
-        return sendMetadata(command).thenCompose(reply -> {
-            if (!reply.isSuccess()) {
-                return CompletableFuture.failedFuture(reply.getException());
-            }
-            String answer = reply.getMessage().getContent().toStringUtf8();
+        return metadataAnswer(command).thenCompose(answer -> {
             if (!answer.equals("grown")) {
                 return CompletableFuture.failedFuture(new IllegalArgumentException(answer));
             }
@@ -1485,14 +1485,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         // The coordinator (the metadata leader) applies a commit before its reply comes: its store has the offsets
         // once this completes, and every other node's soon after.
-        return sendMetadata(new MetadataStateMachine.Offsets(group, offsets).command()).thenCompose(reply -> {
-                    if (!reply.isSuccess()) {
-                        return CompletableFuture.failedFuture(reply.getException());
-                    }
-                    String answer = reply.getMessage().getContent().toStringUtf8();
-                    return answer.equals("committed") ? CompletableFuture.completedFuture(null)
-                            : CompletableFuture.failedFuture(new IllegalArgumentException(answer));
-                });
+        return metadataAnswer(new MetadataStateMachine.Offsets(group, offsets).command()).thenCompose(answer ->
+                answer.equals("committed") ? CompletableFuture.<Void>completedFuture(null)
+                        : CompletableFuture.failedFuture(new IllegalArgumentException(answer)));
     }
 
     @Override
@@ -1515,17 +1510,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return CompletableFuture.failedFuture(new IllegalStateException("node " + self.id()
                     + " did not coordinate the groups when it decided to forget group " + group));
         }
-        return sendMetadata(new MetadataStateMachine.Forget(group, decision.applied(), decision.epoch()).command())
-                .thenCompose(reply -> {
-                    if (!reply.isSuccess()) {
-                        return CompletableFuture.failedFuture(reply.getException());
-                    }
-                    String answer = reply.getMessage().getContent().toStringUtf8();
-                    return switch (answer) {
-                        case MetadataStateMachine.FORGOTTEN -> CompletableFuture.completedFuture(true);
-                        case MetadataStateMachine.KEPT -> CompletableFuture.completedFuture(false);
-                        default -> CompletableFuture.failedFuture(new IllegalArgumentException(answer));
-                    };
+        return metadataAnswer(new MetadataStateMachine.Forget(group, decision.applied(), decision.epoch()).command())
+                .thenCompose(answer -> switch (answer) {
+                    case MetadataStateMachine.FORGOTTEN -> CompletableFuture.completedFuture(true);
+                    case MetadataStateMachine.KEPT -> CompletableFuture.completedFuture(false);
+                    default -> CompletableFuture.failedFuture(new IllegalArgumentException(answer));
                 });
     }
 
