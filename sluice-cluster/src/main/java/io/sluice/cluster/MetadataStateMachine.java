@@ -179,6 +179,8 @@ final class MetadataStateMachine extends BaseStateMachine {
 
     private final Map<String, Topic> topics = new ConcurrentHashMap<>();
     private final Set<Integer> members = ConcurrentHashMap.newKeySet();
+    /** Futures waiting for a node's member record to be applied here, by node id. */
+    private final Map<Integer, CompletableFuture<Void>> awaitedMembers = new ConcurrentHashMap<>();
     /** The log held topics or offsets before any member record (a cluster from before the records). */
     private volatile boolean untracked;
     private final Map<String, CompletableFuture<Topic>> awaited = new ConcurrentHashMap<>();
@@ -247,6 +249,15 @@ final class MetadataStateMachine extends BaseStateMachine {
         return Set.copyOf(members);
     }
 
+    /** @return completes once this node has applied a record that node {@code id} took part */
+    CompletableFuture<Void> awaitMember(int id) {
+        CompletableFuture<Void> future = awaitedMembers.computeIfAbsent(id, n -> new CompletableFuture<>());
+        if (members.contains(id)) {
+            future.complete(null);
+        }
+        return future;
+    }
+
     /** @return completes once this node has applied the topic's creation */
     CompletableFuture<Topic> awaitTopic(String name) {
         CompletableFuture<Topic> future = awaited.computeIfAbsent(name, n -> new CompletableFuture<>());
@@ -294,14 +305,20 @@ final class MetadataStateMachine extends BaseStateMachine {
 
     private String applyMember(String command) {
         int id = Integer.parseInt(command.substring(command.indexOf(' ') + 1));
+        String answer;
         if (command.startsWith("member ")) {
-            return members.add(id) ? RECORDED : "known";
-        }
-        if (members.contains(id) || untracked) {
+            answer = members.add(id) ? RECORDED : "known";
+        } else if (members.contains(id) || untracked) {
             return TOOK_PART;
+        } else {
+            members.add(id);
+            answer = RECORDED;
         }
-        members.add(id);
-        return RECORDED;
+        CompletableFuture<Void> waiting = awaitedMembers.get(id);
+        if (waiting != null) {
+            waiting.complete(null);
+        }
+        return answer;
     }
 
     private String applyOffsets(Offsets offsets, LogEntryProto entry) {

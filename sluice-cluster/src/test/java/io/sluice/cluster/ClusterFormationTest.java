@@ -6,8 +6,13 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.sluice.broker.BrokerConfig;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.ratis.RaftConfigKeys;
 import org.apache.ratis.client.RaftClient;
 import org.apache.ratis.conf.RaftProperties;
@@ -65,6 +70,71 @@ class ClusterFormationTest {
     @Test
     void aNodeStartingAfterTheOthersFormedTheClusterJoinsAsAVoterWithoutARejoin() throws Exception {
         cluster = new InProcessCluster(dir, ClusterNode.Tuning.DEFAULT);
+        formWithoutNodeThree(true, () -> { });
+        startNodeThreeLate();
+    }
+
+    /**
+     * As above, with topics created on nodes 1 and 2 as soon as they start, before the nodes recorded that they took
+     * part (a client's request can come that early). A topic logged before any member record marks the log as one
+     * from before the records, where an absent record proves nothing, and node 3 then took itself for a node that lost
+     * its data and rejoined. A node now sends a topic only once its own record is applied.
+     */
+    @Test
+    void topicsCreatedAsTheClusterFormsDoNotMakeALateNodeRejoin() throws Exception {
+        cluster = new InProcessCluster(dir, ClusterNode.Tuning.DEFAULT);
+        formWithoutNodeThree(false, () -> {
+            List<CompletableFuture<Void>> creations = new ArrayList<>();
+            for (int i = 0; i < 4; i++) {
+                ClusterNode node = cluster.broker(1 + i % 2).node();
+                String topic = "early-" + i;
+                creations.add(CompletableFuture.runAsync(() -> createRetrying(node, topic)));
+            }
+            CompletableFuture.allOf(creations.toArray(CompletableFuture[]::new)).get(90, TimeUnit.SECONDS);
+        });
+        for (int id = 1; id <= 2; id++) {
+            assertThat(cluster.broker(id).node().members()).as("the member records applied on node %d", id)
+                    .contains(id);
+        }
+        startNodeThreeLate();
+    }
+
+    /** Creates a topic with two replicas, tried again on a failure for up to 60 s, as a client would. */
+    private static void createRetrying(ClusterNode node, String topic) {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (true) {
+            try {
+                node.createTopic(topic, 1, 2).get(60, TimeUnit.SECONDS);
+                return;
+            } catch (ExecutionException | TimeoutException e) {
+                // A request sent to node 3 first finds no group there.
+                if (System.nanoTime() > deadline) {
+                    throw new AssertionError("topic " + topic + " not created", e);
+                }
+                pause();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new AssertionError(e);
+            }
+        }
+    }
+
+    private static void pause() {
+        try {
+            Thread.sleep(5);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new AssertionError(e);
+        }
+    }
+
+    /**
+     * Starts nodes 1 and 2 while node 3's Raft port answers with a bare Ratis server, runs {@code started}, and waits
+     * for the two nodes' member records.
+     *
+     * @param clientsRememberThree whether the JVM's Ratis clients first learn node 3 as the metadata group's leader
+     */
+    private void formWithoutNodeThree(boolean clientsRememberThree, ThrowingAction started) throws Exception {
         ClusterSpec.Node third = cluster.spec().nodes().get(2);
         RaftProperties properties = new RaftProperties();
         RaftConfigKeys.Rpc.setType(properties, new RaftTransport());
@@ -74,24 +144,41 @@ class ClusterFormationTest {
         try (RaftServer bare = RaftServer.newBuilder().setServerId(ClusterNode.peerId(third.id()))
                 .setProperties(properties).setStateMachine(new BaseStateMachine()).build()) {
             bare.start();
-            // The JVM's Ratis clients remember node 3 as the metadata group's leader (it led a group of that id alone
-            // and answered a request), as a node's clients remember a leader that then lost its data; when nodes 1
-            // and 2 form the cluster, node 3 hosts no such group. A client sent there first fails for good.
-            RaftGroup alone = RaftGroup.valueOf(ClusterNode.metadataGroupId(BrokerConfig.defaults().clusterId()),
-                    RaftPeer.newBuilder().setId(ClusterNode.peerId(third.id())).setAddress(third.raftAddress())
-                            .build());
-            try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties()).setRaftGroup(alone)
-                    .build()) {
-                assertThat(client.getGroupManagementApi(ClusterNode.peerId(third.id())).add(alone).isSuccess())
-                        .isTrue();
-                assertThat(client.io().send(Message.valueOf("led")).isSuccess()).isTrue();
-                assertThat(client.getGroupManagementApi(ClusterNode.peerId(third.id()))
-                        .remove(alone.getGroupId(), true, false).isSuccess()).isTrue();
+            if (clientsRememberThree) {
+                // The JVM's Ratis clients remember node 3 as the metadata group's leader (it led a group of that id
+                // alone and answered a request), as a node's clients remember a leader that then lost its data; when
+                // nodes 1 and 2 form the cluster, node 3 hosts no such group. A client sent there first fails for
+                // good.
+                RaftGroup alone = RaftGroup.valueOf(ClusterNode.metadataGroupId(BrokerConfig.defaults().clusterId()),
+                        RaftPeer.newBuilder().setId(ClusterNode.peerId(third.id())).setAddress(third.raftAddress())
+                                .build());
+                try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties())
+                        .setRaftGroup(alone).build()) {
+                    assertThat(client.getGroupManagementApi(ClusterNode.peerId(third.id())).add(alone).isSuccess())
+                            .isTrue();
+                    assertThat(client.io().send(Message.valueOf("led")).isSuccess()).isTrue();
+                    assertThat(client.getGroupManagementApi(ClusterNode.peerId(third.id()))
+                            .remove(alone.getGroupId(), true, false).isSuccess()).isTrue();
+                }
             }
             cluster.start(1);
             cluster.start(2);
+            started.run();
             await("nodes 1 and 2 recorded", 60, () -> cluster.broker(1).node().members().equals(Set.of(1, 2)));
         }
+    }
+
+    /** An action that may throw. */
+    @FunctionalInterface
+    private interface ThrowingAction {
+        void run() throws Exception;
+    }
+
+    /**
+     * Starts node 3 and checks that it joined as a voter: it is recorded, its replica of a new topic commits, and no
+     * node's metadata configuration changed.
+     */
+    private void startNodeThreeLate() throws Exception {
         long formedAt = cluster.broker(1).node().metadataDivision().getRaftConf().getLogEntryIndex();
         cluster.start(3);
         await("node 3 recorded", 60, () -> cluster.broker(1).node().members().equals(Set.of(1, 2, 3)));

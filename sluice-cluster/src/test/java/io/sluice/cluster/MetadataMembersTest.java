@@ -58,6 +58,21 @@ class MetadataMembersTest {
         assertThat(machine.members()).containsExactly(1);
     }
 
+    /** A node sends topics and offsets only once its own record is applied (ClusterFormationTest): what it waits on. */
+    @Test
+    void aWaitForANodesRecordEndsWhenARecordOfItIsApplied() throws Exception {
+        var one = machine.awaitMember(1);
+        var three = machine.awaitMember(3);
+        assertThat(apply(MetadataStateMachine.memberCommand(2))).isEqualTo(MetadataStateMachine.RECORDED);
+        assertThat(one).isNotDone();
+        assertThat(apply(MetadataStateMachine.memberCommand(1))).isEqualTo(MetadataStateMachine.RECORDED);
+        assertThat(one).isCompleted();
+        assertThat(three).as("not recorded yet").isNotDone();
+        assertThat(apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.RECORDED);
+        assertThat(three).isCompleted();
+        assertThat(machine.awaitMember(2)).as("asked after its record").isCompleted();
+    }
+
     @Test
     void malformedCommandsAreRefusedAndChangeNothing() throws Exception {
         assertThat(apply("join three")).startsWith("refused");
