@@ -186,7 +186,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.force = force;
         checkIdentity(raftDirectory, clusterId, nodeId);
         this.metadataGroupId = metadataGroupId(clusterId);
-        this.metadata = new MetadataStateMachine(this::onTopic, this::hostPartitions, this::onOffsets, this::onForget);
+        this.metadata = new MetadataStateMachine(this::onTopic, this::hostPartitions, this::onOffsets, this::onForget,
+                this::keepGroups, peer -> peers(List.of(nodeId(peer))).getFirst());
         // The partition groups found in the Raft directory start with the server: name them before it starts. The
         // store has every topic this node took part in (created before its groups are).
         store.declaredTopics().forEach((topic, count) -> {
@@ -258,6 +259,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
             this.metadataGroup = RaftGroup.valueOf(metadataGroupId, peers(cluster.nodes().stream()
                     .map(ClusterSpec.Node::id).toList()));
             this.metadataClient.set(newMetadataClient());
+            // The metadata's snapshot (if it started from one) takes this node's part before the node serves.
+            metadata.applyStartSnapshot();
             if (resuming) {
                 // A rejoin was under way when this node stopped: it goes on (each step may be taken again).
                 joining = Thread.ofVirtual().name("node-" + nodeId + "-rejoin").start(this::rejoinAll);
@@ -362,7 +365,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     /** Writes a small file aside, forces it, renames it into place and forces the directory. */
-    private static void writeDurably(Path file, String content) throws IOException {
+    static void writeDurably(Path file, String content) throws IOException {
         Path temp = file.resolveSibling(file.getFileName() + ".tmp");
         try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(temp,
                 java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE,
@@ -1200,6 +1203,25 @@ public final class ClusterNode implements Replication, AutoCloseable {
         for (CommittedOffset offset : offsets.offsets()) {
             store.commitOffset(offsets.group(), offset.topic(), offset.partition(), offset.offset());
         }
+    }
+
+    /**
+     * The metadata applies a snapshot holding these groups' offsets, by group, each with its partitions: the store
+     * forgets any other group, and a group holding positions of other partitions (forgotten before the snapshot and
+     * committed again, or committed after it: the log that follows commits it again), before the snapshot's commits.
+     */
+    private void keepGroups(Map<String, Set<String>> groups) {
+        Map<String, Set<String>> stored = new java.util.HashMap<>();
+        for (io.sluice.store.ConsumerPosition position : store.consumerPositions()) {
+            stored.computeIfAbsent(position.group(), g -> new java.util.HashSet<>())
+                    .add(position.topic() + ":" + position.queueId());
+        }
+        stored.forEach((group, partitions) -> {
+            Set<String> kept = groups.get(group);
+            if (kept == null || !kept.containsAll(partitions)) {
+                onForget(group);
+            }
+        });
     }
 
     /** The metadata forgot a group's offsets (deleted or expired by its coordinator): so does this node's store. */

@@ -1,28 +1,53 @@
 package io.sluice.cluster;
 
+import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.function.BiConsumer;
 import java.util.function.Consumer;
+import java.util.function.Function;
+import java.util.zip.CRC32C;
+import org.apache.ratis.client.RaftClient;
+import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
+import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
+import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
+import org.apache.ratis.protocol.RaftClientReply;
+import org.apache.ratis.protocol.RaftGroup;
+import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftPeer;
+import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.retry.RetryPolicies;
+import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.protocol.TermIndex;
+import org.apache.ratis.server.raftlog.RaftLog;
+import org.apache.ratis.server.storage.FileInfo;
+import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.statemachine.TransactionContext;
 import org.apache.ratis.statemachine.impl.BaseStateMachine;
+import org.apache.ratis.statemachine.impl.SimpleStateMachineStorage;
+import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
+import org.apache.ratis.util.LifeCycle;
+import org.apache.ratis.util.TimeDuration;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The cluster's metadata, replicated on every node by a Raft group of its own: the topics, each partition's
- * replicas, the consumer groups' committed offsets. Every node applies the same commands in the same order and acts on them ({@code onTopic}: create the
- * topic in its store, host the Raft groups of its replicas). The Raft log is the record: a node that starts again
- * replays it (no snapshot is taken, so the log is never purged).
+ * replicas, the consumer groups' committed offsets. Every node applies the same commands in the same order and acts
+ * on them ({@code onTopic}: create the topic in its store, host the Raft groups of its replicas). The Raft log is the
+ * record: a node that starts again applies its latest snapshot ({@link #takeSnapshot}: the commands that rebuild the
+ * state), then replays the log after it.
  *
  * <p>Commands are text, one per entry: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;...} with
  * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}; {@code partitions <name> <partitions>
@@ -190,9 +215,25 @@ final class MetadataStateMachine extends BaseStateMachine {
     private final PartitionsAdded onPartitions;
     /** For each group with committed offsets, the log index of its latest commit (applied by the updater alone). */
     private final Map<String, Long> lastCommits = new ConcurrentHashMap<>();
+    /** Each group's committed offsets, {@code topic:partition} to next offset (applied by the updater alone). */
+    private final Map<String, Map<String, Long>> groupOffsets = new ConcurrentHashMap<>();
+    /** Each topic's creation and growths as logged, in log order: what a snapshot keeps of it. */
+    private final Map<String, List<Logged>> topicEntries = new ConcurrentHashMap<>();
     private final BiConsumer<Topic, Long> onTopic;
     private final Consumer<Offsets> onOffsets;
     private final Consumer<String> onForget;
+    private final Consumer<Map<String, Set<String>>> keepGroups;
+    private final Function<RaftPeerId, RaftPeer> peers;
+    /** The snapshots of the group's current start (a group removed and added again starts with a directory anew). */
+    private volatile PartitionStateMachine.SnapshotStorage snapshots = new PartitionStateMachine.SnapshotStorage();
+    /** The snapshot this node started from, read at its start and not applied yet ({@link #applySnapshot}). */
+    private volatile String startSnapshot;
+    private final Object snapshotLock = new Object();
+    private volatile RaftServer server;
+
+    /** A command as logged, with its entry's index. */
+    private record Logged(long index, String command) {
+    }
 
     /**
      * @param onTopic told of each topic, with the log index of its creation, as this node applies it (and again as
@@ -201,13 +242,21 @@ final class MetadataStateMachine extends BaseStateMachine {
      *     its log)
      * @param onOffsets told of each group's offsets commit as this node applies it
      * @param onForget told of each group (store name) whose offsets the cluster forgets, as this node applies it
+     * @param keepGroups told, before a snapshot's commands are applied, of the groups (store names) that have offsets
+     *     in it, each with its partitions ({@code topic:partition}): any other group the node's store holds, or one
+     *     holding other partitions, was forgotten before the snapshot (and committed again), or committed after it
+     *     (the log that follows commits it again); the snapshot's commits follow
+     * @param peers a node's Raft address by its id (a node installing a snapshot asks the leader for it)
      */
     MetadataStateMachine(BiConsumer<Topic, Long> onTopic, PartitionsAdded onPartitions, Consumer<Offsets> onOffsets,
-                         Consumer<String> onForget) {
+                         Consumer<String> onForget, Consumer<Map<String, Set<String>>> keepGroups,
+                         Function<RaftPeerId, RaftPeer> peers) {
         this.onTopic = onTopic;
         this.onPartitions = onPartitions;
         this.onOffsets = onOffsets;
         this.onForget = onForget;
+        this.keepGroups = keepGroups;
+        this.peers = peers;
     }
 
     /** Told of a topic that gained partitions. */
@@ -280,27 +329,32 @@ final class MetadataStateMachine extends BaseStateMachine {
 
     @Override
     public CompletableFuture<Message> applyTransaction(TransactionContext trx) {
+        applyStartSnapshot();
         LogEntryProto entry = trx.getLogEntry();
-        String command = entry.getStateMachineLogEntry().getLogData().toString(StandardCharsets.UTF_8);
-        String answer;
+        String answer = apply(entry.getStateMachineLogEntry().getLogData().toString(StandardCharsets.UTF_8),
+                entry.getTerm(), entry.getIndex());
+        updateLastAppliedTermIndex(TermIndex.valueOf(entry));
+        return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(answer)));
+    }
+
+    /** Applies a command logged at {@code index} in {@code term}; @return its answer */
+    private String apply(String command, long term, long index) {
         try {
             if (command.startsWith("member ") || command.startsWith("join ")) {
-                answer = applyMember(command);
+                return applyMember(command);
             } else if (command.startsWith("offsets ")) {
-                answer = applyOffsets(Offsets.parse(command), entry);
+                return applyOffsets(Offsets.parse(command), index);
             } else if (command.startsWith("forget ")) {
-                answer = applyForget(Forget.parse(command), entry);
+                return applyForget(Forget.parse(command), term);
             } else if (command.startsWith("partitions ")) {
-                answer = applyPartitions(Topic.parse("topic" + command.substring("partitions".length())), entry);
+                return applyPartitions(Topic.parse("topic" + command.substring("partitions".length())), index);
             } else {
-                answer = applyTopic(Topic.parse(command), entry);
+                return applyTopic(Topic.parse(command), index);
             }
         } catch (RuntimeException e) {
             // Malformed: every node refuses it alike, and nothing changed.
-            answer = "refused " + e.getMessage();
+            return "refused " + e.getMessage();
         }
-        updateLastAppliedTermIndex(TermIndex.valueOf(entry));
-        return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(answer)));
     }
 
     private String applyMember(String command) {
@@ -321,29 +375,37 @@ final class MetadataStateMachine extends BaseStateMachine {
         return answer;
     }
 
-    private String applyOffsets(Offsets offsets, LogEntryProto entry) {
+    private String applyOffsets(Offsets offsets, long index) {
         // Counted before the store takes them: a store that fails half way must not let a forget decided before this
         // commit wipe what it did take.
-        lastCommits.put(offsets.group(), entry.getIndex());
+        lastCommits.put(offsets.group(), index);
+        Map<String, Long> kept = groupOffsets.computeIfAbsent(offsets.group(), g -> new java.util.TreeMap<>());
+        for (var offset : offsets.offsets()) {
+            kept.put(offset.topic() + ":" + offset.partition(), offset.offset());
+        }
         onOffsets.accept(offsets);
         untracked |= members.isEmpty();
         return "committed";
     }
 
-    private String applyForget(Forget forget, LogEntryProto entry) {
-        if (entry.getTerm() != forget.term()) {
-            return "refused: decided by the coordinator of term " + forget.term() + ", logged in term "
-                    + entry.getTerm();
+    private String applyForget(Forget forget, long term) {
+        if (term != forget.term()) {
+            return "refused: decided by the coordinator of term " + forget.term() + ", logged in term " + term;
         }
         if (lastCommits.getOrDefault(forget.group(), -1L) > forget.unlessCommittedAfter()) {
             return KEPT;
         }
-        lastCommits.remove(forget.group());
-        onForget.accept(forget.group());
+        forget(forget.group());
         return FORGOTTEN;
     }
 
-    private String applyPartitions(Topic grown, LogEntryProto entry) {
+    private void forget(String group) {
+        lastCommits.remove(group);
+        groupOffsets.remove(group);
+        onForget.accept(group);
+    }
+
+    private String applyPartitions(Topic grown, long index) {
         Topic current = topics.get(grown.name());
         if (current == null) {
             return "refused: no topic " + grown.name();
@@ -355,8 +417,10 @@ final class MetadataStateMachine extends BaseStateMachine {
             return "refused: the replicas of " + grown.name() + "'s partitions are not " + current.replicas();
         }
         topics.put(grown.name(), grown);
+        topicEntries.computeIfAbsent(grown.name(), n -> new java.util.concurrent.CopyOnWriteArrayList<>())
+                .add(new Logged(index, grown.growCommand()));
         try {
-            onPartitions.added(grown, current.partitions(), entry.getIndex());
+            onPartitions.added(grown, current.partitions(), index);
         } catch (RuntimeException e) {
             // The cluster has them; this node could not take its part (a full disk, a closed store).
             LOG.error("node cannot host its replicas of topic {}'s new partitions: {}", grown.name(), e.toString());
@@ -374,13 +438,15 @@ final class MetadataStateMachine extends BaseStateMachine {
         return "grown";
     }
 
-    private String applyTopic(Topic topic, LogEntryProto entry) {
+    private String applyTopic(Topic topic, long index) {
         String answer;
         if (topics.putIfAbsent(topic.name(), topic) == null) {
             untracked |= members.isEmpty();
+            topicEntries.put(topic.name(), new java.util.concurrent.CopyOnWriteArrayList<>(
+                    List.of(new Logged(index, topic.command()))));
             answer = "created";
             try {
-                onTopic.accept(topic, entry.getIndex());
+                onTopic.accept(topic, index);
             } catch (RuntimeException e) {
                 // The cluster has the topic; this node could not take its part (a full disk, a closed store).
                 LOG.error("node cannot host its replicas of topic {}: {}", topic.name(), e.toString());
@@ -390,5 +456,313 @@ final class MetadataStateMachine extends BaseStateMachine {
         }
         awaitTopic(topic.name()).complete(topics.get(topic.name()));
         return answer;
+    }
+
+    // Snapshots.
+
+    /**
+     * Also called again when the group is added again on this node (a rejoin): the state applied so far stays (every
+     * command applies again alike), the snapshots are those of the new directory.
+     */
+    @Override
+    public void initialize(RaftServer raftServer, RaftGroupId raftGroupId, RaftStorage storage) throws IOException {
+        if (getLifeCycleState() == LifeCycle.State.NEW) {
+            getLifeCycle().startAndTransition(() -> start(raftServer, raftGroupId, storage), IOException.class);
+            return;
+        }
+        start(raftServer, raftGroupId, storage);
+        if (getLifeCycleState() == LifeCycle.State.PAUSED) {
+            // Removed while it installed a snapshot.
+            getLifeCycle().transition(LifeCycle.State.STARTING);
+            getLifeCycle().transition(LifeCycle.State.RUNNING);
+        }
+    }
+
+    private void start(RaftServer raftServer, RaftGroupId raftGroupId, RaftStorage storage) throws IOException {
+        super.initialize(raftServer, raftGroupId, storage);
+        this.server = raftServer;
+        PartitionStateMachine.SnapshotStorage fresh = new PartitionStateMachine.SnapshotStorage();
+        fresh.init(storage);
+        snapshots = fresh;
+        SingleFileSnapshotInfo latest = fresh.getLatestSnapshot();
+        if (latest != null) {
+            // Applied before any entry after it, or by the node as it starts (its callbacks host partitions, which
+            // the Raft server starting this group cannot do yet).
+            startSnapshot = readSnapshot(latest.getFile().getPath());
+            setLastAppliedTermIndex(latest.getTermIndex());
+        }
+    }
+
+    @Override
+    public SimpleStateMachineStorage getStateMachineStorage() {
+        return snapshots;
+    }
+
+    /**
+     * Applies the snapshot this node's metadata started from, if not done yet: the node calls it once its Raft server
+     * runs, and the first entry applied after the snapshot does.
+     */
+    void applyStartSnapshot() {
+        if (startSnapshot == null) {
+            return;
+        }
+        synchronized (snapshotLock) {
+            String text = startSnapshot;
+            if (text != null) {
+                try {
+                    applySnapshot(text);
+                } finally {
+                    // Only now: a caller that found it set waits on the lock until it is applied.
+                    startSnapshot = null;
+                }
+            }
+        }
+    }
+
+    /**
+     * Every so many entries (Ratis decides, as for the partitions): the state up to the last entry applied is written
+     * to a file, forced, and Ratis may purge the log below it. The state is what the log's commands left: the
+     * members, each topic's creation and growths with their indexes, and each group's offsets with the index of its
+     * latest commit, as commands a node applies in order when it starts from the snapshot ({@link #snapshotText}).
+     */
+    @Override
+    public long takeSnapshot() throws IOException {
+        applyStartSnapshot();
+        TermIndex last = getLastAppliedTermIndex();
+        if (last == null || last.getIndex() < 0) {
+            return RaftLog.INVALID_LOG_INDEX;
+        }
+        Path path = snapshots.getSnapshotFile(last.getTerm(), last.getIndex()).toPath();
+        ClusterNode.writeDurably(path, snapshotText());
+        snapshots.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(path, null), last));
+        return last.getIndex();
+    }
+
+    /** The first line of a snapshot file. */
+    private static final String SNAPSHOT_HEADER = "sluice-metadata-snapshot 1";
+
+    /**
+     * @return the snapshot of what this node applied: a header, {@code untracked=<true|false>}, then one line
+     *     {@code <index> <command>} per command to apply (members at index -1, then topics' creations and growths,
+     *     then one offsets command per group, each in log order), then {@code crc32c=<hex>} of all before it
+     */
+    String snapshotText() {
+        List<Logged> lines = new ArrayList<>();
+        members.stream().sorted().forEach(id -> lines.add(new Logged(-1, memberCommand(id))));
+        List<Logged> logged = new ArrayList<>();
+        topicEntries.values().forEach(logged::addAll);
+        groupOffsets.forEach((group, offsets) -> {
+            List<io.sluice.broker.Replication.CommittedOffset> list = new ArrayList<>();
+            offsets.forEach((key, offset) -> {
+                int colon = key.lastIndexOf(':');
+                list.add(new io.sluice.broker.Replication.CommittedOffset(key.substring(0, colon),
+                        Integer.parseInt(key.substring(colon + 1)), offset));
+            });
+            logged.add(new Logged(lastCommits.getOrDefault(group, -1L), new Offsets(group, list).command()));
+        });
+        logged.sort(java.util.Comparator.comparingLong(Logged::index));
+        lines.addAll(logged);
+        StringBuilder body = new StringBuilder(SNAPSHOT_HEADER).append('\n').append("untracked=").append(untracked)
+                .append('\n');
+        for (Logged line : lines) {
+            body.append(line.index()).append(' ').append(line.command()).append('\n');
+        }
+        return body + "crc32c=" + crcOf(body.toString()) + "\n";
+    }
+
+    private static String crcOf(String body) {
+        CRC32C crc = new CRC32C();
+        crc.update(body.getBytes(StandardCharsets.UTF_8));
+        return Long.toHexString(crc.getValue());
+    }
+
+    /** A snapshot's content: whether the log held topics or offsets before any member record, and its commands. */
+    private record Snapshot(boolean untracked, List<Logged> lines) {
+    }
+
+    /** @throws IOException if the text is not a whole snapshot (a torn or damaged file) */
+    static void checkSnapshot(String text) throws IOException {
+        parseSnapshot(text);
+    }
+
+    private static Snapshot parseSnapshot(String text) throws IOException {
+        int crcAt = text.lastIndexOf("crc32c=");
+        if (crcAt < 0 || !text.endsWith("\n") || !text.startsWith(SNAPSHOT_HEADER + "\n")
+                || !text.substring(crcAt).equals("crc32c=" + crcOf(text.substring(0, crcAt)) + "\n")) {
+            throw new IOException("not a whole metadata snapshot (its checksum or framing does not match)");
+        }
+        String[] lines = text.substring(0, crcAt).split("\n");
+        if (lines.length < 2 || !lines[1].startsWith("untracked=")) {
+            throw new IOException("a metadata snapshot without its untracked line");
+        }
+        List<Logged> commands = new ArrayList<>();
+        for (int i = 2; i < lines.length; i++) {
+            int space = lines[i].indexOf(' ');
+            try {
+                commands.add(new Logged(Long.parseLong(lines[i].substring(0, Math.max(space, 0))),
+                        lines[i].substring(space + 1)));
+            } catch (NumberFormatException e) {
+                throw new IOException("a metadata snapshot line without its index: " + lines[i], e);
+            }
+        }
+        return new Snapshot(Boolean.parseBoolean(lines[1].substring("untracked=".length())), commands);
+    }
+
+    private static String readSnapshot(Path path) throws IOException {
+        String text = Files.readString(path, StandardCharsets.UTF_8);
+        try {
+            checkSnapshot(text);
+        } catch (IOException e) {
+            throw new IOException("the metadata snapshot " + path + " is damaged: " + e.getMessage(), e);
+        }
+        return text;
+    }
+
+    /**
+     * Applies a snapshot's commands over what this node applied before (nothing at a start; less than the snapshot
+     * after a node behind the leader's log installs it): a topic, partition or member known already stays; a group
+     * whose offsets the snapshot lacks, or holds fewer partitions of, was forgotten before it (and, for the latter,
+     * committed again) and is forgotten here first, as is such a group in the store ({@code keepGroups}).
+     */
+    void applySnapshot(String text) {
+        Snapshot snapshot;
+        try {
+            snapshot = parseSnapshot(text);
+        } catch (IOException e) {
+            throw new IllegalStateException(e);
+        }
+        untracked |= snapshot.untracked();
+        Map<String, Set<String>> kept = new java.util.HashMap<>();
+        for (Logged line : snapshot.lines()) {
+            if (line.command().startsWith("offsets ")) {
+                Offsets offsets = Offsets.parse(line.command());
+                kept.put(offsets.group(), offsets.offsets().stream().map(o -> o.topic() + ":" + o.partition())
+                        .collect(java.util.stream.Collectors.toSet()));
+            }
+        }
+        for (String group : List.copyOf(groupOffsets.keySet())) {
+            Set<String> partitions = kept.get(group);
+            if (partitions == null || !partitions.containsAll(groupOffsets.get(group).keySet())) {
+                forget(group);
+            }
+        }
+        // The store may hold more than this node applied: positions of a start's earlier run, forced in its store.
+        keepGroups.accept(Map.copyOf(kept));
+        for (Logged line : snapshot.lines()) {
+            String answer = apply(line.command(), -1, line.index());
+            if (answer.startsWith("refused")) {
+                // A growth this node had applied already.
+                LOG.debug("metadata snapshot line {} {} not applied: {}", line.index(), line.command(), answer);
+            }
+        }
+    }
+
+    /** Answers {@code snapshot}: {@code <term> <index>}, a newline and the latest snapshot file; or {@code none}. */
+    @Override
+    public CompletableFuture<Message> query(Message request) {
+        String query = request.getContent().toStringUtf8();
+        if (!query.equals("snapshot")) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("unknown query: " + query));
+        }
+        SingleFileSnapshotInfo latest = snapshots.getLatestSnapshot();
+        if (latest == null) {
+            return CompletableFuture.completedFuture(Message.valueOf("none"));
+        }
+        try {
+            String text = Files.readString(latest.getFile().getPath(), StandardCharsets.UTF_8);
+            return CompletableFuture.completedFuture(Message.valueOf(latest.getTerm() + " " + latest.getIndex()
+                    + "\n" + text));
+        } catch (IOException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /**
+     * The leader's log starts after this node's log ends (it was away while the leader purged, or it rejoins after
+     * losing its data): it installs the leader's latest snapshot, on a thread of its own (Ratis asks again until it is
+     * done, and again after a failure); Ratis then has it applied ({@link #reinitialize}).
+     */
+    @Override
+    public CompletableFuture<TermIndex> notifyInstallSnapshotFromLeader(RoleInfoProto roleInfo,
+                                                                       TermIndex firstTermIndexInLog) {
+        if (!roleInfo.getFollowerInfo().hasLeaderInfo()) {
+            return CompletableFuture.failedFuture(new IOException("no leader named to install a snapshot from"));
+        }
+        RaftPeerId leader = RaftPeerId.valueOf(roleInfo.getFollowerInfo().getLeaderInfo().getId().getId());
+        CompletableFuture<TermIndex> installed = new CompletableFuture<>();
+        Thread.ofVirtual().name("install-metadata").start(() -> {
+            try {
+                installed.complete(install(leader, firstTermIndexInLog));
+            } catch (IOException | RuntimeException e) {
+                LOG.warn("metadata: installing the snapshot of leader {} failed (it is tried again): {}", leader,
+                        e.toString());
+                installed.completeExceptionally(e);
+            }
+        });
+        return installed;
+    }
+
+    /**
+     * @return the snapshot installed, or null if nothing is missing (this node's log holds the leader's first entry,
+     *     or the leader holds its whole log): Ratis then sends the log
+     */
+    private TermIndex install(RaftPeerId leader, TermIndex firstInLog) throws IOException {
+        if (firstInLog.getIndex() == 0
+                || firstInLog.equals(server.getDivision(getGroupId()).getRaftLog().getTermIndex(firstInLog.getIndex()))) {
+            // As for a partition: Ratis asks a member being added to install first, whatever its log holds.
+            return null;
+        }
+        try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties())
+                .setRaftGroup(RaftGroup.valueOf(getGroupId(), peers.apply(leader))).setLeaderId(leader)
+                .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(
+                        20, TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build()) {
+            RaftClientReply reply = client.io().sendReadOnly(Message.valueOf("snapshot"));
+            if (!reply.isSuccess()) {
+                throw new IOException("the metadata leader's snapshot could not be read: " + reply.getException());
+            }
+            String answer = reply.getMessage().getContent().toStringUtf8();
+            int newline = answer.indexOf('\n');
+            if (newline < 0) {
+                throw new IOException("the metadata leader has no snapshot yet");
+            }
+            String[] at = answer.substring(0, newline).split(" ");
+            TermIndex snapshotAt = TermIndex.valueOf(Long.parseLong(at[0]), Long.parseLong(at[1]));
+            String text = answer.substring(newline + 1);
+            checkSnapshot(text);
+            if (snapshotAt.getIndex() + 1 < firstInLog.getIndex()) {
+                throw new IOException("the metadata leader's snapshot at " + snapshotAt + " does not reach its log's"
+                        + " first entry " + firstInLog);
+            }
+            Path path = snapshots.getSnapshotFile(snapshotAt.getTerm(), snapshotAt.getIndex()).toPath();
+            ClusterNode.writeDurably(path, text);
+            snapshots.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(path, null), snapshotAt));
+            LOG.info("metadata: installed the snapshot at {} from node {}", snapshotAt, ClusterNode.nodeId(leader));
+            return snapshotAt;
+        }
+    }
+
+    /** Before a snapshot from the leader is applied. */
+    @Override
+    public void pause() {
+        if (getLifeCycleState() == LifeCycle.State.RUNNING) {
+            getLifeCycle().transition(LifeCycle.State.PAUSING);
+            getLifeCycle().transition(LifeCycle.State.PAUSED);
+        }
+    }
+
+    /** After a snapshot from the leader was installed: its commands are applied over what this node had. */
+    @Override
+    public void reinitialize() throws IOException {
+        SingleFileSnapshotInfo latest = snapshots.loadLatestSnapshot();
+        if (latest != null) {
+            String text = readSnapshot(latest.getFile().getPath());
+            applyStartSnapshot();
+            applySnapshot(text);
+            setLastAppliedTermIndex(latest.getTermIndex());
+        }
+        if (getLifeCycleState() == LifeCycle.State.PAUSED) {
+            getLifeCycle().transition(LifeCycle.State.STARTING);
+            getLifeCycle().transition(LifeCycle.State.RUNNING);
+        }
     }
 }

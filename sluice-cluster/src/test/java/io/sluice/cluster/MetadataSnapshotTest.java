@@ -1,0 +1,138 @@
+package io.sluice.cluster;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.io.IOException;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import org.apache.ratis.proto.RaftProtos.LogEntryProto;
+import org.apache.ratis.proto.RaftProtos.RaftPeerRole;
+import org.apache.ratis.proto.RaftProtos.StateMachineLogEntryProto;
+import org.apache.ratis.statemachine.TransactionContext;
+import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
+import org.junit.jupiter.api.Test;
+
+/**
+ * The metadata's snapshot: what a node that starts from it (or installs it, behind the leader's purged log) applies
+ * leaves it where the log's commands left the node that wrote it.
+ */
+class MetadataSnapshotTest {
+
+    /** A metadata state machine and what it told its node. */
+    private static final class Node {
+        final List<String> told = new ArrayList<>();
+        final List<Map<String, Set<String>>> kept = new ArrayList<>();
+        final MetadataStateMachine machine = new MetadataStateMachine(
+                (topic, index) -> told.add("topic " + topic.name() + " " + topic.partitions() + " @" + index),
+                (topic, before, index) -> told.add("grown " + topic.name() + " " + before + "->"
+                        + topic.partitions() + " @" + index),
+                offsets -> told.add(offsets.command()), group -> told.add("forget " + group), kept::add,
+                peer -> null);
+        long index;
+
+        String apply(String command) throws Exception {
+            LogEntryProto entry = LogEntryProto.newBuilder().setTerm(1).setIndex(index++).setStateMachineLogEntry(
+                    StateMachineLogEntryProto.newBuilder().setLogData(ByteString.copyFromUtf8(command))).build();
+            TransactionContext context = TransactionContext.newBuilder().setStateMachine(machine)
+                    .setServerRole(RaftPeerRole.FOLLOWER).setLogEntry(entry).build();
+            return machine.applyTransaction(context).get().getContent().toStringUtf8();
+        }
+    }
+
+    /** The log of a node with a topic that grew, two groups of which one was forgotten, and three members. */
+    private static Node written() throws Exception {
+        Node node = new Node();
+        node.apply(MetadataStateMachine.memberCommand(1));
+        node.apply(MetadataStateMachine.memberCommand(2));
+        node.apply("topic t 1 1,2,3");
+        node.apply("offsets g t:0=5");
+        node.apply("partitions t 3 1,2,3;2,3,1;3,1,2");
+        node.apply("offsets g t:1=7");
+        node.apply("offsets h t:0=1");
+        assertThat(node.apply("forget h 6 1")).isEqualTo(MetadataStateMachine.FORGOTTEN);
+        assertThat(node.apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.RECORDED);
+        node.apply("topic u 1 2");
+        return node;
+    }
+
+    @Test
+    void aNodeStartingFromASnapshotHasWhatTheLogLeftAndAnswersAlike() throws Exception {
+        Node writer = written();
+        String text = writer.machine.snapshotText();
+        Node reader = new Node();
+        reader.machine.applySnapshot(text);
+
+        assertThat(reader.told).containsExactly("topic t 1 @2", "grown t 1->3 @4", "offsets g t:0=5;t:1=7",
+                "topic u 1 @9");
+        assertThat(reader.kept).containsExactly(Map.of("g", Set.of("t:0", "t:1")));
+        assertThat(reader.machine.members()).containsExactlyInAnyOrder(1, 2, 3);
+        assertThat(reader.machine.topic("t").replicas()).isEqualTo(writer.machine.topic("t").replicas());
+        assertThat(reader.machine.snapshotText()).as("a snapshot of the snapshot").isEqualTo(text);
+        // The same answers as the writer's to what comes next: g committed after entry 4, a node 3 that took part.
+        reader.index = writer.index;
+        assertThat(reader.apply("forget g 4 1")).isEqualTo(writer.apply("forget g 4 1"))
+                .isEqualTo(MetadataStateMachine.KEPT);
+        assertThat(reader.apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.TOOK_PART);
+        assertThat(reader.apply("partitions t 2 1,2,3;2,3,1")).startsWith("refused");
+    }
+
+    /**
+     * A node behind the leader's purged log installs the leader's snapshot over what it had applied: topics it knew are
+     * not created again, a group forgotten since is forgotten, a group forgotten and committed again loses the
+     * partitions only its old commits had.
+     */
+    @Test
+    void aNodeBehindInstallsASnapshotOverWhatItApplied() throws Exception {
+        Node behind = new Node();
+        Node writer = new Node();
+        for (Node node : List.of(behind, writer)) {
+            node.apply(MetadataStateMachine.memberCommand(1));
+            node.apply(MetadataStateMachine.memberCommand(2));
+            node.apply("topic t 1 1,2,3");
+            node.apply("offsets g t:0=5");
+            node.apply("offsets h t:0=1");
+            node.apply("offsets k t:0=3;t:1=4");
+        }
+        behind.told.clear();
+        writer.apply("partitions t 3 1,2,3;2,3,1;3,1,2");
+        writer.apply("offsets g t:1=7");
+        assertThat(writer.apply("forget h 7 1")).isEqualTo(MetadataStateMachine.FORGOTTEN);
+        assertThat(writer.apply("forget k 8 1")).isEqualTo(MetadataStateMachine.FORGOTTEN);
+        writer.apply("offsets k t:0=9");
+        writer.apply(MetadataStateMachine.joinCommand(3));
+        writer.apply("topic u 1 2");
+
+        behind.machine.applySnapshot(writer.machine.snapshotText());
+
+        assertThat(behind.told).containsExactly("forget h", "forget k", "grown t 1->3 @6", "offsets g t:0=5;t:1=7",
+                "offsets k t:0=9", "topic u 1 @12");
+        assertThat(behind.kept).containsExactly(Map.of("g", Set.of("t:0", "t:1"), "k", Set.of("t:0")));
+        assertThat(behind.machine.snapshotText()).isEqualTo(writer.machine.snapshotText());
+    }
+
+    @Test
+    void aLogWithTopicsBeforeAnyRecordStaysUntrackedThroughASnapshot() throws Exception {
+        Node writer = new Node();
+        writer.apply("topic t 1 1");
+        writer.apply(MetadataStateMachine.memberCommand(1));
+        Node reader = new Node();
+        reader.machine.applySnapshot(writer.machine.snapshotText());
+        assertThat(reader.apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.TOOK_PART);
+    }
+
+    @Test
+    void aTornOrDamagedSnapshotIsRefused() throws Exception {
+        String text = written().machine.snapshotText();
+        MetadataStateMachine.checkSnapshot(text);
+        assertThatThrownBy(() -> MetadataStateMachine.checkSnapshot(text.substring(0, text.length() / 2)))
+                .isInstanceOf(IOException.class);
+        String damaged = text.replace("offsets g t:0=5", "offsets g t:0=6");
+        assertThat(damaged).isNotEqualTo(text);
+        assertThatThrownBy(() -> MetadataStateMachine.checkSnapshot(damaged)).isInstanceOf(IOException.class)
+                .hasMessageContaining("checksum");
+        assertThatThrownBy(() -> MetadataStateMachine.checkSnapshot("")).isInstanceOf(IOException.class);
+    }
+}
