@@ -490,6 +490,12 @@ final class MetadataStateMachine extends BaseStateMachine {
             // the Raft server starting this group cannot do yet).
             startSnapshot = readSnapshot(latest.getFile().getPath());
             setLastAppliedTermIndex(latest.getTermIndex());
+        } else if (getLastAppliedTermIndex() != null) {
+            // Added again, empty (a rejoin): its log is applied from its start again. Ratis refuses an applied index
+            // that goes back, and a forget is decided on the indexes of this log's commits.
+            setLastAppliedTermIndex(null);
+            lastCommits.clear();
+            groupOffsets.clear();
         }
     }
 

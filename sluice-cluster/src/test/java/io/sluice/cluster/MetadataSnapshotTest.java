@@ -4,6 +4,8 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.IOException;
+import java.lang.reflect.Proxy;
+import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
@@ -11,9 +13,15 @@ import java.util.Set;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
 import org.apache.ratis.proto.RaftProtos.RaftPeerRole;
 import org.apache.ratis.proto.RaftProtos.StateMachineLogEntryProto;
+import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.statemachine.TransactionContext;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
+import org.apache.ratis.util.SizeInBytes;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
 
 /**
  * The metadata's snapshot: what a node that starts from it (or installs it, behind the leader's purged log) applies
@@ -134,5 +142,83 @@ class MetadataSnapshotTest {
         assertThatThrownBy(() -> MetadataStateMachine.checkSnapshot(damaged)).isInstanceOf(IOException.class)
                 .hasMessageContaining("checksum");
         assertThatThrownBy(() -> MetadataStateMachine.checkSnapshot("")).isInstanceOf(IOException.class);
+    }
+
+    private static RaftStorage storage(Path directory) throws IOException {
+        return storage(directory, RaftStorage.StartupOption.FORMAT);
+    }
+
+    private static RaftStorage storage(Path directory, RaftStorage.StartupOption option) throws IOException {
+        RaftStorage storage = RaftStorage.newBuilder().setDirectory(directory.toFile()).setOption(option).setStorageFreeSpaceMin(SizeInBytes.ONE_MB).build();
+        storage.initialize();
+        return storage;
+    }
+
+    /** The Raft server a machine is started by: only its id is asked for. */
+    private static RaftServer server() {
+        return (RaftServer) Proxy.newProxyInstance(RaftServer.class.getClassLoader(), new Class<?>[] {RaftServer.class},
+                (proxy, method, args) -> switch (method.getName()) {
+                    case "getId" -> RaftPeerId.valueOf("n1");
+                    case "toString" -> "server n1";
+                    default -> throw new UnsupportedOperationException(method.getName());
+                });
+    }
+
+    private static final RaftGroupId GROUP = RaftGroupId.randomId();
+
+    /** A snapshot is written to the group's directory, forced; the next start of the group applies it. */
+    @Test
+    void aGroupStartsFromTheSnapshotItsMachineWrote(@TempDir Path dir) throws Exception {
+        Node writer = new Node();
+        String text;
+        try (RaftStorage raft = storage(dir)) {
+            writer.machine.initialize(server(), GROUP, raft);
+            writer.apply(MetadataStateMachine.memberCommand(1));
+            writer.apply("topic t 1 1");
+            writer.apply("offsets g t:0=5");
+            assertThat(writer.machine.takeSnapshot()).isEqualTo(2);
+            text = writer.machine.snapshotText();
+        }
+        Node reader = new Node();
+        try (RaftStorage raft = storage(dir, RaftStorage.StartupOption.RECOVER)) {
+            reader.machine.initialize(server(), GROUP, raft);
+            assertThat(reader.machine.applied()).isEqualTo(2);
+            assertThat(reader.told).as("nothing applied before the node asks").isEmpty();
+            reader.machine.applyStartSnapshot();
+            assertThat(reader.told).containsExactly("topic t 1 @1", "offsets g t:0=5");
+            assertThat(reader.machine.snapshotText()).isEqualTo(text);
+            reader.machine.applyStartSnapshot();
+            assertThat(reader.told).as("applied once").hasSize(2);
+        }
+    }
+
+    /**
+     * A rejoin removes the group and adds it again, empty, on the same machine: the group's log is applied from its
+     * start again. Ratis refused it (an applied index going back), and the metadata stopped applying on that node.
+     */
+    @Test
+    void aGroupAddedAgainEmptyAppliesItsLogFromTheStart(@TempDir Path dir) throws Exception {
+        Node node = new Node();
+        List<String> log = List.of(MetadataStateMachine.memberCommand(1), "offsets g t:0=5", "forget g 1 1",
+                "offsets g t:0=6");
+        List<String> answers = new ArrayList<>();
+        try (RaftStorage raft = storage(dir.resolve("first"))) {
+            node.machine.initialize(server(), GROUP, raft);
+            for (String command : log) {
+                answers.add(node.apply(command));
+            }
+        }
+        assertThat(answers.get(2)).isEqualTo(MetadataStateMachine.FORGOTTEN);
+        try (RaftStorage raft = storage(dir.resolve("again"))) {
+            node.machine.initialize(server(), GROUP, raft);
+            node.index = 0;
+            List<String> again = new ArrayList<>();
+            for (String command : log) {
+                again.add(node.apply(command));
+                assertThat(node.machine.applied()).isEqualTo(node.index - 1);
+            }
+            // The forget is decided on the commits of this log up to its entry, not on those applied before.
+            assertThat(again.subList(1, 4)).isEqualTo(answers.subList(1, 4));
+        }
     }
 }
