@@ -691,21 +691,8 @@ final class MetadataStateMachine extends BaseStateMachine {
     @Override
     public CompletableFuture<TermIndex> notifyInstallSnapshotFromLeader(RoleInfoProto roleInfo,
                                                                        TermIndex firstTermIndexInLog) {
-        if (!roleInfo.getFollowerInfo().hasLeaderInfo()) {
-            return CompletableFuture.failedFuture(new IOException("no leader named to install a snapshot from"));
-        }
-        RaftPeerId leader = RaftPeerId.valueOf(roleInfo.getFollowerInfo().getLeaderInfo().getId().getId());
-        CompletableFuture<TermIndex> installed = new CompletableFuture<>();
-        Thread.ofVirtual().name("install-metadata").start(() -> {
-            try {
-                installed.complete(install(leader, firstTermIndexInLog));
-            } catch (IOException | RuntimeException e) {
-                LOG.warn("metadata: installing the snapshot of leader {} failed (it is tried again): {}", leader,
-                        e.toString());
-                installed.completeExceptionally(e);
-            }
-        });
-        return installed;
+        return PartitionStateMachine.installInBackground(roleInfo, "metadata",
+                leader -> install(leader, firstTermIndexInLog));
     }
 
     /**

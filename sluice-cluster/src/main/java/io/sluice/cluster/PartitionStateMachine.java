@@ -755,17 +755,35 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     @Override
     public CompletableFuture<TermIndex> notifyInstallSnapshotFromLeader(RoleInfoProto roleInfo,
                                                                        TermIndex firstTermIndexInLog) {
+        return installInBackground(roleInfo, topic + "-" + partition,
+                leader -> install(leader, firstTermIndexInLog));
+    }
+
+    /** Installs a snapshot from the leader a notice names. */
+    @FunctionalInterface
+    interface Install {
+        /** @return the snapshot installed, or null if nothing is missing */
+        TermIndex from(RaftPeerId leader) throws IOException;
+    }
+
+    /**
+     * Runs an install of the snapshot of the leader {@code roleInfo} names on a thread of its own (Ratis asks again
+     * until it is done, and again after a failure).
+     *
+     * @param what the group's name, for the thread and the log
+     */
+    static CompletableFuture<TermIndex> installInBackground(RoleInfoProto roleInfo, String what, Install install) {
         if (!roleInfo.getFollowerInfo().hasLeaderInfo()) {
             return CompletableFuture.failedFuture(new IOException("no leader named to install a snapshot from"));
         }
         RaftPeerId leader = RaftPeerId.valueOf(roleInfo.getFollowerInfo().getLeaderInfo().getId().getId());
         CompletableFuture<TermIndex> installed = new CompletableFuture<>();
-        Thread.ofVirtual().name("install-" + topic + "-" + partition).start(() -> {
+        Thread.ofVirtual().name("install-" + what).start(() -> {
             try {
-                installed.complete(install(leader, firstTermIndexInLog));
+                installed.complete(install.from(leader));
             } catch (IOException | RuntimeException e) {
-                LOG.warn("{}-{}: installing the snapshot of leader {} failed (it is tried again): {}", topic,
-                        partition, leader, e.toString());
+                LOG.warn("{}: installing the snapshot of leader {} failed (it is tried again): {}", what, leader,
+                        e.toString());
                 installed.completeExceptionally(e);
             }
         });
