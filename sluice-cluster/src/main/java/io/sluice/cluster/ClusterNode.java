@@ -342,15 +342,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /**
      * The metadata's answer to a topic, partitions, offsets or forget command. The command is sent once this node has
-     * applied its own member record ({@link #register}), so the record precedes it in the log: a topic or a commit
-     * logged before any member record marks the log as one from before the records, which makes a node of a new
-     * cluster that starts late (with no Raft data, as a lost directory) rejoin rather than join as new.
+     * applied a member record ({@link #register}; its own or another node's), so a record precedes it in the log: a
+     * topic or a commit logged before any member record marks the log as one from before the records, which makes a
+     * node of a new cluster that starts late (with no Raft data, as a lost directory) rejoin rather than join as new.
+     * (Not its own record: a node that rejoined a cluster from before the records is not recorded until it restarts.)
      *
      * @return the answer's text, once the cluster applied the command; fails if the cluster did not take it
      */
     private CompletableFuture<String> metadataAnswer(String command) {
         // Async: the record's apply completes the wait, and a send must not hold the metadata's apply thread.
-        return metadata.awaitMember(self.id()).thenComposeAsync(recorded -> sendMetadata(command))
+        return metadata.awaitMembers().thenComposeAsync(recorded -> sendMetadata(command))
                 .thenCompose(reply -> reply.isSuccess()
                         ? CompletableFuture.completedFuture(reply.getMessage().getContent().toStringUtf8())
                         : CompletableFuture.failedFuture(reply.getException()));

@@ -204,8 +204,8 @@ final class MetadataStateMachine extends BaseStateMachine {
 
     private final Map<String, Topic> topics = new ConcurrentHashMap<>();
     private final Set<Integer> members = ConcurrentHashMap.newKeySet();
-    /** Futures waiting for a node's member record to be applied here, by node id. */
-    private final Map<Integer, CompletableFuture<Void>> awaitedMembers = new ConcurrentHashMap<>();
+    /** Completes once a member record (any node's) is applied here. */
+    private final CompletableFuture<Void> anyMember = new CompletableFuture<>();
     /** The log held topics or offsets before any member record (a cluster from before the records). */
     private volatile boolean untracked;
     private final Map<String, CompletableFuture<Topic>> awaited = new ConcurrentHashMap<>();
@@ -298,13 +298,12 @@ final class MetadataStateMachine extends BaseStateMachine {
         return Set.copyOf(members);
     }
 
-    /** @return completes once this node has applied a record that node {@code id} took part */
-    CompletableFuture<Void> awaitMember(int id) {
-        CompletableFuture<Void> future = awaitedMembers.computeIfAbsent(id, n -> new CompletableFuture<>());
-        if (members.contains(id)) {
-            future.complete(null);
-        }
-        return future;
+    /**
+     * @return completes once this node has applied a record that a node took part: a command sent from then on
+     *     follows one in the log, so the log does not look like one from before the records
+     */
+    CompletableFuture<Void> awaitMembers() {
+        return anyMember;
     }
 
     /** @return completes once this node has applied the topic's creation */
@@ -368,10 +367,7 @@ final class MetadataStateMachine extends BaseStateMachine {
             members.add(id);
             answer = RECORDED;
         }
-        CompletableFuture<Void> waiting = awaitedMembers.get(id);
-        if (waiting != null) {
-            waiting.complete(null);
-        }
+        anyMember.complete(null);
         return answer;
     }
 
