@@ -486,14 +486,19 @@ final class MetadataStateMachine extends BaseStateMachine {
             // the Raft server starting this group cannot do yet).
             startSnapshot = readSnapshot(latest.getFile().getPath());
             setLastAppliedTermIndex(latest.getTermIndex());
-        } else if (getLastAppliedTermIndex() != null) {
+        } else if (started) {
             // Added again, empty (a rejoin): its log is applied from its start again. Ratis refuses an applied index
-            // that goes back, and a forget is decided on the indexes of this log's commits.
-            setLastAppliedTermIndex(null);
+            // that goes back (and reads it, unchecked, when it adds a group), and a forget is decided on the indexes
+            // of this log's commits.
+            setLastAppliedTermIndex(TermIndex.INITIAL_VALUE);
             lastCommits.clear();
             groupOffsets.clear();
         }
+        started = true;
     }
+
+    /** The group started here before (it is started again when a rejoin adds it again). */
+    private volatile boolean started;
 
     @Override
     public SimpleStateMachineStorage getStateMachineStorage() {
@@ -545,8 +550,8 @@ final class MetadataStateMachine extends BaseStateMachine {
 
     /**
      * @return the snapshot of what this node applied: a header, {@code untracked=<true|false>}, then one line
-     *     {@code <index> <command>} per command to apply (members at index -1, then topics' creations and growths,
-     *     then one offsets command per group, each in log order), then {@code crc32c=<hex>} of all before it
+     *     {@code <index> <command>} per command to apply (members at index -1, then the topics' creations and growths
+     *     and one offsets command per group, together in log order), then {@code crc32c=<hex>} of all before it
      */
     String snapshotText() {
         List<Logged> lines = new ArrayList<>();

@@ -16,6 +16,7 @@ import org.apache.ratis.proto.RaftProtos.StateMachineLogEntryProto;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.server.protocol.TermIndex;
 import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.statemachine.TransactionContext;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
@@ -204,6 +205,7 @@ class MetadataSnapshotTest {
         List<String> answers = new ArrayList<>();
         try (RaftStorage raft = storage(dir.resolve("first"))) {
             node.machine.initialize(server(), GROUP, raft);
+            assertThat(node.machine.getLastAppliedTermIndex()).isEqualTo(TermIndex.INITIAL_VALUE);
             for (String command : log) {
                 answers.add(node.apply(command));
             }
@@ -211,6 +213,8 @@ class MetadataSnapshotTest {
         assertThat(answers.get(2)).isEqualTo(MetadataStateMachine.FORGOTTEN);
         try (RaftStorage raft = storage(dir.resolve("again"))) {
             node.machine.initialize(server(), GROUP, raft);
+            // Ratis reads it, unchecked, when it adds the group.
+            assertThat(node.machine.getLastAppliedTermIndex()).isEqualTo(TermIndex.INITIAL_VALUE);
             node.index = 0;
             List<String> again = new ArrayList<>();
             for (String command : log) {
