@@ -350,8 +350,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * @return the answer's text, once the cluster applied the command; fails if the cluster did not take it
      */
     private CompletableFuture<String> metadataAnswer(String command) {
-        // Async: the record's apply completes the wait, and a send must not hold the metadata's apply thread.
-        return metadata.awaitMembers().thenComposeAsync(recorded -> sendMetadata(command))
+        // Once a record is applied (all but the first moments of a new cluster), sent at once, in the caller's order;
+        // before, async: the record's apply ends the wait, and a send must not hold the metadata's apply thread.
+        CompletableFuture<Void> recorded = metadata.awaitMembers();
+        return (recorded.isDone() ? sendMetadata(command) : recorded.thenComposeAsync(any -> sendMetadata(command)))
                 .thenCompose(reply -> reply.isSuccess()
                         ? CompletableFuture.completedFuture(reply.getMessage().getContent().toStringUtf8())
                         : CompletableFuture.failedFuture(reply.getException()));
