@@ -664,24 +664,86 @@ final class MetadataStateMachine extends BaseStateMachine {
         }
     }
 
-    /** Answers {@code snapshot}: {@code <term> <index>}, a newline and the latest snapshot file; or {@code none}. */
+    /** The most of a snapshot one answer carries (one gRPC message each; Ratis's limit is 64 MiB). */
+    static final int SNAPSHOT_CHUNK_BYTES = 1 << 20;
+
+    /**
+     * Answers {@code snapshot <term> <index> <from> <max>}: {@code <term> <index> <size>}, a newline, and up to
+     * {@code <max>} bytes from byte {@code <from>} on of the snapshot at that term and index ({@code -1 -1}: the
+     * latest); {@code none} if there is no snapshot yet. A node installing a snapshot reads it so, a chunk at a time.
+     */
     @Override
     public CompletableFuture<Message> query(Message request) {
         String query = request.getContent().toStringUtf8();
-        if (!query.equals("snapshot")) {
-            return CompletableFuture.failedFuture(new IllegalArgumentException("unknown query: " + query));
-        }
-        SingleFileSnapshotInfo latest = snapshots.getLatestSnapshot();
-        if (latest == null) {
-            return CompletableFuture.completedFuture(Message.valueOf("none"));
-        }
+        String[] words = query.split(" ");
         try {
-            String text = Files.readString(latest.getFile().getPath(), StandardCharsets.UTF_8);
-            return CompletableFuture.completedFuture(Message.valueOf(latest.getTerm() + " " + latest.getIndex()
-                    + "\n" + text));
-        } catch (IOException e) {
+            if (words.length != 5 || !words[0].equals("snapshot")) {
+                throw new IllegalArgumentException("unknown query: " + query);
+            }
+            long term = Long.parseLong(words[1]);
+            long index = Long.parseLong(words[2]);
+            long from = Long.parseLong(words[3]);
+            int max = Math.min(Integer.parseInt(words[4]), SNAPSHOT_CHUNK_BYTES);
+            SingleFileSnapshotInfo latest = snapshots.getLatestSnapshot();
+            if (index < 0 && latest == null) {
+                return CompletableFuture.completedFuture(Message.valueOf("none"));
+            }
+            TermIndex at = index < 0 ? latest.getTermIndex() : TermIndex.valueOf(term, index);
+            byte[] file = Files.readAllBytes(snapshots.getSnapshotFile(at.getTerm(), at.getIndex()).toPath());
+            if (from < 0 || from > file.length || max < 1) {
+                throw new IllegalArgumentException("no bytes " + from + " (" + max + " of them) in the snapshot at "
+                        + at + ", of " + file.length + " bytes");
+            }
+            ByteString header = ByteString.copyFromUtf8(at.getTerm() + " " + at.getIndex() + " " + file.length
+                    + "\n");
+            return CompletableFuture.completedFuture(Message.valueOf(header.concat(ByteString.copyFrom(file,
+                    (int) from, (int) Math.min(max, file.length - from)))));
+        } catch (IOException | RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
+    }
+
+    /** Reads one chunk of a snapshot, as {@link #query} answers: the query's text to its answer's bytes. */
+    @FunctionalInterface
+    interface SnapshotSource {
+        ByteString ask(String query) throws IOException;
+    }
+
+    /**
+     * Reads the latest snapshot of a leader, a chunk of at most {@code chunk} bytes at a time, every chunk of the same
+     * snapshot (one the leader deleted meanwhile fails the read, which is tried again).
+     *
+     * @return the snapshot's term and index and its text, or null if the leader has none
+     */
+    static Map.Entry<TermIndex, String> fetchSnapshot(SnapshotSource source, int chunk) throws IOException {
+        java.io.ByteArrayOutputStream text = new java.io.ByteArrayOutputStream();
+        TermIndex at = null;
+        long size = 0;
+        do {
+            ByteString answer = source.ask("snapshot " + (at == null ? "-1 -1" : at.getTerm() + " " + at.getIndex())
+                    + " " + text.size() + " " + chunk);
+            String head = answer.substring(0, Math.min(answer.size(), 100)).toStringUtf8();
+            int newline = head.indexOf('\n');
+            if (newline < 0) {
+                if (head.equals("none") && at == null) {
+                    return null;
+                }
+                throw new IOException("not a snapshot chunk: " + head);
+            }
+            String[] words = head.substring(0, newline).split(" ");
+            TermIndex chunkAt = TermIndex.valueOf(Long.parseLong(words[0]), Long.parseLong(words[1]));
+            if (at != null && !at.equals(chunkAt)) {
+                throw new IOException("the snapshot changed from " + at + " to " + chunkAt + " while it was read");
+            }
+            at = chunkAt;
+            size = Long.parseLong(words[2]);
+            ByteString bytes = answer.substring(newline + 1);
+            if (bytes.isEmpty() && text.size() < size) {
+                throw new IOException("the snapshot at " + at + " ended at byte " + text.size() + " of " + size);
+            }
+            bytes.writeTo(text);
+        } while (text.size() < size);
+        return Map.entry(at, text.toString(StandardCharsets.UTF_8));
     }
 
     /**
@@ -710,18 +772,19 @@ final class MetadataStateMachine extends BaseStateMachine {
                 .setRaftGroup(RaftGroup.valueOf(getGroupId(), peers.apply(leader))).setLeaderId(leader)
                 .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(
                         20, TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build()) {
-            RaftClientReply reply = client.io().sendReadOnly(Message.valueOf("snapshot"));
-            if (!reply.isSuccess()) {
-                throw new IOException("the metadata leader's snapshot could not be read: " + reply.getException());
-            }
-            String answer = reply.getMessage().getContent().toStringUtf8();
-            int newline = answer.indexOf('\n');
-            if (newline < 0) {
+            var snapshot = fetchSnapshot(query -> {
+                RaftClientReply reply = client.io().sendReadOnly(Message.valueOf(query));
+                if (!reply.isSuccess()) {
+                    throw new IOException("the metadata leader's snapshot could not be read: "
+                            + reply.getException());
+                }
+                return reply.getMessage().getContent();
+            }, SNAPSHOT_CHUNK_BYTES);
+            if (snapshot == null) {
                 throw new IOException("the metadata leader has no snapshot yet");
             }
-            String[] at = answer.substring(0, newline).split(" ");
-            TermIndex snapshotAt = TermIndex.valueOf(Long.parseLong(at[0]), Long.parseLong(at[1]));
-            String text = answer.substring(newline + 1);
+            TermIndex snapshotAt = snapshot.getKey();
+            String text = snapshot.getValue();
             checkSnapshot(text);
             if (snapshotAt.getIndex() + 1 < firstInLog.getIndex()) {
                 throw new IOException("the metadata leader's snapshot at " + snapshotAt + " does not reach its log's"

@@ -10,9 +10,11 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.concurrent.ExecutionException;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
 import org.apache.ratis.proto.RaftProtos.RaftPeerRole;
 import org.apache.ratis.proto.RaftProtos.StateMachineLogEntryProto;
+import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.server.RaftServer;
@@ -223,6 +225,40 @@ class MetadataSnapshotTest {
             }
             // The forget is decided on the commits of this log up to its entry, not on those applied before.
             assertThat(again.subList(1, 4)).isEqualTo(answers.subList(1, 4));
+        }
+    }
+
+    /** A node installing a snapshot reads it from the leader a chunk at a time (one gRPC message each). */
+    @Test
+    void aSnapshotIsReadAChunkAtATime(@TempDir Path dir) throws Exception {
+        Node writer = new Node();
+        try (RaftStorage raft = storage(dir)) {
+            writer.machine.initialize(server(), GROUP, raft);
+            MetadataStateMachine.SnapshotSource source = query -> {
+                try {
+                    return writer.machine.query(Message.valueOf(query)).get().getContent();
+                } catch (ExecutionException e) {
+                    throw new IOException(e.getCause());
+                } catch (InterruptedException e) {
+                    throw new java.io.InterruptedIOException();
+                }
+            };
+            assertThat(MetadataStateMachine.fetchSnapshot(source, 7)).as("none yet").isNull();
+            writer.apply(MetadataStateMachine.memberCommand(1));
+            writer.apply("topic t 2 1;1");
+            for (int i = 0; i < 20; i++) {
+                writer.apply("offsets g" + i + " t:0=" + i + ";t:1=" + (2 * i));
+            }
+            assertThat(writer.machine.takeSnapshot()).isEqualTo(21);
+
+            var read = MetadataStateMachine.fetchSnapshot(source, 7);
+            assertThat(read.getKey()).isEqualTo(TermIndex.valueOf(1, 21));
+            assertThat(read.getValue()).isEqualTo(writer.machine.snapshotText()).hasSizeGreaterThan(20 * 7);
+            assertThat(MetadataStateMachine.fetchSnapshot(source, 1 << 20)).isEqualTo(read);
+            assertThat(writer.machine.query(Message.valueOf("snapshot 1 20 0 10")))
+                    .as("a snapshot the leader does not hold").isCompletedExceptionally();
+            assertThat(writer.machine.query(Message.valueOf("snapshot 1 21 100000 10")))
+                    .as("past its end").isCompletedExceptionally();
         }
     }
 }
