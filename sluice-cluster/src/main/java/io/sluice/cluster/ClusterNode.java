@@ -1209,9 +1209,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     /**
-     * The metadata applies a snapshot holding these groups' offsets, by group, each with its partitions: the store
-     * forgets any other group, and a group holding positions of other partitions (forgotten before the snapshot and
-     * committed again, or committed after it: the log that follows commits it again), before the snapshot's commits.
+     * The metadata is about to apply a snapshot holding these groups' offsets (each group with its partitions): the
+     * store forgets every other group, and every group holding positions of partitions the snapshot's lacks. Such
+     * positions were forgotten before the snapshot, or committed after it (the log that follows commits them again);
+     * the snapshot's commits come next.
      */
     private void keepGroups(Map<String, Set<String>> groups) {
         Map<String, Set<String>> stored = new java.util.HashMap<>();
