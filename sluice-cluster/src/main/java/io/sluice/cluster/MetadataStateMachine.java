@@ -457,8 +457,9 @@ final class MetadataStateMachine extends BaseStateMachine {
     // Snapshots.
 
     /**
-     * Also called again when the group is added again on this node (a rejoin): the state applied so far stays (every
-     * command applies again alike), the snapshots are those of the new directory.
+     * Also called again when the group is added again on this node (a rejoin): the topics and members applied so far
+     * stay (their commands apply again alike); the snapshots are those of the new directory, and without one the
+     * applied index and the groups' offsets start over with the group's log.
      */
     @Override
     public void initialize(RaftServer raftServer, RaftGroupId raftGroupId, RaftStorage storage) throws IOException {
