@@ -1214,14 +1214,14 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * positions were forgotten before the snapshot, or committed after it (the log that follows commits them again);
      * the snapshot's commits come next.
      */
-    private void keepGroups(Map<String, Set<String>> groups) {
-        Map<String, Set<String>> stored = new java.util.HashMap<>();
+    private void keepGroups(Map<String, Set<PartitionId>> groups) {
+        Map<String, Set<PartitionId>> stored = new java.util.HashMap<>();
         for (io.sluice.store.ConsumerPosition position : store.consumerPositions()) {
             stored.computeIfAbsent(position.group(), g -> new java.util.HashSet<>())
-                    .add(position.topic() + ":" + position.queueId());
+                    .add(new PartitionId(position.topic(), position.queueId()));
         }
         stored.forEach((group, partitions) -> {
-            Set<String> kept = groups.get(group);
+            Set<PartitionId> kept = groups.get(group);
             if (kept == null || !kept.containsAll(partitions)) {
                 onForget(group);
             }

@@ -145,6 +145,16 @@ final class MetadataStateMachine extends BaseStateMachine {
             return text.toString();
         }
 
+        /** @return the offsets by partition, in topic and partition order (a map of its own) */
+        java.util.SortedMap<ClusterNode.PartitionId, Long> byPartition() {
+            java.util.SortedMap<ClusterNode.PartitionId, Long> map = new java.util.TreeMap<>(
+                    java.util.Comparator.comparing(ClusterNode.PartitionId::topic)
+                            .thenComparingInt(ClusterNode.PartitionId::partition));
+            offsets.forEach(offset -> map.put(new ClusterNode.PartitionId(offset.topic(), offset.partition()),
+                    offset.offset()));
+            return map;
+        }
+
         /** @throws IllegalArgumentException if the text is not an offsets command */
         static Offsets parse(String command) {
             String[] parts = command.split(" ");
@@ -213,16 +223,14 @@ final class MetadataStateMachine extends BaseStateMachine {
     private final Map<String, List<Map.Entry<Integer, CompletableFuture<Topic>>>> awaitedGrowth =
             new ConcurrentHashMap<>();
     private final PartitionsAdded onPartitions;
-    /** For each group with committed offsets, the log index of its latest commit (applied by the updater alone). */
-    private final Map<String, Long> lastCommits = new ConcurrentHashMap<>();
-    /** Each group's committed offsets, {@code topic:partition} to next offset (applied by the updater alone). */
-    private final Map<String, Map<String, Long>> groupOffsets = new ConcurrentHashMap<>();
+    /** Each group with committed offsets, by store name (applied by the updater alone). */
+    private final Map<String, Committed> committed = new ConcurrentHashMap<>();
     /** Each topic's creation and growths as logged, in log order: what a snapshot keeps of it. */
     private final Map<String, List<Logged>> topicEntries = new ConcurrentHashMap<>();
     private final BiConsumer<Topic, Long> onTopic;
     private final Consumer<Offsets> onOffsets;
     private final Consumer<String> onForget;
-    private final Consumer<Map<String, Set<String>>> keepGroups;
+    private final Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups;
     private final Function<RaftPeerId, RaftPeer> peers;
     /** The snapshots of the group's current start (a group removed and added again starts with a directory anew). */
     private volatile PartitionStateMachine.SnapshotStorage snapshots = new PartitionStateMachine.SnapshotStorage();
@@ -235,6 +243,10 @@ final class MetadataStateMachine extends BaseStateMachine {
     private record Logged(long index, String command) {
     }
 
+    /** A group's offsets as the log's commits left them, and the log index of its latest commit. */
+    private record Committed(long index, Map<ClusterNode.PartitionId, Long> offsets) {
+    }
+
     /**
      * @param onTopic told of each topic, with the log index of its creation, as this node applies it (and again as
      *     it replays its log)
@@ -243,13 +255,13 @@ final class MetadataStateMachine extends BaseStateMachine {
      * @param onOffsets told of each group's offsets commit as this node applies it
      * @param onForget told of each group (store name) whose offsets the cluster forgets, as this node applies it
      * @param keepGroups told, before a snapshot's commands are applied, of the groups (store names) that have offsets
-     *     in it, each with its partitions ({@code topic:partition}): any other group the node's store holds, or one
+     *     in it, each with its partitions: any other group the node's store holds, or one
      *     holding other partitions, was forgotten before the snapshot (and committed again), or committed after it
      *     (the log that follows commits it again); the snapshot's commits follow
      * @param peers a node's Raft address by its id (a node installing a snapshot asks the leader for it)
      */
     MetadataStateMachine(BiConsumer<Topic, Long> onTopic, PartitionsAdded onPartitions, Consumer<Offsets> onOffsets,
-                         Consumer<String> onForget, Consumer<Map<String, Set<String>>> keepGroups,
+                         Consumer<String> onForget, Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups,
                          Function<RaftPeerId, RaftPeer> peers) {
         this.onTopic = onTopic;
         this.onPartitions = onPartitions;
@@ -374,11 +386,13 @@ final class MetadataStateMachine extends BaseStateMachine {
     private String applyOffsets(Offsets offsets, long index) {
         // Counted before the store takes them: a store that fails half way must not let a forget decided before this
         // commit wipe what it did take.
-        lastCommits.put(offsets.group(), index);
-        Map<String, Long> kept = groupOffsets.computeIfAbsent(offsets.group(), g -> new java.util.TreeMap<>());
-        for (var offset : offsets.offsets()) {
-            kept.put(offset.topic() + ":" + offset.partition(), offset.offset());
-        }
+        committed.compute(offsets.group(), (group, before) -> {
+            if (before == null) {
+                return new Committed(index, offsets.byPartition());
+            }
+            before.offsets().putAll(offsets.byPartition());
+            return new Committed(index, before.offsets());
+        });
         onOffsets.accept(offsets);
         untracked |= members.isEmpty();
         return "committed";
@@ -388,7 +402,8 @@ final class MetadataStateMachine extends BaseStateMachine {
         if (term != forget.term()) {
             return "refused: decided by the coordinator of term " + forget.term() + ", logged in term " + term;
         }
-        if (lastCommits.getOrDefault(forget.group(), -1L) > forget.unlessCommittedAfter()) {
+        Committed last = committed.get(forget.group());
+        if (last != null && last.index() > forget.unlessCommittedAfter()) {
             return KEPT;
         }
         forget(forget.group());
@@ -396,8 +411,7 @@ final class MetadataStateMachine extends BaseStateMachine {
     }
 
     private void forget(String group) {
-        lastCommits.remove(group);
-        groupOffsets.remove(group);
+        committed.remove(group);
         onForget.accept(group);
     }
 
@@ -492,8 +506,7 @@ final class MetadataStateMachine extends BaseStateMachine {
             // that goes back (and reads it, unchecked, when it adds a group), and a forget is decided on the indexes
             // of this log's commits.
             setLastAppliedTermIndex(TermIndex.INITIAL_VALUE);
-            lastCommits.clear();
-            groupOffsets.clear();
+            committed.clear();
         }
         started = true;
     }
@@ -559,14 +572,11 @@ final class MetadataStateMachine extends BaseStateMachine {
         members.stream().sorted().forEach(id -> lines.add(new Logged(-1, memberCommand(id))));
         List<Logged> logged = new ArrayList<>();
         topicEntries.values().forEach(logged::addAll);
-        groupOffsets.forEach((group, offsets) -> {
+        committed.forEach((group, last) -> {
             List<io.sluice.broker.Replication.CommittedOffset> list = new ArrayList<>();
-            offsets.forEach((key, offset) -> {
-                int colon = key.lastIndexOf(':');
-                list.add(new io.sluice.broker.Replication.CommittedOffset(key.substring(0, colon),
-                        Integer.parseInt(key.substring(colon + 1)), offset));
-            });
-            logged.add(new Logged(lastCommits.getOrDefault(group, -1L), new Offsets(group, list).command()));
+            last.offsets().forEach((partition, offset) -> list.add(new io.sluice.broker.Replication.CommittedOffset(
+                    partition.topic(), partition.partition(), offset)));
+            logged.add(new Logged(last.index(), new Offsets(group, list).command()));
         });
         logged.sort(java.util.Comparator.comparingLong(Logged::index));
         lines.addAll(logged);
@@ -640,17 +650,16 @@ final class MetadataStateMachine extends BaseStateMachine {
             throw new IllegalStateException(e);
         }
         untracked |= snapshot.untracked();
-        Map<String, Set<String>> kept = new java.util.HashMap<>();
+        Map<String, Set<ClusterNode.PartitionId>> kept = new java.util.HashMap<>();
         for (Logged line : snapshot.lines()) {
             if (line.command().startsWith("offsets ")) {
                 Offsets offsets = Offsets.parse(line.command());
-                kept.put(offsets.group(), offsets.offsets().stream().map(o -> o.topic() + ":" + o.partition())
-                        .collect(java.util.stream.Collectors.toSet()));
+                kept.put(offsets.group(), offsets.byPartition().keySet());
             }
         }
-        for (String group : List.copyOf(groupOffsets.keySet())) {
-            Set<String> partitions = kept.get(group);
-            if (partitions == null || !partitions.containsAll(groupOffsets.get(group).keySet())) {
+        for (String group : List.copyOf(committed.keySet())) {
+            Set<ClusterNode.PartitionId> partitions = kept.get(group);
+            if (partitions == null || !partitions.containsAll(committed.get(group).offsets().keySet())) {
                 forget(group);
             }
         }

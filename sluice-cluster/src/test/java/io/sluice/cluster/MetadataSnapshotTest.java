@@ -35,7 +35,7 @@ class MetadataSnapshotTest {
     /** A metadata state machine and what it told its node. */
     private static final class Node {
         final List<String> told = new ArrayList<>();
-        final List<Map<String, Set<String>>> kept = new ArrayList<>();
+        final List<Map<String, Set<ClusterNode.PartitionId>>> kept = new ArrayList<>();
         final MetadataStateMachine machine = new MetadataStateMachine(
                 (topic, index) -> told.add("topic " + topic.name() + " " + topic.partitions() + " @" + index),
                 (topic, before, index) -> told.add("grown " + topic.name() + " " + before + "->"
@@ -52,6 +52,9 @@ class MetadataSnapshotTest {
             return machine.applyTransaction(context).get().getContent().toStringUtf8();
         }
     }
+
+    private static final ClusterNode.PartitionId T0 = new ClusterNode.PartitionId("t", 0);
+    private static final ClusterNode.PartitionId T1 = new ClusterNode.PartitionId("t", 1);
 
     /** The log of a node with a topic that grew, two groups of which one was forgotten, and three members. */
     private static Node written() throws Exception {
@@ -78,7 +81,7 @@ class MetadataSnapshotTest {
 
         assertThat(reader.told).containsExactly("topic t 1 @2", "grown t 1->3 @4", "offsets g t:0=5;t:1=7",
                 "topic u 1 @9");
-        assertThat(reader.kept).containsExactly(Map.of("g", Set.of("t:0", "t:1")));
+        assertThat(reader.kept).containsExactly(Map.of("g", Set.of(T0, T1)));
         assertThat(reader.machine.members()).containsExactlyInAnyOrder(1, 2, 3);
         assertThat(reader.machine.topic("t").replicas()).isEqualTo(writer.machine.topic("t").replicas());
         assertThat(reader.machine.snapshotText()).as("a snapshot of the snapshot").isEqualTo(text);
@@ -120,7 +123,7 @@ class MetadataSnapshotTest {
 
         assertThat(behind.told).containsExactly("forget h", "forget k", "grown t 1->3 @6", "offsets g t:0=5;t:1=7",
                 "offsets k t:0=9", "topic u 1 @12");
-        assertThat(behind.kept).containsExactly(Map.of("g", Set.of("t:0", "t:1"), "k", Set.of("t:0")));
+        assertThat(behind.kept).containsExactly(Map.of("g", Set.of(T0, T1), "k", Set.of(T0)));
         assertThat(behind.machine.snapshotText()).isEqualTo(writer.machine.snapshotText());
     }
 
