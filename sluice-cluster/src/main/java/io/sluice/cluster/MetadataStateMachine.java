@@ -54,16 +54,15 @@ import org.slf4j.LoggerFactory;
  * <replicas of 0>;...}, which gives a topic more partitions (the replicas of those it has unchanged, each node hosting
  * its replicas of the new ones); and a consumer group's committed
  * offsets, {@code offsets <group> <topic>:<partition>=<offset>;...}, which every node keeps in its store, and
- * {@code forget <group> <index> <term>}, which removes them from every node's store unless the log holds a commit of the
- * group after entry {@code index} (the coordinator decides to forget a group on what it had applied up to there; a
+ * {@code forget <group> <index> <term>}, which removes them from every node's store unless the log holds a commit of
+ * the group after entry {@code index} (the coordinator decides to forget a group on what it had applied up to there; a
  * commit the cluster took since keeps the group on every node alike), and is refused in an entry of another term than
- * the one the coordinator decided in (it may have lost its place, and the next coordinator's members). And the
- * record of the nodes that took part (and so may have voted and acknowledged entries), which a node that comes back
- * with no Raft data needs to tell a lost directory from a first start: {@code member <node>}, which a node submits
- * once its member of this group runs, and {@code join <node>}, which a node with no Raft data submits through the
- * others before it starts its member: it answers {@link #TOOK_PART} if the node is recorded (or the log holds
- * topics or offsets from before any record, so that an absence proves nothing), else records the node and answers
- * {@link #RECORDED}.
+ * the one the coordinator decided in (it may have lost its place, and the next coordinator's members). And the record
+ * of the nodes that took part (and so may have voted and acknowledged entries), which a node that comes back with no
+ * Raft data needs to tell a lost directory from a first start: {@code member <node>}, which a node submits once its
+ * member of this group runs, and {@code join <node>}, which a node with no Raft data submits through the others before
+ * it starts its member: it answers {@link #TOOK_PART} if the node is recorded (or the log holds topics or offsets from
+ * before any record, so that an absence proves nothing), else records the node and answers {@link #RECORDED}.
  */
 final class MetadataStateMachine extends BaseStateMachine {
 
@@ -235,12 +234,12 @@ final class MetadataStateMachine extends BaseStateMachine {
     /** The snapshots of the group's current start (a group removed and added again starts with a directory anew). */
     private volatile PartitionStateMachine.SnapshotStorage snapshots = new PartitionStateMachine.SnapshotStorage();
     /** The snapshot this node started from, read at its start and not applied yet ({@link #applySnapshot}). */
-    private volatile String startSnapshot;
+    private volatile Snapshot startSnapshot;
     private final Object snapshotLock = new Object();
     private volatile RaftServer server;
 
     /** A command as logged, with its entry's index. */
-    private record Logged(long index, String command) {
+    record Logged(long index, String command) {
     }
 
     /** A group's offsets as the log's commits left them, and the log index of its latest commit. */
@@ -528,10 +527,10 @@ final class MetadataStateMachine extends BaseStateMachine {
             return;
         }
         synchronized (snapshotLock) {
-            String text = startSnapshot;
-            if (text != null) {
+            Snapshot snapshot = startSnapshot;
+            if (snapshot != null) {
                 try {
-                    applySnapshot(text);
+                    applySnapshot(snapshot);
                 } finally {
                     // Only now: a caller that found it set waits on the lock until it is applied.
                     startSnapshot = null;
@@ -595,15 +594,11 @@ final class MetadataStateMachine extends BaseStateMachine {
     }
 
     /** A snapshot's content: whether the log held topics or offsets before any member record, and its commands. */
-    private record Snapshot(boolean untracked, List<Logged> lines) {
+    record Snapshot(boolean untracked, List<Logged> lines) {
     }
 
     /** @throws IOException if the text is not a whole snapshot (a torn or damaged file) */
-    static void checkSnapshot(String text) throws IOException {
-        parseSnapshot(text);
-    }
-
-    private static Snapshot parseSnapshot(String text) throws IOException {
+    static Snapshot parseSnapshot(String text) throws IOException {
         int crcAt = text.lastIndexOf("crc32c=");
         if (crcAt < 0 || !text.endsWith("\n") || !text.startsWith(SNAPSHOT_HEADER + "\n")
                 || !text.substring(crcAt).equals("crc32c=" + crcOf(text.substring(0, crcAt)) + "\n")) {
@@ -626,14 +621,12 @@ final class MetadataStateMachine extends BaseStateMachine {
         return new Snapshot(Boolean.parseBoolean(lines[1].substring("untracked=".length())), commands);
     }
 
-    private static String readSnapshot(Path path) throws IOException {
-        String text = Files.readString(path, StandardCharsets.UTF_8);
+    private static Snapshot readSnapshot(Path path) throws IOException {
         try {
-            checkSnapshot(text);
+            return parseSnapshot(Files.readString(path, StandardCharsets.UTF_8));
         } catch (IOException e) {
             throw new IOException("the metadata snapshot " + path + " is damaged: " + e.getMessage(), e);
         }
-        return text;
     }
 
     /**
@@ -642,13 +635,7 @@ final class MetadataStateMachine extends BaseStateMachine {
      * whose offsets the snapshot lacks, or holds fewer partitions of, was forgotten before it (and, for the latter,
      * committed again) and is forgotten here first, as is such a group in the store ({@code keepGroups}).
      */
-    void applySnapshot(String text) {
-        Snapshot snapshot;
-        try {
-            snapshot = parseSnapshot(text);
-        } catch (IOException e) {
-            throw new IllegalStateException(e);
-        }
+    void applySnapshot(Snapshot snapshot) {
         untracked |= snapshot.untracked();
         Map<String, Set<ClusterNode.PartitionId>> kept = new java.util.HashMap<>();
         for (Logged line : snapshot.lines()) {
@@ -774,7 +761,8 @@ final class MetadataStateMachine extends BaseStateMachine {
      */
     private TermIndex install(RaftPeerId leader, TermIndex firstInLog) throws IOException {
         if (firstInLog.getIndex() == 0
-                || firstInLog.equals(server.getDivision(getGroupId()).getRaftLog().getTermIndex(firstInLog.getIndex()))) {
+                || firstInLog.equals(server.getDivision(getGroupId()).getRaftLog()
+                        .getTermIndex(firstInLog.getIndex()))) {
             // As for a partition: Ratis asks a member being added to install first, whatever its log holds.
             return null;
         }
@@ -795,7 +783,7 @@ final class MetadataStateMachine extends BaseStateMachine {
             }
             TermIndex snapshotAt = snapshot.getKey();
             String text = snapshot.getValue();
-            checkSnapshot(text);
+            parseSnapshot(text);
             if (snapshotAt.getIndex() + 1 < firstInLog.getIndex()) {
                 throw new IOException("the metadata leader's snapshot at " + snapshotAt + " does not reach its log's"
                         + " first entry " + firstInLog);
@@ -822,9 +810,9 @@ final class MetadataStateMachine extends BaseStateMachine {
     public void reinitialize() throws IOException {
         SingleFileSnapshotInfo latest = snapshots.loadLatestSnapshot();
         if (latest != null) {
-            String text = readSnapshot(latest.getFile().getPath());
+            Snapshot snapshot = readSnapshot(latest.getFile().getPath());
             applyStartSnapshot();
-            applySnapshot(text);
+            applySnapshot(snapshot);
             setLastAppliedTermIndex(latest.getTermIndex());
         }
         if (getLifeCycleState() == LifeCycle.State.PAUSED) {

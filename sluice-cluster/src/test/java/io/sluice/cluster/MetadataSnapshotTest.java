@@ -77,7 +77,7 @@ class MetadataSnapshotTest {
         Node writer = written();
         String text = writer.machine.snapshotText();
         Node reader = new Node();
-        reader.machine.applySnapshot(text);
+        reader.machine.applySnapshot(MetadataStateMachine.parseSnapshot(text));
 
         assertThat(reader.told).containsExactly("topic t 1 @2", "grown t 1->3 @4", "offsets g t:0=5;t:1=7",
                 "topic u 1 @9");
@@ -119,7 +119,7 @@ class MetadataSnapshotTest {
         writer.apply(MetadataStateMachine.joinCommand(3));
         writer.apply("topic u 1 2");
 
-        behind.machine.applySnapshot(writer.machine.snapshotText());
+        behind.machine.applySnapshot(MetadataStateMachine.parseSnapshot(writer.machine.snapshotText()));
 
         assertThat(behind.told).containsExactly("forget h", "forget k", "grown t 1->3 @6", "offsets g t:0=5;t:1=7",
                 "offsets k t:0=9", "topic u 1 @12");
@@ -133,21 +133,21 @@ class MetadataSnapshotTest {
         writer.apply("topic t 1 1");
         writer.apply(MetadataStateMachine.memberCommand(1));
         Node reader = new Node();
-        reader.machine.applySnapshot(writer.machine.snapshotText());
+        reader.machine.applySnapshot(MetadataStateMachine.parseSnapshot(writer.machine.snapshotText()));
         assertThat(reader.apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.TOOK_PART);
     }
 
     @Test
     void aTornOrDamagedSnapshotIsRefused() throws Exception {
         String text = written().machine.snapshotText();
-        MetadataStateMachine.checkSnapshot(text);
-        assertThatThrownBy(() -> MetadataStateMachine.checkSnapshot(text.substring(0, text.length() / 2)))
+        MetadataStateMachine.parseSnapshot(text);
+        assertThatThrownBy(() -> MetadataStateMachine.parseSnapshot(text.substring(0, text.length() / 2)))
                 .isInstanceOf(IOException.class);
         String damaged = text.replace("offsets g t:0=5", "offsets g t:0=6");
         assertThat(damaged).isNotEqualTo(text);
-        assertThatThrownBy(() -> MetadataStateMachine.checkSnapshot(damaged)).isInstanceOf(IOException.class)
+        assertThatThrownBy(() -> MetadataStateMachine.parseSnapshot(damaged)).isInstanceOf(IOException.class)
                 .hasMessageContaining("checksum");
-        assertThatThrownBy(() -> MetadataStateMachine.checkSnapshot("")).isInstanceOf(IOException.class);
+        assertThatThrownBy(() -> MetadataStateMachine.parseSnapshot("")).isInstanceOf(IOException.class);
     }
 
     private static RaftStorage storage(Path directory) throws IOException {
@@ -155,7 +155,8 @@ class MetadataSnapshotTest {
     }
 
     private static RaftStorage storage(Path directory, RaftStorage.StartupOption option) throws IOException {
-        RaftStorage storage = RaftStorage.newBuilder().setDirectory(directory.toFile()).setOption(option).setStorageFreeSpaceMin(SizeInBytes.ONE_MB).build();
+        RaftStorage storage = RaftStorage.newBuilder().setDirectory(directory.toFile()).setOption(option)
+                .setStorageFreeSpaceMin(SizeInBytes.ONE_MB).build();
         storage.initialize();
         return storage;
     }
