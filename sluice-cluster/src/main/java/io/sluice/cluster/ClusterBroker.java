@@ -104,11 +104,14 @@ public final class ClusterBroker implements AutoCloseable {
      * {@code ready <node> <port>} once it serves. For tests and scripts; {@code sluice broker --cluster} is the
      * command line's way.
      *
-     * @param args data directory, cluster string, node id, cluster id, flush ({@code sync} or {@code async})
+     * @param args data directory, cluster string, node id, cluster id, flush ({@code sync} or {@code async}), and
+     *     optionally the entries a replica applies between snapshots (of each partition and of the metadata; 100,000
+     *     by default)
      */
     public static void main(String[] args) throws Exception {
-        if (args.length != 5) {
-            System.err.println("usage: ClusterBroker <dir> <cluster> <node id> <cluster id> <sync|async>");
+        if (args.length != 5 && args.length != 6) {
+            System.err.println("usage: ClusterBroker <dir> <cluster> <node id> <cluster id> <sync|async>"
+                    + " [<entries per snapshot>]");
             System.exit(2);
         }
         ClusterSpec cluster = ClusterSpec.parse(args[1]);
@@ -123,7 +126,12 @@ public final class ClusterBroker implements AutoCloseable {
                 defaults.maxRequestBytes(), defaults.maxConnections(), defaults.defaultPartitions(),
                 defaults.autoCreateTopics(), defaults.topicLayout(), defaults.metricsPort(),
                 defaults.offsetsRetentionMinutes());
-        ClusterBroker broker = start(Path.of(args[0]), cluster, nodeId, store.build(), config);
+        ClusterNode.Tuning tuning = ClusterNode.Tuning.DEFAULT;
+        if (args.length == 6) {
+            tuning = new ClusterNode.Tuning(Long.parseLong(args[5]), tuning.logSegmentBytes(), tuning.entriesInFlight(),
+                    tuning.refillWait());
+        }
+        ClusterBroker broker = start(Path.of(args[0]), cluster, nodeId, store.build(), config, tuning);
         java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             try {

@@ -500,6 +500,7 @@ final class MetadataStateMachine extends BaseStateMachine {
             // the Raft server starting this group cannot do yet).
             startSnapshot = readSnapshot(latest.getFile().getPath());
             setLastAppliedTermIndex(latest.getTermIndex());
+            LOG.info("metadata: starting from the snapshot at {}", latest.getTermIndex());
         } else if (started) {
             // Added again, empty (a rejoin): its log is applied from its start again. Ratis refuses an applied index
             // that goes back (and reads it, unchecked, when it adds a group), and a forget is decided on the indexes

@@ -19,6 +19,7 @@ import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.OptionalLong;
 import java.util.Properties;
 import java.util.Random;
 import java.util.Set;
@@ -26,6 +27,7 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
+import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
@@ -33,6 +35,7 @@ import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.consumer.OffsetAndMetadata;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Node;
@@ -53,13 +56,19 @@ import org.junit.jupiter.api.io.TempDir;
  * Three brokers in three processes on 127.0.0.1, an idempotent acks=all kafka-clients producer under load, and
  * rounds of SIGKILL of one broker (the leader of partition 0 in every other round, a random one otherwise) and its
  * restart. Afterwards every acknowledged record is present exactly once, at the offset it was acknowledged with, no
- * record is stored twice, and the three replicas hold the same batches, byte for byte.
+ * record is stored twice, and the three replicas hold the same batches, byte for byte. Meanwhile a consumer group
+ * commits offsets over and over, and every node snapshots its logs every {@value #SNAPSHOT_EVERY} entries, so nodes
+ * restart from their snapshots (the metadata's and the partitions'): the group's last acknowledged commit is what the
+ * coordinator answers at the end, and what every node's store holds.
  * {@code -Dsluice.cluster.rounds} sets the rounds (12 by default; each is a SIGKILL and a restart).
  */
 class ClusterKillRoundsTest {
 
     private static final String TOPIC = "k";
     private static final int PARTITIONS = 3;
+    private static final String GROUP = "kill-rounds-offsets";
+    /** Entries each replica applies between snapshots: small, so the rounds restart nodes from snapshots. */
+    private static final int SNAPSHOT_EVERY = 200;
 
     @TempDir
     Path dir;
@@ -74,7 +83,8 @@ class ClusterKillRoundsTest {
         ProcessBuilder builder = new ProcessBuilder(java, "-Xmx384m", "-XX:+UseSerialGC",
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dorg.slf4j.simpleLogger.log.io.sluice.cluster=info",
                 "-cp", System.getProperty("java.class.path"), ClusterBroker.class.getName(),
-                dir.resolve("node-" + id).toString(), cluster.toString(), Integer.toString(id), "kill-rounds", "async")
+                dir.resolve("node-" + id).toString(), cluster.toString(), Integer.toString(id), "kill-rounds", "async",
+                Integer.toString(SNAPSHOT_EVERY))
                 .redirectErrorStream(true).redirectOutput(log.toFile());
         processes[id] = builder.start();
         long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
@@ -122,6 +132,8 @@ class ClusterKillRoundsTest {
         AtomicReference<Exception> failed = new AtomicReference<>();
         AtomicBoolean stop = new AtomicBoolean();
         AtomicInteger sent = new AtomicInteger();
+        AtomicLong commitsAcknowledged = new AtomicLong();
+        AtomicLong commitsTried = new AtomicLong();
         Random random = new Random(42);
         int leaderKills = 0;
         long began = System.nanoTime();
@@ -129,8 +141,13 @@ class ClusterKillRoundsTest {
         long roundsEnded;
         try (Admin admin = Admin.create(adminProperties)) {
             admin.createTopics(List.of(new NewTopic(TOPIC, PARTITIONS, (short) 3))).all().get(60, TimeUnit.SECONDS);
+            // Committed once, before the rounds: after the first snapshots, only they hold it.
+            admin.alterConsumerGroupOffsets(GROUP, Map.of(new TopicPartition(TOPIC, 1), new OffsetAndMetadata(7)))
+                    .all().get(60, TimeUnit.SECONDS);
             Thread producerThread = Thread.ofPlatform().name("kill-rounds-producer").start(() ->
                     produce(acked, failed, stop, sent));
+            Thread committerThread = Thread.ofPlatform().name("kill-rounds-committer").start(() ->
+                    commitOffsets(commitsAcknowledged, commitsTried, failed, stop));
             for (int round = 0; round < rounds; round++) {
                 long roundBegan = System.nanoTime();
                 Thread.sleep(500);
@@ -145,11 +162,15 @@ class ClusterKillRoundsTest {
             Thread.sleep(2_000);
             stop.set(true);
             producerThread.join(180_000);
+            committerThread.join(60_000);
         }
         long drained = System.nanoTime();
         assertThat(failed.get()).as("the producer's failure").isNull();
         assertThat(leaderKills).as("rounds that killed partition 0's leader").isGreaterThanOrEqualTo(rounds / 2);
         assertThat(acked).as("acknowledged records").hasSizeGreaterThan(1_000);
+        assertThat(commitsAcknowledged.get()).as("offset commits acknowledged").isGreaterThan(SNAPSHOT_EVERY * 3L);
+        assertThat(restartLogsContaining("metadata: starting from the snapshot"))
+                .as("restarts that began from a metadata snapshot").isPositive();
 
         // Every record read back from the leaders: acknowledged ones at their offsets, none stored twice.
         Map<Integer, List<ConsumerRecord<byte[], byte[]>>> read = readAll();
@@ -173,11 +194,29 @@ class ClusterKillRoundsTest {
         // the replicas must hold the same batches.
         awaitAllInSync();
         long inSync = System.nanoTime();
+        // The group's offset: the last acknowledged commit, or one tried after it (unacknowledged, but maybe
+        // committed); every node's store holds the same once stopped.
+        long committed;
+        try (Admin admin = Admin.create(adminProperties)) {
+            var offsets = admin.listConsumerGroupOffsets(GROUP).partitionsToOffsetAndMetadata().get(60, TimeUnit.SECONDS);
+            assertThat(offsets).as("the group's offsets").containsKeys(new TopicPartition(TOPIC, 0),
+                    new TopicPartition(TOPIC, 1));
+            committed = offsets.get(new TopicPartition(TOPIC, 0)).offset();
+            assertThat(offsets.get(new TopicPartition(TOPIC, 1)).offset()).as("the offset committed before the rounds")
+                    .isEqualTo(7);
+        }
+        assertThat(committed).as("the group's committed offset").isBetween(commitsAcknowledged.get(),
+                commitsTried.get());
         for (int id = 1; id <= 3; id++) {
             processes[id].destroy(); // SIGTERM: a clean close
         }
         for (int id = 1; id <= 3; id++) {
             assertThat(processes[id].waitFor(60, TimeUnit.SECONDS)).as("broker %d stopped", id).isTrue();
+        }
+        for (int id = 1; id <= 3; id++) {
+            assertThat(committedInStore(id, 0)).as("the group's offset in node %d's store", id).hasValue(committed);
+            assertThat(committedInStore(id, 1)).as("the offset committed before the rounds in node %d's store", id)
+                    .hasValue(7);
         }
         for (int p = 0; p < PARTITIONS; p++) {
             List<byte[]> first = batches(1, p);
@@ -192,8 +231,9 @@ class ClusterKillRoundsTest {
             }
         }
         System.out.printf("kill rounds: %d rounds (%d of partition 0's leader), %d records sent, %d acknowledged;"
-                + " seconds: rounds %d (each %s), producer drained %d, read back %d, replicas in sync %d%n",
-                rounds, leaderKills, sent.get(), acked.size(), TimeUnit.NANOSECONDS.toSeconds(roundsEnded - began),
+                + " %d offset commits tried, %d acknowledged, %d restarts from a metadata snapshot; seconds: rounds %d (each %s), producer drained %d, read back %d, replicas in sync %d%n",
+                rounds, leaderKills, sent.get(), acked.size(), commitsTried.get(), commitsAcknowledged.get(),
+                restartLogsContaining("metadata: starting from the snapshot"), TimeUnit.NANOSECONDS.toSeconds(roundsEnded - began),
                 String.join(" ", roundSeconds), TimeUnit.NANOSECONDS.toSeconds(drained - roundsEnded),
                 TimeUnit.NANOSECONDS.toSeconds(readBack - drained), TimeUnit.NANOSECONDS.toSeconds(inSync - readBack));
     }
@@ -354,6 +394,56 @@ class ClusterKillRoundsTest {
             }
         }
         return read;
+    }
+
+    /**
+     * Commits the group's offset of partition 0, one more each time, from a consumer outside any group generation (as
+     * a tool or a stream processor that assigns its partitions does): each commit is an entry of the metadata's log.
+     */
+    private void commitOffsets(AtomicLong acknowledged, AtomicLong tried, AtomicReference<Exception> failed,
+                               AtomicBoolean stop) {
+        Properties properties = new Properties();
+        properties.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        properties.put(ConsumerConfig.GROUP_ID_CONFIG, GROUP);
+        properties.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+        TopicPartition partition = new TopicPartition(TOPIC, 0);
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(properties, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            consumer.assign(List.of(partition));
+            for (long offset = 1; !stop.get(); offset++) {
+                tried.set(offset);
+                try {
+                    consumer.commitSync(Map.of(partition, new OffsetAndMetadata(offset)), Duration.ofSeconds(20));
+                    acknowledged.set(offset);
+                } catch (org.apache.kafka.common.errors.TimeoutException e) {
+                    // Unacknowledged (the coordinator was killed, or moving): committed or not; the next one is tried.
+                }
+                Thread.sleep(30);
+            }
+        } catch (Exception e) {
+            failed.compareAndSet(null, e);
+        }
+    }
+
+    /** @return how many of the brokers' restarts (not their first starts, the logs 1 to 3) logged {@code text} */
+    private long restartLogsContaining(String text) throws IOException {
+        long found = 0;
+        for (int start = 4; start <= starts.get(); start++) {
+            try (var logs = Files.newDirectoryStream(dir, "broker-*-" + start + ".log")) {
+                for (Path log : logs) {
+                    found += Files.readString(log).contains(text) ? 1 : 0;
+                }
+            }
+        }
+        return found;
+    }
+
+    /** @return the group's offset of a partition in a stopped node's store */
+    private OptionalLong committedInStore(int id, int partition) {
+        try (Store store = Store.openReadOnly(dir.resolve("node-" + id).resolve("store"),
+                StoreConfig.builder().build())) {
+            return store.committedOffset(GROUP, TOPIC, partition);
+        }
     }
 
     /** @return the batches of a partition in a stopped node's store, in order */
