@@ -367,25 +367,6 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
     }
 
-    /** Writes a small file aside, forces it, renames it into place and forces the directory. */
-    static void writeDurably(Path file, String content) throws IOException {
-        Path temp = file.resolveSibling(file.getFileName() + ".tmp");
-        try (java.nio.channels.FileChannel channel = java.nio.channels.FileChannel.open(temp,
-                java.nio.file.StandardOpenOption.CREATE, java.nio.file.StandardOpenOption.WRITE,
-                java.nio.file.StandardOpenOption.TRUNCATE_EXISTING)) {
-            java.nio.ByteBuffer bytes = java.nio.ByteBuffer.wrap(content.getBytes(StandardCharsets.UTF_8));
-            while (bytes.hasRemaining()) {
-                channel.write(bytes);
-            }
-            channel.force(true);
-        }
-        Files.move(temp, file, java.nio.file.StandardCopyOption.ATOMIC_MOVE);
-        try (java.nio.channels.FileChannel directory = java.nio.channels.FileChannel.open(file.getParent(),
-                java.nio.file.StandardOpenOption.READ)) {
-            directory.force(true);
-        }
-    }
-
     /** The file in a node's Raft directory that says it is rejoining the cluster. */
     static final String REJOIN_FILE = "sluice-rejoining";
 
@@ -409,7 +390,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 if (MetadataStateMachine.TOOK_PART.equals(answer)) {
                     LOG.warn("node {} has no Raft data and the cluster has formed with it: it rejoins every group it"
                             + " belongs to, catching up before it counts as a voter", self.id());
-                    writeDurably(rejoinMarker, "rejoining\n");
+                    DurableFile.write(rejoinMarker, "rejoining\n");
                     rejoinAll();
                     return;
                 }
@@ -724,7 +705,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return;
         }
         java.nio.file.Files.createDirectories(raftDirectory);
-        writeDurably(file, identity);
+        DurableFile.write(file, identity);
     }
 
     /** @return the Raft peer id of a node id */
@@ -1032,7 +1013,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                             continue;
                         }
                         if (here != null) {
-                            writeDurably(restartMarker(id), restartMarkerText(partition, rebuild));
+                            DurableFile.write(restartMarker(id), restartMarkerText(partition, rebuild));
                             removeGroup(id, false, partition.toString());
                             partitions.remove(partition);
                         }

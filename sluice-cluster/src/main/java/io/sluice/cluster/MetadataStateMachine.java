@@ -554,7 +554,7 @@ final class MetadataStateMachine extends BaseStateMachine {
             return RaftLog.INVALID_LOG_INDEX;
         }
         Path path = snapshots.getSnapshotFile(last.getTerm(), last.getIndex()).toPath();
-        ClusterNode.writeDurably(path, snapshotText());
+        DurableFile.write(path, snapshotText());
         snapshots.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(path, null), last));
         return last.getIndex();
     }
@@ -790,7 +790,7 @@ final class MetadataStateMachine extends BaseStateMachine {
                         + " first entry " + firstInLog);
             }
             Path path = snapshots.getSnapshotFile(snapshotAt.getTerm(), snapshotAt.getIndex()).toPath();
-            ClusterNode.writeDurably(path, text);
+            DurableFile.write(path, text);
             snapshots.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(path, null), snapshotAt));
             LOG.info("metadata: installed the snapshot at {} from node {}", snapshotAt, ClusterNode.nodeId(leader));
             return snapshotAt;

@@ -5,16 +5,14 @@ import io.sluice.store.KafkaBatch;
 import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
 import io.sluice.store.StoredMessage;
+import io.sluice.store.io.FileIO;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.DirectoryStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
-import java.nio.file.StandardCopyOption;
-import java.nio.file.StandardOpenOption;
 import java.util.Arrays;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -392,19 +390,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     /** The snapshot file: the offset, with a CRC32C; written aside, forced, then renamed into place. */
     private void saveSnapshot(TermIndex at, long end) throws IOException {
         Path path = snapshots.getSnapshotFile(at.getTerm(), at.getIndex()).toPath();
-        Path temp = path.resolveSibling("partition-snapshot.tmp");
-        try (FileChannel channel = FileChannel.open(temp, StandardOpenOption.CREATE, StandardOpenOption.WRITE,
-                StandardOpenOption.TRUNCATE_EXISTING)) {
-            ByteBuffer content = ByteBuffer.wrap(snapshotText(end).getBytes(StandardCharsets.US_ASCII));
-            while (content.hasRemaining()) {
-                channel.write(content);
-            }
-            channel.force(true);
-        }
-        Files.move(temp, path, StandardCopyOption.ATOMIC_MOVE);
-        try (FileChannel directory = FileChannel.open(path.getParent(), StandardOpenOption.READ)) {
-            directory.force(true);
-        }
+        DurableFile.write(FileIO.DEFAULT, path, path.resolveSibling("partition-snapshot.tmp"), snapshotText(end));
         snapshots.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(path, null), at));
         latest = new SnapshotMark(at, end);
     }

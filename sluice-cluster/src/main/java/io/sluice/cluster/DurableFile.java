@@ -1,0 +1,44 @@
+package io.sluice.cluster;
+
+import io.sluice.store.io.FileIO;
+import io.sluice.store.io.StoreFile;
+import java.io.IOException;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+
+/**
+ * The small files a node writes whole and must find whole after a crash or a power cut: its identity, its markers,
+ * its snapshots. Each is written aside, forced, renamed over the old one, and its directory forced, so a cut at any
+ * point leaves the old file (or none) or the new one, never a torn one.
+ */
+final class DurableFile {
+
+    private DurableFile() {
+    }
+
+    /** Replaces {@code file} with {@code content}, written aside in {@code <file>.tmp}; durable once it returns. */
+    static void write(Path file, String content) throws IOException {
+        write(FileIO.DEFAULT, file, file.resolveSibling(file.getFileName() + ".tmp"), content);
+    }
+
+    /**
+     * Replaces {@code file} with {@code content}; durable once it returns.
+     *
+     * @param io the file system
+     * @param file the file, in an existing directory
+     * @param temp where the content is written first, in the same directory (left behind only by a crash, and
+     *     overwritten by the next write through it)
+     * @param content the whole file
+     * @throws IOException if a step fails: the file then holds its old content, or the new one
+     */
+    static void write(FileIO io, Path file, Path temp, String content) throws IOException {
+        try (StoreFile out = io.open(temp, FileIO.OpenMode.CREATE)) {
+            out.truncate(0);
+            out.writeFully(ByteBuffer.wrap(content.getBytes(StandardCharsets.UTF_8)), 0);
+            out.force();
+        }
+        io.rename(temp, file);
+        io.syncDirectory(file.getParent());
+    }
+}
