@@ -136,7 +136,9 @@ public interface Replication {
      * {@link #controller()}.
      *
      * @param group the group's store name
-     * @return completes once the cluster has them and this broker's store has them
+     * @return completes once the cluster has them and this broker's store has them; fails with
+     *     {@link NotLeaderException} if this broker does not coordinate the groups, or stopped before the commit
+     *     reached the cluster (it is then refused: the group may have committed through the next coordinator)
      */
     CompletableFuture<Void> commitOffsets(String group, List<CommittedOffset> offsets);
 

@@ -1496,11 +1496,34 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (offsets.isEmpty()) {
             return CompletableFuture.completedFuture(null);
         }
+        String command;
+        try {
+            command = offsetsCommand(group, offsets);
+        } catch (NotLeaderException e) {
+            return CompletableFuture.failedFuture(e);
+        }
         // The coordinator (the metadata leader) applies a commit before its reply comes: its store has the offsets
         // once this completes, and every other node's soon after.
-        return metadataAnswer(new MetadataStateMachine.Offsets(group, offsets).command()).thenCompose(answer ->
-                answer.equals("committed") ? CompletableFuture.<Void>completedFuture(null)
-                        : CompletableFuture.failedFuture(new IllegalArgumentException(answer)));
+        return metadataAnswer(command).thenCompose(answer -> answer.equals("committed")
+                ? CompletableFuture.<Void>completedFuture(null)
+                : CompletableFuture.failedFuture(answer.startsWith(MetadataStateMachine.STALE_COORDINATOR)
+                        ? new NotLeaderException("the commit reached the metadata after node " + self.id()
+                                + " stopped coordinating the groups: " + answer)
+                        : new IllegalArgumentException(answer)));
+    }
+
+    /**
+     * @return the command committing a group's offsets, stamped with the term this node coordinates the groups in: a
+     *     commit logged in another term (a retry of its request reaching a later leader) is refused, since the group
+     *     may have committed again through that leader meanwhile
+     * @throws NotLeaderException if this node does not coordinate the groups (lead the metadata) now
+     */
+    String offsetsCommand(String group, List<CommittedOffset> offsets) {
+        long term = groupsCoordination().epoch();
+        if (term < 0) {
+            throw new NotLeaderException("node " + self.id() + " does not coordinate the groups now");
+        }
+        return new MetadataStateMachine.Offsets(group, offsets, term).command();
     }
 
     @Override

@@ -131,8 +131,17 @@ final class MetadataStateMachine extends BaseStateMachine {
      *
      * @param group the group's store name
      * @param offsets the partitions' next offsets
+     * @param term the term the coordinator led the metadata group in when it took the commit: an entry of another term
+     *     (its request reached the log only through a later leader, after the coordinator lost its place and the group
+     *     may have committed again through the next one) is refused; -1 for none (a snapshot's lines, and the commits
+     *     of logs written before commits carried it)
      */
-    record Offsets(String group, List<io.sluice.broker.Replication.CommittedOffset> offsets) {
+    record Offsets(String group, List<io.sluice.broker.Replication.CommittedOffset> offsets, long term) {
+
+        /** Offsets without a term, as a snapshot holds them. */
+        Offsets(String group, List<io.sluice.broker.Replication.CommittedOffset> offsets) {
+            this(group, offsets, -1);
+        }
 
         String command() {
             StringBuilder text = new StringBuilder("offsets ").append(group).append(' ');
@@ -141,7 +150,7 @@ final class MetadataStateMachine extends BaseStateMachine {
                 text.append(i == 0 ? "" : ";").append(offset.topic()).append(':').append(offset.partition())
                         .append('=').append(offset.offset());
             }
-            return text.toString();
+            return term < 0 ? text.toString() : text.append(' ').append(term).toString();
         }
 
         /** @return the offsets by partition, in topic and partition order (a map of its own) */
@@ -157,7 +166,7 @@ final class MetadataStateMachine extends BaseStateMachine {
         /** @throws IllegalArgumentException if the text is not an offsets command */
         static Offsets parse(String command) {
             String[] parts = command.split(" ");
-            if (parts.length != 3 || !parts[0].equals("offsets")) {
+            if (parts.length != 3 && parts.length != 4 || !parts[0].equals("offsets")) {
                 throw new IllegalArgumentException("not an offsets command: " + command);
             }
             List<io.sluice.broker.Replication.CommittedOffset> offsets = new ArrayList<>();
@@ -170,7 +179,7 @@ final class MetadataStateMachine extends BaseStateMachine {
                 offsets.add(new io.sluice.broker.Replication.CommittedOffset(item.substring(0, colon),
                         Integer.parseInt(item.substring(colon + 1, equals)), Long.parseLong(item.substring(equals + 1))));
             }
-            return new Offsets(parts[1], offsets);
+            return new Offsets(parts[1], offsets, parts.length == 4 ? Long.parseLong(parts[3]) : -1);
         }
     }
 
@@ -353,7 +362,7 @@ final class MetadataStateMachine extends BaseStateMachine {
             if (command.startsWith("member ") || command.startsWith("join ")) {
                 return applyMember(command);
             } else if (command.startsWith("offsets ")) {
-                return applyOffsets(Offsets.parse(command), index);
+                return applyOffsets(Offsets.parse(command), term, index);
             } else if (command.startsWith("forget ")) {
                 return applyForget(Forget.parse(command), term);
             } else if (command.startsWith("partitions ")) {
@@ -382,7 +391,10 @@ final class MetadataStateMachine extends BaseStateMachine {
         return answer;
     }
 
-    private String applyOffsets(Offsets offsets, long index) {
+    private String applyOffsets(Offsets offsets, long term, long index) {
+        if (offsets.term() >= 0 && offsets.term() != term) {
+            return STALE_COORDINATOR + offsets.term() + ", logged in term " + term;
+        }
         // Counted before the store takes them: a store that fails half way must not let a forget decided before this
         // commit wipe what it did take.
         committed.compute(offsets.group(), (group, before) -> {
@@ -397,9 +409,12 @@ final class MetadataStateMachine extends BaseStateMachine {
         return "committed";
     }
 
+    /** How an answer refusing a coordinator's command logged in another term than its own begins. */
+    static final String STALE_COORDINATOR = "refused: decided by the coordinator of term ";
+
     private String applyForget(Forget forget, long term) {
         if (term != forget.term()) {
-            return "refused: decided by the coordinator of term " + forget.term() + ", logged in term " + term;
+            return STALE_COORDINATOR + forget.term() + ", logged in term " + term;
         }
         Committed last = committed.get(forget.group());
         if (last != null && last.index() > forget.unlessCommittedAfter()) {

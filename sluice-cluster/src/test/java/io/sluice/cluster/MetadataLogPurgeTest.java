@@ -34,10 +34,20 @@ class MetadataLogPurgeTest {
         }
     }
 
+    /** Commits through the coordinator of the groups (the metadata leader), as a broker does. */
     private void commit(int from, int to) throws Exception {
-        ClusterNode node = cluster.broker(1) != null ? cluster.broker(1).node() : cluster.broker(2).node();
         for (int offset = from; offset < to; offset++) {
-            node.commitOffsets("g", List.of(new CommittedOffset("t", 0, offset))).get(30, TimeUnit.SECONDS);
+            ClusterNode[] coordinator = {null};
+            await("a coordinator", 30, () -> {
+                for (int id = 1; id <= 3; id++) {
+                    if (cluster.broker(id) != null && cluster.broker(id).node().groupsCoordination().epoch() >= 0) {
+                        coordinator[0] = cluster.broker(id).node();
+                        return true;
+                    }
+                }
+                return false;
+            });
+            coordinator[0].commitOffsets("g", List.of(new CommittedOffset("t", 0, offset))).get(30, TimeUnit.SECONDS);
         }
     }
 

@@ -256,7 +256,9 @@ final class GroupApis {
             return Errors.NONE;
         } catch (ExecutionException e) {
             LOG.warn("committing offsets of group {} through the cluster failed: {}", group, e.getCause().toString());
-            return e.getCause() instanceof IllegalArgumentException ? Errors.INVALID_REQUEST
+            // A coordinator that lost its place: the client finds the next one and commits there.
+            return e.getCause() instanceof Replication.NotLeaderException ? Errors.NOT_COORDINATOR
+                    : e.getCause() instanceof IllegalArgumentException ? Errors.INVALID_REQUEST
                     : Errors.COORDINATOR_NOT_AVAILABLE;
         } catch (TimeoutException e) {
             return Errors.REQUEST_TIMED_OUT;
