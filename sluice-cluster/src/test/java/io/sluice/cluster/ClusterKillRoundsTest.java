@@ -6,10 +6,7 @@ import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoredMessage;
-import java.io.DataInputStream;
 import java.io.IOException;
-import java.net.Socket;
-import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -42,11 +39,7 @@ import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.message.MetadataRequestData;
 import org.apache.kafka.common.message.MetadataResponseData;
-import org.apache.kafka.common.message.RequestHeaderData;
-import org.apache.kafka.common.message.ResponseHeaderData;
 import org.apache.kafka.common.protocol.ApiKeys;
-import org.apache.kafka.common.protocol.ByteBufferAccessor;
-import org.apache.kafka.common.protocol.ObjectSerializationCache;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -288,24 +281,9 @@ class ClusterKillRoundsTest {
         short version = 12;
         var request = new MetadataRequestData().setTopics(new ArrayList<>(List.of(
                 new MetadataRequestData.MetadataRequestTopic().setName(TOPIC)))).setAllowAutoTopicCreation(false);
-        ObjectSerializationCache cache = new ObjectSerializationCache();
-        short headerVersion = ApiKeys.METADATA.requestHeaderVersion(version);
-        RequestHeaderData header = new RequestHeaderData().setRequestApiKey(ApiKeys.METADATA.id)
-                .setRequestApiVersion(version).setCorrelationId(1).setClientId("kill-rounds");
-        int size = header.size(cache, headerVersion) + request.size(cache, version);
-        ByteBuffer out = ByteBuffer.allocate(4 + size).putInt(size);
-        ByteBufferAccessor writer = new ByteBufferAccessor(out);
-        header.write(writer, cache, headerVersion);
-        request.write(writer, cache, version);
-        try (Socket socket = new Socket("127.0.0.1", port)) {
-            socket.setSoTimeout(10_000);
-            socket.getOutputStream().write(out.array());
-            DataInputStream input = new DataInputStream(socket.getInputStream());
-            byte[] frame = new byte[input.readInt()];
-            input.readFully(frame);
-            ByteBufferAccessor reader = new ByteBufferAccessor(ByteBuffer.wrap(frame));
-            new ResponseHeaderData(reader, ApiKeys.METADATA.responseHeaderVersion(version));
-            var topic = new MetadataResponseData(reader, version).topics().find(TOPIC);
+        try {
+            var topic = new MetadataResponseData(KafkaWire.call(port, ApiKeys.METADATA, version, request), version)
+                    .topics().find(TOPIC);
             return topic == null || p >= topic.partitions().size() ? null : topic.partitions().get(p);
         } catch (IOException e) {
             return null;

@@ -62,7 +62,8 @@ final class FetchHandler {
         // A long poll waits at most MAX_WAIT_MS whatever is asked: the client then simply fetches again.
         long wait = Math.min(MAX_WAIT_MS, Math.max(0, request.maxWaitMs()));
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(wait);
-        return respond(request, deadline).thenApply(data -> outbound(correlationId, version, data));
+        return respond(request, deadline).thenApply(data -> outbound(correlationId, version,
+                LeaderHints.fetch(data, version, replication)));
     }
 
     private CompletableFuture<FetchResponseData> respond(FetchRequestData request, long deadline) {

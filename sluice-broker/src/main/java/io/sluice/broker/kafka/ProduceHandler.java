@@ -79,7 +79,7 @@ final class ProduceHandler {
         }
         ProduceResponseData response = new ProduceResponseData().setResponses(topics);
         CompletableFuture<Void> all = CompletableFuture.allOf(pending.toArray(new CompletableFuture<?>[0]));
-        return all.thenApply(ignored -> acks == 0 ? null : response);
+        return all.thenApply(ignored -> acks == 0 ? null : LeaderHints.produce(response, version, replication));
     }
 
     /**
