@@ -702,15 +702,25 @@ final class MetadataStateMachine extends BaseStateMachine {
                 return CompletableFuture.completedFuture(Message.valueOf("none"));
             }
             TermIndex at = index < 0 ? latest.getTermIndex() : TermIndex.valueOf(term, index);
-            byte[] file = Files.readAllBytes(snapshots.getSnapshotFile(at.getTerm(), at.getIndex()).toPath());
-            if (from < 0 || from > file.length || max < 1) {
-                throw new IllegalArgumentException("no bytes " + from + " (" + max + " of them) in the snapshot at "
-                        + at + ", of " + file.length + " bytes");
+            // Only the chunk asked for is read: a large snapshot is read a MiB per query, not whole each time.
+            try (java.nio.channels.FileChannel file = java.nio.channels.FileChannel.open(
+                    snapshots.getSnapshotFile(at.getTerm(), at.getIndex()).toPath())) {
+                long size = file.size();
+                if (from < 0 || from > size || max < 1) {
+                    throw new IllegalArgumentException("no bytes " + from + " (" + max + " of them) in the snapshot"
+                            + " at " + at + ", of " + size + " bytes");
+                }
+                java.nio.ByteBuffer chunk = java.nio.ByteBuffer.allocate((int) Math.min(max, size - from));
+                while (chunk.hasRemaining() && file.read(chunk, from + chunk.position()) >= 0) {
+                    // reads until the chunk is full
+                }
+                if (chunk.hasRemaining()) {
+                    throw new IOException("the snapshot at " + at + " ended before its size, " + size + " bytes");
+                }
+                ByteString header = ByteString.copyFromUtf8(at.getTerm() + " " + at.getIndex() + " " + size + "\n");
+                return CompletableFuture.completedFuture(Message.valueOf(header.concat(ByteString.copyFrom(
+                        chunk.flip()))));
             }
-            ByteString header = ByteString.copyFromUtf8(at.getTerm() + " " + at.getIndex() + " " + file.length
-                    + "\n");
-            return CompletableFuture.completedFuture(Message.valueOf(header.concat(ByteString.copyFrom(file,
-                    (int) from, (int) Math.min(max, file.length - from)))));
         } catch (IOException | RuntimeException e) {
             return CompletableFuture.failedFuture(e);
         }
