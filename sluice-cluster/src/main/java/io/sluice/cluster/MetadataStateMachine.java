@@ -510,6 +510,9 @@ final class MetadataStateMachine extends BaseStateMachine {
         fresh.init(storage);
         snapshots = fresh;
         SingleFileSnapshotInfo latest = fresh.getLatestSnapshot();
+        // Ratis loads the log once this returns; a segment the snapshot covers must be closed by then.
+        OpenSegmentBelowSnapshot.closeIfBelow(storage.getStorageDir().getCurrentDir().toPath(),
+                latest == null ? -1 : latest.getIndex(), "metadata");
         if (latest != null) {
             // Applied before any entry after it, or by the node as it starts (its callbacks host partitions, which
             // the Raft server starting this group cannot do yet).
