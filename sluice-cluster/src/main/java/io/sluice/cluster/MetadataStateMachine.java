@@ -510,9 +510,6 @@ final class MetadataStateMachine extends BaseStateMachine {
         fresh.init(storage);
         snapshots = fresh;
         SingleFileSnapshotInfo latest = fresh.getLatestSnapshot();
-        // Ratis loads the log once this returns; a segment the snapshot covers must be closed by then.
-        OpenSegmentBelowSnapshot.closeIfBelow(storage.getStorageDir().getCurrentDir().toPath(),
-                latest == null ? -1 : latest.getIndex(), "metadata");
         if (latest != null) {
             // Applied before any entry after it, or by the node as it starts (its callbacks host partitions, which
             // the Raft server starting this group cannot do yet).
@@ -526,6 +523,10 @@ final class MetadataStateMachine extends BaseStateMachine {
             setLastAppliedTermIndex(TermIndex.INITIAL_VALUE);
             committed.clear();
         }
+        // Ratis loads the log once this returns; a segment the (readable) snapshot covers must be closed by then.
+        OpenSegmentBelowSnapshot.closeIfBelow(storage.getStorageDir().getCurrentDir().toPath(),
+                latest == null ? -1 : latest.getIndex(), OpenSegmentBelowSnapshot.maxEntryBytes(raftServer),
+                "metadata");
         started = true;
     }
 

@@ -1,7 +1,11 @@
 package io.sluice.cluster;
 
 import java.io.IOException;
+import java.lang.foreign.Arena;
+import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
+import java.nio.ByteOrder;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -12,6 +16,8 @@ import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import java.util.zip.CRC32C;
+import org.apache.ratis.server.RaftServer;
+import org.apache.ratis.server.RaftServerConfigKeys;
 import org.apache.ratis.server.raftlog.segmented.SegmentedRaftLogFormat;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -35,14 +41,19 @@ import org.slf4j.LoggerFactory;
  *   entry: varint32 n | n bytes (LogEntryProto) | CRC32C of the varint and the n bytes, 4 bytes big-endian
  *   ... more entries, then the end of the file, or zero bytes (space Ratis allocated ahead)
  * </pre>
- * A segment that does not read cleanly this way (another header, a checksum that fails on a whole entry, bytes after
- * the zeros) is left to Ratis, which refuses it or reads it as it does today.
+ * A segment that does not read cleanly this way (another header, a length above the largest entry Ratis reads, a
+ * checksum that fails on an entry with bytes written after it, bytes after the zeros) is left to Ratis, which refuses
+ * it. A last entry cut short by the end of the file or by zeros is torn (never acknowledged, as Ratis says of the
+ * former) and cut off.
  */
 final class OpenSegmentBelowSnapshot {
 
     private static final Logger LOG = LoggerFactory.getLogger(OpenSegmentBelowSnapshot.class);
 
-    /** Ratis's name of an open segment: {@code log_inprogress_<first index>}. */
+    /**
+     * Ratis's name of an open segment: {@code log_inprogress_<first index>}. (Ratis also takes one with a suffix after
+     * a dot as open; such a file is left to it.)
+     */
     private static final Pattern OPEN_SEGMENT = Pattern.compile("log_inprogress_(\\d+)");
 
     private OpenSegmentBelowSnapshot() {
@@ -59,54 +70,85 @@ final class OpenSegmentBelowSnapshot {
     record Scan(int entries, long end, boolean clean) {
     }
 
-    /** Reads the framing of the segment file {@code segment}. */
-    static Scan scan(Path segment) throws IOException {
-        ByteBuffer bytes = ByteBuffer.wrap(Files.readAllBytes(segment));
+    /**
+     * Reads the framing of the segment file {@code segment}, up to {@code limit} entries.
+     *
+     * @param maxEntryBytes the largest entry Ratis reads (its {@code raft.server.log.appender.buffer.byte-limit}): a
+     *     length above it is damage, not a torn entry, as Ratis takes it
+     * @param limit how many entries to read at most (the scan then ends clean after the last of them)
+     */
+    static Scan scan(Path segment, int maxEntryBytes, long limit) throws IOException {
+        try (Arena arena = Arena.ofConfined();
+             FileChannel channel = FileChannel.open(segment, StandardOpenOption.READ)) {
+            MemorySegment bytes = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
+            return scan(bytes, maxEntryBytes, limit);
+        }
+    }
+
+    private static Scan scan(MemorySegment bytes, int maxEntryBytes, long limit) {
+        long size = bytes.byteSize();
         ByteBuffer header = SegmentedRaftLogFormat.getHeaderBytebuffer();
-        if (bytes.remaining() < header.remaining() || !bytes.slice(0, header.remaining()).equals(header)) {
+        if (size < header.remaining() || !bytes.asSlice(0, header.remaining()).asByteBuffer().equals(header)) {
             return new Scan(0, 0, false);
         }
-        int at = header.remaining();
+        long at = header.remaining();
         int entries = 0;
         CRC32C crc = new CRC32C();
-        while (at < bytes.limit()) {
-            if (bytes.get(at) == 0) {
+        while (at < size && entries < limit) {
+            if (bytes.get(ValueLayout.JAVA_BYTE, at) == 0) {
                 // Ratis's terminator: zeros to the end of the file.
-                for (int i = at; i < bytes.limit(); i++) {
-                    if (bytes.get(i) != 0) {
-                        return new Scan(entries, at, false);
-                    }
-                }
-                return new Scan(entries, at, true);
+                return new Scan(entries, at, zerosFrom(bytes, at));
             }
             long length = 0;
             int varint = 0;
             boolean more = true;
             while (more) {
-                if (at + varint >= bytes.limit()) {
+                if (at + varint >= size) {
                     return new Scan(entries, at, true); // torn in its length
                 }
                 if (varint == 5) {
                     return new Scan(entries, at, false);
                 }
-                byte b = bytes.get(at + varint);
+                byte b = bytes.get(ValueLayout.JAVA_BYTE, at + varint);
                 length |= (long) (b & 0x7f) << (7 * varint);
                 more = (b & 0x80) != 0;
                 varint++;
             }
-            long next = at + varint + length + Integer.BYTES;
-            if (next > bytes.limit()) {
+            if (length > maxEntryBytes) {
+                return new Scan(entries, at, false);
+            }
+            long checksumAt = at + varint + length;
+            long next = checksumAt + Integer.BYTES;
+            if (next > size) {
                 return new Scan(entries, at, true); // torn: cut short by the end of the file
             }
             crc.reset();
-            crc.update(bytes.slice(at, varint + (int) length));
-            if ((int) crc.getValue() != bytes.getInt(at + varint + (int) length)) {
-                return new Scan(entries, at, false);
+            crc.update(bytes.asSlice(at, varint + length).asByteBuffer());
+            if ((int) crc.getValue() != bytes.get(BIG_ENDIAN_INT, checksumAt)) {
+                // Torn if nothing was written after it (Ratis allocates ahead with zeros); damage otherwise.
+                return new Scan(entries, at, zerosFrom(bytes, next));
             }
             entries++;
-            at = (int) next;
+            at = next;
         }
         return new Scan(entries, at, true);
+    }
+
+    private static final ValueLayout.OfInt BIG_ENDIAN_INT =
+            ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+
+    private static boolean zerosFrom(MemorySegment bytes, long from) {
+        for (long i = from; i < bytes.byteSize(); i++) {
+            if (bytes.get(ValueLayout.JAVA_BYTE, i) != 0) {
+                return false;
+            }
+        }
+        return true;
+    }
+
+    /** @return the largest entry the Ratis server reads back from its log ({@link #scan}) */
+    static int maxEntryBytes(RaftServer server) {
+        return RaftServerConfigKeys.Log.Appender.bufferByteLimit(server.getProperties()).getSizeInt();
     }
 
     /**
@@ -114,10 +156,12 @@ final class OpenSegmentBelowSnapshot {
      *
      * @param logDirectory the directory of the group's segments (Ratis's {@code current})
      * @param snapshotIndex the index of the replica's latest snapshot, or -1 if it has none
+     * @param maxEntryBytes the largest entry Ratis reads ({@link #scan})
      * @param group what the log belongs to, for the log line
      * @return the closed segment, or null if none was closed
      */
-    static Path closeIfBelow(Path logDirectory, long snapshotIndex, String group) throws IOException {
+    static Path closeIfBelow(Path logDirectory, long snapshotIndex, int maxEntryBytes, String group)
+            throws IOException {
         if (snapshotIndex < 0) {
             return null;
         }
@@ -135,17 +179,20 @@ final class OpenSegmentBelowSnapshot {
             if (first > snapshotIndex) {
                 continue;
             }
-            Scan scan = scan(segment);
+            // Entries up to the snapshot's are read, no more: one past them settles it.
+            Scan scan = scan(segment, maxEntryBytes, snapshotIndex - first + 1);
             long last = first + scan.entries() - 1;
-            if (!scan.clean() || scan.entries() == 0 || last >= snapshotIndex) {
-                // Empty (Ratis deletes it), unreadable (Ratis decides), or reaching the snapshot (nothing to do).
+            Path target = segment.resolveSibling("log_" + first + "-" + last);
+            if (!scan.clean() || scan.entries() == 0 || last >= snapshotIndex || Files.exists(target)) {
+                // Empty (Ratis deletes it), unreadable (Ratis decides), reaching the snapshot (nothing to do), or
+                // beside a closed segment of the same entries (Ratis decides).
                 continue;
             }
             try (FileChannel channel = FileChannel.open(segment, StandardOpenOption.WRITE)) {
                 channel.truncate(scan.end());
                 channel.force(true);
             }
-            closed = segment.resolveSibling("log_" + first + "-" + last);
+            closed = target;
             Files.move(segment, closed, StandardCopyOption.ATOMIC_MOVE);
             try (FileChannel directory = FileChannel.open(logDirectory, StandardOpenOption.READ)) {
                 directory.force(true);

@@ -164,7 +164,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             load(snapshot);
             // Ratis loads the log once this returns; a segment the snapshot covers must be closed by then.
             OpenSegmentBelowSnapshot.closeIfBelow(storage.getStorageDir().getCurrentDir().toPath(),
-                    snapshot == null ? -1 : snapshot.getIndex(), topic + "-" + partition);
+                    snapshot == null ? -1 : snapshot.getIndex(), OpenSegmentBelowSnapshot.maxEntryBytes(raftServer),
+                    topic + "-" + partition);
             // Until the log is read (the first write after the start), retention keeps the whole partition.
             store.holdRetention(RETENTION_HOLDER, topic, partition, 0);
         }, IOException.class);

@@ -4,6 +4,7 @@ import static io.sluice.cluster.InProcessCluster.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -13,6 +14,12 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.stream.Stream;
 import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.ratis.conf.RaftProperties;
+import org.apache.ratis.proto.RaftProtos.LogEntryProto;
+import org.apache.ratis.proto.RaftProtos.StateMachineLogEntryProto;
+import org.apache.ratis.server.RaftServerConfigKeys;
+import org.apache.ratis.server.raftlog.segmented.SegmentedRaftLogOutputStream;
+import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -27,6 +34,9 @@ class OpenSegmentBelowSnapshotTest {
     @TempDir
     Path dir;
 
+    /** Ratis's default largest entry, which the brokers keep. */
+    private static final int MAX = RaftServerConfigKeys.Log.Appender.bufferByteLimit(new RaftProperties()).getSizeInt();
+
     private InProcessCluster cluster;
 
     @AfterEach
@@ -36,9 +46,120 @@ class OpenSegmentBelowSnapshotTest {
         }
     }
 
+    /**
+     * Writes entries {@code first} to {@code first + count - 1}, of 1 to 300 bytes of data, with Ratis's writer, then
+     * 4 KiB of zeros, as Ratis allocates ahead.
+     */
+    private static Path segment(Path directory, long first, int count) throws IOException {
+        Path file = directory.resolve("log_inprogress_" + first);
+        try (SegmentedRaftLogOutputStream out = new SegmentedRaftLogOutputStream(file.toFile(), false, 8L << 20,
+                64 * 1024, ByteBuffer.allocateDirect(64 * 1024))) {
+            for (int i = 0; i < count; i++) {
+                byte[] data = new byte[1 + (i * 37) % 300];
+                Arrays.fill(data, (byte) i);
+                out.write(LogEntryProto.newBuilder().setTerm(3).setIndex(first + i)
+                        .setStateMachineLogEntry(StateMachineLogEntryProto.newBuilder()
+                                .setLogData(ByteString.copyFrom(data)))
+                        .build());
+            }
+        }
+        Files.write(file, new byte[4096], StandardOpenOption.APPEND);
+        return file;
+    }
+
+    private static OpenSegmentBelowSnapshot.Scan scan(Path file) throws IOException {
+        return OpenSegmentBelowSnapshot.scan(file, MAX, Long.MAX_VALUE);
+    }
+
+    private static void write(Path file, byte[] bytes) throws IOException {
+        Files.write(file, bytes);
+    }
+
+    @Test
+    void theFramingReadsWhatRatisWrites() throws IOException {
+        Path file = segment(dir, 10, 20);
+        OpenSegmentBelowSnapshot.Scan whole = scan(file);
+        assertThat(whole.entries()).isEqualTo(20);
+        assertThat(whole.clean()).as("the entries, then Ratis's zeros").isTrue();
+        assertThat(Files.size(file)).isEqualTo(whole.end() + 4096);
+        assertThat(OpenSegmentBelowSnapshot.scan(file, MAX, 5).entries()).isEqualTo(5);
+        byte[] bytes = Files.readAllBytes(file);
+        int end = (int) whole.end();
+        int second = (int) OpenSegmentBelowSnapshot.scan(file, MAX, 1).end();
+        int last = (int) OpenSegmentBelowSnapshot.scan(file, MAX, 19).end();
+
+        write(file, Arrays.copyOf(bytes, end - 1));
+        assertThat(scan(file)).as("the last entry cut short by the end of the file")
+                .isEqualTo(new OpenSegmentBelowSnapshot.Scan(19, last, true));
+
+        byte[] zeroed = bytes.clone();
+        Arrays.fill(zeroed, end - 10, end, (byte) 0);
+        write(file, zeroed);
+        assertThat(scan(file)).as("the last entry's end never written (zeros)")
+                .isEqualTo(new OpenSegmentBelowSnapshot.Scan(19, last, true));
+
+        byte[] flipped = bytes.clone();
+        flipped[second + 5] ^= 0x10;
+        write(file, flipped);
+        assertThat(scan(file)).as("the second entry damaged, entries written after it")
+                .isEqualTo(new OpenSegmentBelowSnapshot.Scan(1, second, false));
+
+        byte[] huge = bytes.clone();
+        huge[second] = (byte) 0xff;
+        huge[second + 1] = (byte) 0xff;
+        huge[second + 2] = (byte) 0xff;
+        huge[second + 3] = 0x7f;
+        write(file, huge);
+        assertThat(scan(file)).as("the second entry's length above the largest entry (past the end of the file)")
+                .isEqualTo(new OpenSegmentBelowSnapshot.Scan(1, second, false));
+
+        byte[] trailing = bytes.clone();
+        trailing[trailing.length - 1] = 1;
+        write(file, trailing);
+        assertThat(scan(file).clean()).as("a byte after the zeros").isFalse();
+
+        write(file, new byte[] {'R', 'a', 'f', 't', 'L', 'o', 'g', '2', 0, 0});
+        assertThat(scan(file).clean()).as("another header").isFalse();
+    }
+
+    @Test
+    void onlyASegmentWhoseEntriesTheSnapshotCoversIsClosed() throws IOException {
+        for (long snapshot : new long[] {-1, 5, 9, 29}) {
+            Path directory = Files.createDirectories(dir.resolve("reaching-" + snapshot));
+            Path file = segment(directory, 10, 20);
+            assertThat(OpenSegmentBelowSnapshot.closeIfBelow(directory, snapshot, MAX, "t-0"))
+                    .as("entries 10 to 29, snapshot at %d", snapshot).isNull();
+            assertThat(file).exists();
+        }
+        Path directory = Files.createDirectories(dir.resolve("below"));
+        Path file = segment(directory, 10, 20);
+        long entriesEnd = scan(file).end();
+        Path closed = OpenSegmentBelowSnapshot.closeIfBelow(directory, 30, MAX, "t-0");
+        assertThat(closed).isEqualTo(directory.resolve("log_10-29"));
+        assertThat(file).doesNotExist();
+        assertThat(Files.size(closed)).as("the zeros after the entries cut off").isEqualTo(entriesEnd);
+        assertThat(scan(closed)).isEqualTo(new OpenSegmentBelowSnapshot.Scan(20, entriesEnd, true));
+
+        Path beside = Files.createDirectories(dir.resolve("beside"));
+        Path open = segment(beside, 10, 20);
+        Files.writeString(beside.resolve("log_10-29"), "");
+        assertThat(OpenSegmentBelowSnapshot.closeIfBelow(beside, 30, MAX, "t-0")).as("a closed one of that name")
+                .isNull();
+        assertThat(open).exists();
+
+        Path damaged = Files.createDirectories(dir.resolve("damaged"));
+        Path flipped = segment(damaged, 10, 20);
+        byte[] bytes = Files.readAllBytes(flipped);
+        bytes[(int) OpenSegmentBelowSnapshot.scan(flipped, MAX, 3).end() + 5] ^= 0x10;
+        write(flipped, bytes);
+        assertThat(OpenSegmentBelowSnapshot.closeIfBelow(damaged, 30, MAX, "t-0")).as("damaged").isNull();
+        assertThat(flipped).exists();
+    }
+
     @Test
     void aFollowerWhoseLogEndsBelowItsSnapshotCatchesUp() throws Exception {
-        // A snapshot every 10 entries (the records go in about 35); segments large enough that the whole log is one open segment.
+        // A snapshot every 10 entries (the records go in about 35); segments large enough that the whole log is one
+        // open segment.
         cluster = new InProcessCluster(dir, new ClusterNode.Tuning(10, 8L << 20, 1));
         cluster.startAll();
         cluster.awaitMembers();
@@ -62,21 +183,21 @@ class OpenSegmentBelowSnapshotTest {
         Path open = openSegment(logDirectory);
         long first = Long.parseLong(open.getFileName().toString().substring("log_inprogress_".length()));
         long snapshot = snapshotIndex(logDirectory);
-        OpenSegmentBelowSnapshot.Scan whole = OpenSegmentBelowSnapshot.scan(open);
+        OpenSegmentBelowSnapshot.Scan whole = OpenSegmentBelowSnapshot.scan(open, MAX, Long.MAX_VALUE);
         assertThat(whole.clean()).as("the segment Ratis wrote reads cleanly").isTrue();
         assertThat(first).as("the open segment's first entry").isLessThan(snapshot);
         assertThat(first + whole.entries() - 1).as("the open segment's last entry").isGreaterThanOrEqualTo(snapshot);
-        assertScansOfCopies(open, whole);
 
-        // The tail of the segment is lost (a torn entry left at the cut), so it ends halfway below the snapshot.
+        // The tail of the segment is lost (three bytes of a torn entry left at the cut): it ends halfway below the
+        // snapshot.
         long keep = (snapshot - first) / 2;
-        long cut = 8 + (whole.end() - 8) * keep / whole.entries() + 3;
+        long cut = OpenSegmentBelowSnapshot.scan(open, MAX, keep).end() + 3;
         try (FileChannel channel = FileChannel.open(open, StandardOpenOption.WRITE)) {
             channel.truncate(cut);
         }
-        OpenSegmentBelowSnapshot.Scan left = OpenSegmentBelowSnapshot.scan(open);
+        OpenSegmentBelowSnapshot.Scan left = OpenSegmentBelowSnapshot.scan(open, MAX, Long.MAX_VALUE);
         long last = first + left.entries() - 1;
-        assertThat(left.entries()).isPositive();
+        assertThat(left.entries()).isEqualTo(keep);
         assertThat(last).as("the log's last entry").isLessThan(snapshot);
 
         cluster.start(follower);
@@ -100,36 +221,6 @@ class OpenSegmentBelowSnapshotTest {
                 .isEqualTo(sent);
     }
 
-    /** The framing reader against copies of a segment Ratis wrote: torn, padded, corrupt. */
-    private void assertScansOfCopies(Path open, OpenSegmentBelowSnapshot.Scan whole) throws IOException {
-        byte[] bytes = Files.readAllBytes(open);
-        Path copy = dir.resolve("copy");
-
-        Files.write(copy, Arrays.copyOf(bytes, (int) whole.end() - 1));
-        OpenSegmentBelowSnapshot.Scan torn = OpenSegmentBelowSnapshot.scan(copy);
-        assertThat(torn.entries()).as("entries before a torn last one").isEqualTo(whole.entries() - 1);
-        assertThat(torn.end()).isLessThan(whole.end() - 1);
-        assertThat(torn.clean()).as("a torn last entry").isTrue();
-
-        Files.write(copy, Arrays.copyOf(bytes, (int) whole.end() + 4096));
-        assertThat(OpenSegmentBelowSnapshot.scan(copy)).as("zeros after it").isEqualTo(whole);
-
-        byte[] trailing = Arrays.copyOf(bytes, (int) whole.end() + 4096);
-        trailing[trailing.length - 1] = 1;
-        Files.write(copy, trailing);
-        assertThat(OpenSegmentBelowSnapshot.scan(copy).clean()).as("a byte after the zeros").isFalse();
-
-        byte[] corrupt = Arrays.copyOf(bytes, (int) whole.end());
-        corrupt[8 + 3] ^= 0x10; // inside the first entry
-        Files.write(copy, corrupt);
-        assertThat(OpenSegmentBelowSnapshot.scan(copy)).as("its first entry corrupt")
-                .isEqualTo(new OpenSegmentBelowSnapshot.Scan(0, 8, false));
-
-        Files.write(copy, new byte[] {'R', 'a', 'f', 't', 'L', 'o', 'g', '2', 0, 0});
-        assertThat(OpenSegmentBelowSnapshot.scan(copy).clean()).as("another header").isFalse();
-        Files.delete(copy);
-    }
-
     private static Path openSegment(Path logDirectory) throws IOException {
         try (Stream<Path> files = Files.list(logDirectory)) {
             List<Path> open = files.filter(file -> file.getFileName().toString().startsWith("log_inprogress_"))
@@ -139,7 +230,7 @@ class OpenSegmentBelowSnapshotTest {
         }
     }
 
-    /** The index of the latest snapshot in a group's directory: Ratis names its files {@code snapshot.<term>_<index>}. */
+    /** The latest snapshot's index in a group's directory (Ratis names its files {@code snapshot.<term>_<index>}). */
     private static long snapshotIndex(Path logDirectory) throws IOException {
         try (Stream<Path> files = Files.list(logDirectory.resolveSibling("sm"))) {
             return files.map(file -> file.getFileName().toString()).filter(name -> name.matches("snapshot\\.\\d+_\\d+"))
