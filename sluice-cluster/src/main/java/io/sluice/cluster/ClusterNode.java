@@ -4,6 +4,7 @@ import io.sluice.broker.Replication;
 import io.sluice.store.Store;
 import io.sluice.store.StoreStatus;
 import io.sluice.store.TopicLayout;
+import io.sluice.store.io.FileIO;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -184,7 +185,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                         + cluster));
         this.store = store;
         this.force = force;
-        checkIdentity(raftDirectory, clusterId, nodeId);
+        checkIdentity(FileIO.DEFAULT, raftDirectory, clusterId, nodeId);
         this.metadataGroupId = metadataGroupId(clusterId);
         this.metadata = new MetadataStateMachine(this::onTopic, this::hostPartitions, this::onOffsets, this::onForget,
                 this::keepGroups, peer -> peers(List.of(nodeId(peer))).getFirst());
@@ -688,15 +689,15 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * node, or in another cluster, is refused (its logs would be taken for another node's, or joined to groups of
      * another cluster).
      */
-    private static void checkIdentity(Path raftDirectory, String clusterId, int nodeId) throws IOException {
+    static void checkIdentity(FileIO io, Path raftDirectory, String clusterId, int nodeId) throws IOException {
         if (clusterId.isBlank() || clusterId.chars().anyMatch(c -> c < 0x21 || c > 0x7e)) {
             throw new IllegalArgumentException("a cluster id is printable ASCII without spaces, not '" + clusterId
                     + "'");
         }
         Path file = raftDirectory.resolve(IDENTITY_FILE);
         String identity = "cluster.id=" + clusterId + "\nnode.id=" + nodeId + "\n";
-        if (java.nio.file.Files.exists(file)) {
-            String found = java.nio.file.Files.readString(file, StandardCharsets.UTF_8);
+        if (io.exists(file)) {
+            String found = DurableFile.read(io, file);
             if (!found.equals(identity)) {
                 throw new IllegalStateException(raftDirectory + " holds the Raft logs of "
                         + found.trim().replace('\n', ' ') + ", not of cluster.id=" + clusterId + " node.id=" + nodeId
@@ -704,8 +705,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
             }
             return;
         }
-        java.nio.file.Files.createDirectories(raftDirectory);
-        DurableFile.write(file, identity);
+        // The directory's name is forced into its parent too: a first start cut short by a power cut must not come
+        // back as a node that lost its Raft data (docs/design.md, "A lost data directory").
+        DurableFile.createDirectories(io, raftDirectory);
+        DurableFile.write(io, file, file.resolveSibling(IDENTITY_FILE + ".tmp"), identity);
     }
 
     /** @return the Raft peer id of a node id */

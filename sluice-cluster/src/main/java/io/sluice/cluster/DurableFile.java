@@ -41,4 +41,33 @@ final class DurableFile {
         io.rename(temp, file);
         io.syncDirectory(file.getParent());
     }
+
+    /** The whole of a file written by {@link #write}, as UTF-8. */
+    static String read(FileIO io, Path file) throws IOException {
+        try (StoreFile in = io.open(file, FileIO.OpenMode.READ_ONLY)) {
+            ByteBuffer buffer = ByteBuffer.allocate(Math.toIntExact(in.size()));
+            while (buffer.hasRemaining()) {
+                if (in.read(buffer, buffer.position()) < 0) {
+                    throw new IOException(file + " ended before its size");
+                }
+            }
+            return new String(buffer.array(), StandardCharsets.UTF_8);
+        }
+    }
+
+    /**
+     * Creates a directory and the parents it lacks, each one's name forced into its parent; durable once it returns.
+     */
+    static void createDirectories(FileIO io, Path directory) throws IOException {
+        Path parent = directory.toAbsolutePath().getParent();
+        if (parent == null) {
+            return;
+        }
+        if (!io.exists(parent)) {
+            createDirectories(io, parent);
+        }
+        io.createDirectory(directory);
+        // Also when it existed: a start cut short may have created it and not forced its name.
+        io.syncDirectory(parent);
+    }
 }

@@ -142,4 +142,57 @@ class DurableFilePowerCutTest {
         SimFileSystem after = track(fs.crash(new SplittableRandom(4), CrashModel.LOSE_ALL));
         assertThat(read(after, FILE)).contains("new\n");
     }
+
+    /**
+     * A first start writes the node's identity into a Raft directory it creates; a power cut at any operation leaves
+     * either no identity (a first start again) or the whole one, and once the start's check returned, the whole one:
+     * a node whose directory name was lost would count as one that lost its Raft data.
+     */
+    @Test
+    void aFirstStartsIdentityOutlivesAPowerCut() throws IOException {
+        Path node = Path.of("/node");
+        Path raft = node.resolve("raft");
+        String identity = "cluster.id=c1\nnode.id=2\n";
+        SimFileSystem counting = track(new SimFileSystem());
+        counting.createDirectory(node);
+        counting.syncDirectory(Path.of("/"));
+        long before = counting.operations();
+        ClusterNode.checkIdentity(counting, raft, "c1", 2);
+        long steps = counting.operations() - before;
+        int whole = 0;
+        for (long seed = 0; seed < 20; seed++) {
+            for (long cutAt = 1; cutAt <= steps + 1; cutAt++) {
+                SplittableRandom random = new SplittableRandom(seed * 1_000 + cutAt);
+                CrashModel model = CrashModel.pick(random);
+                SimFileSystem fs = track(new SimFileSystem());
+                fs.createDirectory(node);
+                fs.syncDirectory(Path.of("/"));
+                fs.armPowerCut(cutAt, random, model);
+                boolean returned;
+                try {
+                    ClusterNode.checkIdentity(fs, raft, "c1", 2);
+                    returned = true;
+                } catch (IOException cut) {
+                    returned = false;
+                }
+                SimFileSystem after = fs.afterPowerCut();
+                if (after == null) {
+                    after = fs.crash(random, model);
+                }
+                track(after);
+                Optional<String> found = read(after, raft.resolve(ClusterNode.IDENTITY_FILE));
+                String where = "cut at operation " + cutAt + " of " + steps + ", seed " + seed + ", " + model.name();
+                if (returned) {
+                    assertThat(found).as("after the check returned; " + where).contains(identity);
+                } else if (found.isPresent()) {
+                    assertThat(found.get()).as(where).isEqualTo(identity);
+                }
+                whole += found.isPresent() ? 1 : 0;
+                // The next start on what is left writes the identity, or finds it.
+                ClusterNode.checkIdentity(after, raft, "c1", 2);
+                assertThat(read(after, raft.resolve(ClusterNode.IDENTITY_FILE))).as(where).contains(identity);
+            }
+        }
+        assertThat(whole).as("cuts that left the identity").isPositive();
+    }
 }
