@@ -11,6 +11,7 @@ import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.ExecutionException;
+import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
 import org.apache.ratis.proto.RaftProtos.RaftPeerRole;
 import org.apache.ratis.proto.RaftProtos.StateMachineLogEntryProto;
@@ -161,11 +162,12 @@ class MetadataSnapshotTest {
         return storage;
     }
 
-    /** The Raft server a machine is started by: only its id is asked for. */
+    /** The Raft server a machine is started by: only its id and its (default) properties are asked for. */
     private static RaftServer server() {
         return (RaftServer) Proxy.newProxyInstance(RaftServer.class.getClassLoader(), new Class<?>[] {RaftServer.class},
                 (proxy, method, args) -> switch (method.getName()) {
                     case "getId" -> RaftPeerId.valueOf("n1");
+                    case "getProperties" -> new RaftProperties();
                     case "toString" -> "server n1";
                     default -> throw new UnsupportedOperationException(method.getName());
                 });
