@@ -590,12 +590,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
             afterRemoval.accept(0);
             return;
         }
-        try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties())
-                .setRaftGroup(RaftGroup.valueOf(id, others)).setClientId(ClientId.randomId())
-                .setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(10,
-                        TimeDuration.valueOf(500, TimeUnit.MILLISECONDS))).build()) {
-            RaftClientReply removed = untilDone(what + ": leaving its configuration",
-                    () -> client.admin().setConfiguration(others));
+        RaftGroup othersGroup = RaftGroup.valueOf(id, others);
+        try (RaftClient client = othersClient(othersGroup)) {
+            // A client per attempt: one told by a replica that this node leads (it did, until its group stopped here)
+            // goes on asking this node, which no longer has the group, and Ratis's client does not look elsewhere
+            // after that answer; a new one starts from the others again.
+            RaftClientReply removed = untilDone(what + ": leaving its configuration", () -> {
+                try (RaftClient attempt = othersClient(othersGroup)) {
+                    return attempt.admin().setConfiguration(others);
+                }
+            });
             long committed = removed.getCommitInfos().stream()
                     .mapToLong(org.apache.ratis.proto.RaftProtos.CommitInfoProto::getCommitIndex).max().orElse(-1);
             while (committed < 0 && !closed) {
@@ -617,10 +621,19 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     deleteGroupDirectory(id);
                 }
                 startEmptyUnlessAlive(id, what);
-                return client.admin().setConfiguration(List.copyOf(group.getPeers()));
+                try (RaftClient attempt = othersClient(othersGroup)) {
+                    return attempt.admin().setConfiguration(List.copyOf(group.getPeers()));
+                }
             });
             LOG.info("node {} rejoined the Raft group of {}", self.id(), what);
         }
+    }
+
+    /** A client of a group's other replicas, which retries a request for up to 5 s. */
+    private static RaftClient othersClient(RaftGroup others) {
+        return RaftClient.newBuilder().setProperties(new RaftProperties()).setRaftGroup(others)
+                .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(10,
+                        TimeDuration.valueOf(500, TimeUnit.MILLISECONDS))).build();
     }
 
     /** Deletes the directory a group not running here left (Ratis starts a group empty only where none is). */
