@@ -41,6 +41,11 @@ import org.apache.kafka.common.message.MetadataRequestData;
 import org.apache.kafka.common.message.MetadataResponseData;
 import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.ratis.client.RaftClient;
+import org.apache.ratis.conf.RaftProperties;
+import org.apache.ratis.protocol.RaftGroup;
+import org.apache.ratis.protocol.RaftGroupId;
+import org.apache.ratis.protocol.RaftPeer;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -209,6 +214,7 @@ class ClusterKillRoundsTest {
         }
         assertThat(committed).as("the group's committed offset").isBetween(commitsAcknowledged.get(),
                 commitsTried.get());
+        awaitMetadataApplied();
         for (int id = 1; id <= 3; id++) {
             processes[id].destroy(); // SIGTERM: a clean close
         }
@@ -259,6 +265,33 @@ class ClusterKillRoundsTest {
                 }
                 Thread.sleep(200);
             }
+        }
+    }
+
+    /**
+     * Waits until every node applied every metadata entry any of them knows committed: a node's store holds the
+     * group's offsets once it applied their entry, and the stores are read after the stop.
+     */
+    private void awaitMetadataApplied() throws IOException, InterruptedException {
+        RaftGroupId id = ClusterNode.metadataGroupId("kill-rounds");
+        List<RaftPeer> peers = cluster.nodes().stream().map(node -> RaftPeer.newBuilder()
+                .setId(ClusterNode.peerId(node.id())).setAddress(node.raftAddress()).build()).toList();
+        try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties())
+                .setRaftGroup(RaftGroup.valueOf(id, peers)).build()) {
+            InProcessCluster.await("every node applied the metadata's committed entries", 60, () -> {
+                long applied = Long.MAX_VALUE;
+                long committed = -1;
+                for (RaftPeer peer : peers) {
+                    try {
+                        var log = client.getGroupManagementApi(peer.getId()).info(id).getLogInfoProto();
+                        applied = Math.min(applied, log.getApplied().getIndex());
+                        committed = Math.max(committed, log.getCommitted().getIndex());
+                    } catch (IOException | RuntimeException e) {
+                        return false;
+                    }
+                }
+                return committed >= 0 && applied >= committed;
+            });
         }
     }
 

@@ -64,6 +64,32 @@ class DurableFilePowerCutTest {
         }
     }
 
+    /** What a node does on a file system. */
+    private interface Step {
+        void run(SimFileSystem fs) throws IOException;
+    }
+
+    /** Whether a step returned before the power cut, and the file system after the cut. */
+    private record Cut(boolean returned, SimFileSystem after) {
+    }
+
+    /** Runs a step with the power cut at its operation {@code cutAt} (after it, if it has fewer). */
+    private Cut cut(SimFileSystem fs, long cutAt, SplittableRandom random, CrashModel model, Step step) {
+        fs.armPowerCut(cutAt, random, model);
+        boolean returned;
+        try {
+            step.run(fs);
+            returned = true;
+        } catch (IOException cut) {
+            returned = false;
+        }
+        SimFileSystem after = fs.afterPowerCut();
+        if (after == null) {
+            after = fs.crash(random, model);
+        }
+        return new Cut(returned, track(after));
+    }
+
     /** Text of {@code length} characters over several 4 KiB pages, so pages can be lost or torn apart. */
     private static String text(int length, long seed) {
         SplittableRandom random = new SplittableRandom(seed);
@@ -96,19 +122,9 @@ class DurableFilePowerCutTest {
                     SplittableRandom random = new SplittableRandom(seed * 1_000 + cutAt);
                     CrashModel model = CrashModel.pick(random);
                     SimFileSystem fs = withOld(old);
-                    fs.armPowerCut(cutAt, random, model);
-                    boolean returned;
-                    try {
-                        DurableFile.write(fs, FILE, TEMP, next);
-                        returned = true;
-                    } catch (IOException cut) {
-                        returned = false;
-                    }
-                    SimFileSystem after = fs.afterPowerCut();
-                    if (after == null) {
-                        after = fs.crash(random, model);
-                    }
-                    track(after);
+                    Cut cut = cut(fs, cutAt, random, model, on -> DurableFile.write(on, FILE, TEMP, next));
+                    boolean returned = cut.returned();
+                    SimFileSystem after = cut.after();
                     Optional<String> found = read(after, FILE);
                     String where = "cut at operation " + cutAt + " of " + steps + ", seed " + seed + ", "
                             + model.name() + ", old " + (old == null ? "none" : old.length() + " chars");
@@ -167,19 +183,9 @@ class DurableFilePowerCutTest {
                 SimFileSystem fs = track(new SimFileSystem());
                 fs.createDirectory(node);
                 fs.syncDirectory(Path.of("/"));
-                fs.armPowerCut(cutAt, random, model);
-                boolean returned;
-                try {
-                    ClusterNode.checkIdentity(fs, raft, "c1", 2);
-                    returned = true;
-                } catch (IOException cut) {
-                    returned = false;
-                }
-                SimFileSystem after = fs.afterPowerCut();
-                if (after == null) {
-                    after = fs.crash(random, model);
-                }
-                track(after);
+                Cut cut = cut(fs, cutAt, random, model, on -> ClusterNode.checkIdentity(on, raft, "c1", 2));
+                boolean returned = cut.returned();
+                SimFileSystem after = cut.after();
                 Optional<String> found = read(after, raft.resolve(ClusterNode.IDENTITY_FILE));
                 String where = "cut at operation " + cutAt + " of " + steps + ", seed " + seed + ", " + model.name();
                 if (returned) {
