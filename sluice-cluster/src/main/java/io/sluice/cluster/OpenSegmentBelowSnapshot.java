@@ -65,7 +65,7 @@ final class OpenSegmentBelowSnapshot {
      * @param entries the whole entries, whose checksums hold, from the start
      * @param end the byte just after the last of them
      * @param clean whether only the end of the file, zero bytes, or a torn last entry (cut short by the end of the
-     *     file) follow them
+     *     file, or by zeros) follow them
      */
     record Scan(int entries, long end, boolean clean) {
     }

@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.IOException;
 import java.lang.reflect.Proxy;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -20,6 +21,7 @@ import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.protocol.TermIndex;
+import org.apache.ratis.server.raftlog.segmented.SegmentedRaftLogOutputStream;
 import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.statemachine.TransactionContext;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
@@ -198,6 +200,40 @@ class MetadataSnapshotTest {
             assertThat(reader.machine.snapshotText()).isEqualTo(text);
             reader.machine.applyStartSnapshot();
             assertThat(reader.told).as("applied once").hasSize(2);
+        }
+    }
+
+    /**
+     * The metadata's log ends below its snapshot (its tail not written when the node stopped): the group's start
+     * closes the open segment before Ratis loads the log (docs/design.md, "A log that ends below its snapshot").
+     */
+    @Test
+    void anOpenSegmentBelowTheSnapshotIsClosedAsTheGroupStarts(@TempDir Path dir) throws Exception {
+        Node writer = new Node();
+        try (RaftStorage raft = storage(dir)) {
+            writer.machine.initialize(server(), GROUP, raft);
+            writer.apply(MetadataStateMachine.memberCommand(1));
+            writer.apply("topic t 1 1");
+            writer.apply("offsets g t:0=5");
+            assertThat(writer.machine.takeSnapshot()).isEqualTo(2);
+        }
+        Path current = dir.resolve("current");
+        Path open = current.resolve("log_inprogress_0");
+        try (SegmentedRaftLogOutputStream out = new SegmentedRaftLogOutputStream(open.toFile(), false, 8L << 20,
+                64 * 1024, ByteBuffer.allocateDirect(64 * 1024))) {
+            for (int index = 0; index < 2; index++) {
+                out.write(LogEntryProto.newBuilder().setTerm(1).setIndex(index)
+                        .setStateMachineLogEntry(StateMachineLogEntryProto.newBuilder()
+                                .setLogData(ByteString.copyFromUtf8("offsets g t:0=" + index)))
+                        .build());
+            }
+        }
+        Node reader = new Node();
+        try (RaftStorage raft = storage(dir, RaftStorage.StartupOption.RECOVER)) {
+            reader.machine.initialize(server(), GROUP, raft);
+            assertThat(open).as("the open segment, entries 0 and 1").doesNotExist();
+            assertThat(current.resolve("log_0-1")).as("closed, for Ratis to purge").exists();
+            assertThat(reader.machine.applied()).isEqualTo(2);
         }
     }
 

@@ -201,6 +201,7 @@ class OpenSegmentBelowSnapshotTest {
         assertThat(last).as("the log's last entry").isLessThan(snapshot);
 
         cluster.start(follower);
+        assertThat(open).as("the open segment, closed as the follower started (then purged)").doesNotExist();
         try (KafkaProducer<byte[], byte[]> producer = producer()) {
             InProcessCluster.send(producer, "t", sent, 300, 500);
         }
