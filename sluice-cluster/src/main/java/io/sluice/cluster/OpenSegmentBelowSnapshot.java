@@ -12,7 +12,6 @@ import java.nio.file.Path;
 import java.nio.file.StandardCopyOption;
 import java.nio.file.StandardOpenOption;
 import java.util.List;
-import java.util.regex.Matcher;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import java.util.zip.CRC32C;
@@ -171,11 +170,7 @@ final class OpenSegmentBelowSnapshot {
         }
         Path closed = null;
         for (Path segment : open) {
-            Matcher name = OPEN_SEGMENT.matcher(segment.getFileName().toString());
-            if (!name.matches()) {
-                continue;
-            }
-            long first = Long.parseLong(name.group(1));
+            long first = Long.parseLong(segment.getFileName().toString().substring("log_inprogress_".length()));
             if (first > snapshotIndex) {
                 continue;
             }

@@ -5,7 +5,6 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import java.io.IOException;
 import java.lang.reflect.Proxy;
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -21,7 +20,6 @@ import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.protocol.TermIndex;
-import org.apache.ratis.server.raftlog.segmented.SegmentedRaftLogOutputStream;
 import org.apache.ratis.server.storage.RaftStorage;
 import org.apache.ratis.statemachine.TransactionContext;
 import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
@@ -177,19 +175,28 @@ class MetadataSnapshotTest {
 
     private static final RaftGroupId GROUP = RaftGroupId.randomId();
 
-    /** A snapshot is written to the group's directory, forced; the next start of the group applies it. */
-    @Test
-    void aGroupStartsFromTheSnapshotItsMachineWrote(@TempDir Path dir) throws Exception {
+    /**
+     * Starts the group in {@code dir}, applies a member, a topic and an offsets command (indexes 0 to 2) and snapshots
+     * them.
+     *
+     * @return the snapshot's text
+     */
+    private static String snapshotAtTwo(Path dir) throws Exception {
         Node writer = new Node();
-        String text;
         try (RaftStorage raft = storage(dir)) {
             writer.machine.initialize(server(), GROUP, raft);
             writer.apply(MetadataStateMachine.memberCommand(1));
             writer.apply("topic t 1 1");
             writer.apply("offsets g t:0=5");
             assertThat(writer.machine.takeSnapshot()).isEqualTo(2);
-            text = writer.machine.snapshotText();
+            return writer.machine.snapshotText();
         }
+    }
+
+    /** A snapshot is written to the group's directory, forced; the next start of the group applies it. */
+    @Test
+    void aGroupStartsFromTheSnapshotItsMachineWrote(@TempDir Path dir) throws Exception {
+        String text = snapshotAtTwo(dir);
         Node reader = new Node();
         try (RaftStorage raft = storage(dir, RaftStorage.StartupOption.RECOVER)) {
             reader.machine.initialize(server(), GROUP, raft);
@@ -209,25 +216,9 @@ class MetadataSnapshotTest {
      */
     @Test
     void anOpenSegmentBelowTheSnapshotIsClosedAsTheGroupStarts(@TempDir Path dir) throws Exception {
-        Node writer = new Node();
-        try (RaftStorage raft = storage(dir)) {
-            writer.machine.initialize(server(), GROUP, raft);
-            writer.apply(MetadataStateMachine.memberCommand(1));
-            writer.apply("topic t 1 1");
-            writer.apply("offsets g t:0=5");
-            assertThat(writer.machine.takeSnapshot()).isEqualTo(2);
-        }
+        snapshotAtTwo(dir);
         Path current = dir.resolve("current");
-        Path open = current.resolve("log_inprogress_0");
-        try (SegmentedRaftLogOutputStream out = new SegmentedRaftLogOutputStream(open.toFile(), false, 8L << 20,
-                64 * 1024, ByteBuffer.allocateDirect(64 * 1024))) {
-            for (int index = 0; index < 2; index++) {
-                out.write(LogEntryProto.newBuilder().setTerm(1).setIndex(index)
-                        .setStateMachineLogEntry(StateMachineLogEntryProto.newBuilder()
-                                .setLogData(ByteString.copyFromUtf8("offsets g t:0=" + index)))
-                        .build());
-            }
-        }
+        Path open = OpenSegmentBelowSnapshotTest.segment(current, 0, 2);
         Node reader = new Node();
         try (RaftStorage raft = storage(dir, RaftStorage.StartupOption.RECOVER)) {
             reader.machine.initialize(server(), GROUP, raft);

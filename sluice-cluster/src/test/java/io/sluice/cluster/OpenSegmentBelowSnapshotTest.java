@@ -50,7 +50,7 @@ class OpenSegmentBelowSnapshotTest {
      * Writes entries {@code first} to {@code first + count - 1}, of 1 to 300 bytes of data, with Ratis's writer, then
      * 4 KiB of zeros, as Ratis allocates ahead.
      */
-    private static Path segment(Path directory, long first, int count) throws IOException {
+    static Path segment(Path directory, long first, int count) throws IOException {
         Path file = directory.resolve("log_inprogress_" + first);
         try (SegmentedRaftLogOutputStream out = new SegmentedRaftLogOutputStream(file.toFile(), false, 8L << 20,
                 64 * 1024, ByteBuffer.allocateDirect(64 * 1024))) {
