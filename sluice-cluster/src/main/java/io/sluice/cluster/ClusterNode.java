@@ -201,11 +201,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 }
             }
         });
+        int raftPort = listenPort >= 0 ? listenPort : self.raftPort();
+        checkRaftPortFree(self.host(), raftPort);
         RaftProperties properties = new RaftProperties();
         RaftConfigKeys.Rpc.setType(properties, new RaftTransport());
         RaftServerConfigKeys.setStorageDir(properties, List.of(raftDirectory.toFile()));
         GrpcConfigKeys.Server.setHost(properties, self.host());
-        GrpcConfigKeys.Server.setPort(properties, listenPort >= 0 ? listenPort : self.raftPort());
+        GrpcConfigKeys.Server.setPort(properties, raftPort);
         // Ratis's log cache keeps no entry's batches: the state machine keeps those of the entries its leader has in
         // flight, until applied, and sends them to followers from memory; the store is read only for a follower that
         // fell behind.
@@ -282,6 +284,22 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 e.addSuppressed(suppressed);
             }
             throw e;
+        }
+    }
+
+    /**
+     * Fails with an error naming the address when this node's Raft port cannot be listened on: Ratis's gRPC server,
+     * started on a port in use, ends the JVM (System.exit) without closing the store.
+     */
+    static void checkRaftPortFree(String host, int port) throws IOException {
+        if (port == 0) {
+            return;
+        }
+        try (java.net.ServerSocket probe = new java.net.ServerSocket()) {
+            probe.setReuseAddress(true);
+            probe.bind(new java.net.InetSocketAddress(host, port));
+        } catch (IOException e) {
+            throw new IOException("cannot listen for Raft on " + host + ":" + port + ": " + e.getMessage(), e);
         }
     }
 

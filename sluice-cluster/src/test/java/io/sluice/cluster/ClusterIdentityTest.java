@@ -5,13 +5,17 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
+import java.io.IOException;
+import java.net.InetAddress;
+import java.net.ServerSocket;
 import java.nio.file.Path;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
  * A node's Raft directory belongs to one node of one cluster: started again in another cluster, or as another node,
- * it is refused with a message that says whose data it holds; a bad cluster id is refused before anything is written.
+ * it is refused with a message that says whose data it holds; a bad cluster id is refused before anything is written,
+ * and a Raft port in use before the Raft server starts.
  */
 class ClusterIdentityTest {
 
@@ -35,6 +39,19 @@ class ClusterIdentityTest {
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("printable ASCII");
             assertThat(dir.resolve("other")).doesNotExist();
             new ClusterNode("blue", cluster, 1, raft, store, false).close();
+        }
+    }
+
+    /** Ratis's gRPC server, started on a port in use, ends the JVM; the node refuses to start first, naming it. */
+    @Test
+    void aRaftPortInUseIsRefusedWithItsAddress() throws Exception {
+        try (ServerSocket taken = new ServerSocket(0, 1, InetAddress.getLoopbackAddress());
+             Store store = Store.open(dir.resolve("store"), StoreConfig.builder().build())) {
+            ClusterSpec cluster = ClusterSpec.parse("1@127.0.0.1:" + TestClusters.freePort() + "/"
+                    + taken.getLocalPort());
+            assertThatThrownBy(() -> new ClusterNode("blue", cluster, 1, dir.resolve("raft"), store, false))
+                    .isInstanceOf(IOException.class)
+                    .hasMessageContaining("cannot listen for Raft on 127.0.0.1:" + taken.getLocalPort());
         }
     }
 }
