@@ -13,11 +13,20 @@ import picocli.CommandLine.Command;
                 FuzzCommand.class})
 public final class Main {
 
+    /**
+     * gRPC (inside Apache Ratis, a cluster broker's Raft transport) logs through java.util.logging, at INFO by default,
+     * where the rest of the command line logs warnings and errors only. Held here: java.util.logging keeps its loggers
+     * weakly, and a collected one would forget the level.
+     */
+    private static final java.util.logging.Logger GRPC_LOG =
+            java.util.logging.Logger.getLogger("org.apache.ratis.thirdparty.io.grpc");
+
     private Main() {
     }
 
     /** @param args command-line arguments */
     public static void main(String[] args) {
+        GRPC_LOG.setLevel(java.util.logging.Level.WARNING);
         System.exit(run(args));
     }
 
