@@ -262,6 +262,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
             this.metadataGroup = RaftGroup.valueOf(metadataGroupId, peers(cluster.nodes().stream()
                     .map(ClusterSpec.Node::id).toList()));
             this.metadataClient.set(newMetadataClient());
+            RaftProperties asking = new RaftProperties();
+            RaftClientConfigKeys.Rpc.setRequestTimeout(asking, TimeDuration.valueOf(1, TimeUnit.SECONDS));
+            this.replicasClient = RaftClient.newBuilder().setProperties(asking).setRaftGroup(metadataGroup)
+                    .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.noRetry()).build();
             // The metadata's snapshot (if it started from one) takes this node's part before the node serves.
             metadata.applyStartSnapshot();
             if (resuming) {
@@ -278,6 +282,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
             if (client != null) {
                 closeQuietly(client);
             }
+            if (replicasClient != null) {
+                closeQuietly(replicasClient);
+            }
+            askers.shutdownNow();
             try {
                 server.close();
             } catch (IOException suppressed) {
@@ -1172,6 +1180,15 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** Stands in {@link #stopped} for the failed state machine of a replica whose restart resumed at start. */
     private static final Object RESUMED = new Object();
 
+    /** Asks the replicas of partitions this node holds none of who leads them ({@link #partition}). */
+    private volatile RaftClient replicasClient;
+    /** Runs those asks, a virtual thread each. */
+    private final java.util.concurrent.ExecutorService askers = java.util.concurrent.Executors.newThreadPerTaskExecutor(
+            Thread.ofVirtual().name("leaders-elsewhere-", 0).factory());
+    private final LeadersElsewhere leadersElsewhere = new LeadersElsewhere((node, partition) ->
+            replicasClient.getGroupManagementApi(peerId(node)).info(groupId(partition)).getRoleInfoProto(),
+            askers, System::nanoTime);
+
     /** Partitions whose replica is stopped here, as the other replicas report them: who leads, in which term. */
     private final Map<PartitionId, PartitionView> elsewhere = new ConcurrentHashMap<>();
 
@@ -1354,13 +1371,17 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /**
      * In doubt: a candidate, a follower that knows no leader, or one whose leader has been silent for more than
      * {@link #LEADER_SILENCE_MILLIS}, for less than {@link #DOUBT_MILLIS} since it was first found so (roles read from
-     * one snapshot of the replica's).
+     * one snapshot of the replica's). A partition this node holds no replica of is in doubt while its replicas are
+     * being asked who leads and none was heard of yet ({@link LeadersElsewhere#asking}).
      */
     @Override
     public boolean leaderInDoubt(String topic, int partition) {
         ReplicatedPartition replica = replicaOf(topic, partition);
         if (replica == null) {
-            return false;
+            MetadataStateMachine.Topic known = metadata.topic(topic);
+            return known != null && partition >= 0 && partition < known.partitions()
+                    && !known.replicas().get(partition).contains(self.id())
+                    && leadersElsewhere.asking(new PartitionId(topic, partition));
         }
         RoleInfoProto role = replica.division().getInfo().getRoleInfoProto();
         boolean unsure = switch (role.getRole()) {
@@ -1387,8 +1408,14 @@ public final class ClusterNode implements Replication, AutoCloseable {
         List<Integer> replicas = known.replicas().get(partition);
         ReplicatedPartition replica = replicaOf(topic, partition);
         if (replica == null) {
-            PartitionView away = elsewhere.get(new PartitionId(topic, partition));
-            return away != null ? away : new PartitionView(-1, -1, replicas, List.of());
+            PartitionId id = new PartitionId(topic, partition);
+            PartitionView away = elsewhere.get(id);
+            if (away != null) {
+                return away;
+            }
+            // No replica here: a topic on fewer brokers than the cluster has, whose leader this node asks of them.
+            return replicas.contains(self.id()) ? new PartitionView(-1, -1, replicas, List.of())
+                    : leadersElsewhere.view(id, replicas);
         }
         var info = replica.division().getInfo();
         RaftPeerId leader = info.getLeaderId();
@@ -1644,8 +1671,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 break;
             }
         }
+        askers.shutdownNow();
         try {
             metadataClient.get().close();
+            RaftClient asking = replicasClient;
+            if (asking != null) {
+                asking.close();
+            }
         } finally {
             server.close();
         }

@@ -163,6 +163,71 @@ class ClusterBrokersTest {
     }
 
     /**
+     * Topics of replication factor 1 and 2 on three brokers: a client that knows only a broker without a replica of the
+     * partition (Metadata goes to the least loaded broker it is connected to, which may be that one each time) learns
+     * the leader from it, produces acks=all and reads every record back through it; Admin, asked there, names the
+     * leader too.
+     */
+    @Test
+    void aTopicOnFewerBrokersThanTheClusterServesClientsThatKnowOnlyABrokerWithoutAReplica() throws Exception {
+        startThree();
+        Properties adminProperties = new Properties();
+        adminProperties.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        try (Admin admin = Admin.create(adminProperties)) {
+            admin.createTopics(List.of(new NewTopic("one", 1, (short) 1), new NewTopic("two", 1, (short) 2))).all()
+                    .get(60, TimeUnit.SECONDS);
+        }
+        for (String topic : List.of("one", "two")) {
+            List<Integer> replicas = brokers[1].node().partition(topic, 0).replicas();
+            assertThat(replicas).as("%s's replicas", topic).hasSize(topic.equals("one") ? 1 : 2);
+            ClusterSpec.Node outside = cluster.nodes().stream().filter(node -> !replicas.contains(node.id()))
+                    .findFirst().orElseThrow();
+            String only = outside.host() + ":" + outside.clientPort();
+            Properties askOutside = new Properties();
+            askOutside.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, only);
+            try (Admin admin = Admin.create(askOutside)) {
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                TopicPartitionInfo info;
+                do {
+                    info = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic)
+                            .partitions().getFirst();
+                } while ((info.leader() == null || info.leader().isEmpty()) && System.nanoTime() < deadline
+                        && sleep(100));
+                assertThat(info.leader()).as("%s's leader as broker %d names it", topic, outside.id()).isNotNull();
+                assertThat(replicas).as("%s's leader as broker %d names it", topic, outside.id())
+                        .contains(info.leader().id());
+            }
+            List<String> sent = new ArrayList<>();
+            try (KafkaProducer<byte[], byte[]> producer = TestClusters.idempotentProducer(only, 30_000, 10_000)) {
+                List<Future<RecordMetadata>> futures = new ArrayList<>();
+                for (int i = 0; i < 500; i++) {
+                    sent.add(topic + "-" + i);
+                    futures.add(producer.send(new ProducerRecord<>(topic, (topic + "-" + i)
+                            .getBytes(StandardCharsets.UTF_8))));
+                }
+                for (Future<RecordMetadata> future : futures) {
+                    future.get(60, TimeUnit.SECONDS);
+                }
+            }
+            Properties consumerProperties = new Properties();
+            consumerProperties.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, only);
+            consumerProperties.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+            try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerProperties,
+                    new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+                consumer.assign(List.of(new TopicPartition(topic, 0)));
+                List<String> read = new ArrayList<>();
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+                while (read.size() < sent.size() && System.nanoTime() < deadline) {
+                    for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+                        read.add(new String(record.value(), StandardCharsets.UTF_8));
+                    }
+                }
+                assertThat(read).as("%s read back through broker %d", topic, outside.id()).isEqualTo(sent);
+            }
+        }
+    }
+
+    /**
      * A consumer group commits, the broker coordinating it (the controller) is stopped, and the group's next member
      * starts at exactly the committed offsets, from the new coordinator, and reads the rest: at-least-once, with
      * committed offsets honoured.
@@ -381,6 +446,12 @@ class ClusterBrokersTest {
             }
             Thread.sleep(50);
         }
+    }
+
+    /** @return true, after sleeping */
+    private static boolean sleep(long millis) throws InterruptedException {
+        Thread.sleep(millis);
+        return true;
     }
 
     private static void send(KafkaProducer<byte[], byte[]> producer, Map<Integer, List<String>> sent, int from, int to)
