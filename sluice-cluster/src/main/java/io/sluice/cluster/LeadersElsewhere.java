@@ -94,11 +94,6 @@ final class LeadersElsewhere {
         return last == null || last.view().leader() < 0;
     }
 
-    /** Forgets a partition (this node became a replica, or its topic went). */
-    void forget(PartitionId partition) {
-        heard.remove(partition);
-    }
-
     private void ask(PartitionId partition, List<Integer> replicaIds) {
         if (!inFlight.add(partition)) {
             return;
