@@ -57,11 +57,11 @@ import org.junit.jupiter.api.io.TempDir;
  * record is stored twice, and the three replicas hold the same batches, byte for byte. Meanwhile a consumer group
  * commits offsets over and over through the coordinator (which the kills move): the group's last acknowledged commit
  * is what the coordinator answers at the end, and what every node's store holds.
- * {@code -Dsluice.cluster.rounds} sets the rounds (12 by default; each is a SIGKILL and a restart).
+ * {@code -Dsluice.cluster.rounds} sets the rounds (20 by default; each is a SIGKILL and a restart).
  * {@code -Dsluice.cluster.snapshotEvery=200} has every node snapshot its logs every 200 entries (the metadata's and the
  * partitions'; 100,000 by default), so nodes restart from their snapshots and followers behind a purged log install
- * them, and the test then requires restarts from a metadata snapshot. CI runs without it: with it a follower
- * installing a partition snapshot can stay out of sync (docs/design.md, "Not built yet").
+ * them, and the test then requires restarts from a metadata snapshot. CI runs without it (docs/design.md, "Tests"
+ * under "Cluster", says how that variant fares). A failed run keeps the brokers' logs in target/kill-rounds-failed-*.
  */
 class ClusterKillRoundsTest {
 
@@ -126,7 +126,33 @@ class ClusterKillRoundsTest {
 
     @Test
     void everyAcknowledgedRecordSurvivesRoundsOfSigkillExactlyOnceAndTheReplicasAgree() throws Exception {
-        int rounds = Integer.getInteger("sluice.cluster.rounds", 12);
+        try {
+            runRounds();
+        } catch (Exception | AssertionError e) {
+            keepBrokerLogs(e);
+            throw e;
+        }
+    }
+
+    /**
+     * A failed run's broker logs outlive the temporary directory: they are copied to target/kill-rounds-failed-*, and
+     * the failure names the copy.
+     */
+    private void keepBrokerLogs(Throwable failure) {
+        Path kept = Path.of("target", "kill-rounds-failed-" + System.currentTimeMillis()).toAbsolutePath();
+        try (var logs = Files.list(dir)) {
+            Files.createDirectories(kept);
+            for (Path log : logs.filter(path -> path.getFileName().toString().endsWith(".log")).toList()) {
+                Files.copy(log, kept.resolve(log.getFileName()));
+            }
+            failure.addSuppressed(new AssertionError("the brokers' logs are kept in " + kept));
+        } catch (IOException e) {
+            failure.addSuppressed(e);
+        }
+    }
+
+    private void runRounds() throws Exception {
+        int rounds = Integer.getInteger("sluice.cluster.rounds", 20);
         cluster = TestClusters.threeOnLoopback();
         for (int id = 1; id <= 3; id++) {
             start(id);
