@@ -1,6 +1,7 @@
 package io.sluice.bench;
 
 import io.sluice.bench.experiments.BrokerRace;
+import io.sluice.bench.experiments.ClusterRace;
 import io.sluice.bench.experiments.IoCopy;
 import io.sluice.bench.experiments.MmapModes;
 import io.sluice.bench.experiments.MmapVsChannel;
@@ -25,8 +26,8 @@ import picocli.CommandLine.Spec;
  * then {@code report}. All inputs are checked before the first experiment starts.
  */
 @Command(name = "all", mixinStandardHelpOptions = true,
-        description = "Run every experiment (io-copy, mmap-vs-channel, small-io, store, peers, mmap-modes), then "
-                + "report.")
+        description = "Run every experiment (io-copy, mmap-vs-channel, small-io, store, peers, mmap-modes, broker, "
+                + "cluster), then report.")
 final class All implements Callable<Integer> {
 
     @Mixin
@@ -40,7 +41,7 @@ final class All implements Callable<Integer> {
         var out = spec.commandLine().getOut();
         var err = spec.commandLine().getErr();
         List<Experiment> experiments = List.of(new IoCopy(), new MmapVsChannel(), new SmallIo(), new StoreRun(),
-                new Peers(), new MmapModes(), new BrokerRace());
+                new Peers(), new MmapModes(), new BrokerRace(), new ClusterRace());
         String command = "sluice bench " + String.join(" ", spec.commandLine().getParseResult().originalArgs());
         for (Experiment experiment : experiments) {
             experiment.options().copyFrom(options);

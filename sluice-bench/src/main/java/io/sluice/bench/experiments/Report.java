@@ -25,7 +25,7 @@ public final class Report extends Experiment {
 
     /** Experiments in report order. */
     static final List<String> ORDER = List.of("io-copy", "mmap-vs-channel", "small-io", "store", "peers",
-            "mmap-modes", "broker");
+            "mmap-modes", "broker", "cluster");
 
     /** What the background articles published, per experiment (../shared/docs/background.md). */
     static final Map<String, List<String>> PUBLISHED = Map.of(
@@ -64,7 +64,13 @@ public final class Report extends Experiment {
                             + "killer. MAP_NORESERVE only skips the up-front check."),
             "broker", List.of(
                     "Seed 004 (JMQ4 against Kafka as brokers with network clients): Kafka about 92,000 msg/s under "
-                            + "sync flush with one message per request, 1,140,000 msg/s batched async."));
+                            + "sync flush with one message per request, 1,140,000 msg/s batched async."),
+            "cluster", List.of(
+                    "The background articles published no figures for replicated brokers (seed 003 names a "
+                            + "Raft-replicated log store, Logstore, by its segment files only).",
+                    "Sluice's own targets against Kafka in the same run: acks=all throughput at least 2x, broker CPU "
+                            + "per record at most 0.5x, produce p99 at most 0.5x; failover p50 at most 1 s and p99 "
+                            + "at most 3 s."));
 
     @Override
     public String name() {
