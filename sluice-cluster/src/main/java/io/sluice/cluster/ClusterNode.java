@@ -1187,7 +1187,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             Thread.ofVirtual().name("leaders-elsewhere-", 0).factory());
     private final LeadersElsewhere leadersElsewhere = new LeadersElsewhere((node, partition) ->
             replicasClient.getGroupManagementApi(peerId(node)).info(groupId(partition)).getRoleInfoProto(),
-            askers, System::nanoTime);
+            askers, System::nanoTime, DOUBT_MILLIS);
 
     /** Partitions whose replica is stopped here, as the other replicas report them: who leads, in which term. */
     private final Map<PartitionId, PartitionView> elsewhere = new ConcurrentHashMap<>();
@@ -1372,7 +1372,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * In doubt: a candidate, a follower that knows no leader, or one whose leader has been silent for more than
      * {@link #LEADER_SILENCE_MILLIS}, for less than {@link #DOUBT_MILLIS} since it was first found so (roles read from
      * one snapshot of the replica's). A partition this node holds no replica of is in doubt while its replicas are
-     * being asked who leads and none was heard of yet ({@link LeadersElsewhere#asking}).
+     * being asked who leads and none was heard of lately ({@link LeadersElsewhere#inDoubt}).
      */
     @Override
     public boolean leaderInDoubt(String topic, int partition) {
@@ -1381,7 +1381,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             MetadataStateMachine.Topic known = metadata.topic(topic);
             return known != null && partition >= 0 && partition < known.partitions()
                     && !known.replicas().get(partition).contains(self.id())
-                    && leadersElsewhere.asking(new PartitionId(topic, partition));
+                    && leadersElsewhere.inDoubt(new PartitionId(topic, partition), known.replicas().get(partition));
         }
         RoleInfoProto role = replica.division().getInfo().getRoleInfoProto();
         boolean unsure = switch (role.getRole()) {
@@ -1673,13 +1673,23 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         askers.shutdownNow();
         try {
-            metadataClient.get().close();
-            RaftClient asking = replicasClient;
-            if (asking != null) {
-                asking.close();
+            if (!askers.awaitTermination(2, TimeUnit.SECONDS)) {
+                LOG.warn("node {}: asks of other nodes' replicas still running at close", self.id());
             }
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+        try {
+            metadataClient.get().close();
         } finally {
-            server.close();
+            try {
+                RaftClient asking = replicasClient;
+                if (asking != null) {
+                    asking.close();
+                }
+            } finally {
+                server.close();
+            }
         }
         LOG.debug("node {} left the cluster", self.id());
     }

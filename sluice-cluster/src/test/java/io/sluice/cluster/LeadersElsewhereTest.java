@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.RejectedExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.ratis.proto.RaftProtos.LeaderInfoProto;
@@ -26,8 +27,10 @@ class LeadersElsewhereTest {
     private final AtomicLong now = new AtomicLong(1_000_000_000L);
     private final List<Integer> asked = new ArrayList<>();
     private final Map<Integer, RoleInfoProto> roles = new ConcurrentHashMap<>();
-    /** Asks are run by the test, one step at a time. */
+    /** Asks are run by the test, one step at a time (the replicas' answers within a step, as they are asked). */
     private final List<Runnable> pending = new ArrayList<>();
+    private boolean running;
+    private boolean refusing;
 
     private final LeadersElsewhere leaders = new LeadersElsewhere((node, partition) -> {
         asked.add(node);
@@ -36,7 +39,19 @@ class LeadersElsewhereTest {
             throw new ConnectException("node " + node + " is down");
         }
         return role;
-    }, pending::add, now::get);
+    }, this::execute, now::get, DOUBT_MILLIS);
+
+    private static final long DOUBT_MILLIS = 1_200;
+
+    private void execute(Runnable task) {
+        if (refusing) {
+            throw new RejectedExecutionException("shut down");
+        } else if (running) {
+            task.run();
+        } else {
+            pending.add(task);
+        }
+    }
 
     private static RoleInfoProto leader(long term) {
         return RoleInfoProto.newBuilder().setRole(RaftPeerRole.LEADER)
@@ -50,22 +65,71 @@ class LeadersElsewhereTest {
     private void runPending() {
         List<Runnable> tasks = List.copyOf(pending);
         pending.clear();
-        tasks.forEach(Runnable::run);
+        running = true;
+        try {
+            tasks.forEach(Runnable::run);
+        } finally {
+            running = false;
+        }
     }
 
+    /** As a Metadata answer asks: first whether to wait, then what to name. */
     @Test
     void theFirstQuestionAsksTheReplicasAndIsInDoubtUntilTheyAnswer() {
         roles.put(2, follower());
         roles.put(3, leader(7));
+        assertThat(leaders.inDoubt(PARTITION, REPLICAS)).as("the first question: asking").isTrue();
         assertThat(leaders.view(PARTITION, REPLICAS).leader()).isEqualTo(-1);
-        assertThat(leaders.asking(PARTITION)).isTrue();
-        leaders.view(PARTITION, REPLICAS);
         assertThat(pending).as("one ask at a time").hasSize(1);
         runPending();
-        assertThat(leaders.asking(PARTITION)).isFalse();
-        assertThat(asked).containsExactly(2, 3);
+        assertThat(leaders.inDoubt(PARTITION, REPLICAS)).isFalse();
+        assertThat(asked).containsExactlyInAnyOrder(2, 3);
         assertThat(leaders.view(PARTITION, REPLICAS)).isEqualTo(new PartitionView(3, 7, REPLICAS, REPLICAS));
         assertThat(pending).as("an answer younger than FRESH_MILLIS is used as it is").isEmpty();
+    }
+
+    @Test
+    void ofTwoReplicasSayingTheyLeadTheOneInTheHigherTermIsNamed() {
+        roles.put(2, leader(3)); // cut off from the others, not stepped down yet
+        roles.put(3, leader(4));
+        leaders.view(PARTITION, REPLICAS);
+        runPending();
+        assertThat(leaders.view(PARTITION, REPLICAS)).isEqualTo(new PartitionView(3, 4, REPLICAS, REPLICAS));
+    }
+
+    @Test
+    void aDoubtAboutReplicasThatCannotBeReachedEnds() {
+        assertThat(leaders.inDoubt(PARTITION, REPLICAS)).isTrue();
+        runPending(); // neither answers
+        assertThat(leaders.view(PARTITION, REPLICAS).leader()).isEqualTo(-1);
+        now.addAndGet(TimeUnit.MILLISECONDS.toNanos(LeadersElsewhere.FRESH_MILLIS + 1));
+        assertThat(leaders.inDoubt(PARTITION, REPLICAS)).as("asking again, within the doubt's length").isTrue();
+        runPending();
+        now.addAndGet(TimeUnit.MILLISECONDS.toNanos(DOUBT_MILLIS));
+        assertThat(leaders.inDoubt(PARTITION, REPLICAS)).as("asking again, past the doubt's length").isFalse();
+        assertThat(pending).hasSize(1);
+    }
+
+    @Test
+    void anAnswerLongAgedIsInDoubtWhileTheReplicasAreAskedAgain() {
+        roles.put(2, leader(4));
+        leaders.view(PARTITION, REPLICAS);
+        runPending();
+        now.addAndGet(TimeUnit.MILLISECONDS.toNanos(60_000)); // a minute unasked
+        assertThat(leaders.inDoubt(PARTITION, REPLICAS)).isTrue();
+        runPending();
+        assertThat(leaders.inDoubt(PARTITION, REPLICAS)).isFalse();
+    }
+
+    @Test
+    void anExecutorThatRefusesLeavesTheLastAnswer() {
+        roles.put(2, leader(4));
+        leaders.view(PARTITION, REPLICAS);
+        runPending();
+        now.addAndGet(TimeUnit.MILLISECONDS.toNanos(60_000));
+        refusing = true;
+        assertThat(leaders.inDoubt(PARTITION, REPLICAS)).as("nothing being asked").isFalse();
+        assertThat(leaders.view(PARTITION, REPLICAS).leader()).isEqualTo(2);
     }
 
     @Test
@@ -79,18 +143,23 @@ class LeadersElsewhereTest {
         roles.remove(2); // node 2 died; node 3 was elected
         roles.put(3, leader(5));
         now.addAndGet(TimeUnit.MILLISECONDS.toNanos(LeadersElsewhere.FRESH_MILLIS + 1));
+        assertThat(leaders.inDoubt(PARTITION, REPLICAS)).as("a leader was heard of lately: not in doubt").isFalse();
         assertThat(leaders.view(PARTITION, REPLICAS).leader()).as("the last answer, while asking again").isEqualTo(2);
-        assertThat(leaders.asking(PARTITION)).as("a leader was heard of: not in doubt").isFalse();
         runPending();
         assertThat(leaders.view(PARTITION, REPLICAS)).isEqualTo(new PartitionView(3, 5, REPLICAS, REPLICAS));
     }
 
     @Test
-    void noReplicaLeadingMeansNoLeaderNamed() {
+    void noReplicaLeadingMeansNoLeaderNamedAndTheNextQuestionAsksAgain() {
         roles.put(2, follower());
         leaders.view(PARTITION, REPLICAS);
         runPending();
         assertThat(leaders.view(PARTITION, REPLICAS)).isEqualTo(new PartitionView(-1, -1, REPLICAS, List.of()));
-        assertThat(leaders.asking(PARTITION)).isFalse();
+        assertThat(pending).as("asking again at once, though the answer is fresh").hasSize(1);
+        roles.put(3, leader(2)); // elected meanwhile
+        assertThat(leaders.inDoubt(PARTITION, REPLICAS)).isTrue();
+        runPending();
+        assertThat(leaders.inDoubt(PARTITION, REPLICAS)).isFalse();
+        assertThat(leaders.view(PARTITION, REPLICAS).leader()).isEqualTo(3);
     }
 }
