@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kafka's own command-line tools (the pinned kafka-tools from Maven Central) against `sluice broker` on
-# 127.0.0.1: topics (create, list, describe, delete), console producer and consumer, consumer groups, producer
-# and consumer perf tests. Each step's output is checked; the script stops at the first that fails.
+# 127.0.0.1: topics (create, list, describe, delete), console producer and consumer, consumer groups, a preferred
+# leader election, producer and consumer perf tests. Each step's output is checked; the script stops at the first that fails.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
 tool() { java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$tools_cp" "$@"; }
@@ -55,6 +55,13 @@ tool org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "$bootstrap" 
   --num-records 200000 --timeout 60000 | tee "$scratch/cperf"
 awk -F, '/^[0-9][0-9][0-9][0-9]-/ { gsub(/ /, "", $5); n = $5 + 0 } END { if (n != 200000) exit 1 }' "$scratch/cperf" \
   || fail "the consumer perf test did not consume 200000 records"
+
+step kafka-leader-election --election-type preferred
+# A broker alone is every partition's preferred (and only) replica: nothing to elect.
+tool org.apache.kafka.tools.LeaderElectionCommand --bootstrap-server "$bootstrap" --election-type preferred \
+  --topic smoke --partition 0 | tee "$scratch/election"
+grep -q "Valid replica already elected for partitions smoke-0" "$scratch/election" \
+  || fail "kafka-leader-election did not find smoke-0 led by its preferred replica"
 
 step kafka-topics --delete
 tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --delete --topic perf

@@ -21,10 +21,17 @@ import java.util.Objects;
  *     default), 0 for any free one
  * @param offsetsRetentionMinutes how long the committed offsets of a group with no members are kept after its last
  *     commit (7 days by default, as Kafka's offsets.retention.minutes): until then they hold retention back
+ * @param leaderImbalanceCheckSeconds in a cluster, how often a broker hands the partitions it leads to their
+ *     preferred replicas (300 s by default, as Kafka's leader.imbalance.check.interval.seconds; 0: never, as Kafka's
+ *     auto.leader.rebalance.enable=false); a new partition's leader hands over either way
  */
 public record BrokerConfig(String host, int port, int nodeId, String clusterId, int maxRequestBytes,
                            int maxConnections, int defaultPartitions, boolean autoCreateTopics,
-                           TopicLayout topicLayout, int metricsPort, int offsetsRetentionMinutes) {
+                           TopicLayout topicLayout, int metricsPort, int offsetsRetentionMinutes,
+                           int leaderImbalanceCheckSeconds) {
+
+    /** Kafka's leader.imbalance.check.interval.seconds. */
+    public static final int DEFAULT_LEADER_IMBALANCE_CHECK_SECONDS = 300;
 
     /** Validates every field, naming the one that is wrong. */
     public BrokerConfig {
@@ -50,6 +57,10 @@ public record BrokerConfig(String host, int port, int nodeId, String clusterId, 
             throw new IllegalArgumentException("offsetsRetentionMinutes must be at least 1, was "
                     + offsetsRetentionMinutes);
         }
+        if (leaderImbalanceCheckSeconds < 0) {
+            throw new IllegalArgumentException("leaderImbalanceCheckSeconds must not be negative, was "
+                    + leaderImbalanceCheckSeconds);
+        }
         if (metricsPort < -1 || metricsPort > 65_535) {
             throw new IllegalArgumentException("metricsPort must be -1 (none) or between 0 and 65535, was "
                     + metricsPort);
@@ -62,24 +73,24 @@ public record BrokerConfig(String host, int port, int nodeId, String clusterId, 
      */
     public static BrokerConfig defaults() {
         return new BrokerConfig("127.0.0.1", 9092, 0, "sluice-cluster", 100 << 20, 1_000, 1, true, TopicLayout.BATCHES,
-                -1, KafkaApis.DEFAULT_OFFSETS_RETENTION_MINUTES);
+                -1, KafkaApis.DEFAULT_OFFSETS_RETENTION_MINUTES, DEFAULT_LEADER_IMBALANCE_CHECK_SECONDS);
     }
 
     /** @return this configuration listening on {@code newPort} */
     public BrokerConfig withPort(int newPort) {
         return new BrokerConfig(host, newPort, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
-                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes);
+                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds);
     }
 
     /** @return this configuration with node id {@code newNodeId} */
     public BrokerConfig withNodeId(int newNodeId) {
         return new BrokerConfig(host, port, newNodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
-                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes);
+                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds);
     }
 
     /** @return this configuration with its Prometheus endpoint on {@code newMetricsPort} (-1: none) */
     public BrokerConfig withMetricsPort(int newMetricsPort) {
         return new BrokerConfig(host, port, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
-                autoCreateTopics, topicLayout, newMetricsPort, offsetsRetentionMinutes);
+                autoCreateTopics, topicLayout, newMetricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds);
     }
 }

@@ -168,6 +168,28 @@ public interface Replication {
      */
     CompletableFuture<Boolean> forgetGroup(String group, GroupsCoordination decision);
 
+    /** What a preferred leader election of a partition came to. */
+    enum Election {
+        /** Leadership moved to the preferred replica. */
+        ELECTED,
+        /** The preferred replica leads already. */
+        NOT_NEEDED,
+        /** The preferred replica could not take over now: behind the leader, unreachable, or no leader to hand over. */
+        PREFERRED_NOT_AVAILABLE
+    }
+
+    /**
+     * Asks a partition's leader to hand its leadership to the partition's preferred replica (the first of its
+     * replicas), as Kafka's preferred leader election does; the other replicas' logs are not touched.
+     *
+     * @param timeoutMillis how long the hand-over may take
+     * @return completes with the outcome; fails with {@link IllegalArgumentException} for a partition the cluster does
+     *     not have
+     */
+    default CompletableFuture<Election> electPreferredLeader(String topic, int partition, long timeoutMillis) {
+        return CompletableFuture.completedFuture(Election.NOT_NEEDED);
+    }
+
     /** @return the replication factor of a topic created without one: 3, or fewer in a smaller cluster */
     int defaultReplicationFactor();
 

@@ -109,7 +109,7 @@ class BrokerProtocolTest {
         BrokerConfig defaults = BrokerConfig.defaults();
         broker = Broker.start(store, new BrokerConfig(defaults.host(), 0, defaults.nodeId(), defaults.clusterId(),
                 defaults.maxRequestBytes(), 1, defaults.defaultPartitions(), defaults.autoCreateTopics(),
-                defaults.topicLayout(), -1, defaults.offsetsRetentionMinutes()));
+                defaults.topicLayout(), -1, defaults.offsetsRetentionMinutes(), defaults.leaderImbalanceCheckSeconds()));
         byte[][] garbage = {
             {0, 0, 0, 2, 1, 2},                          // a frame shorter than any header
             {0x7f, 0x7f, 0x7f, 0x7f},                    // a frame size far over the limit

@@ -37,7 +37,7 @@ final class BrokerCommand implements Callable<Integer> {
     /** The keys a broker.properties may hold, named as Kafka names its own where one exists. */
     static final Set<String> KEYS = Set.of("listen", "node.id", "cluster.id", "cluster", "num.partitions",
             "auto.create.topics.enable", "socket.request.max.bytes", "max.connections", "topic.layout", "metrics.port",
-            "offsets.retention.minutes");
+            "offsets.retention.minutes", "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds");
 
     @Mixin
     StoreOptions store;
@@ -48,7 +48,8 @@ final class BrokerCommand implements Callable<Integer> {
 
     @Option(names = "--config", description = "A broker.properties file: " + "listen, node.id, cluster.id, cluster,"
             + " num.partitions, auto.create.topics.enable, socket.request.max.bytes, max.connections, topic.layout"
-            + " (queue, topic or shared), metrics.port, offsets.retention.minutes. Options given here win over it.")
+            + " (queue, topic or shared), metrics.port, offsets.retention.minutes, auto.leader.rebalance.enable,"
+            + " leader.imbalance.check.interval.seconds. Options given here win over it.")
     Path configFile;
 
     @Option(names = "--metrics-port", description = "Serve Prometheus metrics at http://<listen host>:<port>/metrics"
@@ -212,7 +213,20 @@ final class BrokerCommand implements Callable<Integer> {
                 layout(properties.getProperty("topic.layout", defaults.topicLayout().name())),
                 integer("metrics.port", properties.getProperty("metrics.port", String.valueOf(defaults.metricsPort()))),
                 integer("offsets.retention.minutes", properties.getProperty("offsets.retention.minutes",
-                        String.valueOf(defaults.offsetsRetentionMinutes()))));
+                        String.valueOf(defaults.offsetsRetentionMinutes()))),
+                leaderImbalanceCheckSeconds(properties, defaults));
+    }
+
+    /** Kafka's two keys: the check's interval, and whether it runs at all (0 here when it does not). */
+    private static int leaderImbalanceCheckSeconds(Properties properties, BrokerConfig defaults) {
+        int seconds = integer("leader.imbalance.check.interval.seconds", properties.getProperty(
+                "leader.imbalance.check.interval.seconds", String.valueOf(defaults.leaderImbalanceCheckSeconds())));
+        if (seconds < 1) {
+            throw new IllegalArgumentException("leader.imbalance.check.interval.seconds must be at least 1, was "
+                    + seconds);
+        }
+        return bool("auto.leader.rebalance.enable", properties.getProperty("auto.leader.rebalance.enable", "true"))
+                ? seconds : 0;
     }
 
     private static int integer(String key, String value) {

@@ -56,4 +56,21 @@ class BrokerStoreConfigTest {
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> BrokerCommand.config(file, null))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("offsetsRetentionMinutes");
     }
+
+    @Test
+    void theLeaderImbalanceCheckTakesKafkasTwoKeys() throws Exception {
+        Path file = dir.resolve("broker.properties");
+        assertThat(BrokerCommand.config(null, null).leaderImbalanceCheckSeconds()).isEqualTo(300);
+        Files.writeString(file, "leader.imbalance.check.interval.seconds=30\n");
+        assertThat(BrokerCommand.config(file, null).leaderImbalanceCheckSeconds()).isEqualTo(30);
+        Files.writeString(file, "auto.leader.rebalance.enable=false\nleader.imbalance.check.interval.seconds=30\n");
+        assertThat(BrokerCommand.config(file, null).leaderImbalanceCheckSeconds()).as("off").isZero();
+        Files.writeString(file, "leader.imbalance.check.interval.seconds=0\n");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> BrokerCommand.config(file, null))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("leader.imbalance.check.interval.seconds must be at least 1");
+        Files.writeString(file, "auto.leader.rebalance.enable=maybe\n");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> BrokerCommand.config(file, null))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("auto.leader.rebalance.enable");
+    }
 }

@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.Optional;
 
 /**
@@ -44,7 +45,8 @@ public final class ClusterBroker implements AutoCloseable {
      */
     public static ClusterBroker start(Path directory, ClusterSpec cluster, int nodeId, StoreConfig storeConfig,
                                       BrokerConfig brokerConfig) throws IOException {
-        return start(directory, cluster, nodeId, storeConfig, brokerConfig, ClusterNode.Tuning.DEFAULT);
+        return start(directory, cluster, nodeId, storeConfig, brokerConfig, ClusterNode.Tuning.DEFAULT
+                .withPreferredLeaders(Duration.ofSeconds(brokerConfig.leaderImbalanceCheckSeconds())));
     }
 
     /**
@@ -83,7 +85,7 @@ public final class ClusterBroker implements AutoCloseable {
             BrokerConfig config = new BrokerConfig(self.host(), self.clientPort(), nodeId, brokerConfig.clusterId(),
                     brokerConfig.maxRequestBytes(), brokerConfig.maxConnections(), brokerConfig.defaultPartitions(),
                     brokerConfig.autoCreateTopics(), brokerConfig.topicLayout(), brokerConfig.metricsPort(),
-                    brokerConfig.offsetsRetentionMinutes());
+                    brokerConfig.offsetsRetentionMinutes(), brokerConfig.leaderImbalanceCheckSeconds());
             Broker broker = Broker.start(store, config, node);
             return new ClusterBroker(store, node, broker);
         } catch (IOException | RuntimeException e) {
@@ -125,11 +127,11 @@ public final class ClusterBroker implements AutoCloseable {
         BrokerConfig config = new BrokerConfig(defaults.host(), defaults.port(), nodeId, args[3],
                 defaults.maxRequestBytes(), defaults.maxConnections(), defaults.defaultPartitions(),
                 defaults.autoCreateTopics(), defaults.topicLayout(), defaults.metricsPort(),
-                defaults.offsetsRetentionMinutes());
+                defaults.offsetsRetentionMinutes(), defaults.leaderImbalanceCheckSeconds());
         ClusterNode.Tuning tuning = ClusterNode.Tuning.DEFAULT;
         if (args.length == 6) {
             tuning = new ClusterNode.Tuning(Long.parseLong(args[5]), tuning.logSegmentBytes(), tuning.entriesInFlight(),
-                    tuning.refillWait());
+                    tuning.refillWait(), tuning.preferredLeaders(), tuning.leaderImbalanceCheck());
         }
         ClusterBroker broker = start(Path.of(args[0]), cluster, nodeId, store.build(), config, tuning);
         java.util.concurrent.CountDownLatch stopped = new java.util.concurrent.CountDownLatch(1);

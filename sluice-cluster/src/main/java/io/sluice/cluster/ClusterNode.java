@@ -1,6 +1,7 @@
 package io.sluice.cluster;
 
 import io.sluice.broker.Replication;
+import io.sluice.broker.Replication.Election;
 import io.sluice.store.Store;
 import io.sluice.store.StoreStatus;
 import io.sluice.store.TopicLayout;
@@ -34,6 +35,7 @@ import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.GroupManagementRequest;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientReply;
+import org.apache.ratis.protocol.TransferLeadershipRequest;
 import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
@@ -135,8 +137,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this(clusterId, cluster, nodeId, -1, Tuning.DEFAULT, raftDirectory, store, force);
     }
 
+    /** How often, by default, a node checks that the partitions it leads are led by their preferred replicas (Kafka's). */
+    public static final int PREFERRED_LEADER_CHECK_SECONDS = 300;
+
     /**
-     * How a partition's Raft log is kept.
+     * How a partition's Raft log is kept, and where its leadership goes.
      *
      * @param snapshotEveryEntries a replica takes a snapshot each time this many entries were applied since its last
      *     one, and the log below it is purged
@@ -145,8 +150,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
      *     produced meanwhile wait and share the next entry ({@link ReplicatedPartition})
      * @param refillWait the longest the next entry waits, once an entry was answered, for as many new batches as the
      *     answered one carried (zero: no wait)
+     * @param preferredLeaders whether this node hands the leadership of partitions it leads to their preferred
+     *     replicas ({@link PreferredLeaders})
+     * @param leaderImbalanceCheck how often it checks every partition it leads for that (zero: only a new group's
+     *     leader hands over)
      */
-    record Tuning(long snapshotEveryEntries, long logSegmentBytes, int entriesInFlight, Duration refillWait) {
+    record Tuning(long snapshotEveryEntries, long logSegmentBytes, int entriesInFlight, Duration refillWait,
+                  boolean preferredLeaders, Duration leaderImbalanceCheck) {
 
         /** The wait for answered producers' next batches, 1 ms (0.5 ms to 2 ms measured alike: docs/benchmarks.md). */
         static final Duration REFILL_WAIT = Duration.ofMillis(1);
@@ -155,19 +165,34 @@ public final class ClusterNode implements Replication, AutoCloseable {
          * One entry in flight: batches that arrive during its round trip share the next, with those the answered
          * producers send at once (docs/benchmarks.md).
          */
-        static final Tuning DEFAULT = new Tuning(100_000, 8L << 20, 1);
+        static final Tuning DEFAULT = new Tuning(100_000, 8L << 20, 1, REFILL_WAIT, true,
+                Duration.ofSeconds(PREFERRED_LEADER_CHECK_SECONDS));
 
         Tuning {
-            if (snapshotEveryEntries < 1 || logSegmentBytes < 1 || entriesInFlight < 1 || refillWait.isNegative()) {
+            if (snapshotEveryEntries < 1 || logSegmentBytes < 1 || entriesInFlight < 1 || refillWait.isNegative()
+                    || leaderImbalanceCheck.isNegative()) {
                 throw new IllegalArgumentException("not a tuning: " + snapshotEveryEntries + " entries per snapshot, "
                         + logSegmentBytes + "-byte log segments, " + entriesInFlight + " entries in flight, a "
-                        + refillWait + " wait for answered producers");
+                        + refillWait + " wait for answered producers, leaders checked every " + leaderImbalanceCheck);
             }
         }
 
-        /** With the default wait for answered producers. */
+        /**
+         * With the given wait for answered producers, and leadership left where elections put it (as most tests want
+         * it: a hand-over would move the leader they act on).
+         */
+        Tuning(long snapshotEveryEntries, long logSegmentBytes, int entriesInFlight, Duration refillWait) {
+            this(snapshotEveryEntries, logSegmentBytes, entriesInFlight, refillWait, false, Duration.ZERO);
+        }
+
+        /** With the default wait for answered producers, and leadership left where elections put it. */
         Tuning(long snapshotEveryEntries, long logSegmentBytes, int entriesInFlight) {
             this(snapshotEveryEntries, logSegmentBytes, entriesInFlight, REFILL_WAIT);
+        }
+
+        /** @return this tuning with leaders handed to preferred replicas, checked every {@code check} (zero: only new) */
+        Tuning withPreferredLeaders(Duration check) {
+            return new Tuning(snapshotEveryEntries, logSegmentBytes, entriesInFlight, refillWait, true, check);
         }
     }
 
@@ -277,6 +302,21 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 inBackground("node-" + nodeId + "-register", this::register);
             }
             inBackground("node-" + nodeId + "-retention-holds", this::moveRetentionHolds);
+            if (tuning.preferredLeaders()) {
+                PreferredLeaders preferred = new PreferredLeaders(nodeId, new PreferredLeaders.Node() {
+                    @Override
+                    public List<PreferredLeaders.Led> led() {
+                        return ledHere();
+                    }
+
+                    @Override
+                    public CompletableFuture<Boolean> handOver(PartitionId partition, int to) {
+                        return transferLeadership(partition, to, RPC_TIMEOUT_MAX.toLong(TimeUnit.MILLISECONDS))
+                                .thenApply(RaftClientReply::isSuccess);
+                    }
+                }, tuning.leaderImbalanceCheck(), System::nanoTime);
+                inBackground("node-" + nodeId + "-preferred-leaders", () -> keepPreferredLeaders(preferred));
+            }
         } catch (RuntimeException e) {
             RaftClient client = metadataClient.get();
             if (client != null) {
@@ -1180,6 +1220,68 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** Stands in {@link #stopped} for the failed state machine of a replica whose restart resumed at start. */
     private static final Object RESUMED = new Object();
 
+    /** Checks every second which partitions led here should be handed to their preferred replicas. */
+    private void keepPreferredLeaders(PreferredLeaders preferred) throws InterruptedException {
+        while (!closed) {
+            Thread.sleep(1_000);
+            try {
+                preferred.check();
+            } catch (RuntimeException e) {
+                LOG.warn("node {}: the preferred leaders' check failed: {}", self.id(), e.toString());
+            }
+        }
+    }
+
+    /**
+     * When this node added a partition's group (a topic created or grown since it started), until the group's leader
+     * is its preferred replica, for PreferredLeaders: a new group's leadership goes there, as Kafka's first leader
+     * of a partition is its preferred replica; later moves wait for the periodic check.
+     */
+    private final Map<PartitionId, Long> added = new ConcurrentHashMap<>();
+
+    /** @return the partitions this node leads now, with their replicas (once the metadata names them) */
+    private List<PreferredLeaders.Led> ledHere() {
+        added.keySet().removeIf(id -> {
+            MetadataStateMachine.Topic topic = metadata.topic(id.topic());
+            ReplicatedPartition replica = replicaOf(id.topic(), id.partition());
+            RaftPeerId leader = replica == null ? null : replica.division().getInfo().getLeaderId();
+            return topic != null && id.partition() < topic.partitions() && leader != null
+                    && nodeId(leader) == topic.replicas().get(id.partition()).getFirst();
+        });
+        List<PreferredLeaders.Led> led = new ArrayList<>();
+        for (PartitionId id : known.values()) {
+            MetadataStateMachine.Topic topic = metadata.topic(id.topic());
+            ReplicatedPartition replica = replicaOf(id.topic(), id.partition());
+            if (topic == null || id.partition() >= topic.partitions() || replica == null) {
+                continue;
+            }
+            var info = replica.division().getInfo();
+            if (info.isLeader()) {
+                Long addedAt = added.get(id);
+                boolean isNew = addedAt != null && System.nanoTime() - addedAt
+                        < TimeUnit.SECONDS.toNanos(PreferredLeaders.NEW_GROUP_SECONDS);
+                led.add(new PreferredLeaders.Led(id, topic.replicas().get(id.partition()), info.getCurrentTerm(),
+                        inSync(replica), isNew));
+            }
+        }
+        return led;
+    }
+
+    /**
+     * Asks this node's replica of a partition, which leads it, to hand leadership to replica {@code to}: Ratis refuses
+     * appends meanwhile, waits (up to {@code timeoutMillis}) for that replica's log to match, and tells it to stand.
+     */
+    private CompletableFuture<RaftClientReply> transferLeadership(PartitionId partition, int to, long timeoutMillis) {
+        try {
+            return server.transferLeadershipAsync(new TransferLeadershipRequest(ClientId.randomId(), server.getId(),
+                    groupId(partition), TRANSFER_CALLS.incrementAndGet(), peerId(to), timeoutMillis));
+        } catch (IOException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private static final AtomicLong TRANSFER_CALLS = new AtomicLong();
+
     /** Asks the replicas of partitions this node holds none of who leads them ({@link #partition}). */
     private volatile RaftClient replicasClient;
     /** Runs those asks, a virtual thread each. */
@@ -1286,6 +1388,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         known.put(groupId, partition);
         if (!hosts(groupId)) {
             addGroup(RaftGroup.valueOf(groupId, peers(replicas)), partition.toString());
+            added.put(partition, System.nanoTime());
         }
         return partition(partition);
     }
@@ -1422,19 +1525,76 @@ public final class ClusterNode implements Replication, AutoCloseable {
         int epoch = (int) Math.min(Integer.MAX_VALUE, info.getCurrentTerm());
         List<Integer> inSync = replicas;
         if (info.isLeader()) {
-            // The leader knows how far each follower's log matches its own: those that have every committed entry
-            // are in sync, with itself. (Another replica does not know: it reports every replica.)
-            inSync = new ArrayList<>(List.of(self.id()));
-            long committed = replica.division().getRaftLog().getLastCommittedIndex();
-            var followers = info.getRoleInfoProto().getLeaderInfo().getFollowerInfoList();
-            long[] matched = info.getFollowerMatchIndices();
-            for (int i = 0; i < followers.size() && i < matched.length; i++) {
-                if (matched[i] >= committed) {
-                    inSync.add(nodeId(RaftPeerId.valueOf(followers.get(i).getId().getId())));
-                }
-            }
+            inSync = inSync(replica);
         }
         return new PartitionView(leader == null ? -1 : nodeId(leader), epoch, replicas, inSync);
+    }
+
+    /**
+     * A preferred election: the leader (this node, or asked through a client of the group) hands leadership to the
+     * partition's first replica once that replica's log matches its own, within {@code timeoutMillis}.
+     */
+    @Override
+    public CompletableFuture<Election> electPreferredLeader(String topic, int partition, long timeoutMillis) {
+        MetadataStateMachine.Topic known = metadata.topic(topic);
+        if (known == null || partition < 0 || partition >= known.partitions()) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("no partition " + partition
+                    + " of topic " + topic));
+        }
+        List<Integer> replicas = known.replicas().get(partition);
+        int preferred = replicas.getFirst();
+        int leader = partition(topic, partition).leader();
+        if (leader == preferred) {
+            return CompletableFuture.completedFuture(Election.NOT_NEEDED);
+        } else if (leader < 0) {
+            return CompletableFuture.completedFuture(Election.PREFERRED_NOT_AVAILABLE);
+        }
+        PartitionId id = new PartitionId(topic, partition);
+        CompletableFuture<RaftClientReply> reply;
+        if (leader == self.id()) {
+            reply = transferLeadership(id, preferred, timeoutMillis);
+        } else {
+            reply = CompletableFuture.supplyAsync(() -> {
+                RaftProperties properties = new RaftProperties();
+                RaftClientConfigKeys.Rpc.setRequestTimeout(properties,
+                        TimeDuration.valueOf(timeoutMillis + 1_000, TimeUnit.MILLISECONDS));
+                try (RaftClient client = RaftClient.newBuilder().setProperties(properties)
+                        .setRaftGroup(RaftGroup.valueOf(groupId(id), peers(replicas))).setLeaderId(peerId(leader))
+                        .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.noRetry()).build()) {
+                    return client.admin().transferLeadership(peerId(preferred), peerId(leader), timeoutMillis);
+                } catch (IOException e) {
+                    throw new java.io.UncheckedIOException(e);
+                }
+            }, askers);
+        }
+        return reply.handle((answer, failure) -> {
+            if (failure != null || !answer.isSuccess()) {
+                LOG.info("node {}: {} not handed to its preferred replica, node {}: {}", self.id(), id, preferred,
+                        failure != null ? failure.toString() : answer.getException());
+                return Election.PREFERRED_NOT_AVAILABLE;
+            }
+            return Election.ELECTED;
+        });
+    }
+
+    /**
+     * The leader knows how far each follower's log matches its own: those that have every committed entry are in
+     * sync, with itself. (Another replica does not know: it reports every replica.)
+     *
+     * @return the replicas in sync, as this node's replica, which leads, knows them
+     */
+    private List<Integer> inSync(ReplicatedPartition replica) {
+        var info = replica.division().getInfo();
+        List<Integer> inSync = new ArrayList<>(List.of(self.id()));
+        long committed = replica.division().getRaftLog().getLastCommittedIndex();
+        var followers = info.getRoleInfoProto().getLeaderInfo().getFollowerInfoList();
+        long[] matched = info.getFollowerMatchIndices();
+        for (int i = 0; i < followers.size() && i < matched.length; i++) {
+            if (matched[i] >= committed) {
+                inSync.add(nodeId(RaftPeerId.valueOf(followers.get(i).getId().getId())));
+            }
+        }
+        return inSync;
     }
 
     @Override
@@ -1647,6 +1807,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** @return the nodes that, as far as this node has applied the metadata, took part in the cluster */
     java.util.Set<Integer> members() {
         return metadata.members();
+    }
+
+    /** @return a partition's replicas as this node's metadata names them (the preferred one first), or null */
+    List<Integer> replicasOf(String topic, int partition) {
+        MetadataStateMachine.Topic known = metadata.topic(topic);
+        return known == null || partition < 0 || partition >= known.partitions() ? null
+                : known.replicas().get(partition);
     }
 
     /** @return this node's member of the metadata group */

@@ -178,24 +178,25 @@ class ClusterBrokersTest {
                     .get(60, TimeUnit.SECONDS);
         }
         for (String topic : List.of("one", "two")) {
-            List<Integer> replicas = brokers[1].node().partition(topic, 0).replicas();
+            List<Integer> replicas = brokers[1].node().replicasOf(topic, 0);
             assertThat(replicas).as("%s's replicas", topic).hasSize(topic.equals("one") ? 1 : 2);
             ClusterSpec.Node outside = cluster.nodes().stream().filter(node -> !replicas.contains(node.id()))
                     .findFirst().orElseThrow();
             String only = outside.host() + ":" + outside.clientPort();
             Properties askOutside = new Properties();
             askOutside.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, only);
+            // A new partition's leader hands over to the preferred replica (PreferredLeaders): wait for that one.
+            int leader = replicas.getFirst();
+            InProcessCluster.await(topic + " led by its preferred replica", 30,
+                    () -> brokers[leader].node().leads(topic, 0));
             try (Admin admin = Admin.create(askOutside)) {
-                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
-                TopicPartitionInfo info;
-                do {
-                    info = admin.describeTopics(List.of(topic)).allTopicNames().get(30, TimeUnit.SECONDS).get(topic)
-                            .partitions().getFirst();
-                } while ((info.leader() == null || info.leader().isEmpty()) && System.nanoTime() < deadline
-                        && sleep(100));
-                assertThat(info.leader()).as("%s's leader as broker %d names it", topic, outside.id()).isNotNull();
-                assertThat(replicas).as("%s's leader as broker %d names it", topic, outside.id())
-                        .contains(info.leader().id());
+                // The first question this broker is asked about the partition is answered with its leader.
+                TopicPartitionInfo info = admin.describeTopics(List.of(topic)).allTopicNames()
+                        .get(30, TimeUnit.SECONDS).get(topic).partitions().getFirst();
+                assertThat(info.leader()).as("%s's leader as broker %d first names it", topic, outside.id())
+                        .isNotNull();
+                assertThat(info.leader().id()).as("%s's leader as broker %d first names it", topic, outside.id())
+                        .isEqualTo(leader);
             }
             List<String> sent = new ArrayList<>();
             try (KafkaProducer<byte[], byte[]> producer = TestClusters.idempotentProducer(only, 30_000, 10_000)) {
@@ -446,12 +447,6 @@ class ClusterBrokersTest {
             }
             Thread.sleep(50);
         }
-    }
-
-    /** @return true, after sleeping */
-    private static boolean sleep(long millis) throws InterruptedException {
-        Thread.sleep(millis);
-        return true;
     }
 
     private static void send(KafkaProducer<byte[], byte[]> producer, Map<Integer, List<String>> sent, int from, int to)

@@ -47,6 +47,7 @@ import org.apache.kafka.common.message.DeleteTopicsRequestData;
 import org.apache.kafka.common.message.DeleteTopicsResponseData;
 import org.apache.kafka.common.message.DescribeConfigsRequestData;
 import org.apache.kafka.common.message.DescribeGroupsRequestData;
+import org.apache.kafka.common.message.ElectLeadersRequestData;
 import org.apache.kafka.common.message.FetchRequestData;
 import org.apache.kafka.common.message.FindCoordinatorRequestData;
 import org.apache.kafka.common.message.HeartbeatRequestData;
@@ -137,6 +138,7 @@ public final class KafkaApis implements AutoCloseable {
     private final ScheduledExecutorService expiry;
     private final GroupApis groups;
     private final Configs configs;
+    private final LeaderElections elections;
     private final BrokerMetrics metrics;
 
     /**
@@ -197,6 +199,7 @@ public final class KafkaApis implements AutoCloseable {
             }
         }, OFFSETS_RETENTION_CHECK_MILLIS, OFFSETS_RETENTION_CHECK_MILLIS, TimeUnit.MILLISECONDS);
         this.configs = new Configs(store.config(), settings, topic -> Partitions.count(store, topic));
+        this.elections = new LeaderElections(store, replication);
     }
 
 
@@ -303,6 +306,7 @@ public final class KafkaApis implements AutoCloseable {
             case DELETE_GROUPS -> groups.delete((DeleteGroupsRequestData) request);
             case DESCRIBE_CONFIGS -> configs.describe((DescribeConfigsRequestData) request);
             case DELETE_TOPICS -> deleteTopics((DeleteTopicsRequestData) request, version);
+            case ELECT_LEADERS -> elections.elect((ElectLeadersRequestData) request, version);
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
         return done(encode(correlationId, key, version, response));

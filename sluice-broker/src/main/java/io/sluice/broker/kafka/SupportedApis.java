@@ -48,6 +48,8 @@ final class SupportedApis {
         serve(ApiKeys.DESCRIBE_CONFIGS, 1, 4);
         // Topics named by id (v6) are unknown: every topic id here is zero.
         serve(ApiKeys.DELETE_TOPICS, 1, 6);
+        // Preferred elections (and unclean ones, answered as Raft allows).
+        serve(ApiKeys.ELECT_LEADERS, 0, 2);
     }
 
 

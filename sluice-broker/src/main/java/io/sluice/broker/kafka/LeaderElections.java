@@ -1,0 +1,142 @@
+package io.sluice.broker.kafka;
+
+import io.sluice.broker.Replication;
+import io.sluice.store.Store;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import org.apache.kafka.common.message.ElectLeadersRequestData;
+import org.apache.kafka.common.message.ElectLeadersResponseData;
+import org.apache.kafka.common.message.ElectLeadersResponseData.PartitionResult;
+import org.apache.kafka.common.message.ElectLeadersResponseData.ReplicaElectionResult;
+import org.apache.kafka.common.protocol.Errors;
+
+/**
+ * ElectLeaders ({@code kafka-leader-election}, {@code Admin.electLeaders}). A preferred election asks each partition's
+ * leader to hand leadership to its preferred replica, the first of its replicas ({@link Replication#electPreferredLeader}),
+ * and answers ELECTION_NOT_NEEDED where that replica leads already, PREFERRED_LEADER_NOT_AVAILABLE where it cannot
+ * take over now. An unclean election, which Kafka uses to let an out-of-sync replica lead, has no counterpart under
+ * Raft, where only a replica holding every committed entry can be elected: it is not needed where a leader is known,
+ * and refused with ELIGIBLE_LEADERS_NOT_AVAILABLE where none is. A broker without a cluster is the preferred (and only)
+ * replica of every partition it has.
+ *
+ * <p>The partitions' elections run at once; the answer waits for them up to the request's timeout, and a partition
+ * still undecided then is answered REQUEST_TIMED_OUT. Thread-safe.
+ */
+final class LeaderElections {
+
+    private static final byte PREFERRED = 0;
+    private static final byte UNCLEAN = 1;
+
+    private final Store store;
+    private final Replication replication;
+
+    /**
+     * @param store the broker's store (which topics and partitions exist)
+     * @param replication the cluster, or null for a broker alone
+     */
+    LeaderElections(Store store, Replication replication) {
+        this.store = store;
+        this.replication = replication;
+    }
+
+    /** @return the answer to {@code request}: one result per partition named, or per partition of every topic */
+    ElectLeadersResponseData elect(ElectLeadersRequestData request, short version) {
+        byte type = version == 0 ? PREFERRED : request.electionType();
+        ElectLeadersResponseData response = new ElectLeadersResponseData();
+        if (type != PREFERRED && type != UNCLEAN) {
+            return response.setErrorCode(Errors.INVALID_REQUEST.code());
+        }
+        Map<String, List<Integer>> wanted = new LinkedHashMap<>();
+        if (request.topicPartitions() == null) {
+            store.declaredTopics().forEach((topic, partitions) -> {
+                List<Integer> all = new ArrayList<>(partitions);
+                for (int p = 0; p < partitions; p++) {
+                    all.add(p);
+                }
+                wanted.put(topic, all);
+            });
+        } else {
+            for (ElectLeadersRequestData.TopicPartitions topic : request.topicPartitions()) {
+                wanted.computeIfAbsent(topic.topic(), name -> new ArrayList<>()).addAll(topic.partitions());
+            }
+        }
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(0, request.timeoutMs()));
+        Map<String, List<Pending>> started = new LinkedHashMap<>();
+        wanted.forEach((topic, partitions) -> {
+            int count = Partitions.count(store, topic);
+            List<Pending> results = started.computeIfAbsent(topic, name -> new ArrayList<>());
+            for (int partition : partitions) {
+                results.add(new Pending(partition, partition < 0 || partition >= count
+                        ? CompletableFuture.completedFuture(result(partition, Errors.UNKNOWN_TOPIC_OR_PARTITION,
+                                "no partition " + partition + " of topic " + topic))
+                        : start(type, topic, partition, request.timeoutMs())));
+            }
+        });
+        started.forEach((topic, pending) -> {
+            ReplicaElectionResult result = new ReplicaElectionResult().setTopic(topic);
+            for (Pending one : pending) {
+                result.partitionResult().add(await(one, deadline));
+            }
+            response.replicaElectionResults().add(result);
+        });
+        return response;
+    }
+
+    /** A partition's election under way. */
+    private record Pending(int partition, CompletableFuture<PartitionResult> result) {
+    }
+
+    private CompletableFuture<PartitionResult> start(byte type, String topic, int partition, int timeoutMs) {
+        if (replication == null) {
+            return CompletableFuture.completedFuture(result(partition, Errors.ELECTION_NOT_NEEDED, null));
+        }
+        if (type == UNCLEAN) {
+            Replication.PartitionView view = replication.partition(topic, partition);
+            return CompletableFuture.completedFuture(view != null && view.leader() >= 0
+                    ? result(partition, Errors.ELECTION_NOT_NEEDED, null)
+                    : result(partition, Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, "no leader known; under Raft only a"
+                            + " replica holding every committed entry can be elected, and the replicas elect one"
+                            + " themselves once a majority of them is reachable"));
+        }
+        return replication.electPreferredLeader(topic, partition, timeoutMs).handle((election, failure) -> {
+            if (failure != null) {
+                Throwable cause = failure.getCause() != null ? failure.getCause() : failure;
+                return cause instanceof IllegalArgumentException
+                        ? result(partition, Errors.UNKNOWN_TOPIC_OR_PARTITION, cause.getMessage())
+                        : result(partition, Errors.PREFERRED_LEADER_NOT_AVAILABLE, String.valueOf(cause.getMessage()));
+            }
+            return switch (election) {
+                case ELECTED -> result(partition, Errors.NONE, null);
+                case NOT_NEEDED -> result(partition, Errors.ELECTION_NOT_NEEDED, null);
+                case PREFERRED_NOT_AVAILABLE -> result(partition, Errors.PREFERRED_LEADER_NOT_AVAILABLE,
+                        "the preferred replica could not take over now (behind the leader, unreachable, or no"
+                                + " leader to hand over)");
+            };
+        });
+    }
+
+    private static PartitionResult await(Pending pending, long deadline) {
+        try {
+            return pending.result().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+        } catch (TimeoutException e) {
+            return result(pending.partition(), Errors.REQUEST_TIMED_OUT, "the election did not end within the"
+                    + " request's timeout");
+        } catch (ExecutionException e) {
+            return result(pending.partition(), Errors.UNKNOWN_SERVER_ERROR, String.valueOf(e.getCause()));
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return result(pending.partition(), Errors.REQUEST_TIMED_OUT, "interrupted");
+        }
+    }
+
+    private static PartitionResult result(int partition, Errors error, String message) {
+        return new PartitionResult().setPartitionId(partition).setErrorCode(error.code())
+                .setErrorMessage(error == Errors.NONE ? null : message != null ? message : error.message());
+    }
+}
