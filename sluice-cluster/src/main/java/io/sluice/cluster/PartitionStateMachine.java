@@ -773,8 +773,12 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             try {
                 installed.complete(install.from(leader));
             } catch (IOException | RuntimeException e) {
-                LOG.warn("{}: installing the snapshot of leader {} failed (it is tried again): {}", what, leader,
-                        e.toString());
+                Throwable cause = e;
+                while (cause.getCause() != null && cause.getCause() != cause) {
+                    cause = cause.getCause();
+                }
+                LOG.warn("{}: installing the snapshot of leader {} failed (it is tried again): {}{}", what, leader,
+                        e, cause == e ? "" : ", caused by " + cause);
                 installed.completeExceptionally(e);
             }
         });

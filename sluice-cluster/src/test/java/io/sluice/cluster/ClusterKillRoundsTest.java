@@ -85,6 +85,9 @@ class ClusterKillRoundsTest {
         // restarts take half as long.
         List<String> command = new ArrayList<>(List.of(java, "-Xmx384m", "-XX:+UseSerialGC", "-XX:TieredStopAtLevel=1",
                 "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "-Dorg.slf4j.simpleLogger.log.io.sluice.cluster=info",
+                // Times and Raft role changes, for reading a failed run's logs.
+                "-Dorg.slf4j.simpleLogger.showDateTime=true", "-Dorg.slf4j.simpleLogger.dateTimeFormat=HH:mm:ss.SSS",
+                "-Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.impl.RoleInfo=info",
                 "-cp", System.getProperty("java.class.path"), ClusterBroker.class.getName(),
                 dir.resolve("node-" + id).toString(), cluster.toString(), Integer.toString(id), "kill-rounds", "async"));
         if (SNAPSHOT_EVERY != null) {
@@ -139,6 +142,21 @@ class ClusterKillRoundsTest {
      * the failure names the copy.
      */
     private void keepBrokerLogs(Throwable failure) {
+        // What each running broker says of each partition, as a client would see it.
+        StringBuilder views = new StringBuilder("partitions as each broker describes them:");
+        for (ClusterSpec.Node node : cluster.nodes()) {
+            for (int p = 0; p < PARTITIONS; p++) {
+                try {
+                    MetadataResponseData.MetadataResponsePartition info = metadataOf(node.clientPort(), p);
+                    views.append("\n  broker ").append(node.id()).append(", ").append(TOPIC).append('-').append(p)
+                            .append(info == null ? ": none" : ": leader " + info.leaderId() + " epoch "
+                                    + info.leaderEpoch() + " isr " + info.isrNodes() + " error " + info.errorCode());
+                } catch (IOException | RuntimeException e) {
+                    views.append("\n  broker ").append(node.id()).append(": ").append(e);
+                }
+            }
+        }
+        failure.addSuppressed(new AssertionError(views.toString()));
         Path kept = Path.of("target", "kill-rounds-failed-" + System.currentTimeMillis()).toAbsolutePath();
         try (var logs = Files.list(dir)) {
             Files.createDirectories(kept);
