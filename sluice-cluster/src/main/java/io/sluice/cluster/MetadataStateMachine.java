@@ -801,7 +801,8 @@ final class MetadataStateMachine extends BaseStateMachine {
                 .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(
                         20, TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build()) {
             var snapshot = fetchSnapshot(query -> {
-                RaftClientReply reply = client.io().sendReadOnly(Message.valueOf(query));
+                // A stale read, as a partition's install reads (PartitionStateMachine.ask): a snapshot is committed.
+                RaftClientReply reply = client.io().sendStaleRead(Message.valueOf(query), 0, leader);
                 if (!reply.isSuccess()) {
                     throw new IOException("the metadata leader's snapshot could not be read: "
                             + reply.getException());

@@ -806,13 +806,13 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                 .setRaftGroup(RaftGroup.valueOf(groupId, peers.apply(leader))).setLeaderId(leader)
                 .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(
                         20, TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build()) {
-            String[] answer = ask(client, "snapshot").toStringUtf8().split(" ");
+            String[] answer = ask(client, leader, "snapshot").toStringUtf8().split(" ");
             if (answer.length != 3) {
                 throw new IOException("the leader of " + topic + "-" + partition + " has no snapshot yet");
             }
             TermIndex at = TermIndex.valueOf(Long.parseLong(answer[0]), Long.parseLong(answer[1]));
             long end = Long.parseLong(answer[2]);
-            long leaderStart = Math.min(leaderFirstOffset(client), end);
+            long leaderStart = Math.min(leaderFirstOffset(client, leader), end);
             if (at.getIndex() + 1 < firstInLog.getIndex()) {
                 throw new IOException("the leader's snapshot at " + at + " does not reach its log's first entry "
                         + firstInLog);
@@ -837,7 +837,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             }
             long copied = 0;
             while (from < end) {
-                ByteString batches = ask(client, "read " + from + " " + end);
+                ByteString batches = ask(client, leader, "read " + from + " " + end);
                 if (batches.isEmpty()) {
                     throw new IOException("the leader of " + topic + "-" + partition + " returned no batch at offset "
                             + from + " below its snapshot's " + end);
@@ -856,9 +856,9 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     }
 
     /** @return the leader's first stored offset; 0 from a leader of an earlier version, which does not say */
-    private long leaderFirstOffset(RaftClient client) throws IOException {
+    private long leaderFirstOffset(RaftClient client, RaftPeerId leader) throws IOException {
         try {
-            return Long.parseLong(ask(client, "first").toStringUtf8());
+            return Long.parseLong(ask(client, leader, "first").toStringUtf8());
         } catch (IOException e) {
             if (String.valueOf(e.getMessage()).contains("unknown query")) {
                 return 0;
@@ -867,8 +867,14 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         }
     }
 
-    private static ByteString ask(RaftClient client, String query) throws IOException {
-        RaftClientReply reply = client.io().sendReadOnly(Message.valueOf(query));
+    /**
+     * A query to the leader the install notice named. A stale read (from the leader's applied state, whatever its
+     * role now), not a linearizable one: Ratis answers those only from a leader that committed an entry of its term,
+     * and a leader whose only reachable follower is this replica cannot commit until this replica has installed (the
+     * two waited on each other for good). What is read is committed everywhere: a snapshot, and batches below its end.
+     */
+    private static ByteString ask(RaftClient client, RaftPeerId leader, String query) throws IOException {
+        RaftClientReply reply = client.io().sendStaleRead(Message.valueOf(query), 0, leader);
         if (!reply.isSuccess()) {
             throw new IOException("query '" + query + "' failed: " + reply.getException());
         }

@@ -405,6 +405,46 @@ class PartitionReplicationTest {
     }
 
     /**
+     * A leader elected with the one follower it can reach, whose log ends before the leader's purged log starts: the
+     * leader cannot commit (ready its term) without that follower, and the follower installs the snapshot through
+     * queries to the leader. Ratis answers a linearizable query only from a ready leader, so before, the two waited on
+     * each other for good; the queries now read what is committed, which any replica may serve.
+     */
+    @Test
+    void aLeaderWhoseOnlyReachableFollowerMustInstallASnapshotGetsOneThere() throws Exception {
+        startCluster();
+        Random random = new Random(11);
+        List<byte[]> expected = new ArrayList<>(produce(leader(), 40, random, "a"));
+        assertEveryReplicaHolds(expected);
+
+        Node leader = leader();
+        Node away = nodes[leader.id % 3 + 1];
+        Node other = nodes[away.id % 3 + 1];
+        away.stop();
+        expected.addAll(produce(leader(), 400, random, "b"));
+        Node now = leader();
+        await("the leader's log purged past the away replica's end", () -> {
+            try {
+                return now.partition().division().getRaftLog().getStartIndex() > 100;
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        // The other up-to-date replica goes: the leader is left with the one that must install.
+        Node remaining = now;
+        Node stopped = now == other ? leader : other;
+        stopped.stop();
+        away.start();
+        expected.addAll(produce(leader(), 20, random, "c"));
+        assertThat(leader().id).as("the leader").isEqualTo(remaining.id);
+        assertThat(away.partition().machine().snapshotsInstalled()).as("snapshots the away replica installed")
+                .isEqualTo(1);
+        stopped.start();
+        expected.addAll(produce(leader(), 20, random, "d"));
+        assertEveryReplicaHolds(expected);
+    }
+
+    /**
      * With two entries in flight, batches appended while two are unanswered share the next entry: fewer entries than
      * batches, and every replica holds each batch at its own offset, in the order appended.
      */
