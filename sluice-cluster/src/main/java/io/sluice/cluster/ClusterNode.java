@@ -1241,7 +1241,12 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /** @return the partitions this node leads now, with their replicas (once the metadata names them) */
     private List<PreferredLeaders.Led> ledHere() {
-        added.keySet().removeIf(id -> {
+        long now = System.nanoTime();
+        added.entrySet().removeIf(entry -> {
+            PartitionId id = entry.getKey();
+            if (now - entry.getValue() >= TimeUnit.SECONDS.toNanos(PreferredLeaders.NEW_GROUP_SECONDS)) {
+                return true;
+            }
             MetadataStateMachine.Topic topic = metadata.topic(id.topic());
             ReplicatedPartition replica = replicaOf(id.topic(), id.partition());
             RaftPeerId leader = replica == null ? null : replica.division().getInfo().getLeaderId();
@@ -1257,9 +1262,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             }
             var info = replica.division().getInfo();
             if (info.isLeader()) {
-                Long addedAt = added.get(id);
-                boolean isNew = addedAt != null && System.nanoTime() - addedAt
-                        < TimeUnit.SECONDS.toNanos(PreferredLeaders.NEW_GROUP_SECONDS);
+                boolean isNew = added.containsKey(id);
                 led.add(new PreferredLeaders.Led(id, topic.replicas().get(id.partition()), info.getCurrentTerm(),
                         inSync(replica), isNew));
             }
@@ -1300,7 +1303,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         for (int other : inSync) {
             try {
                 var role = others.getGroupManagementApi(peerId(other)).info(groupId(partition)).getRoleInfoProto();
-                if (role.getRole() == org.apache.ratis.proto.RaftProtos.RaftPeerRole.LEADER) {
+                if (role.getRole() == RaftPeerRole.LEADER) {
                     int term = (int) Math.min(Integer.MAX_VALUE, role.getLeaderInfo().getTerm());
                     elsewhere.put(partition, new PartitionView(other, term, replicas, inSync));
                     changed(partition);
@@ -1531,8 +1534,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     /**
+     * The longest a preferred election lets Ratis hand leadership over: Ratis refuses the partition's appends while it
+     * does, waiting for the preferred replica's log to match, and for a replica that died meanwhile until the time is
+     * up. A few election timeouts; a client's ElectLeaders timeout only bounds how long its answer waits.
+     */
+    static final long HAND_OVER_MILLIS = 3 * RPC_TIMEOUT_MAX.toLong(TimeUnit.MILLISECONDS);
+
+    /**
      * A preferred election: the leader (this node, or asked through a client of the group) hands leadership to the
-     * partition's first replica once that replica's log matches its own, within {@code timeoutMillis}.
+     * partition's first replica, if that replica is in sync (this node leads) or answers its leader (another does),
+     * within {@link #HAND_OVER_MILLIS}; PREFERRED_NOT_AVAILABLE otherwise, at once, as Kafka answers.
      */
     @Override
     public CompletableFuture<Election> electPreferredLeader(String topic, int partition, long timeoutMillis) {
@@ -1550,31 +1561,53 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return CompletableFuture.completedFuture(Election.PREFERRED_NOT_AVAILABLE);
         }
         PartitionId id = new PartitionId(topic, partition);
+        long handOver = Math.max(1, Math.min(HAND_OVER_MILLIS, timeoutMillis));
         CompletableFuture<RaftClientReply> reply;
         if (leader == self.id()) {
-            reply = transferLeadership(id, preferred, timeoutMillis);
+            ReplicatedPartition replica = replicaOf(topic, partition);
+            if (replica == null || !replica.division().getInfo().isLeader() || !inSync(replica).contains(preferred)) {
+                return CompletableFuture.completedFuture(Election.PREFERRED_NOT_AVAILABLE);
+            }
+            reply = transferLeadership(id, preferred, handOver);
         } else {
-            reply = CompletableFuture.supplyAsync(() -> {
-                RaftProperties properties = new RaftProperties();
-                RaftClientConfigKeys.Rpc.setRequestTimeout(properties,
-                        TimeDuration.valueOf(timeoutMillis + 1_000, TimeUnit.MILLISECONDS));
-                try (RaftClient client = RaftClient.newBuilder().setProperties(properties)
-                        .setRaftGroup(RaftGroup.valueOf(groupId(id), peers(replicas))).setLeaderId(peerId(leader))
-                        .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.noRetry()).build()) {
-                    return client.admin().transferLeadership(peerId(preferred), peerId(leader), timeoutMillis);
-                } catch (IOException e) {
-                    throw new java.io.UncheckedIOException(e);
-                }
-            }, askers);
+            reply = CompletableFuture.supplyAsync(() -> handOverAt(id, replicas, leader, preferred, handOver), askers);
         }
         return reply.handle((answer, failure) -> {
-            if (failure != null || !answer.isSuccess()) {
+            if (failure != null || answer == null || !answer.isSuccess()) {
                 LOG.info("node {}: {} not handed to its preferred replica, node {}: {}", self.id(), id, preferred,
-                        failure != null ? failure.toString() : answer.getException());
+                        failure != null ? failure.toString() : answer == null ? "not answering its leader"
+                                : answer.getException());
                 return Election.PREFERRED_NOT_AVAILABLE;
             }
             return Election.ELECTED;
         });
+    }
+
+    /**
+     * Asks another node, which leads a partition, to hand it to {@code preferred}, if that replica has answered the
+     * leader within an election timeout (a dead one would hold the hand-over, and the partition's appends, until
+     * its time is up).
+     *
+     * @return the leader's answer, or null if the preferred replica is not answering it
+     */
+    private RaftClientReply handOverAt(PartitionId id, List<Integer> replicas, int leader, int preferred,
+                                       long handOverMillis) {
+        RaftProperties properties = new RaftProperties();
+        RaftClientConfigKeys.Rpc.setRequestTimeout(properties,
+                TimeDuration.valueOf(handOverMillis + 1_000, TimeUnit.MILLISECONDS));
+        try (RaftClient client = RaftClient.newBuilder().setProperties(properties)
+                .setRaftGroup(RaftGroup.valueOf(groupId(id), peers(replicas))).setLeaderId(peerId(leader))
+                .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.noRetry()).build()) {
+            RoleInfoProto role = client.getGroupManagementApi(peerId(leader)).info(groupId(id)).getRoleInfoProto();
+            boolean answering = role.getRole() == RaftPeerRole.LEADER
+                    && role.getLeaderInfo().getFollowerInfoList().stream().anyMatch(follower ->
+                    nodeId(RaftPeerId.valueOf(follower.getId().getId())) == preferred
+                            && follower.getLastRpcElapsedTimeMs() <= RPC_TIMEOUT_MAX.toLong(TimeUnit.MILLISECONDS));
+            return answering ? client.admin().transferLeadership(peerId(preferred), peerId(leader), handOverMillis)
+                    : null;
+        } catch (IOException e) {
+            throw new java.io.UncheckedIOException(e);
+        }
     }
 
     /**

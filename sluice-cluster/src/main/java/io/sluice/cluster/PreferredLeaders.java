@@ -3,9 +3,11 @@ package io.sluice.cluster;
 import io.sluice.cluster.ClusterNode.PartitionId;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.TimeUnit;
 import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -34,6 +36,15 @@ import org.slf4j.LoggerFactory;
 final class PreferredLeaders {
 
     private static final Logger LOG = LoggerFactory.getLogger(PreferredLeaders.class);
+
+    /**
+     * The most hand-overs a check starts: each refuses its partition's appends for a round trip, so a node leading
+     * many partitions away from their preferred replicas moves them a few a second, not all at once.
+     */
+    static final int HAND_OVERS_PER_CHECK = 4;
+    /** The first wait after a hand-over that did not happen; it doubles with each one after, up to a minute. */
+    static final long FIRST_BACK_OFF_MILLIS = 1_000;
+    static final long LONGEST_BACK_OFF_MILLIS = 60_000;
 
     /** How long a group added on a node counts as new there: its elections, and a hand-over, take seconds at most. */
     static final long NEW_GROUP_SECONDS = 60;
@@ -69,6 +80,8 @@ final class PreferredLeaders {
     private final long checkIntervalNanos;
     private final LongSupplier nanoClock;
     private final Set<PartitionId> handingOver = ConcurrentHashMap.newKeySet();
+    /** After a hand-over that did not happen, when the next may start, and how long the last wait was (nanoseconds). */
+    private final Map<PartitionId, long[]> backOff = new ConcurrentHashMap<>();
     private long lastFullCheck;
 
     /**
@@ -87,7 +100,8 @@ final class PreferredLeaders {
 
     /**
      * Hands over the partitions to move now: those of new groups, and, once the check interval passed
-     * since the last full check, every other one. Does not wait for the hand-overs.
+     * since the last full check, every other one; at most {@link #HAND_OVERS_PER_CHECK}, and none whose last
+     * hand-over did not happen within its back-off. Does not wait for the hand-overs.
      *
      * @return how many hand-overs it started
      */
@@ -100,7 +114,9 @@ final class PreferredLeaders {
         int started = 0;
         for (Led led : node.led()) {
             int preferred = led.replicas().getFirst();
-            if (preferred == self || !(full || led.isNew()) || !led.inSync().contains(preferred)
+            long[] wait = backOff.get(led.partition());
+            if (started == HAND_OVERS_PER_CHECK || preferred == self || !(full || led.isNew())
+                    || !led.inSync().contains(preferred) || wait != null && now < wait[0]
                     || !handingOver.add(led.partition())) {
                 continue;
             }
@@ -114,11 +130,18 @@ final class PreferredLeaders {
                 handOver = CompletableFuture.failedFuture(e);
             }
             handOver.whenComplete((done, failure) -> {
-                handingOver.remove(led.partition());
                 if (failure != null || !Boolean.TRUE.equals(done)) {
-                    LOG.info("node {}: the hand-over of {} to node {} did not happen now: {}", self, led.partition(),
-                            preferred, failure != null ? failure.toString() : "refused");
+                    long[] last = backOff.get(led.partition());
+                    long waitNanos = last == null ? TimeUnit.MILLISECONDS.toNanos(FIRST_BACK_OFF_MILLIS)
+                            : Math.min(2 * last[1], TimeUnit.MILLISECONDS.toNanos(LONGEST_BACK_OFF_MILLIS));
+                    backOff.put(led.partition(), new long[] {nanoClock.getAsLong() + waitNanos, waitNanos});
+                    LOG.info("node {}: the hand-over of {} to node {} did not happen now (tried again in {} ms): {}",
+                            self, led.partition(), preferred, TimeUnit.NANOSECONDS.toMillis(waitNanos),
+                            failure != null ? failure.toString() : "refused");
+                } else {
+                    backOff.remove(led.partition());
                 }
+                handingOver.remove(led.partition());
             });
         }
         return started;

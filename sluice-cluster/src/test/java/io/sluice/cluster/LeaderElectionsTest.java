@@ -9,6 +9,7 @@ import io.sluice.store.WritePath;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.time.Duration;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.List;
@@ -27,6 +28,7 @@ import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.ElectionType;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.errors.ElectionNotNeededException;
+import org.apache.kafka.common.errors.PreferredLeaderNotAvailableException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.junit.jupiter.api.AfterEach;
 import org.junit.jupiter.api.Test;
@@ -167,6 +169,22 @@ class LeaderElectionsTest {
             assertThat(again.get(missing)).hasValueSatisfying(error ->
                     assertThat(error).isInstanceOf(UnknownTopicOrPartitionException.class));
             produce("spread", 0, 200);
+
+            // With the preferred replica of spread-1 down, its election is refused at once, and spread-1 goes on
+            // taking records from its new leader.
+            int down = preferred("spread", 1);
+            brokers[down].close();
+            brokers[down] = null;
+            InProcessCluster.await("another leader of spread-1", 30, () -> leader("spread", 1) > 0);
+            TopicPartition spread1 = new TopicPartition("spread", 1);
+            long asked = System.nanoTime();
+            Map<TopicPartition, Optional<Throwable>> refused = admin.electLeaders(ElectionType.PREFERRED,
+                    Set.of(spread1)).partitions().get(30, TimeUnit.SECONDS);
+            assertThat(refused.get(spread1)).hasValueSatisfying(error ->
+                    assertThat(error).isInstanceOf(PreferredLeaderNotAvailableException.class));
+            assertThat(Duration.ofNanos(System.nanoTime() - asked)).as("the refusal's time").isLessThan(
+                    Duration.ofSeconds(5));
+            produce("spread", 1, 200);
         }
     }
 

@@ -434,6 +434,15 @@ class PartitionReplicationTest {
         Node remaining = now;
         Node stopped = now == other ? leader : other;
         stopped.stop();
+        // Alone, the leader steps down (no majority answers it), so the follower it gets back elects it anew: a leader
+        // of a new term, not ready until that follower takes an entry of it.
+        await("the remaining replica stepped down", () -> {
+            try {
+                return !remaining.partition().division().getInfo().isLeader();
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
         away.start();
         expected.addAll(produce(leader(), 20, random, "c"));
         assertThat(leader().id).as("the leader").isEqualTo(remaining.id);

@@ -54,7 +54,26 @@ class PreferredLeadersTest {
         assertThat(handOvers).as("an older group is left alone without the periodic check").containsExactly("t-0->2");
         assertThat(preferred.check()).as("not while the hand-over is under way").isZero();
         handedOver.get(NEW).complete(false);
-        assertThat(preferred.check()).as("again once it was refused").isEqualTo(1);
+        assertThat(preferred.check()).as("not again within the back-off").isZero();
+        now.addAndGet(Duration.ofMillis(PreferredLeaders.FIRST_BACK_OFF_MILLIS).toNanos());
+        assertThat(preferred.check()).as("again after the back-off").isEqualTo(1);
+        handedOver.get(NEW).complete(false);
+        now.addAndGet(Duration.ofMillis(PreferredLeaders.FIRST_BACK_OFF_MILLIS).toNanos());
+        assertThat(preferred.check()).as("the back-off doubled").isZero();
+        now.addAndGet(Duration.ofMillis(PreferredLeaders.FIRST_BACK_OFF_MILLIS).toNanos());
+        assertThat(preferred.check()).isEqualTo(1);
+    }
+
+    @Test
+    void aCheckStartsAFewHandOversAtATime() {
+        PreferredLeaders preferred = preferred(Duration.ZERO);
+        for (int p = 0; p < 10; p++) {
+            led.add(new PreferredLeaders.Led(new PartitionId("many", p), List.of(2, 1, 3), 1, List.of(1, 2, 3), true));
+        }
+        assertThat(preferred.check()).isEqualTo(PreferredLeaders.HAND_OVERS_PER_CHECK);
+        handedOver.values().forEach(done -> done.complete(true));
+        led.subList(0, PreferredLeaders.HAND_OVERS_PER_CHECK).clear(); // led by node 2 now
+        assertThat(preferred.check()).isEqualTo(PreferredLeaders.HAND_OVERS_PER_CHECK);
     }
 
     @Test

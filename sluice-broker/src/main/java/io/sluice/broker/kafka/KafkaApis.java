@@ -284,6 +284,10 @@ public final class KafkaApis implements AutoCloseable {
             return groups.join((JoinGroupRequestData) request, version, header.clientId())
                     .thenApply(response -> encode(correlationId, key, version, response));
         }
+        if (key == ApiKeys.ELECT_LEADERS) {
+            return elections.elect((ElectLeadersRequestData) request, version)
+                    .thenApply(response -> encode(correlationId, key, version, response));
+        }
         if (key == ApiKeys.SYNC_GROUP) {
             return groups.sync((SyncGroupRequestData) request)
                     .thenApply(response -> encode(correlationId, key, version, response));
@@ -306,7 +310,6 @@ public final class KafkaApis implements AutoCloseable {
             case DELETE_GROUPS -> groups.delete((DeleteGroupsRequestData) request);
             case DESCRIBE_CONFIGS -> configs.describe((DescribeConfigsRequestData) request);
             case DELETE_TOPICS -> deleteTopics((DeleteTopicsRequestData) request, version);
-            case ELECT_LEADERS -> elections.elect((ElectLeadersRequestData) request, version);
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
         return done(encode(correlationId, key, version, response));

@@ -7,9 +7,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
 import org.apache.kafka.common.message.ElectLeadersRequestData;
 import org.apache.kafka.common.message.ElectLeadersResponseData;
 import org.apache.kafka.common.message.ElectLeadersResponseData.PartitionResult;
@@ -25,8 +23,9 @@ import org.apache.kafka.common.protocol.Errors;
  * and refused with ELIGIBLE_LEADERS_NOT_AVAILABLE where none is. A broker without a cluster is the preferred (and only)
  * replica of every partition it has.
  *
- * <p>The partitions' elections run at once; the answer waits for them up to the request's timeout, and a partition
- * still undecided then is answered REQUEST_TIMED_OUT. Thread-safe.
+ * <p>The partitions' elections run at once, and the answer comes when they have ended, off the connection's thread;
+ * a partition still undecided at three quarters of the request's timeout (so that the answer reaches the client before
+ * it gives up) is answered REQUEST_TIMED_OUT. Thread-safe.
  */
 final class LeaderElections {
 
@@ -45,12 +44,15 @@ final class LeaderElections {
         this.replication = replication;
     }
 
-    /** @return the answer to {@code request}: one result per partition named, or per partition of every topic */
-    ElectLeadersResponseData elect(ElectLeadersRequestData request, short version) {
+    /**
+     * @return completes with the answer to {@code request}: one result per partition named, or per partition of every
+     *     topic
+     */
+    CompletableFuture<ElectLeadersResponseData> elect(ElectLeadersRequestData request, short version) {
         byte type = version == 0 ? PREFERRED : request.electionType();
         ElectLeadersResponseData response = new ElectLeadersResponseData();
         if (type != PREFERRED && type != UNCLEAN) {
-            return response.setErrorCode(Errors.INVALID_REQUEST.code());
+            return CompletableFuture.completedFuture(response.setErrorCode(Errors.INVALID_REQUEST.code()));
         }
         Map<String, List<Integer>> wanted = new LinkedHashMap<>();
         if (request.topicPartitions() == null) {
@@ -66,30 +68,32 @@ final class LeaderElections {
                 wanted.computeIfAbsent(topic.topic(), name -> new ArrayList<>()).addAll(topic.partitions());
             }
         }
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(Math.max(0, request.timeoutMs()));
-        Map<String, List<Pending>> started = new LinkedHashMap<>();
+        long waitMillis = Math.max(0, request.timeoutMs()) * 3L / 4;
+        Map<String, List<CompletableFuture<PartitionResult>>> started = new LinkedHashMap<>();
         wanted.forEach((topic, partitions) -> {
             int count = Partitions.count(store, topic);
-            List<Pending> results = started.computeIfAbsent(topic, name -> new ArrayList<>());
+            List<CompletableFuture<PartitionResult>> results = started.computeIfAbsent(topic,
+                    name -> new ArrayList<>());
             for (int partition : partitions) {
-                results.add(new Pending(partition, partition < 0 || partition >= count
+                CompletableFuture<PartitionResult> result = partition < 0 || partition >= count
                         ? CompletableFuture.completedFuture(result(partition, Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                 "no partition " + partition + " of topic " + topic))
-                        : start(type, topic, partition, request.timeoutMs())));
+                        : start(type, topic, partition, request.timeoutMs());
+                results.add(result.exceptionally(failure -> result(partition, Errors.UNKNOWN_SERVER_ERROR,
+                        String.valueOf(failure))).completeOnTimeout(result(partition, Errors.REQUEST_TIMED_OUT,
+                        "the election did not end within the request's timeout"), waitMillis,
+                        TimeUnit.MILLISECONDS));
             }
         });
-        started.forEach((topic, pending) -> {
-            ReplicaElectionResult result = new ReplicaElectionResult().setTopic(topic);
-            for (Pending one : pending) {
-                result.partitionResult().add(await(one, deadline));
-            }
-            response.replicaElectionResults().add(result);
+        List<CompletableFuture<PartitionResult>> all = started.values().stream().flatMap(List::stream).toList();
+        return CompletableFuture.allOf(all.toArray(CompletableFuture[]::new)).thenApply(done -> {
+            started.forEach((topic, results) -> {
+                ReplicaElectionResult result = new ReplicaElectionResult().setTopic(topic);
+                results.forEach(one -> result.partitionResult().add(one.join()));
+                response.replicaElectionResults().add(result);
+            });
+            return response;
         });
-        return response;
-    }
-
-    /** A partition's election under way. */
-    private record Pending(int partition, CompletableFuture<PartitionResult> result) {
     }
 
     private CompletableFuture<PartitionResult> start(byte type, String topic, int partition, int timeoutMs) {
@@ -119,20 +123,6 @@ final class LeaderElections {
                                 + " leader to hand over)");
             };
         });
-    }
-
-    private static PartitionResult await(Pending pending, long deadline) {
-        try {
-            return pending.result().get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-        } catch (TimeoutException e) {
-            return result(pending.partition(), Errors.REQUEST_TIMED_OUT, "the election did not end within the"
-                    + " request's timeout");
-        } catch (ExecutionException e) {
-            return result(pending.partition(), Errors.UNKNOWN_SERVER_ERROR, String.valueOf(e.getCause()));
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            return result(pending.partition(), Errors.REQUEST_TIMED_OUT, "interrupted");
-        }
     }
 
     private static PartitionResult result(int partition, Errors error, String message) {
