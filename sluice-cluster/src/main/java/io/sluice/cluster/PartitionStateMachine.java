@@ -431,6 +431,12 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         return highWatermark;
     }
 
+    /**
+     * For tests: run on the install's thread once a snapshot is installed, before Ratis is told (a test cuts the
+     * network there, so that the leader's next notice, which has Ratis load what was installed, never comes).
+     */
+    static volatile Runnable afterInstall;
+
     /** @return how many snapshots this replica installed from a leader since it started */
     int snapshotsInstalled() {
         return installed.get();
@@ -851,6 +857,10 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             installed.incrementAndGet();
             LOG.info("{}-{}: installed the snapshot at {} from node {}: batches up to offset {} ({} bytes copied)",
                     topic, partition, at, ClusterNode.nodeId(leader), end, copied);
+            Runnable hook = afterInstall;
+            if (hook != null) {
+                hook.run();
+            }
             return at;
         }
     }

@@ -15,9 +15,10 @@ import org.apache.ratis.server.raftlog.RaftLog;
 import org.apache.ratis.server.raftlog.RaftLogIOException;
 
 /**
- * The nodes' Raft transport: Ratis's gRPC, with two changes to how a leader serves a replica: one whose snapshot ends
- * just before the first entry of the leader's purged log, and the commit index of appends that name no previous entry
- * (the appender's newAppendEntriesRequest).
+ * The nodes' Raft transport: Ratis's gRPC, with three changes to how a leader serves a replica: one whose snapshot
+ * ends just before the first entry of the leader's purged log, one whose install of another leader's snapshot waits for
+ * a notice ({@code loading}), and the commit index of appends that name no previous entry (the appender's
+ * newAppendEntriesRequest).
  *
  * <p>Such a replica's next entry is the leader's first one, and the leader has neither that entry's predecessor nor
  * a snapshot ending there, so Ratis 3.3.0 asks the replica to install a snapshot; the replica answers that it has one
@@ -53,10 +54,18 @@ public final class RaftTransport implements RpcType {
         }
     }
 
+    /** How long a replica's match index stays below its next index, while it answers, before it is notified. */
+    static final long STUCK_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(3);
+
     private static final class Appender extends GrpcLogAppender {
 
         /** This leader told the replica to install a snapshot (in its term: an appender serves one). */
         private boolean notified;
+        /** The replica's match index as last seen, and when it last moved (or was in step), for {@link #loading}. */
+        private long lastMatch = Long.MIN_VALUE;
+        private long matchSteadySince = System.nanoTime();
+        /** When {@link #loading} last notified the replica. */
+        private long loadNoticeAt = System.nanoTime() - STUCK_NANOS;
 
         Appender(RaftServer.Division server, LeaderState state, FollowerInfo follower) {
             super(server, state, follower);
@@ -84,6 +93,42 @@ public final class RaftTransport implements RpcType {
                     : request.toBuilder().setLeaderCommit(last).build();
         }
 
+        /**
+         * A replica that installed a snapshot on another leader's notice, and did not hear that leader's next notice
+         * (it died, or was cut off, in between), keeps its install "in progress" in Ratis 3.3.0, which loads what was
+         * installed only at the next notice, and answers every append with INCONSISTENCY and its own next index. A
+         * leader whose log holds that index sends it appends, never a notice, and the replica never catches up (a
+         * kill round ended so: a partition short of a replica in sync for good). Such a replica's match index does
+         * not move while it answers: after {@link #STUCK_NANOS} of that, it is notified, with an index past this
+         * leader's last entry, which is at or past where any leader's notice told it to install from (its install
+         * began at some leader's first log entry, at most the commit index then plus one, and this leader has every
+         * committed entry). The replica then loads its snapshot and answers SNAPSHOT_INSTALLED with its index, or
+         * answers IN_PROGRESS if its install still runs; one with no install under way starts one, which fails on
+         * that index (no snapshot reaches it) and leaves it as it was. Notified again after as long, if still so.
+         *
+         * @return the notice to send, or null
+         */
+        private TermIndex loading() {
+            FollowerInfo follower = getFollower();
+            long now = System.nanoTime();
+            long match = follower.getMatchIndex();
+            if (match != lastMatch || match + 1 >= follower.getNextIndex()) {
+                lastMatch = match;
+                matchSteadySince = now;
+                return null;
+            }
+            if (now - matchSteadySince < STUCK_NANOS || now - loadNoticeAt < STUCK_NANOS
+                    || follower.getLastRpcResponseTime().elapsedTimeMs() > STUCK_NANOS / 1_000_000) {
+                return null;
+            }
+            TermIndex last = getRaftLog().getLastEntryTermIndex();
+            if (last == null) {
+                return null;
+            }
+            loadNoticeAt = now;
+            return TermIndex.valueOf(last.getTerm(), last.getIndex() + 1);
+        }
+
         @Override
         public TermIndex shouldNotifyToInstallSnapshot() {
             FollowerInfo follower = getFollower();
@@ -108,7 +153,7 @@ public final class RaftTransport implements RpcType {
             }
             TermIndex notice = super.shouldNotifyToInstallSnapshot();
             notified |= notice != null;
-            return notice;
+            return notice != null ? notice : loading();
         }
     }
 }

@@ -454,6 +454,82 @@ class PartitionReplicationTest {
     }
 
     /**
+     * A replica installs a snapshot on one leader's notice and is cut off before that leader's next notice, which is
+     * when Ratis 3.3.0 loads what was installed; that leader dies, and the next one's log still holds the replica's
+     * next entries, so it sends appends, never a notice, and the replica, its install still "in progress", refuses
+     * them all. Before, it stayed so for good (and with the third replica down, the partition took nothing); now the
+     * leader notifies a replica whose match index stays below its next index (RaftTransport).
+     */
+    @Test
+    void aReplicaWhoseInstallOutlivedItsLeaderLoadsItOnTheNextLeadersNotice() throws Exception {
+        startCluster();
+        Random random = new Random(13);
+        List<byte[]> expected = new ArrayList<>(produce(leader(), 30, random, "a"));
+        assertEveryReplicaHolds(expected);
+        Node purging = leader();
+        Node away = nodes[purging.id % 3 + 1];
+        Node keeper = nodes[away.id % 3 + 1];
+        // The keeper purges nothing from here on: its log holds the away replica's next entries.
+        ClusterNode.Tuning usual = tuning;
+        tuning = new ClusterNode.Tuning(100_000, 4096, 100_000);
+        keeper.stop();
+        keeper.start();
+        tuning = usual;
+        expected.addAll(produce(leader(), 10, random, "b"));
+
+        away.stop();
+        expected.addAll(produce(leader(), 300, random, "c"));
+        await("the purging replica's log purged past the away replica's end", () -> {
+            try {
+                return purging.partition().division().getRaftLog().getStartIndex() > 100;
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        // The purging replica leads, so that its notice is the one the away replica installs on.
+        Node now = leader();
+        if (now != purging) {
+            handOver(now, purging);
+        }
+        PartitionStateMachine.afterInstall = () -> proxies[away.id].cut();
+        try {
+            away.start();
+            await("the away replica installed a snapshot", () -> {
+                try {
+                    return away.partition().machine().snapshotsInstalled() == 1;
+                } catch (IOException e) {
+                    return false;
+                }
+            });
+        } finally {
+            PartitionStateMachine.afterInstall = null;
+        }
+        purging.stop();
+        proxies[away.id].heal();
+        expected.addAll(produce(leader(), 20, random, "d"));
+        assertThat(leader().id).as("the leader").isEqualTo(keeper.id);
+        purging.start();
+        expected.addAll(produce(leader(), 20, random, "e"));
+        assertEveryReplicaHolds(expected);
+    }
+
+    /** Has {@code from}, which leads the partition, hand its leadership to {@code to}, and waits until it did. */
+    private void handOver(Node from, Node to) throws Exception {
+        var division = from.partition().division();
+        var reply = division.getRaftServer().transferLeadership(new org.apache.ratis.protocol.TransferLeadershipRequest(
+                org.apache.ratis.protocol.ClientId.randomId(), division.getId(), division.getGroup().getGroupId(), 1,
+                ClusterNode.peerId(to.id), 5_000));
+        assertThat(reply.isSuccess()).as("leadership handed from %d to %d: %s", from.id, to.id, reply).isTrue();
+        await("node " + to.id + " leading", () -> {
+            try {
+                return to.partition().isLeaderReady();
+            } catch (IOException e) {
+                return false;
+            }
+        });
+    }
+
+    /**
      * With two entries in flight, batches appended while two are unanswered share the next entry: fewer entries than
      * batches, and every replica holds each batch at its own offset, in the order appended.
      */
