@@ -98,7 +98,10 @@ public final class RaftTransport implements RpcType {
          * (it died, or was cut off, in between), keeps its install "in progress" in Ratis 3.3.0, which loads what was
          * installed only at the next notice, and answers every append with INCONSISTENCY and its own next index. A
          * leader whose log holds that index sends it appends, never a notice, and the replica never catches up (a
-         * kill round ended so: a partition short of a replica in sync for good). Such a replica's match index does
+         * kill round ended so: a partition short of a replica in sync for good). A leader whose log starts past the
+         * replica's next index does notify it, at its own first entry, which the replica refuses when its install
+         * began at a later first entry (a leader that had purged further): Ratis requires the install under way to
+         * have begun at or before the notice's index ("not eligible"). Such a replica's match index does
          * not move while it answers: after {@link #STUCK_NANOS} of that, it is notified, with an index past this
          * leader's last entry, which is at or past where any leader's notice told it to install from (its install
          * began at some leader's first log entry, at most the commit index then plus one, and this leader has every
@@ -137,6 +140,12 @@ public final class RaftTransport implements RpcType {
                     && next == getRaftLog().getStartIndex() && getPrevious(next) == null) {
                 return null;
             }
+            TermIndex load = loading();
+            if (load != null) {
+                // Before a notice at this leader's first entry: a replica whose install began at a later first entry
+                // (another leader's, purged further) refuses that one ("not eligible"), again and again.
+                return load;
+            }
             long start = getRaftLog().getStartIndex();
             if (notified && !follower.hasAttemptedToInstallSnapshot() && follower.getSnapshotIndex() + 1 < start
                     && follower.getMatchIndex() + 1 < start) {
@@ -153,7 +162,7 @@ public final class RaftTransport implements RpcType {
             }
             TermIndex notice = super.shouldNotifyToInstallSnapshot();
             notified |= notice != null;
-            return notice != null ? notice : loading();
+            return notice;
         }
     }
 }

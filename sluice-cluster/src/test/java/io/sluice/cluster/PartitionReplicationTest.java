@@ -462,6 +462,20 @@ class PartitionReplicationTest {
      */
     @Test
     void aReplicaWhoseInstallOutlivedItsLeaderLoadsItOnTheNextLeadersNotice() throws Exception {
+        installOutlivesItsLeader(100_000);
+    }
+
+    /**
+     * As above, but the next leader purged its log too, less far: it notifies the replica at its own first entry,
+     * which the replica refused ("not eligible": its install under way began at a later one), again and again.
+     */
+    @Test
+    void aReplicaWhoseInstallOutlivedItsLeaderLoadsItOnTheNoticeOfALeaderThatPurgedLess() throws Exception {
+        installOutlivesItsLeader(200);
+    }
+
+    /** @param keeperSnapshotEvery how often the replica that leads last snapshots (and purges) its log */
+    private void installOutlivesItsLeader(long keeperSnapshotEvery) throws Exception {
         startCluster();
         Random random = new Random(13);
         List<byte[]> expected = new ArrayList<>(produce(leader(), 30, random, "a"));
@@ -469,9 +483,9 @@ class PartitionReplicationTest {
         Node purging = leader();
         Node away = nodes[purging.id % 3 + 1];
         Node keeper = nodes[away.id % 3 + 1];
-        // The keeper purges nothing from here on: its log holds the away replica's next entries.
+        // The keeper purges less from here on: its log starts at or before the purging replica's.
         ClusterNode.Tuning usual = tuning;
-        tuning = new ClusterNode.Tuning(100_000, 4096, 100_000);
+        tuning = new ClusterNode.Tuning(keeperSnapshotEvery, 4096, 100_000);
         keeper.stop();
         keeper.start();
         tuning = usual;
@@ -503,6 +517,13 @@ class PartitionReplicationTest {
             });
         } finally {
             PartitionStateMachine.afterInstall = null;
+        }
+        if (keeperSnapshotEvery < 100_000) {
+            long keeperStart = keeper.partition().division().getRaftLog().getStartIndex();
+            assertThat(keeperStart).as("the keeper's first log entry, past the away replica's end")
+                    .isGreaterThan(away.partition().division().getRaftLog().getNextIndex());
+            assertThat(keeperStart).as("the keeper's first log entry, before the purging replica's")
+                    .isLessThan(purging.partition().division().getRaftLog().getStartIndex());
         }
         purging.stop();
         proxies[away.id].heal();
