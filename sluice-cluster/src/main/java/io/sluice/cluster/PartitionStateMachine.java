@@ -437,6 +437,15 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      */
     static volatile Runnable afterInstall;
 
+    /** How many installs leaders' notices began on this replica since it started. */
+    private final java.util.concurrent.atomic.AtomicInteger installNotices =
+            new java.util.concurrent.atomic.AtomicInteger();
+
+    /** @return how many installs leaders' notices began on this replica since it started */
+    int installNotices() {
+        return installNotices.get();
+    }
+
     /** @return how many snapshots this replica installed from a leader since it started */
     int snapshotsInstalled() {
         return installed.get();
@@ -752,6 +761,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     @Override
     public CompletableFuture<TermIndex> notifyInstallSnapshotFromLeader(RoleInfoProto roleInfo,
                                                                        TermIndex firstTermIndexInLog) {
+        installNotices.incrementAndGet();
         return installInBackground(roleInfo, topic + "-" + partition,
                 leader -> install(leader, firstTermIndexInLog));
     }

@@ -56,13 +56,19 @@ public final class RaftTransport implements RpcType {
 
     /** How long a replica's match index stays below its next index, while it answers, before it is notified. */
     static final long STUCK_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(3);
+    /** A replica that answered within this long counts as answering (heartbeats go every 75 ms). */
+    static final long ANSWERING_MILLIS = 500;
 
     private static final class Appender extends GrpcLogAppender {
 
         /** This leader told the replica to install a snapshot (in its term: an appender serves one). */
         private boolean notified;
-        /** The replica's match index as last seen, and when it last moved (or was in step), for {@link #loading}. */
+        /**
+         * The replica's match and next index as last seen, and since when both stayed so while it answered, for
+         * {@link #loading}.
+         */
         private long lastMatch = Long.MIN_VALUE;
+        private long lastNext = Long.MIN_VALUE;
         private long matchSteadySince = System.nanoTime();
         /** When {@link #loading} last notified the replica. */
         private long loadNoticeAt = System.nanoTime() - STUCK_NANOS;
@@ -106,8 +112,12 @@ public final class RaftTransport implements RpcType {
          * leader's last entry, which is at or past where any leader's notice told it to install from (its install
          * began at some leader's first log entry, at most the commit index then plus one, and this leader has every
          * committed entry). The replica then loads its snapshot and answers SNAPSHOT_INSTALLED with its index, or
-         * answers IN_PROGRESS if its install still runs; one with no install under way starts one, which fails on
-         * that index (no snapshot reaches it) and leaves it as it was. Notified again after as long, if still so.
+         * answers IN_PROGRESS if its install still runs. The sign is precise: such a replica answers each append with
+         * the next index the leader already holds for it, so that index and its match index stay as they are, while
+         * it answers, for {@link #STUCK_NANOS}; a replica catching up moves its match index, one whose log diverges
+         * moves the next index back at each answer, and one that is down or restarting does not answer. (A notice to
+         * a replica with no install under way would not be harmless: Ratis truncates the replica's log at the
+         * leader's last configuration entry on every notice.) Notified again after as long, if still so.
          *
          * @return the notice to send, or null
          */
@@ -115,13 +125,16 @@ public final class RaftTransport implements RpcType {
             FollowerInfo follower = getFollower();
             long now = System.nanoTime();
             long match = follower.getMatchIndex();
-            if (match != lastMatch || match + 1 >= follower.getNextIndex()) {
+            long next = follower.getNextIndex();
+            if (match != lastMatch || next != lastNext || match + 1 >= next
+                    || follower.getLastRpcResponseTime().elapsedTimeMs() > ANSWERING_MILLIS) {
+                // Moving, in step, or not answering (down, or restarting): not the replica this is about.
                 lastMatch = match;
+                lastNext = next;
                 matchSteadySince = now;
                 return null;
             }
-            if (now - matchSteadySince < STUCK_NANOS || now - loadNoticeAt < STUCK_NANOS
-                    || follower.getLastRpcResponseTime().elapsedTimeMs() > STUCK_NANOS / 1_000_000) {
+            if (now - matchSteadySince < STUCK_NANOS || now - loadNoticeAt < STUCK_NANOS) {
                 return null;
             }
             TermIndex last = getRaftLog().getLastEntryTermIndex();

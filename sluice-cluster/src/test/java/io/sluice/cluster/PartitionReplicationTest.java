@@ -534,6 +534,30 @@ class PartitionReplicationTest {
         assertEveryReplicaHolds(expected);
     }
 
+    /**
+     * A follower back from a restart, whose log the leader's still holds, catches up through appends alone: no
+     * install notice (a notice truncates a replica's log at the leader's last configuration entry). Before, the check
+     * for replicas stuck in an install took the time the follower was down for time it answered without progress,
+     * and notified it as soon as it came back.
+     */
+    @Test
+    void aFollowerBackFromARestartIsNotToldToInstall() throws Exception {
+        tuning = new ClusterNode.Tuning(100_000, 4096, 100_000);
+        startCluster();
+        Random random = new Random(17);
+        List<byte[]> expected = new ArrayList<>(produce(leader(), 30, random, "a"));
+        assertEveryReplicaHolds(expected);
+        Node away = nodes[leader().id % 3 + 1];
+        away.stop();
+        expected.addAll(produce(leader(), 50, random, "b"));
+        Thread.sleep(RaftTransport.STUCK_NANOS / 1_000_000 + 1_000);
+        away.start();
+        expected.addAll(produce(leader(), 20, random, "c"));
+        assertEveryReplicaHolds(expected);
+        Thread.sleep(RaftTransport.STUCK_NANOS / 1_000_000 + 1_000);
+        assertThat(away.partition().machine().installNotices()).as("install notices to the follower").isZero();
+    }
+
     /** Has {@code from}, which leads the partition, hand its leadership to {@code to}, and waits until it did. */
     private void handOver(Node from, Node to) throws Exception {
         var division = from.partition().division();
