@@ -15,7 +15,13 @@ import org.apache.kafka.common.protocol.Errors;
  * its last five batches (a producer has at most five in flight), as Kafka keeps it. A batch that repeats one of
  * those five is a retry: it is answered with the first offset of the original and stored again nowhere. A batch that
  * skips sequences is refused with OUT_OF_ORDER_SEQUENCE_NUMBER, one of an older epoch with INVALID_PRODUCER_EPOCH.
- * A producer this partition has not seen is taken at any sequence, as Kafka does.
+ * A producer this partition knows nothing of must start at sequence 0: at a change of leader, a producer's later batch
+ * can reach the new leader before an earlier one that the old leader refused (the client sends to the leader it
+ * knows, and learns of the change per request), and taking the later one first made the earlier one's retry out of
+ * order for good (a kill round: "expected sequence 415, got 0", 260 times). Kafka's clients retry a batch so refused
+ * after the batches before it; a producer whose state was truly lost here (its batches aged out of the log, or it was
+ * forgotten behind {@link #MAX_PRODUCERS} others) is told the same, and an idempotent producer then bumps its epoch
+ * and starts again at 0.
  *
  * <p>State is rebuilt from the log the first time a partition is written after a start: the batches of its last
  * {@link #REBUILD_OFFSETS} offsets are read back, so a producer retrying across a broker restart gets its original
@@ -25,9 +31,9 @@ import org.apache.kafka.common.protocol.Errors;
 final class ProducerStates {
 
     /**
-     * Producers remembered per partition, the least recently seen forgotten first: a forgotten producer is taken at
-     * any sequence again, as an unknown one is, so the cap costs only duplicate detection for producers idle
-     * behind this many others.
+     * Producers remembered per partition, the least recently seen forgotten first: a forgotten producer is treated
+     * as an unknown one (it starts again at sequence 0, in a new epoch), so the cap costs producers idle behind this
+     * many others an epoch bump and duplicate detection.
      */
     static final int MAX_PRODUCERS = 10_000;
 
@@ -120,7 +126,9 @@ final class ProducerStates {
         Verdict check(long producerId, short epoch, int firstSequence, int lastSequence) {
             Producer producer = producers().get(producerId);
             if (producer == null) {
-                return Verdict.APPEND;
+                return firstSequence == 0 ? Verdict.APPEND : new Verdict(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER, null,
+                        "no batch of producer " + producerId + " is known here: its first must start at sequence 0,"
+                                + " not " + firstSequence);
             }
             if (epoch < producer.epoch) {
                 return new Verdict(Errors.INVALID_PRODUCER_EPOCH, null, "epoch " + epoch + " is older than the"
