@@ -64,11 +64,11 @@ public final class RaftTransport implements RpcType {
         /** This leader told the replica to install a snapshot (in its term: an appender serves one). */
         private boolean notified;
         /**
-         * The replica's match and next index as last seen, and since when both stayed so while it answered, for
-         * {@link #loading}.
+         * The replica's match index as last seen, the lowest next index seen since, and since when the match index
+         * stood and the next index went no lower while it answered, for {@link #loading}.
          */
         private long lastMatch = Long.MIN_VALUE;
-        private long lastNext = Long.MIN_VALUE;
+        private long lowestNext = Long.MIN_VALUE;
         private long matchSteadySince = System.nanoTime();
         /** When {@link #loading} last notified the replica. */
         private long loadNoticeAt = System.nanoTime() - STUCK_NANOS;
@@ -113,9 +113,10 @@ public final class RaftTransport implements RpcType {
          * began at some leader's first log entry, at most the commit index then plus one, and this leader has every
          * committed entry). The replica then loads its snapshot and answers SNAPSHOT_INSTALLED with its index, or
          * answers IN_PROGRESS if its install still runs. The sign is precise: such a replica answers each append with
-         * the next index the leader already holds for it, so that index and its match index stay as they are, while
-         * it answers, for {@link #STUCK_NANOS}; a replica catching up moves its match index, one whose log diverges
-         * moves the next index back at each answer, and one that is down or restarting does not answer. (A notice to
+         * the same next index, so its match index stands and its next index goes no lower than that (the leader moves
+         * it up as it sends entries from there, and back at each answer), while it answers, for {@link #STUCK_NANOS};
+         * a replica catching up moves its match index, one whose log diverges moves the next index lower at each
+         * answer, and one that is down or restarting does not answer. (A notice to
          * a replica with no install under way would not be harmless: Ratis truncates the replica's log at the
          * leader's last configuration entry on every notice.) Notified again after as long, if still so.
          *
@@ -126,11 +127,11 @@ public final class RaftTransport implements RpcType {
             long now = System.nanoTime();
             long match = follower.getMatchIndex();
             long next = follower.getNextIndex();
-            if (match != lastMatch || next != lastNext || match + 1 >= next
+            if (match != lastMatch || next < lowestNext || match + 1 >= next
                     || follower.getLastRpcResponseTime().elapsedTimeMs() > ANSWERING_MILLIS) {
                 // Moving, in step, or not answering (down, or restarting): not the replica this is about.
                 lastMatch = match;
-                lastNext = next;
+                lowestNext = next;
                 matchSteadySince = now;
                 return null;
             }
