@@ -437,6 +437,12 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      */
     static volatile Runnable afterInstall;
 
+    /**
+     * For tests: given this replica's peer id as an entry goes to the store, a future that the entry's write waits for
+     * too, or null (a test stalls one replica's disk so).
+     */
+    static volatile java.util.function.Function<String, CompletableFuture<?>> storeDelay;
+
     /** How many installs leaders' notices began on this replica since it started. */
     private final java.util.concurrent.atomic.AtomicInteger installNotices =
             new java.util.concurrent.atomic.AtomicInteger();
@@ -594,7 +600,10 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                     e.toString());
             return CompletableFuture.failedFuture(e);
         }
-        CompletableFuture<Void> stored = CompletableFuture.allOf(appends);
+        java.util.function.Function<String, CompletableFuture<?>> delay = storeDelay;
+        CompletableFuture<?> delayed = delay == null ? null : delay.apply(server.getId().toString());
+        CompletableFuture<Void> stored = delayed == null ? CompletableFuture.allOf(appends)
+                : CompletableFuture.allOf(CompletableFuture.allOf(appends), delayed);
         long index = entry.getIndex();
         storing.put(index, stored);
         stored.whenComplete((result, failure) -> storing.remove(index, stored));

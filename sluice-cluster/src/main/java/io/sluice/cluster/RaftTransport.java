@@ -57,19 +57,22 @@ public final class RaftTransport implements RpcType {
     /** How long a replica's match index stays below its next index, while it answers, before it is notified. */
     static final long STUCK_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(3);
     /** A replica that answered within this long counts as answering (heartbeats go every 75 ms). */
-    static final long ANSWERING_MILLIS = 500;
+    static final long ANSWERING_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500);
 
     private static final class Appender extends GrpcLogAppender {
 
         /** This leader told the replica to install a snapshot (in its term: an appender serves one). */
         private boolean notified;
         /**
-         * The replica's match index as last seen, the lowest next index seen since, and since when the match index
-         * stood and the next index went no lower while it answered, for {@link #loading}.
+         * The next index the replica last answered INCONSISTENCY with, its match index then, since when it has answered
+         * so without either changing, and when it last answered so, for {@link #loading}; written by the threads that
+         * take the replies, read by the appender's.
          */
-        private long lastMatch = Long.MIN_VALUE;
-        private long lowestNext = Long.MIN_VALUE;
-        private long matchSteadySince = System.nanoTime();
+        private final Object answers = new Object();
+        private long sameAnswer = Long.MIN_VALUE;
+        private long sameAnswerMatch = Long.MIN_VALUE;
+        private long sameAnswerSince;
+        private long lastAnswerAt;
         /** When {@link #loading} last notified the replica. */
         private long loadNoticeAt = System.nanoTime() - STUCK_NANOS;
 
@@ -107,36 +110,29 @@ public final class RaftTransport implements RpcType {
          * kill round ended so: a partition short of a replica in sync for good). A leader whose log starts past the
          * replica's next index does notify it, at its own first entry, which the replica refuses when its install
          * began at a later first entry (a leader that had purged further): Ratis requires the install under way to
-         * have begun at or before the notice's index ("not eligible"). Such a replica's match index does
-         * not move while it answers: after {@link #STUCK_NANOS} of that, it is notified, with an index past this
-         * leader's last entry, which is at or past where any leader's notice told it to install from (its install
-         * began at some leader's first log entry, at most the commit index then plus one, and this leader has every
-         * committed entry). The replica then loads its snapshot and answers SNAPSHOT_INSTALLED with its index, or
-         * answers IN_PROGRESS if its install still runs. The sign is precise: such a replica answers each append with
-         * the same next index, so its match index stands and its next index goes no lower than that (the leader moves
-         * it up as it sends entries from there, and back at each answer), while it answers, for {@link #STUCK_NANOS};
-         * a replica catching up moves its match index, one whose log diverges moves the next index lower at each
-         * answer, and one that is down or restarting does not answer. (A notice to
-         * a replica with no install under way would not be harmless: Ratis truncates the replica's log at the
-         * leader's last configuration entry on every notice.) Notified again after as long, if still so.
+         * have begun at or before the notice's index ("not eligible"). Such a replica answers
+         * INCONSISTENCY with the same next index, again and again, its match index standing: after {@link #STUCK_NANOS}
+         * of that, the last answer within {@link #ANSWERING_NANOS}, it is notified, with an index past this leader's
+         * last entry, which is at or past where any leader's notice told it to install from (its install began at some
+         * leader's first log entry, at most the commit index then plus one, and this leader has every committed entry).
+         * The replica then loads its snapshot and answers SNAPSHOT_INSTALLED with its index, or answers IN_PROGRESS if
+         * its install still runs. The sign is the replica's answers, not the indexes the leader keeps for it: a replica
+         * catching up moves its match index, one whose log diverges answers a lower next index each time, one down or
+         * restarting does not answer, and one whose disk stalls answers heartbeats but never INCONSISTENCY (the next
+         * index alone does not tell it apart: it stands above the match index there too). A notice to a replica with
+         * no install under way is not harmless: it starts an install, which fails (no snapshot reaches past this
+         * leader's last entry) after holding up the replica's appends and failing its pending reads. Notified again
+         * after as long, if still so.
          *
          * @return the notice to send, or null
          */
         private TermIndex loading() {
-            FollowerInfo follower = getFollower();
             long now = System.nanoTime();
-            long match = follower.getMatchIndex();
-            long next = follower.getNextIndex();
-            if (match != lastMatch || next < lowestNext || match + 1 >= next
-                    || follower.getLastRpcResponseTime().elapsedTimeMs() > ANSWERING_MILLIS) {
-                // Moving, in step, or not answering (down, or restarting): not the replica this is about.
-                lastMatch = match;
-                lowestNext = next;
-                matchSteadySince = now;
-                return null;
-            }
-            if (now - matchSteadySince < STUCK_NANOS || now - loadNoticeAt < STUCK_NANOS) {
-                return null;
+            synchronized (answers) {
+                if (now - lastAnswerAt > ANSWERING_NANOS || sameAnswerMatch != getFollower().getMatchIndex()
+                        || now - sameAnswerSince < STUCK_NANOS || now - loadNoticeAt < STUCK_NANOS) {
+                    return null;
+                }
             }
             TermIndex last = getRaftLog().getLastEntryTermIndex();
             if (last == null) {
@@ -144,6 +140,22 @@ public final class RaftTransport implements RpcType {
             }
             loadNoticeAt = now;
             return TermIndex.valueOf(last.getTerm(), last.getIndex() + 1);
+        }
+
+        /** Ratis calls this for each INCONSISTENCY answer (and only then); it notes the answer for {@link #loading}. */
+        @Override
+        protected long getNextIndexForInconsistency(long requestFirstIndex, long replyNextIndex) {
+            long now = System.nanoTime();
+            long match = getFollower().getMatchIndex();
+            synchronized (answers) {
+                if (replyNextIndex != sameAnswer || match != sameAnswerMatch) {
+                    sameAnswer = replyNextIndex;
+                    sameAnswerMatch = match;
+                    sameAnswerSince = now;
+                }
+                lastAnswerAt = now;
+            }
+            return super.getNextIndexForInconsistency(requestFirstIndex, replyNextIndex);
         }
 
         @Override

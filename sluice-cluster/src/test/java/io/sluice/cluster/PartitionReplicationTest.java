@@ -545,9 +545,9 @@ class PartitionReplicationTest {
 
     /**
      * A follower back from a restart, whose log the leader's still holds, catches up through appends alone: no
-     * install notice (a notice truncates a replica's log at the leader's last configuration entry). Before, the check
-     * for replicas stuck in an install took the time the follower was down for time it answered without progress,
-     * and notified it as soon as it came back.
+     * install notice (a notice to a replica with no install under way starts one there, which fails and holds up its
+     * appends meanwhile). Before, the check for replicas stuck in an install took the time the follower was down for
+     * time it answered without progress, and notified it as soon as it came back.
      */
     @Test
     void aFollowerBackFromARestartIsNotToldToInstall() throws Exception {
@@ -565,6 +565,48 @@ class PartitionReplicationTest {
         assertEveryReplicaHolds(expected);
         Thread.sleep(RaftTransport.STUCK_NANOS / 1_000_000 + 1_000);
         assertThat(away.partition().machine().installNotices()).as("install notices to the follower").isZero();
+    }
+
+    /**
+     * A follower whose disk stalls for twice the stuck-install wait answers heartbeats meanwhile, its match index
+     * standing and the next index the leader keeps for it above that: it is not told to install (a notice would start
+     * an install there, which fails, and hold up its appends once more), and it catches up once its disk is back.
+     */
+    @Test
+    void aFollowerWhoseDiskStallsIsNotToldToInstall() throws Exception {
+        tuning = new ClusterNode.Tuning(100_000, 4096, 100_000);
+        startCluster();
+        Random random = new Random(19);
+        List<byte[]> expected = new ArrayList<>(produce(leader(), 30, random, "a"));
+        assertEveryReplicaHolds(expected);
+        Node stalled = nodes[leader().id % 3 + 1];
+        String stalledPeer = ClusterNode.peerId(stalled.id).toString();
+        long stallMillis = 2 * RaftTransport.STUCK_NANOS / 1_000_000;
+        java.util.concurrent.atomic.AtomicReference<CompletableFuture<Void>> stall =
+                new java.util.concurrent.atomic.AtomicReference<>();
+        // Every write of the stalled replica from its first one on completes when the stall ends, as behind a disk
+        // that takes that long to force.
+        PartitionStateMachine.storeDelay = peer -> {
+            if (!peer.equals(stalledPeer)) {
+                return null;
+            }
+            stall.compareAndSet(null, CompletableFuture.runAsync(() -> { },
+                    CompletableFuture.delayedExecutor(stallMillis, TimeUnit.MILLISECONDS)));
+            return stall.get().isDone() ? null : stall.get();
+        };
+        try {
+            for (int i = 0; i < 10; i++) {
+                expected.addAll(produce(leader(), 10, random, "b" + i + "-"));
+                Thread.sleep(stallMillis / 10);
+            }
+        } finally {
+            PartitionStateMachine.storeDelay = null;
+        }
+        assertThat(stall.get()).as("the follower's disk stalled").isNotNull();
+        expected.addAll(produce(leader(), 20, random, "c"));
+        assertEveryReplicaHolds(expected);
+        assertThat(stalled.partition().machine().installNotices()).as("install notices to the stalled follower")
+                .isZero();
     }
 
     /** Has {@code from}, which leads the partition, hand its leadership to {@code to}, and waits until it did. */
