@@ -18,7 +18,7 @@ import picocli.CommandLine.Option;
 public final class ClusterRace extends Experiment {
 
     @Option(names = "--records", paramLabel = "N", description = "Records of 1 KiB per produce run (default 500000;"
-            + " --quick 20000).")
+            + " --quick 10000).")
     Long records;
 
     @Option(names = "--rounds", paramLabel = "N", description = "Interleaved rounds; medians are reported"
@@ -26,7 +26,7 @@ public final class ClusterRace extends Experiment {
     Integer rounds;
 
     @Option(names = "--failovers", paramLabel = "N", description = "Leader kills per cluster per round (default 5;"
-            + " --quick 2).")
+            + " --quick 1).")
     Integer failovers;
 
     @Option(names = "--warm-up-seconds", paramLabel = "S", description = "Unmeasured sending before each produce run,"
@@ -61,7 +61,7 @@ public final class ClusterRace extends Experiment {
     }
 
     long records(boolean quick) {
-        return records != null ? records : quick ? 20_000 : 500_000;
+        return records != null ? records : quick ? 10_000 : 500_000;
     }
 
     int rounds(boolean quick) {
@@ -73,7 +73,7 @@ public final class ClusterRace extends Experiment {
     }
 
     int failovers(boolean quick) {
-        return failovers != null ? failovers : quick ? 2 : 5;
+        return failovers != null ? failovers : quick ? 1 : 5;
     }
 
     @Override
