@@ -384,13 +384,7 @@ class PartitionReplicationTest {
         away.stop();
         expected.addAll(produce(leader(), 400, random, "b"));
         Node now = leader();
-        await("the leader's log purged past the away replica's end", () -> {
-            try {
-                return now.partition().division().getRaftLog().getStartIndex() > 100;
-            } catch (IOException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        awaitPurgedPastTheAwayReplica("the leader", now);
         away.start();
         expected.addAll(produce(leader(), 20, random, "c"));
         assertEveryReplicaHolds(expected);
@@ -423,13 +417,7 @@ class PartitionReplicationTest {
         away.stop();
         expected.addAll(produce(leader(), 400, random, "b"));
         Node now = leader();
-        await("the leader's log purged past the away replica's end", () -> {
-            try {
-                return now.partition().division().getRaftLog().getStartIndex() > 100;
-            } catch (IOException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        awaitPurgedPastTheAwayReplica("the leader", now);
         // The other up-to-date replica goes: the leader is left with the one that must install.
         Node remaining = now;
         Node stopped = now == other ? leader : other;
@@ -493,13 +481,7 @@ class PartitionReplicationTest {
 
         away.stop();
         expected.addAll(produce(leader(), 300, random, "c"));
-        await("the purging replica's log purged past the away replica's end", () -> {
-            try {
-                return purging.partition().division().getRaftLog().getStartIndex() > 100;
-            } catch (IOException e) {
-                throw new IllegalStateException(e);
-            }
-        });
+        awaitPurgedPastTheAwayReplica("the purging replica", purging);
         // The purging replica leads, so that its notice is the one the away replica installs on.
         Node now = leader();
         if (now != purging) {
@@ -607,6 +589,17 @@ class PartitionReplicationTest {
         assertEveryReplicaHolds(expected);
         assertThat(stalled.partition().machine().installNotices()).as("install notices to the stalled follower")
                 .isZero();
+    }
+
+    /** Waits until {@code node}'s Raft log starts past entry 100, where a replica away since the first 40 ends. */
+    private static void awaitPurgedPastTheAwayReplica(String who, Node node) throws Exception {
+        await(who + "'s log purged past the away replica's end", () -> {
+            try {
+                return node.partition().division().getRaftLog().getStartIndex() > 100;
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
     }
 
     /** Has {@code from}, which leads the partition, hand its leadership to {@code to}, and waits until it did. */
