@@ -54,25 +54,15 @@ public final class RaftTransport implements RpcType {
         }
     }
 
-    /** How long a replica's match index stays below its next index, while it answers, before it is notified. */
-    static final long STUCK_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(3);
-    /** A replica that answered within this long counts as answering (heartbeats go every 75 ms). */
-    static final long ANSWERING_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500);
+    /** How long between two notices to a replica that stays stuck. */
+    static final long STUCK_NANOS = StuckInstall.STUCK_NANOS;
 
     private static final class Appender extends GrpcLogAppender {
 
         /** This leader told the replica to install a snapshot (in its term: an appender serves one). */
         private boolean notified;
-        /**
-         * The next index the replica last answered INCONSISTENCY with, its match index then, since when it has answered
-         * so without either changing, and when it last answered so, for {@link #loading}; written by the threads that
-         * take the replies, read by the appender's.
-         */
-        private final Object answers = new Object();
-        private long sameAnswer = Long.MIN_VALUE;
-        private long sameAnswerMatch = Long.MIN_VALUE;
-        private long sameAnswerSince;
-        private long lastAnswerAt;
+        /** The replica's INCONSISTENCY answers, for {@link #loading}. */
+        private final StuckInstall answers = new StuckInstall();
         /** When {@link #loading} last notified the replica. */
         private long loadNoticeAt = System.nanoTime() - STUCK_NANOS;
 
@@ -112,7 +102,7 @@ public final class RaftTransport implements RpcType {
          * began at a later first entry (a leader that had purged further): Ratis requires the install under way to
          * have begun at or before the notice's index ("not eligible"). Such a replica answers
          * INCONSISTENCY with the same next index, again and again, its match index standing: after {@link #STUCK_NANOS}
-         * of that, the last answer within {@link #ANSWERING_NANOS}, it is notified, with an index past this leader's
+         * of that without a pause ({@link StuckInstall}), it is notified, with an index past this leader's
          * last entry, which is at or past where any leader's notice told it to install from (its install began at some
          * leader's first log entry, at most the commit index then plus one, and this leader has every committed entry).
          * The replica then loads its snapshot and answers SNAPSHOT_INSTALLED with its index, or answers IN_PROGRESS if
@@ -128,11 +118,8 @@ public final class RaftTransport implements RpcType {
          */
         private TermIndex loading() {
             long now = System.nanoTime();
-            synchronized (answers) {
-                if (now - lastAnswerAt > ANSWERING_NANOS || sameAnswerMatch != getFollower().getMatchIndex()
-                        || now - sameAnswerSince < STUCK_NANOS || now - loadNoticeAt < STUCK_NANOS) {
-                    return null;
-                }
+            if (!answers.stuck(getFollower().getMatchIndex(), now) || now - loadNoticeAt < STUCK_NANOS) {
+                return null;
             }
             TermIndex last = getRaftLog().getLastEntryTermIndex();
             if (last == null) {
@@ -145,16 +132,7 @@ public final class RaftTransport implements RpcType {
         /** Ratis calls this for each INCONSISTENCY answer (and only then); it notes the answer for {@link #loading}. */
         @Override
         protected long getNextIndexForInconsistency(long requestFirstIndex, long replyNextIndex) {
-            long now = System.nanoTime();
-            long match = getFollower().getMatchIndex();
-            synchronized (answers) {
-                if (replyNextIndex != sameAnswer || match != sameAnswerMatch) {
-                    sameAnswer = replyNextIndex;
-                    sameAnswerMatch = match;
-                    sameAnswerSince = now;
-                }
-                lastAnswerAt = now;
-            }
+            answers.answered(replyNextIndex, getFollower().getMatchIndex(), System.nanoTime());
             return super.getNextIndexForInconsistency(requestFirstIndex, replyNextIndex);
         }
 

@@ -446,7 +446,7 @@ class PartitionReplicationTest {
      * when Ratis 3.3.0 loads what was installed; that leader dies, and the next one's log still holds the replica's
      * next entries, so it sends appends, never a notice, and the replica, its install still "in progress", refuses
      * them all. Before, it stayed so for good (and with the third replica down, the partition took nothing); now the
-     * leader notifies a replica whose match index stays below its next index (RaftTransport).
+     * leader notifies a replica that answers INCONSISTENCY with the same next index for 3 s (RaftTransport).
      */
     @Test
     void aReplicaWhoseInstallOutlivedItsLeaderLoadsItOnTheNextLeadersNotice() throws Exception {
@@ -572,19 +572,36 @@ class PartitionReplicationTest {
             if (!peer.equals(stalledPeer)) {
                 return null;
             }
-            stall.compareAndSet(null, CompletableFuture.runAsync(() -> { },
-                    CompletableFuture.delayedExecutor(stallMillis, TimeUnit.MILLISECONDS)));
+            if (stall.get() == null) {
+                stall.compareAndSet(null, CompletableFuture.runAsync(() -> { },
+                        CompletableFuture.delayedExecutor(stallMillis, TimeUnit.MILLISECONDS)));
+            }
             return stall.get().isDone() ? null : stall.get();
         };
+        boolean stoodThroughTheWait = false;
         try {
+            long flushedAtStart = Long.MIN_VALUE;
+            long startedAt = 0;
             for (int i = 0; i < 10; i++) {
                 expected.addAll(produce(leader(), 10, random, "b" + i + "-"));
+                long flushed = stalled.partition().division().getRaftLog().getFlushIndex();
+                if (i == 0) {
+                    flushedAtStart = flushed;
+                    startedAt = System.nanoTime();
+                } else if (!stoodThroughTheWait
+                        && System.nanoTime() - startedAt > RaftTransport.STUCK_NANOS + 500_000_000L) {
+                    // Proof that the stall covers the wait: the follower's log took nothing for that long.
+                    assertThat(stall.get().isDone()).as("the stall still on").isFalse();
+                    assertThat(flushed).as("the stalled follower's last flushed entry, past the wait")
+                            .isEqualTo(flushedAtStart);
+                    stoodThroughTheWait = true;
+                }
                 Thread.sleep(stallMillis / 10);
             }
         } finally {
             PartitionStateMachine.storeDelay = null;
         }
-        assertThat(stall.get()).as("the follower's disk stalled").isNotNull();
+        assertThat(stoodThroughTheWait).as("the follower's disk stalled past the wait").isTrue();
         expected.addAll(produce(leader(), 20, random, "c"));
         assertEveryReplicaHolds(expected);
         assertThat(stalled.partition().machine().installNotices()).as("install notices to the stalled follower")
