@@ -80,9 +80,13 @@ final class PreferredLeaders {
     private final long checkIntervalNanos;
     private final LongSupplier nanoClock;
     private final Set<PartitionId> handingOver = ConcurrentHashMap.newKeySet();
-    /** After a hand-over that did not happen, when the next may start, and how long the last wait was (nanoseconds). */
-    private final Map<PartitionId, long[]> backOff = new ConcurrentHashMap<>();
+    /** After a hand-over that did not happen, when the next may start. */
+    private final Map<PartitionId, BackOff> backOff = new ConcurrentHashMap<>();
     private long lastFullCheck;
+
+    /** A partition's wait: the next hand-over starts at {@code until} at the earliest; the wait was this long. */
+    private record BackOff(long until, long waitNanos) {
+    }
 
     /**
      * @param self this node's id
@@ -114,9 +118,9 @@ final class PreferredLeaders {
         int started = 0;
         for (Led led : node.led()) {
             int preferred = led.replicas().getFirst();
-            long[] wait = backOff.get(led.partition());
+            BackOff wait = backOff.get(led.partition());
             if (started == HAND_OVERS_PER_CHECK || preferred == self || !(full || led.isNew())
-                    || !led.inSync().contains(preferred) || wait != null && now < wait[0]
+                    || !led.inSync().contains(preferred) || wait != null && now < wait.until()
                     || !handingOver.add(led.partition())) {
                 continue;
             }
@@ -131,10 +135,10 @@ final class PreferredLeaders {
             }
             handOver.whenComplete((done, failure) -> {
                 if (failure != null || !Boolean.TRUE.equals(done)) {
-                    long[] last = backOff.get(led.partition());
+                    BackOff last = backOff.get(led.partition());
                     long waitNanos = last == null ? TimeUnit.MILLISECONDS.toNanos(FIRST_BACK_OFF_MILLIS)
-                            : Math.min(2 * last[1], TimeUnit.MILLISECONDS.toNanos(LONGEST_BACK_OFF_MILLIS));
-                    backOff.put(led.partition(), new long[] {nanoClock.getAsLong() + waitNanos, waitNanos});
+                            : Math.min(2 * last.waitNanos(), TimeUnit.MILLISECONDS.toNanos(LONGEST_BACK_OFF_MILLIS));
+                    backOff.put(led.partition(), new BackOff(nanoClock.getAsLong() + waitNanos, waitNanos));
                     LOG.info("node {}: the hand-over of {} to node {} did not happen now (tried again in {} ms): {}",
                             self, led.partition(), preferred, TimeUnit.NANOSECONDS.toMillis(waitNanos),
                             failure != null ? failure.toString() : "refused");

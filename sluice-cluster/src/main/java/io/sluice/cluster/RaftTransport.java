@@ -54,9 +54,6 @@ public final class RaftTransport implements RpcType {
         }
     }
 
-    /** How long between two notices to a replica that stays stuck. */
-    static final long STUCK_NANOS = StuckInstall.STUCK_NANOS;
-
     private static final class Appender extends GrpcLogAppender {
 
         /** This leader told the replica to install a snapshot (in its term: an appender serves one). */
@@ -64,7 +61,7 @@ public final class RaftTransport implements RpcType {
         /** The replica's INCONSISTENCY answers, for {@link #loading}. */
         private final StuckInstall answers = new StuckInstall();
         /** When {@link #loading} last notified the replica. */
-        private long loadNoticeAt = System.nanoTime() - STUCK_NANOS;
+        private long loadNoticeAt = System.nanoTime() - StuckInstall.STUCK_NANOS;
 
         Appender(RaftServer.Division server, LeaderState state, FollowerInfo follower) {
             super(server, state, follower);
@@ -101,10 +98,11 @@ public final class RaftTransport implements RpcType {
          * replica's next index does notify it, at its own first entry, which the replica refuses when its install
          * began at a later first entry (a leader that had purged further): Ratis requires the install under way to
          * have begun at or before the notice's index ("not eligible"). Such a replica answers
-         * INCONSISTENCY with the same next index, again and again, its match index standing: after {@link #STUCK_NANOS}
-         * of that without a pause ({@link StuckInstall}), it is notified, with an index past this leader's
-         * last entry, which is at or past where any leader's notice told it to install from (its install began at some
-         * leader's first log entry, at most the commit index then plus one, and this leader has every committed entry).
+         * INCONSISTENCY with the same next index, again and again, its match index standing: after
+         * {@link StuckInstall#STUCK_NANOS} of that without a pause ({@link StuckInstall}), it is notified, with an
+         * index past this leader's last entry, which is at or past where any leader's notice told it to install from
+         * (its install began at some leader's first log entry, at most the commit index then plus one, and this leader
+         * has every committed entry).
          * The replica then loads its snapshot and answers SNAPSHOT_INSTALLED with its index, or answers IN_PROGRESS if
          * its install still runs. The sign is the replica's answers, not the indexes the leader keeps for it: a replica
          * catching up moves its match index, one whose log diverges answers a lower next index each time, one down or
@@ -118,7 +116,7 @@ public final class RaftTransport implements RpcType {
          */
         private TermIndex loading() {
             long now = System.nanoTime();
-            if (!answers.stuck(getFollower().getMatchIndex(), now) || now - loadNoticeAt < STUCK_NANOS) {
+            if (!answers.stuck(getFollower().getMatchIndex(), now) || now - loadNoticeAt < StuckInstall.STUCK_NANOS) {
                 return null;
             }
             TermIndex last = getRaftLog().getLastEntryTermIndex();

@@ -541,11 +541,11 @@ class PartitionReplicationTest {
         Node away = nodes[leader().id % 3 + 1];
         away.stop();
         expected.addAll(produce(leader(), 50, random, "b"));
-        Thread.sleep(RaftTransport.STUCK_NANOS / 1_000_000 + 1_000);
+        Thread.sleep(StuckInstall.STUCK_NANOS / 1_000_000 + 1_000);
         away.start();
         expected.addAll(produce(leader(), 20, random, "c"));
         assertEveryReplicaHolds(expected);
-        Thread.sleep(RaftTransport.STUCK_NANOS / 1_000_000 + 1_000);
+        Thread.sleep(StuckInstall.STUCK_NANOS / 1_000_000 + 1_000);
         assertThat(away.partition().machine().installNotices()).as("install notices to the follower").isZero();
     }
 
@@ -563,7 +563,7 @@ class PartitionReplicationTest {
         assertEveryReplicaHolds(expected);
         Node stalled = nodes[leader().id % 3 + 1];
         String stalledPeer = ClusterNode.peerId(stalled.id).toString();
-        long stallMillis = 2 * RaftTransport.STUCK_NANOS / 1_000_000;
+        long stallMillis = 2 * StuckInstall.STUCK_NANOS / 1_000_000;
         java.util.concurrent.atomic.AtomicReference<CompletableFuture<Void>> stall =
                 new java.util.concurrent.atomic.AtomicReference<>();
         // Every write of the stalled replica from its first one on completes when the stall ends, as behind a disk
@@ -589,7 +589,7 @@ class PartitionReplicationTest {
                     flushedAtStart = flushed;
                     startedAt = System.nanoTime();
                 } else if (!stoodThroughTheWait
-                        && System.nanoTime() - startedAt > RaftTransport.STUCK_NANOS + 500_000_000L) {
+                        && System.nanoTime() - startedAt > StuckInstall.STUCK_NANOS + 500_000_000L) {
                     // Proof that the stall covers the wait: the follower's log took nothing for that long.
                     assertThat(stall.get().isDone()).as("the stall still on").isFalse();
                     assertThat(flushed).as("the stalled follower's last flushed entry, past the wait")
