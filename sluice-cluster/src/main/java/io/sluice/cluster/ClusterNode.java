@@ -40,6 +40,7 @@ import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
+import org.apache.ratis.protocol.exceptions.LeaderSteppingDownException;
 import org.apache.ratis.retry.RetryPolicies;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.RaftServerConfigKeys;
@@ -302,6 +303,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 inBackground("node-" + nodeId + "-register", this::register);
             }
             inBackground("node-" + nodeId + "-retention-holds", this::moveRetentionHolds);
+            inBackground("node-" + nodeId + "-stuck-hand-overs", this::watchHandOvers);
             if (tuning.preferredLeaders()) {
                 PreferredLeaders preferred = new PreferredLeaders(nodeId, new PreferredLeaders.Node() {
                     @Override
@@ -1228,6 +1230,43 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 preferred.check();
             } catch (RuntimeException e) {
                 LOG.warn("node {}: the preferred leaders' check failed: {}", self.id(), e.toString());
+            }
+        }
+    }
+
+    /** The client id of the step-downs {@link #watchHandOvers} asks for. */
+    private final ClientId stepDowns = ClientId.randomId();
+    private final AtomicLong stepDownCalls = new AtomicLong();
+
+    /**
+     * Every half second: the leader here of a partition that shows the sign of a hand-over stuck pending
+     * ({@link StuckHandOver}), if it still refuses appends as stepping down, steps down, and the group elects again.
+     */
+    private void watchHandOvers() throws InterruptedException {
+        while (!closed) {
+            Thread.sleep(500);
+            for (PartitionId id : known.values()) {
+                if (closed) {
+                    return;
+                }
+                try {
+                    ReplicatedPartition replica = replicaOf(id.topic(), id.partition());
+                    if (replica == null || !replica.isLeaderReady()
+                            || !replica.stuckHandOver().stuck(System.nanoTime())) {
+                        continue;
+                    }
+                    replica.stuckHandOver().ended();
+                    if (replica.refusesAsSteppingDown()) {
+                        LOG.warn("node {}: {} has refused appends as handing its leadership over for {} ms or more, a"
+                                + " hand-over left pending with no time limit: its leader here steps down", self.id(),
+                                id, TimeUnit.NANOSECONDS.toMillis(StuckHandOver.STUCK_NANOS));
+                        server.transferLeadershipAsync(new TransferLeadershipRequest(stepDowns, server.getId(),
+                                groupId(id), stepDownCalls.incrementAndGet(), null,
+                                RPC_TIMEOUT_MAX.toLong(TimeUnit.MILLISECONDS)));
+                    }
+                } catch (IOException | RuntimeException e) {
+                    LOG.warn("node {}: the check of {}'s hand-over failed: {}", self.id(), id, e.toString());
+                }
             }
         }
     }

@@ -85,6 +85,8 @@ public final class ReplicatedPartition {
     private int expected;
     /** Counts the waits for answered producers, so that a wait's timer ends only its own wait. */
     private long refills;
+    /** This replica's refusals of appends as a leader stepping down: {@link StuckHandOver}. */
+    private final StuckHandOver stuckHandOver = new StuckHandOver();
     /** Where a record batch keeps its partitionLeaderEpoch. */
     static final int LEADER_EPOCH_OFFSET = 12;
 
@@ -270,7 +272,11 @@ public final class ReplicatedPartition {
 
     private long offsetOf(RaftClientReply reply) {
         if (reply.isSuccess()) {
+            stuckHandOver.ended();
             return Long.parseLong(reply.getMessage().getContent().toStringUtf8());
+        }
+        if (reply.getException() instanceof LeaderSteppingDownException) {
+            stuckHandOver.refused(System.nanoTime());
         }
         if (reply.getNotLeaderException() != null || reply.getException() instanceof LeaderNotReadyException
                 || reply.getException() instanceof LeaderSteppingDownException) {
@@ -279,6 +285,35 @@ public final class ReplicatedPartition {
         }
         throw new CompletionException(reply.getException());
     }
+
+    /** @return the watch over this replica's refusals of appends as a leader stepping down */
+    StuckHandOver stuckHandOver() {
+        return stuckHandOver;
+    }
+
+    /**
+     * Asks this replica, leading, to append an empty entry: Ratis refuses it at once if the leader refuses appends as
+     * stepping down, and otherwise this partition's state machine refuses it (it holds no record batch), so nothing
+     * is appended either way.
+     *
+     * @return whether the replica refused as a leader stepping down
+     */
+    boolean refusesAsSteppingDown() throws IOException, InterruptedException {
+        RaftClientRequest probe = RaftClientRequest.newBuilder().setClientId(PROBES)
+                .setServerId(division.getId()).setGroupId(division.getGroup().getGroupId())
+                .setCallId(PROBE_CALLS.incrementAndGet()).setMessage(Message.EMPTY)
+                .setType(RaftClientRequest.writeRequestType()).build();
+        try {
+            return division.getRaftServer().submitClientRequestAsync(probe).get(5, TimeUnit.SECONDS).getException()
+                    instanceof LeaderSteppingDownException;
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+            return false;
+        }
+    }
+
+    /** The client id and call ids of {@link #refusesAsSteppingDown}. */
+    private static final ClientId PROBES = ClientId.randomId();
+    private static final AtomicLong PROBE_CALLS = new AtomicLong();
 
     /** @return the replica's Raft group member on this node */
     RaftServer.Division division() {

@@ -1,9 +1,11 @@
 package io.sluice.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.sluice.broker.BrokerConfig;
 import io.sluice.store.FlushMode;
+import io.sluice.store.KafkaBatch;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
 import java.io.IOException;
@@ -205,10 +207,50 @@ class LeaderElectionsTest {
         }
     }
 
+    /**
+     * A hand-over that Ratis 3.3.0 fails as it starts (the transferee's StartLeaderElection call failed at once: its
+     * node had just stopped) leaves the leader refusing every append as "stepping down", with no timeout to end it;
+     * a stock producer once saw NOT_LEADER_OR_FOLLOWER for 120 s. The leader steps down once the refusal outlasts
+     * any hand-over, the group elects again, and appends go through.
+     */
+    @Test
+    void aLeaderLeftRefusingAppendsByAFailedHandOverStepsDownAndAppendsResume() throws Exception {
+        startThree(0);
+        try (Admin admin = admin()) {
+            admin.createTopics(List.of(new NewTopic("stuck", 1, (short) 3))).all().get(60, TimeUnit.SECONDS);
+            awaitPreferredLeaders("stuck", 1, 30);
+        }
+        produce("stuck", 0, 50, 60_000);
+        int leader = leader("stuck", 0);
+        int to = brokers[leader].node().replicasOf("stuck", 0).stream().filter(id -> id != leader).findFirst()
+                .orElseThrow();
+        ReplicatedPartition replica = brokers[leader].node().partition(new ClusterNode.PartitionId("stuck", 0));
+        long lastEntry = replica.division().getRaftLog().getLastEntryTermIndex().getIndex();
+        assertThat(replica.refusesAsSteppingDown()).as("the probe of a leader with no hand-over pending").isFalse();
+        assertThat(replica.division().getRaftLog().getLastEntryTermIndex().getIndex()).as("the log's last entry after"
+                + " the probe").isEqualTo(lastEntry);
+        RatisHandOvers.leavePending(replica.division(), ClusterNode.peerId(to));
+        assertThat(replica.refusesAsSteppingDown()).as("the probe of the leader left handing over").isTrue();
+        assertThatThrownBy(() -> replica.append(KafkaBatch.of(1_700_000_000_000L,
+                List.of("refused".getBytes(StandardCharsets.UTF_8)))).committed().get(10, TimeUnit.SECONDS))
+                .as("an append while the hand-over is left pending").hasMessageContaining("stepping down");
+
+        long stuck = System.nanoTime();
+        produce("stuck", 0, 50, 20_000);
+        assertThat(Duration.ofNanos(System.nanoTime() - stuck)).as("the time appends were refused")
+                .isLessThan(Duration.ofSeconds(15));
+        InProcessCluster.await("stuck-0 led again", 10, () -> leader("stuck", 0) > 0);
+    }
+
     /** Sends {@code count} records to a partition, acks=all, and waits for every acknowledgement. */
     private void produce(String topic, int partition, int count) throws Exception {
+        produce(topic, partition, count, 60_000);
+    }
+
+    /** As {@link #produce(String, int, int)}, each record failing if not acknowledged within {@code deliveryMs}. */
+    private void produce(String topic, int partition, int count, int deliveryMs) throws Exception {
         try (KafkaProducer<byte[], byte[]> producer = TestClusters.idempotentProducer(TestClusters.bootstrap(cluster),
-                60_000, 10_000)) {
+                deliveryMs, 10_000)) {
             List<Future<RecordMetadata>> sent = new ArrayList<>();
             for (int i = 0; i < count; i++) {
                 sent.add(producer.send(new ProducerRecord<>(topic, partition, null,

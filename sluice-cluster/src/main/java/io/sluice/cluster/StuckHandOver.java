@@ -1,0 +1,52 @@
+package io.sluice.cluster;
+
+import java.util.concurrent.TimeUnit;
+
+/**
+ * A leader's watch over its refusals of appends as "stepping down", for the sign of a hand-over stuck pending.
+ *
+ * <p>Ratis 3.3.0 refuses a leader's appends while it hands leadership over, and ends that when the transferee is
+ * elected or the hand-over's time is up. But a hand-over whose first try fails at once (the transferee's
+ * StartLeaderElection call already failed, its node just stopped, say) is answered as failed and left pending with no
+ * time limit: the leader refuses every append until the group elects a leader, which it does not while the leader's
+ * heartbeats go out. A stock producer once saw NOT_LEADER_OR_FOLLOWER for 120 s.
+ *
+ * <p>The sign: every append answered since the first refusal, for {@link #STUCK_NANOS} (longer than any hand-over
+ * this cluster asks for lasts), was refused so. Refusals further apart than {@link #GAP_NANOS} are not one run (an
+ * earlier hand-over's refusal and a later one's, nothing sent between). The node then asks Ratis whether the leader
+ * still refuses, and if so the leader steps down and the group elects again. Thread-safe: the threads that take the
+ * answers note them, the node's watch asks.
+ */
+final class StuckHandOver {
+
+    /** How long a leader refuses appends as stepping down before it counts as stuck: the longest hand-over and 1 s. */
+    static final long STUCK_NANOS = TimeUnit.MILLISECONDS.toNanos(ClusterNode.HAND_OVER_MILLIS + 1_000);
+    /**
+     * Refusals further apart than this are not one run: well over a stock producer's longest wait between tries
+     * (retry.backoff.max.ms, 1 s by default).
+     */
+    static final long GAP_NANOS = TimeUnit.SECONDS.toNanos(10);
+
+    private boolean refusing;
+    private long since;
+    private long last;
+
+    /** Notes an append refused as the leader stepping down. */
+    synchronized void refused(long now) {
+        if (!refusing || now - last > GAP_NANOS) {
+            refusing = true;
+            since = now;
+        }
+        last = now;
+    }
+
+    /** Notes an append taken (or a run of refusals dealt with): the run ends. */
+    synchronized void ended() {
+        refusing = false;
+    }
+
+    /** @return whether the leader shows the sign at {@code now} */
+    synchronized boolean stuck(long now) {
+        return refusing && now - last <= GAP_NANOS && now - since >= STUCK_NANOS;
+    }
+}
