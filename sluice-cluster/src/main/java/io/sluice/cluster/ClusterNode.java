@@ -40,7 +40,6 @@ import org.apache.ratis.protocol.RaftGroup;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
-import org.apache.ratis.protocol.exceptions.LeaderSteppingDownException;
 import org.apache.ratis.retry.RetryPolicies;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.RaftServerConfigKeys;
@@ -1240,7 +1239,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /**
      * Every half second: the leader here of a partition that shows the sign of a hand-over stuck pending
-     * ({@link StuckHandOver}), if it still refuses appends as stepping down, steps down, and the group elects again.
+     * ({@link StuckHandOver}), if it still refuses appends as stepping down, and again a hand-over's time later,
+     * steps down, and the group elects again.
      */
     private void watchHandOvers() throws InterruptedException {
         while (!closed) {
@@ -1256,14 +1256,25 @@ public final class ClusterNode implements Replication, AutoCloseable {
                         continue;
                     }
                     replica.stuckHandOver().ended();
-                    if (replica.refusesAsSteppingDown()) {
-                        LOG.warn("node {}: {} has refused appends as handing its leadership over for {} ms or more, a"
-                                + " hand-over left pending with no time limit: its leader here steps down", self.id(),
-                                id, TimeUnit.NANOSECONDS.toMillis(StuckHandOver.STUCK_NANOS));
-                        server.transferLeadershipAsync(new TransferLeadershipRequest(stepDowns, server.getId(),
-                                groupId(id), stepDownCalls.incrementAndGet(), null,
-                                RPC_TIMEOUT_MAX.toLong(TimeUnit.MILLISECONDS)));
+                    // Still refusing, and still a hand-over's time later: not one hand-over in its time.
+                    if (!replica.refusesAsSteppingDown()) {
+                        continue;
                     }
+                    Thread.sleep(HAND_OVER_MILLIS + 100);
+                    if (!replica.isLeaderReady() || !replica.refusesAsSteppingDown()) {
+                        continue;
+                    }
+                    LOG.warn("node {}: {} has refused appends as handing its leadership over for {} ms or more, a"
+                            + " hand-over left pending with no time limit: its leader here steps down", self.id(), id,
+                            TimeUnit.NANOSECONDS.toMillis(StuckHandOver.STUCK_NANOS));
+                    server.transferLeadershipAsync(new TransferLeadershipRequest(stepDowns, server.getId(),
+                            groupId(id), stepDownCalls.incrementAndGet(), null,
+                            RPC_TIMEOUT_MAX.toLong(TimeUnit.MILLISECONDS))).whenComplete((reply, failure) -> {
+                                if (failure != null || !reply.isSuccess()) {
+                                    LOG.warn("node {}: {}'s leader here did not step down: {}", self.id(), id,
+                                            failure != null ? failure.toString() : reply.getException());
+                                }
+                            });
                 } catch (IOException | RuntimeException e) {
                     LOG.warn("node {}: the check of {}'s hand-over failed: {}", self.id(), id, e.toString());
                 }

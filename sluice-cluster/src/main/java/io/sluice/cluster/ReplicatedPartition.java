@@ -293,8 +293,9 @@ public final class ReplicatedPartition {
 
     /**
      * Asks this replica, leading, to append an empty entry: Ratis refuses it at once if the leader refuses appends as
-     * stepping down, and otherwise this partition's state machine refuses it (it holds no record batch), so nothing
-     * is appended either way.
+     * stepping down (or is no leader, or not ready), and otherwise this partition's state machine refuses it (it holds
+     * no record batch), so nothing is appended either way (Ratis counts a failed write, and keeps the failed call in
+     * its retry cache until it expires).
      *
      * @return whether the replica refused as a leader stepping down
      */

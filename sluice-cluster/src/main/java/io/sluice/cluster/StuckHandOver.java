@@ -11,11 +11,12 @@ import java.util.concurrent.TimeUnit;
  * time limit: the leader refuses every append until the group elects a leader, which it does not while the leader's
  * heartbeats go out. A stock producer once saw NOT_LEADER_OR_FOLLOWER for 120 s.
  *
- * <p>The sign: every append answered since the first refusal, for {@link #STUCK_NANOS} (longer than any hand-over
- * this cluster asks for lasts), was refused so. Refusals further apart than {@link #GAP_NANOS} are not one run (an
- * earlier hand-over's refusal and a later one's, nothing sent between). The node then asks Ratis whether the leader
- * still refuses, and if so the leader steps down and the group elects again. Thread-safe: the threads that take the
- * answers note them, the node's watch asks.
+ * <p>The sign: refusals, with no append taken between them, from a first to a last at least {@link #STUCK_NANOS}
+ * later (longer than any hand-over this cluster asks for lasts), the last within {@link #GAP_NANOS}. Refusals
+ * further apart than that are not one run (an earlier hand-over's refusal and a later one's, nothing sent between).
+ * The node then asks Ratis, twice, a hand-over's time apart, whether the leader still refuses, and if so the leader
+ * steps down and the group elects again. Thread-safe: the threads that take the answers note them, the node's watch
+ * asks.
  */
 final class StuckHandOver {
 
@@ -47,6 +48,6 @@ final class StuckHandOver {
 
     /** @return whether the leader shows the sign at {@code now} */
     synchronized boolean stuck(long now) {
-        return refusing && now - last <= GAP_NANOS && now - since >= STUCK_NANOS;
+        return refusing && now - last <= GAP_NANOS && last - since >= STUCK_NANOS;
     }
 }

@@ -229,6 +229,7 @@ class LeaderElectionsTest {
         assertThat(replica.refusesAsSteppingDown()).as("the probe of a leader with no hand-over pending").isFalse();
         assertThat(replica.division().getRaftLog().getLastEntryTermIndex().getIndex()).as("the log's last entry after"
                 + " the probe").isEqualTo(lastEntry);
+        long term = replica.term();
         RatisHandOvers.leavePending(replica.division(), ClusterNode.peerId(to));
         assertThat(replica.refusesAsSteppingDown()).as("the probe of the leader left handing over").isTrue();
         assertThatThrownBy(() -> replica.append(KafkaBatch.of(1_700_000_000_000L,
@@ -239,7 +240,10 @@ class LeaderElectionsTest {
         produce("stuck", 0, 50, 20_000);
         assertThat(Duration.ofNanos(System.nanoTime() - stuck)).as("the time appends were refused")
                 .isLessThan(Duration.ofSeconds(15));
-        InProcessCluster.await("stuck-0 led again", 10, () -> leader("stuck", 0) > 0);
+        InProcessCluster.await("stuck-0 led", 10, () -> leader("stuck", 0) > 0);
+        int now = leader("stuck", 0);
+        assertThat(brokers[now].node().partition(new ClusterNode.PartitionId("stuck", 0)).term())
+                .as("the term of the partition's leader now, after one elected again").isGreaterThan(term);
     }
 
     /** Sends {@code count} records to a partition, acks=all, and waits for every acknowledgement. */

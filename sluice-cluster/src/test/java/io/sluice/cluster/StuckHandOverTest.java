@@ -46,6 +46,14 @@ class StuckHandOverTest {
         assertThat(watch.stuck(12_900 * MS)).as("1.9 s of them").isTrue();
     }
 
+    /** A hand-over in its time, then no appends: its refusals, however long ago they began, are no sign. */
+    @Test
+    void aShortRunOfRefusalsIsNoSignHoweverLongAgoItBegan() {
+        refuse(0, 300, 100);
+        assertThat(watch.stuck(2_000 * MS)).as("2 s after the first refusal").isFalse();
+        assertThat(watch.stuck(9_000 * MS)).as("9 s after").isFalse();
+    }
+
     @Test
     void aRunThatStoppedLongAgoIsNoSign() {
         refuse(0, 3_000, 100);
