@@ -14,7 +14,8 @@ import org.apache.ratis.server.RaftServer;
  * (the transferee's StartLeaderElection call already failed, say, or it has no log appender): TransferLeadership's
  * request stays pending with no timeout scheduled to end it, and the division refuses every append as "stepping
  * down" until the group elects a leader. That first try is a race (the call must fail before Ratis looks at it), so
- * the tests make its outcome here, in Ratis's own fields, rather than wait for the race.
+ * the tests make its outcome here, in Ratis's own fields, rather than wait for the race. Those fields are Ratis
+ * 3.3.0's private ones: a Ratis upgrade must check that this still makes that state (and whether the fault remains).
  */
 final class RatisHandOvers {
 
