@@ -220,7 +220,7 @@ class LeaderElectionsTest {
             admin.createTopics(List.of(new NewTopic("stuck", 1, (short) 3))).all().get(60, TimeUnit.SECONDS);
             awaitPreferredLeaders("stuck", 1, 30);
         }
-        produce("stuck", 0, 50, 60_000);
+        produce("stuck", 0, 50);
         int leader = leader("stuck", 0);
         int to = brokers[leader].node().replicasOf("stuck", 0).stream().filter(id -> id != leader).findFirst()
                 .orElseThrow();
