@@ -3,8 +3,11 @@ package io.sluice.cli;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
-/** The {@code sluice} command line. */
+/**
+ * The {@code sluice} command line. Every command inherits {@code --help} (usage, exit 0) and {@code --version}.
+ */
 @Command(name = "sluice", mixinStandardHelpOptions = true, version = "sluice 0.1.0",
+        scope = CommandLine.ScopeType.INHERIT,
         description = "Sluice message store: produce, consume, inspect and verify a store directory.",
         subcommands = {ProduceCommand.class, ConsumeCommand.class, StatCommand.class, VerifyCommand.class,
                 DemoCommand.class, PerfCommand.class, LookupCommand.class, RetentionCommand.class,

@@ -193,4 +193,21 @@ class CliTest {
         assertThat(badTopic.exit()).isEqualTo(2);
         assertThat(badTopic.err()).contains("[a-zA-Z0-9._-]");
     }
+
+    @Test
+    void helpAndVersionOnEveryCommandPrintAndExitZero() {
+        for (String command : new picocli.CommandLine(Main.class).getSubcommands().keySet()) {
+            CliRun help = run("", command, "--help");
+            assertThat(help.exit()).as("%s --help: %s", command, help.err()).isZero();
+            assertThat(help.out()).as(command + " --help").contains("Usage: sluice " + command);
+            CliRun version = run("", command, "--version");
+            assertThat(version.exit()).as("%s --version: %s", command, version.err()).isZero();
+            assertThat(version.out()).as(command + " --version").startsWith("sluice ");
+        }
+        CliRun top = run("", "--help");
+        assertThat(top.exit()).isZero();
+        assertThat(top.out()).contains("broker").contains("cluster");
+        assertThat(run("", "-h").exit()).isZero();
+        assertThat(run("", "-V").out()).startsWith("sluice ");
+    }
 }
