@@ -24,8 +24,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Produce requests written by hand with the generated classes: every refusal carries Kafka's error and stores
- * nothing; the idempotent producer's retries are answered with their first offsets, before and after a restart.
+ * Produce requests written by hand with the generated classes: every refusal carries the error Apache Kafka 4.3.1
+ * answers for the same bytes (CORRUPT_MESSAGE for a CRC that does not match, INVALID_RECORD for records that do not
+ * parse, UNKNOWN_SERVER_ERROR for a length or codec no batch has) and stores nothing; the idempotent producer's retries are answered with their first offsets, before and after a restart.
  */
 class ProduceValidationTest {
 
@@ -86,25 +87,25 @@ class ProduceValidationTest {
             badCount.putInt(57, 4).putInt(23, 3);
             fixCrc(badCount);
             assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(badCount))).errorCode())
-                    .isEqualTo(Errors.CORRUPT_MESSAGE.code());
+                    .isEqualTo(Errors.INVALID_RECORD.code());
 
             // Offsets spanning more than the count.
             ByteBuffer badDelta = ByteBuffer.allocate(good.sizeInBytes()).put(good.buffer().duplicate()).flip();
             badDelta.putInt(23, 7);
             fixCrc(badDelta);
             assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(badDelta))).errorCode())
-                    .isEqualTo(Errors.CORRUPT_MESSAGE.code());
+                    .isEqualTo(Errors.INVALID_RECORD.code());
 
             // Truncated: a batch cut short.
             ByteBuffer cut = good.buffer().duplicate().limit(good.sizeInBytes() - 5).slice();
             assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(cut))).errorCode())
-                    .isEqualTo(Errors.CORRUPT_MESSAGE.code());
+                    .isEqualTo(Errors.INVALID_RECORD.code());
 
             // A batch length that overflows the buffer's limit arithmetic (found by the fuzzer).
             ByteBuffer hugeLength = ByteBuffer.allocate(good.sizeInBytes()).put(good.buffer().duplicate()).flip();
             hugeLength.putInt(8, Integer.MAX_VALUE);
             assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(hugeLength)))
-                    .errorCode()).isEqualTo(Errors.CORRUPT_MESSAGE.code());
+                    .errorCode()).isEqualTo(Errors.UNKNOWN_SERVER_ERROR.code());
 
             // A compressed batch whose count (and offset span) is forged: 2^31-1 records claimed, 1 held.
             MemoryRecords gzip = MemoryRecords.withRecords(Compression.gzip().build(), records(1));
@@ -112,14 +113,14 @@ class ProduceValidationTest {
             forged.putInt(57, Integer.MAX_VALUE).putInt(23, Integer.MAX_VALUE - 1);
             fixCrc(forged);
             assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(forged))).errorCode())
-                    .isEqualTo(Errors.CORRUPT_MESSAGE.code());
+                    .isEqualTo(Errors.INVALID_RECORD.code());
 
             // An uncompressed record of zero bytes: Kafka's consumer would refuse the batch forever.
             ByteBuffer empty = ByteBuffer.allocate(good.sizeInBytes()).put(good.buffer().duplicate()).flip();
             empty.put(61, (byte) 0);
             fixCrc(empty);
             assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(empty))).errorCode())
-                    .isEqualTo(Errors.CORRUPT_MESSAGE.code());
+                    .isEqualTo(Errors.INVALID_RECORD.code());
 
             // Two batches for one partition.
             ByteBuffer two = ByteBuffer.allocate(2 * good.sizeInBytes()).put(good.buffer().duplicate())
@@ -205,5 +206,124 @@ class ProduceValidationTest {
                     .isEqualTo(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER.code());
             assertThat(store.maxOffset("t", 0)).isEqualTo(6);
         }
+    }
+
+    private static ProduceRequestData twoPartitions(String topic, MemoryRecords zero, MemoryRecords one) {
+        ProduceRequestData.TopicProduceDataCollection topics = new ProduceRequestData.TopicProduceDataCollection();
+        topics.add(new ProduceRequestData.TopicProduceData().setName(topic).setPartitionData(List.of(
+                new ProduceRequestData.PartitionProduceData().setIndex(0).setRecords(zero),
+                new ProduceRequestData.PartitionProduceData().setIndex(1).setRecords(one))));
+        return new ProduceRequestData().setAcks((short) 1).setTimeoutMs(10_000).setTopicData(topics);
+    }
+
+    @Test
+    void aRequestWithAGoodAndABadPartitionIsAnsweredPerPartitionAndTheConnectionStays() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Socket socket = new Socket("127.0.0.1", broker.port())) {
+            store.createTopic("two", TopicLayout.BATCHES, 2);
+            MemoryRecords good = MemoryRecords.withRecords(Compression.NONE, records(2));
+            // Codec id 5 names no codec; the CRC is made to match so that only the codec is wrong.
+            ByteBuffer codec5 = ByteBuffer.allocate(good.sizeInBytes()).put(good.buffer().duplicate()).flip();
+            codec5.putShort(21, (short) 5);
+            fixCrc(codec5);
+            ProduceResponseData response = new ProduceResponseData(Wire.exchange(socket, ApiKeys.PRODUCE, VERSION,
+                    twoPartitions("two", good, MemoryRecords.readableRecords(codec5))), VERSION);
+            List<ProduceResponseData.PartitionProduceResponse> answers =
+                    response.responses().iterator().next().partitionResponses();
+            assertThat(answers.get(0).errorCode()).isEqualTo(Errors.NONE.code());
+            assertThat(answers.get(0).baseOffset()).isZero();
+            assertThat(answers.get(1).errorCode()).as(answers.get(1).errorMessage())
+                    .isEqualTo(Errors.UNKNOWN_SERVER_ERROR.code());
+            assertThat(answers.get(1).errorMessage()).contains("compression type id 5");
+            // The same connection goes on, and partition 0 holds its batch once.
+            assertThat(produce(socket, request("two", 0, (short) 1, good)).baseOffset()).isEqualTo(2);
+            assertThat(store.maxOffset("two", 0)).isEqualTo(4);
+            assertThat(store.maxOffset("two", 1)).isZero();
+        }
+    }
+
+    @Test
+    void aCompressedBatchOverTheLargestTakenIsRefusedBeforeItIsDecompressed() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().maxMessageBytes(64 * 1024).build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Socket socket = new Socket("127.0.0.1", broker.port())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            // A zstd batch of 100 KiB whose compressed bytes are garbage (its CRC made to match): the size alone
+            // refuses it, so the answer is MESSAGE_TOO_LARGE, not the INVALID_RECORD that decompressing would give.
+            MemoryRecords small = MemoryRecords.withRecords(Compression.zstd().build(), records(1));
+            ByteBuffer big = ByteBuffer.allocate(100 * 1024);
+            big.put(small.buffer().duplicate().limit(RECORDS_START));
+            while (big.hasRemaining()) {
+                big.put((byte) 0x5A);
+            }
+            big.flip();
+            big.putInt(8, big.limit() - 12);
+            fixCrc(big);
+            ProduceResponseData.PartitionProduceResponse tooLarge =
+                    produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(big)));
+            assertThat(tooLarge.errorCode()).as(tooLarge.errorMessage()).isEqualTo(Errors.MESSAGE_TOO_LARGE.code());
+            // The same garbage in a batch under the limit is decompressed, and refused as records that do not parse.
+            ByteBuffer garbage = ByteBuffer.allocate(1024).put(small.buffer().duplicate().limit(RECORDS_START));
+            while (garbage.hasRemaining()) {
+                garbage.put((byte) 0x5A);
+            }
+            garbage.flip();
+            garbage.putInt(8, garbage.limit() - 12);
+            fixCrc(garbage);
+            assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(garbage))).errorCode())
+                    .isEqualTo(Errors.INVALID_RECORD.code());
+            assertThat(store.maxOffset("t", 0)).isZero();
+        }
+    }
+
+    @Test
+    void aSmallCompressedBatchThatDecompressesPastTheBoundIsRefusedAndConsumersAreSpared() throws Exception {
+        try (Store store = open();
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Socket socket = new Socket("127.0.0.1", broker.port())) {
+            // One record of 96 MiB of zeros: zstd makes a few KiB of it; it decompresses past the 64 MiB bound.
+            MemoryRecords bomb = MemoryRecords.withRecords(Compression.zstd().build(),
+                    new SimpleRecord(new byte[96 << 20]));
+            assertThat(bomb.sizeInBytes()).isLessThan(store.config().maxMessageBytes());
+            ProduceResponseData.PartitionProduceResponse answer = produce(socket, request("t", 0, (short) 1, bomb));
+            assertThat(answer.errorCode()).as(answer.errorMessage()).isEqualTo(Errors.MESSAGE_TOO_LARGE.code());
+            // A record that claims a value of 2 GiB its bytes do not hold is refused as one that does not parse.
+            ByteBuffer claims = ByteBuffer.allocate(64);
+            claims.put((byte) 0); // attributes
+            claims.put((byte) 0).put((byte) 0); // timestamp delta, offset delta
+            claims.put((byte) 1); // key: null (zig-zag -1)
+            claims.put(new byte[] {(byte) 0xFE, (byte) 0xFF, (byte) 0xFF, (byte) 0xFF, 0x0F}); // value: 2^31 - 1
+            claims.put("abc".getBytes(StandardCharsets.UTF_8)).put((byte) 0).flip();
+            MemoryRecords lying = compressedRecord(claims);
+            assertThat(produce(socket, request("t", 0, (short) 1, lying)).errorCode())
+                    .isEqualTo(Errors.INVALID_RECORD.code());
+            assertThat(store.maxOffset("t", 0)).as("nothing refused was stored").isZero();
+            // A batch within the bound is taken.
+            MemoryRecords fine = MemoryRecords.withRecords(Compression.zstd().build(),
+                    new SimpleRecord(new byte[8 << 20]));
+            assertThat(produce(socket, request("t", 0, (short) 1, fine)).errorCode()).isEqualTo(Errors.NONE.code());
+        }
+    }
+
+    /** Where a v2 batch's records start. */
+    private static final int RECORDS_START = 61;
+
+    /** @return a gzip batch of one record whose body (after its length) is {@code body}, its CRC matching */
+    private static MemoryRecords compressedRecord(ByteBuffer body) throws IOException {
+        java.io.ByteArrayOutputStream raw = new java.io.ByteArrayOutputStream();
+        raw.write(body.remaining() << 1); // the record's length, a one-byte zig-zag varint
+        raw.write(body.array(), body.position(), body.remaining());
+        java.io.ByteArrayOutputStream compressed = new java.io.ByteArrayOutputStream();
+        try (java.util.zip.GZIPOutputStream gzip = new java.util.zip.GZIPOutputStream(compressed)) {
+            gzip.write(raw.toByteArray());
+        }
+        MemoryRecords template = MemoryRecords.withRecords(Compression.gzip().build(), records(1));
+        byte[] payload = compressed.toByteArray();
+        ByteBuffer batch = ByteBuffer.allocate(RECORDS_START + payload.length);
+        batch.put(template.buffer().duplicate().limit(RECORDS_START)).put(payload).flip();
+        batch.putInt(8, batch.limit() - 12);
+        fixCrc(batch);
+        return MemoryRecords.readableRecords(batch);
     }
 }

@@ -14,8 +14,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
-import org.apache.kafka.common.InvalidRecordException;
-import org.apache.kafka.common.errors.CorruptRecordException;
 import org.apache.kafka.common.message.ProduceRequestData;
 import org.apache.kafka.common.message.ProduceResponseData;
 import org.apache.kafka.common.message.ProduceResponseData.PartitionProduceResponse;
@@ -24,6 +22,8 @@ import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.record.internal.CompressionType;
 import org.apache.kafka.common.record.internal.MemoryRecords;
 import org.apache.kafka.common.record.internal.MutableRecordBatch;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * Produce: each partition's record batch is checked ({@link RecordBatches#check}), passed through the idempotent
@@ -33,6 +33,11 @@ import org.apache.kafka.common.record.internal.MutableRecordBatch;
  * {@link #forceFor}); acks=0 never. A batch refused for any reason stores nothing.
  */
 final class ProduceHandler {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ProduceHandler.class);
+
+    /** The record walker of each thread that checks batches. */
+    private static final ThreadLocal<RecordWalker> WALKERS = ThreadLocal.withInitial(RecordWalker::new);
 
     private final Store store;
     private final ProducerStates producers;
@@ -68,8 +73,16 @@ final class ProduceHandler {
                     fail(response, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
                             "transactions are not supported by this broker");
                 } else {
-                    CompletableFuture<?> appended = produce(topic.name(), data, version, acks, request.timeoutMs(),
-                            response);
+                    CompletableFuture<?> appended;
+                    try {
+                        appended = produce(topic.name(), data, version, acks, request.timeoutMs(), response);
+                    } catch (RuntimeException e) {
+                        // Whatever goes wrong with one partition is that partition's answer: the others were stored
+                        // or refused already, and closing the connection would have the client send them again.
+                        LOG.warn("a produce to {}-{} failed: {}", topic.name(), data.index(), e.toString());
+                        fail(response, Errors.UNKNOWN_SERVER_ERROR, String.valueOf(e.getMessage()));
+                        appended = null;
+                    }
                     if (appended != null) {
                         pending.add(appended);
                     }
@@ -111,26 +124,18 @@ final class ProduceHandler {
             return null;
         }
         if (!(data.records() instanceof MemoryRecords records)) {
-            fail(response, Errors.CORRUPT_MESSAGE, "no records");
+            fail(response, Errors.INVALID_RECORD, "no records");
             return null;
         }
         MutableRecordBatch batch;
         try {
-            batch = RecordBatches.check(records);
-        } catch (CorruptRecordException e) {
-            fail(response, Errors.CORRUPT_MESSAGE, e.getMessage());
-            return null;
-        } catch (InvalidRecordException e) {
-            fail(response, Errors.INVALID_RECORD, e.getMessage());
+            batch = RecordBatches.check(records, store.config().maxMessageBytes(), WALKERS.get());
+        } catch (BatchRefusedException e) {
+            fail(response, e.error(), e.getMessage());
             return null;
         }
         if (batch.compressionType() == CompressionType.ZSTD && version < 7) {
             fail(response, Errors.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later");
-            return null;
-        }
-        if (batch.sizeInBytes() > store.config().maxMessageBytes()) {
-            fail(response, Errors.MESSAGE_TOO_LARGE, "a batch of " + batch.sizeInBytes() + " bytes is over the"
-                    + " largest taken (" + store.config().maxMessageBytes() + ")");
             return null;
         }
         ByteBuffer bytes = records.buffer();

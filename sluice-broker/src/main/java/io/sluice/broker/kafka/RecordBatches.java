@@ -1,15 +1,16 @@
 package io.sluice.broker.kafka;
 
+import java.io.IOException;
+import java.io.InputStream;
 import java.nio.ByteBuffer;
-import org.apache.kafka.common.InvalidRecordException;
+import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.errors.CorruptRecordException;
+import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.record.internal.CompressionType;
 import org.apache.kafka.common.record.internal.MemoryRecords;
 import org.apache.kafka.common.record.internal.MutableRecordBatch;
-import org.apache.kafka.common.record.internal.Record;
 import org.apache.kafka.common.record.internal.RecordBatch;
 import org.apache.kafka.common.utils.BufferSupplier;
-import org.apache.kafka.common.utils.CloseableIterator;
 
 /**
  * Checks of the record batches (magic 2) a producer sends, before anything is stored, and reads of the header
@@ -31,170 +32,116 @@ final class RecordBatches {
     private RecordBatches() {
     }
 
+    /** Where a batch's records start: the header's size. */
+    private static final int RECORDS_OFFSET = HEADER_BYTES;
+    private static final int ATTRIBUTES_OFFSET = 21;
+    /** Bits 0-2 of the attributes: the compression codec's id. */
+    private static final int COMPRESSION_MASK = 0x07;
+
     /**
-     * Checks the records of one partition of a Produce request (v3+): exactly one batch of magic 2, whole, with a
-     * matching CRC32C, no transaction or control marker, a record count that agrees with its offsets and with the
-     * records it holds, each of them well formed (compressed ones decompressed to be counted).
-     *
-     * @return the batch
-     * @throws CorruptRecordException for a damaged batch (CORRUPT_MESSAGE)
-     * @throws InvalidRecordException for a batch this broker does not take (INVALID_RECORD)
+     * The least a compressed batch may decompress to, whatever the largest batch taken: 64 MiB. A batch refused for
+     * decompressing to more gets MESSAGE_TOO_LARGE, which a Kafka producer answers by splitting it.
      */
-    static MutableRecordBatch check(MemoryRecords records) {
+    static final long MIN_DECOMPRESSED_BOUND_BYTES = 64L << 20;
+
+    /**
+     * Checks the records of one partition of a Produce request (v3+) in the order Kafka's broker does, answering
+     * each fault with Kafka's error: exactly one whole batch of magic 2 ({@code INVALID_RECORD}), not larger than
+     * {@code maxBatchBytes} ({@code MESSAGE_TOO_LARGE}, before anything is decompressed), with a matching CRC32C
+     * ({@code CORRUPT_MESSAGE}) and a known codec, no transaction or control marker, a record count that agrees with
+     * its offsets, and each record well formed ({@link RecordWalker}; a compressed batch decompressed with a bound of
+     * the larger of {@code maxBatchBytes} and {@link #MIN_DECOMPRESSED_BOUND_BYTES}).
+     *
+     * @param walker walks the records; one per thread
+     * @return the batch
+     * @throws BatchRefusedException naming the error to answer
+     */
+    static MutableRecordBatch check(MemoryRecords records, int maxBatchBytes, RecordWalker walker) {
+        MutableRecordBatch only = onlyBatch(records);
+        if (only.magic() != RecordBatch.MAGIC_VALUE_V2) {
+            throw new BatchRefusedException(Errors.INVALID_RECORD, "record batches of magic " + only.magic()
+                    + " are not taken; magic 2 is");
+        }
+        if (only.sizeInBytes() > maxBatchBytes) {
+            throw new BatchRefusedException(Errors.MESSAGE_TOO_LARGE, "a batch of " + only.sizeInBytes()
+                    + " bytes is over the largest taken (" + maxBatchBytes + ")");
+        }
+        if (!only.isValid()) {
+            throw new BatchRefusedException(Errors.CORRUPT_MESSAGE, "the batch's CRC32C does not match its bytes");
+        }
+        ByteBuffer bytes = records.buffer();
+        CompressionType compression = compression(bytes);
+        if (only.isTransactional() || only.isControlBatch()) {
+            throw new BatchRefusedException(Errors.INVALID_RECORD, "transactions are not supported by this broker");
+        }
+        int count = bytes.getInt(bytes.position() + RECORDS_COUNT_OFFSET);
+        int lastOffsetDelta = bytes.getInt(bytes.position() + LAST_OFFSET_DELTA_OFFSET);
+        if (count < 1 || lastOffsetDelta != count - 1) {
+            throw new BatchRefusedException(Errors.INVALID_RECORD, "the batch claims " + count
+                    + " records but its offsets span " + (lastOffsetDelta + 1L));
+        }
+        ByteBuffer recordBytes = bytes.duplicate().position(bytes.position() + RECORDS_OFFSET);
+        if (compression == CompressionType.NONE) {
+            walker.walk(recordBytes, count);
+        } else {
+            InputStream decompressed;
+            try {
+                decompressed = Compression.of(compression).build().wrapForInput(recordBytes, RecordBatch.MAGIC_VALUE_V2,
+                        BufferSupplier.NO_CACHING);
+            } catch (RuntimeException e) {
+                throw new BatchRefusedException(Errors.INVALID_RECORD, "the batch's compressed records cannot be read: "
+                        + e);
+            }
+            try (decompressed) {
+                walker.walk(decompressed, count, Math.max(maxBatchBytes, MIN_DECOMPRESSED_BOUND_BYTES));
+            } catch (IOException e) {
+                throw new BatchRefusedException(Errors.INVALID_RECORD, "the batch's compressed records cannot be read: "
+                        + e);
+            }
+        }
+        return only;
+    }
+
+    /** @return the one batch the records hold, whole */
+    private static MutableRecordBatch onlyBatch(MemoryRecords records) {
         MutableRecordBatch only = null;
         long covered = 0;
         try {
             for (MutableRecordBatch batch : records.batches()) {
                 if (only != null) {
-                    throw new InvalidRecordException("a Produce request carries exactly one record batch per partition");
+                    throw new BatchRefusedException(Errors.INVALID_RECORD,
+                            "a Produce request carries exactly one record batch per partition");
                 }
                 only = batch;
                 covered += batch.sizeInBytes();
             }
         } catch (IllegalArgumentException | IndexOutOfBoundsException e) {
-            // Kafka's batch iterator trusts the length field in its limit arithmetic: a length near 2^31 overflows.
-            throw new CorruptRecordException("the batch's length field is not a length: " + e.getMessage());
+            // Kafka's batch iterator trusts the length field in its limit arithmetic: a length near 2^31 overflows,
+            // and Kafka's broker answers the same fault with UNKNOWN_SERVER_ERROR.
+            throw new BatchRefusedException(Errors.UNKNOWN_SERVER_ERROR, "the batch's length field is not a length: "
+                    + e.getMessage());
+        } catch (CorruptRecordException e) {
+            throw new BatchRefusedException(Errors.INVALID_RECORD, e.getMessage());
         }
         if (only == null || covered != records.sizeInBytes()) {
-            throw new CorruptRecordException("the partition's records are not one whole record batch ("
-                    + records.sizeInBytes() + " bytes, " + covered + " in whole batches)");
-        }
-        if (only.magic() != RecordBatch.MAGIC_VALUE_V2) {
-            throw new InvalidRecordException("record batches of magic " + only.magic() + " are not taken; magic 2 is");
-        }
-        only.ensureValid();
-        if (only.isTransactional() || only.isControlBatch()) {
-            throw new InvalidRecordException("transactions are not supported by this broker");
-        }
-        Integer count = only.countOrNull();
-        ByteBuffer bytes = records.buffer();
-        int lastOffsetDelta = bytes.getInt(bytes.position() + LAST_OFFSET_DELTA_OFFSET);
-        if (count == null || count < 1 || lastOffsetDelta != count - 1) {
-            throw new CorruptRecordException("the batch claims " + count + " records but its offsets span "
-                    + (lastOffsetDelta + 1L));
-        }
-        if (only.compressionType() == CompressionType.NONE) {
-            checkRecords(bytes, count);
-        } else {
-            checkCompressedRecords(only, count);
+            throw new BatchRefusedException(Errors.INVALID_RECORD, "the partition's records are not one whole record"
+                    + " batch (" + records.sizeInBytes() + " bytes, " + covered + " in whole batches)");
         }
         return only;
     }
 
     /**
-     * Decompresses a compressed batch (keys and values skipped) and checks it holds exactly {@code count} records
-     * with offset deltas 0..count-1, as Kafka's broker does before it takes one: a batch with a forged count would
-     * otherwise claim offsets it has no records for, and consumers would fail on it.
+     * @return the batch's codec
+     * @throws BatchRefusedException for an id no codec has (UNKNOWN_SERVER_ERROR, as Kafka's broker answers)
      */
-    private static void checkCompressedRecords(MutableRecordBatch batch, int count) {
-        int seen = 0;
-        try (CloseableIterator<Record> records = batch.skipKeyValueIterator(BufferSupplier.NO_CACHING)) {
-            while (records.hasNext()) {
-                Record record = records.next();
-                if (record.offset() - batch.baseOffset() != seen) {
-                    throw new CorruptRecordException("record " + seen + " of the batch has offset delta "
-                            + (record.offset() - batch.baseOffset()));
-                }
-                seen++;
+    private static CompressionType compression(ByteBuffer batch) {
+        int id = batch.getShort(batch.position() + ATTRIBUTES_OFFSET) & COMPRESSION_MASK;
+        for (CompressionType type : CompressionType.values()) {
+            if (type.id == id) {
+                return type;
             }
-        } catch (CorruptRecordException e) {
-            throw e;
-        } catch (RuntimeException e) {
-            throw new CorruptRecordException("the batch's compressed records cannot be read: " + e.getMessage());
         }
-        if (seen != count) {
-            throw new CorruptRecordException("the batch claims " + count + " records but holds " + seen);
-        }
-    }
-
-    /**
-     * Parses every record of an uncompressed batch without copying: its length, attributes, timestamp delta, offset
-     * delta (which must be its index), key, value and headers must exactly fill it, and exactly {@code count}
-     * records must fill the batch. Kafka's consumer refuses a batch that fails any of these.
-     */
-    private static void checkRecords(ByteBuffer batch, int count) {
-        int end = batch.position() + batch.remaining();
-        Cursor at = new Cursor(batch, batch.position() + HEADER_BYTES, end);
-        for (int i = 0; i < count; i++) {
-            if (at.position >= end) {
-                throw new CorruptRecordException("the batch claims " + count + " records but holds " + i);
-            }
-            long length = at.varlong();
-            if (length < 1 || length > end - at.position) {
-                throw new CorruptRecordException("record " + i + " of the batch claims " + length + " bytes");
-            }
-            Cursor record = new Cursor(batch, at.position, at.position + (int) length);
-            record.skip(1); // attributes
-            record.varlong(); // timestamp delta
-            if (record.varlong() != i) {
-                throw new CorruptRecordException("record " + i + " of the batch has another offset delta");
-            }
-            record.skipBytes(true); // key
-            record.skipBytes(true); // value
-            long headers = record.varlong();
-            if (headers < 0 || headers > length) {
-                throw new CorruptRecordException("record " + i + " of the batch claims " + headers + " headers");
-            }
-            for (long h = 0; h < headers; h++) {
-                record.skipBytes(false); // header key
-                record.skipBytes(true); // header value
-            }
-            if (record.position != record.end) {
-                throw new CorruptRecordException("record " + i + " of the batch is not filled by its fields");
-            }
-            at.position = record.end;
-        }
-        if (at.position != end) {
-            throw new CorruptRecordException("the batch holds " + (end - at.position) + " bytes past its " + count
-                    + " records");
-        }
-    }
-
-    /** Reads Kafka's zig-zag varints and length-prefixed fields within bounds; any overrun is a corrupt batch. */
-    private static final class Cursor {
-        private final ByteBuffer buffer;
-        int position;
-        final int end;
-
-        Cursor(ByteBuffer buffer, int position, int end) {
-            this.buffer = buffer;
-            this.position = position;
-            this.end = end;
-        }
-
-        long varlong() {
-            long value = 0;
-            int shift = 0;
-            int b;
-            do {
-                if (position >= end || shift > 63) {
-                    throw new CorruptRecordException("a varint of the batch is malformed");
-                }
-                b = buffer.get(position++) & 0xFF;
-                value |= (long) (b & 0x7F) << shift;
-                shift += 7;
-            } while ((b & 0x80) != 0);
-            return (value >>> 1) ^ -(value & 1);
-        }
-
-        void skip(int bytes) {
-            if (bytes < 0 || bytes > end - position) {
-                throw new CorruptRecordException("a field of the batch runs past its record");
-            }
-            position += bytes;
-        }
-
-        /** Skips a varint length and that many bytes; -1 (null) allowed if {@code nullable}. */
-        void skipBytes(boolean nullable) {
-            long length = varlong();
-            if (length == -1 && nullable) {
-                return;
-            }
-            if (length < 0 || length > end - position) {
-                throw new CorruptRecordException("a field of the batch claims " + length + " bytes");
-            }
-            position += (int) length;
-        }
+        throw new BatchRefusedException(Errors.UNKNOWN_SERVER_ERROR, "unknown compression type id " + id);
     }
 
     /** @return the producer id of a stored batch (its bytes from baseOffset on) */
