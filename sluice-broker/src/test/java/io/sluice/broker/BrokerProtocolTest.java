@@ -7,6 +7,7 @@ import java.io.IOException;
 import java.net.Socket;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.HexFormat;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import io.sluice.store.Store;
@@ -153,6 +154,79 @@ class BrokerProtocolTest {
             assertThat(response.topics()).extracting(t -> t.name() + ":" + t.partitions().size())
                     .containsExactlyInAnyOrder("a:2", "b:1");
         }
+    }
+
+    /**
+     * The Metadata v13 request frame (without its size prefix) that confluent-kafka 2.16.0 (librdkafka 2.16.0) sends
+     * for {@code AdminClient.list_topics()}, as captured on the wire: header v2 (api key 3, version 13, correlation id
+     * 3, client id "rdkafka", no tags), then {@code 00 00 00 00 01 00 00}. librdkafka reserves four bytes for the
+     * topic count and, asking for every topic, leaves them as they are instead of shrinking them to the one-byte
+     * varint 0 (null): then come its allow_auto_topic_creation (1), include_topic_authorized_operations (0) and tags
+     * (none). Read by the v13 schema, as Kafka reads it, the body is topics null, allow_auto_topic_creation false,
+     * include_topic_authorized_operations false, no tags, and three bytes past its end ({@code 01 00 00}).
+     */
+    static final String LIBRDKAFKA_LIST_TOPICS_METADATA_V13 = "0003000d00000003000772646b61666b6100"
+            + "00000000010000";
+
+    /**
+     * The Metadata v13 request that librdkafka 2.16.0 sends before that one (brokers only: an empty topic array), as
+     * captured; its body has no bytes to spare.
+     */
+    static final String LIBRDKAFKA_BROKERS_ONLY_METADATA_V13 = "0003000d00000002000772646b61666b610001000000";
+
+    /** Kafka reads a request by its version's schema and leaves alone whatever follows; so does this broker. */
+    @Test
+    void librdkafkasListTopicsMetadataWithTrailingBytesIsAnsweredWithEveryTopic() throws IOException {
+        store.createTopic("orders", io.sluice.store.TopicLayout.QUEUE, 3);
+        try (Socket socket = new Socket("127.0.0.1", broker.port())) {
+            socket.setSoTimeout(10_000);
+            ByteBufferAccessor reader = sendRaw(socket, HexFormat.of().parseHex(LIBRDKAFKA_LIST_TOPICS_METADATA_V13));
+            assertThat(new ResponseHeaderData(reader, ApiKeys.METADATA.responseHeaderVersion((short) 13))
+                    .correlationId()).isEqualTo(3);
+            MetadataResponseData response = new MetadataResponseData(reader, (short) 13);
+            assertThat(reader.remaining()).as("bytes past the end of the response").isZero();
+            assertThat(response.clusterId()).isEqualTo("sluice-cluster");
+            assertThat(response.controllerId()).isZero();
+            assertThat(response.brokers()).extracting(b -> b.nodeId() + "@" + b.host() + ":" + b.port())
+                    .containsExactly("0@127.0.0.1:" + broker.port());
+            assertThat(response.topics()).extracting(t -> t.name() + ":" + t.errorCode() + ":" + t.partitions().size())
+                    .containsExactly("orders:0:3");
+            // The connection is still served.
+            assertThat(apiVersions(socket, (short) 3).errorCode()).isEqualTo(Errors.NONE.code());
+        }
+    }
+
+    /** A body that ends inside its schema is refused, as Kafka refuses it: the connection is closed. */
+    @Test
+    void aTruncatedMetadataV13RequestClosesTheConnection() throws IOException {
+        byte[] whole = HexFormat.of().parseHex(LIBRDKAFKA_BROKERS_ONLY_METADATA_V13);
+        try (Socket socket = new Socket("127.0.0.1", broker.port())) {
+            socket.setSoTimeout(10_000);
+            assertThat(new MetadataResponseData(skipHeader(sendRaw(socket, whole)), (short) 13).brokers())
+                    .as("the whole request is answered").hasSize(1);
+        }
+        try (Socket socket = new Socket("127.0.0.1", broker.port())) {
+            socket.setSoTimeout(10_000);
+            // Without its last byte, the request's tag count.
+            byte[] truncated = java.util.Arrays.copyOf(whole, whole.length - 1);
+            socket.getOutputStream().write(ByteBuffer.allocate(4 + truncated.length).putInt(truncated.length)
+                    .put(truncated).array());
+            assertThat(socket.getInputStream().read()).as("the broker closes the connection").isEqualTo(-1);
+        }
+    }
+
+    /** Sends one request frame as given, with its size prefix; returns the response frame, header included. */
+    private static ByteBufferAccessor sendRaw(Socket socket, byte[] frame) throws IOException {
+        socket.getOutputStream().write(ByteBuffer.allocate(4 + frame.length).putInt(frame.length).put(frame).array());
+        DataInputStream input = new DataInputStream(socket.getInputStream());
+        byte[] response = new byte[input.readInt()];
+        input.readFully(response);
+        return new ByteBufferAccessor(ByteBuffer.wrap(response));
+    }
+
+    private static ByteBufferAccessor skipHeader(ByteBufferAccessor reader) {
+        new ResponseHeaderData(reader, ApiKeys.METADATA.responseHeaderVersion((short) 13));
+        return reader;
     }
 
     private static ApiVersionsResponseData apiVersions(Socket socket, short version) throws IOException {

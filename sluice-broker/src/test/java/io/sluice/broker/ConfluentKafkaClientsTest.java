@@ -1,0 +1,97 @@
+package io.sluice.broker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.broker.python.PythonClients;
+import io.sluice.store.ConsumerPosition;
+import io.sluice.store.RetentionPolicy;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import java.io.IOException;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.BeforeEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * confluent-kafka (librdkafka, through {@link PythonClients}) against one broker on 127.0.0.1: its AdminClient lists
+ * topics, creates them, and describes a topic's configs; its Producer and Consumer carry records there and back. The
+ * script asserts what the client gets; this test then checks the store.
+ */
+class ConfluentKafkaClientsTest {
+
+    private static final String SCRIPT = "python/confluent_kafka_clients.py";
+    private static final Duration SCRIPT_TIMEOUT = Duration.ofMinutes(3);
+    /** Settings other than the defaults, so that the configs described are seen to come from this store. */
+    private static final long SEGMENT_BYTES = 8L << 20;
+    private static final int MAX_MESSAGE_BYTES = 3 << 20;
+    private static final long RETENTION_MILLIS = 3_600_000;
+
+    @TempDir
+    Path dir;
+
+    private Store store;
+    private Broker broker;
+
+    @BeforeEach
+    void start() throws IOException {
+        store = Store.open(dir, StoreConfig.builder().segmentSizeBytes(SEGMENT_BYTES).maxMessageBytes(MAX_MESSAGE_BYTES)
+                .retention(RetentionPolicy.defaults().withRetentionMillis(RETENTION_MILLIS)).build());
+        broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+    }
+
+    @AfterEach
+    void stop() throws IOException {
+        broker.close();
+        store.close();
+    }
+
+    @Test
+    void adminClientListsTopics() throws Exception {
+        store.createTopic("listed", BrokerConfig.defaults().topicLayout(), 4);
+        assertSucceeds(run("list-topics", "--topic", "listed", "--partitions", "4"));
+    }
+
+    @Test
+    void adminClientCreatesATopicAndIsToldTheSecondCreateFindsItThere() throws Exception {
+        assertSucceeds(run("create-topics", "--topic", "created", "--partitions", "5"));
+        assertThat(store.queueCount("created")).isEqualTo(5);
+    }
+
+    @Test
+    void adminClientDescribesATopicsConfigs() throws Exception {
+        store.createTopic("described", BrokerConfig.defaults().topicLayout(), 1);
+        assertSucceeds(run("describe-configs", "--topic", "described", "--config", "segment.bytes=" + SEGMENT_BYTES,
+                "--config", "max.message.bytes=" + MAX_MESSAGE_BYTES, "--config", "retention.ms=" + RETENTION_MILLIS,
+                "--config", "cleanup.policy=delete"));
+    }
+
+    @Test
+    void producerAndConsumerCarryRecordsThereAndBack() throws Exception {
+        store.createTopic("trip", BrokerConfig.defaults().topicLayout(), 3);
+        assertSucceeds(run("round-trip", "--topic", "trip", "--partitions", "3", "--records", "300",
+                "--group", "trip-readers"));
+        for (int partition = 0; partition < 3; partition++) {
+            assertThat(store.maxOffset("trip", partition)).as("partition %d's end", partition).isEqualTo(100);
+        }
+        assertThat(store.consumerPositions()).filteredOn(position -> position.group().equals("trip-readers"))
+                .extracting(ConsumerPosition::queueId, ConsumerPosition::nextOffset)
+                .containsExactlyInAnyOrder(org.assertj.core.groups.Tuple.tuple(0, 100L),
+                        org.assertj.core.groups.Tuple.tuple(1, 100L), org.assertj.core.groups.Tuple.tuple(2, 100L));
+    }
+
+    private PythonClients.Result run(String check, String... args) throws Exception {
+        List<String> all = new ArrayList<>(List.of(check, "--bootstrap", "127.0.0.1:" + broker.port(), "--brokers", "1",
+                "--replicas", "1", "--cluster-id", BrokerConfig.defaults().clusterId()));
+        all.addAll(List.of(args));
+        return PythonClients.run(SCRIPT, SCRIPT_TIMEOUT, all.toArray(String[]::new));
+    }
+
+    private static void assertSucceeds(PythonClients.Result result) {
+        assertThat(result.exitCode()).as(result.describe()).isZero();
+    }
+}
