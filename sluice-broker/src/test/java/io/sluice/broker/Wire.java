@@ -44,5 +44,4 @@ final class Wire {
         assertThat(new ResponseHeaderData(reader, key.responseHeaderVersion(version)).correlationId()).isEqualTo(7);
         return reader;
     }
-
 }

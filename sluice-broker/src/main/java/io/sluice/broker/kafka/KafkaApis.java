@@ -9,8 +9,10 @@ import io.sluice.store.StoreException;
 import io.sluice.store.TopicLayout;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Objects;
+import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
@@ -71,6 +73,7 @@ import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.ByteBufferAccessor;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.protocol.ObjectSerializationCache;
+import org.apache.kafka.common.requests.AbstractRequest;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -272,6 +275,29 @@ public final class KafkaApis implements AutoCloseable {
             throw new ProtocolException("malformed " + key.name + " v" + version + " request", e);
         }
         int correlationId = header.correlationId();
+        CompletableFuture<Outbound> response;
+        try {
+            response = dispatch(key, version, header, request);
+        } catch (RuntimeException e) {
+            response = CompletableFuture.failedFuture(e);
+        }
+        if (key == ApiKeys.PRODUCE && ((ProduceRequestData) request).acks() == 0) {
+            return response; // no response to carry an error: a failure closes the connection, as Kafka's does
+        }
+        // A well-formed request is always answered: a fault no handler foresaw is answered as Kafka's broker
+        // answers one, with the API's error response (UNKNOWN_SERVER_ERROR), not by closing the connection.
+        return response.exceptionallyCompose(error -> {
+            Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null
+                    ? error.getCause() : error;
+            LOG.warn("a {} v{} request failed; answering it with UNKNOWN_SERVER_ERROR", key.name, version, cause);
+            return done(errorResponse(request, key, version, correlationId, cause));
+        });
+    }
+
+    /** @return the response of a parsed request, once it is ready */
+    private CompletableFuture<Outbound> dispatch(ApiKeys key, short version, RequestHeaderData header,
+                                                 ApiMessage request) {
+        int correlationId = header.correlationId();
         if (key == ApiKeys.PRODUCE) {
             return produce.handle((ProduceRequestData) request, version).thenApply(response -> response == null
                     ? null : encode(correlationId, key, version, response));
@@ -312,6 +338,21 @@ public final class KafkaApis implements AutoCloseable {
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
         return done(encode(correlationId, key, version, response));
+    }
+
+    /**
+     * @param request the parsed request (its frame may be gone: it is written again to build the answer)
+     * @return the API's error response for {@code cause}, as kafka-clients builds it for every API
+     */
+    private static Outbound errorResponse(ApiMessage request, ApiKeys key, short version, int correlationId,
+                                          Throwable cause) {
+        ObjectSerializationCache cache = new ObjectSerializationCache();
+        ByteBuffer body = ByteBuffer.allocate(request.size(cache, version));
+        request.write(new ByteBufferAccessor(body), cache, version);
+        ApiMessage data = AbstractRequest.parseRequest(key, version, new ByteBufferAccessor(body.flip())).request
+                .getErrorResponse(0, Errors.UNKNOWN_SERVER_ERROR.exception(String.valueOf(cause.getMessage())))
+                .data();
+        return encode(correlationId, key, version, data);
     }
 
     private static CompletableFuture<Outbound> done(Outbound response) {
@@ -468,18 +509,32 @@ public final class KafkaApis implements AutoCloseable {
         } else {
             // Before v4 a request cannot say whether to create; Kafka creates then.
             boolean create = settings.autoCreateTopics() && (version < 4 || request.allowAutoTopicCreation());
+            // Each topic once, however often it is named, as Kafka answers: the response's collection is keyed by
+            // name, and adding a name again costs a walk over every earlier copy (quadratic in the request).
+            Set<String> names = new LinkedHashSet<>();
+            Set<Uuid> ids = new LinkedHashSet<>();
             for (MetadataRequestData.MetadataRequestTopic wanted : request.topics()) {
                 if (wanted.name() == null) {
-                    topics.add(new MetadataResponseTopic().setTopicId(wanted.topicId())
-                            .setErrorCode(Errors.UNKNOWN_TOPIC_ID.code()));
-                    continue;
+                    ids.add(wanted.topicId());
+                } else {
+                    names.add(wanted.name());
                 }
-                topics.add(metadataOf(wanted.name(), create, deadline));
+            }
+            // Every topic id is unknown here (topics are named), and every answer to one has no name: the collection
+            // puts them all in one chain, each costing a walk of the others (10,000 took 215 s). A client that asks
+            // by id finds a missing answer unknown too (Kafka's Admin does), so only the first few are answered.
+            ids.stream().limit(MAX_UNKNOWN_TOPIC_IDS_ANSWERED).forEach(id -> topics.add(new MetadataResponseTopic()
+                    .setTopicId(id).setErrorCode(Errors.UNKNOWN_TOPIC_ID.code())));
+            for (String name : names) {
+                topics.add(metadataOf(name, create, deadline));
             }
         }
         return new MetadataResponseData().setBrokers(brokers).setClusterId(settings.clusterId())
                 .setControllerId(controller()).setTopics(topics);
     }
+
+    /** The most topic ids a Metadata request is answered UNKNOWN_TOPIC_ID for; the rest go unanswered. */
+    static final int MAX_UNKNOWN_TOPIC_IDS_ANSWERED = 64;
 
     /** @return the node named as the controller: this broker alone, or the cluster's metadata leader */
     private int controller() {

@@ -21,7 +21,8 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * Size-prefixed frames over TCP. Each connection has a reader and a writer, both virtual threads: the reader takes
+ * Size-prefixed frames over TCP. Each connection has a reader (a platform thread, since it runs the handler's work)
+ * and a writer (a virtual thread, which only waits and writes): the reader takes
  * requests in order and hands each to the {@link FrameHandler}, which does what the request changes before it
  * returns, and queues the response it will complete (at most {@link Limits#maxInFlight} per connection); the writer
  * sends the responses in request order as they complete. A response ready at once with none before it still
@@ -208,7 +209,11 @@ public final class FrameServer implements AutoCloseable {
 
         void start() {
             writer = Thread.ofVirtual().name("sluice-broker-writer").unstarted(this::write);
-            reader = Thread.ofVirtual().name("sluice-broker-reader").unstarted(this::read);
+            // The reader runs the handler, so it is a platform thread: the kernel shares the cores among readers, and
+            // one client's request that computes for long (a large compressed batch, a hostile request) slows the
+            // others by its share. On virtual threads, whose carriers are as many as the cores, as many such
+            // requests stopped every connection until they ended.
+            reader = Thread.ofPlatform().daemon().name("sluice-broker-reader").unstarted(this::read);
             writer.start();
             reader.start();
         }
