@@ -1118,7 +1118,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
                             partitions.remove(partition);
                         }
                         removed = true;
-                        rebuild = rebuild && readHeld(partition, id, machine);
+                        if (rebuild) {
+                            readHeld(partition, id, machine);
+                        }
                     }
                     boolean led = learnLeader(partition, replicas, others);
                     String why = storeRefusal();
@@ -1188,32 +1190,24 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /**
      * Reads how far the stopped replica's store holds its Raft log (its group stopped, its files at rest), and, if
-     * it is short, reports it as such from now on.
+     * the log can be cut back to it, reports the replica short from now on.
      *
      * @param machine the replica's stopped state machine (its latest snapshot), or null if not known
-     * @return whether it is short, or not known to be whole: false once a cut made before a restart left it whole,
-     *     and the marker then says so
      */
-    private boolean readHeld(PartitionId partition, RaftGroupId id, PartitionStateMachine machine) throws IOException {
+    private void readHeld(PartitionId partition, RaftGroupId id, PartitionStateMachine machine) throws IOException {
         if (machine == null) {
-            return true;
+            return;
         }
         RaftLogTail.Held held = RaftLogTail.held(logDirectory(id), OpenSegmentBelowSnapshot.maxEntryBytes(server),
                 store.nextOffset(partition.topic(), partition.partition()), machine.snapshotIndex(),
                 machine.snapshotEnd());
-        if (held == null) {
-            // The store lacks even the snapshot's batches, or starts past the log's: a copy from a leader only.
-            return true;
+        // Not when the store lacks even the snapshot's batches, or starts past the entry it would be cut back to (a
+        // copy from a leader cut short), or holds all the log names (a rebuild cut short by a stop): a copy from a
+        // leader only.
+        if (held != null && held.isShort()
+                && store.minOffset(partition.topic(), partition.partition()) <= held.wholeEnd()) {
+            shortHere.put(partition, held);
         }
-        if (!held.isShort()) {
-            LOG.warn("node {}: the store of {} holds every batch its Raft log names (up to offset {}, entry {}): the"
-                    + " replica rejoins with its log", self.id(), partition, held.wholeEnd(), held.wholeIndex());
-            DurableFile.write(restartMarker(id), restartMarkerText(partition, false));
-            lostBatches.remove(partition);
-            return false;
-        }
-        shortHere.put(partition, held);
-        return true;
     }
 
     /** @return the directory of a group's Raft log segments */
@@ -1257,13 +1251,15 @@ public final class ClusterNode implements Replication, AutoCloseable {
             }
             return false;
         }
+        // The marker first: a stop before the cut leaves a log its store is short of, which the group's start finds
+        // again; one after it, a log the store holds, which restarts as any stopped replica does.
+        DurableFile.write(restartMarker(id), restartMarkerText(partition, false));
         long cut = RaftLogTail.cutAfter(logDirectory(id), held.wholeIndex(),
                 OpenSegmentBelowSnapshot.maxEntryBytes(server));
         long stored = store.nextOffset(partition.topic(), partition.partition());
         if (stored > held.wholeEnd()) {
             store.truncateQueue(partition.topic(), partition.partition(), held.wholeEnd());
         }
-        DurableFile.write(restartMarker(id), restartMarkerText(partition, false));
         reportedShort.remove(partition);
         LOG.error("node {}: replicas {} of {}'s replicas {} lost batches their Raft logs name (a power cut under ASYNC),"
                 + " too many for the others to elect a leader: this replica's Raft log is cut back to entry {}, the"
