@@ -74,7 +74,9 @@ import org.slf4j.LoggerFactory;
  * back to the end of the last batch kept ({@link Store#truncateQueue}). At the first write after a start, the store
  * is made to agree with the Raft log: batches past the log's last batch entry (stored by a write whose entry never
  * reached the log before a crash) are cut; a store that lacks batches the log names (it lost them in a power cut) is
- * refused with a {@link LostBatchesException}, and the node rebuilds the replica from the others.
+ * refused with a {@link LostBatchesException} (as the group starts, the log's last segments are read for that
+ * already), and the node rebuilds the replica from the others, or, where too many replicas lost batches for the others
+ * to elect a leader, cuts its log back to what its store holds ({@link RaftLogTail}).
  *
  * <h2>High watermark</h2>
  * A batch is committed once Raft commits its entry; {@link #applyTransaction} (in log order) moves the high watermark
