@@ -214,6 +214,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.metadataGroupId = metadataGroupId(clusterId);
         this.metadata = new MetadataStateMachine(this::onTopic, this::hostPartitions, this::onOffsets, this::onForget,
                 this::keepGroups, peer -> peers(List.of(nodeId(peer))).getFirst());
+        metadata.answerShortQueries(this::answerShort);
         // The partition groups found in the Raft directory start with the server: name them before it starts. The
         // store has every topic this node took part in (created before its groups are).
         store.declaredTopics().forEach((topic, count) -> {
@@ -822,6 +823,15 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     private void changed(PartitionId partition) {
+        if (!shortHere.isEmpty() && shortHere.containsKey(partition)) {
+            // A replica that lost batches is back in a group that has a leader: it no longer holds others back.
+            RaftServer.Division here = divisionOrNull(groupId(partition));
+            if (here != null && here.getInfo().isAlive() && here.getInfo().getLeaderId() != null
+                    && shortHere.remove(partition) != null) {
+                LOG.info("node {}: the replica of {} follows leader {} again", self.id(), partition,
+                        here.getInfo().getLeaderId());
+            }
+        }
         for (BiConsumer<String, Integer> listener : listeners) {
             listener.accept(partition.topic(), partition.partition());
         }
@@ -1008,8 +1018,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         if (lostBatches.contains(partition)) {
             LOG.error("node {}: the replica of {} stops on this broker: {}. The other replicas go on; this one"
-                    + " rejoins its group empty and copies the partition from them", self.id(), partition,
-                    rootCause(cause).getMessage());
+                    + " rejoins its group empty and copies the partition from their leader, or, if too many of them"
+                    + " lost batches too for a leader to be elected, cuts its log back to its store",
+                    self.id(), partition, rootCause(cause).getMessage());
         } else {
             LOG.error("node {}: the replica of {} stops on this broker: its log could not be written ({}). The other"
                     + " replicas go on; this one starts again, and catches up, once the store takes appends",
@@ -1067,8 +1078,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /**
      * Stops the group here (its directory kept), then once a second: learns from the other replicas who leads, for
      * clients asking this node, and once the store takes appends (and, after repeated failures, a back-off of up to a
-     * minute has passed), rejoins with its own log. A forced marker names the partition meanwhile, so a broker
-     * restarted halfway goes on with the rejoin ({@link #resumeRestart}).
+     * minute has passed), rejoins with its own log. A replica that lost batches its log names rejoins empty once
+     * another replica leads; where the replicas that lost batches are too many for the others to elect a leader, it
+     * cuts its log back to what its store holds and starts again in its configuration ({@link #cutBackIfTooManyShort}).
+     * A forced marker names the partition meanwhile, so a broker restarted halfway goes on with the rejoin
+     * ({@link #resumeRestart}).
      */
     private void restartAfterLogFailure(PartitionId partition) throws InterruptedException {
         RaftGroupId id = groupId(partition);
@@ -1095,12 +1109,18 @@ public final class ClusterNode implements Replication, AutoCloseable {
                             Thread.sleep(200);
                             continue;
                         }
+                        PartitionStateMachine machine = here != null
+                                && here.getStateMachine() instanceof PartitionStateMachine m ? m
+                                : stopped.get(partition) instanceof PartitionStateMachine m ? m : null;
                         if (here != null) {
                             DurableFile.write(restartMarker(id), restartMarkerText(partition, rebuild));
                             removeGroup(id, false, partition.toString());
                             partitions.remove(partition);
                         }
                         removed = true;
+                        if (rebuild) {
+                            readHeld(partition, id, machine);
+                        }
                     }
                     boolean led = learnLeader(partition, replicas, others);
                     String why = storeRefusal();
@@ -1115,26 +1135,28 @@ public final class ClusterNode implements Replication, AutoCloseable {
                             // log names): no append reaches the group while it starts, and it catches up from where
                             // its log ends.
                             rejoin(group, partition.toString(), index -> { }, !rebuild);
-                        } else if (rebuild) {
+                            shortHere.remove(partition);
+                        } else if (rebuild && !cutBackIfTooManyShort(partition, id, replicas)) {
                             // Its batches can come from a leader only: it waits for the others to elect one, which
                             // needs a majority of the replicas without this one (docs/design.md).
                             Thread.sleep(1000);
                             continue;
                         } else {
-                            // No leader among the others (their disks may be full too): no append can race the
-                            // start, so the group starts from its directory in its configuration, as on a restart.
+                            // No leader among the others (their disks may be full too, or they lost batches too and
+                            // this replica's log was cut back to its store): no append can race the start, so the
+                            // group starts from its directory in its configuration, as on a restart.
                             addGroup(group, partition.toString(), false);
                         }
                         partitions.remove(partition);
                         partition(partition);
                         elsewhere.remove(partition);
                         Files.deleteIfExists(restartMarker(id));
+                        LOG.info("node {}: the replica of {} started again after its log failed{}", self.id(),
+                                partition, rebuild && led ? ", empty, to copy the batches it lost" : "");
                         if (rebuild) {
                             // A loss found while this restart kept the log stays marked for the next one.
                             lostBatches.remove(partition);
                         }
-                        LOG.info("node {}: the replica of {} started again after its log failed{}", self.id(),
-                                partition, rebuild ? ", empty, to copy the batches it lost" : "");
                         break;
                     }
                 } catch (IOException | RuntimeException e) {
@@ -1156,6 +1178,116 @@ public final class ClusterNode implements Replication, AutoCloseable {
             if (current != null && current.machine() != failed) {
                 logFailed(partition, current.machine(), new IOException("the log failed again while rejoining"));
             }
+        }
+    }
+
+    /**
+     * Partitions whose replica here lost batches its Raft log names and is out of its group: how far its store holds
+     * the log (the last entry held whole), which the other replicas' nodes ask ({@link #answerShort}). Kept until the
+     * replica is back in a group that has a leader.
+     */
+    private final Map<PartitionId, RaftLogTail.Held> shortHere = new ConcurrentHashMap<>();
+
+    /**
+     * Reads how far the stopped replica's store holds its Raft log (its group stopped, its files at rest), and, if
+     * the log can be cut back to it, reports the replica short from now on.
+     *
+     * @param machine the replica's stopped state machine (its latest snapshot), or null if not known
+     */
+    private void readHeld(PartitionId partition, RaftGroupId id, PartitionStateMachine machine) throws IOException {
+        if (machine == null) {
+            return;
+        }
+        RaftLogTail.Held held = RaftLogTail.held(logDirectory(id), OpenSegmentBelowSnapshot.maxEntryBytes(server),
+                store.nextOffset(partition.topic(), partition.partition()), machine.snapshotIndex(),
+                machine.snapshotEnd());
+        // Not when the store lacks even the snapshot's batches, or starts past the entry it would be cut back to (a
+        // copy from a leader cut short), or holds all the log names (a rebuild cut short by a stop): a copy from a
+        // leader only.
+        if (held != null && held.isShort()
+                && store.minOffset(partition.topic(), partition.partition()) <= held.wholeEnd()) {
+            shortHere.put(partition, held);
+        }
+    }
+
+    /** @return the directory of a group's Raft log segments */
+    private Path logDirectory(RaftGroupId id) {
+        return raftDirectory.resolve(id.getUuid().toString()).resolve("current");
+    }
+
+    /** The answer to another node asking whether this node's replica of a partition is short. */
+    private String answerShort(PartitionId partition) {
+        RaftLogTail.Held held = shortHere.get(partition);
+        return held == null ? "whole" : "short " + held.wholeIndex();
+    }
+
+    /**
+     * With no leader among the other replicas: if so many of the partition's replicas lost batches their logs name
+     * that those left cannot elect a leader (a power cut of a majority of them under ASYNC), no replica can be rebuilt
+     * from a leader. This one then cuts its Raft log back to the last entry its store holds whole, and its store to
+     * that entry's end, and says in the log what it gave up; it then starts in its configuration and votes, so the
+     * replica with the longest log is elected and the others follow it.
+     *
+     * @return whether the log was cut back (the marker then names a restart with its log)
+     */
+    private boolean cutBackIfTooManyShort(PartitionId partition, RaftGroupId id, List<Integer> replicas)
+            throws IOException {
+        RaftLogTail.Held held = shortHere.get(partition);
+        if (held == null) {
+            return false;
+        }
+        List<Integer> shortOnes = new ArrayList<>(List.of(self.id()));
+        for (int other : replicas) {
+            if (other != self.id() && askShort(other, partition)) {
+                shortOnes.add(other);
+            }
+        }
+        // Those not short are fewer than a majority: no leader can be elected without a short one's vote.
+        if (shortOnes.size() < replicas.size() - replicas.size() / 2) {
+            if (!shortOnes.equals(reportedShort.put(partition, shortOnes))) {
+                LOG.warn("node {}: the replica of {} lost batches its Raft log names and waits to be rebuilt from a"
+                        + " leader among the others; replicas known to have lost batches: {} of {}", self.id(),
+                        partition, shortOnes, replicas);
+            }
+            return false;
+        }
+        // The marker first: a stop before the cut leaves a log its store is short of, which the group's start finds
+        // again; one after it, a log the store holds, which restarts as any stopped replica does.
+        DurableFile.write(restartMarker(id), restartMarkerText(partition, false));
+        long cut = RaftLogTail.cutAfter(logDirectory(id), held.wholeIndex(),
+                OpenSegmentBelowSnapshot.maxEntryBytes(server));
+        long stored = store.nextOffset(partition.topic(), partition.partition());
+        if (stored > held.wholeEnd()) {
+            store.truncateQueue(partition.topic(), partition.partition(), held.wholeEnd());
+        }
+        reportedShort.remove(partition);
+        LOG.error("node {}: replicas {} of {}'s replicas {} lost batches their Raft logs name (a power cut under ASYNC),"
+                + " too many for the others to elect a leader: this replica's Raft log is cut back to entry {}, the"
+                + " last whose batches its store holds ({} entries cut, {} to {}), and its store to offset {}. Offsets"
+                + " {} to {} of {}, acknowledged or not, are given up here: they are lost unless the replica elected"
+                + " now holds them", self.id(), shortOnes, partition, replicas, held.wholeIndex(), cut,
+                held.wholeIndex() + 1, held.lastIndex(), held.wholeEnd(), held.wholeEnd(), held.namedEnd() - 1,
+                partition);
+        return true;
+    }
+
+    /** The short replicas each partition's replica here last reported waiting for, so each change is logged once. */
+    private final Map<PartitionId, List<Integer>> reportedShort = new ConcurrentHashMap<>();
+
+    /** @return whether node {@code other} answers that its replica of the partition is short (no answer: no) */
+    private boolean askShort(int other, PartitionId partition) {
+        RaftClient client = replicasClient;
+        if (client == null) {
+            return false;
+        }
+        try {
+            RaftClientReply reply = client.io().sendStaleRead(Message.valueOf("short " + partition.topic() + " "
+                    + partition.partition()), 0, peerId(other));
+            return reply.isSuccess() && reply.getMessage().getContent().toStringUtf8().startsWith("short ");
+        } catch (IOException | RuntimeException e) {
+            LOG.debug("node {}: node {} did not say whether its replica of {} is short: {}", self.id(), other,
+                    partition, e.toString());
+            return false;
         }
     }
 

@@ -279,6 +279,19 @@ final class MetadataStateMachine extends BaseStateMachine {
         this.peers = peers;
     }
 
+    /** Answers {@code short <topic> <partition>} for this node's replica of the partition. */
+    private volatile Function<ClusterNode.PartitionId, String> replicaQueries = partition -> "whole";
+
+    /**
+     * Has this node's metadata member answer the read-only query {@code short <topic> <partition>} (any member
+     * answers it, leader or not, from this node's own state; a stale read): whether this node's replica of the
+     * partition lost batches its Raft log names and stays out of its group ({@code short <index>}, the last entry its
+     * store holds whole) or not ({@code whole}).
+     */
+    void answerShortQueries(Function<ClusterNode.PartitionId, String> answer) {
+        replicaQueries = answer;
+    }
+
     /** Told of a topic that gained partitions. */
     @FunctionalInterface
     interface PartitionsAdded {
@@ -694,6 +707,10 @@ final class MetadataStateMachine extends BaseStateMachine {
         String query = request.getContent().toStringUtf8();
         String[] words = query.split(" ");
         try {
+            if (words.length == 3 && words[0].equals("short")) {
+                return CompletableFuture.completedFuture(Message.valueOf(replicaQueries.apply(
+                        new ClusterNode.PartitionId(words[1], Integer.parseInt(words[2])))));
+            }
             if (words.length != 5 || !words[0].equals("snapshot")) {
                 throw new IllegalArgumentException("unknown query: " + query);
             }

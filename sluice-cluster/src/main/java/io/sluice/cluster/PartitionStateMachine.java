@@ -74,7 +74,9 @@ import org.slf4j.LoggerFactory;
  * back to the end of the last batch kept ({@link Store#truncateQueue}). At the first write after a start, the store
  * is made to agree with the Raft log: batches past the log's last batch entry (stored by a write whose entry never
  * reached the log before a crash) are cut; a store that lacks batches the log names (it lost them in a power cut) is
- * refused with a {@link LostBatchesException}, and the node rebuilds the replica from the others.
+ * refused with a {@link LostBatchesException} (as the group starts, the log's last segments are read for that
+ * already), and the node rebuilds the replica from the others, or, where too many replicas lost batches for the others
+ * to elect a leader, cuts its log back to what its store holds ({@link RaftLogTail}).
  *
  * <h2>High watermark</h2>
  * A batch is committed once Raft commits its entry; {@link #applyTransaction} (in log order) moves the high watermark
@@ -163,12 +165,48 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             SingleFileSnapshotInfo snapshot = snapshots.getLatestSnapshot();
             load(snapshot);
             // Ratis loads the log once this returns; a segment the snapshot covers must be closed by then.
-            OpenSegmentBelowSnapshot.closeIfBelow(storage.getStorageDir().getCurrentDir().toPath(),
-                    snapshot == null ? -1 : snapshot.getIndex(), OpenSegmentBelowSnapshot.maxEntryBytes(raftServer),
-                    topic + "-" + partition);
+            Path current = storage.getStorageDir().getCurrentDir().toPath();
+            OpenSegmentBelowSnapshot.closeIfBelow(current, snapshot == null ? -1 : snapshot.getIndex(),
+                    OpenSegmentBelowSnapshot.maxEntryBytes(raftServer), topic + "-" + partition);
             // Until the log is read (the first write after the start), retention keeps the whole partition.
             store.holdRetention(RETENTION_HOLDER, topic, partition, 0);
+            checkStoreHoldsLog(current, OpenSegmentBelowSnapshot.maxEntryBytes(raftServer));
         }, IOException.class);
+    }
+
+    /**
+     * As the group starts, before Ratis loads its log: a store that lacks batches the log names (a power cut under
+     * ASYNC) is reported at once ({@code onLogFailed}), so that the node takes the replica out before it votes or
+     * leads, rather than at its first write or its first client. Without this, each replica of a partition whose
+     * replicas all lost batches found it only when a leader or a client reached it, one after the other.
+     */
+    private void checkStoreHoldsLog(Path logDirectory, int maxEntryBytes) throws IOException {
+        SnapshotMark mark = latest;
+        long stored = store.nextOffset(topic, partition);
+        RaftLogTail.Held held = RaftLogTail.held(logDirectory, maxEntryBytes, stored,
+                mark == null ? -1 : mark.at().getIndex(), mark == null ? 0 : mark.end());
+        if (held != null && held.isShort()) {
+            onLogFailed.accept(this, new LostBatchesException("the store of " + topic + "-" + partition
+                    + " ends at offset " + stored + " but the Raft log names batches up to offset " + held.namedEnd()
+                    + " (entries " + (held.wholeIndex() + 1) + " to " + held.lastIndex() + "): " + LOST_WHY));
+        }
+    }
+
+    /** Why a replica's store lacks batches its log names, and what becomes of it. */
+    static final String LOST_WHY = "this replica lost batches (a power cut under ASYNC, whose store forces less often"
+            + " than Ratis its log); it is rebuilt from the other replicas, or, where they cannot elect a leader"
+            + " without it, its log is cut back to what its store holds";
+
+    /** @return the index of the latest snapshot, or -1 without one */
+    long snapshotIndex() {
+        SnapshotMark mark = latest;
+        return mark == null ? -1 : mark.at().getIndex();
+    }
+
+    /** @return the offset the latest snapshot's batches end at, 0 without one */
+    long snapshotEnd() {
+        SnapshotMark mark = latest;
+        return mark == null ? 0 : mark.end();
     }
 
     /**
@@ -652,6 +690,11 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                 long offset = header.baseOffset();
                 for (int i = 0; i < header.batches(); i++) {
                     StoredMessage message = read.messages().size() > i ? read.messages().get(i) : null;
+                    if (message == null && offset >= store.nextOffset(topic, partition)) {
+                        throw new LostBatchesException("the store of " + topic + "-" + partition + " ends at offset "
+                                + store.nextOffset(topic, partition) + " but log entry " + entry.getIndex()
+                                + " names batches from offset " + offset + ": " + LOST_WHY);
+                    }
                     if (message == null || message.queueOffset() != offset || message.opaqueCount() != header.count(i)
                             || message.body().byteSize() != header.size(i)) {
                         throw new IllegalStateException("the store of " + topic + "-" + partition + " has no batch of "
@@ -975,9 +1018,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         long stored = store.nextOffset(topic, partition);
         if (stored < end) {
             throw new LostBatchesException("the store of " + topic + "-" + partition + " ends at offset " + stored
-                    + " but the Raft log names batches up to offset " + end + ": this replica lost batches (a power"
-                    + " cut under ASYNC, whose store forces less often than Ratis its log); it is rebuilt from the"
-                    + " other replicas");
+                    + " but the Raft log names batches up to offset " + end + ": " + LOST_WHY);
         }
         long first = store.minOffset(topic, partition);
         if (end < first) {

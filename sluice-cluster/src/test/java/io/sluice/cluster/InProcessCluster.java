@@ -93,6 +93,21 @@ final class InProcessCluster implements AutoCloseable {
         }
     }
 
+    /**
+     * Stops node {@code id} after its store's file system lost its power: what the closing store fails to write (its
+     * file system is gone) is ignored, as is the rest of a close that failed for it.
+     */
+    void stopAfterPowerCut(int id) {
+        if (brokers[id] != null) {
+            try {
+                brokers[id].close();
+            } catch (IOException | RuntimeException gone) {
+                // The store's writes fail: the power is off.
+            }
+            brokers[id] = null;
+        }
+    }
+
     /** @return node {@code id}'s broker, or null if it is stopped */
     ClusterBroker broker(int id) {
         return brokers[id];
@@ -161,14 +176,15 @@ final class InProcessCluster implements AutoCloseable {
 
     /** @return partition 0's batches in a store, below {@code end} */
     static List<byte[]> batches(Store store, String topic, long end) {
-        return batches(store, topic, store.minOffset(topic, 0), end);
+        return batches(store, topic, 0, store.minOffset(topic, 0), end);
     }
 
-    private static List<byte[]> batches(Store store, String topic, long from, long end) {
+    /** @return a partition's batches in a store, from {@code from} to below {@code end} */
+    static List<byte[]> batches(Store store, String topic, int partition, long from, long end) {
         List<byte[]> all = new ArrayList<>();
         long offset = from;
         while (offset < end) {
-            try (ReadResult read = store.read(topic, 0, offset, 100, 1 << 20)) {
+            try (ReadResult read = store.read(topic, partition, offset, 100, 1 << 20)) {
                 if (read.messages().isEmpty()) {
                     break;
                 }
@@ -191,8 +207,8 @@ final class InProcessCluster implements AutoCloseable {
 
     /** Asserts that two stores hold the same batches of partition 0 from {@code from} to below {@code end}. */
     static void assertSameBatches(Store held, Store leader, String topic, long from, long end) {
-        List<byte[]> expected = batches(leader, topic, from, end);
-        List<byte[]> actual = batches(held, topic, from, end);
+        List<byte[]> expected = batches(leader, topic, 0, from, end);
+        List<byte[]> actual = batches(held, topic, 0, from, end);
         assertThat(actual).as("the replica's batches from %d below %d", from, end).hasSameSizeAs(expected);
         for (int i = 0; i < expected.size(); i++) {
             assertThat(actual.get(i)).as("batch %d", i).isEqualTo(expected.get(i));
@@ -254,13 +270,18 @@ final class InProcessCluster implements AutoCloseable {
 
     /** @return partition 0's record values as a stock consumer reads them from the start, up to {@code expected} */
     List<String> readValues(String topic, int expected) {
+        return readValues(topic, 0, expected);
+    }
+
+    /** @return a partition's record values as a stock consumer reads them from the start, up to {@code expected} */
+    List<String> readValues(String topic, int partitionId, int expected) {
         Properties properties = new Properties();
         properties.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
         properties.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
         List<String> read = new ArrayList<>();
         try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(properties, new ByteArrayDeserializer(),
                 new ByteArrayDeserializer())) {
-            TopicPartition partition = new TopicPartition(topic, 0);
+            TopicPartition partition = new TopicPartition(topic, partitionId);
             consumer.assign(List.of(partition));
             consumer.seekToBeginning(List.of(partition));
             long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
