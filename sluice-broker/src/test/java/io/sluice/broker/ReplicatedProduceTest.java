@@ -7,6 +7,7 @@ import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicLayout;
 import java.lang.foreign.MemorySegment;
+import java.io.IOException;
 import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
@@ -53,6 +54,8 @@ class ReplicatedProduceTest {
         final List<Runnable> held = new java.util.concurrent.CopyOnWriteArrayList<>();
         int self = 1;
         List<Node> nodes = List.of(new Node(1, "127.0.0.1", 0));
+        /** Topic creation never completes (a cluster that cannot take the command). */
+        final AtomicBoolean createHeld = new AtomicBoolean();
         /** Topic creation answers that the cluster has the topic already, and this broker has not applied it yet. */
         final AtomicBoolean createdElsewhere = new AtomicBoolean();
 
@@ -136,6 +139,9 @@ class ReplicatedProduceTest {
 
         @Override
         public CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor) {
+            if (createHeld.get()) {
+                return new CompletableFuture<>();
+            }
             if (createdElsewhere.get()) {
                 return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic
                         + " already exists"));
@@ -281,33 +287,43 @@ class ReplicatedProduceTest {
     }
 
     /**
-     * With no controller known yet (the cluster electing one, or this broker not joined yet), CreateTopics is answered
-     * NOT_CONTROLLER, which Kafka's Admin retries; it had been sent to the cluster, failed, and answered
-     * KAFKA_STORAGE_ERROR, which ends the Admin call.
+     * Any broker takes CreateTopics and carries it to the cluster, which elects a metadata leader if it has none: the
+     * request waits for that, within its own timeout, rather than being answered NOT_CONTROLLER, which librdkafka's
+     * AdminClient does not retry (a user's first command right after a cluster started failed so). While no leader is
+     * known, Metadata names this broker, which takes the request.
      */
     @Test
-    void createTopicsWithNoControllerKnownIsRetriableNotController() throws Exception {
+    void createTopicsWithNoControllerKnownIsCarriedToTheClusterByTheBrokerMetadataNames() throws Exception {
         try (Store store = Store.open(dir, StoreConfig.builder().build())) {
             LocalReplication cluster = new LocalReplication(store);
             cluster.controller.set(-1);
             try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
                  Socket socket = new Socket("127.0.0.1", broker.port())) {
-                var topics = new org.apache.kafka.common.message.CreateTopicsRequestData.CreatableTopicCollection();
-                topics.add(new org.apache.kafka.common.message.CreateTopicsRequestData.CreatableTopic().setName("n")
-                        .setNumPartitions(1).setReplicationFactor((short) 1));
-                var request = new org.apache.kafka.common.message.CreateTopicsRequestData().setTopics(topics)
-                        .setTimeoutMs(10_000);
-                var answer = new org.apache.kafka.common.message.CreateTopicsResponseData(Wire.exchange(socket,
-                        ApiKeys.CREATE_TOPICS, (short) 7, request), (short) 7);
-                assertThat(Errors.forCode(answer.topics().find("n").errorCode())).isEqualTo(Errors.NOT_CONTROLLER);
-                assertThat(store.queueCount("n")).isZero();
-                cluster.controller.set(1);
-                answer = new org.apache.kafka.common.message.CreateTopicsResponseData(Wire.exchange(socket,
-                        ApiKeys.CREATE_TOPICS, (short) 7, request), (short) 7);
-                assertThat(Errors.forCode(answer.topics().find("n").errorCode())).isEqualTo(Errors.NONE);
+                var metadata = new org.apache.kafka.common.message.MetadataResponseData(Wire.exchange(socket,
+                        ApiKeys.METADATA, (short) 12, new org.apache.kafka.common.message.MetadataRequestData()
+                                .setTopics(List.of())), (short) 12);
+                assertThat(metadata.controllerId()).as("this broker, which takes CreateTopics").isEqualTo(1);
+                assertThat(Errors.forCode(createTopic(socket, "n", 10_000).errorCode())).isEqualTo(Errors.NONE);
                 assertThat(store.queueCount("n")).isEqualTo(1);
+                // A cluster that does not create it within the request's timeout: REQUEST_TIMED_OUT, as Kafka answers.
+                cluster.createHeld.set(true);
+                long start = System.nanoTime();
+                var late = createTopic(socket, "late", 300);
+                assertThat(Errors.forCode(late.errorCode())).isEqualTo(Errors.REQUEST_TIMED_OUT);
+                assertThat((System.nanoTime() - start) / 1e9).as("answered once its own timeout passed").isLessThan(10);
             }
         }
+    }
+
+    private static org.apache.kafka.common.message.CreateTopicsResponseData.CreatableTopicResult createTopic(
+            Socket socket, String name, int timeoutMs) throws IOException {
+        var topics = new org.apache.kafka.common.message.CreateTopicsRequestData.CreatableTopicCollection();
+        topics.add(new org.apache.kafka.common.message.CreateTopicsRequestData.CreatableTopic().setName(name)
+                .setNumPartitions(1).setReplicationFactor((short) 1));
+        var request = new org.apache.kafka.common.message.CreateTopicsRequestData().setTopics(topics)
+                .setTimeoutMs(timeoutMs);
+        return new org.apache.kafka.common.message.CreateTopicsResponseData(Wire.exchange(socket,
+                ApiKeys.CREATE_TOPICS, (short) 7, request), (short) 7).topics().find(name);
     }
 
     /** ListOffsets by time answers no offset at or past the high watermark (not committed, perhaps cut later). */

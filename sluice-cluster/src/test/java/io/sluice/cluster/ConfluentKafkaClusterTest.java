@@ -10,9 +10,6 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
-import org.apache.kafka.common.message.MetadataRequestData;
-import org.apache.kafka.common.message.MetadataResponseData;
-import org.apache.kafka.common.protocol.ApiKeys;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -40,44 +37,12 @@ class ConfluentKafkaClusterTest {
         cluster = new InProcessCluster(dir, ClusterNode.Tuning.DEFAULT);
         cluster.startAll();
         cluster.awaitMembers();
-        awaitController();
     }
 
     @AfterAll
     static void stop() throws IOException {
         if (cluster != null) {
             cluster.close();
-        }
-    }
-
-    /**
-     * Waits until every broker knows the elected controller and its Metadata names it (a broker that knows none names
-     * itself): right after the cluster starts, a CreateTopics may otherwise be answered NOT_CONTROLLER, which
-     * librdkafka's AdminClient reports rather than retries. This wait can go once CreateTopics is answered by a
-     * controller from the start.
-     */
-    private static void awaitController() throws InterruptedException {
-        InProcessCluster.await("every broker's Metadata names the elected controller", 60, () -> {
-            int controller = cluster.broker(1).node().controller();
-            if (controller < 0) {
-                return false;
-            }
-            for (int id = 1; id <= 3; id++) {
-                if (cluster.broker(id).node().controller() != controller || metadataController(id) != controller) {
-                    return false;
-                }
-            }
-            return true;
-        });
-    }
-
-    /** @return the controller that broker {@code id}'s Metadata v12 names, or -1 if it cannot be asked */
-    private static int metadataController(int id) {
-        try {
-            return new MetadataResponseData(KafkaWire.call(cluster.broker(id).port(), ApiKeys.METADATA, (short) 12,
-                    new MetadataRequestData().setTopics(List.of())), (short) 12).controllerId();
-        } catch (IOException e) {
-            return -1;
         }
     }
 

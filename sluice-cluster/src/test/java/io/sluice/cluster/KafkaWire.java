@@ -24,6 +24,12 @@ final class KafkaWire {
      * @throws IOException if the broker cannot be reached or closes the connection
      */
     static ByteBufferAccessor call(int port, ApiKeys key, short version, ApiMessage request) throws IOException {
+        return call(port, key, version, request, 10_000);
+    }
+
+    /** As {@link #call(int, ApiKeys, short, ApiMessage)}, waiting up to {@code timeoutMillis} for the answer. */
+    static ByteBufferAccessor call(int port, ApiKeys key, short version, ApiMessage request, int timeoutMillis)
+            throws IOException {
         ObjectSerializationCache cache = new ObjectSerializationCache();
         short headerVersion = key.requestHeaderVersion(version);
         RequestHeaderData header = new RequestHeaderData().setRequestApiKey(key.id).setRequestApiVersion(version)
@@ -34,7 +40,7 @@ final class KafkaWire {
         header.write(writer, cache, headerVersion);
         request.write(writer, cache, version);
         try (Socket socket = new Socket("127.0.0.1", port)) {
-            socket.setSoTimeout(10_000);
+            socket.setSoTimeout(timeoutMillis);
             socket.getOutputStream().write(out.array());
             DataInputStream input = new DataInputStream(socket.getInputStream());
             byte[] frame = new byte[input.readInt()];

@@ -536,7 +536,13 @@ public final class KafkaApis implements AutoCloseable {
     /** The most topic ids a Metadata request is answered UNKNOWN_TOPIC_ID for; the rest go unanswered. */
     static final int MAX_UNKNOWN_TOPIC_IDS_ANSWERED = 64;
 
-    /** @return the node named as the controller: this broker alone, or the cluster's metadata leader */
+    /**
+     * @return the node named as the controller: this broker alone, or the cluster's metadata leader, or, while none is
+     *     known, this broker. Every broker takes the requests clients send the controller (CreateTopics,
+     *     CreatePartitions) and carries them to the metadata's leader, as a KRaft broker forwards them, so this one is
+     *     a controller as clients mean it; naming none (-1) had librdkafka's AdminClient wait for a controller until
+     *     its request timed out, as it does not ask Metadata again meanwhile.
+     */
     private int controller() {
         if (replication == null) {
             return settings.nodeId();
@@ -558,7 +564,8 @@ public final class KafkaApis implements AutoCloseable {
                                 .setErrorCode(Errors.LEADER_NOT_AVAILABLE.code());
                     }
                     try {
-                        createReplicated(name, settings.defaultPartitions(), replication.defaultReplicationFactor());
+                        createReplicated(name, settings.defaultPartitions(), replication.defaultReplicationFactor(),
+                                deadline(0));
                     } catch (IllegalArgumentException createdElsewhere) {
                         // The cluster has it (created through another broker) and this one has not applied it yet.
                     }
@@ -660,13 +667,19 @@ public final class KafkaApis implements AutoCloseable {
 
     private CreateTopicsResponseData createTopics(CreateTopicsRequestData request) {
         CreatableTopicResultCollection results = new CreatableTopicResultCollection();
+        long deadline = deadline(request.timeoutMs());
         for (CreatableTopic topic : request.topics()) {
-            results.add(createTopic(topic, request.validateOnly()));
+            results.add(createTopic(topic, request.validateOnly(), deadline));
         }
         return new CreateTopicsResponseData().setTopics(results);
     }
 
-    private CreatableTopicResult createTopic(CreatableTopic topic, boolean validateOnly) {
+    /** @return when a request that gives {@code timeoutMs} stops waiting for the cluster (30 s if it gives none) */
+    private static long deadline(int timeoutMs) {
+        return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs > 0 ? timeoutMs : CREATE_TIMEOUT_MILLIS);
+    }
+
+    private CreatableTopicResult createTopic(CreatableTopic topic, boolean validateOnly, long deadline) {
         CreatableTopicResult result = new CreatableTopicResult().setName(topic.name()).setTopicId(Uuid.ZERO_UUID);
         int partitions = topic.numPartitions() == -1 ? settings.defaultPartitions() : topic.numPartitions();
         int factor = replication == null ? 1
@@ -702,51 +715,67 @@ public final class KafkaApis implements AutoCloseable {
                 return failed(result, Errors.TOPIC_ALREADY_EXISTS, "topic " + topic.name() + " already exists");
             }
             if (!validateOnly && replication != null) {
-                if (replication.controller() < 0) {
-                    // Kafka's Admin asks again (after a Metadata refresh) on NOT_CONTROLLER.
-                    return failed(result, Errors.NOT_CONTROLLER, "no controller is known yet (the cluster is electing"
-                            + " one, or this broker has not joined it yet); try again");
-                }
-                createReplicated(topic.name(), partitions, factor);
+                // Carried to the metadata's leader, whichever broker this is; with none known, the cluster elects
+                // one meanwhile.
+                createReplicated(topic.name(), partitions, factor, deadline);
             } else if (!validateOnly && !store.createTopic(topic.name(), settings.layout(), partitions)) {
                 return failed(result, Errors.TOPIC_ALREADY_EXISTS, "topic " + topic.name() + " already exists");
             }
         } catch (IllegalArgumentException e) {
             return failed(result, Errors.TOPIC_ALREADY_EXISTS, e.getMessage());
+        } catch (ClusterTimeoutException e) {
+            return failed(result, Errors.REQUEST_TIMED_OUT, e.getMessage());
         } catch (RuntimeException e) {
             return failed(result, Errors.KAFKA_STORAGE_ERROR, e.getMessage());
         }
         return result.setNumPartitions(partitions).setReplicationFactor((short) factor);
     }
 
-    /** How long a request waits for the cluster to create a topic. */
+    /** How long a request that gives no timeout waits for the cluster to create a topic or add partitions. */
     private static final long CREATE_TIMEOUT_MILLIS = 30_000;
+
+    /** The cluster did not do what a request asked before the request's timeout: REQUEST_TIMED_OUT. */
+    private static final class ClusterTimeoutException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        ClusterTimeoutException(String message) {
+            super(message, null, false, false);
+        }
+    }
 
     /**
      * Creates a topic through the cluster and waits until this broker's store has it.
      *
+     * @param deadline when to stop waiting ({@link System#nanoTime})
      * @throws IllegalArgumentException if the cluster refused it (it exists, a bad count)
-     * @throws StoreException if the cluster did not create it in time
+     * @throws ClusterTimeoutException if the cluster did not create it by the deadline
+     * @throws StoreException if the cluster failed otherwise
      */
-    private void createReplicated(String name, int partitions, int factor) {
+    private void createReplicated(String name, int partitions, int factor, long deadline) {
+        awaitCluster(replication.createTopic(name, partitions, factor), deadline, "create topic " + name);
+    }
+
+    /** Waits for what the cluster was asked to do, until {@code deadline}; throws as {@link #createReplicated}. */
+    private static void awaitCluster(CompletableFuture<Void> done, long deadline, String what) {
         try {
-            replication.createTopic(name, partitions, factor).get(CREATE_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+            done.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
         } catch (ExecutionException e) {
             if (e.getCause() instanceof IllegalArgumentException refused) {
                 throw refused;
             }
-            throw new StoreException("the cluster did not create topic " + name + ": " + e.getCause(), e.getCause());
+            throw new StoreException("the cluster did not " + what + ": " + e.getCause(), e.getCause());
         } catch (TimeoutException e) {
-            throw new StoreException("the cluster did not create topic " + name + " within "
-                    + CREATE_TIMEOUT_MILLIS + " ms", e);
+            throw new ClusterTimeoutException("the cluster did not " + what + " within the request's timeout (it may"
+                    + " be electing a metadata leader); it may still do so");
         } catch (InterruptedException e) {
             Thread.currentThread().interrupt();
-            throw new StoreException("interrupted creating topic " + name, e);
+            throw new StoreException("interrupted waiting for the cluster to " + what, e);
         }
     }
 
     private CreatePartitionsResponseData createPartitions(CreatePartitionsRequestData request) {
         List<CreatePartitionsTopicResult> results = new ArrayList<>();
+        long deadline = deadline(request.timeoutMs());
         for (CreatePartitionsTopic topic : request.topics()) {
             CreatePartitionsTopicResult result = new CreatePartitionsTopicResult().setName(topic.name());
             results.add(result);
@@ -767,7 +796,7 @@ public final class KafkaApis implements AutoCloseable {
                 } else if (request.validateOnly()) {
                     continue;
                 } else if (replication != null) {
-                    Errors error = addReplicated(topic.name(), topic.count(), result);
+                    Errors error = addReplicated(topic.name(), topic.count(), result, deadline);
                     if (error != Errors.NONE) {
                         result.setErrorCode(error.code());
                     }
@@ -790,25 +819,15 @@ public final class KafkaApis implements AutoCloseable {
      *
      * @return NONE, or the error to answer (its message set on {@code result})
      */
-    private Errors addReplicated(String name, int partitions, CreatePartitionsTopicResult result) {
-        if (replication.controller() < 0) {
-            result.setErrorMessage("no controller is known yet (the cluster is electing one); try again");
-            return Errors.NOT_CONTROLLER;
-        }
+    private Errors addReplicated(String name, int partitions, CreatePartitionsTopicResult result, long deadline) {
         try {
-            replication.addPartitions(name, partitions).get(CREATE_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+            awaitCluster(replication.addPartitions(name, partitions), deadline, "add the partitions of " + name);
             return Errors.NONE;
-        } catch (ExecutionException e) {
-            result.setErrorMessage(String.valueOf(e.getCause().getMessage()));
-            return e.getCause() instanceof IllegalArgumentException ? Errors.INVALID_PARTITIONS
-                    : Errors.REQUEST_TIMED_OUT;
-        } catch (TimeoutException e) {
-            result.setErrorMessage("the cluster did not add the partitions of " + name + " within "
-                    + CREATE_TIMEOUT_MILLIS + " ms");
-            return Errors.REQUEST_TIMED_OUT;
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            result.setErrorMessage("interrupted");
+        } catch (IllegalArgumentException e) {
+            result.setErrorMessage(e.getMessage());
+            return Errors.INVALID_PARTITIONS;
+        } catch (ClusterTimeoutException e) {
+            result.setErrorMessage(e.getMessage());
             return Errors.REQUEST_TIMED_OUT;
         }
     }
