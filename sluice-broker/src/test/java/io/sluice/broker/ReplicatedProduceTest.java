@@ -111,8 +111,14 @@ class ReplicatedProduceTest {
             return inDoubt.get();
         }
 
+        /** Whether {@link #leads} fails, as a cluster part-way through closing might. */
+        final AtomicBoolean failing = new AtomicBoolean();
+
         @Override
         public boolean leads(String topic, int partition) {
+            if (failing.get()) {
+                throw new IllegalStateException("the cluster is closing");
+            }
             return elected.get() && ready.get();
         }
 
@@ -324,6 +330,38 @@ class ReplicatedProduceTest {
                 .setTimeoutMs(timeoutMs);
         return new org.apache.kafka.common.message.CreateTopicsResponseData(Wire.exchange(socket,
                 ApiKeys.CREATE_TOPICS, (short) 7, request), (short) 7).topics().find(name);
+    }
+
+    /**
+     * A well-formed request whose handling fails in a way no handler foresaw is answered with the API's error response
+     * (UNKNOWN_SERVER_ERROR, as Kafka's broker answers an unexpected error), and the connection goes on; before, it was
+     * closed, and the client saw a transport failure.
+     */
+    @Test
+    void aFaultNoHandlerForesawIsAnsweredNotAClosedConnection() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            LocalReplication cluster = new LocalReplication(store);
+            cluster.ready.set(true);
+            try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
+                 Socket socket = new Socket("127.0.0.1", broker.port())) {
+                cluster.failing.set(true);
+                var request = new org.apache.kafka.common.message.ListOffsetsRequestData().setReplicaId(-1)
+                        .setTopics(List.of(new org.apache.kafka.common.message.ListOffsetsRequestData.ListOffsetsTopic()
+                                .setName("t").setPartitions(List.of(new org.apache.kafka.common.message
+                                        .ListOffsetsRequestData.ListOffsetsPartition().setPartitionIndex(0)
+                                        .setTimestamp(-1)))));
+                var failed = new org.apache.kafka.common.message.ListOffsetsResponseData(Wire.exchange(socket,
+                        ApiKeys.LIST_OFFSETS, (short) 7, request), (short) 7);
+                assertThat(Errors.forCode(failed.topics().getFirst().partitions().getFirst().errorCode()))
+                        .isEqualTo(Errors.UNKNOWN_SERVER_ERROR);
+                cluster.failing.set(false);
+                var answered = new org.apache.kafka.common.message.ListOffsetsResponseData(Wire.exchange(socket,
+                        ApiKeys.LIST_OFFSETS, (short) 7, request), (short) 7);
+                assertThat(Errors.forCode(answered.topics().getFirst().partitions().getFirst().errorCode()))
+                        .as("the same connection goes on").isEqualTo(Errors.NONE);
+            }
+        }
     }
 
     /** ListOffsets by time answers no offset at or past the high watermark (not committed, perhaps cut later). */

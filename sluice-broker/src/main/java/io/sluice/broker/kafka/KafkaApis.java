@@ -364,7 +364,8 @@ public final class KafkaApis implements AutoCloseable {
         for (ListOffsetsRequestData.ListOffsetsTopic topic : request.topics()) {
             List<ListOffsetsPartitionResponse> partitions = new ArrayList<>();
             for (ListOffsetsRequestData.ListOffsetsPartition wanted : topic.partitions()) {
-                partitions.add(listOffset(topic.name(), wanted.partitionIndex(), wanted.timestamp()));
+                partitions.add(listOffset(topic.name(), wanted.partitionIndex(), wanted.timestamp(),
+                        request.replicaId() == DEBUGGING_REPLICA_ID));
             }
             topics.add(new ListOffsetsTopicResponse().setName(topic.name()).setPartitions(partitions));
         }
@@ -379,21 +380,35 @@ public final class KafkaApis implements AutoCloseable {
     private static final long EARLIEST_PENDING_UPLOAD = -5;
     private static final long LATEST_TIERED = -6;
 
-    private ListOffsetsPartitionResponse listOffset(String topic, int partition, long timestamp) {
+    /**
+     * The replica id an operator's tool sends to read any replica's own log (Kafka's DEBUGGING_REPLICA_ID): served by
+     * every replica, up to its own log's end rather than the high watermark, as Kafka serves it.
+     */
+    private static final int DEBUGGING_REPLICA_ID = -2;
+
+    /**
+     * @param anyReplica answer from this broker's own log if it holds a replica, leader or not, up to its end
+     *     ({@link #DEBUGGING_REPLICA_ID}); else only as the leader, up to the high watermark
+     */
+    private ListOffsetsPartitionResponse listOffset(String topic, int partition, long timestamp,
+                                                    boolean anyReplica) {
         ListOffsetsPartitionResponse response = new ListOffsetsPartitionResponse().setPartitionIndex(partition)
                 .setTimestamp(-1).setOffset(-1).setLeaderEpoch(-1);
         int partitions = Partitions.count(store, topic);
         if (partition < 0 || partition >= partitions) {
             return response.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
         }
-        if (replication != null && !replication.leads(topic, partition)) {
+        boolean ownLog = replication != null && anyReplica && holdsReplica(topic, partition);
+        if (replication != null && !ownLog && !replication.leads(topic, partition)) {
             return response.setErrorCode(Errors.NOT_LEADER_OR_FOLLOWER.code());
         }
         try {
             long start = store.minOffset(topic, partition);
             long end = store.maxOffset(topic, partition);
             if (replication != null) {
-                end = Math.min(end, replication.highWatermark(topic, partition));
+                if (!ownLog) {
+                    end = Math.min(end, replication.highWatermark(topic, partition));
+                }
                 response.setLeaderEpoch(replication.leaderEpoch(topic, partition));
             }
             if (timestamp == LATEST || timestamp == LATEST_TIERED) {
@@ -414,6 +429,12 @@ public final class KafkaApis implements AutoCloseable {
         } catch (RuntimeException e) {
             return response.setErrorCode(Partitions.readError(e).code());
         }
+    }
+
+    /** @return whether this broker holds a replica of the partition (leader or follower) */
+    private boolean holdsReplica(String topic, int partition) {
+        Replication.PartitionView view = replication.partition(topic, partition);
+        return view != null && view.replicas().contains(replication.self());
     }
 
     /**
