@@ -4,6 +4,7 @@ import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.sluice.broker.kafka.KafkaApis;
 import io.sluice.broker.metrics.BrokerMetrics;
 import io.sluice.broker.net.FrameServer;
+import io.sluice.store.RetentionPolicy;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
@@ -104,6 +105,22 @@ public final class Broker implements AutoCloseable {
     /** @return the port of the Prometheus endpoint, or -1 if none runs */
     public int metricsPort() {
         return metricsServer == null ? -1 : metricsServer.getPort();
+    }
+
+    /** Kafka's default log.retention.hours: a broker keeps records 7 days unless told otherwise. */
+    public static final long DEFAULT_RETENTION_HOURS = 168;
+
+    /**
+     * A broker's retention, as a Kafka broker's: records go only once retention.ms or retention.bytes allow. The
+     * store's RocketMQ-style disk-ratio deletion is off (a Kafka broker never deletes data because the disk fills; it
+     * refuses appends, as the store still does above its hard ratio), and committed group offsets hold nothing back
+     * (Kafka's offsets never do). Retention holds (a Raft replica's log) still keep what they name.
+     *
+     * @param policy the retention times and sizes to keep
+     * @return the policy a broker's store takes
+     */
+    public static RetentionPolicy kafkaRetention(RetentionPolicy policy) {
+        return policy.withoutDiskRatioDeletion().withConsumersHoldingRetention(false);
     }
 
     /** Dirty bytes past which an ASYNC broker's store forces its log (the store's own default is 16 KiB). */

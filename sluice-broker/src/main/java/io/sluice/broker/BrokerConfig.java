@@ -20,7 +20,7 @@ import java.util.Objects;
  * @param metricsPort the port of the Prometheus endpoint on {@code host} ({@code /metrics}); -1 for none (the
  *     default), 0 for any free one
  * @param offsetsRetentionMinutes how long the committed offsets of a group with no members are kept after its last
- *     commit (7 days by default, as Kafka's offsets.retention.minutes): until then they hold retention back
+ *     commit (7 days by default, as Kafka's offsets.retention.minutes); as in Kafka, they hold no records back
  * @param leaderImbalanceCheckSeconds in a cluster, how often a broker hands the partitions it leads to their
  *     preferred replicas (300 s by default, as Kafka's leader.imbalance.check.interval.seconds; 0: never, as Kafka's
  *     auto.leader.rebalance.enable=false); a new partition's leader hands over either way

@@ -69,7 +69,7 @@ class ProduceDurabilityTest {
     @Test
     void aBatchRefusedForAFullDiskIsNotTakenForSentAndItsRetryIsStored() throws Exception {
         ZeroCopyFetchTest.CountingFileIO io = new ZeroCopyFetchTest.CountingFileIO();
-        RetentionPolicy retention = new RetentionPolicy(Long.MAX_VALUE, Long.MAX_VALUE, 0.7, 0.8, 0.9, 20);
+        RetentionPolicy retention = new RetentionPolicy(Long.MAX_VALUE, Long.MAX_VALUE, 0.7, 0.8, 0.9, 20, true);
         try (Store store = Store.open(dir, StoreConfig.builder().fileIO(io).retention(retention).build());
              Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
              Socket socket = new Socket("127.0.0.1", broker.port())) {

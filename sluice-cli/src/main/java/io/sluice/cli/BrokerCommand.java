@@ -6,6 +6,7 @@ import io.sluice.cluster.ClusterBroker;
 import io.sluice.cluster.ClusterSpec;
 import io.sluice.store.FlushMode;
 import io.sluice.store.Store;
+import io.sluice.store.RetentionPolicy;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicLayout;
 import io.sluice.store.WritePath;
@@ -161,14 +162,22 @@ final class BrokerCommand implements Callable<Integer> {
         return properties.getProperty("cluster");
     }
 
-    /** @return the store's configuration from the options, with a broker's defaults under ASYNC */
+    /**
+     * @return the store's configuration from the options, with a broker's defaults under ASYNC, and a broker's
+     *     retention ({@link Broker#kafkaRetention}; 168 hours unless {@code --retention-hours} says otherwise), which
+     *     replaces what the store saved at every start: a broker's retention is its configuration's, as a Kafka
+     *     broker's is its server.properties'
+     */
     StoreConfig storeConfig() {
         StoreConfig storeConfig = store.config(store.flush == FlushMode.ASYNC ? Broker.ASYNC_WRITE_PATH
                 : WritePath.MMAP);
+        StoreConfig.Builder builder = storeConfig.toBuilder();
         if (storeConfig.flushMode() == FlushMode.ASYNC) {
-            storeConfig = Broker.asyncFlushing(storeConfig.toBuilder()).build();
+            builder = Broker.asyncFlushing(builder);
         }
-        return storeConfig;
+        RetentionPolicy retention = store.retentionHours != null ? storeConfig.retention()
+                : storeConfig.retention().withRetentionHours(Broker.DEFAULT_RETENTION_HOURS);
+        return builder.retention(Broker.kafkaRetention(retention)).overrideStoreSettings(true).build();
     }
 
     /** @return the configuration of a properties file (if any) with {@code listen} over it */

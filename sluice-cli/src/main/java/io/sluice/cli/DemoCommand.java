@@ -4,6 +4,7 @@ import io.sluice.broker.Broker;
 import io.sluice.broker.BrokerConfig;
 import io.sluice.cluster.ClusterBroker;
 import io.sluice.store.Store;
+import io.sluice.store.RetentionPolicy;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoreVerifier;
 import java.io.IOException;
@@ -82,7 +83,8 @@ final class DemoCommand implements Callable<Integer> {
     public Integer call() throws Exception {
         PrintWriter out = spec.commandLine().getOut();
         recreate(dir);
-        StoreConfig config = StoreConfig.builder().segmentSizeBytes(256L << 20).build();
+        StoreConfig config = StoreConfig.builder().segmentSizeBytes(256L << 20).retention(Broker.kafkaRetention(
+                RetentionPolicy.defaults().withRetentionHours(Broker.DEFAULT_RETENTION_HOURS))).build();
         long produced;
         long consumed = 0;
         long wrong = 0;

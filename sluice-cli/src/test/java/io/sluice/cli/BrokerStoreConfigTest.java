@@ -45,6 +45,20 @@ class BrokerStoreConfigTest {
     }
 
     @Test
+    void aBrokersRetentionIsKafkasAndReplacesWhatTheStoreSaved() {
+        StoreConfig config = parsed("--dir", "d");
+        assertThat(config.retention().retentionMillis()).as("Kafka's 7 days")
+                .isEqualTo(java.util.concurrent.TimeUnit.HOURS.toMillis(168));
+        assertThat(config.retention().consumersHoldRetention()).as("committed offsets hold nothing").isFalse();
+        assertThat(config.retention().diskCleanRatio()).as("no deletion for disk use").isEqualTo(1.0);
+        assertThat(config.retention().diskEmergencyRatio()).isEqualTo(1.0);
+        assertThat(config.retention().diskHardRatio()).as("appends refused when full").isEqualTo(0.90);
+        assertThat(config.overrideStoreSettings()).isTrue();
+        assertThat(parsed("--dir", "d", "--retention-hours", "5").retention().retentionMillis())
+                .isEqualTo(java.util.concurrent.TimeUnit.HOURS.toMillis(5));
+    }
+
+    @Test
     void offsetsRetentionComesFromThePropertiesFileOrKafkasDefault() throws Exception {
         Path file = dir.resolve("broker.properties");
         Files.writeString(file, "offsets.retention.minutes=90\nnum.partitions=3\n");

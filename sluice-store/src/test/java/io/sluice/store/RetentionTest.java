@@ -201,6 +201,46 @@ class RetentionTest {
         }
     }
 
+    /**
+     * A Kafka broker's policy: the disk filling deletes nothing (appends are refused above the hard ratio instead),
+     * and a consumer position holds nothing back, while a retention hold still does and retention.bytes still
+     * deletes.
+     */
+    @Test
+    void withoutDiskRatioDeletionAndConsumersHoldingOnlyTheRetentionLimitsDelete() throws Exception {
+        RetentionPolicy kafka = RetentionPolicy.defaults().withoutDiskRatioDeletion()
+                .withConsumersHoldingRetention(false);
+        try (Store store = Store.open(dir, config(kafka))) {
+            appendMessages(store, "t", 1200);
+            store.commitOffset("slow", "t", 0, 0);
+            io.reportDiskUse(0.87);
+            RetentionReport full = store.enforceRetention();
+            assertThat(full.segmentsDeleted()).as("nothing goes for disk use").isZero();
+            assertThat(full.appendsRefused()).isFalse();
+            io.reportDiskUse(0.95);
+            assertThat(store.enforceRetention().appendsRefused()).as("above the hard ratio").isTrue();
+            assertThat(store.minOffset("t", 0)).isZero();
+        }
+        io.reportDiskUse(0.10);
+        try (Store store = Store.open(dir, config(kafka.withRetentionBytes(300_000)).toBuilder()
+                .overrideStoreSettings(true).build())) {
+            store.holdRetention("raft-log", "t", 0, 600);
+            RetentionReport sized = store.enforceRetention();
+            assertThat(sized.reason()).isEqualTo("size");
+            assertThat(store.minOffset("t", 0)).as("the slow group's offset 0 holds nothing back").isPositive()
+                    .isLessThanOrEqualTo(600);
+            assertThat(sized.heldBy()).as("the hold still does").isEqualTo("raft-log");
+            try (ReadResult held = store.read("t", 0, 600, 1, 1 << 20)) {
+                assertThat(held.status()).isEqualTo(ReadResult.Status.FOUND);
+            }
+        }
+        try (Store store = Store.open(dir, config(RetentionPolicy.defaults()).toBuilder().overrideStoreSettings(false)
+                .build())) {
+            assertThat(store.config().retention().consumersHoldRetention()).as("saved with the store").isFalse();
+            assertThat(store.config().retention().diskCleanRatio()).isEqualTo(1.0);
+        }
+    }
+
     @Test
     void diskCleanRatioDeletesOldSegmentsWhateverTheirAge() throws Exception {
         try (Store store = Store.open(dir, config(RetentionPolicy.defaults()))) {

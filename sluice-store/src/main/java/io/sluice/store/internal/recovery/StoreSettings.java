@@ -21,7 +21,8 @@ import java.util.zip.CRC32C;
  * offset size field
  *   0     4   magic               0x534C5354 ("SLST")
  *   4     2   version             1
- *   6     2   reserved            0
+ *   6     2   flags               bit 0: consumer positions do not hold retention (0 in files written before
+ *                                 the flag, which therefore keep their positions holding); other bits 0
  *   8     8   segmentSizeBytes
  *  16     8   retentionMillis
  *  24     8   retentionBytes
@@ -42,6 +43,8 @@ public record StoreSettings(long segmentSizeBytes, RetentionPolicy retention) {
     static final int MAGIC = 0x534C5354;
     static final short VERSION = 1;
     static final int BYTES = 68;
+    /** Flag bit: registered consumer positions do not hold retention back. */
+    static final short CONSUMERS_DO_NOT_HOLD = 1;
 
     /**
      * @return the settings saved in {@code directory}, or null if there are none
@@ -57,13 +60,14 @@ public record StoreSettings(long segmentSizeBytes, RetentionPolicy retention) {
         CRC32C crc = new CRC32C();
         crc.update(bytes, 0, Math.min(bytes.length, BYTES - 4));
         if (bytes.length != BYTES || buffer.getInt(0) != MAGIC || buffer.getShort(4) != VERSION
-                || buffer.getInt(BYTES - 4) != (int) crc.getValue()) {
+                || (buffer.getShort(6) & ~CONSUMERS_DO_NOT_HOLD) != 0 || buffer.getInt(BYTES - 4) != (int) crc.getValue()) {
             throw new StoreCorruptedException("store settings " + path + " are damaged (bad magic, version or checksum);"
                     + " open the store with overrideStoreSettings to write them again", path, -1);
         }
         try {
             return new StoreSettings(buffer.getLong(8), new RetentionPolicy(buffer.getLong(16), buffer.getLong(24),
-                    buffer.getDouble(32), buffer.getDouble(40), buffer.getDouble(48), buffer.getLong(56)));
+                    buffer.getDouble(32), buffer.getDouble(40), buffer.getDouble(48), buffer.getLong(56),
+                    (buffer.getShort(6) & CONSUMERS_DO_NOT_HOLD) == 0));
         } catch (IllegalArgumentException e) {
             throw new StoreCorruptedException("store settings " + path + " hold invalid values: " + e.getMessage(),
                     path, -1);
@@ -73,7 +77,8 @@ public record StoreSettings(long segmentSizeBytes, RetentionPolicy retention) {
     /** Writes these settings atomically into {@code directory}. */
     public void write(FileIO io, Path directory) throws IOException {
         ByteBuffer buffer = ByteBuffer.allocate(BYTES).order(ByteOrder.LITTLE_ENDIAN);
-        buffer.putInt(MAGIC).putShort(VERSION).putShort((short) 0).putLong(segmentSizeBytes)
+        buffer.putInt(MAGIC).putShort(VERSION)
+                .putShort(retention.consumersHoldRetention() ? 0 : CONSUMERS_DO_NOT_HOLD).putLong(segmentSizeBytes)
                 .putLong(retention.retentionMillis()).putLong(retention.retentionBytes())
                 .putDouble(retention.diskCleanRatio()).putDouble(retention.diskEmergencyRatio())
                 .putDouble(retention.diskHardRatio()).putLong(retention.checkIntervalMillis());

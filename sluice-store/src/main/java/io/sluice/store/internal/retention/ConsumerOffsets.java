@@ -210,13 +210,16 @@ public final class ConsumerOffsets {
     }
 
     /**
+     * @param includePositions whether consumer positions count, or only the retention holds
      * @return for each position, the lower of the current one and the one last saved (retention must keep data
      *     for the saved position too, since after a crash the group resumes from there), and each retention hold
      */
-    public Map<Key, Long> protectedPositions() {
-        Map<Key, Long> savedNow = saved;
-        Map<Key, Long> lowest = new java.util.HashMap<>(offsets);
-        savedNow.forEach((key, offset) -> lowest.merge(key, offset, Math::min));
+    public Map<Key, Long> protectedPositions(boolean includePositions) {
+        Map<Key, Long> lowest = new java.util.HashMap<>();
+        if (includePositions) {
+            lowest.putAll(offsets);
+            saved.forEach((key, offset) -> lowest.merge(key, offset, Math::min));
+        }
         holds.forEach((key, offset) -> lowest.merge(key, offset, Math::min));
         return lowest;
     }

@@ -285,7 +285,7 @@ public final class RetentionService {
     private Protection protectedPosition() {
         long lowest = Long.MAX_VALUE;
         String group = null;
-        for (Map.Entry<ConsumerOffsets.Key, Long> entry : consumers.protectedPositions().entrySet()) {
+        for (Map.Entry<ConsumerOffsets.Key, Long> entry : consumers.protectedPositions(policy.consumersHoldRetention()).entrySet()) {
             ConsumerOffsets.Key key = entry.getKey();
             QueueIndex index = indexes.get(key.topic(), key.queueId());
             if (index == null) {
