@@ -2,6 +2,7 @@ package io.sluice.cluster;
 
 import io.sluice.broker.Broker;
 import io.sluice.broker.BrokerConfig;
+import io.sluice.broker.kafka.KafkaApis;
 import io.sluice.store.FlushMode;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
@@ -76,17 +77,22 @@ public final class ClusterBroker implements AutoCloseable {
     static ClusterBroker start(Path directory, ClusterSpec cluster, int nodeId, StoreConfig storeConfig,
                                BrokerConfig brokerConfig, ClusterNode.Tuning tuning) throws IOException {
         ClusterSpec.Node self = cluster.node(nodeId);
+        StartPhases phases = new StartPhases(nodeId);
+        KafkaApis.warmUp();
         Store store = Store.open(directory.resolve(STORE_DIRECTORY), storeConfig);
+        phases.done("store opened");
         ClusterNode node = null;
         try {
             node = new ClusterNode(brokerConfig.clusterId(), cluster, nodeId, -1, tuning,
                     directory.resolve(RAFT_DIRECTORY),
-                    store, storeConfig.flushMode() == FlushMode.SYNC);
+                    store, storeConfig.flushMode() == FlushMode.SYNC, phases);
             BrokerConfig config = new BrokerConfig(self.host(), self.clientPort(), nodeId, brokerConfig.clusterId(),
                     brokerConfig.maxRequestBytes(), brokerConfig.maxConnections(), brokerConfig.defaultPartitions(),
                     brokerConfig.autoCreateTopics(), brokerConfig.topicLayout(), brokerConfig.metricsPort(),
                     brokerConfig.offsetsRetentionMinutes(), brokerConfig.leaderImbalanceCheckSeconds());
             Broker broker = Broker.start(store, config, node);
+            phases.done("listening for clients");
+            phases.log();
             return new ClusterBroker(store, node, broker);
         } catch (IOException | RuntimeException e) {
             if (node != null) {

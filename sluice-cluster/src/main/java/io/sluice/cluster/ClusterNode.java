@@ -202,6 +202,12 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, int listenPort, Tuning tuning, Path raftDirectory,
                 Store store, boolean force) throws IOException {
+        this(clusterId, cluster, nodeId, listenPort, tuning, raftDirectory, store, force, new StartPhases(nodeId));
+    }
+
+    /** As above, timing the start's phases into {@code phases}. */
+    ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, int listenPort, Tuning tuning, Path raftDirectory,
+                Store store, boolean force, StartPhases phases) throws IOException {
         this.clusterId = Objects.requireNonNull(clusterId, "clusterId");
         this.cluster = cluster;
         this.tuning = tuning;
@@ -284,6 +290,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.server = RaftServer.newBuilder().setServerId(peerId(nodeId)).setProperties(properties)
                 .setStateMachineRegistry(this::machineFor).build();
         server.start();
+        phases.done("Raft server started (" + known.size() + " partition groups named)");
         try {
             this.metadataGroup = RaftGroup.valueOf(metadataGroupId, peers(cluster.nodes().stream()
                     .map(ClusterSpec.Node::id).toList()));
@@ -294,6 +301,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.noRetry()).build();
             // The metadata's snapshot (if it started from one) takes this node's part before the node serves.
             metadata.applyStartSnapshot();
+            phases.done("metadata snapshot applied");
             if (resuming) {
                 // A rejoin was under way when this node stopped: it goes on (each step may be taken again).
                 joining = Thread.ofVirtual().name("node-" + nodeId + "-rejoin").start(this::rejoinAll);
@@ -1672,19 +1680,43 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     && leadersElsewhere.inDoubt(new PartitionId(topic, partition), known.replicas().get(partition));
         }
         RoleInfoProto role = replica.division().getInfo().getRoleInfoProto();
+        PartitionId id = new PartitionId(topic, partition);
+        if (role.getRole() == RaftPeerRole.CANDIDATE
+                || role.getRole() == RaftPeerRole.FOLLOWER && !role.getFollowerInfo().getLeaderInfo().hasId()) {
+            // A replica that knows no leader (just started, or standing for election because it has heard from none):
+            // the other replicas say whether one of them leads, a round trip, rather than hold the answer until a
+            // leader's first heartbeat reaches it, which after a restart took seconds (the leader's connection to it
+            // backs off while it is down). Only a replica that says it leads is named, so a leader that died is not.
+            List<Integer> others = othersOf(topic, partition);
+            if (leadersElsewhere.inDoubt(id, others)) {
+                return true;
+            }
+            if (leadersElsewhere.view(id, others).leader() >= 0) {
+                unsureSince.remove(id);
+                return false;
+            }
+        }
         boolean unsure = switch (role.getRole()) {
             case CANDIDATE -> true;
             case FOLLOWER -> !role.getFollowerInfo().getLeaderInfo().hasId()
                     || role.getFollowerInfo().getLeaderInfo().getLastRpcElapsedTimeMs() > LEADER_SILENCE_MILLIS;
             default -> false;
         };
-        PartitionId id = new PartitionId(topic, partition);
         if (!unsure) {
             unsureSince.remove(id);
             return false;
         }
         long now = System.nanoTime();
         return now - unsureSince.computeIfAbsent(id, key -> now) < TimeUnit.MILLISECONDS.toNanos(DOUBT_MILLIS);
+    }
+
+    /** @return the partition's replicas other than this node, as the metadata names them (none if it names none) */
+    private List<Integer> othersOf(String topic, int partition) {
+        MetadataStateMachine.Topic known = metadata.topic(topic);
+        if (known == null || partition < 0 || partition >= known.partitions()) {
+            return List.of();
+        }
+        return known.replicas().get(partition).stream().filter(id -> id != self.id()).toList();
     }
 
     @Override
@@ -1711,6 +1743,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
         List<Integer> inSync = replicas;
         if (info.isLeader()) {
             inSync = inSync(replica);
+        }
+        if (leader == null && !info.isLeader()) {
+            // No leader heard of here yet: the one the other replicas name, if they name one (leaderInDoubt).
+            PartitionView told = leadersElsewhere.view(new PartitionId(topic, partition), othersOf(topic, partition));
+            if (told.leader() >= 0) {
+                return new PartitionView(told.leader(), Math.max(epoch, told.leaderEpoch()), replicas, inSync);
+            }
         }
         return new PartitionView(leader == null ? -1 : nodeId(leader), epoch, replicas, inSync);
     }

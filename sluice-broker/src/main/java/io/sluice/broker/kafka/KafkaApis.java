@@ -206,6 +206,15 @@ public final class KafkaApis implements AutoCloseable {
     }
 
 
+    /**
+     * Loads kafka-clients' protocol classes on a thread of their own: the first request otherwise pays for it (about a
+     * second on this project's lab machine, every message class of every API initialised at once). A broker that
+     * starts slowly for other reasons (a cluster broker's Raft groups) calls this first, so the two overlap.
+     */
+    public static void warmUp() {
+        Thread.ofPlatform().daemon().name("sluice-kafka-classes").start(() -> ApiKeys.values());
+    }
+
     /** Stops the group sessions' timer and the offset expiry. */
     @Override
     public void close() {
