@@ -1687,11 +1687,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
             // the other replicas say whether one of them leads, a round trip, rather than hold the answer until a
             // leader's first heartbeat reaches it, which after a restart took seconds (the leader's connection to it
             // backs off while it is down). Only a replica that says it leads is named, so a leader that died is not.
-            List<Integer> others = othersOf(topic, partition);
-            if (leadersElsewhere.inDoubt(id, others)) {
-                return true;
-            }
-            if (leadersElsewhere.view(id, others).leader() >= 0) {
+            // While the answer is on its way the replica is unsure as below, within the same bounded doubt.
+            if (leadersElsewhere.freshLeader(id, othersOf(topic, partition)) != null) {
                 unsureSince.remove(id);
                 return false;
             }
@@ -1746,8 +1743,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         if (leader == null && !info.isLeader()) {
             // No leader heard of here yet: the one the other replicas name, if they name one (leaderInDoubt).
-            PartitionView told = leadersElsewhere.view(new PartitionId(topic, partition), othersOf(topic, partition));
-            if (told.leader() >= 0) {
+            PartitionView told = leadersElsewhere.freshLeader(new PartitionId(topic, partition),
+                    othersOf(topic, partition));
+            if (told != null) {
                 return new PartitionView(told.leader(), Math.max(epoch, told.leaderEpoch()), replicas, inSync);
             }
         }

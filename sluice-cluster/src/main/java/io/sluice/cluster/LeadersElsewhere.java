@@ -102,6 +102,21 @@ final class LeadersElsewhere {
     }
 
     /**
+     * The leader the replicas named in an answer younger than {@link #FRESH_MILLIS}, for a replica here that knows
+     * none itself (an older answer may name one that has died since); asks again as {@link #view} does.
+     *
+     * @param partition a partition
+     * @param replicaIds the replicas to ask (this node's own replica left out)
+     * @return the partition as the fresh answer describes it, or null if none named a leader
+     */
+    PartitionView freshLeader(PartitionId partition, List<Integer> replicaIds) {
+        view(partition, replicaIds);
+        Heard last = heard.get(partition);
+        return last != null && last.view().leader() >= 0
+                && ageNanos(last) <= TimeUnit.MILLISECONDS.toNanos(FRESH_MILLIS) ? last.view() : null;
+    }
+
+    /**
      * Whether an answer about the partition should wait: asks the replicas if the last answer is not fresh (as
      * {@link #view} does), then is true while they are being asked and the last answer named no leader or is older
      * than twice {@link #FRESH_MILLIS}, for at most the doubt's length since it began.

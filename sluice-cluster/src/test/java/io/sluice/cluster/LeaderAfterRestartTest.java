@@ -41,7 +41,17 @@ class LeaderAfterRestartTest {
         try (InProcessCluster cluster = new InProcessCluster(dir, ClusterNode.Tuning.DEFAULT)) {
             cluster.startAll();
             cluster.createTopic("named", 1);
-            int leader = cluster.leaderOf("named");
+            // Leadership settles on the partition's preferred replica (its first) soon after the topic is created.
+            int preferred = metadata(cluster.broker(1).port()).replicaNodes().getFirst();
+            InProcessCluster.await("the preferred replica, node " + preferred + ", leads", 30, () -> {
+                try {
+                    return cluster.leaderOf("named") == preferred;
+                } catch (InterruptedException e) {
+                    Thread.currentThread().interrupt();
+                    return false;
+                }
+            });
+            int leader = preferred;
             int restarted = leader % 3 + 1;
             RaftGroupId group = cluster.broker(leader).node().groupId(new ClusterNode.PartitionId("named", 0));
             AtomicBoolean holding = new AtomicBoolean(true);
