@@ -2,6 +2,10 @@ package io.sluice.broker;
 
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.sluice.broker.kafka.KafkaApis;
+import io.sluice.broker.local.LocalCluster;
+import io.sluice.broker.local.LocalPartitions;
+import io.sluice.broker.replicated.ReplicatedCluster;
+import io.sluice.broker.replicated.ReplicatedPartitions;
 import io.sluice.broker.metrics.BrokerMetrics;
 import io.sluice.broker.net.FrameServer;
 import io.sluice.store.RetentionPolicy;
@@ -11,6 +15,7 @@ import io.sluice.store.WritePath;
 import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.util.Objects;
+import java.util.function.IntFunction;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.atomic.AtomicReference;
@@ -35,8 +40,8 @@ public final class Broker implements AutoCloseable {
     }
 
     /**
-     * Binds the listener and starts serving the store's topics. The store stays the caller's to close, after the
-     * broker.
+     * Binds the listener and starts serving the store's topics, as a cluster of one: this broker leads every
+     * partition, in epoch 0, and is its own controller. The store stays the caller's to close, after the broker.
      *
      * @param store where topics and records live
      * @param config where to listen and the limits
@@ -44,20 +49,51 @@ public final class Broker implements AutoCloseable {
      * @throws IOException when the listener cannot be bound
      */
     public static Broker start(Store store, BrokerConfig config) throws IOException {
-        return start(store, config, null);
+        Objects.requireNonNull(store, "store");
+        LocalPartitions partitions = new LocalPartitions(store, config.nodeId());
+        return start(store, config, port -> partitions, port -> new LocalCluster(store, partitions,
+                new ClusterView.Node(config.nodeId(), config.host(), port), config.topicLayout()));
     }
 
     /**
-     * Binds the listener and starts serving as one broker of a cluster: the cluster says who leads each partition,
-     * and appends and the topics go through it ({@link Replication}).
+     * Binds the listener and starts serving as one broker of a cluster: the cluster's partitions and its view say who
+     * leads each partition, and appends and topic changes go through them.
+     *
+     * @param store where this broker's replicas of the topics live (its metrics are reported)
+     * @param config where to listen and the limits
+     * @param partitions the partitions this broker serves
+     * @param cluster the cluster this broker is one of
+     * @return the running broker
+     * @throws IOException when the listener cannot be bound
+     */
+    public static Broker start(Store store, BrokerConfig config, Partitions partitions, ClusterView cluster)
+            throws IOException {
+        Objects.requireNonNull(partitions, "partitions");
+        Objects.requireNonNull(cluster, "cluster");
+        return start(store, config, port -> partitions, port -> cluster);
+    }
+
+    /**
+     * Binds the listener and starts serving as one broker of a cluster that replicates the partitions as
+     * {@code replication} says (the cluster module's Raft node).
      *
      * @param store where this broker's replicas of the topics live
      * @param config where to listen and the limits
-     * @param replication the cluster, or null to serve the store alone
+     * @param replication the cluster as this broker's node of it sees it
      * @return the running broker
      * @throws IOException when the listener cannot be bound
      */
     public static Broker start(Store store, BrokerConfig config, Replication replication) throws IOException {
+        return start(store, config, new ReplicatedPartitions(replication, store),
+                new ReplicatedCluster(replication, store));
+    }
+
+    /**
+     * @param partitions the partitions served, given the port bound
+     * @param cluster the cluster, given the port bound (a broker alone advertises it)
+     */
+    private static Broker start(Store store, BrokerConfig config, IntFunction<Partitions> partitions,
+                                IntFunction<ClusterView> cluster) throws IOException {
         Objects.requireNonNull(store, "store");
         Objects.requireNonNull(config, "config");
         InetSocketAddress address = new InetSocketAddress(config.host(), config.port());
@@ -93,10 +129,12 @@ public final class Broker implements AutoCloseable {
             }
             LOG.info("Prometheus metrics on http://{}:{}/metrics", config.host(), metricsServer.getPort());
         }
-        KafkaApis kafka = new KafkaApis(store, new KafkaApis.Settings(config.nodeId(), config.host(), server.port(),
-                config.clusterId(), config.defaultPartitions(), config.autoCreateTopics(), config.topicLayout(),
-                config.offsetsRetentionMinutes()),
-                executor, metrics, replication);
+        KafkaApis kafka = new KafkaApis(partitions.apply(server.port()), cluster.apply(server.port()), store.config(),
+                new KafkaApis.Settings(config.nodeId(), config.host(), server.port(), config.clusterId(),
+                        config.defaultPartitions(), config.autoCreateTopics(), config.topicLayout(),
+                        config.offsetsRetentionMinutes()),
+                executor, metrics);
+
         apis.set(kafka);
         LOG.info("Sluice broker listening on {}:{}", config.host(), server.port());
         return new Broker(server, executor, kafka, metricsServer);

@@ -64,6 +64,20 @@ class ReplicatedProduceTest {
             highWatermark.set(store.maxOffset("t", 0));
             held.forEach(Runnable::run);
             held.clear();
+            changed();
+        }
+
+        private final List<BiConsumer<String, Integer>> listeners = new java.util.concurrent.CopyOnWriteArrayList<>();
+
+        /** Tells the listeners partition t-0 changed, as the cluster does when its leader is ready or it commits. */
+        void changed() {
+            listeners.forEach(listener -> listener.accept("t", 0));
+        }
+
+        /** This broker, elected, becomes ready to take appends, and says so. */
+        void ready() {
+            ready.set(true);
+            changed();
         }
 
         @Override
@@ -186,6 +200,7 @@ class ReplicatedProduceTest {
 
         @Override
         public void onChange(BiConsumer<String, Integer> listener) {
+            listeners.add(listener);
         }
     }
 
@@ -227,7 +242,7 @@ class ReplicatedProduceTest {
                     } catch (InterruptedException e) {
                         Thread.currentThread().interrupt();
                     }
-                    cluster.ready.set(true);
+                    cluster.ready();
                 });
                 ProduceResponseData.PartitionProduceResponse first = produce(socket, request(0, 3));
                 assertThat(Errors.forCode(first.errorCode())).isEqualTo(Errors.NONE);

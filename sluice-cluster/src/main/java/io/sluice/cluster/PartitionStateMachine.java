@@ -740,6 +740,15 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         onCommit.accept(highWatermark);
     }
 
+    /**
+     * This replica, elected, committed its term's first entry and takes appends now: a produce waiting for that
+     * (held rather than refused while the leader was not ready) goes on.
+     */
+    @Override
+    public void notifyLeaderReady() {
+        onCommit.accept(highWatermark);
+    }
+
     @Override
     public CompletableFuture<Message> applyTransaction(TransactionContext trx) {
         LogEntryProto entry = trx.getLogEntry();

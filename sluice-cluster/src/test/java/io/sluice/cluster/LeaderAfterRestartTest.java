@@ -42,6 +42,7 @@ class LeaderAfterRestartTest {
             cluster.startAll();
             cluster.createTopic("named", 1);
             // Leadership settles on the partition's preferred replica (its first) soon after the topic is created.
+            InProcessCluster.await("broker 1 knows the topic", 30, () -> metadata(cluster.broker(1).port()) != null);
             int preferred = metadata(cluster.broker(1).port()).replicaNodes().getFirst();
             InProcessCluster.await("the preferred replica, node " + preferred + ", leads", 30, () -> {
                 try {

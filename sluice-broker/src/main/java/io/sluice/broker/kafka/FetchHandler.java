@@ -1,10 +1,11 @@
 package io.sluice.broker.kafka;
 
-import io.sluice.broker.Replication;
+import io.sluice.broker.ClusterView;
+import io.sluice.broker.Partition;
+import io.sluice.broker.Partitions;
 import io.sluice.broker.net.Outbound;
 import io.sluice.store.OpaqueSlice;
 import io.sluice.store.ReadResult;
-import io.sluice.store.Store;
 import io.sluice.store.StoredMessage;
 import java.io.IOException;
 import java.nio.channels.SocketChannel;
@@ -45,17 +46,16 @@ final class FetchHandler {
     /** The longest a fetch waits for data. */
     static final int MAX_WAIT_MS = 30_000;
 
-    private final Store store;
+    private final Partitions partitions;
+    private final ClusterView cluster;
     private final PartitionWatch watch;
     private final Executor executor;
-    /** The cluster this broker is one of, or null: then it serves its store alone. */
-    private final Replication replication;
 
-    FetchHandler(Store store, PartitionWatch watch, Executor executor, Replication replication) {
-        this.store = store;
+    FetchHandler(Partitions partitions, ClusterView cluster, PartitionWatch watch, Executor executor) {
+        this.partitions = partitions;
+        this.cluster = cluster;
         this.watch = watch;
         this.executor = executor;
-        this.replication = replication;
     }
 
     CompletableFuture<Outbound> handle(int correlationId, short version, FetchRequestData request) {
@@ -63,14 +63,14 @@ final class FetchHandler {
         long wait = Math.min(MAX_WAIT_MS, Math.max(0, request.maxWaitMs()));
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(wait);
         return respond(request, deadline).thenApply(data -> outbound(correlationId, version,
-                LeaderHints.fetch(data, version, replication)));
+                LeaderHints.fetch(data, version, partitions, cluster)));
     }
 
     private CompletableFuture<FetchResponseData> respond(FetchRequestData request, long deadline) {
         long wait = deadline - System.nanoTime();
         boolean mayWait = wait > 0 && request.minBytes() > 0;
         // Register before looking, so that an append between the look and the wait wakes this fetch.
-        CompletableFuture<Void> changed = mayWait ? watch.register(partitions(request)) : null;
+        CompletableFuture<Void> changed = mayWait ? watch.register(named(request)) : null;
         Built built = build(request);
         if (!mayWait || built.bytes >= request.minBytes() || built.errors) {
             if (changed != null) {
@@ -85,10 +85,10 @@ final class FetchHandler {
     }
 
     /** @return the partitions the fetch names that exist (only those can be written to while it waits) */
-    private List<Map.Entry<String, Integer>> partitions(FetchRequestData request) {
+    private List<Map.Entry<String, Integer>> named(FetchRequestData request) {
         List<Map.Entry<String, Integer>> all = new ArrayList<>();
         for (FetchRequestData.FetchTopic topic : request.topics()) {
-            int count = Partitions.count(store, topic.topic());
+            int count = partitions.count(topic.topic());
             for (FetchRequestData.FetchPartition partition : topic.partitions()) {
                 if (partition.partition() >= 0 && partition.partition() < count) {
                     all.add(Map.entry(topic.topic(), partition.partition()));
@@ -131,27 +131,26 @@ final class FetchHandler {
         try {
             return read(topic, wanted, data, limit, first);
         } catch (RuntimeException e) {
-            data.setErrorCode(Partitions.readError(e).code());
+            data.setErrorCode(ListOffsetsHandler.readError(e).code());
             return 0;
         }
     }
 
     private long read(String topic, FetchRequestData.FetchPartition wanted, FetchResponseData.PartitionData data,
                       long limit, boolean first) {
-        int partition = wanted.partition();
-        int partitions = Partitions.count(store, topic);
-        if (partition < 0 || partition >= partitions) {
+        Partition partition = partitions.partition(topic, wanted.partition());
+        if (partition == null) {
             data.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
             return 0;
         }
-        if (replication != null && !replication.leads(topic, partition)) {
+        if (!partition.leads()) {
             data.setErrorCode(Errors.NOT_LEADER_OR_FOLLOWER.code());
             return 0;
         }
-        long start = store.minOffset(topic, partition);
-        long logEnd = store.maxOffset(topic, partition);
-        // In a cluster a consumer reads only what a majority has: below the high watermark.
-        long end = replication == null ? logEnd : Math.min(logEnd, replication.highWatermark(topic, partition));
+        long start = partition.logStartOffset();
+        long logEnd = partition.logEndOffset();
+        // A consumer reads only what is committed (in a cluster, what a majority has): below the high watermark.
+        long end = Math.min(logEnd, partition.highWatermark());
         data.setHighWatermark(end).setLastStableOffset(end).setLogStartOffset(start);
         long offset = wanted.fetchOffset();
         if (offset < start || offset > logEnd) {
@@ -164,7 +163,7 @@ final class FetchHandler {
         StoreRecords records = new StoreRecords();
         long bytes = 0;
         while (offset < end && bytes < limit) {
-            OpaqueSlice slice = store.sliceOpaque(topic, partition, offset, limit - bytes, end);
+            OpaqueSlice slice = partition.slice(offset, limit - bytes, end);
             if (slice.status() != ReadResult.Status.FOUND) {
                 break;
             }
@@ -178,7 +177,7 @@ final class FetchHandler {
                 offset = slice.nextOffset();
             }
             if (slice.messagesNext()) {
-                MemoryRecords converted = messages(topic, partition, offset, limit - bytes);
+                MemoryRecords converted = messages(partition, offset, limit - bytes);
                 if (converted == null || bytes > 0 && bytes + converted.sizeInBytes() > limit) {
                     break;
                 }
@@ -208,8 +207,8 @@ final class FetchHandler {
      * uncompressed batch: key = the first key, value = the body, headers = the properties (and the tag, as
      * {@code sluice.tag}), timestamp = the born timestamp.
      */
-    private MemoryRecords messages(String topic, int partition, long offset, long limit) {
-        try (ReadResult read = store.read(topic, partition, offset, MESSAGES_PER_BATCH, Math.max(1, limit))) {
+    private static MemoryRecords messages(Partition partition, long offset, long limit) {
+        try (ReadResult read = partition.read(offset, MESSAGES_PER_BATCH, Math.max(1, limit))) {
             List<SimpleRecord> records = new ArrayList<>();
             long first = -1;
             for (StoredMessage message : read.messages()) {

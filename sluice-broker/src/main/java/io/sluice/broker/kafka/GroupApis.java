@@ -1,8 +1,9 @@
 package io.sluice.broker.kafka;
 
-import io.sluice.broker.Replication;
+import io.sluice.broker.ClusterView;
+import io.sluice.broker.Partition;
+import io.sluice.broker.Partitions;
 import io.sluice.store.ConsumerPosition;
-import io.sluice.store.Store;
 import java.util.ArrayList;
 import java.util.HashSet;
 import java.util.LinkedHashMap;
@@ -41,11 +42,10 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The consumer-group APIs: this broker coordinates every group (FindCoordinator names it; in a cluster the controller
- * does, and the others answer NOT_COORDINATOR), membership is the
- * {@link GroupCoordinator}'s, and committed offsets are the store's consumer positions, so that the store's
- * consumer-aware retention keeps what a group has not read. A group id is kept under its store name
- * ({@link GroupNames}). Positions are saved with the store's checkpoints and at close: after a crash a group may
+ * The consumer-group APIs: the cluster's controller coordinates every group (FindCoordinator names it, the others
+ * answer NOT_COORDINATOR; a broker alone is its own controller), membership is the {@link GroupCoordinator}'s, and
+ * committed offsets go through the {@link ClusterView} and are kept as every broker's store consumer positions. A
+ * group id is kept under its store name ({@link GroupNames}). Positions are saved with the store's checkpoints and at close: after a crash a group may
  * resume up to one checkpoint interval back (it reads some records again; none is skipped). Offset metadata
  * strings are not kept.
  */
@@ -56,14 +56,11 @@ final class GroupApis {
     private static final byte GROUP_KEY = 0;
     private static final String CONSUMER = "consumer";
 
-    private final Store store;
+    private final Partitions partitions;
+    private final ClusterView cluster;
+    private final java.util.function.LongSupplier clock;
     private final GroupCoordinator coordinator;
     private final KafkaApis.Settings settings;
-    /**
-     * The cluster this broker is one of, or null. In a cluster the controller coordinates every group, and committed
-     * offsets are kept by every broker (so that they outlive the coordinator).
-     */
-    private final Replication replication;
     /** When this broker started, store clock: offsets expire no sooner than a retention after it. */
     private final long startedMillis;
     /**
@@ -74,45 +71,48 @@ final class GroupApis {
     private long coordinatingEpoch = -1;
     private long coordinatingSinceMillis;
 
-    GroupApis(Store store, GroupCoordinator coordinator, KafkaApis.Settings settings, Replication replication) {
-        this.store = store;
+    /** @param clock the store's clock, in milliseconds: what committed offsets' times are read on */
+    GroupApis(Partitions partitions, ClusterView cluster, GroupCoordinator coordinator, KafkaApis.Settings settings,
+              java.util.function.LongSupplier clock) {
+        this.partitions = partitions;
+        this.cluster = cluster;
         this.coordinator = coordinator;
         this.settings = settings;
-        this.replication = replication;
-        this.startedMillis = store.config().clock().millis();
+        this.clock = clock;
+        this.startedMillis = clock.getAsLong();
+        // A broker that coordinates from its start (a broker alone always does) counts retention from its start.
+        ClusterView.GroupsCoordination atStart = cluster.groupsCoordination();
+        if (atStart.epoch() >= 0 && cluster.controller() == cluster.self()) {
+            coordinatingEpoch = atStart.epoch();
+            coordinatingSinceMillis = startedMillis;
+        }
     }
 
     /**
-     * @return NONE if this broker coordinates groups: always alone; in a cluster if it is the controller, else
-     *     NOT_COORDINATOR (COORDINATOR_NOT_AVAILABLE while none is known), which sends clients to find it again
+     * @return NONE if this broker coordinates groups (it is the controller), else NOT_COORDINATOR
+     *     (COORDINATOR_NOT_AVAILABLE while none is known), which sends clients to find it again
      */
     private Errors coordination() {
-        if (replication == null) {
-            return Errors.NONE;
-        }
-        int controller = replication.controller();
+        int controller = cluster.controller();
         if (controller < 0) {
             return Errors.COORDINATOR_NOT_AVAILABLE;
         }
-        if (controller != settings.nodeId()) {
+        if (controller != cluster.self()) {
             return Errors.NOT_COORDINATOR;
         }
         // Elected, but the metadata (committed offsets) its predecessors committed may not be applied yet.
-        return replication.controllerReady() ? Errors.NONE : Errors.COORDINATOR_LOAD_IN_PROGRESS;
+        return cluster.controllerReady() ? Errors.NONE : Errors.COORDINATOR_LOAD_IN_PROGRESS;
     }
 
-    /** @return the broker coordinating every group: this one alone, the controller in a cluster; null if none */
-    private Replication.Node coordinatorNode() {
-        if (replication == null) {
-            return new Replication.Node(settings.nodeId(), settings.host(), settings.port());
-        }
-        int controller = replication.controller();
-        return replication.brokers().stream().filter(node -> node.id() == controller).findFirst().orElse(null);
+    /** @return the broker coordinating every group, the controller; null if none is known */
+    private ClusterView.Node coordinatorNode() {
+        int controller = cluster.controller();
+        return cluster.brokers().stream().filter(node -> node.id() == controller).findFirst().orElse(null);
     }
 
     FindCoordinatorResponseData findCoordinator(FindCoordinatorRequestData request, short version) {
         FindCoordinatorResponseData response = new FindCoordinatorResponseData();
-        Replication.Node node = coordinatorNode();
+        ClusterView.Node node = coordinatorNode();
         if (version < 4) {
             Errors error = coordinatorError(request.key(), request.keyType());
             if (error == Errors.NONE && node == null) {
@@ -201,12 +201,12 @@ final class GroupApis {
             groupError = coordinator.checkCommit(request.groupId(), request.memberId(), request.groupInstanceId(),
                     request.generationIdOrMemberEpoch());
         }
-        List<Replication.CommittedOffset> replicated = new ArrayList<>();
+        List<ClusterView.CommittedOffset> offsets = new ArrayList<>();
         List<OffsetCommitResponseData.OffsetCommitResponsePartition> pending = new ArrayList<>();
         List<OffsetCommitResponseData.OffsetCommitResponseTopic> topics = new ArrayList<>();
         for (OffsetCommitRequestData.OffsetCommitRequestTopic topic : request.topics()) {
-            List<OffsetCommitResponseData.OffsetCommitResponsePartition> partitions = new ArrayList<>();
-            int count = Partitions.count(store, topic.name());
+            List<OffsetCommitResponseData.OffsetCommitResponsePartition> answers = new ArrayList<>();
+            int count = partitions.count(topic.name());
             for (OffsetCommitRequestData.OffsetCommitRequestPartition partition : topic.partitions()) {
                 Errors error = groupError;
                 if (error == Errors.NONE) {
@@ -214,33 +214,24 @@ final class GroupApis {
                         error = Errors.UNKNOWN_TOPIC_OR_PARTITION;
                     } else if (partition.committedOffset() < 0) {
                         error = Errors.INVALID_COMMIT_OFFSET_SIZE;
-                    } else if (replication != null) {
-                        replicated.add(new Replication.CommittedOffset(topic.name(), partition.partitionIndex(),
-                                partition.committedOffset()));
                     } else {
-                        try {
-                            store.commitOffset(group, topic.name(), partition.partitionIndex(),
-                                    partition.committedOffset());
-                        } catch (IllegalArgumentException e) {
-                            error = Errors.INVALID_REQUEST;
-                        } catch (RuntimeException e) {
-                            error = Errors.KAFKA_STORAGE_ERROR;
-                        }
+                        offsets.add(new ClusterView.CommittedOffset(topic.name(), partition.partitionIndex(),
+                                partition.committedOffset()));
                     }
                 }
                 OffsetCommitResponseData.OffsetCommitResponsePartition answer =
                         new OffsetCommitResponseData.OffsetCommitResponsePartition()
                                 .setPartitionIndex(partition.partitionIndex()).setErrorCode(error.code());
-                if (error == Errors.NONE && replication != null) {
+                if (error == Errors.NONE) {
                     pending.add(answer);
                 }
-                partitions.add(answer);
+                answers.add(answer);
             }
             topics.add(new OffsetCommitResponseData.OffsetCommitResponseTopic().setName(topic.name())
-                    .setPartitions(partitions));
+                    .setPartitions(answers));
         }
-        if (!replicated.isEmpty()) {
-            Errors error = commitReplicated(group, replicated);
+        if (!offsets.isEmpty()) {
+            Errors error = commit(group, offsets);
             pending.forEach(answer -> answer.setErrorCode(error.code()));
         }
         return new OffsetCommitResponseData().setTopics(topics);
@@ -250,15 +241,17 @@ final class GroupApis {
     private static final long COMMIT_TIMEOUT_MILLIS = 15_000;
 
     /** Commits a group's offsets through the cluster; @return the error to answer each of them with */
-    private Errors commitReplicated(String group, List<Replication.CommittedOffset> offsets) {
+    private Errors commit(String group, List<ClusterView.CommittedOffset> offsets) {
         try {
-            replication.commitOffsets(group, offsets).get(COMMIT_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+            cluster.commitOffsets(group, offsets).get(COMMIT_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
             return Errors.NONE;
         } catch (ExecutionException e) {
-            LOG.warn("committing offsets of group {} through the cluster failed: {}", group, e.getCause().toString());
+            LOG.warn("committing offsets of group {} failed: {}", group, e.getCause().toString());
             // A coordinator that lost its place: the client finds the next one and commits there.
-            return e.getCause() instanceof Replication.NotLeaderException ? Errors.NOT_COORDINATOR
+            return e.getCause() instanceof Partition.NotLeaderException ? Errors.NOT_COORDINATOR
                     : e.getCause() instanceof IllegalArgumentException ? Errors.INVALID_REQUEST
+                    : e.getCause() instanceof ClusterView.TopicRefusedException ? Errors.UNKNOWN_TOPIC_OR_PARTITION
+                    : e.getCause() instanceof io.sluice.store.StoreException ? Errors.KAFKA_STORAGE_ERROR
                     : Errors.COORDINATOR_NOT_AVAILABLE;
         } catch (TimeoutException e) {
             return Errors.REQUEST_TIMED_OUT;
@@ -337,7 +330,7 @@ final class GroupApis {
         }
         if (wanted == null) {
             Map<String, Map<Integer, Long>> all = new TreeMap<>();
-            for (ConsumerPosition position : store.consumerPositions()) {
+            for (ConsumerPosition position : cluster.committedOffsets()) {
                 if (position.group().equals(group)) {
                     all.computeIfAbsent(position.topic(), t -> new TreeMap<>()).put(position.queueId(),
                             position.nextOffset());
@@ -351,7 +344,7 @@ final class GroupApis {
             for (int partition : topic.getValue()) {
                 long offset = -1;
                 try {
-                    OptionalLong committed = store.committedOffset(group, topic.getKey(), partition);
+                    OptionalLong committed = cluster.committedOffset(group, topic.getKey(), partition);
                     offset = committed.orElse(-1);
                 } catch (IllegalArgumentException e) {
                     offset = -1;
@@ -378,31 +371,26 @@ final class GroupApis {
      * @return the group ids whose offsets were forgotten
      */
     List<String> expireOffsets(long retentionMillis) {
-        long now = store.config().clock().millis();
-        long since = startedMillis;
-        Replication.GroupsCoordination decision = null;
-        if (replication != null) {
-            // Read before the store's offsets: a commit applied after this keeps its group on every broker.
-            decision = replication.groupsCoordination();
-            if (coordination() != Errors.NONE || decision.epoch() < 0) {
-                coordinatingEpoch = -1;
-                return List.of();
-            }
-            if (decision.epoch() != coordinatingEpoch) {
-                coordinatingEpoch = decision.epoch();
-                coordinatingSinceMillis = now;
-            }
-            since = Math.max(since, coordinatingSinceMillis);
+        long now = clock.getAsLong();
+        // Read before the offsets: a commit applied after this keeps its group on every broker.
+        ClusterView.GroupsCoordination decision = cluster.groupsCoordination();
+        if (coordination() != Errors.NONE || decision.epoch() < 0) {
+            coordinatingEpoch = -1;
+            return List.of();
         }
+        if (decision.epoch() != coordinatingEpoch) {
+            coordinatingEpoch = decision.epoch();
+            coordinatingSinceMillis = now;
+        }
+        long since = Math.max(startedMillis, coordinatingSinceMillis);
         long cutoff = now - retentionMillis;
         Map<String, Long> newest = new TreeMap<>();
-        for (ConsumerPosition position : store.consumerPositions()) {
+        for (ConsumerPosition position : cluster.committedOffsets()) {
             newest.merge(position.group(), position.committedMillis(), Math::max);
         }
         List<String> expired = new ArrayList<>();
         Set<String> kept = new HashSet<>(); // groups that still have offsets
         long startedOrCoordinating = since;
-        Replication.GroupsCoordination decided = decision;
         newest.forEach((name, committed) -> {
             String id = GroupNames.fromStore(name);
             if (id == null) {
@@ -410,8 +398,7 @@ final class GroupApis {
             }
             long active = Math.max(Math.max(committed, startedOrCoordinating), coordinator.lastOccupiedMillis(id));
             try {
-                if (active < cutoff && coordinator.ifIdle(id, cutoff, () -> decided == null
-                        ? store.removeConsumerGroupIfIdle(name, cutoff) : forgetReplicated(name, decided))) {
+                if (active < cutoff && coordinator.ifIdle(id, cutoff, () -> forget(name, decision, cutoff))) {
                     expired.add(id);
                     LOG.info("forgot the committed offsets of group {}: no members and no commit for {} minutes", id,
                             TimeUnit.MILLISECONDS.toMinutes(retentionMillis));
@@ -430,15 +417,16 @@ final class GroupApis {
     private static final long FORGET_TIMEOUT_MILLIS = 5_000;
 
     /**
-     * Forgets a group's offsets through the cluster (see {@link Replication#forgetGroup}).
+     * Forgets a group's offsets through the cluster (see {@link ClusterView#forgetGroup}).
      *
      * @return true if every broker forgot them, false if a commit after the decision kept them
      * @throws IllegalStateException if the cluster did not answer in time, or refused (the decision's coordinator no
      *     longer coordinates)
      */
-    private boolean forgetReplicated(String name, Replication.GroupsCoordination decision) {
+    private boolean forget(String name, ClusterView.GroupsCoordination decision, long idleSinceMillis) {
         try {
-            return replication.forgetGroup(name, decision).get(FORGET_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+            return cluster.forgetGroup(name, decision, idleSinceMillis).get(FORGET_TIMEOUT_MILLIS,
+                    TimeUnit.MILLISECONDS);
         } catch (ExecutionException e) {
             throw new IllegalStateException("the cluster did not forget the offsets of group " + name + ": "
                     + e.getCause(), e.getCause());
@@ -454,7 +442,7 @@ final class GroupApis {
     /** @return the ids of groups that have committed offsets in the store */
     private Set<String> storedGroups() {
         Set<String> ids = new TreeSet<>();
-        for (ConsumerPosition position : store.consumerPositions()) {
+        for (ConsumerPosition position : cluster.committedOffsets()) {
             String id = GroupNames.fromStore(position.group());
             if (id != null) {
                 ids.add(id);
@@ -544,17 +532,8 @@ final class GroupApis {
                 error = coordination;
             } else if (group == null && !stored.contains(id)) {
                 error = Errors.GROUP_ID_NOT_FOUND;
-            } else if (replication != null) {
-                error = deleteReplicated(id, name);
-            } else if (!coordinator.remove(id)) {
-                error = Errors.NON_EMPTY_GROUP;
             } else {
-                try {
-                    store.removeConsumerGroup(name);
-                    error = Errors.NONE;
-                } catch (RuntimeException e) {
-                    error = Errors.KAFKA_STORAGE_ERROR;
-                }
+                error = delete(id, name);
             }
             results.add(new DeleteGroupsResponseData.DeletableGroupResult().setGroupId(id).setErrorCode(error.code()));
         }
@@ -566,20 +545,21 @@ final class GroupApis {
      * offsets. A commit the cluster took after this broker read its offsets keeps the group: the client is asked to
      * try again (COORDINATOR_LOAD_IN_PROGRESS), and the next attempt sees that commit.
      */
-    private Errors deleteReplicated(String id, String name) {
-        Replication.GroupsCoordination decision = replication.groupsCoordination();
+    private Errors delete(String id, String name) {
+        ClusterView.GroupsCoordination decision = cluster.groupsCoordination();
         boolean[] forgotten = new boolean[1];
         try {
             if (!coordinator.ifIdle(id, Long.MAX_VALUE, () -> {
-                forgotten[0] = forgetReplicated(name, decision);
+                forgotten[0] = forget(name, decision, -1);
                 coordinator.remove(id);
                 return true;
             })) {
                 return Errors.NON_EMPTY_GROUP;
             }
         } catch (IllegalStateException e) {
-            LOG.warn("deleting group {} through the cluster failed: {}", id, e.getMessage());
-            return Errors.COORDINATOR_NOT_AVAILABLE;
+            LOG.warn("deleting group {} failed: {}", id, e.getMessage());
+            return e.getCause() instanceof io.sluice.store.StoreException ? Errors.KAFKA_STORAGE_ERROR
+                    : Errors.COORDINATOR_NOT_AVAILABLE;
         }
         return forgotten[0] ? Errors.NONE : Errors.COORDINATOR_LOAD_IN_PROGRESS;
     }

@@ -1,52 +1,27 @@
 package io.sluice.broker.kafka;
 
-import io.sluice.broker.Replication;
+import io.sluice.broker.ClusterView;
+import io.sluice.broker.Partitions;
 import io.sluice.broker.metrics.BrokerMetrics;
 import io.sluice.broker.net.Outbound;
-import io.sluice.store.ReadResult;
-import io.sluice.store.Store;
-import io.sluice.store.StoreException;
+import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicLayout;
 import java.nio.ByteBuffer;
-import java.util.ArrayList;
-import java.util.LinkedHashSet;
-import java.util.List;
 import java.util.Objects;
-import java.util.Set;
 import java.util.concurrent.CompletableFuture;
-import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
-import java.util.concurrent.TimeoutException;
-import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.message.ApiVersionsResponseData;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersion;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersionCollection;
 import org.apache.kafka.common.message.CreatePartitionsRequestData;
-import org.apache.kafka.common.message.CreatePartitionsRequestData.CreatePartitionsTopic;
-import org.apache.kafka.common.message.CreatePartitionsResponseData;
-import org.apache.kafka.common.message.CreatePartitionsResponseData.CreatePartitionsTopicResult;
 import org.apache.kafka.common.message.CreateTopicsRequestData;
-import org.apache.kafka.common.message.CreateTopicsRequestData.CreatableTopic;
-import org.apache.kafka.common.message.CreateTopicsResponseData;
-import org.apache.kafka.common.message.CreateTopicsResponseData.CreatableTopicResult;
-import org.apache.kafka.common.message.CreateTopicsResponseData.CreatableTopicResultCollection;
 import org.apache.kafka.common.message.DescribeClusterRequestData;
-import org.apache.kafka.common.message.DescribeClusterResponseData;
-import org.apache.kafka.common.message.DescribeClusterResponseData.DescribeClusterBroker;
-import org.apache.kafka.common.message.DescribeClusterResponseData.DescribeClusterBrokerCollection;
 import org.apache.kafka.common.message.MetadataRequestData;
-import org.apache.kafka.common.message.MetadataResponseData;
-import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseBroker;
-import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseBrokerCollection;
-import org.apache.kafka.common.message.MetadataResponseData.MetadataResponsePartition;
-import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseTopic;
-import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseTopicCollection;
 import org.apache.kafka.common.message.DeleteGroupsRequestData;
 import org.apache.kafka.common.message.DeleteTopicsRequestData;
-import org.apache.kafka.common.message.DeleteTopicsResponseData;
 import org.apache.kafka.common.message.DescribeConfigsRequestData;
 import org.apache.kafka.common.message.DescribeGroupsRequestData;
 import org.apache.kafka.common.message.ElectLeadersRequestData;
@@ -62,9 +37,6 @@ import org.apache.kafka.common.message.SyncGroupRequestData;
 import org.apache.kafka.common.message.InitProducerIdRequestData;
 import org.apache.kafka.common.message.InitProducerIdResponseData;
 import org.apache.kafka.common.message.ListOffsetsRequestData;
-import org.apache.kafka.common.message.ListOffsetsResponseData;
-import org.apache.kafka.common.message.ListOffsetsResponseData.ListOffsetsPartitionResponse;
-import org.apache.kafka.common.message.ListOffsetsResponseData.ListOffsetsTopicResponse;
 import org.apache.kafka.common.message.ProduceRequestData;
 import org.apache.kafka.common.message.RequestHeaderData;
 import org.apache.kafka.common.message.ResponseHeaderData;
@@ -124,15 +96,12 @@ public final class KafkaApis implements AutoCloseable {
     /** How often expired group offsets are looked for (Kafka's offsets.retention.check.interval.ms default). */
     static final long OFFSETS_RETENTION_CHECK_MILLIS = 600_000;
 
-    private final Store store;
     private final Settings settings;
     private final ProduceHandler produce;
-    private final ProducerStates producerStates;
-    private final PartitionWatch watch;
     private final FetchHandler fetch;
+    private final ListOffsetsHandler offsets;
+    private final TopicApis topics;
     private final ProducerIds producerIds;
-    /** The cluster this broker is one of, or null: then it serves its store alone. */
-    private final Replication replication;
     private final ScheduledExecutorService timer;
     /**
      * Runs the offset expiry passes: apart from the group sessions' timer, since in a cluster a pass waits for the
@@ -145,51 +114,39 @@ public final class KafkaApis implements AutoCloseable {
     private final BrokerMetrics metrics;
 
     /**
-     * @param store where topics and records live
-     * @param settings the broker as clients see it
-     * @param executor runs fetches that waited for data once they may answer (virtual threads suit)
-     */
-    public KafkaApis(Store store, Settings settings, Executor executor) {
-        this(store, settings, executor, null);
-    }
-
-    /**
-     * @param store where topics and records live
+     * @param partitions the partitions this broker serves
+     * @param cluster the cluster this broker is one of (a broker alone is a cluster of one)
+     * @param storeConfig the store's settings: the largest batch taken, its clock, what DescribeConfigs reports
      * @param settings the broker as clients see it
      * @param executor runs fetches that waited for data once they may answer (virtual threads suit)
      * @param metrics where requests are counted and timed, or null
      */
-    public KafkaApis(Store store, Settings settings, Executor executor, BrokerMetrics metrics) {
-        this(store, settings, executor, metrics, null);
-    }
-
-    /**
-     * @param store where topics and records live
-     * @param settings the broker as clients see it
-     * @param executor runs fetches that waited for data once they may answer (virtual threads suit)
-     * @param metrics where requests are counted and timed, or null
-     * @param replication the cluster this broker is one of, or null to serve the store alone
-     */
-    public KafkaApis(Store store, Settings settings, Executor executor, BrokerMetrics metrics,
-                     Replication replication) {
-        this.store = Objects.requireNonNull(store, "store");
+    public KafkaApis(Partitions partitions, ClusterView cluster, StoreConfig storeConfig, Settings settings,
+                     Executor executor, BrokerMetrics metrics) {
+        Objects.requireNonNull(partitions, "partitions");
+        Objects.requireNonNull(cluster, "cluster");
         this.settings = Objects.requireNonNull(settings, "settings");
         this.metrics = metrics;
-        this.replication = replication;
-        // In a cluster, the broker's place among the brokers sorted by id: unique modulo 64, as a node id need not be.
-        this.producerIds = new ProducerIds(replication == null ? 0 : replication.brokers().stream()
-                .map(Replication.Node::id).sorted().toList().indexOf(replication.self()));
-        this.watch = new PartitionWatch();
-        this.producerStates = new ProducerStates(store);
-        this.produce = new ProduceHandler(store, producerStates, watch, metrics, replication);
-        this.fetch = new FetchHandler(store, watch, Objects.requireNonNull(executor, "executor"), replication);
-        if (replication != null) {
-            replication.onChange(watch::signal);
-        }
+        // The broker's place among the brokers sorted by id: unique modulo 64, as a node id need not be.
+        this.producerIds = new ProducerIds(cluster.brokers().stream().map(ClusterView.Node::id).sorted().toList()
+                .indexOf(cluster.self()));
+        PartitionWatch watch = new PartitionWatch();
+        partitions.onChange((topic, partition) -> {
+            if (partition < 0) {
+                watch.signalTopic(topic);
+            } else {
+                watch.signal(topic, partition);
+            }
+        });
+        ProducerStates producerStates = new ProducerStates();
+        this.produce = new ProduceHandler(partitions, cluster, producerStates, metrics, storeConfig.maxMessageBytes());
+        this.fetch = new FetchHandler(partitions, cluster, watch, Objects.requireNonNull(executor, "executor"));
+        this.offsets = new ListOffsetsHandler(partitions);
+        this.topics = new TopicApis(partitions, cluster, settings, producerStates);
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
                 .daemon().factory());
-        this.groups = new GroupApis(store, new GroupCoordinator(timer, store.config().clock()::millis), settings,
-                replication);
+        this.groups = new GroupApis(partitions, cluster, new GroupCoordinator(timer, storeConfig.clock()::millis),
+                settings, storeConfig.clock()::millis);
         long retentionMillis = TimeUnit.MINUTES.toMillis(settings.offsetsRetentionMinutes());
         this.expiry = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform()
                 .name("sluice-broker-offsets-expiry").daemon().factory());
@@ -201,10 +158,9 @@ public final class KafkaApis implements AutoCloseable {
                 LOG.warn("expiring group offsets failed: {}", e.toString());
             }
         }, OFFSETS_RETENTION_CHECK_MILLIS, OFFSETS_RETENTION_CHECK_MILLIS, TimeUnit.MILLISECONDS);
-        this.configs = new Configs(store.config(), settings, topic -> Partitions.count(store, topic));
-        this.elections = new LeaderElections(store, replication);
+        this.configs = new Configs(storeConfig, settings, partitions::count);
+        this.elections = new LeaderElections(partitions, cluster);
     }
-
 
     /**
      * Loads kafka-clients' protocol classes on a thread of their own: the first request otherwise pays for it (about a
@@ -328,11 +284,11 @@ public final class KafkaApis implements AutoCloseable {
         }
         ApiMessage response = switch (key) {
             case API_VERSIONS -> new ApiVersionsResponseData().setApiKeys(SupportedApis.advertised());
-            case METADATA -> metadata((MetadataRequestData) request, version);
-            case CREATE_TOPICS -> createTopics((CreateTopicsRequestData) request);
-            case CREATE_PARTITIONS -> createPartitions((CreatePartitionsRequestData) request);
-            case DESCRIBE_CLUSTER -> describeCluster((DescribeClusterRequestData) request);
-            case LIST_OFFSETS -> listOffsets((ListOffsetsRequestData) request);
+            case METADATA -> topics.metadata((MetadataRequestData) request, version);
+            case CREATE_TOPICS -> topics.createTopics((CreateTopicsRequestData) request);
+            case CREATE_PARTITIONS -> topics.createPartitions((CreatePartitionsRequestData) request);
+            case DESCRIBE_CLUSTER -> topics.describeCluster((DescribeClusterRequestData) request);
+            case LIST_OFFSETS -> offsets.listOffsets((ListOffsetsRequestData) request);
             case INIT_PRODUCER_ID -> initProducerId((InitProducerIdRequestData) request);
             case FIND_COORDINATOR -> groups.findCoordinator((FindCoordinatorRequestData) request, version);
             case HEARTBEAT -> groups.heartbeat((HeartbeatRequestData) request);
@@ -343,7 +299,7 @@ public final class KafkaApis implements AutoCloseable {
             case LIST_GROUPS -> groups.list((ListGroupsRequestData) request);
             case DELETE_GROUPS -> groups.delete((DeleteGroupsRequestData) request);
             case DESCRIBE_CONFIGS -> configs.describe((DescribeConfigsRequestData) request);
-            case DELETE_TOPICS -> deleteTopics((DeleteTopicsRequestData) request, version);
+            case DELETE_TOPICS -> topics.deleteTopics((DeleteTopicsRequestData) request, version);
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
         return done(encode(correlationId, key, version, response));
@@ -368,145 +324,6 @@ public final class KafkaApis implements AutoCloseable {
         return CompletableFuture.completedFuture(response);
     }
 
-    private ListOffsetsResponseData listOffsets(ListOffsetsRequestData request) {
-        List<ListOffsetsTopicResponse> topics = new ArrayList<>();
-        for (ListOffsetsRequestData.ListOffsetsTopic topic : request.topics()) {
-            List<ListOffsetsPartitionResponse> partitions = new ArrayList<>();
-            for (ListOffsetsRequestData.ListOffsetsPartition wanted : topic.partitions()) {
-                partitions.add(listOffset(topic.name(), wanted.partitionIndex(), wanted.timestamp(),
-                        request.replicaId() == DEBUGGING_REPLICA_ID));
-            }
-            topics.add(new ListOffsetsTopicResponse().setName(topic.name()).setPartitions(partitions));
-        }
-        return new ListOffsetsResponseData().setTopics(topics);
-    }
-
-    /** Kafka's special timestamps. */
-    private static final long LATEST = -1;
-    private static final long EARLIEST = -2;
-    private static final long MAX_TIMESTAMP = -3;
-    private static final long EARLIEST_LOCAL = -4;
-    private static final long EARLIEST_PENDING_UPLOAD = -5;
-    private static final long LATEST_TIERED = -6;
-
-    /**
-     * The replica id an operator's tool sends to read any replica's own log (Kafka's DEBUGGING_REPLICA_ID): served by
-     * every replica, up to its own log's end rather than the high watermark, as Kafka serves it.
-     */
-    private static final int DEBUGGING_REPLICA_ID = -2;
-
-    /**
-     * @param anyReplica answer from this broker's own log if it holds a replica, leader or not, up to its end
-     *     ({@link #DEBUGGING_REPLICA_ID}); else only as the leader, up to the high watermark
-     */
-    private ListOffsetsPartitionResponse listOffset(String topic, int partition, long timestamp,
-                                                    boolean anyReplica) {
-        ListOffsetsPartitionResponse response = new ListOffsetsPartitionResponse().setPartitionIndex(partition)
-                .setTimestamp(-1).setOffset(-1).setLeaderEpoch(-1);
-        int partitions = Partitions.count(store, topic);
-        if (partition < 0 || partition >= partitions) {
-            return response.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
-        }
-        boolean ownLog = replication != null && anyReplica && holdsReplica(topic, partition);
-        if (replication != null && !ownLog && !replication.leads(topic, partition)) {
-            return response.setErrorCode(Errors.NOT_LEADER_OR_FOLLOWER.code());
-        }
-        try {
-            long start = store.minOffset(topic, partition);
-            long end = store.maxOffset(topic, partition);
-            if (replication != null) {
-                if (!ownLog) {
-                    end = Math.min(end, replication.highWatermark(topic, partition));
-                }
-                response.setLeaderEpoch(replication.leaderEpoch(topic, partition));
-            }
-            if (timestamp == LATEST || timestamp == LATEST_TIERED) {
-                return response.setOffset(end);
-            }
-            if (timestamp == EARLIEST || timestamp == EARLIEST_LOCAL || timestamp == EARLIEST_PENDING_UPLOAD) {
-                return response.setOffset(start);
-            }
-            if (timestamp < 0 && timestamp != MAX_TIMESTAMP) {
-                return response.setErrorCode(Errors.INVALID_REQUEST.code());
-            }
-            RecordTimes.Found found = timestamp == MAX_TIMESTAMP ? RecordTimes.largest(store, topic, partition)
-                    : RecordTimes.firstAtOrAfter(store, topic, partition, timestamp);
-            if (found != null && found.offset() >= end) {
-                found = null; // past the high watermark: not committed, and perhaps cut by the next leader
-            }
-            return found == null ? response : response.setOffset(found.offset()).setTimestamp(found.timestamp());
-        } catch (RuntimeException e) {
-            return response.setErrorCode(Partitions.readError(e).code());
-        }
-    }
-
-    /** @return whether this broker holds a replica of the partition (leader or follower) */
-    private boolean holdsReplica(String topic, int partition) {
-        Replication.PartitionView view = replication.partition(topic, partition);
-        return view != null && view.replicas().contains(replication.self());
-    }
-
-    /**
-     * Deletes each named topic from the store, with its records, committed offsets and producer state; fetches
-     * waiting on it wake up and find it gone. Topics in the store's shared layout cannot be deleted (Kafka's
-     * TOPIC_DELETION_DISABLED, with the reason); topics named only by id are unknown here (every id is zero).
-     */
-    private DeleteTopicsResponseData deleteTopics(DeleteTopicsRequestData request, short version) {
-        DeleteTopicsResponseData.DeletableTopicResultCollection results =
-                new DeleteTopicsResponseData.DeletableTopicResultCollection();
-        List<String> names = new ArrayList<>();
-        if (version >= 6) {
-            for (DeleteTopicsRequestData.DeleteTopicState topic : request.topics()) {
-                names.add(topic.name());
-            }
-        } else {
-            names.addAll(request.topicNames());
-        }
-        for (String name : names) {
-            if (name != null && results.find(name) != null) {
-                continue;
-            }
-            DeleteTopicsResponseData.DeletableTopicResult result = new DeleteTopicsResponseData.DeletableTopicResult()
-                    .setName(name).setTopicId(Uuid.ZERO_UUID);
-            if (name == null) {
-                result.setErrorCode(Errors.UNKNOWN_TOPIC_ID.code()).setErrorMessage("topics are named here, not by id");
-            } else if (Partitions.count(store, name) == 0) {
-                result.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code()).setErrorMessage("no topic " + name);
-            } else if (replication != null) {
-                result.setErrorCode(Errors.TOPIC_DELETION_DISABLED.code())
-                        .setErrorMessage("deleting a replicated topic is not supported yet");
-            } else {
-                deleteTopic(name, result);
-            }
-            results.add(result);
-        }
-        return new DeleteTopicsResponseData().setResponses(results);
-    }
-
-    private void deleteTopic(String name, DeleteTopicsResponseData.DeletableTopicResult result) {
-        boolean gone = false;
-        try {
-            if (!store.deleteTopic(name)) {
-                result.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code()).setErrorMessage("no topic " + name);
-                return;
-            }
-            gone = true;
-            result.setErrorCode(Errors.NONE.code());
-        } catch (IllegalArgumentException e) {
-            result.setErrorCode(Errors.TOPIC_DELETION_DISABLED.code()).setErrorMessage(e.getMessage());
-        } catch (RuntimeException e) {
-            // Deleted with files left for the next open, or not deleted (the registry could not be saved).
-            gone = Partitions.count(store, name) == 0;
-            result.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code()).setErrorMessage(e.getMessage());
-        } finally {
-            // Only for a topic that is gone: a refused deletion keeps its producers' state, in-flight batches too.
-            if (gone) {
-                producerStates.forget(name);
-                watch.signalTopic(name);
-            }
-        }
-    }
-
     private InitProducerIdResponseData initProducerId(InitProducerIdRequestData request) {
         InitProducerIdResponseData response = new InitProducerIdResponseData().setProducerId(-1)
                 .setProducerEpoch((short) -1);
@@ -519,379 +336,6 @@ public final class KafkaApis implements AutoCloseable {
         }
         return response.setProducerId(producerIds.next()).setProducerEpoch((short) 0);
     }
-
-    private MetadataResponseData metadata(MetadataRequestData request, short version) {
-        MetadataResponseBrokerCollection brokers = new MetadataResponseBrokerCollection();
-        if (replication == null) {
-            brokers.add(new MetadataResponseBroker().setNodeId(settings.nodeId()).setHost(settings.host())
-                    .setPort(settings.port()));
-        } else {
-            for (Replication.Node node : replication.brokers()) {
-                brokers.add(new MetadataResponseBroker().setNodeId(node.id()).setHost(node.host())
-                        .setPort(node.port()));
-            }
-        }
-        MetadataResponseTopicCollection topics = new MetadataResponseTopicCollection();
-        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(LEADER_DOUBT_WAIT_MILLIS);
-        // All topics: a null list, or in v0 (where the list cannot be null) an empty one.
-        if (request.topics() == null || version == 0 && request.topics().isEmpty()) {
-            store.declaredTopics().forEach((topic, partitions) -> topics.add(topic(topic, partitions, deadline)));
-        } else {
-            // Before v4 a request cannot say whether to create; Kafka creates then.
-            boolean create = settings.autoCreateTopics() && (version < 4 || request.allowAutoTopicCreation());
-            // Each topic once, however often it is named, as Kafka answers: the response's collection is keyed by
-            // name, and adding a name again costs a walk over every earlier copy (quadratic in the request).
-            Set<String> names = new LinkedHashSet<>();
-            Set<Uuid> ids = new LinkedHashSet<>();
-            for (MetadataRequestData.MetadataRequestTopic wanted : request.topics()) {
-                if (wanted.name() == null) {
-                    ids.add(wanted.topicId());
-                } else {
-                    names.add(wanted.name());
-                }
-            }
-            // Every topic id is unknown here (topics are named), and every answer to one has no name: the collection
-            // puts them all in one chain, each costing a walk of the others (10,000 took 215 s). A client that asks
-            // by id finds a missing answer unknown too (Kafka's Admin does), so only the first few are answered.
-            ids.stream().limit(MAX_UNKNOWN_TOPIC_IDS_ANSWERED).forEach(id -> topics.add(new MetadataResponseTopic()
-                    .setTopicId(id).setErrorCode(Errors.UNKNOWN_TOPIC_ID.code())));
-            for (String name : names) {
-                topics.add(metadataOf(name, create, deadline));
-            }
-        }
-        return new MetadataResponseData().setBrokers(brokers).setClusterId(settings.clusterId())
-                .setControllerId(controller()).setTopics(topics);
-    }
-
-    /** The most topic ids a Metadata request is answered UNKNOWN_TOPIC_ID for; the rest go unanswered. */
-    static final int MAX_UNKNOWN_TOPIC_IDS_ANSWERED = 64;
-
-    /**
-     * @return the node named as the controller: this broker alone, or the cluster's metadata leader, or, while none is
-     *     known, this broker. Every broker takes the requests clients send the controller (CreateTopics,
-     *     CreatePartitions) and carries them to the metadata's leader, as a KRaft broker forwards them, so this one is
-     *     a controller as clients mean it; naming none (-1) had librdkafka's AdminClient wait for a controller until
-     *     its request timed out, as it does not ask Metadata again meanwhile.
-     */
-    private int controller() {
-        if (replication == null) {
-            return settings.nodeId();
-        }
-        int controller = replication.controller();
-        return controller < 0 ? settings.nodeId() : controller;
-    }
-
-    private MetadataResponseTopic metadataOf(String name, boolean create, long deadline) {
-        try {
-            int partitions = store.queueCount(name);
-            if (partitions == 0 && create) {
-                if (replication == null) {
-                    store.createTopic(name, settings.layout(), settings.defaultPartitions());
-                } else {
-                    store.layout(name); // checks the name
-                    if (replication.controller() < 0) {
-                        return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID)
-                                .setErrorCode(Errors.LEADER_NOT_AVAILABLE.code());
-                    }
-                    try {
-                        createReplicated(name, settings.defaultPartitions(), replication.defaultReplicationFactor(),
-                                deadline(0));
-                    } catch (IllegalArgumentException createdElsewhere) {
-                        // The cluster has it (created through another broker) and this one has not applied it yet.
-                    }
-                    if (store.queueCount(name) == 0) {
-                        return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID)
-                                .setErrorCode(Errors.LEADER_NOT_AVAILABLE.code());
-                    }
-                }
-                partitions = store.queueCount(name);
-            }
-            if (partitions == 0) {
-                return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID)
-                        .setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
-            }
-            return topic(name, partitions, deadline);
-        } catch (IllegalArgumentException e) {
-            return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID)
-                    .setErrorCode(Errors.INVALID_TOPIC_EXCEPTION.code());
-        } catch (RuntimeException e) {
-            // A read-only or closing store, or a failed registry save: the topic cannot be created now.
-            return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID)
-                    .setErrorCode(Errors.KAFKA_STORAGE_ERROR.code());
-        }
-    }
-
-    /**
-     * The most a Metadata answer waits, over all its partitions, for those whose leader is in doubt here to have one
-     * ({@link Replication#leaderInDoubt}): a client told of a leader that just died tries it, fails, and backs off
-     * longer each time, where one told of its successor goes on.
-     */
-    static final long LEADER_DOUBT_WAIT_MILLIS = 1_500;
-
-    private MetadataResponseTopic topic(String name, int partitions, long deadline) {
-        List<MetadataResponsePartition> list = new ArrayList<>(partitions);
-        List<Integer> self = List.of(settings.nodeId());
-        for (int p = 0; p < partitions; p++) {
-            if (replication == null) {
-                list.add(new MetadataResponsePartition().setPartitionIndex(p).setLeaderId(settings.nodeId())
-                        .setLeaderEpoch(0).setReplicaNodes(self).setIsrNodes(self).setOfflineReplicas(List.of()));
-                continue;
-            }
-            awaitLeader(name, p, deadline);
-            Replication.PartitionView view = replication.partition(name, p);
-            MetadataResponsePartition partition = new MetadataResponsePartition().setPartitionIndex(p)
-                    .setOfflineReplicas(List.of());
-            if (view == null) {
-                partition.setErrorCode(Errors.LEADER_NOT_AVAILABLE.code()).setLeaderId(-1).setLeaderEpoch(-1)
-                        .setReplicaNodes(List.of()).setIsrNodes(List.of());
-            } else {
-                partition.setErrorCode(view.leader() < 0 ? Errors.LEADER_NOT_AVAILABLE.code() : Errors.NONE.code())
-                        .setLeaderId(view.leader()).setLeaderEpoch(view.leaderEpoch())
-                        .setReplicaNodes(view.replicas()).setIsrNodes(view.inSync());
-            }
-            list.add(partition);
-        }
-        // The zero topic id: this broker names topics, and Kafka's clients then keep to versions that do too.
-        return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID).setPartitions(list);
-    }
-
-    /** How long a partition's leader, once in doubt, must be out of doubt and the same before it is named again. */
-    static final long LEADER_CALM_MILLIS = 50;
-
-    /**
-     * Waits, until {@code deadline} at most, while the partition's leader is in doubt here. A doubt ends with another
-     * leader named, or with the same one, or none, out of doubt for {@link #LEADER_CALM_MILLIS}: a follower that grants
-     * a candidate's pre-vote counts that as word from the leader it still names, until the vote itself comes.
-     */
-    private void awaitLeader(String topic, int partition, long deadline) {
-        if (!replication.leaderInDoubt(topic, partition)) {
-            return;
-        }
-        Replication.PartitionView doubted = replication.partition(topic, partition);
-        long calmSince = -1;
-        try {
-            while (System.nanoTime() < deadline) {
-                Thread.sleep(10);
-                if (replication.leaderInDoubt(topic, partition)) {
-                    calmSince = -1;
-                    continue;
-                }
-                Replication.PartitionView now = replication.partition(topic, partition);
-                // Out of doubt with no leader named counts as calm, not as another leader: a replica just elected
-                // leads a moment before it names itself, and an answer without a leader sends the client into a
-                // backoff; a doubt that ran out with no leader (none can be elected) ends as any calm does.
-                if (doubted == null || now == null
-                        || now.leader() >= 0 && now.leader() != doubted.leader()) {
-                    return;
-                }
-                if (calmSince < 0) {
-                    calmSince = System.nanoTime();
-                } else if (System.nanoTime() - calmSince >= TimeUnit.MILLISECONDS.toNanos(LEADER_CALM_MILLIS)) {
-                    return;
-                }
-            }
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-        }
-    }
-
-    private CreateTopicsResponseData createTopics(CreateTopicsRequestData request) {
-        CreatableTopicResultCollection results = new CreatableTopicResultCollection();
-        long deadline = deadline(request.timeoutMs());
-        for (CreatableTopic topic : request.topics()) {
-            results.add(createTopic(topic, request.validateOnly(), deadline));
-        }
-        return new CreateTopicsResponseData().setTopics(results);
-    }
-
-    /** @return when a request that gives {@code timeoutMs} stops waiting for the cluster (30 s if it gives none) */
-    private static long deadline(int timeoutMs) {
-        return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs > 0 ? timeoutMs : CREATE_TIMEOUT_MILLIS);
-    }
-
-    private CreatableTopicResult createTopic(CreatableTopic topic, boolean validateOnly, long deadline) {
-        CreatableTopicResult result = new CreatableTopicResult().setName(topic.name()).setTopicId(Uuid.ZERO_UUID);
-        int partitions = topic.numPartitions() == -1 ? settings.defaultPartitions() : topic.numPartitions();
-        int factor = replication == null ? 1
-                : topic.replicationFactor() == -1 ? replication.defaultReplicationFactor() : topic.replicationFactor();
-        if (replication != null && (factor < 1 || factor > replication.brokers().size())) {
-            return failed(result, Errors.INVALID_REPLICATION_FACTOR, "replication factor " + factor + " cannot be"
-                    + " met by a cluster of " + replication.brokers().size() + " brokers");
-        }
-        if (replication == null && topic.replicationFactor() != -1 && topic.replicationFactor() != 1) {
-            return failed(result, Errors.INVALID_REPLICATION_FACTOR, "this broker keeps one replica of each partition;"
-                    + " replication factor " + topic.replicationFactor() + " cannot be met");
-        }
-        if (!topic.assignments().isEmpty()) {
-            return failed(result, Errors.INVALID_REQUEST, "manual replica assignment is not supported");
-        }
-        if (partitions < 1 || partitions > store.config().maxQueuesPerTopic()) {
-            return failed(result, Errors.INVALID_PARTITIONS, "the partition count must be between 1 and "
-                    + store.config().maxQueuesPerTopic() + ", was " + partitions);
-        }
-        if (!topic.configs().isEmpty()) {
-            List<String> names = new ArrayList<>();
-            topic.configs().forEach(config -> names.add(config.name()));
-            return failed(result, Errors.INVALID_CONFIG, "topic configs are not supported yet, got " + names);
-        }
-        try {
-            store.layout(topic.name()); // checks the name
-        } catch (IllegalArgumentException e) {
-            return failed(result, Errors.INVALID_TOPIC_EXCEPTION, e.getMessage());
-        }
-        try {
-            // A store topic with messages but no declared count (appended through the store's API) exists too.
-            if (store.queueCount(topic.name()) > 0 || !store.queues(topic.name()).isEmpty()) {
-                return failed(result, Errors.TOPIC_ALREADY_EXISTS, "topic " + topic.name() + " already exists");
-            }
-            if (!validateOnly && replication != null) {
-                // Carried to the metadata's leader, whichever broker this is; with none known, the cluster elects
-                // one meanwhile.
-                createReplicated(topic.name(), partitions, factor, deadline);
-            } else if (!validateOnly && !store.createTopic(topic.name(), settings.layout(), partitions)) {
-                return failed(result, Errors.TOPIC_ALREADY_EXISTS, "topic " + topic.name() + " already exists");
-            }
-        } catch (IllegalArgumentException e) {
-            return failed(result, Errors.TOPIC_ALREADY_EXISTS, e.getMessage());
-        } catch (ClusterTimeoutException e) {
-            return failed(result, Errors.REQUEST_TIMED_OUT, e.getMessage());
-        } catch (RuntimeException e) {
-            return failed(result, Errors.KAFKA_STORAGE_ERROR, e.getMessage());
-        }
-        return result.setNumPartitions(partitions).setReplicationFactor((short) factor);
-    }
-
-    /** How long a request that gives no timeout waits for the cluster to create a topic or add partitions. */
-    private static final long CREATE_TIMEOUT_MILLIS = 30_000;
-
-    /** The cluster did not do what a request asked before the request's timeout: REQUEST_TIMED_OUT. */
-    private static final class ClusterTimeoutException extends RuntimeException {
-        private static final long serialVersionUID = 1L;
-
-        ClusterTimeoutException(String message) {
-            super(message, null, false, false);
-        }
-    }
-
-    /**
-     * Creates a topic through the cluster and waits until this broker's store has it.
-     *
-     * @param deadline when to stop waiting ({@link System#nanoTime})
-     * @throws IllegalArgumentException if the cluster refused it (it exists, a bad count)
-     * @throws ClusterTimeoutException if the cluster did not create it by the deadline
-     * @throws StoreException if the cluster failed otherwise
-     */
-    private void createReplicated(String name, int partitions, int factor, long deadline) {
-        awaitCluster(replication.createTopic(name, partitions, factor), deadline, "create topic " + name);
-    }
-
-    /** Waits for what the cluster was asked to do, until {@code deadline}; throws as {@link #createReplicated}. */
-    private static void awaitCluster(CompletableFuture<Void> done, long deadline, String what) {
-        try {
-            done.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
-        } catch (ExecutionException e) {
-            if (e.getCause() instanceof IllegalArgumentException refused) {
-                throw refused;
-            }
-            throw new StoreException("the cluster did not " + what + ": " + e.getCause(), e.getCause());
-        } catch (TimeoutException e) {
-            throw new ClusterTimeoutException("the cluster did not " + what + " within the request's timeout (it may"
-                    + " be electing a metadata leader); it may still do so");
-        } catch (InterruptedException e) {
-            Thread.currentThread().interrupt();
-            throw new StoreException("interrupted waiting for the cluster to " + what, e);
-        }
-    }
-
-    private CreatePartitionsResponseData createPartitions(CreatePartitionsRequestData request) {
-        List<CreatePartitionsTopicResult> results = new ArrayList<>();
-        long deadline = deadline(request.timeoutMs());
-        for (CreatePartitionsTopic topic : request.topics()) {
-            CreatePartitionsTopicResult result = new CreatePartitionsTopicResult().setName(topic.name());
-            results.add(result);
-            if (topic.assignments() != null && !topic.assignments().isEmpty()) {
-                result.setErrorCode(Errors.INVALID_REPLICA_ASSIGNMENT.code())
-                        .setErrorMessage("manual replica assignment is not supported");
-                continue;
-            }
-            try {
-                int current = store.queueCount(topic.name());
-                if (current == 0) {
-                    result.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code())
-                            .setErrorMessage("topic " + topic.name() + " does not exist");
-                } else if (topic.count() <= current || topic.count() > store.config().maxQueuesPerTopic()) {
-                    result.setErrorCode(Errors.INVALID_PARTITIONS.code()).setErrorMessage("topic " + topic.name()
-                            + " has " + current + " partitions; a new count must be larger and at most "
-                            + store.config().maxQueuesPerTopic() + ", was " + topic.count());
-                } else if (request.validateOnly()) {
-                    continue;
-                } else if (replication != null) {
-                    Errors error = addReplicated(topic.name(), topic.count(), result, deadline);
-                    if (error != Errors.NONE) {
-                        result.setErrorCode(error.code());
-                    }
-                } else {
-                    store.increaseQueueCount(topic.name(), topic.count());
-                }
-            } catch (IllegalArgumentException e) {
-                // A bad name, or a concurrent request that raised the count first.
-                result.setErrorCode(Partitions.count(store, topic.name()) > 0 ? Errors.INVALID_PARTITIONS.code()
-                        : Errors.INVALID_TOPIC_EXCEPTION.code()).setErrorMessage(e.getMessage());
-            } catch (RuntimeException e) {
-                result.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code()).setErrorMessage(e.getMessage());
-            }
-        }
-        return new CreatePartitionsResponseData().setResults(results);
-    }
-
-    /**
-     * Gives a topic more partitions through the cluster and waits until this broker's store has them.
-     *
-     * @return NONE, or the error to answer (its message set on {@code result})
-     */
-    private Errors addReplicated(String name, int partitions, CreatePartitionsTopicResult result, long deadline) {
-        try {
-            awaitCluster(replication.addPartitions(name, partitions), deadline, "add the partitions of " + name);
-            return Errors.NONE;
-        } catch (IllegalArgumentException e) {
-            result.setErrorMessage(e.getMessage());
-            return Errors.INVALID_PARTITIONS;
-        } catch (ClusterTimeoutException e) {
-            result.setErrorMessage(e.getMessage());
-            return Errors.REQUEST_TIMED_OUT;
-        }
-    }
-
-    private DescribeClusterResponseData describeCluster(DescribeClusterRequestData request) {
-        DescribeClusterResponseData response = new DescribeClusterResponseData().setClusterId(settings.clusterId())
-                .setControllerId(controller()).setEndpointType(request.endpointType());
-        if (request.endpointType() == 2) {
-            // This listener serves brokers; Kafka answers a request for controllers the same way.
-            return response.setErrorCode(Errors.MISMATCHED_ENDPOINT_TYPE.code())
-                    .setErrorMessage("this listener serves brokers, not controllers");
-        }
-        if (request.endpointType() != 1) {
-            return response.setErrorCode(Errors.UNSUPPORTED_ENDPOINT_TYPE.code())
-                    .setErrorMessage("unknown endpoint type " + request.endpointType());
-        }
-        DescribeClusterBrokerCollection brokers = new DescribeClusterBrokerCollection();
-        if (replication == null) {
-            brokers.add(new DescribeClusterBroker().setBrokerId(settings.nodeId()).setHost(settings.host())
-                    .setPort(settings.port()));
-        } else {
-            for (Replication.Node node : replication.brokers()) {
-                brokers.add(new DescribeClusterBroker().setBrokerId(node.id()).setHost(node.host())
-                        .setPort(node.port()));
-            }
-        }
-        return response.setBrokers(brokers);
-    }
-
-    private static CreatableTopicResult failed(CreatableTopicResult result, Errors error, String message) {
-        return result.setErrorCode(error.code()).setErrorMessage(message).setNumPartitions(-1)
-                .setReplicationFactor((short) -1);
-    }
-
     private static Outbound encode(int correlationId, ApiKeys key, short version, ApiMessage response) {
         // ApiVersions answers with header v0 whatever the version, so that any client can read it.
         short headerVersion = key.responseHeaderVersion(version);

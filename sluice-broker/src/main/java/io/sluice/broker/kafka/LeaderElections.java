@@ -1,7 +1,8 @@
 package io.sluice.broker.kafka;
 
-import io.sluice.broker.Replication;
-import io.sluice.store.Store;
+import io.sluice.broker.ClusterView;
+import io.sluice.broker.Partition;
+import io.sluice.broker.Partitions;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
@@ -16,12 +17,12 @@ import org.apache.kafka.common.protocol.Errors;
 
 /**
  * ElectLeaders ({@code kafka-leader-election}, {@code Admin.electLeaders}). A preferred election asks each partition's
- * leader to hand leadership to its preferred replica, the first of its replicas ({@link Replication#electPreferredLeader}),
+ * leader to hand leadership to its preferred replica, the first of its replicas ({@link ClusterView#electPreferredLeader}),
  * and answers ELECTION_NOT_NEEDED where that replica leads already, PREFERRED_LEADER_NOT_AVAILABLE where it cannot
  * take over now. An unclean election, which Kafka uses to let an out-of-sync replica lead, has no counterpart under
  * Raft, where only a replica holding every committed entry can be elected: it is not needed where a leader is known,
- * and refused with ELIGIBLE_LEADERS_NOT_AVAILABLE where none is. A broker without a cluster is the preferred (and only)
- * replica of every partition it has.
+ * and refused with ELIGIBLE_LEADERS_NOT_AVAILABLE where none is. A broker alone is the preferred (and only)
+ * replica of every partition it has: its cluster answers that no election is needed.
  *
  * <p>The partitions' elections run at once, and the answer comes when they have ended, off the connection's thread;
  * a partition still undecided at three quarters of the request's timeout (so that the answer reaches the client before
@@ -32,16 +33,12 @@ final class LeaderElections {
     private static final byte PREFERRED = 0;
     private static final byte UNCLEAN = 1;
 
-    private final Store store;
-    private final Replication replication;
+    private final Partitions partitions;
+    private final ClusterView cluster;
 
-    /**
-     * @param store the broker's store (which topics and partitions exist)
-     * @param replication the cluster, or null for a broker alone
-     */
-    LeaderElections(Store store, Replication replication) {
-        this.store = store;
-        this.replication = replication;
+    LeaderElections(Partitions partitions, ClusterView cluster) {
+        this.partitions = partitions;
+        this.cluster = cluster;
     }
 
     /**
@@ -56,9 +53,9 @@ final class LeaderElections {
         }
         Map<String, List<Integer>> wanted = new LinkedHashMap<>();
         if (request.topicPartitions() == null) {
-            store.declaredTopics().forEach((topic, partitions) -> {
-                List<Integer> all = new ArrayList<>(partitions);
-                for (int p = 0; p < partitions; p++) {
+            partitions.topics().forEach((topic, count) -> {
+                List<Integer> all = new ArrayList<>(count);
+                for (int p = 0; p < count; p++) {
                     all.add(p);
                 }
                 wanted.put(topic, all);
@@ -70,11 +67,11 @@ final class LeaderElections {
         }
         long waitMillis = Math.max(0, request.timeoutMs()) * 3L / 4;
         Map<String, List<CompletableFuture<PartitionResult>>> started = new LinkedHashMap<>();
-        wanted.forEach((topic, partitions) -> {
-            int count = Partitions.count(store, topic);
+        wanted.forEach((topic, indexes) -> {
+            int count = partitions.count(topic);
             List<CompletableFuture<PartitionResult>> results = started.computeIfAbsent(topic,
                     name -> new ArrayList<>());
-            for (int partition : partitions) {
+            for (int partition : indexes) {
                 CompletableFuture<PartitionResult> result = partition < 0 || partition >= count
                         ? CompletableFuture.completedFuture(result(partition, Errors.UNKNOWN_TOPIC_OR_PARTITION,
                                 "no partition " + partition + " of topic " + topic))
@@ -97,18 +94,15 @@ final class LeaderElections {
     }
 
     private CompletableFuture<PartitionResult> start(byte type, String topic, int partition, int timeoutMs) {
-        if (replication == null) {
-            return CompletableFuture.completedFuture(result(partition, Errors.ELECTION_NOT_NEEDED, null));
-        }
         if (type == UNCLEAN) {
-            Replication.PartitionView view = replication.partition(topic, partition);
-            return CompletableFuture.completedFuture(view != null && view.leader() >= 0
+            Partition known = partitions.partition(topic, partition);
+            return CompletableFuture.completedFuture(known != null && known.leadership().leader() >= 0
                     ? result(partition, Errors.ELECTION_NOT_NEEDED, null)
                     : result(partition, Errors.ELIGIBLE_LEADERS_NOT_AVAILABLE, "no leader known; under Raft only a"
                             + " replica holding every committed entry can be elected, and the replicas elect one"
                             + " themselves once a majority of them is reachable"));
         }
-        return replication.electPreferredLeader(topic, partition, timeoutMs).handle((election, failure) -> {
+        return cluster.electPreferredLeader(topic, partition, timeoutMs).handle((election, failure) -> {
             if (failure != null) {
                 Throwable cause = failure.getCause() != null ? failure.getCause() : failure;
                 return cause instanceof IllegalArgumentException

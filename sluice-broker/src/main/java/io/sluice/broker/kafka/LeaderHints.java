@@ -1,6 +1,8 @@
 package io.sluice.broker.kafka;
 
-import io.sluice.broker.Replication;
+import io.sluice.broker.ClusterView;
+import io.sluice.broker.Partition;
+import io.sluice.broker.Partitions;
 import java.util.HashSet;
 import java.util.Set;
 import org.apache.kafka.common.message.FetchResponseData;
@@ -23,23 +25,24 @@ final class LeaderHints {
     }
 
     /** Names the leaders of the partitions a Produce answer refused as not led here. */
-    static ProduceResponseData produce(ProduceResponseData response, short version, Replication replication) {
-        if (replication == null || version < PRODUCE_HINTS) {
+    static ProduceResponseData produce(ProduceResponseData response, short version, Partitions partitions,
+                                       ClusterView cluster) {
+        if (version < PRODUCE_HINTS) {
             return response;
         }
         Set<Integer> named = new HashSet<>();
         for (ProduceResponseData.TopicProduceResponse topic : response.responses()) {
             for (ProduceResponseData.PartitionProduceResponse partition : topic.partitionResponses()) {
-                Replication.PartitionView leader = elsewhere(replication, topic.name(), partition.index(),
+                Partition.Leadership leader = elsewhere(partitions, cluster, topic.name(), partition.index(),
                         partition.errorCode());
                 if (leader != null) {
                     partition.setCurrentLeader(new ProduceResponseData.LeaderIdAndEpoch()
-                            .setLeaderId(leader.leader()).setLeaderEpoch(leader.leaderEpoch()));
+                            .setLeaderId(leader.leader()).setLeaderEpoch(leader.epoch()));
                     named.add(leader.leader());
                 }
             }
         }
-        for (Replication.Node node : replication.brokers()) {
+        for (ClusterView.Node node : cluster.brokers()) {
             if (named.contains(node.id())) {
                 response.nodeEndpoints().add(new ProduceResponseData.NodeEndpoint().setNodeId(node.id())
                         .setHost(node.host()).setPort(node.port()));
@@ -49,17 +52,18 @@ final class LeaderHints {
     }
 
     /** Names the leaders of the partitions a Fetch answer refused as not led here. */
-    static FetchResponseData fetch(FetchResponseData response, short version, Replication replication) {
-        if (replication == null || version < FETCH_HINTS) {
+    static FetchResponseData fetch(FetchResponseData response, short version, Partitions partitions,
+                                   ClusterView cluster) {
+        if (version < FETCH_HINTS) {
             return response;
         }
         for (FetchResponseData.FetchableTopicResponse topic : response.responses()) {
             for (FetchResponseData.PartitionData partition : topic.partitions()) {
-                Replication.PartitionView leader = elsewhere(replication, topic.topic(), partition.partitionIndex(),
-                        partition.errorCode());
+                Partition.Leadership leader = elsewhere(partitions, cluster, topic.topic(),
+                        partition.partitionIndex(), partition.errorCode());
                 if (leader != null) {
                     partition.setCurrentLeader(new FetchResponseData.LeaderIdAndEpoch()
-                            .setLeaderId(leader.leader()).setLeaderEpoch(leader.leaderEpoch()));
+                            .setLeaderId(leader.leader()).setLeaderEpoch(leader.epoch()));
                 }
             }
         }
@@ -67,18 +71,21 @@ final class LeaderHints {
     }
 
     /**
-     * @return the partition's view if the answer refused it as not led here and another broker is known to lead it;
-     *     not while its leader is in doubt here (it may have died, and a client would go there at once rather than
-     *     back off and ask Metadata, which waits for the doubt to be settled)
+     * @return the partition's leadership if the answer refused it as not led here and another broker is known to
+     *     lead it; not while its leader is in doubt here (it may have died, and a client would go there at once rather
+     *     than back off and ask Metadata, which waits for the doubt to be settled)
      */
-    private static Replication.PartitionView elsewhere(Replication replication, String topic, int partition,
-                                                      short error) {
-        if (error != Errors.NOT_LEADER_OR_FOLLOWER.code() || topic == null
-                || replication.leaderInDoubt(topic, partition)) {
+    private static Partition.Leadership elsewhere(Partitions partitions, ClusterView cluster, String topic,
+                                                  int index, short error) {
+        if (error != Errors.NOT_LEADER_OR_FOLLOWER.code() || topic == null) {
             return null;
         }
-        Replication.PartitionView view = replication.partition(topic, partition);
-        return view != null && view.leader() >= 0 && view.leader() != replication.self() && view.leaderEpoch() >= 0
-                ? view : null;
+        Partition partition = partitions.partition(topic, index);
+        if (partition == null || partition.leaderInDoubt()) {
+            return null;
+        }
+        Partition.Leadership leadership = partition.leadership();
+        return leadership.leader() >= 0 && leadership.leader() != cluster.self() && leadership.epoch() >= 0
+                ? leadership : null;
     }
 }

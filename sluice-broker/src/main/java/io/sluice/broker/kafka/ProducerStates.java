@@ -1,7 +1,6 @@
 package io.sluice.broker.kafka;
 
 import io.sluice.store.ReadResult;
-import io.sluice.store.Store;
 import io.sluice.store.StoredMessage;
 import java.nio.ByteBuffer;
 import java.util.ArrayDeque;
@@ -51,27 +50,16 @@ final class ProducerStates {
     static final long REBUILD_OFFSETS = 20_000;
     private static final int RECENT_BATCHES = 5;
 
-    private final Store store;
     private final Map<String, Partition> partitions = new ConcurrentHashMap<>();
 
-    ProducerStates(Store store) {
-        this.store = store;
-    }
-
-    /** @return the state of one partition, rebuilt from the log on first use */
-    Partition partition(String topic, int partition) {
-        return partitions.computeIfAbsent(topic + "\u0000" + partition, k -> new Partition(topic, partition, -1));
-    }
-
     /**
-     * @param leaderEpoch the epoch in which this broker leads the partition: a state kept from another epoch is
-     *     rebuilt from the log, which now holds what the leaders in between appended
-     * @return the state of one partition of a replicated topic
+     * @return the state of one partition, rebuilt from its log on first use and whenever its leader epoch moved: a
+     *     state kept from another epoch is rebuilt from the log, which now holds what the leaders in between appended
      */
-    Partition partition(String topic, int partition, int leaderEpoch) {
-        return partitions.compute(topic + "\u0000" + partition, (key, existing) ->
-                existing != null && existing.leaderEpoch == leaderEpoch ? existing
-                        : new Partition(topic, partition, leaderEpoch));
+    Partition of(io.sluice.broker.Partition partition) {
+        int epoch = partition.leaderEpoch();
+        return partitions.compute(partition.topic() + "\u0000" + partition.index(), (key, existing) ->
+                existing != null && existing.leaderEpoch == epoch ? existing : new Partition(partition, epoch));
     }
 
     /** Drops the state of every partition of a deleted topic: a topic created again starts with none. */
@@ -108,17 +96,15 @@ final class ProducerStates {
     }
 
     /** The producers of one partition. Use {@link #lock} around {@link #check}, the append and {@link #record}. */
-    final class Partition {
+    static final class Partition {
 
         final Object lock = new Object();
-        private final String topic;
-        private final int partition;
+        private final io.sluice.broker.Partition log;
         private final int leaderEpoch;
         private Map<Long, Producer> producers;
 
-        Partition(String topic, int partition, int leaderEpoch) {
-            this.topic = topic;
-            this.partition = partition;
+        Partition(io.sluice.broker.Partition log, int leaderEpoch) {
+            this.log = log;
             this.leaderEpoch = leaderEpoch;
         }
 
@@ -177,10 +163,10 @@ final class ProducerStates {
         /** Reads the partition's last batches back and replays their producer fields. */
         private Map<Long, Producer> rebuild() {
             Map<Long, Producer> rebuilt = newProducerMap();
-            long end = store.maxOffset(topic, partition);
-            long offset = Math.max(store.minOffset(topic, partition), end - REBUILD_OFFSETS);
+            long end = log.logEndOffset();
+            long offset = Math.max(log.logStartOffset(), end - REBUILD_OFFSETS);
             while (offset < end) {
-                try (ReadResult read = store.read(topic, partition, offset, 1_000, 16L << 20)) {
+                try (ReadResult read = log.read(offset, 1_000, 16L << 20)) {
                     if (read.status() != ReadResult.Status.FOUND) {
                         break;
                     }

@@ -1,5 +1,8 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.broker.ClusterView;
+import io.sluice.broker.local.LocalCluster;
+import io.sluice.broker.local.LocalPartitions;
 import io.sluice.broker.net.Outbound;
 import io.sluice.store.Store;
 import io.sluice.store.TopicLayout;
@@ -77,9 +80,13 @@ public final class ProtocolFuzzer {
         ProtocolFuzzer fuzzer = new ProtocolFuzzer(seed);
         store.createTopic("fuzz", TopicLayout.BATCHES, 2);
         fuzzer.buildCorpus();
+        LocalPartitions partitions = new LocalPartitions(store, 0);
+        LocalCluster cluster = new LocalCluster(store, partitions, new ClusterView.Node(0, "127.0.0.1", 9092),
+                TopicLayout.BATCHES);
         try (ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
-             KafkaApis apis = new KafkaApis(store, new KafkaApis.Settings(0, "127.0.0.1", 9092, "fuzz", 1, false,
-                     TopicLayout.BATCHES, KafkaApis.DEFAULT_OFFSETS_RETENTION_MINUTES), executor)) {
+             KafkaApis apis = new KafkaApis(partitions, cluster, store.config(), new KafkaApis.Settings(0, "127.0.0.1",
+                     9092, "fuzz", 1, false, TopicLayout.BATCHES, KafkaApis.DEFAULT_OFFSETS_RETENTION_MINUTES),
+                     executor, null)) {
             return fuzzer.loop(apis, inputs, progress);
         }
     }

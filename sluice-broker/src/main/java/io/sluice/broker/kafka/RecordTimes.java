@@ -1,7 +1,7 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.broker.Partition;
 import io.sluice.store.ReadResult;
-import io.sluice.store.Store;
 import io.sluice.store.StoredMessage;
 import java.nio.ByteBuffer;
 import org.apache.kafka.common.record.TimestampType;
@@ -33,11 +33,11 @@ final class RecordTimes {
     }
 
     /** @return the first record (by offset) whose timestamp is at or after {@code target}, or null if none is */
-    static Found firstAtOrAfter(Store store, String topic, int partition, long target) {
-        long end = store.maxOffset(topic, partition);
-        long offset = Math.max(store.minOffset(topic, partition), store.offsetForTimestamp(topic, partition, target));
+    static Found firstAtOrAfter(Partition partition, long target) {
+        long end = partition.logEndOffset();
+        long offset = Math.max(partition.logStartOffset(), partition.offsetForTimestamp(target));
         while (offset < end) {
-            try (ReadResult read = store.read(topic, partition, offset, STEP_MESSAGES, STEP_BYTES)) {
+            try (ReadResult read = partition.read(offset, STEP_MESSAGES, STEP_BYTES)) {
                 if (read.status() != ReadResult.Status.FOUND) {
                     return null;
                 }
@@ -54,13 +54,13 @@ final class RecordTimes {
     }
 
     /** @return the first record (by offset) with the partition's largest timestamp, or null if it is empty */
-    static Found largest(Store store, String topic, int partition) {
-        long end = store.maxOffset(topic, partition);
-        long offset = store.minOffset(topic, partition);
+    static Found largest(Partition partition) {
+        long end = partition.logEndOffset();
+        long offset = partition.logStartOffset();
         long largest = Long.MIN_VALUE;
         long holder = -1;
         while (offset < end) {
-            try (ReadResult read = store.read(topic, partition, offset, STEP_MESSAGES, STEP_BYTES)) {
+            try (ReadResult read = partition.read(offset, STEP_MESSAGES, STEP_BYTES)) {
                 if (read.status() != ReadResult.Status.FOUND) {
                     break;
                 }
@@ -79,7 +79,7 @@ final class RecordTimes {
             return null;
         }
         // The record itself, inside the batch that holds the largest timestamp.
-        try (ReadResult read = store.read(topic, partition, holder, 1, 1)) {
+        try (ReadResult read = partition.read(holder, 1, 1)) {
             return read.messages().isEmpty() ? null : firstIn(read.messages().getFirst(), holder, largest);
         }
     }

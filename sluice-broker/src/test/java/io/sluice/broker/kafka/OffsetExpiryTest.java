@@ -72,8 +72,11 @@ class OffsetExpiryTest {
 
     /** @return the group APIs over the store and the test's coordinator (offsets.retention.minutes 60) */
     private GroupApis groups(Store store) {
-        return new GroupApis(store, coordinator, new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1, false,
-                TopicLayout.QUEUE, 60), null);
+        io.sluice.broker.local.LocalPartitions partitions = new io.sluice.broker.local.LocalPartitions(store, 0);
+        return new GroupApis(partitions, new io.sluice.broker.local.LocalCluster(store, partitions,
+                new io.sluice.broker.ClusterView.Node(0, "127.0.0.1", 9092), TopicLayout.QUEUE), coordinator,
+                new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1, false, TopicLayout.QUEUE, 60),
+                store.config().clock()::millis);
     }
 
     private void joinAlone(String group) throws Exception {
@@ -273,8 +276,10 @@ class OffsetExpiryTest {
     }
 
     private GroupApis clusterGroups(Store store, Cluster cluster) {
-        return new GroupApis(store, coordinator, new KafkaApis.Settings(1, "127.0.0.1", 9092, "c", 1, false,
-                TopicLayout.QUEUE, 60), cluster);
+        return new GroupApis(new io.sluice.broker.replicated.ReplicatedPartitions(cluster, store),
+                new io.sluice.broker.replicated.ReplicatedCluster(cluster, store), coordinator,
+                new KafkaApis.Settings(1, "127.0.0.1", 9092, "c", 1, false, TopicLayout.QUEUE, 60),
+                store.config().clock()::millis);
     }
 
     /**

@@ -26,7 +26,8 @@ class ProducerStatesTest {
     void aProducerNotKnownHereStartsAtSequenceZero() {
         try (Store store = Store.open(dir, StoreConfig.builder().build())) {
             store.createTopic("t", TopicLayout.QUEUE, 1);
-            ProducerStates.Partition partition = new ProducerStates(store).partition("t", 0);
+            ProducerStates.Partition partition = new ProducerStates()
+                    .of(new io.sluice.broker.local.LocalPartitions(store, 0).partition("t", 0));
             synchronized (partition.lock) {
                 ProducerStates.Verdict second = partition.check(7, (short) 0, 83, 165);
                 assertThat(second.error()).isEqualTo(Errors.OUT_OF_ORDER_SEQUENCE_NUMBER);

@@ -1,0 +1,175 @@
+package io.sluice.broker;
+
+import io.sluice.store.ConsumerPosition;
+import java.util.List;
+import java.util.OptionalLong;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The cluster a broker is one of, as the Kafka layer sees it: its brokers and controller, topics created, grown and
+ * deleted, consumer groups' committed offsets, preferred leader elections. A broker alone is a cluster of one
+ * ({@code io.sluice.broker.local.LocalCluster}: itself the controller, every change made in its store at once); a
+ * broker of a Raft cluster carries each change through the cluster's metadata (the cluster module). Thread-safe.
+ */
+public interface ClusterView {
+
+    /**
+     * A broker of the cluster as clients reach it.
+     *
+     * @param id its node id
+     * @param host its client host
+     * @param port its client port
+     */
+    record Node(int id, String host, int port) {
+    }
+
+    /** @return this broker's node id */
+    int self();
+
+    /** @return every broker of the cluster */
+    List<Node> brokers();
+
+    /** @return the node that answers for the cluster's metadata now (the controller), or -1 if none is known */
+    int controller();
+
+    /**
+     * @return true if this broker is the controller and has applied the metadata its predecessors committed (the
+     *     committed group offsets among them): until then it must not answer for groups
+     */
+    boolean controllerReady();
+
+    /** @return the replication factor of a topic created without one: 3, or fewer in a smaller cluster; 1 alone */
+    int defaultReplicationFactor();
+
+    /** @return the most partitions a topic may have */
+    int maxPartitions();
+
+    /** Why a topic change was refused, for the Kafka layer to answer with its error. */
+    enum Refusal {
+        /** The name is not one the store takes. */
+        INVALID_NAME,
+        /** The topic exists already. */
+        EXISTS,
+        /** The topic does not exist. */
+        NO_TOPIC,
+        /** A partition count out of range, or not larger than the topic's. */
+        INVALID_PARTITIONS,
+        /** More replicas than brokers, or fewer than one. */
+        INVALID_REPLICATION_FACTOR,
+        /** The topic cannot be deleted here. */
+        DELETION_DISABLED
+    }
+
+    /** A topic change refused, with why. */
+    final class TopicRefusedException extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        private final transient Refusal refusal;
+
+        /**
+         * @param refusal why
+         * @param message what, naming the value found
+         */
+        public TopicRefusedException(Refusal refusal, String message) {
+            super(message);
+            this.refusal = refusal;
+        }
+
+        /** @return why the change was refused */
+        public Refusal refusal() {
+            return refusal;
+        }
+    }
+
+    /**
+     * @throws TopicRefusedException ({@link Refusal#INVALID_NAME}) if no topic may have this name, with why
+     */
+    void checkTopicName(String topic);
+
+    /**
+     * Creates a topic on every broker of the cluster, each partition on {@code replicationFactor} brokers.
+     *
+     * @return completes once this broker serves it; fails with {@link TopicRefusedException} for a bad request
+     */
+    CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor);
+
+    /**
+     * Gives a topic more partitions, each new one on as many brokers as the topic's first.
+     *
+     * @return completes once this broker serves them; fails with {@link TopicRefusedException} for a bad request
+     */
+    CompletableFuture<Void> addPartitions(String topic, int partitions);
+
+    /**
+     * Deletes a topic with its records, committed offsets and producer state.
+     *
+     * @return completes once this broker no longer serves it; fails with {@link TopicRefusedException} (no such
+     *     topic, or deletion not possible here)
+     */
+    CompletableFuture<Void> deleteTopic(String topic);
+
+    /**
+     * A group's committed offset of one partition.
+     *
+     * @param topic the topic
+     * @param partition the partition
+     * @param offset the next offset the group reads
+     */
+    record CommittedOffset(String topic, int partition, long offset) {
+    }
+
+    /**
+     * Commits a consumer group's offsets on every broker of the cluster, so that they survive the coordinator.
+     *
+     * @param group the group's store name
+     * @return completes once this broker has them; fails with {@link Partition.NotLeaderException} if this broker
+     *     does not coordinate the groups, or stopped before the commit reached the cluster
+     */
+    CompletableFuture<Void> commitOffsets(String group, List<CommittedOffset> offsets);
+
+    /** @return every group's committed offsets this broker holds */
+    List<ConsumerPosition> committedOffsets();
+
+    /** @return the group's committed offset of the partition, if it has one */
+    OptionalLong committedOffset(String group, String topic, int partition);
+
+    /**
+     * Where this broker stands as the groups' coordinator, for a decision to forget a group.
+     *
+     * @param epoch the term in which this broker coordinates the groups, -1 if it does not (0 for a broker alone)
+     * @param applied how far this broker has applied the cluster's offset commits, as a position in their order
+     */
+    record GroupsCoordination(long epoch, long applied) {
+    }
+
+    /** @return where this broker stands as the groups' coordinator now */
+    GroupsCoordination groupsCoordination();
+
+    /**
+     * Forgets a consumer group's committed offsets on every broker, unless the cluster took a commit of the group
+     * after the decision's position, or the decision's coordinator no longer coordinates.
+     *
+     * @param idleSinceMillis for a broker alone: forget only if no offset was committed since (store clock), or -1
+     *     to forget whatever the time
+     * @return completes with true once forgotten here, false if a later commit kept them
+     */
+    CompletableFuture<Boolean> forgetGroup(String group, GroupsCoordination decision, long idleSinceMillis);
+
+    /** What a preferred leader election of a partition came to. */
+    enum Election {
+        /** Leadership moved to the preferred replica. */
+        ELECTED,
+        /** The preferred replica leads already. */
+        NOT_NEEDED,
+        /** The preferred replica could not take over now: behind the leader, unreachable, or no leader to hand over. */
+        PREFERRED_NOT_AVAILABLE
+    }
+
+    /**
+     * Asks a partition's leader to hand its leadership to the partition's preferred replica (its first replica).
+     *
+     * @return completes with the outcome; fails with {@link IllegalArgumentException} for a partition the cluster does
+     *     not have
+     */
+    CompletableFuture<Election> electPreferredLeader(String topic, int partition, long timeoutMillis);
+}

@@ -1,0 +1,191 @@
+package io.sluice.broker.local;
+
+import io.sluice.broker.ClusterView;
+import io.sluice.store.ConsumerPosition;
+import io.sluice.store.Store;
+import io.sluice.store.TopicLayout;
+import java.util.List;
+import java.util.OptionalLong;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * A broker alone as a cluster of one: itself the only broker and the controller, every topic change and offset
+ * commit made in its store at once. Thread-safe.
+ */
+public final class LocalCluster implements ClusterView {
+
+    private final Store store;
+    private final LocalPartitions partitions;
+    private final Node self;
+    private final TopicLayout layout;
+
+    /**
+     * @param store where the topics and committed offsets live; the caller's to close
+     * @param partitions the broker's partitions (told when a topic goes)
+     * @param self this broker as clients reach it
+     * @param layout where a new topic's partitions live in the store
+     */
+    public LocalCluster(Store store, LocalPartitions partitions, Node self, TopicLayout layout) {
+        this.store = store;
+        this.partitions = partitions;
+        this.self = self;
+        this.layout = layout;
+    }
+
+    @Override
+    public int self() {
+        return self.id();
+    }
+
+    @Override
+    public List<Node> brokers() {
+        return List.of(self);
+    }
+
+    @Override
+    public int controller() {
+        return self.id();
+    }
+
+    @Override
+    public boolean controllerReady() {
+        return true;
+    }
+
+    @Override
+    public int defaultReplicationFactor() {
+        return 1;
+    }
+
+    @Override
+    public int maxPartitions() {
+        return store.config().maxQueuesPerTopic();
+    }
+
+    @Override
+    public CompletableFuture<Void> createTopic(String topic, int count, int replicationFactor) {
+        try {
+            if (replicationFactor != 1) {
+                throw new TopicRefusedException(Refusal.INVALID_REPLICATION_FACTOR, "this broker keeps one replica of"
+                        + " each partition; replication factor " + replicationFactor + " cannot be met");
+            }
+            checkTopicName(topic);
+            if (count < 1 || count > maxPartitions()) {
+                throw new TopicRefusedException(Refusal.INVALID_PARTITIONS, "the partition count must be between 1"
+                        + " and " + maxPartitions() + ", was " + count);
+            }
+            // A store topic with messages but no declared count (appended through the store's API) exists too.
+            if (store.queueCount(topic) > 0 || !store.queues(topic).isEmpty()
+                    || !store.createTopic(topic, layout, count)) {
+                throw new TopicRefusedException(Refusal.EXISTS, "topic " + topic + " already exists");
+            }
+            return CompletableFuture.completedFuture(null);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    @Override
+    public void checkTopicName(String topic) {
+        try {
+            store.layout(topic);
+        } catch (IllegalArgumentException e) {
+            throw new TopicRefusedException(Refusal.INVALID_NAME, e.getMessage());
+        }
+    }
+
+    @Override
+    public CompletableFuture<Void> addPartitions(String topic, int count) {
+        try {
+            int current = partitions.count(topic);
+            if (current == 0) {
+                throw new TopicRefusedException(Refusal.NO_TOPIC, "topic " + topic + " does not exist");
+            }
+            if (count <= current || count > maxPartitions()) {
+                throw new TopicRefusedException(Refusal.INVALID_PARTITIONS, "topic " + topic + " has " + current
+                        + " partitions; a new count must be larger and at most " + maxPartitions() + ", was " + count);
+            }
+            try {
+                store.increaseQueueCount(topic, count);
+            } catch (IllegalArgumentException e) {
+                // A concurrent request that raised the count first.
+                throw new TopicRefusedException(Refusal.INVALID_PARTITIONS, e.getMessage());
+            }
+            return CompletableFuture.completedFuture(null);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /**
+     * Deletes the topic from the store with its records and committed offsets; topics in the store's shared layout
+     * cannot be deleted ({@link Refusal#DELETION_DISABLED}, with the store's reason). Fetches waiting on it are told.
+     */
+    @Override
+    public CompletableFuture<Void> deleteTopic(String topic) {
+        boolean gone = false;
+        try {
+            if (partitions.count(topic) == 0 || !store.deleteTopic(topic)) {
+                throw new TopicRefusedException(Refusal.NO_TOPIC, "no topic " + topic);
+            }
+            gone = true;
+            return CompletableFuture.completedFuture(null);
+        } catch (IllegalArgumentException e) {
+            return CompletableFuture.failedFuture(new TopicRefusedException(Refusal.DELETION_DISABLED,
+                    e.getMessage()));
+        } catch (RuntimeException e) {
+            // Deleted with files left for the next open, or not deleted (the registry could not be saved).
+            gone = partitions.count(topic) == 0;
+            return CompletableFuture.failedFuture(e);
+        } finally {
+            if (gone) {
+                partitions.changed(topic, -1);
+            }
+        }
+    }
+
+    @Override
+    public CompletableFuture<Void> commitOffsets(String group, List<CommittedOffset> offsets) {
+        try {
+            for (CommittedOffset offset : offsets) {
+                store.commitOffset(group, offset.topic(), offset.partition(), offset.offset());
+            }
+            return CompletableFuture.completedFuture(null);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    @Override
+    public List<ConsumerPosition> committedOffsets() {
+        return store.consumerPositions();
+    }
+
+    @Override
+    public OptionalLong committedOffset(String group, String topic, int partition) {
+        return store.committedOffset(group, topic, partition);
+    }
+
+    @Override
+    public GroupsCoordination groupsCoordination() {
+        return new GroupsCoordination(0, 0);
+    }
+
+    @Override
+    public CompletableFuture<Boolean> forgetGroup(String group, GroupsCoordination decision, long idleSinceMillis) {
+        try {
+            if (idleSinceMillis < 0) {
+                store.removeConsumerGroup(group); // a group with members only has no offsets to remove
+                return CompletableFuture.completedFuture(true);
+            }
+            return CompletableFuture.completedFuture(store.removeConsumerGroupIfIdle(group, idleSinceMillis));
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    @Override
+    public CompletableFuture<Election> electPreferredLeader(String topic, int partition, long timeoutMillis) {
+        return CompletableFuture.completedFuture(Election.NOT_NEEDED);
+    }
+}
