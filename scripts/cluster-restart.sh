@@ -1,5 +1,5 @@
 #!/usr/bin/env bash
-# How long a cluster broker takes from its process's start to serving after a SIGKILL (scripts/RestartTimes.java):
+# How long a cluster broker takes from its process's start to serving after a SIGKILL (io.sluice.bench.tools.RestartTimes):
 # three `sluice broker --cluster` processes under a steady stock producer; each round kills broker 2 and starts it
 # as the round's variant, the variants taking turns. Usage:
 #   scripts/cluster-restart.sh ROUNDS NAME=CLI_JAR[,JVM_OPTION...] [NAME=CLI_JAR[,JVM_OPTION...] ...]
@@ -15,4 +15,4 @@ rounds="$1"
 shift
 dir="$(mktemp -d)"
 echo "logs in $dir"
-java -cp "$here/sluice-bench/target/sluice-bench.jar" "$here/scripts/RestartTimes.java" "$dir" "$rounds" "$@"
+java -cp "$here/sluice-bench/target/sluice-bench.jar" io.sluice.bench.tools.RestartTimes "$dir" "$rounds" "$@"

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Three Sluice brokers started as the cluster race starts them (child JVMs on 127.0.0.1, ASYNC stores) and one stock
-# producer (scripts/SteadyProduce.java) sending a number of records; prints the producer's rate every 10 s, the
+# producer (io.sluice.bench.tools.SteadyProduce) sending a number of records; prints the producer's rate every 10 s, the
 # brokers' CPU per record over the whole run (from /proc/<pid>/stat), and how many elections started (a follower that
 # stopped hearing its leader) and how many leaders were elected meanwhile. Used for the before/after figures of the
 # cluster sections of docs/benchmarks.md. Usage: scripts/cluster-steady.sh [records] (default 800000). Build first
@@ -49,7 +49,7 @@ for _ in $(seq 300); do [ "$(leaders)" -ge 1 ] && break; sleep 0.1; done
 before=$(ticks)
 elections_before=$(elections)
 leaders_before=$(leaders)
-java -cp "$jar" "$here/scripts/SteadyProduce.java" "127.0.0.1:${ports[0]}" steady "$records" 2>&1 | grep -v WARN
+java -cp "$jar" io.sluice.bench.tools.SteadyProduce "127.0.0.1:${ports[0]}" steady "$records" 2>&1 | grep -v WARN
 after=$(ticks)
 echo "during the run: $(( $(elections) - elections_before )) elections started, $(( $(leaders) - leaders_before ))" \
   "leaders elected (the topic's first one among them)"

@@ -128,11 +128,6 @@ public final class FrameServer implements AutoCloseable {
         return connections.size();
     }
 
-    /** @return request bytes that may still be queued before readers wait (granularity 1 KiB) */
-    public long queuedBytesAvailable() {
-        return (long) queuedKib.availablePermits() << 10;
-    }
-
     private void accept() {
         long backoffMillis = 0;
         while (!closed) {

@@ -1,3 +1,5 @@
+package io.sluice.bench.tools;
+
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;

@@ -1,3 +1,5 @@
+package io.sluice.bench.tools;
+
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.LocalTime;

@@ -1,3 +1,5 @@
+package io.sluice.bench.tools;
+
 import java.io.DataInputStream;
 import java.io.IOException;
 import java.net.InetSocketAddress;
