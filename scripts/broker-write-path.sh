@@ -1,14 +1,15 @@
 #!/usr/bin/env bash
 # One kafka-producer-perf-test run (3,000,000 records of 1 KiB unless given, acks as given) against `sluice broker` on a fresh
 # store with the given write path, on 127.0.0.1; prints records/s, p99 and the broker's CPU seconds per million
-# records (/proc/<pid>/stat, from topic creation to the end of the run). With PROFILE=1 it also records the
+# records (/proc/<pid>/stat, from topic creation to the end of the run). CLI_JAR= names another sluice-cli.jar (another
+# checkout's build) to compare builds, run by run in turn. With PROFILE=1 it also records the
 # broker with `perf record -g` for 8 s into <scratch>/perf.data (start the JVM's perf map with jcmd).
 # usage: scripts/broker-write-path.sh <mmap|channel|write-buffer|direct> [acks] [record bytes] [records]
 set -euo pipefail
 path=$1; acks=${2:-1}; size=${3:-1024}; records=${4:-3000000}
 source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
 java -Xms1g -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:+PreserveFramePointer --enable-native-access=ALL-UNNAMED \
-  -jar "$here/sluice-cli/target/sluice-cli.jar" broker --dir "$scratch/store" --listen "127.0.0.1:$port" \
+  -jar "${CLI_JAR:-$here/sluice-cli/target/sluice-cli.jar}" broker --dir "$scratch/store" --listen "127.0.0.1:$port" \
   --write-path "$path" > "$scratch/broker.out" 2>&1 &
 broker_pid=$!
 for _ in $(seq 1 100); do grep -q "started in" "$scratch/broker.out" 2>/dev/null && break; sleep 0.1; done
