@@ -5,6 +5,7 @@ import io.sluice.store.internal.index.IndexFileRetiredException;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
 import io.sluice.store.internal.log.CommitLog;
+import io.sluice.store.internal.log.LogFormat;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.RecordView;
 import io.sluice.store.internal.log.SegmentRetiredException;
@@ -29,19 +30,19 @@ final class LogReader {
     private final QueueIndexes indexes;
     private final boolean durableOnly;
     private final BooleanSupplier open;
-    private final boolean batches;
+    private final LogFormat format;
 
     /**
      * @param durableOnly show only records below the flushed position (SYNC)
      * @param open false once the log is closed
-     * @param batches the log is a batch log: its records are batches with no store header
+     * @param format what the log's records are
      */
-    LogReader(CommitLog log, QueueIndexes indexes, boolean durableOnly, BooleanSupplier open, boolean batches) {
+    LogReader(CommitLog log, QueueIndexes indexes, boolean durableOnly, BooleanSupplier open, LogFormat format) {
         this.log = log;
         this.indexes = indexes;
         this.durableOnly = durableOnly;
         this.open = open;
-        this.batches = batches;
+        this.format = format;
     }
 
     private void checkOpen() {
@@ -87,7 +88,7 @@ final class LogReader {
             if (nothing != null) {
                 return DefaultReadResult.empty(nothing, continueAt(nothing, min, end));
             }
-            return new QueueReader(topic, queueId, log, batches).read(cursor, fromOffset, end, maxMessages, maxBytes);
+            return new QueueReader(topic, queueId, log, format).read(cursor, fromOffset, end, maxMessages, maxBytes);
         } catch (SegmentRetiredException | IndexFileRetiredException e) {
             // Retention deleted the data after the offset was checked against the queue's first offset.
             return DefaultReadResult.empty(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1));
@@ -144,9 +145,8 @@ final class LogReader {
                 return OpaqueSlice.empty(nothing, continueAt(nothing, min, end));
             }
             long until = Math.min(end, untilOffset);
-            QueueReader reader = new QueueReader(topic, queueId, log, batches);
-            int headerBytes = batches ? 0 : RecordFormat.TOPIC_OFFSET + topic.length();
-            int checkBytes = reader.checkBytes() + (batches ? 0 : RecordFormat.OPAQUE_MIN_BYTES);
+            QueueReader reader = new QueueReader(topic, queueId, log, format);
+            int headerBytes = format.headerBytes(topic.length());
             long[] positions = new long[8];
             long[] lengths = new long[8];
             int batchCount = 0;
@@ -157,19 +157,19 @@ final class LogReader {
             while (offset < until) {
                 IndexEntry entry = cursor.entry(offset);
                 long first = offset - entry.indexInRecord();
-                boolean opaque;
-                try (RecordView header = log.read(entry.logPosition(), Math.min(entry.recordSize(), checkBytes))) {
+                long bodyAt;
+                try (RecordView header = log.read(entry.logPosition(), Math.min(entry.recordSize(), headerBytes))) {
                     reader.checkRecord(header.bytes(), entry, first, offset);
-                    opaque = batches || RecordFormat.isOpaque(header.bytes());
+                    bodyAt = format.opaqueBodyOffset(header.bytes());
                 }
                 if (firstOffset < 0) {
                     firstOffset = first;
                 }
-                if (!opaque) {
+                if (bodyAt < 0) {
                     messagesNext = true;
                     break;
                 }
-                long length = entry.recordSize() - headerBytes;
+                long length = entry.recordSize() - bodyAt;
                 if (batchCount > 0 && bytes + length > maxBytes) {
                     break;
                 }
@@ -177,7 +177,7 @@ final class LogReader {
                     positions = Arrays.copyOf(positions, batchCount * 2);
                     lengths = Arrays.copyOf(lengths, batchCount * 2);
                 }
-                positions[batchCount] = entry.logPosition() + headerBytes;
+                positions[batchCount] = entry.logPosition() + bodyAt;
                 lengths[batchCount] = length;
                 batchCount++;
                 bytes += length;

@@ -7,10 +7,9 @@ import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
 import io.sluice.store.internal.io.DurabilityLedger;
 import io.sluice.store.internal.log.BatchFormat;
-import io.sluice.store.internal.log.BatchLog;
+import io.sluice.store.internal.log.LogFormat;
 import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.PreparedMessage;
-import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.SegmentSizes;
 import io.sluice.store.internal.recovery.Recovery;
 import io.sluice.store.internal.recovery.StoreDirectory;
@@ -65,8 +64,8 @@ final class LogStore implements AutoCloseable {
     private final LogReader reader;
     private final RecoveryReport recovery;
     private final Runnable changed;
-    /** What the log holds if it is a batch log (records are batches, with no store header), else null. */
-    private final BatchLog batchLog;
+    /** What the log's records are. */
+    private final LogFormat format;
     private final ReentrantLock appendLock = new ReentrantLock();
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Set by the first {@link #close}: files are closed once. */
@@ -104,7 +103,7 @@ final class LogStore implements AutoCloseable {
     }
 
     private LogStore(String name, Path root, Shared shared, DurabilityLedger ledger, Recovery.Result recovered,
-                     BatchLog batchLog) throws IOException {
+                     LogFormat format) throws IOException {
         StoreConfig config = shared.config();
         boolean readOnly = shared.readOnly();
         Scheduler scheduler = shared.scheduler();
@@ -117,7 +116,7 @@ final class LogStore implements AutoCloseable {
         this.indexes = recovered.indexes();
         this.recovery = recovered.report();
         this.changed = changed;
-        this.batchLog = batchLog;
+        this.format = format;
         this.durablePosition = recovered.endPosition();
         SegmentSizes sizes = name.equals(Store.SHARED_LOG) ? SegmentSizes.fixed(config.segmentSizeBytes())
                 : SegmentSizes.growingTo(config.segmentSizeBytes());
@@ -126,9 +125,9 @@ final class LogStore implements AutoCloseable {
         this.health = new LogHealth(root, this::onReadOnly);
         this.flusher = readOnly ? null : new FlushService(log, config, scheduler, this::onFlushFailure);
         this.retention = readOnly ? null : new RetentionService(config.retention(), config.fileIO(), config.clock(), log,
-                indexes, shared.consumers(), appendLock, () -> ledger.markDirectory(root.resolve("log")), batchLog);
+                indexes, shared.consumers(), appendLock, () -> ledger.markDirectory(root.resolve("log")), format);
         this.reader = new LogReader(log, indexes, config.flushMode() == FlushMode.SYNC && !readOnly,
-                () -> !closed.get(), batchLog != null);
+                () -> !closed.get(), format);
         trimBelowLogStart();
     }
 
@@ -159,19 +158,19 @@ final class LogStore implements AutoCloseable {
      * @param durablePosition its durable position from the checkpoint, or {@link Recovery#UNKNOWN}
      * @param start its start from the checkpoint, or -1
      * @param clean the store was shut down cleanly
-     * @param batchLog what the log holds if it is a batch log, else null
+     * @param format what the log's records are
      * @throws StoreCorruptedException if the log is corrupt below its durable position
      * @throws StoreException on I/O errors
      */
     static LogStore open(String name, Path root, Shared shared, long durablePosition, long start, boolean clean,
-                         BatchLog batchLog) {
+                         LogFormat format) {
         StoreConfig config = shared.config();
         StoreDirectory directory = shared.directory();
         DurabilityLedger ledger = new DurabilityLedger(config.fileIO());
         try {
             Recovery.Result recovered = new Recovery(config, new Recovery.Target(root, durablePosition, start, clean,
-                    shared.readOnly(), false, batchLog), directory.indexGeometry(), directory.keyGeometry(), ledger).run();
-            LogStore store = new LogStore(name, root, shared, ledger, recovered, batchLog);
+                    shared.readOnly(), false, format), directory.indexGeometry(), directory.keyGeometry(), ledger).run();
+            LogStore store = new LogStore(name, root, shared, ledger, recovered, format);
             LOG.debug("opened log {} ({}, {}, log ends at {})", root, config.writePath(), config.flushMode(),
                     store.log.writePosition());
             return store;
@@ -226,7 +225,7 @@ final class LogStore implements AutoCloseable {
             throw new IllegalStateException("store " + root + " is open for reading only");
         }
         byte[] topicBytes = topic.getBytes(StandardCharsets.US_ASCII);
-        long size = batchLog == null ? RecordFormat.recordSize(topicBytes.length, messages) : batchSize(topic, messages);
+        long size = format.appendSize(topic, topicBytes, messages);
         boolean buffered = config.writePath().buffered();
         long limit = Math.min(config.segmentSizeBytes(), buffered
                 ? StoreConfig.largestBufferedRecord(config.writePath(), config.writeBufferBytes()) : Integer.MAX_VALUE);
@@ -269,23 +268,6 @@ final class LogStore implements AutoCloseable {
         }
     }
 
-    /**
-     * @return the size of the batch a batch log is asked to append
-     * @throws IllegalArgumentException unless {@code messages} is one opaque batch that {@link BatchFormat} accepts
-     */
-    private static long batchSize(String topic, PreparedMessage[] messages) {
-        if (messages.length != 1 || !messages[0].opaque()) {
-            throw new IllegalArgumentException("topic " + topic + " has layout BATCHES: it holds record batches"
-                    + " appended with appendOpaque, not messages");
-        }
-        String problem = BatchFormat.problem(messages[0].body(), messages[0].opaqueCount());
-        if (problem != null) {
-            throw new IllegalArgumentException("topic " + topic + " has layout BATCHES and takes Kafka record batches"
-                    + " (v2) only: " + problem);
-        }
-        return messages[0].body().byteSize();
-    }
-
     /** The key-index hashes of every key of every message, in order, computed before the append lock is taken. */
     private static int[] keyHashes(String topic, PreparedMessage[] messages) {
         int count = 0;
@@ -316,8 +298,7 @@ final class LogStore implements AutoCloseable {
         KeyIndex keys = indexes.keys();
         keys.ensureRoom(keyHashes.length);
         long now = config.clock().millis();
-        long position = batchLog != null ? log.appendBatch(first, messages[0].body())
-                : log.append(size, now, first, queueId, topicBytes, messages);
+        long position = format.append(log, size, now, first, queueId, topicBytes, messages);
         for (int i = 0; i < count; i++) {
             index.put(first + i, position, now, size, count, i);
         }

@@ -5,9 +5,11 @@ import io.sluice.store.internal.index.IndexGeometry;
 import io.sluice.store.internal.index.KeyGeometry;
 import io.sluice.store.internal.io.DurabilityLedger;
 import io.sluice.store.internal.io.FileTree;
-import io.sluice.store.internal.log.BatchLog;
+import io.sluice.store.internal.log.LogFormat;
 import io.sluice.store.internal.log.PreparedMessage;
 import io.sluice.store.internal.recovery.Checkpoint;
+import io.sluice.store.internal.recovery.LogDirectories;
+import io.sluice.store.internal.recovery.LogDirectories.LogRoot;
 import io.sluice.store.internal.recovery.Recovery;
 import io.sluice.store.internal.recovery.StoreDirectory;
 import io.sluice.store.internal.recovery.StoreSettings;
@@ -76,9 +78,9 @@ public final class Store implements AutoCloseable {
     private static final Logger LOG = LoggerFactory.getLogger(Store.class);
 
     /** The directory under the store that holds the logs of TOPIC and QUEUE topics. */
-    static final String OWN_LOGS_DIRECTORY = "logs";
+    static final String OWN_LOGS_DIRECTORY = LogDirectories.OWN_LOGS_DIRECTORY;
     /** The shared log's name in the checkpoint. */
-    static final String SHARED_LOG = "";
+    static final String SHARED_LOG = LogDirectories.SHARED_LOG;
 
     private final Path root;
     private final StoreConfig config;
@@ -264,7 +266,7 @@ public final class Store implements AutoCloseable {
         if (!readOnly) {
             removeOrphanLogs();
         }
-        for (Map.Entry<String, LogRoot> log : logRoots(config.fileIO(), root, registry).entrySet()) {
+        for (Map.Entry<String, LogRoot> log : LogDirectories.of(config.fileIO(), root, registry).entrySet()) {
             LogStore opened = openLog(log.getKey(), log.getValue(), checkpoint, clean);
             if (log.getKey().equals(SHARED_LOG)) {
                 shared = opened;
@@ -303,41 +305,6 @@ public final class Store implements AutoCloseable {
     }
 
     /**
-     * A log's directory, and what it holds if it is a batch log.
-     *
-     * @param directory the directory holding its {@code log/}, {@code index/} and {@code keys/}
-     * @param batchLog the queue a BATCHES topic's log holds, or null for any other log
-     */
-    record LogRoot(Path directory, BatchLog batchLog) {
-    }
-
-    /** @return every log's directory by log name, the shared log ("") first */
-    static Map<String, LogRoot> logRoots(FileIO io, Path root, TopicRegistry registry) throws IOException {
-        Map<String, LogRoot> logs = new LinkedHashMap<>();
-        logs.put(SHARED_LOG, new LogRoot(root, null));
-        for (Map.Entry<String, TopicLayout> topic : registry.ownLogs().entrySet()) {
-            Path topicDirectory = root.resolve(OWN_LOGS_DIRECTORY).resolve(topic.getKey());
-            if (!io.isDirectory(topicDirectory)) {
-                continue;
-            }
-            if (topic.getValue() == TopicLayout.TOPIC) {
-                logs.put(topic.getKey(), new LogRoot(topicDirectory, null));
-                continue;
-            }
-            for (Path queue : io.list(topicDirectory)) {
-                String name = queue.getFileName().toString();
-                if (io.isDirectory(queue) && !name.isEmpty() && name.length() <= 10
-                        && name.chars().allMatch(Character::isDigit)) {
-                    int queueId = Integer.parseInt(name);
-                    logs.put(topic.getKey() + "/" + queueId, new LogRoot(queue, topic.getValue() == TopicLayout.BATCHES
-                            ? new BatchLog(topic.getKey(), queueId) : null));
-                }
-            }
-        }
-        return logs;
-    }
-
-    /**
      * What opening the store for writing would do to each log, changing nothing: where recovery would scan from
      * and cut, how many bytes and segments it would drop, which valid records lie past each cut (by queue), and,
      * for a log a plain open would refuse (corruption below its durable position), why. With
@@ -364,13 +331,13 @@ public final class Store implements AutoCloseable {
             Checkpoint checkpoint = Checkpoint.read(io, directory);
             boolean clean = checkpoint != null && storeDirectory.wasCleanlyShutDown();
             Map<String, RecoveryReport> plan = new LinkedHashMap<>();
-            for (Map.Entry<String, LogRoot> log : logRoots(io, directory, TopicRegistry.load(io, directory)).entrySet()) {
+            for (Map.Entry<String, LogRoot> log : LogDirectories.of(io, directory, TopicRegistry.load(io, directory)).entrySet()) {
                 Checkpoint.Log positions = checkpoint == null ? null : checkpoint.log(log.getKey());
                 long durable = checkpoint == null ? Recovery.UNKNOWN
                         : positions == null ? 0 : positions.durablePosition();
                 long start = positions == null ? -1 : positions.start();
                 Recovery.Result result = new Recovery(settled, new Recovery.Target(log.getValue().directory(), durable,
-                        start, clean, false, true, log.getValue().batchLog()), storeDirectory.indexGeometry(),
+                        start, clean, false, true, log.getValue().format()), storeDirectory.indexGeometry(),
                         storeDirectory.keyGeometry(),
                         new DurabilityLedger(io)).run();
                 result.close();
@@ -389,7 +356,7 @@ public final class Store implements AutoCloseable {
         Checkpoint.Log positions = checkpoint == null ? null : checkpoint.log(name);
         long durable = checkpoint == null ? Recovery.UNKNOWN : positions == null ? 0 : positions.durablePosition();
         long start = positions == null ? -1 : positions.start();
-        return LogStore.open(name, logRoot.directory(), lent, durable, start, clean, logRoot.batchLog());
+        return LogStore.open(name, logRoot.directory(), lent, durable, start, clean, logRoot.format());
     }
 
     /**
@@ -673,7 +640,7 @@ public final class Store implements AutoCloseable {
                 }
                 truncating.add(key);
                 try {
-                    truncate(log, key, new BatchLog(topic, queueId), position);
+                    truncate(log, key, LogFormat.batches(topic, queueId), position);
                 } finally {
                     truncating.remove(key);
                 }
@@ -755,7 +722,7 @@ public final class Store implements AutoCloseable {
      * failed, it stays closed, refusing appends and reads, rather than be opened trusting bytes whose write-back
      * failed.
      */
-    private void truncate(LogStore log, String key, BatchLog batchLog, long position) {
+    private void truncate(LogStore log, String key, LogFormat format, long position) {
         Path logRoot = log.directory();
         long start = log.start();
         own.remove(key);
@@ -780,14 +747,14 @@ public final class Store implements AutoCloseable {
             // 2. The batch at the cut stops being one, durably: from here a crash recovers the queue cut there.
             LogStore.eraseBatchAt(config.fileIO(), logRoot, position);
             // 3. Recovery cuts the log there: erases the rest, deletes later segments, drops their index entries.
-            reopened = LogStore.open(key, logRoot, lent, position, start, false, batchLog);
+            reopened = LogStore.open(key, logRoot, lent, position, start, false, format);
             reopened.keepOpenReport(log);
             own.put(key, reopened);
             writeCheckpoint(durablePositions());
         } catch (IOException | RuntimeException e) {
             if (reopened == null) {
                 closeQuietly(log, key);
-                reopenAfterFailure(key, logRoot, batchLog, log, claimed, start, e);
+                reopenAfterFailure(key, logRoot, format, log, claimed, start, e);
             }
             throw new StoreException("truncating " + key + " failed: " + e.getMessage()
                     + "; the queue is as it was, or cut", e);
@@ -803,10 +770,10 @@ public final class Store implements AutoCloseable {
     }
 
     /** A truncation failed after its log closed: the log opens again from what the checkpoint claims. */
-    private void reopenAfterFailure(String key, Path logRoot, BatchLog batchLog, LogStore old, long claimed,
+    private void reopenAfterFailure(String key, Path logRoot, LogFormat format, LogStore old, long claimed,
                                     long start, Exception failure) {
         try {
-            LogStore again = LogStore.open(key, logRoot, lent, claimed, start, false, batchLog);
+            LogStore again = LogStore.open(key, logRoot, lent, claimed, start, false, format);
             again.keepOpenReport(old);
             own.put(key, again);
         } catch (RuntimeException e) {
@@ -891,7 +858,7 @@ public final class Store implements AutoCloseable {
                 }
                 log = LogStore.open(key, logRoot, lent, recorded == null ? 0 : recorded.durablePosition(),
                         recorded == null ? -1 : recorded.start(), false,
-                        layout == TopicLayout.BATCHES ? new BatchLog(topic, queueId) : null);
+                        LogDirectories.format(topic, layout, queueId));
                 own.put(key, log);
             }
             return log;
