@@ -2,8 +2,6 @@ package io.sluice.store.internal.retention;
 
 import io.sluice.store.RetentionPolicy;
 import io.sluice.store.RetentionReport;
-import io.sluice.store.io.DiskSpace;
-import io.sluice.store.io.FileIO;
 import io.sluice.store.internal.index.IndexEntry;
 import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.index.QueueIndex;
@@ -12,6 +10,8 @@ import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.LogFormat;
 import io.sluice.store.internal.log.RecordView;
 import io.sluice.store.internal.log.Segment;
+import io.sluice.store.io.DiskSpace;
+import io.sluice.store.io.FileIO;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.time.InstantSource;
