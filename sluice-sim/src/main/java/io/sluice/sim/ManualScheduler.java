@@ -123,11 +123,6 @@ public final class ManualScheduler implements Scheduler {
         }
     }
 
-    /** @return tasks ready to run */
-    public int readyTasks() {
-        return ready.size();
-    }
-
     /** Forgets every pending task and timer (the process they belonged to died). */
     public void discardAll() {
         ready.clear();

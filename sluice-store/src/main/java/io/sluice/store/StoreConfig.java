@@ -165,6 +165,15 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         return builder().build();
     }
 
+    /**
+     * @return the largest record this store can hold: a segment's size, and on a buffered write path what a
+     *     write-buffer page always has room for
+     */
+    public long largestRecordBytes() {
+        return Math.min(segmentSizeBytes, writePath.buffered() ? largestBufferedRecord(writePath, writeBufferBytes)
+                : Integer.MAX_VALUE);
+    }
+
     /** @return a builder initialised from this configuration */
     public Builder toBuilder() {
         Builder b = new Builder();

@@ -16,7 +16,7 @@ public final class TopicDeletedException extends StoreException {
      * @param topic the deleted topic
      * @param cause how the read failed
      */
-    TopicDeletedException(String topic, Throwable cause) {
+    public TopicDeletedException(String topic, Throwable cause) {
         super("topic " + topic + " was deleted while it was read", cause);
     }
 }

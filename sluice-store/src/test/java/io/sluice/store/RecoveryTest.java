@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.sluice.store.internal.recovery.Checkpoint;
+import io.sluice.store.internal.recovery.LogDirectories;
 import io.sluice.store.internal.recovery.Recovery;
 import io.sluice.store.internal.recovery.StoreDirectory;
 import io.sluice.store.io.FileIO;
@@ -120,7 +121,7 @@ class RecoveryTest {
     }
 
     private RecoveryReport report(Store store) {
-        return store.recoveryReports().get(Store.SHARED_LOG);
+        return store.recoveryReports().get(LogDirectories.SHARED_LOG);
     }
 
     @Test
@@ -154,7 +155,7 @@ class RecoveryTest {
     void row2CrashRevalidatesFromTheSegmentOfTheDurablePositionAndKeepsEverything(WritePath path) throws IOException {
         fill(path, 1_500);
         simulateCrash();
-        long durable = checkpoint().log(Store.SHARED_LOG).durablePosition();
+        long durable = checkpoint().log(LogDirectories.SHARED_LOG).durablePosition();
         try (Store store = Store.open(dir, config(path))) {
             assertThat(store.openedClean()).isFalse();
             RecoveryReport report = report(store);
@@ -177,7 +178,7 @@ class RecoveryTest {
         AppendResult durableEnd = appended.get(300);
         AppendResult hole = appended.get(350);
         simulateCrash();
-        setDurable(Store.SHARED_LOG, durableEnd.logPosition());
+        setDurable(LogDirectories.SHARED_LOG, durableEnd.logPosition());
         overwrite(hole.logPosition() + 20, new byte[hole.recordBytes() - 20]);
         StoreVerifier.Report before = StoreVerifier.verify(dir);
         assertThat(before.faults()).isEmpty();
@@ -289,7 +290,7 @@ class RecoveryTest {
                 .isInstanceOf(StoreCorruptedException.class).hasMessageContaining("are missing");
         Files.write(missing, saved);
         // The same gap, but the checkpoint claims nothing past the first segment: the log ends at the gap.
-        setDurable(Store.SHARED_LOG, appended.get(10).logPosition());
+        setDurable(LogDirectories.SHARED_LOG, appended.get(10).logPosition());
         Files.delete(missing);
         long gap = Long.parseLong(missing.getFileName().toString());
         try (Store store = Store.open(dir, config(WritePath.MMAP))) {
@@ -332,7 +333,7 @@ class RecoveryTest {
         Path last = dir.resolve("index/t/0").resolve(String.format("%020d", 768)); // entries 768..1791
         long size = Files.size(last);
         // The size was lost; the entries past the durable position are re-derived from the log.
-        setDurable(Store.SHARED_LOG, appended.get(1_000).logPosition());
+        setDurable(LogDirectories.SHARED_LOG, appended.get(1_000).logPosition());
         try (RandomAccessFile file = new RandomAccessFile(last.toFile(), "rw")) {
             file.setLength(0);
         }
@@ -355,7 +356,7 @@ class RecoveryTest {
         Path lastKeys = keyFiles.getLast();
         // Created after the checkpoint: everything in it lies past the durable position.
         long firstInLast = 4_096L;
-        setDurable(Store.SHARED_LOG, appended.get((int) firstInLast - 1).logPosition());
+        setDurable(LogDirectories.SHARED_LOG, appended.get((int) firstInLast - 1).logPosition());
         try (RandomAccessFile file = new RandomAccessFile(lastKeys.toFile(), "rw")) {
             file.seek(0);
             file.writeInt(0);
@@ -375,7 +376,7 @@ class RecoveryTest {
     void row12ReadOnlyAfterACrashShowsUpToTheDurablePositionAndWritesNothing() throws Exception {
         fill(WritePath.MMAP, 400);
         simulateCrash();
-        setDurable(Store.SHARED_LOG, appended.get(300).logPosition());
+        setDurable(LogDirectories.SHARED_LOG, appended.get(300).logPosition());
         Map<String, String> before = fingerprint();
         try (Store store = Store.openReadOnly(dir, config(WritePath.MMAP))) {
             assertThat(report(store).mode()).isEqualTo(RecoveryReport.Mode.READ_ONLY_TO_DURABLE);
@@ -443,7 +444,7 @@ class RecoveryTest {
     void recoveryIsIdempotentWhenItselfInterrupted() throws IOException {
         fill(WritePath.MMAP, 400);
         simulateCrash();
-        setDurable(Store.SHARED_LOG, appended.get(300).logPosition());
+        setDurable(LogDirectories.SHARED_LOG, appended.get(300).logPosition());
         AppendResult last = appended.getLast();
         overwrite(last.logPosition(), new byte[last.recordBytes()]);
         try (Store store = Store.open(dir, config(WritePath.MMAP))) {
@@ -498,9 +499,9 @@ class RecoveryTest {
         assertThatThrownBy(() -> Store.open(dir, config(WritePath.MMAP)))
                 .isInstanceOf(StoreCorruptedException.class).hasMessageContaining("below the durable position");
 
-        assertThat(plan.get(Store.SHARED_LOG).mode()).isEqualTo(RecoveryReport.Mode.REBUILD);
-        assertThat(plan.get(Store.SHARED_LOG).problem()).contains("below the durable position");
-        assertThat(plan.get(Store.SHARED_LOG).cutAt()).isEqualTo(appended.get(100).logPosition());
+        assertThat(plan.get(LogDirectories.SHARED_LOG).mode()).isEqualTo(RecoveryReport.Mode.REBUILD);
+        assertThat(plan.get(LogDirectories.SHARED_LOG).problem()).contains("below the durable position");
+        assertThat(plan.get(LogDirectories.SHARED_LOG).cutAt()).isEqualTo(appended.get(100).logPosition());
         assertThat(contents(dir)).as("files after the plan and the refused open").isEqualTo(before);
     }
 
@@ -511,7 +512,7 @@ class RecoveryTest {
             assertThatThrownBy(() -> Store.planRecovery(dir, config(WritePath.MMAP)))
                     .isInstanceOf(StoreException.class).hasMessageContaining("is open");
         }
-        assertThat(Store.planRecovery(dir, config(WritePath.MMAP)).get(Store.SHARED_LOG).mode())
+        assertThat(Store.planRecovery(dir, config(WritePath.MMAP)).get(LogDirectories.SHARED_LOG).mode())
                 .isEqualTo(RecoveryReport.Mode.CLEAN);
     }
 

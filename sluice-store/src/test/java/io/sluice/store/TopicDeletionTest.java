@@ -408,25 +408,6 @@ class TopicDeletionTest {
         }
     }
 
-    /**
-     * The same race for a TOPIC topic, whose one log the topic created again may already have (an append to queue 0
-     * created it). The window (between the append's registry read and its log lookup) is too short to hit from
-     * outside, so the lookup is called as such an append makes it, with the layout it read before the deletion: it
-     * must refuse queue 3 of a topic that now has 2 queues, not hand out the new log.
-     */
-    @Test
-    void anAppendThatReadTheDeletedTopicsCountLandsInNoQueueBeyondTheNewOne() throws Exception {
-        try (Store store = Store.open(dir, config(FlushMode.ASYNC))) {
-            store.createTopic("t", TopicLayout.TOPIC, 4);
-            store.deleteTopic("t");
-            store.createTopic("t", TopicLayout.TOPIC, 2);
-            store.append("t", 0, message("again")).join(); // the new log exists
-            assertThatThrownBy(() -> store.logFor("t", TopicLayout.TOPIC, 3, true))
-                    .isInstanceOf(TopicDeletedException.class);
-            assertThat(store.append("t", 1, message("fine")).join().firstQueueOffset()).isZero();
-        }
-    }
-
     private static void copyTree(Path from, Path to) throws java.io.IOException {
         try (var paths = Files.walk(from)) {
             for (Path path : (Iterable<Path>) paths::iterator) {

@@ -324,15 +324,6 @@ public final class KeyIndex implements AutoCloseable {
         }
     }
 
-    /** @return entries in all files */
-    public long entryCount() {
-        long total = 0;
-        for (KeyFile file : files) {
-            total += file.count;
-        }
-        return total;
-    }
-
     /** @return the number of files */
     public int fileCount() {
         return files.length;

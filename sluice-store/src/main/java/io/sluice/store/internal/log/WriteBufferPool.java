@@ -107,11 +107,6 @@ public final class WriteBufferPool implements AutoCloseable {
         return total;
     }
 
-    /** @return blocks currently free */
-    public int freePages() {
-        return free.size();
-    }
-
     /**
      * Lends a free block as a page covering the log from {@code start}, whose records go in from {@code position}
      * (later than {@code start} only on the DIRECT path, whose pages begin on a block boundary).

@@ -1,6 +1,7 @@
 package io.sluice.store.internal.recovery;
 
 import io.sluice.store.RetentionPolicy;
+import io.sluice.store.StoreConfig;
 import io.sluice.store.StoreCorruptedException;
 import io.sluice.store.internal.io.AtomicFile;
 import io.sluice.store.internal.io.FileTree;
@@ -72,6 +73,40 @@ public record StoreSettings(long segmentSizeBytes, RetentionPolicy retention) {
             throw new StoreCorruptedException("store settings " + path + " hold invalid values: " + e.getMessage(),
                     path, -1);
         }
+    }
+
+    /**
+     * The store's own settings (segment size, retention) win over the opener's, unless the opener overrides them; a
+     * new store, or an override, saves them. A message limit the store's segments cannot hold is lowered to fit.
+     *
+     * @param config the opener's configuration
+     * @param directory the store's directory file
+     * @param readOnly save nothing
+     * @return the configuration the store runs with
+     * @throws StoreCorruptedException if the saved settings are damaged and the opener does not override them
+     */
+    public static StoreConfig settle(StoreConfig config, StoreDirectory directory, boolean readOnly)
+            throws IOException {
+        StoreSettings saved;
+        try {
+            saved = read(config.fileIO(), directory.root());
+        } catch (StoreCorruptedException e) {
+            if (!config.overrideStoreSettings() || readOnly) {
+                throw e;
+            }
+            saved = null; // replaced below
+        }
+        StoreSettings wanted = new StoreSettings(config.segmentSizeBytes(), config.retention());
+        StoreSettings effective = saved == null || config.overrideStoreSettings() ? wanted : saved;
+        if (!readOnly && !effective.equals(saved)) {
+            effective.write(config.fileIO(), directory.root());
+        }
+        if (effective.segmentSizeBytes() == config.segmentSizeBytes() && effective.retention().equals(config.retention())) {
+            return config;
+        }
+        long largest = effective.segmentSizeBytes() - StoreConfig.RECORD_OVERHEAD_BYTES;
+        return config.toBuilder().segmentSizeBytes(effective.segmentSizeBytes()).retention(effective.retention())
+                .maxMessageBytes((int) Math.min(config.maxMessageBytes(), largest)).build();
     }
 
     /** Writes these settings atomically into {@code directory}. */

@@ -2,19 +2,18 @@ package io.sluice.store.internal.retention;
 
 import io.sluice.store.RetentionPolicy;
 import io.sluice.store.RetentionReport;
-import io.sluice.store.io.DiskSpace;
-import io.sluice.store.io.FileIO;
 import io.sluice.store.internal.index.IndexEntry;
 import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
-import io.sluice.store.internal.log.BatchFormat;
-import io.sluice.store.internal.log.BatchLog;
 import io.sluice.store.internal.log.CommitLog;
-import io.sluice.store.internal.log.RecordFormat;
+import io.sluice.store.internal.log.LogFormat;
 import io.sluice.store.internal.log.RecordView;
 import io.sluice.store.internal.log.Segment;
+import io.sluice.store.io.DiskSpace;
+import io.sluice.store.io.FileIO;
 import java.io.IOException;
+import java.lang.foreign.MemorySegment;
 import java.time.InstantSource;
 import java.util.List;
 import java.util.Map;
@@ -53,7 +52,7 @@ public final class RetentionService {
     private static final Logger LOG = LoggerFactory.getLogger(RetentionService.class);
 
     private final RetentionPolicy policy;
-    private final BatchLog batchLog;
+    private final LogFormat format;
     private final FileIO fileIO;
     private final InstantSource clock;
     private final CommitLog log;
@@ -75,11 +74,11 @@ public final class RetentionService {
      * @param consumers the registered consumer positions
      * @param appendLock the store's append lock, held while indexes are trimmed
      * @param segmentDeleted told when a retired segment's file is deleted
-     * @param batchLog what the log holds if it is a batch log (its batches carry no store time: the index has it)
+     * @param format what the log's records are (a batch carries no store time: the index has it)
      */
     public RetentionService(RetentionPolicy policy, FileIO fileIO, InstantSource clock, CommitLog log,
                             QueueIndexes indexes, ConsumerOffsets consumers, Lock appendLock, Runnable segmentDeleted,
-                            BatchLog batchLog) {
+                            LogFormat format) {
         this.policy = policy;
         this.fileIO = fileIO;
         this.clock = clock;
@@ -88,7 +87,7 @@ public final class RetentionService {
         this.consumers = consumers;
         this.appendLock = appendLock;
         this.segmentDeleted = segmentDeleted;
-        this.batchLog = batchLog;
+        this.format = format;
     }
 
     /** @return true while disk use is above the hard ratio */
@@ -248,27 +247,28 @@ public final class RetentionService {
 
     /** True if the record that starts {@code next} is older than the retention time: so is all before it. */
     private boolean expired(Segment next, long now) {
-        if (policy.retentionMillis() == Long.MAX_VALUE || log.writePosition() < next.base() + RecordFormat.TOPIC_OFFSET) {
+        if (policy.retentionMillis() == Long.MAX_VALUE || log.writePosition() < next.base() + format.headerBytes(0)) {
             return false;
         }
-        long storeTimestamp;
-        if (batchLog != null) {
-            storeTimestamp = batchStoreTimestamp(next.base());
-        } else {
-            try (RecordView view = log.read(next.base(), RecordFormat.TOPIC_OFFSET)) {
-                storeTimestamp = RecordFormat.storeTimestamp(view.bytes());
-            }
-        }
-        return now - storeTimestamp > policy.retentionMillis();
+        return now - storeTimestampAt(next.base()) > policy.retentionMillis();
     }
 
-    /** @return the store time of the batch at {@code position} from its index entry (a batch carries none) */
-    private long batchStoreTimestamp(long position) {
+    /** @return the store time of the record at {@code position}: its own, or its index entry's if it carries none */
+    private long storeTimestampAt(long position) {
         long first;
-        try (RecordView view = log.read(position, BatchFormat.CHECK_BYTES)) {
-            first = BatchFormat.firstOffset(view.bytes());
+        String topic;
+        int queueId;
+        try (RecordView view = log.read(position, format.headerBytes(0))) {
+            MemorySegment header = view.bytes();
+            long storeTimestamp = format.storeTimestamp(header);
+            if (storeTimestamp != LogFormat.NO_STORE_TIME) {
+                return storeTimestamp;
+            }
+            first = format.firstOffset(header);
+            topic = format.topic(header);
+            queueId = format.queueId(header);
         }
-        QueueIndex index = indexes.get(batchLog.topic(), batchLog.queueId());
+        QueueIndex index = indexes.get(topic, queueId);
         if (index == null || first < index.minOffset() || first >= index.publishedEnd()) {
             return Long.MAX_VALUE; // nothing says it is old: keep it
         }

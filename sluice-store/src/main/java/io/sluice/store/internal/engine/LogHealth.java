@@ -1,5 +1,8 @@
-package io.sluice.store;
+package io.sluice.store.internal.engine;
 
+import io.sluice.store.DiskFullException;
+import io.sluice.store.StoreException;
+import io.sluice.store.StoreStatus;
 import io.sluice.store.internal.log.WriteBufferExhaustedException;
 import io.sluice.store.io.StoreIOException;
 import java.io.IOException;

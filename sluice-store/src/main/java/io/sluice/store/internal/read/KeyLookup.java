@@ -1,5 +1,8 @@
-package io.sluice.store;
+package io.sluice.store.internal.read;
 
+import io.sluice.store.LookupResult;
+import io.sluice.store.ReadResult;
+import io.sluice.store.StoredMessage;
 import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.RecordFormat;

@@ -1,24 +1,31 @@
-package io.sluice.store;
+package io.sluice.store.internal.engine;
 
-import io.sluice.store.internal.cache.MemoryBudget;
+import io.sluice.store.AppendResult;
+import io.sluice.store.DiskFullException;
+import io.sluice.store.FlushMode;
+import io.sluice.store.RecoveryReport;
+import io.sluice.store.RetentionReport;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.StoreCorruptedException;
+import io.sluice.store.StoreException;
+import io.sluice.store.StoreStatus;
+import io.sluice.store.TopicDeletedException;
+import io.sluice.store.TopicLayout;
 import io.sluice.store.internal.flush.FlushService;
 import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
 import io.sluice.store.internal.io.DurabilityLedger;
-import io.sluice.store.internal.log.BatchFormat;
-import io.sluice.store.internal.log.BatchLog;
 import io.sluice.store.internal.log.CommitLog;
+import io.sluice.store.internal.log.LogFormat;
 import io.sluice.store.internal.log.PreparedMessage;
-import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.SegmentSizes;
+import io.sluice.store.internal.read.LogReader;
+import io.sluice.store.internal.recovery.LogDirectories;
 import io.sluice.store.internal.recovery.Recovery;
 import io.sluice.store.internal.recovery.StoreDirectory;
-import io.sluice.store.internal.retention.ConsumerOffsets;
 import io.sluice.store.internal.retention.RetentionService;
 import io.sluice.store.io.DiskSpace;
-import io.sluice.store.io.FileIO;
-import io.sluice.store.io.StoreFile;
 import io.sluice.store.io.Scheduler;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
@@ -28,12 +35,14 @@ import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.locks.ReentrantLock;
+import java.util.function.Function;
 import java.util.function.Predicate;
+import java.util.function.ToLongFunction;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * One commit log with its queue indexes, key index, flusher and retention: the unit {@link Store} is made of.
+ * One commit log with its queue indexes, key index, flusher and retention: the unit a store is made of.
  * The shared log lives in the store's own directory; a topic or queue with a log of its own
  * ({@link TopicLayout}) has a {@code LogStore} under {@code logs/}. The store owns what spans logs: the
  * checkpoint, consumer positions, the clean-shutdown marker and the scheduler.
@@ -65,8 +74,8 @@ final class LogStore implements AutoCloseable {
     private final LogReader reader;
     private final RecoveryReport recovery;
     private final Runnable changed;
-    /** What the log holds if it is a batch log (records are batches, with no store header), else null. */
-    private final BatchLog batchLog;
+    /** What the log's records are. */
+    private final LogFormat format;
     private final ReentrantLock appendLock = new ReentrantLock();
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Set by the first {@link #close}: files are closed once. */
@@ -87,24 +96,8 @@ final class LogStore implements AutoCloseable {
      */
     private volatile Predicate<String> accepts;
 
-    /**
-     * What the store lends each of its logs.
-     *
-     * @param config the store's configuration
-     * @param directory the store's directory (its index and key geometry)
-     * @param scheduler runs every log's background work
-     * @param cacheBudget the read-cache memory every log's cache takes from
-     * @param mappedReadMaxBytes the store's calibrated read crossover ({@link Calibration#readCrossoverBytes})
-     * @param consumers the store's consumer positions (retention keeps what a group has not read)
-     * @param changed told when a log changed (appended, forced), so a checkpoint gets scheduled
-     * @param readOnly every log opens for reading only
-     */
-    record Shared(StoreConfig config, StoreDirectory directory, Scheduler scheduler, MemoryBudget cacheBudget,
-                  long mappedReadMaxBytes, ConsumerOffsets consumers, Runnable changed, boolean readOnly) {
-    }
-
-    private LogStore(String name, Path root, Shared shared, DurabilityLedger ledger, Recovery.Result recovered,
-                     BatchLog batchLog) throws IOException {
+    private LogStore(String name, Path root, LogResources shared, DurabilityLedger ledger, Recovery.Result recovered,
+                     LogFormat format) throws IOException {
         StoreConfig config = shared.config();
         boolean readOnly = shared.readOnly();
         Scheduler scheduler = shared.scheduler();
@@ -117,18 +110,18 @@ final class LogStore implements AutoCloseable {
         this.indexes = recovered.indexes();
         this.recovery = recovered.report();
         this.changed = changed;
-        this.batchLog = batchLog;
+        this.format = format;
         this.durablePosition = recovered.endPosition();
-        SegmentSizes sizes = name.equals(Store.SHARED_LOG) ? SegmentSizes.fixed(config.segmentSizeBytes())
+        SegmentSizes sizes = name.equals(LogDirectories.SHARED_LOG) ? SegmentSizes.fixed(config.segmentSizeBytes())
                 : SegmentSizes.growingTo(config.segmentSizeBytes());
         this.log = new CommitLog(config, sizes, root.resolve("log"), recovered.segments(), recovered.endPosition(),
                 shared.mappedReadMaxBytes(), scheduler, shared.cacheBudget(), readOnly);
         this.health = new LogHealth(root, this::onReadOnly);
         this.flusher = readOnly ? null : new FlushService(log, config, scheduler, this::onFlushFailure);
         this.retention = readOnly ? null : new RetentionService(config.retention(), config.fileIO(), config.clock(), log,
-                indexes, shared.consumers(), appendLock, () -> ledger.markDirectory(root.resolve("log")), batchLog);
+                indexes, shared.consumers(), appendLock, () -> ledger.markDirectory(root.resolve("log")), format);
         this.reader = new LogReader(log, indexes, config.flushMode() == FlushMode.SYNC && !readOnly,
-                () -> !closed.get(), batchLog != null);
+                () -> !closed.get(), format);
         trimBelowLogStart();
     }
 
@@ -159,19 +152,19 @@ final class LogStore implements AutoCloseable {
      * @param durablePosition its durable position from the checkpoint, or {@link Recovery#UNKNOWN}
      * @param start its start from the checkpoint, or -1
      * @param clean the store was shut down cleanly
-     * @param batchLog what the log holds if it is a batch log, else null
+     * @param format what the log's records are
      * @throws StoreCorruptedException if the log is corrupt below its durable position
      * @throws StoreException on I/O errors
      */
-    static LogStore open(String name, Path root, Shared shared, long durablePosition, long start, boolean clean,
-                         BatchLog batchLog) {
+    static LogStore open(String name, Path root, LogResources shared, long durablePosition, long start, boolean clean,
+                         LogFormat format) {
         StoreConfig config = shared.config();
         StoreDirectory directory = shared.directory();
         DurabilityLedger ledger = new DurabilityLedger(config.fileIO());
         try {
             Recovery.Result recovered = new Recovery(config, new Recovery.Target(root, durablePosition, start, clean,
-                    shared.readOnly(), false, batchLog), directory.indexGeometry(), directory.keyGeometry(), ledger).run();
-            LogStore store = new LogStore(name, root, shared, ledger, recovered, batchLog);
+                    shared.readOnly(), false, format), directory.indexGeometry(), directory.keyGeometry(), ledger).run();
+            LogStore store = new LogStore(name, root, shared, ledger, recovered, format);
             LOG.debug("opened log {} ({}, {}, log ends at {})", root, config.writePath(), config.flushMode(),
                     store.log.writePosition());
             return store;
@@ -226,13 +219,12 @@ final class LogStore implements AutoCloseable {
             throw new IllegalStateException("store " + root + " is open for reading only");
         }
         byte[] topicBytes = topic.getBytes(StandardCharsets.US_ASCII);
-        long size = batchLog == null ? RecordFormat.recordSize(topicBytes.length, messages) : batchSize(topic, messages);
-        boolean buffered = config.writePath().buffered();
-        long limit = Math.min(config.segmentSizeBytes(), buffered
-                ? StoreConfig.largestBufferedRecord(config.writePath(), config.writeBufferBytes()) : Integer.MAX_VALUE);
+        long size = format.appendSize(topic, topicBytes, messages);
+        long limit = config.largestRecordBytes();
         if (size > limit) {
             throw new IllegalArgumentException("a record of " + size + " bytes exceeds the largest record this store"
-                    + " can hold (" + limit + " bytes: segmentSizeBytes" + (buffered ? " and writeBufferBytes)" : ")"));
+                    + " can hold (" + limit + " bytes: segmentSizeBytes"
+                    + (config.writePath().buffered() ? " and writeBufferBytes)" : ")"));
         }
         int[] keyHashes = keyHashes(topic, messages);
         appendLock.lock();
@@ -269,23 +261,6 @@ final class LogStore implements AutoCloseable {
         }
     }
 
-    /**
-     * @return the size of the batch a batch log is asked to append
-     * @throws IllegalArgumentException unless {@code messages} is one opaque batch that {@link BatchFormat} accepts
-     */
-    private static long batchSize(String topic, PreparedMessage[] messages) {
-        if (messages.length != 1 || !messages[0].opaque()) {
-            throw new IllegalArgumentException("topic " + topic + " has layout BATCHES: it holds record batches"
-                    + " appended with appendOpaque, not messages");
-        }
-        String problem = BatchFormat.problem(messages[0].body(), messages[0].opaqueCount());
-        if (problem != null) {
-            throw new IllegalArgumentException("topic " + topic + " has layout BATCHES and takes Kafka record batches"
-                    + " (v2) only: " + problem);
-        }
-        return messages[0].body().byteSize();
-    }
-
     /** The key-index hashes of every key of every message, in order, computed before the append lock is taken. */
     private static int[] keyHashes(String topic, PreparedMessage[] messages) {
         int count = 0;
@@ -316,8 +291,7 @@ final class LogStore implements AutoCloseable {
         KeyIndex keys = indexes.keys();
         keys.ensureRoom(keyHashes.length);
         long now = config.clock().millis();
-        long position = batchLog != null ? log.appendBatch(first, messages[0].body())
-                : log.append(size, now, first, queueId, topicBytes, messages);
+        long position = format.append(log, size, now, first, queueId, topicBytes, messages);
         for (int i = 0; i < count; i++) {
             index.put(first + i, position, now, size, count, i);
         }
@@ -347,35 +321,17 @@ final class LogStore implements AutoCloseable {
     }
 
     /**
-     * Where a truncation of a batch log at {@code offset} cuts: the log position of the batch starting there.
-     * Checked under the append lock, and holds until the log is quiesced (the caller stops appends first).
+     * Runs {@code action} on the log's indexes under the append lock, once the log is open and takes writes: no
+     * append runs meanwhile.
      *
-     * @return the batch's log position, or -1 if {@code offset} is the queue's next offset (nothing to cut)
-     * @throws IllegalArgumentException if no batch of the queue starts at {@code offset}
+     * @return what the action returned
+     * @throws StoreException if the log does not take writes (it turned read-only)
      */
-    long truncationPoint(String topic, int queueId, long offset) {
+    <T> T underAppendLock(IndexAction<T> action) throws IOException {
         appendLock.lock();
         try {
             checkTakesWrites();
-            QueueIndex index = indexes.get(topic, queueId);
-            long next = index == null ? 0 : index.nextOffset();
-            long min = index == null ? 0 : index.minOffset();
-            if (offset == next) {
-                return -1;
-            }
-            if (offset < min || offset > next) {
-                throw new IllegalArgumentException("cannot truncate " + topic + "-" + queueId + " at offset " + offset
-                        + ": it holds offsets " + min + " to " + (next - 1));
-            }
-            try (QueueIndex.Cursor cursor = index.cursor()) {
-                var entry = cursor.entry(offset);
-                if (entry.indexInRecord() != 0) {
-                    throw new IllegalArgumentException("cannot truncate " + topic + "-" + queueId + " at offset "
-                            + offset + ": it lies inside the batch that starts at offset "
-                            + (offset - entry.indexInRecord()));
-                }
-                return entry.logPosition();
-            }
+            return action.run(indexes);
         } finally {
             appendLock.unlock();
         }
@@ -387,57 +343,6 @@ final class LogStore implements AutoCloseable {
         StoreException refusal = health.refusal();
         if (refusal != null) {
             throw refusal;
-        }
-    }
-
-    /**
-     * Makes an empty queue's next offset {@code offset}: its index starts again there, gap markers below it. Not forced
-     * here (the caller forces the ledger, through a checkpoint).
-     *
-     * @throws IllegalStateException if the queue holds a message (one was appended since it was emptied)
-     */
-    void startEmptyQueueAt(String topic, int queueId, long offset) throws IOException {
-        appendLock.lock();
-        try {
-            checkTakesWrites();
-            QueueIndex index = indexes.getOrCreate(topic, queueId);
-            if (index.nextOffset() != index.minOffset()) {
-                throw new IllegalStateException("queue " + topic + "-" + queueId + " holds offsets "
-                        + index.minOffset() + " to " + (index.nextOffset() - 1) + ": appended to while it was emptied");
-            }
-            if (index.nextOffset() != offset) {
-                index.resetTo(offset);
-            }
-        } finally {
-            appendLock.unlock();
-        }
-    }
-
-    /**
-     * Makes the bytes at {@code position} stop being a batch, durably: the first bytes of its header are zeroed and
-     * forced, so that recovery finds the log's end there. Call on a closed log, after the checkpoint claims no more
-     * than {@code position}.
-     */
-    static void eraseBatchAt(FileIO io, Path root, long position) throws IOException {
-        Path logDirectory = root.resolve("log");
-        Path holder = null;
-        for (Path file : io.list(logDirectory)) {
-            if (CommitLog.isSegmentName(file) && Long.parseLong(file.getFileName().toString()) <= position
-                    && (holder == null || file.getFileName().toString().compareTo(holder.getFileName().toString()) > 0)) {
-                holder = file;
-            }
-        }
-        if (holder == null) {
-            throw new IOException("no segment of " + logDirectory + " holds log position " + position);
-        }
-        long offset = position - Long.parseLong(holder.getFileName().toString());
-        try (StoreFile file = io.open(holder, FileIO.OpenMode.READ_WRITE)) {
-            long length = Math.min(BatchFormat.HEADER_BYTES, file.size() - offset);
-            if (length <= 0) {
-                throw new IOException("segment " + holder + " ends before log position " + position);
-            }
-            file.zeroRange(offset, length);
-            file.force();
         }
     }
 
@@ -529,58 +434,24 @@ final class LogStore implements AutoCloseable {
         return report;
     }
 
-    ReadResult read(String topic, int queueId, long fromOffset, int maxMessages, long maxBytes) {
+    /**
+     * Runs a read of this log; a failure says why the log failed it when it is closed for good, truncated or its
+     * topic deleted under it.
+     *
+     * @return what the read returned
+     */
+    <T> T read(Function<LogReader, T> read) {
         try {
-            return reader.read(topic, queueId, fromOffset, maxMessages, maxBytes);
+            return read.apply(reader);
         } catch (RuntimeException e) {
             throw readFailed(e);
         }
     }
 
-    TransferResult transferTo(String topic, int queueId, long fromOffset, long maxBytes,
-                              java.nio.channels.WritableByteChannel target) {
+    /** {@link #read} for a read that returns a position or an offset. */
+    long readLong(ToLongFunction<LogReader> read) {
         try {
-            return reader.transferTo(topic, queueId, fromOffset, maxBytes, target);
-        } catch (RuntimeException e) {
-            throw readFailed(e);
-        }
-    }
-
-    ReadResult readAt(long logPosition) {
-        try {
-            return reader.readAt(logPosition);
-        } catch (RuntimeException e) {
-            throw readFailed(e);
-        }
-    }
-
-    OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes, long untilOffset) {
-        try {
-            return reader.sliceOpaque(topic, queueId, fromOffset, maxBytes, untilOffset);
-        } catch (RuntimeException e) {
-            throw readFailed(e);
-        }
-    }
-
-    LookupResult lookupByKey(String topic, String key, int maxResults, long fromMillis, long toMillis) {
-        try {
-            return reader.lookupByKey(topic, key, maxResults, fromMillis, toMillis);
-        } catch (RuntimeException e) {
-            throw readFailed(e);
-        }
-    }
-
-    long minOffset(String topic, int queueId) {
-        try {
-            return reader.minOffset(topic, queueId);
-        } catch (RuntimeException e) {
-            throw readFailed(e);
-        }
-    }
-
-    long maxOffset(String topic, int queueId) {
-        try {
-            return reader.maxOffset(topic, queueId);
+            return read.applyAsLong(reader);
         } catch (RuntimeException e) {
             throw readFailed(e);
         }
@@ -598,14 +469,6 @@ final class LogStore implements AutoCloseable {
         }
     }
 
-    long offsetForTimestamp(String topic, int queueId, long epochMillis) {
-        try {
-            return reader.offsetForTimestamp(topic, queueId, epochMillis);
-        } catch (RuntimeException e) {
-            throw readFailed(e);
-        }
-    }
-
     /** @return the topics, sorted */
     java.util.Set<String> topics() {
         checkOpen();
@@ -616,11 +479,6 @@ final class LogStore implements AutoCloseable {
     java.util.Set<Integer> queues(String topic) {
         checkOpen();
         return indexes.queues(topic);
-    }
-
-    /** @return true if the log holds messages of {@code topic} */
-    boolean holds(String topic) {
-        return indexes.topics().contains(topic);
     }
 
     /** @return a snapshot of the log's state and positions */
@@ -783,5 +641,11 @@ final class LogStore implements AutoCloseable {
     @FunctionalInterface
     interface IoAction {
         void run() throws IOException;
+    }
+
+    /** An action on a log's indexes that may fail with an I/O error. */
+    @FunctionalInterface
+    interface IndexAction<T> {
+        T run(QueueIndexes indexes) throws IOException;
     }
 }

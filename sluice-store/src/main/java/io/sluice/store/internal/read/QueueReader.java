@@ -1,9 +1,12 @@
-package io.sluice.store;
+package io.sluice.store.internal.read;
 
+import io.sluice.store.ReadResult;
+import io.sluice.store.StoreCorruptedException;
+import io.sluice.store.StoredMessage;
 import io.sluice.store.internal.index.IndexEntry;
 import io.sluice.store.internal.index.QueueIndex;
-import io.sluice.store.internal.log.BatchFormat;
 import io.sluice.store.internal.log.CommitLog;
+import io.sluice.store.internal.log.LogFormat;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.RecordView;
 import java.lang.foreign.MemorySegment;
@@ -14,7 +17,7 @@ import java.util.Map;
 
 /**
  * Turns queue-index entries into {@link StoredMessage}s whose bodies are views of the records. Every record is
- * checked against its entry before anything of it is served ({@link RecordFormat#matchesEntry}).
+ * checked against its entry before anything of it is served ({@link LogFormat#matchesHeader}).
  */
 final class QueueReader {
 
@@ -22,15 +25,15 @@ final class QueueReader {
     private final byte[] topicBytes;
     private final int queueId;
     private final CommitLog log;
-    /** The queue's log is a batch log ({@link BatchFormat}): a record is a batch, with no store header. */
-    private final boolean batches;
+    /** What the queue's log's records are. */
+    private final LogFormat format;
 
-    QueueReader(String topic, int queueId, CommitLog log, boolean batches) {
+    QueueReader(String topic, int queueId, CommitLog log, LogFormat format) {
         this.topic = topic;
         this.topicBytes = topic.getBytes(StandardCharsets.US_ASCII);
         this.queueId = queueId;
         this.log = log;
-        this.batches = batches;
+        this.format = format;
     }
 
     /** Reads offsets [from, end) up to the limits; the first message is returned even if over maxBytes. */
@@ -48,8 +51,9 @@ final class QueueReader {
                 MemorySegment record = view.bytes();
                 long first = offset - entry.indexInRecord();
                 checkRecord(record, entry, first, offset);
-                if (batches || RecordFormat.isOpaque(record)) {
-                    MemorySegment body = batches ? record : RecordFormat.opaqueBody(record);
+                long bodyAt = format.opaqueBodyOffset(record);
+                if (bodyAt >= 0) {
+                    MemorySegment body = record.asSlice(bodyAt).asReadOnly();
                     if (!messages.isEmpty() && bytes + body.byteSize() > maxBytes) {
                         break;
                     }
@@ -86,24 +90,17 @@ final class QueueReader {
     }
 
     /**
-     * @param record the record the entry points at, or its first bytes ({@link #checkBytes})
+     * @param record the record the entry points at, or its first bytes ({@link LogFormat#headerBytes})
      * @throws StoreCorruptedException if the record is not the one the index entry names
      */
     void checkRecord(MemorySegment record, IndexEntry entry, long first, long offset) {
-        boolean matches = batches ? BatchFormat.matchesEntry(record, entry.recordSize(), first, entry.messageCount())
-                : RecordFormat.matchesEntry(record, entry.recordSize(), entry.logPosition(), topicBytes, queueId, first,
-                        entry.messageCount());
-        if (!matches) {
+        if (!format.matchesHeader(record, entry.recordSize(), entry.logPosition(), topicBytes, queueId, first,
+                entry.messageCount())) {
             throw new StoreCorruptedException("the index entry for " + topic + "-" + queueId + " offset " + offset
                     + " points at log position " + entry.logPosition() + ", where no matching record of "
                     + entry.recordSize() + " bytes is: the store is damaged; sluice verify tells more", null,
                     entry.logPosition());
         }
-    }
-
-    /** @return how many of a record's first bytes {@link #checkRecord} needs */
-    int checkBytes() {
-        return batches ? BatchFormat.CHECK_BYTES : RecordFormat.TOPIC_OFFSET + topicBytes.length;
     }
 
     /** @return every message of the record in {@code view} */

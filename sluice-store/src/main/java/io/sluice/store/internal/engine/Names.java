@@ -1,4 +1,4 @@
-package io.sluice.store;
+package io.sluice.store.internal.engine;
 
 /** Validation of the names and ids callers pass in. Stateless. */
 final class Names {

@@ -1,10 +1,16 @@
-package io.sluice.store;
+package io.sluice.store.internal.read;
 
+import io.sluice.store.LookupResult;
+import io.sluice.store.OpaqueSlice;
+import io.sluice.store.ReadResult;
+import io.sluice.store.StoreException;
+import io.sluice.store.TransferResult;
 import io.sluice.store.internal.index.IndexEntry;
 import io.sluice.store.internal.index.IndexFileRetiredException;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
 import io.sluice.store.internal.log.CommitLog;
+import io.sluice.store.internal.log.LogFormat;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.RecordView;
 import io.sluice.store.internal.log.SegmentRetiredException;
@@ -19,29 +25,32 @@ import java.util.function.BooleanSupplier;
  * A log's reads: queue reads, transfers, reads by position, key and time lookups. Lock-free: readers see a
  * queue's entries below its published end, and under SYNC only records below the flushed position, so a reader
  * never sees bytes a crash could take back. Every position and offset argument is checked without overflow,
- * and every pin a read takes is released if the read fails.
+ * and every pin a read takes is released if the read fails. Topic and queue names are the caller's to check.
  *
  * <p>Thread-safe.
  */
-final class LogReader {
+public final class LogReader {
 
     private final CommitLog log;
     private final QueueIndexes indexes;
     private final boolean durableOnly;
     private final BooleanSupplier open;
-    private final boolean batches;
+    private final LogFormat format;
 
     /**
+     * @param log the log read
+     * @param indexes its indexes
      * @param durableOnly show only records below the flushed position (SYNC)
      * @param open false once the log is closed
-     * @param batches the log is a batch log: its records are batches with no store header
+     * @param format what the log's records are
      */
-    LogReader(CommitLog log, QueueIndexes indexes, boolean durableOnly, BooleanSupplier open, boolean batches) {
+    public LogReader(CommitLog log, QueueIndexes indexes, boolean durableOnly, BooleanSupplier open,
+                     LogFormat format) {
         this.log = log;
         this.indexes = indexes;
         this.durableOnly = durableOnly;
         this.open = open;
-        this.batches = batches;
+        this.format = format;
     }
 
     private void checkOpen() {
@@ -68,9 +77,12 @@ final class LogReader {
         return status == ReadResult.Status.OFFSET_TOO_SMALL ? min : end;
     }
 
-    ReadResult read(String topic, int queueId, long fromOffset, int maxMessages, long maxBytes) {
-        Names.checkTopic(topic);
-        Names.checkQueueId(queueId);
+    /**
+     * Reads messages from a queue ({@code Store.read}).
+     *
+     * @throws IllegalArgumentException if an offset or a limit is out of range
+     */
+    public ReadResult read(String topic, int queueId, long fromOffset, int maxMessages, long maxBytes) {
         if (fromOffset < 0 || maxMessages < 1 || maxBytes < 1) {
             throw new IllegalArgumentException("fromOffset must be >= 0 and maxMessages, maxBytes >= 1; were "
                     + fromOffset + ", " + maxMessages + ", " + maxBytes);
@@ -87,16 +99,20 @@ final class LogReader {
             if (nothing != null) {
                 return DefaultReadResult.empty(nothing, continueAt(nothing, min, end));
             }
-            return new QueueReader(topic, queueId, log, batches).read(cursor, fromOffset, end, maxMessages, maxBytes);
+            return new QueueReader(topic, queueId, log, format).read(cursor, fromOffset, end, maxMessages, maxBytes);
         } catch (SegmentRetiredException | IndexFileRetiredException e) {
             // Retention deleted the data after the offset was checked against the queue's first offset.
             return DefaultReadResult.empty(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1));
         }
     }
 
-    TransferResult transferTo(String topic, int queueId, long fromOffset, long maxBytes, WritableByteChannel target) {
-        Names.checkTopic(topic);
-        Names.checkQueueId(queueId);
+    /**
+     * Sends a queue's records, as stored, to a channel ({@code Store.transferTo}).
+     *
+     * @throws StoreException if writing to the channel or reading the log failed
+     */
+    public TransferResult transferTo(String topic, int queueId, long fromOffset, long maxBytes,
+                                     WritableByteChannel target) {
         Objects.requireNonNull(target, "target");
         if (fromOffset < 0 || maxBytes < 1) {
             throw new IllegalArgumentException("fromOffset must be >= 0 and maxBytes >= 1; were " + fromOffset + ", "
@@ -124,9 +140,8 @@ final class LogReader {
         }
     }
 
-    OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes, long untilOffset) {
-        Names.checkTopic(topic);
-        Names.checkQueueId(queueId);
+    /** Chooses the opaque batches to send from a queue ({@code Store.sliceOpaque}). */
+    public OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes, long untilOffset) {
         if (fromOffset < 0 || maxBytes < 1) {
             throw new IllegalArgumentException("fromOffset must be >= 0 and maxBytes >= 1; were " + fromOffset + ", "
                     + maxBytes);
@@ -134,60 +149,63 @@ final class LogReader {
         checkOpen();
         QueueIndex index = indexes.get(topic, queueId);
         if (index == null) {
-            return OpaqueSlice.empty(ReadResult.Status.NO_SUCH_QUEUE, 0);
+            return LogOpaqueSlice.empty(ReadResult.Status.NO_SUCH_QUEUE, 0);
         }
         try (QueueIndex.Cursor cursor = index.cursor()) {
             long min = index.minOffset();
             long end = visibleEnd(index, cursor);
             ReadResult.Status nothing = outside(fromOffset, min, end);
             if (nothing != null) {
-                return OpaqueSlice.empty(nothing, continueAt(nothing, min, end));
+                return LogOpaqueSlice.empty(nothing, continueAt(nothing, min, end));
             }
-            long until = Math.min(end, untilOffset);
-            QueueReader reader = new QueueReader(topic, queueId, log, batches);
-            int headerBytes = batches ? 0 : RecordFormat.TOPIC_OFFSET + topic.length();
-            int checkBytes = reader.checkBytes() + (batches ? 0 : RecordFormat.OPAQUE_MIN_BYTES);
-            long[] positions = new long[8];
-            long[] lengths = new long[8];
-            int batchCount = 0;
-            long bytes = 0;
-            long offset = fromOffset;
-            long firstOffset = -1;
-            boolean messagesNext = false;
-            while (offset < until) {
-                IndexEntry entry = cursor.entry(offset);
-                long first = offset - entry.indexInRecord();
-                boolean opaque;
-                try (RecordView header = log.read(entry.logPosition(), Math.min(entry.recordSize(), checkBytes))) {
-                    reader.checkRecord(header.bytes(), entry, first, offset);
-                    opaque = batches || RecordFormat.isOpaque(header.bytes());
-                }
-                if (firstOffset < 0) {
-                    firstOffset = first;
-                }
-                if (!opaque) {
-                    messagesNext = true;
-                    break;
-                }
-                long length = entry.recordSize() - headerBytes;
-                if (batchCount > 0 && bytes + length > maxBytes) {
-                    break;
-                }
-                if (batchCount == positions.length) {
-                    positions = Arrays.copyOf(positions, batchCount * 2);
-                    lengths = Arrays.copyOf(lengths, batchCount * 2);
-                }
-                positions[batchCount] = entry.logPosition() + headerBytes;
-                lengths[batchCount] = length;
-                batchCount++;
-                bytes += length;
-                offset = first + entry.messageCount();
-            }
-            return new OpaqueSlice(ReadResult.Status.FOUND, batchCount == 0 ? offset : firstOffset, offset, messagesNext,
-                    log, positions, lengths, batchCount);
+            return slice(new QueueReader(topic, queueId, log, format), cursor, fromOffset, Math.min(end, untilOffset),
+                    maxBytes, format.headerBytes(topic.length()));
         } catch (SegmentRetiredException | IndexFileRetiredException e) {
-            return OpaqueSlice.empty(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1));
+            return LogOpaqueSlice.empty(ReadResult.Status.OFFSET_TOO_SMALL, Math.max(index.minOffset(), fromOffset + 1));
         }
+    }
+
+    /** Chooses the opaque batches of {@link #sliceOpaque} from offset {@code from} up to {@code until}. */
+    private LogOpaqueSlice slice(QueueReader reader, QueueIndex.Cursor cursor, long from, long until, long maxBytes,
+                                 int headerBytes) {
+        long[] positions = new long[8];
+        long[] lengths = new long[8];
+        int batchCount = 0;
+        long bytes = 0;
+        long offset = from;
+        long firstOffset = -1;
+        boolean messagesNext = false;
+        while (offset < until) {
+            IndexEntry entry = cursor.entry(offset);
+            long first = offset - entry.indexInRecord();
+            long bodyAt;
+            try (RecordView header = log.read(entry.logPosition(), Math.min(entry.recordSize(), headerBytes))) {
+                reader.checkRecord(header.bytes(), entry, first, offset);
+                bodyAt = format.opaqueBodyOffset(header.bytes());
+            }
+            if (firstOffset < 0) {
+                firstOffset = first;
+            }
+            if (bodyAt < 0) {
+                messagesNext = true;
+                break;
+            }
+            long length = entry.recordSize() - bodyAt;
+            if (batchCount > 0 && bytes + length > maxBytes) {
+                break;
+            }
+            if (batchCount == positions.length) {
+                positions = Arrays.copyOf(positions, batchCount * 2);
+                lengths = Arrays.copyOf(lengths, batchCount * 2);
+            }
+            positions[batchCount] = entry.logPosition() + bodyAt;
+            lengths[batchCount] = length;
+            batchCount++;
+            bytes += length;
+            offset = first + entry.messageCount();
+        }
+        return new LogOpaqueSlice(ReadResult.Status.FOUND, batchCount == 0 ? offset : firstOffset, offset, messagesNext,
+                log, positions, lengths, batchCount);
     }
 
     /**
@@ -195,7 +213,7 @@ final class LogReader {
      *
      * @throws IllegalArgumentException if the position is not readable or no record starts there
      */
-    ReadResult readAt(long logPosition) {
+    public ReadResult readAt(long logPosition) {
         checkOpen();
         long limit = readLimit();
         long min = log.minPosition();
@@ -231,15 +249,15 @@ final class LogReader {
         }
     }
 
-    LookupResult lookupByKey(String topic, String key, int maxResults, long fromMillis, long toMillis) {
-        Names.checkTopic(topic);
+    /** Finds the messages of a topic that carry a key ({@code Store.lookupByKey}). */
+    public LookupResult lookupByKey(String topic, String key, int maxResults, long fromMillis, long toMillis) {
         checkLookup(key, maxResults, fromMillis, toMillis);
         checkOpen();
         return KeyLookup.run(indexes.keys(), log, topic, key, maxResults, fromMillis, toMillis, readLimit());
     }
 
     /** @throws IllegalArgumentException naming the rule a key lookup's arguments break */
-    static void checkLookup(String key, int maxResults, long fromMillis, long toMillis) {
+    public static void checkLookup(String key, int maxResults, long fromMillis, long toMillis) {
         Objects.requireNonNull(key, "key");
         if (key.isEmpty()) {
             throw new IllegalArgumentException("key must not be empty");
@@ -253,20 +271,20 @@ final class LogReader {
         }
     }
 
-    /** @return the queue's index, or null if the queue is unknown; checks the arguments and that the log is open */
+    /** @return the queue's index, or null if the queue is unknown; checks that the log is open */
     private QueueIndex index(String topic, int queueId) {
-        Names.checkTopic(topic);
-        Names.checkQueueId(queueId);
         checkOpen();
         return indexes.get(topic, queueId);
     }
 
-    long minOffset(String topic, int queueId) {
+    /** @return the queue's first stored offset; 0 for an unknown queue */
+    public long minOffset(String topic, int queueId) {
         QueueIndex index = index(topic, queueId);
         return index == null ? 0 : index.minOffset();
     }
 
-    long maxOffset(String topic, int queueId) {
+    /** @return the offset after the queue's last readable message; 0 for an unknown queue */
+    public long maxOffset(String topic, int queueId) {
         QueueIndex index = index(topic, queueId);
         if (index == null) {
             return 0;
@@ -278,7 +296,8 @@ final class LogReader {
         }
     }
 
-    long offsetForTimestamp(String topic, int queueId, long epochMillis) {
+    /** @return the first readable offset stored at or after a time ({@code Store.offsetForTimestamp}) */
+    public long offsetForTimestamp(String topic, int queueId, long epochMillis) {
         QueueIndex index = index(topic, queueId);
         if (index == null) {
             return 0;
@@ -301,7 +320,7 @@ final class LogReader {
     }
 
     /** Offsets below the returned one are readable: indexed, and durable under SYNC. */
-    long visibleEnd(QueueIndex index, QueueIndex.Cursor cursor) {
+    private long visibleEnd(QueueIndex index, QueueIndex.Cursor cursor) {
         long end = index.publishedEnd();
         if (!durableOnly) {
             return end;
@@ -323,7 +342,7 @@ final class LogReader {
         return low;
     }
 
-    long readLimit() {
+    private long readLimit() {
         return durableOnly ? log.flushedPosition() : log.writePosition();
     }
 }

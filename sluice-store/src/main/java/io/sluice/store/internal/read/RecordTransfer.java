@@ -1,5 +1,7 @@
-package io.sluice.store;
+package io.sluice.store.internal.read;
 
+import io.sluice.store.ReadResult;
+import io.sluice.store.TransferResult;
 import io.sluice.store.internal.index.IndexEntry;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.log.CommitLog;

@@ -1,11 +1,17 @@
-package io.sluice.store;
+package io.sluice.store.internal.read;
 
+import io.sluice.store.LookupResult;
+import io.sluice.store.ReadResult;
+import io.sluice.store.StoredMessage;
 import io.sluice.store.internal.log.RecordView;
 import java.util.ArrayList;
 import java.util.List;
 
-/** The store's {@link ReadResult} and {@link LookupResult}: messages plus the record views (and pins) behind them. */
-final class DefaultReadResult implements ReadResult, LookupResult {
+/**
+ * The store's {@link ReadResult} and {@link LookupResult}: messages plus the record views (and pins) behind them.
+ * Not thread-safe to close concurrently with reading its messages.
+ */
+public final class DefaultReadResult implements ReadResult, LookupResult {
 
     private final Status status;
     private final List<StoredMessage> messages;
@@ -26,7 +32,7 @@ final class DefaultReadResult implements ReadResult, LookupResult {
      * @return the messages of several lookups in {@code order}, at most {@code max}; closing it closes them
      *     all
      */
-    static DefaultReadResult merged(List<? extends LookupResult> parts, java.util.Comparator<StoredMessage> order,
+    public static DefaultReadResult merged(List<? extends LookupResult> parts, java.util.Comparator<StoredMessage> order,
                                     int max) {
         List<StoredMessage> messages = new ArrayList<>();
         for (LookupResult part : parts) {

@@ -1,0 +1,98 @@
+package io.sluice.store.internal.engine;
+
+import io.sluice.store.AppendResult;
+import io.sluice.store.Message;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.TopicDeletedException;
+import io.sluice.store.internal.log.PreparedMessage;
+import io.sluice.store.internal.recovery.TopicRegistry;
+import java.lang.foreign.MemorySegment;
+import java.util.List;
+import java.util.Objects;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * The append side of the store ({@code Store.append} and the like): prepares the messages outside any lock, checks
+ * the topic and queue against the registry, and hands the append to the log that holds the queue, routing it again
+ * if that log turned it away (its topic got a log of its own, or it closed for a truncation).
+ *
+ * <p>Thread-safe.
+ */
+public final class Appends {
+
+    private final Logs logs;
+    private final StoreConfig config;
+
+    Appends(Logs logs) {
+        this.logs = logs;
+        this.config = logs.config();
+    }
+
+    /** Appends one message ({@code Store.append}). */
+    public CompletableFuture<AppendResult> append(String topic, int queueId, Message message) {
+        Objects.requireNonNull(message, "message");
+        return append(topic, queueId, new PreparedMessage[] {PreparedMessage.prepare(message, config.maxMessageBytes())},
+                false, false);
+    }
+
+    /** Appends messages as one record ({@code Store.appendBatch}). */
+    public CompletableFuture<AppendResult> appendBatch(String topic, int queueId, List<Message> messages) {
+        Objects.requireNonNull(messages, "messages");
+        if (messages.isEmpty()) {
+            throw new IllegalArgumentException("a batch must hold at least one message");
+        }
+        PreparedMessage[] prepared = new PreparedMessage[messages.size()];
+        for (int i = 0; i < prepared.length; i++) {
+            prepared[i] = PreparedMessage.prepare(Objects.requireNonNull(messages.get(i), "message"),
+                    config.maxMessageBytes());
+        }
+        return append(topic, queueId, prepared, false, false);
+    }
+
+    /**
+     * Appends an opaque batch ({@code Store.appendOpaque}).
+     *
+     * @param force complete once durable rather than per the flush mode
+     * @param declaredOnly fail with {@link TopicDeletedException} unless the topic has a declared queue count, and
+     *     create nothing
+     */
+    public CompletableFuture<AppendResult> appendOpaque(String topic, int queueId, MemorySegment body, int count,
+                                                        boolean force, boolean declaredOnly) {
+        Objects.requireNonNull(body, "body");
+        return append(topic, queueId, new PreparedMessage[] {PreparedMessage.opaque(body, count,
+                config.maxMessageBytes())}, force, declaredOnly);
+    }
+
+    private CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages,
+                                                   boolean force, boolean declaredOnly) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        if (queueId >= config.maxQueuesPerTopic()) {
+            throw new IllegalArgumentException("queue id " + queueId + " is not below maxQueuesPerTopic ("
+                    + config.maxQueuesPerTopic() + ")");
+        }
+        // One registry lookup per append: the declared count and the layout come from the same entry.
+        TopicRegistry.Entry entry = logs.registry().entry(topic);
+        if (entry.queues() > 0 && queueId >= entry.queues()) {
+            throw new IllegalArgumentException("topic " + topic + " has " + entry.queues() + " queues; queue id "
+                    + queueId + " is not below it");
+        }
+        logs.checkWritable();
+        if (declaredOnly && entry.queues() == 0) {
+            // Read after a deletion's commit point (or never created): the topic is not recreated here.
+            return CompletableFuture.failedFuture(new TopicDeletedException(topic));
+        }
+        try {
+            CompletableFuture<AppendResult> result = logs.logFor(topic, entry.layout(), queueId, true)
+                    .append(topic, queueId, messages, force);
+            while (result == null) {
+                // The topic was created with a log of its own while this append was on its way to the shared log,
+                // or its log closed for a truncation: the log to use now is found again.
+                result = logs.logFor(topic, queueId, true).append(topic, queueId, messages, force);
+            }
+            return result;
+        } catch (TopicDeletedException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+}

@@ -1,0 +1,103 @@
+package io.sluice.store.internal.engine;
+
+import io.sluice.store.RetentionReport;
+import io.sluice.store.StoreException;
+import io.sluice.store.internal.task.TaskGate;
+import io.sluice.store.io.DiskSpace;
+import io.sluice.store.io.Scheduler;
+import java.io.IOException;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * The store's retention passes: one pass runs each log's retention (docs/design.md, "Retention and consumer
+ * positions"), every {@code checkIntervalMillis} on the scheduler or when asked ({@code Store.enforceRetention}).
+ * {@code retentionBytes} applies to each log; the disk's use is measured once per pass.
+ *
+ * <p>Thread-safe: a pass holds the log-set lock for reading, so no log closes under it.
+ */
+final class RetentionPasses {
+
+    private static final Logger LOG = LoggerFactory.getLogger(RetentionPasses.class);
+
+    private final Logs logs;
+    private final Scheduler scheduler;
+    private final TaskGate gate;
+    private volatile Scheduler.Timer timer;
+
+    /** @param gate scheduled passes run inside it */
+    RetentionPasses(Logs logs, Scheduler scheduler, TaskGate gate) {
+        this.logs = logs;
+        this.scheduler = scheduler;
+        this.gate = gate;
+    }
+
+    /**
+     * Runs one pass on every log now.
+     *
+     * @return what the passes did together: counts summed, the first reason and holding group found
+     * @throws StoreException if deleting files failed
+     */
+    RetentionReport runNow() {
+        logs.checkWritable();
+        try {
+            return pass();
+        } catch (IOException e) {
+            throw new StoreException("retention pass failed: " + e.getMessage(), e);
+        }
+    }
+
+    private RetentionReport pass() throws IOException {
+        logs.setLock().readLock().lock();
+        try {
+            DiskSpace space = logs.config().fileIO().diskSpace(logs.root());
+            int segments = 0;
+            long bytes = 0;
+            long logBytes = 0;
+            double ratio = 0;
+            boolean refused = false;
+            String heldBy = null;
+            String reason = null;
+            for (LogStore log : logs.all()) {
+                RetentionReport report = log.enforceRetention(space);
+                segments += report.segmentsDeleted();
+                bytes += report.bytesDeleted();
+                logBytes += report.logBytes();
+                ratio = Math.max(ratio, report.diskUsedRatio());
+                refused |= report.appendsRefused();
+                heldBy = heldBy != null ? heldBy : report.heldBy();
+                reason = reason != null ? reason : report.reason();
+            }
+            return new RetentionReport(segments, bytes, logBytes, ratio, refused, heldBy, reason);
+        } finally {
+            logs.setLock().readLock().unlock();
+        }
+    }
+
+    /** Schedules the next pass. */
+    void schedule() {
+        timer = scheduler.schedule(this::scheduled, logs.config().retention().checkIntervalMillis());
+    }
+
+    private void scheduled() {
+        if (!gate.enter()) {
+            return;
+        }
+        try {
+            pass();
+        } catch (IOException | RuntimeException e) {
+            LOG.error("retention pass on {} failed; will retry: {}", logs.root(), e.toString());
+        } finally {
+            gate.exit();
+        }
+        schedule();
+    }
+
+    /** Cancels the next pass, if one is scheduled. */
+    void cancel() {
+        Scheduler.Timer scheduled = timer;
+        if (scheduled != null) {
+            scheduled.cancel();
+        }
+    }
+}

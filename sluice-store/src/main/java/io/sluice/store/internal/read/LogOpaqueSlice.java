@@ -1,0 +1,109 @@
+package io.sluice.store.internal.read;
+
+import io.sluice.store.OpaqueSlice;
+import io.sluice.store.ReadResult;
+import io.sluice.store.StoreException;
+import io.sluice.store.internal.log.CommitLog;
+import io.sluice.store.internal.log.SegmentRetiredException;
+import java.io.IOException;
+import java.nio.channels.WritableByteChannel;
+
+/**
+ * The store's {@link OpaqueSlice}: the log positions and lengths of the bodies chosen, sent from the log they lie in.
+ * Not thread-safe.
+ */
+public final class LogOpaqueSlice implements OpaqueSlice {
+
+    private static final long[] NONE = new long[0];
+
+    private final ReadResult.Status status;
+    private final long nextOffset;
+    private final long firstOffset;
+    private final boolean messagesNext;
+    private final CommitLog log;
+    private final long[] positions;
+    private final long[] lengths;
+    private final int batches;
+    private final long bytes;
+
+    LogOpaqueSlice(ReadResult.Status status, long firstOffset, long nextOffset, boolean messagesNext, CommitLog log,
+                   long[] positions, long[] lengths, int batches) {
+        this.status = status;
+        this.firstOffset = firstOffset;
+        this.nextOffset = nextOffset;
+        this.messagesNext = messagesNext;
+        this.log = log;
+        this.positions = positions;
+        this.lengths = lengths;
+        this.batches = batches;
+        long sum = 0;
+        for (int i = 0; i < batches; i++) {
+            sum += lengths[i];
+        }
+        this.bytes = sum;
+    }
+
+    /** @return a slice of no batch, for a read that found nothing at the offset for {@code status} */
+    static LogOpaqueSlice empty(ReadResult.Status status, long nextOffset) {
+        return new LogOpaqueSlice(status, nextOffset, nextOffset, false, null, NONE, NONE, 0);
+    }
+
+    @Override
+    public ReadResult.Status status() {
+        return status;
+    }
+
+    @Override
+    public long firstOffset() {
+        return firstOffset;
+    }
+
+    @Override
+    public long nextOffset() {
+        return nextOffset;
+    }
+
+    @Override
+    public boolean messagesNext() {
+        return messagesNext;
+    }
+
+    @Override
+    public int batches() {
+        return batches;
+    }
+
+    @Override
+    public long bytes() {
+        return bytes;
+    }
+
+    @Override
+    public void transferTo(WritableByteChannel target) throws IOException {
+        int i = 0;
+        while (i < batches) {
+            long start = positions[i];
+            long length = lengths[i];
+            int next = i + 1;
+            // Bodies that lie back to back (a batch log's) in one segment file go in one transfer.
+            long runEnd = -1;
+            while (next < batches && positions[next] == start + length) {
+                if (runEnd < 0) {
+                    runEnd = log.fileRunEnd(start);
+                }
+                if (start + length + lengths[next] > runEnd) {
+                    break;
+                }
+                length += lengths[next];
+                next++;
+            }
+            try {
+                log.transfer(start, length, target);
+            } catch (SegmentRetiredException e) {
+                throw new StoreException("retention deleted the data at log position " + start
+                        + " while a transfer was on its way", e);
+            }
+            i = next;
+        }
+    }
+}
