@@ -2,6 +2,9 @@ package io.sluice.cluster;
 
 import io.sluice.broker.Replication;
 import io.sluice.broker.Replication.Election;
+import io.sluice.cluster.ratis.OpenSegmentBelowSnapshot;
+import io.sluice.cluster.ratis.RaftLogTail;
+import io.sluice.cluster.ratis.RaftTransport;
 import io.sluice.store.Store;
 import io.sluice.store.StoreStatus;
 import io.sluice.store.TopicLayout;
@@ -1208,7 +1211,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         RaftLogTail.Held held = RaftLogTail.held(logDirectory(id), OpenSegmentBelowSnapshot.maxEntryBytes(server),
                 store.nextOffset(partition.topic(), partition.partition()), machine.snapshotIndex(),
-                machine.snapshotEnd());
+                machine.snapshotEnd(), data -> EntryHeader.decode(data).end());
         // Not when the store lacks even the snapshot's batches, or starts past the entry it would be cut back to (a
         // copy from a leader cut short), or holds all the log names (a rebuild cut short by a stop): a copy from a
         // leader only.
@@ -1406,7 +1409,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     }
                     LOG.warn("node {}: {} has refused appends as handing its leadership over for {} ms or more, a"
                             + " hand-over left pending with no time limit: its leader here steps down", self.id(), id,
-                            TimeUnit.NANOSECONDS.toMillis(StuckHandOver.STUCK_NANOS));
+                            TimeUnit.NANOSECONDS.toMillis(replica.stuckHandOver().stuckNanos()));
                     server.transferLeadershipAsync(new TransferLeadershipRequest(stepDowns, server.getId(),
                             groupId(id), stepDownCalls.incrementAndGet(), null,
                             RPC_TIMEOUT_MAX.toLong(TimeUnit.MILLISECONDS))).whenComplete((reply, failure) -> {

@@ -1,5 +1,6 @@
 package io.sluice.cluster;
 
+import io.sluice.cluster.ratis.OpenSegmentBelowSnapshot;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

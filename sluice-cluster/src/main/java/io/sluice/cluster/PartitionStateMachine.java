@@ -1,5 +1,7 @@
 package io.sluice.cluster;
 
+import io.sluice.cluster.ratis.OpenSegmentBelowSnapshot;
+import io.sluice.cluster.ratis.RaftLogTail;
 import io.sluice.store.AppendResult;
 import io.sluice.store.KafkaBatch;
 import io.sluice.store.ReadResult;
@@ -184,7 +186,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         SnapshotMark mark = latest;
         long stored = store.nextOffset(topic, partition);
         RaftLogTail.Held held = RaftLogTail.held(logDirectory, maxEntryBytes, stored,
-                mark == null ? -1 : mark.at().getIndex(), mark == null ? 0 : mark.end());
+                mark == null ? -1 : mark.at().getIndex(), mark == null ? 0 : mark.end(),
+                data -> EntryHeader.decode(data).end());
         if (held != null && held.isShort()) {
             onLogFailed.accept(this, new LostBatchesException("the store of " + topic + "-" + partition
                     + " ends at offset " + stored + " but the Raft log names batches up to offset " + held.namedEnd()

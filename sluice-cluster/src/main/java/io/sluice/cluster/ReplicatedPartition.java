@@ -1,6 +1,7 @@
 package io.sluice.cluster;
 
 import io.sluice.broker.Replication;
+import io.sluice.cluster.ratis.StuckHandOver;
 import io.sluice.store.KafkaBatch;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -86,7 +87,7 @@ public final class ReplicatedPartition {
     /** Counts the waits for answered producers, so that a wait's timer ends only its own wait. */
     private long refills;
     /** This replica's refusals of appends as a leader stepping down: {@link StuckHandOver}. */
-    private final StuckHandOver stuckHandOver = new StuckHandOver();
+    private final StuckHandOver stuckHandOver = new StuckHandOver(Duration.ofMillis(ClusterNode.HAND_OVER_MILLIS));
     /** Where a record batch keeps its partitionLeaderEpoch. */
     static final int LEADER_EPOCH_OFFSET = 12;
 

@@ -4,6 +4,7 @@ import static io.sluice.cluster.InProcessCluster.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.broker.BrokerConfig;
+import io.sluice.cluster.ratis.RaftTransport;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;

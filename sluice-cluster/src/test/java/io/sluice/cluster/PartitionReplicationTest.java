@@ -3,6 +3,7 @@ package io.sluice.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
+import io.sluice.cluster.ratis.StuckInstall;
 import io.sluice.store.FlushMode;
 import io.sluice.store.KafkaBatch;
 import io.sluice.store.ReadResult;
