@@ -97,6 +97,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final ClusterSpec.Node self;
     private final Store store;
     private final boolean force;
+    private final NodeHooks hooks;
     private final Map<RaftGroupId, PartitionId> known = new ConcurrentHashMap<>();
     private final Map<PartitionId, ReplicatedPartition> partitions = new ConcurrentHashMap<>();
     private final List<BiConsumer<String, Integer>> listeners = new CopyOnWriteArrayList<>();
@@ -205,12 +206,17 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, int listenPort, Tuning tuning, Path raftDirectory,
                 Store store, boolean force) throws IOException {
-        this(clusterId, cluster, nodeId, listenPort, tuning, raftDirectory, store, force, new StartPhases(nodeId));
+        this(clusterId, cluster, nodeId, listenPort, tuning, raftDirectory, store, force, new StartPhases(nodeId),
+                NodeHooks.NONE);
     }
 
-    /** As above, timing the start's phases into {@code phases}. */
+    /**
+     * As above, timing the start's phases into {@code phases}, with {@code hooks} where a test reaches into this node
+     * ({@link NodeHooks#NONE} in production).
+     */
     ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, int listenPort, Tuning tuning, Path raftDirectory,
-                Store store, boolean force, StartPhases phases) throws IOException {
+                Store store, boolean force, StartPhases phases, NodeHooks hooks) throws IOException {
+        this.hooks = Objects.requireNonNull(hooks, "hooks");
         this.clusterId = Objects.requireNonNull(clusterId, "clusterId");
         this.cluster = cluster;
         this.tuning = tuning;
@@ -830,7 +836,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
         return new PartitionStateMachine(store, partition.topic(), partition.partition(), force,
                 end -> changed(partition), peer -> peers(List.of(nodeId(peer))).getFirst(),
-                (machine, cause) -> logFailed(partition, machine, cause));
+                (machine, cause) -> logFailed(partition, machine, cause), hooks);
     }
 
     private void changed(PartitionId partition) {

@@ -104,6 +104,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     private final LongConsumer onCommit;
     private final Function<RaftPeerId, RaftPeer> peers;
     private final BiConsumer<PartitionStateMachine, Throwable> onLogFailed;
+    private final NodeHooks hooks;
+    private final ClusterNode.PartitionId id;
     private final Object lock = new Object();
     private final SnapshotStorage snapshots = new SnapshotStorage();
     /** A snapshot: the log index (and term) it covers up to, and the offset that index's batches end at. */
@@ -144,10 +146,11 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      * @param onLogFailed told, on Ratis's log thread (it must not block), of this machine and why its log could
      *     not be written: a batch the store refused (a full disk) or a Raft log write that failed; the log takes
      *     nothing more until the group is started again
+     * @param hooks where a test reaches into this node ({@link NodeHooks#NONE} in production)
      */
-    public PartitionStateMachine(Store store, String topic, int partition, boolean force, LongConsumer onCommit,
-                                 Function<RaftPeerId, RaftPeer> peers,
-                                 BiConsumer<PartitionStateMachine, Throwable> onLogFailed) {
+    PartitionStateMachine(Store store, String topic, int partition, boolean force, LongConsumer onCommit,
+                          Function<RaftPeerId, RaftPeer> peers, BiConsumer<PartitionStateMachine, Throwable> onLogFailed,
+                          NodeHooks hooks) {
         this.store = store;
         this.topic = topic;
         this.partition = partition;
@@ -155,6 +158,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         this.onCommit = onCommit;
         this.peers = peers;
         this.onLogFailed = onLogFailed;
+        this.hooks = hooks;
+        this.id = new ClusterNode.PartitionId(topic, partition);
     }
 
     @Override
@@ -472,18 +477,6 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         return highWatermark;
     }
 
-    /**
-     * For tests: run on the install's thread once a snapshot is installed, before Ratis is told (a test cuts the
-     * network there, so that the leader's next notice, which has Ratis load what was installed, never comes).
-     */
-    static volatile Runnable afterInstall;
-
-    /**
-     * For tests: given this replica's peer id as an entry goes to the store, a future that the entry's write waits for
-     * too, or null (a test stalls one replica's disk so).
-     */
-    static volatile java.util.function.Function<String, CompletableFuture<?>> storeDelay;
-
     /** How many installs leaders' notices began on this replica since it started. */
     private final java.util.concurrent.atomic.AtomicInteger installNotices =
             new java.util.concurrent.atomic.AtomicInteger();
@@ -641,8 +634,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                     e.toString());
             return CompletableFuture.failedFuture(e);
         }
-        java.util.function.Function<String, CompletableFuture<?>> delay = storeDelay;
-        CompletableFuture<?> delayed = delay == null ? null : delay.apply(server.getId().toString());
+        CompletableFuture<?> delayed = hooks.storeDelay(id);
         CompletableFuture<Void> stored = delayed == null ? CompletableFuture.allOf(appends)
                 : CompletableFuture.allOf(CompletableFuture.allOf(appends), delayed);
         long index = entry.getIndex();
@@ -922,10 +914,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             installed.incrementAndGet();
             LOG.info("{}-{}: installed the snapshot at {} from node {}: batches up to offset {} ({} bytes copied)",
                     topic, partition, at, ClusterNode.nodeId(leader), end, copied);
-            Runnable hook = afterInstall;
-            if (hook != null) {
-                hook.run();
-            }
+            hooks.afterInstall(id);
             return at;
         }
     }
