@@ -238,7 +238,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     PartitionId partition = new PartitionId(topic, p);
                     known.put(groupId(partition), partition);
                     // Retention keeps the whole partition until its group has read its Raft log.
-                    store.holdRetention(PartitionStateMachine.RETENTION_HOLDER, topic, p, 0);
+                    RetentionHold.holdWhole(store, partition);
                 }
             }
         });
@@ -1023,7 +1023,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (closed) {
             return;
         }
-        if (rootCause(cause) instanceof PartitionStateMachine.LostBatchesException) {
+        if (rootCause(cause) instanceof LostBatchesException) {
             lostBatches.add(partition);
         }
         Object prior = stopped.putIfAbsent(partition, machine);
@@ -1047,7 +1047,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     /**
-     * Partitions whose replica here lost batches its Raft log names ({@link PartitionStateMachine.LostBatchesException}):
+     * Partitions whose replica here lost batches its Raft log names ({@link LostBatchesException}):
      * it rejoins its group empty rather than with its log.
      */
     private final Set<PartitionId> lostBatches = ConcurrentHashMap.newKeySet();
@@ -1216,8 +1216,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return;
         }
         RaftLogTail.Held held = RaftLogTail.held(logDirectory(id), OpenSegmentBelowSnapshot.maxEntryBytes(server),
-                store.nextOffset(partition.topic(), partition.partition()), machine.snapshotIndex(),
-                machine.snapshotEnd(), data -> EntryHeader.decode(data).end());
+                store.nextOffset(partition.topic(), partition.partition()),
+                machine.latestSnapshot() == null ? -1 : machine.latestSnapshot().index(),
+                machine.latestSnapshot() == null ? 0 : machine.latestSnapshot().end(),
+                data -> EntryHeader.decode(data).end());
         // Not when the store lacks even the snapshot's batches, or starts past the entry it would be cut back to (a
         // copy from a leader cut short), or holds all the log names (a rebuild cut short by a stop): a copy from a
         // leader only.
@@ -1879,7 +1881,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return true;
         } catch (IOException | RuntimeException e) {
             LOG.error("{}-{}: the store does not agree with the Raft log: {}", topic, partition, e.toString());
-            if (e instanceof PartitionStateMachine.LostBatchesException) {
+            if (e instanceof LostBatchesException) {
                 // A leader that cannot serve what its log names steps aside: its replica is rebuilt.
                 logFailed(replica.id(), replica.machine(), e);
             }

@@ -242,7 +242,7 @@ final class MetadataStateMachine extends BaseStateMachine {
     private final Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups;
     private final Function<RaftPeerId, RaftPeer> peers;
     /** The snapshots of the group's current start (a group removed and added again starts with a directory anew). */
-    private volatile PartitionStateMachine.SnapshotStorage snapshots = new PartitionStateMachine.SnapshotStorage();
+    private volatile SnapshotStorage snapshots = new SnapshotStorage();
     /** The snapshot this node started from, read at its start and not applied yet ({@link #applySnapshot}). */
     private volatile Snapshot startSnapshot;
     private final Object snapshotLock = new Object();
@@ -520,7 +520,7 @@ final class MetadataStateMachine extends BaseStateMachine {
     private void start(RaftServer raftServer, RaftGroupId raftGroupId, RaftStorage storage) throws IOException {
         super.initialize(raftServer, raftGroupId, storage);
         this.server = raftServer;
-        PartitionStateMachine.SnapshotStorage fresh = new PartitionStateMachine.SnapshotStorage();
+        SnapshotStorage fresh = new SnapshotStorage();
         fresh.init(storage);
         snapshots = fresh;
         SingleFileSnapshotInfo latest = fresh.getLatestSnapshot();
@@ -799,7 +799,7 @@ final class MetadataStateMachine extends BaseStateMachine {
     @Override
     public CompletableFuture<TermIndex> notifyInstallSnapshotFromLeader(RoleInfoProto roleInfo,
                                                                        TermIndex firstTermIndexInLog) {
-        return PartitionStateMachine.installInBackground(roleInfo, "metadata",
+        return LeaderSnapshots.inBackground(roleInfo, "metadata",
                 leader -> install(leader, firstTermIndexInLog));
     }
 
@@ -819,7 +819,7 @@ final class MetadataStateMachine extends BaseStateMachine {
                 .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(
                         20, TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build()) {
             var snapshot = fetchSnapshot(query -> {
-                // A stale read, as a partition's install reads (PartitionStateMachine.ask): a snapshot is committed.
+                // A stale read, as a partition's install reads (LeaderSnapshots): a snapshot is committed.
                 RaftClientReply reply = client.io().sendStaleRead(Message.valueOf(query), 0, leader);
                 if (!reply.isSuccess()) {
                     throw new IOException("the metadata leader's snapshot could not be read: "
