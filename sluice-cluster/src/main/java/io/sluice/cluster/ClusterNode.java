@@ -438,7 +438,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private CompletableFuture<String> metadataAnswer(String command) {
         // Once a record is applied (all but the first moments of a new cluster), sent at once, in the caller's order;
         // before, async: the record's apply ends the wait, and a send must not hold the metadata's apply thread.
-        CompletableFuture<Void> recorded = metadata.awaitMembers();
+        CompletableFuture<Void> recorded = metadata.state().awaitMembers();
         return (recorded.isDone() ? sendMetadata(command) : recorded.thenComposeAsync(any -> sendMetadata(command)))
                 .thenCompose(reply -> reply.isSuccess()
                         ? CompletableFuture.completedFuture(reply.getMessage().getContent().toStringUtf8())
@@ -473,14 +473,14 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 List<Integer> silent = new ArrayList<>();
                 boolean formed = clusterFormed(silent);
                 String answer = formed ? askToJoin(attempts++) : null;
-                if (MetadataStateMachine.TOOK_PART.equals(answer)) {
+                if (MetadataCommands.TOOK_PART.equals(answer)) {
                     LOG.warn("node {} has no Raft data and the cluster has formed with it: it rejoins every group it"
                             + " belongs to, catching up before it counts as a voter", self.id());
                     DurableFile.write(rejoinMarker, "rejoining\n");
                     rejoinAll();
                     return;
                 }
-                if (MetadataStateMachine.RECORDED.equals(answer)) {
+                if (MetadataCommands.RECORDED.equals(answer)) {
                     LOG.info("node {} has no Raft data and never took part in the cluster formed without it: it"
                             + " joins as a voter", self.id());
                     addGroup(metadataGroup, "the metadata");
@@ -559,9 +559,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 .setLeaderId(others.get(attempt % others.size()).getId())
                 .setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(3,
                         TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build()) {
-            RaftClientReply reply = client.io().send(Message.valueOf(MetadataStateMachine.joinCommand(self.id())));
+            RaftClientReply reply = client.io().send(Message.valueOf(MetadataCommands.joinCommand(self.id())));
             String answer = reply.isSuccess() ? reply.getMessage().getContent().toStringUtf8() : null;
-            return MetadataStateMachine.TOOK_PART.equals(answer) || MetadataStateMachine.RECORDED.equals(answer)
+            return MetadataCommands.TOOK_PART.equals(answer) || MetadataCommands.RECORDED.equals(answer)
                     ? answer : null;
         } catch (IOException | RuntimeException e) {
             LOG.debug("node {}: no answer to whether it took part: {}", self.id(), e.toString());
@@ -577,7 +577,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * a new node when it comes back.
      */
     private void register() throws InterruptedException {
-        while (!closed && !metadata.members().contains(self.id())) {
+        while (!closed && !metadata.state().members().contains(self.id())) {
             RaftServer.Division here = divisionOrNull(metadataGroupId);
             if (here == null || here.getInfo().getLeaderId() == null) {
                 // No leader yet (a cluster starting): a request now only fails, and Ratis logs each failure as an
@@ -586,7 +586,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 continue;
             }
             try {
-                sendMetadata(MetadataStateMachine.memberCommand(self.id())).get(30, TimeUnit.SECONDS);
+                sendMetadata(MetadataCommands.memberCommand(self.id())).get(30, TimeUnit.SECONDS);
                 return;
             } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException
                     | RuntimeException e) {
@@ -898,7 +898,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     /** The metadata created a topic (or this node replays its creation): take this node's part. */
-    private void onTopic(MetadataStateMachine.Topic topic, long index) {
+    private void onTopic(MetadataCommands.Topic topic, long index) {
         hostPartitions(topic, 0, index);
     }
 
@@ -921,7 +921,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * Hosts this node's replicas of the topic's partitions from {@code from} on (or rejoins them, if older): all of a
      * topic just created, the new ones of a topic that gained partitions.
      */
-    private void hostPartitions(MetadataStateMachine.Topic topic, int from, long index) {
+    private void hostPartitions(MetadataCommands.Topic topic, int from, long index) {
         boolean older = index < rejoinBelow;
         if (!older) {
             ensureTopic(topic.name(), topic.partitions());
@@ -953,7 +953,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * In the background (the metadata's apply thread goes on): rejoin a partition's group, creating its topic in the
      * store first, retrying after any failure until it is done or the node closes; the marker stays until then.
      */
-    private void rejoinPartition(MetadataStateMachine.Topic topic, PartitionId partition, List<Integer> replicas) {
+    private void rejoinPartition(MetadataCommands.Topic topic, PartitionId partition, List<Integer> replicas) {
         RaftGroupId groupId = groupId(partition);
         known.put(groupId, partition);
         rejoining.incrementAndGet();
@@ -1319,7 +1319,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private List<Integer> replicasOf(PartitionId partition, RaftGroupId id) throws InterruptedException {
         boolean told = false;
         while (!closed) {
-            MetadataStateMachine.Topic topic = metadata.topic(partition.topic());
+            MetadataCommands.Topic topic = metadata.state().topic(partition.topic());
             // A partition the topic gained later is named once the metadata has replayed that too.
             if (topic != null && partition.partition() < topic.partitions()) {
                 return topic.replicas().get(partition.partition());
@@ -1448,7 +1448,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             if (now - entry.getValue() >= TimeUnit.SECONDS.toNanos(PreferredLeaders.NEW_GROUP_SECONDS)) {
                 return true;
             }
-            MetadataStateMachine.Topic topic = metadata.topic(id.topic());
+            MetadataCommands.Topic topic = metadata.state().topic(id.topic());
             ReplicatedPartition replica = replicaOf(id.topic(), id.partition());
             RaftPeerId leader = replica == null ? null : replica.division().getInfo().getLeaderId();
             return topic != null && id.partition() < topic.partitions() && leader != null
@@ -1456,7 +1456,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         });
         List<PreferredLeaders.Led> led = new ArrayList<>();
         for (PartitionId id : known.values()) {
-            MetadataStateMachine.Topic topic = metadata.topic(id.topic());
+            MetadataCommands.Topic topic = metadata.state().topic(id.topic());
             ReplicatedPartition replica = replicaOf(id.topic(), id.partition());
             if (topic == null || id.partition() >= topic.partitions() || replica == null) {
                 continue;
@@ -1540,7 +1540,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     /** The metadata committed a group's offsets: this node's store keeps them as consumer positions. */
-    private void onOffsets(MetadataStateMachine.Offsets offsets) {
+    private void onOffsets(MetadataCommands.Offsets offsets) {
         for (CommittedOffset offset : offsets.offsets()) {
             store.commitOffset(offsets.group(), offset.topic(), offset.partition(), offset.offset());
         }
@@ -1685,7 +1685,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     public boolean leaderInDoubt(String topic, int partition) {
         ReplicatedPartition replica = replicaOf(topic, partition);
         if (replica == null) {
-            MetadataStateMachine.Topic known = metadata.topic(topic);
+            MetadataCommands.Topic known = metadata.state().topic(topic);
             return known != null && partition >= 0 && partition < known.partitions()
                     && !known.replicas().get(partition).contains(self.id())
                     && leadersElsewhere.inDoubt(new PartitionId(topic, partition), known.replicas().get(partition));
@@ -1720,7 +1720,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /** @return the partition's replicas other than this node, as the metadata names them (none if it names none) */
     private List<Integer> othersOf(String topic, int partition) {
-        MetadataStateMachine.Topic known = metadata.topic(topic);
+        MetadataCommands.Topic known = metadata.state().topic(topic);
         if (known == null || partition < 0 || partition >= known.partitions()) {
             return List.of();
         }
@@ -1729,7 +1729,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     @Override
     public PartitionView partition(String topic, int partition) {
-        MetadataStateMachine.Topic known = metadata.topic(topic);
+        MetadataCommands.Topic known = metadata.state().topic(topic);
         if (known == null || partition < 0 || partition >= known.partitions()) {
             return null;
         }
@@ -1777,7 +1777,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     @Override
     public CompletableFuture<Election> electPreferredLeader(String topic, int partition, long timeoutMillis) {
-        MetadataStateMachine.Topic known = metadata.topic(topic);
+        MetadataCommands.Topic known = metadata.state().topic(topic);
         if (known == null || partition < 0 || partition >= known.partitions()) {
             return CompletableFuture.failedFuture(new IllegalArgumentException("no partition " + partition
                     + " of topic " + topic));
@@ -1862,7 +1862,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     @Override
     public int leaderEpoch(String topic, int partition) {
-        MetadataStateMachine.Topic known = metadata.topic(topic);
+        MetadataCommands.Topic known = metadata.state().topic(topic);
         if (known == null || partition < 0 || partition >= known.partitions()) {
             return -1;
         }
@@ -1936,7 +1936,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         for (int p = 0; p < partitions; p++) {
             replicas.add(placement(topic, p, replicationFactor));
         }
-        String command = new MetadataStateMachine.Topic(topic, replicas).command();
+        String command = new MetadataCommands.Topic(topic, replicas).command();
         return metadataAnswer(command).thenCompose(answer -> {
             if (answer.equals("exists")) {
                 return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic
@@ -1945,13 +1945,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
             if (!answer.equals("created")) {
                 return CompletableFuture.failedFuture(new IllegalArgumentException(answer));
             }
-            return metadata.awaitTopic(topic).thenApply(created -> null);
+            return metadata.state().awaitTopic(topic).thenApply(created -> null);
         });
     }
 
     @Override
     public CompletableFuture<Void> addPartitions(String topic, int partitions) {
-        MetadataStateMachine.Topic current = metadata.topic(topic);
+        MetadataCommands.Topic current = metadata.state().topic(topic);
         if (current == null) {
             return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic + " does not exist"));
         }
@@ -1966,12 +1966,12 @@ public final class ClusterNode implements Replication, AutoCloseable {
         for (int p = current.partitions(); p < partitions; p++) {
             replicas.add(placement(topic, p, current.replicas().getFirst().size()));
         }
-        String command = new MetadataStateMachine.Topic(topic, replicas).growCommand();
+        String command = new MetadataCommands.Topic(topic, replicas).growCommand();
         return metadataAnswer(command).thenCompose(answer -> {
             if (!answer.equals("grown")) {
                 return CompletableFuture.failedFuture(new IllegalArgumentException(answer));
             }
-            return metadata.awaitPartitions(topic, partitions).thenApply(grown -> null);
+            return metadata.state().awaitPartitions(topic, partitions).thenApply(grown -> null);
         });
     }
 
@@ -1990,7 +1990,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         // once this completes, and every other node's soon after.
         return metadataAnswer(command).thenCompose(answer -> answer.equals("committed")
                 ? CompletableFuture.<Void>completedFuture(null)
-                : CompletableFuture.failedFuture(answer.startsWith(MetadataStateMachine.STALE_COORDINATOR)
+                : CompletableFuture.failedFuture(answer.startsWith(MetadataCommands.STALE_COORDINATOR)
                         ? new NotLeaderException("the commit reached the metadata after node " + self.id()
                                 + " stopped coordinating the groups: " + answer)
                         : new IllegalArgumentException(answer)));
@@ -2007,7 +2007,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         if (term < 0) {
             throw new NotLeaderException("node " + self.id() + " does not coordinate the groups now");
         }
-        return new MetadataStateMachine.Offsets(group, offsets, term).command();
+        return new MetadataCommands.Offsets(group, offsets, term).command();
     }
 
     @Override
@@ -2030,10 +2030,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
             return CompletableFuture.failedFuture(new IllegalStateException("node " + self.id()
                     + " did not coordinate the groups when it decided to forget group " + group));
         }
-        return metadataAnswer(new MetadataStateMachine.Forget(group, decision.applied(), decision.epoch()).command())
+        return metadataAnswer(new MetadataCommands.Forget(group, decision.applied(), decision.epoch()).command())
                 .thenCompose(answer -> switch (answer) {
-                    case MetadataStateMachine.FORGOTTEN -> CompletableFuture.completedFuture(true);
-                    case MetadataStateMachine.KEPT -> CompletableFuture.completedFuture(false);
+                    case MetadataCommands.FORGOTTEN -> CompletableFuture.completedFuture(true);
+                    case MetadataCommands.KEPT -> CompletableFuture.completedFuture(false);
                     default -> CompletableFuture.failedFuture(new IllegalArgumentException(answer));
                 });
     }
@@ -2069,12 +2069,12 @@ public final class ClusterNode implements Replication, AutoCloseable {
 
     /** @return the nodes that, as far as this node has applied the metadata, took part in the cluster */
     java.util.Set<Integer> members() {
-        return metadata.members();
+        return metadata.state().members();
     }
 
     /** @return a partition's replicas as this node's metadata names them (the preferred one first), or null */
     List<Integer> replicasOf(String topic, int partition) {
-        MetadataStateMachine.Topic known = metadata.topic(topic);
+        MetadataCommands.Topic known = metadata.state().topic(topic);
         return known == null || partition < 0 || partition >= known.partitions() ? null
                 : known.replicas().get(partition);
     }
