@@ -66,7 +66,7 @@ public final class ClusterBroker implements AutoCloseable {
         if (parent == null || !store.getFileName().toString().equals(STORE_DIRECTORY)) {
             return Optional.empty();
         }
-        Path identity = parent.resolve(RAFT_DIRECTORY).resolve(ClusterNode.IDENTITY_FILE);
+        Path identity = parent.resolve(RAFT_DIRECTORY).resolve(NodeIdentity.FILE);
         if (!Files.exists(identity)) {
             return Optional.empty();
         }

@@ -150,7 +150,7 @@ class ClusterFormationTest {
                 // alone and answered a request), as a node's clients remember a leader that then lost its data; when
                 // nodes 1 and 2 form the cluster, node 3 hosts no such group. A client sent there first fails for
                 // good.
-                RaftGroup alone = RaftGroup.valueOf(ClusterNode.metadataGroupId(BrokerConfig.defaults().clusterId()),
+                RaftGroup alone = RaftGroup.valueOf(RaftGroups.metadataGroupId(BrokerConfig.defaults().clusterId()),
                         RaftPeer.newBuilder().setId(ClusterNode.peerId(third.id())).setAddress(third.raftAddress())
                                 .build());
                 try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties())
@@ -196,6 +196,6 @@ class ClusterFormationTest {
             assertThat(cluster.broker(id).node().metadataDivision().getRaftConf().getLogEntryIndex())
                     .as("node %d's metadata configuration entry", id).isEqualTo(formedAt);
         }
-        assertThat(cluster.directory(3).resolve("raft").resolve(ClusterNode.REJOIN_FILE)).doesNotExist();
+        assertThat(cluster.directory(3).resolve("raft").resolve(Membership.REJOIN_FILE)).doesNotExist();
     }
 }
