@@ -66,7 +66,7 @@ public final class ClusterBroker implements AutoCloseable {
         if (parent == null || !store.getFileName().toString().equals(STORE_DIRECTORY)) {
             return Optional.empty();
         }
-        Path identity = parent.resolve(RAFT_DIRECTORY).resolve(ClusterNode.IDENTITY_FILE);
+        Path identity = parent.resolve(RAFT_DIRECTORY).resolve(NodeIdentity.FILE);
         if (!Files.exists(identity)) {
             return Optional.empty();
         }
@@ -85,7 +85,7 @@ public final class ClusterBroker implements AutoCloseable {
         try {
             node = new ClusterNode(brokerConfig.clusterId(), cluster, nodeId, -1, tuning,
                     directory.resolve(RAFT_DIRECTORY),
-                    store, storeConfig.flushMode() == FlushMode.SYNC, phases);
+                    store, storeConfig.flushMode() == FlushMode.SYNC, phases, NodeHooks.NONE);
             BrokerConfig config = new BrokerConfig(self.host(), self.clientPort(), nodeId, brokerConfig.clusterId(),
                     brokerConfig.maxRequestBytes(), brokerConfig.maxConnections(), brokerConfig.defaultPartitions(),
                     brokerConfig.autoCreateTopics(), brokerConfig.topicLayout(), brokerConfig.metricsPort(),

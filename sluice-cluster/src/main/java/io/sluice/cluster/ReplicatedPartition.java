@@ -1,6 +1,7 @@
 package io.sluice.cluster;
 
 import io.sluice.broker.Replication;
+import io.sluice.cluster.ratis.StuckHandOver;
 import io.sluice.store.KafkaBatch;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -32,7 +33,7 @@ import org.apache.ratis.thirdparty.com.google.protobuf.UnsafeByteOperations;
  * A node's replica of one partition: batches are appended through it on the leader, and it tells who leads and how
  * far the partition is committed.
  */
-public final class ReplicatedPartition {
+public final class ReplicatedPartition implements HandOverWatch.Replica {
 
     /**
      * An append's two moments.
@@ -86,7 +87,7 @@ public final class ReplicatedPartition {
     /** Counts the waits for answered producers, so that a wait's timer ends only its own wait. */
     private long refills;
     /** This replica's refusals of appends as a leader stepping down: {@link StuckHandOver}. */
-    private final StuckHandOver stuckHandOver = new StuckHandOver();
+    private final StuckHandOver stuckHandOver = new StuckHandOver(Duration.ofMillis(Leadership.HAND_OVER_MILLIS));
     /** Where a record batch keeps its partitionLeaderEpoch. */
     static final int LEADER_EPOCH_OFFSET = 12;
 
@@ -287,7 +288,8 @@ public final class ReplicatedPartition {
     }
 
     /** @return the watch over this replica's refusals of appends as a leader stepping down */
-    StuckHandOver stuckHandOver() {
+    @Override
+    public StuckHandOver stuckHandOver() {
         return stuckHandOver;
     }
 
@@ -299,7 +301,8 @@ public final class ReplicatedPartition {
      *
      * @return whether the replica refused as a leader stepping down
      */
-    boolean refusesAsSteppingDown() throws IOException, InterruptedException {
+    @Override
+    public boolean refusesAsSteppingDown() throws IOException, InterruptedException {
         RaftClientRequest probe = RaftClientRequest.newBuilder().setClientId(PROBES)
                 .setServerId(division.getId()).setGroupId(division.getGroup().getGroupId())
                 .setCallId(PROBE_CALLS.incrementAndGet()).setMessage(Message.EMPTY)
@@ -332,6 +335,7 @@ public final class ReplicatedPartition {
     }
 
     /** @return true if this replica leads the partition and has committed an entry of its term: appends go through */
+    @Override
     public boolean isLeaderReady() {
         return division.getInfo().isLeaderReady();
     }
@@ -340,6 +344,26 @@ public final class ReplicatedPartition {
     public OptionalInt leader() {
         RaftPeerId leader = division.getInfo().getLeaderId();
         return leader == null ? OptionalInt.empty() : OptionalInt.of(ClusterNode.nodeId(leader));
+    }
+
+    /**
+     * The leader knows how far each follower's log matches its own: those that have every committed entry are in
+     * sync, with itself. (Another replica does not know: its caller reports every replica.)
+     *
+     * @return the replicas in sync, as this replica, which leads, knows them
+     */
+    public List<Integer> inSync() {
+        var info = division.getInfo();
+        List<Integer> inSync = new ArrayList<>(List.of(ClusterNode.nodeId(division.getId())));
+        long committed = division.getRaftLog().getLastCommittedIndex();
+        var followers = info.getRoleInfoProto().getLeaderInfo().getFollowerInfoList();
+        long[] matched = info.getFollowerMatchIndices();
+        for (int i = 0; i < followers.size() && i < matched.length; i++) {
+            if (matched[i] >= committed) {
+                inSync.add(ClusterNode.nodeId(RaftPeerId.valueOf(followers.get(i).getId().getId())));
+            }
+        }
+        return inSync;
     }
 
     /** @return the Raft term this replica is in (the partition's leader epoch) */

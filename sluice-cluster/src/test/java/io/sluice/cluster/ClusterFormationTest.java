@@ -4,6 +4,7 @@ import static io.sluice.cluster.InProcessCluster.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.broker.BrokerConfig;
+import io.sluice.cluster.ratis.RaftTransport;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -149,7 +150,7 @@ class ClusterFormationTest {
                 // alone and answered a request), as a node's clients remember a leader that then lost its data; when
                 // nodes 1 and 2 form the cluster, node 3 hosts no such group. A client sent there first fails for
                 // good.
-                RaftGroup alone = RaftGroup.valueOf(ClusterNode.metadataGroupId(BrokerConfig.defaults().clusterId()),
+                RaftGroup alone = RaftGroup.valueOf(RaftGroups.metadataGroupId(BrokerConfig.defaults().clusterId()),
                         RaftPeer.newBuilder().setId(ClusterNode.peerId(third.id())).setAddress(third.raftAddress())
                                 .build());
                 try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties())
@@ -195,6 +196,6 @@ class ClusterFormationTest {
             assertThat(cluster.broker(id).node().metadataDivision().getRaftConf().getLogEntryIndex())
                     .as("node %d's metadata configuration entry", id).isEqualTo(formedAt);
         }
-        assertThat(cluster.directory(3).resolve("raft").resolve(ClusterNode.REJOIN_FILE)).doesNotExist();
+        assertThat(cluster.directory(3).resolve("raft").resolve(Membership.REJOIN_FILE)).doesNotExist();
     }
 }

@@ -317,7 +317,7 @@ class ClusterKillRoundsTest {
      * group's offsets once it applied their entry, and the stores are read after the stop.
      */
     private void awaitMetadataApplied() throws IOException, InterruptedException {
-        RaftGroupId id = ClusterNode.metadataGroupId("kill-rounds");
+        RaftGroupId id = RaftGroups.metadataGroupId("kill-rounds");
         List<RaftPeer> peers = cluster.nodes().stream().map(node -> RaftPeer.newBuilder()
                 .setId(ClusterNode.peerId(node.id())).setAddress(node.raftAddress()).build()).toList();
         try (RaftClient client = RaftClient.newBuilder().setProperties(new RaftProperties())

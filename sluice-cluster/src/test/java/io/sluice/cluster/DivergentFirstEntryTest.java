@@ -2,6 +2,7 @@ package io.sluice.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.cluster.ratis.RaftTransport;
 import java.io.File;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;

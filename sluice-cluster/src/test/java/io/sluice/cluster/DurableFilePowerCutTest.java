@@ -173,7 +173,7 @@ class DurableFilePowerCutTest {
         counting.createDirectory(node);
         counting.syncDirectory(Path.of("/"));
         long before = counting.operations();
-        ClusterNode.checkIdentity(counting, raft, "c1", 2);
+        NodeIdentity.check(counting, raft, "c1", 2);
         long steps = counting.operations() - before;
         int whole = 0;
         for (long seed = 0; seed < 20; seed++) {
@@ -183,10 +183,10 @@ class DurableFilePowerCutTest {
                 SimFileSystem fs = track(new SimFileSystem());
                 fs.createDirectory(node);
                 fs.syncDirectory(Path.of("/"));
-                Cut cut = cut(fs, cutAt, random, model, on -> ClusterNode.checkIdentity(on, raft, "c1", 2));
+                Cut cut = cut(fs, cutAt, random, model, on -> NodeIdentity.check(on, raft, "c1", 2));
                 boolean returned = cut.returned();
                 SimFileSystem after = cut.after();
-                Optional<String> found = read(after, raft.resolve(ClusterNode.IDENTITY_FILE));
+                Optional<String> found = read(after, raft.resolve(NodeIdentity.FILE));
                 String where = "cut at operation " + cutAt + " of " + steps + ", seed " + seed + ", " + model.name();
                 if (returned) {
                     assertThat(found).as("after the check returned; " + where).contains(identity);
@@ -195,8 +195,8 @@ class DurableFilePowerCutTest {
                 }
                 whole += found.isPresent() ? 1 : 0;
                 // The next start on what is left writes the identity, or finds it.
-                ClusterNode.checkIdentity(after, raft, "c1", 2);
-                assertThat(read(after, raft.resolve(ClusterNode.IDENTITY_FILE))).as(where).contains(identity);
+                NodeIdentity.check(after, raft, "c1", 2);
+                assertThat(read(after, raft.resolve(NodeIdentity.FILE))).as(where).contains(identity);
             }
         }
         assertThat(whole).as("cuts that left the identity").isPositive();

@@ -59,7 +59,7 @@ class EntryHeaderTest {
         byte[] two = KafkaBatch.of(2L, List.of(new byte[100]));
         ByteString data = ByteString.copyFrom(one).concat(ByteString.copyFrom(two));
 
-        int[][] batches = PartitionStateMachine.split(data);
+        int[][] batches = PartitionStore.split(data);
 
         assertThat(batches[0]).containsExactly(3, 1);
         assertThat(batches[1]).containsExactly(one.length, two.length);
@@ -73,12 +73,12 @@ class EntryHeaderTest {
         byte[] damaged = two.clone();
         damaged[damaged.length - 1] ^= 1;
 
-        assertThatThrownBy(() -> PartitionStateMachine.split(cut)).hasMessageContaining("batch 1 at byte "
+        assertThatThrownBy(() -> PartitionStore.split(cut)).hasMessageContaining("batch 1 at byte "
                 + one.length);
-        assertThatThrownBy(() -> PartitionStateMachine.split(ByteString.copyFrom(one)
+        assertThatThrownBy(() -> PartitionStore.split(ByteString.copyFrom(one)
                 .concat(ByteString.copyFrom(damaged)))).hasMessageContaining("CRC32C");
-        assertThatThrownBy(() -> PartitionStateMachine.split(ByteString.EMPTY)).hasMessageContaining("batch 0");
-        assertThatThrownBy(() -> PartitionStateMachine.split(ByteString.copyFrom(new byte[5])))
+        assertThatThrownBy(() -> PartitionStore.split(ByteString.EMPTY)).hasMessageContaining("batch 0");
+        assertThatThrownBy(() -> PartitionStore.split(ByteString.copyFrom(new byte[5])))
                 .hasMessageContaining("batch 0");
     }
 }

@@ -116,7 +116,7 @@ class FullDiskReplicaTest {
             fill(full);
             InProcessCluster.send(producer, "d", sent, 300, 600);
             Path raft = cluster.directory(full).resolve("raft");
-            String marker = ClusterNode.RESTART_FILE_PREFIX + groupId().getUuid();
+            String marker = RestartMarker.PREFIX + groupId().getUuid();
             await("the stopped replica's marker", 10, () -> Files.exists(raft.resolve(marker)));
             Path probe = probeGroupDirectory(full);
             cluster.stop(full);

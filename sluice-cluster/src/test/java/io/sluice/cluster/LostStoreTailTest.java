@@ -133,7 +133,7 @@ class LostStoreTailTest {
     private List<String> restartMarkers(int id) {
         try (var files = Files.list(cluster.directory(id).resolve("raft"))) {
             return files.map(path -> path.getFileName().toString())
-                    .filter(name -> name.startsWith(ClusterNode.RESTART_FILE_PREFIX)).toList();
+                    .filter(name -> name.startsWith(RestartMarker.PREFIX)).toList();
         } catch (IOException e) {
             throw new java.io.UncheckedIOException(e);
         }
@@ -185,8 +185,8 @@ class LostStoreTailTest {
         org.apache.ratis.protocol.RaftGroupId group = cluster.broker(lost).node().groupId(partition);
         cluster.stop(lost);
         Path raft = cluster.directory(lost).resolve("raft");
-        Files.writeString(raft.resolve(ClusterNode.RESTART_FILE_PREFIX + group.getUuid()),
-                ClusterNode.restartMarkerText(partition, true));
+        Files.writeString(raft.resolve(RestartMarker.PREFIX + group.getUuid()),
+                RestartMarker.text(partition, true));
         Path leftInGroup = raft.resolve(group.getUuid().toString()).resolve("left-by-the-test");
         Files.writeString(leftInGroup, "the rebuild deletes this group's directory");
         cluster.start(lost);

@@ -17,7 +17,7 @@ import org.junit.jupiter.api.Test;
  */
 class MetadataMembersTest {
 
-    private final List<MetadataStateMachine.Topic> created = new ArrayList<>();
+    private final List<MetadataCommands.Topic> created = new ArrayList<>();
     private final List<String> committed = new ArrayList<>();
     private final List<String> forgotten = new ArrayList<>();
     private final List<String> grown = new ArrayList<>();
@@ -40,43 +40,43 @@ class MetadataMembersTest {
 
     @Test
     void aNodeNotRecordedIsRecordedByItsJoinAndARecordedNodeTookPart() throws Exception {
-        assertThat(apply(MetadataStateMachine.memberCommand(1))).isEqualTo(MetadataStateMachine.RECORDED);
-        assertThat(apply(MetadataStateMachine.memberCommand(2))).isEqualTo(MetadataStateMachine.RECORDED);
+        assertThat(apply(MetadataCommands.memberCommand(1))).isEqualTo(MetadataCommands.RECORDED);
+        assertThat(apply(MetadataCommands.memberCommand(2))).isEqualTo(MetadataCommands.RECORDED);
         assertThat(apply("topic t 1 1,2,3")).isEqualTo("created");
-        assertThat(apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.RECORDED);
-        assertThat(apply(MetadataStateMachine.joinCommand(3))).as("asked again: now recorded")
-                .isEqualTo(MetadataStateMachine.TOOK_PART);
-        assertThat(apply(MetadataStateMachine.joinCommand(1))).isEqualTo(MetadataStateMachine.TOOK_PART);
-        assertThat(machine.members()).containsExactlyInAnyOrder(1, 2, 3);
+        assertThat(apply(MetadataCommands.joinCommand(3))).isEqualTo(MetadataCommands.RECORDED);
+        assertThat(apply(MetadataCommands.joinCommand(3))).as("asked again: now recorded")
+                .isEqualTo(MetadataCommands.TOOK_PART);
+        assertThat(apply(MetadataCommands.joinCommand(1))).isEqualTo(MetadataCommands.TOOK_PART);
+        assertThat(machine.state().members()).containsExactlyInAnyOrder(1, 2, 3);
     }
 
     @Test
     void inALogWithTopicsFromBeforeAnyRecordAnAbsenceProvesNothing() throws Exception {
         assertThat(apply("topic t 1 1,2,3")).isEqualTo("created");
-        assertThat(apply(MetadataStateMachine.memberCommand(1))).isEqualTo(MetadataStateMachine.RECORDED);
-        assertThat(apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.TOOK_PART);
-        assertThat(machine.members()).containsExactly(1);
+        assertThat(apply(MetadataCommands.memberCommand(1))).isEqualTo(MetadataCommands.RECORDED);
+        assertThat(apply(MetadataCommands.joinCommand(3))).isEqualTo(MetadataCommands.TOOK_PART);
+        assertThat(machine.state().members()).containsExactly(1);
     }
 
     /** A node sends topics and offsets only once a member record is applied (ClusterFormationTest): its wait. */
     @Test
     void aWaitForAMemberRecordEndsWhenOneIsApplied() throws Exception {
-        var waiting = machine.awaitMembers();
+        var waiting = machine.state().awaitMembers();
         assertThat(apply("topic t 1 1")).isEqualTo("created");
         assertThat(waiting).isNotDone();
-        assertThat(apply(MetadataStateMachine.joinCommand(2))).isEqualTo(MetadataStateMachine.TOOK_PART);
+        assertThat(apply(MetadataCommands.joinCommand(2))).isEqualTo(MetadataCommands.TOOK_PART);
         assertThat(waiting).as("a join that finds the node took part records nothing").isNotDone();
-        assertThat(apply(MetadataStateMachine.memberCommand(1))).isEqualTo(MetadataStateMachine.RECORDED);
+        assertThat(apply(MetadataCommands.memberCommand(1))).isEqualTo(MetadataCommands.RECORDED);
         assertThat(waiting).isCompleted();
-        assertThat(machine.awaitMembers()).isCompleted();
+        assertThat(machine.state().awaitMembers()).isCompleted();
     }
 
     @Test
     void malformedCommandsAreRefusedAndChangeNothing() throws Exception {
         assertThat(apply("join three")).startsWith("refused");
         assertThat(apply("topic bad")).startsWith("refused");
-        assertThat(machine.members()).isEmpty();
-        assertThat(apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.RECORDED);
+        assertThat(machine.state().members()).isEmpty();
+        assertThat(apply(MetadataCommands.joinCommand(3))).isEqualTo(MetadataCommands.RECORDED);
     }
 
     /**
@@ -90,20 +90,20 @@ class MetadataMembersTest {
         assertThat(apply("offsets g t:0=5")).isEqualTo("committed");
         long decided = machine.applied();
         assertThat(apply("offsets g t:0=9")).isEqualTo("committed");
-        assertThat(apply(new MetadataStateMachine.Forget("g", decided, 1).command())).isEqualTo(MetadataStateMachine.KEPT);
+        assertThat(apply(new MetadataCommands.Forget("g", decided, 1).command())).isEqualTo(MetadataCommands.KEPT);
         assertThat(forgotten).isEmpty();
 
         long later = machine.applied();
-        assertThat(apply(new MetadataStateMachine.Forget("g", later, 2).command())).as("decided in term 2")
+        assertThat(apply(new MetadataCommands.Forget("g", later, 2).command())).as("decided in term 2")
                 .startsWith("refused");
         assertThat(forgotten).isEmpty();
-        assertThat(apply(new MetadataStateMachine.Forget("g", later, 1).command()))
-                .isEqualTo(MetadataStateMachine.FORGOTTEN);
+        assertThat(apply(new MetadataCommands.Forget("g", later, 1).command()))
+                .isEqualTo(MetadataCommands.FORGOTTEN);
         assertThat(forgotten).containsExactly("g");
 
         assertThat(apply("offsets h t:0=1")).isEqualTo("committed");
-        assertThat(apply(new MetadataStateMachine.Forget("h", Long.MAX_VALUE, 1).command()))
-                .isEqualTo(MetadataStateMachine.FORGOTTEN);
+        assertThat(apply(new MetadataCommands.Forget("h", Long.MAX_VALUE, 1).command()))
+                .isEqualTo(MetadataCommands.FORGOTTEN);
         assertThat(forgotten).containsExactly("g", "h");
         assertThat(committed).containsExactly("g", "g", "h");
 
@@ -117,8 +117,8 @@ class MetadataMembersTest {
     void aCommitTheStoreFailedHalfWayStillKeepsItsGroup() throws Exception {
         long decided = machine.applied();
         assertThat(apply("offsets failing t:0=5;t:1=6")).startsWith("refused");
-        assertThat(apply(new MetadataStateMachine.Forget("failing", decided, 1).command()))
-                .isEqualTo(MetadataStateMachine.KEPT);
+        assertThat(apply(new MetadataCommands.Forget("failing", decided, 1).command()))
+                .isEqualTo(MetadataCommands.KEPT);
         assertThat(forgotten).isEmpty();
     }
 
@@ -129,20 +129,20 @@ class MetadataMembersTest {
     @Test
     void aTopicGainsPartitionsThatKeepItsReplicas() throws Exception {
         assertThat(apply("topic t 1 1,2,3")).isEqualTo("created");
-        var waiting = machine.awaitPartitions("t", 3);
+        var waiting = machine.state().awaitPartitions("t", 3);
         assertThat(waiting).isNotDone();
         assertThat(apply("partitions t 3 1,2,3;2,3,1;3,1,2")).isEqualTo("grown");
         assertThat(waiting).isCompleted();
-        assertThat(machine.topic("t").partitions()).isEqualTo(3);
+        assertThat(machine.state().topic("t").partitions()).isEqualTo(3);
         assertThat(grown).containsExactly("t 1->3");
-        assertThat(machine.awaitPartitions("t", 2)).isCompleted();
+        assertThat(machine.state().awaitPartitions("t", 2)).isCompleted();
 
         assertThat(apply("partitions t 2 1,2,3;2,3,1")).startsWith("refused");
         assertThat(apply("partitions t 4 3,2,1;2,3,1;3,1,2;1,2,3")).as("other replicas for partition 0")
                 .startsWith("refused");
         assertThat(apply("partitions u 2 1,2,3;2,3,1")).startsWith("refused");
         assertThat(apply("partitions t 4 1,2,3")).as("four partitions, one replica list").startsWith("refused");
-        assertThat(machine.topic("t").partitions()).isEqualTo(3);
+        assertThat(machine.state().topic("t").partitions()).isEqualTo(3);
         assertThat(grown).containsExactly("t 1->3");
     }
 }

@@ -60,15 +60,15 @@ class MetadataSnapshotTest {
     /** The log of a node with a topic that grew, two groups of which one was forgotten, and three members. */
     private static Node written() throws Exception {
         Node node = new Node();
-        node.apply(MetadataStateMachine.memberCommand(1));
-        node.apply(MetadataStateMachine.memberCommand(2));
+        node.apply(MetadataCommands.memberCommand(1));
+        node.apply(MetadataCommands.memberCommand(2));
         node.apply("topic t 1 1,2,3");
         node.apply("offsets g t:0=5");
         node.apply("partitions t 3 1,2,3;2,3,1;3,1,2");
         node.apply("offsets g t:1=7");
         node.apply("offsets h t:0=1");
-        assertThat(node.apply("forget h 6 1")).isEqualTo(MetadataStateMachine.FORGOTTEN);
-        assertThat(node.apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.RECORDED);
+        assertThat(node.apply("forget h 6 1")).isEqualTo(MetadataCommands.FORGOTTEN);
+        assertThat(node.apply(MetadataCommands.joinCommand(3))).isEqualTo(MetadataCommands.RECORDED);
         node.apply("topic u 1 2");
         return node;
     }
@@ -76,21 +76,21 @@ class MetadataSnapshotTest {
     @Test
     void aNodeStartingFromASnapshotHasWhatTheLogLeftAndAnswersAlike() throws Exception {
         Node writer = written();
-        String text = writer.machine.snapshotText();
+        String text = writer.machine.state().snapshot().text();
         Node reader = new Node();
-        reader.machine.applySnapshot(MetadataStateMachine.parseSnapshot(text));
+        reader.machine.state().applySnapshot(MetadataSnapshot.parse(text));
 
         assertThat(reader.told).containsExactly("topic t 1 @2", "grown t 1->3 @4", "offsets g t:0=5;t:1=7",
                 "topic u 1 @9");
         assertThat(reader.kept).containsExactly(Map.of("g", Set.of(T0, T1)));
-        assertThat(reader.machine.members()).containsExactlyInAnyOrder(1, 2, 3);
-        assertThat(reader.machine.topic("t").replicas()).isEqualTo(writer.machine.topic("t").replicas());
-        assertThat(reader.machine.snapshotText()).as("a snapshot of the snapshot").isEqualTo(text);
+        assertThat(reader.machine.state().members()).containsExactlyInAnyOrder(1, 2, 3);
+        assertThat(reader.machine.state().topic("t").replicas()).isEqualTo(writer.machine.state().topic("t").replicas());
+        assertThat(reader.machine.state().snapshot().text()).as("a snapshot of the snapshot").isEqualTo(text);
         // The same answers as the writer's to what comes next: g committed after entry 4, a node 3 that took part.
         reader.index = writer.index;
         assertThat(reader.apply("forget g 4 1")).isEqualTo(writer.apply("forget g 4 1"))
-                .isEqualTo(MetadataStateMachine.KEPT);
-        assertThat(reader.apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.TOOK_PART);
+                .isEqualTo(MetadataCommands.KEPT);
+        assertThat(reader.apply(MetadataCommands.joinCommand(3))).isEqualTo(MetadataCommands.TOOK_PART);
         assertThat(reader.apply("partitions t 2 1,2,3;2,3,1")).startsWith("refused");
     }
 
@@ -104,8 +104,8 @@ class MetadataSnapshotTest {
         Node behind = new Node();
         Node writer = new Node();
         for (Node node : List.of(behind, writer)) {
-            node.apply(MetadataStateMachine.memberCommand(1));
-            node.apply(MetadataStateMachine.memberCommand(2));
+            node.apply(MetadataCommands.memberCommand(1));
+            node.apply(MetadataCommands.memberCommand(2));
             node.apply("topic t 1 1,2,3");
             node.apply("offsets g t:0=5");
             node.apply("offsets h t:0=1");
@@ -114,41 +114,41 @@ class MetadataSnapshotTest {
         behind.told.clear();
         writer.apply("partitions t 3 1,2,3;2,3,1;3,1,2");
         writer.apply("offsets g t:1=7");
-        assertThat(writer.apply("forget h 7 1")).isEqualTo(MetadataStateMachine.FORGOTTEN);
-        assertThat(writer.apply("forget k 8 1")).isEqualTo(MetadataStateMachine.FORGOTTEN);
+        assertThat(writer.apply("forget h 7 1")).isEqualTo(MetadataCommands.FORGOTTEN);
+        assertThat(writer.apply("forget k 8 1")).isEqualTo(MetadataCommands.FORGOTTEN);
         writer.apply("offsets k t:0=9");
-        writer.apply(MetadataStateMachine.joinCommand(3));
+        writer.apply(MetadataCommands.joinCommand(3));
         writer.apply("topic u 1 2");
 
-        behind.machine.applySnapshot(MetadataStateMachine.parseSnapshot(writer.machine.snapshotText()));
+        behind.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()));
 
         assertThat(behind.told).containsExactly("forget h", "forget k", "grown t 1->3 @6", "offsets g t:0=5;t:1=7",
                 "offsets k t:0=9", "topic u 1 @12");
         assertThat(behind.kept).containsExactly(Map.of("g", Set.of(T0, T1), "k", Set.of(T0)));
-        assertThat(behind.machine.snapshotText()).isEqualTo(writer.machine.snapshotText());
+        assertThat(behind.machine.state().snapshot().text()).isEqualTo(writer.machine.state().snapshot().text());
     }
 
     @Test
     void aLogWithTopicsBeforeAnyRecordStaysUntrackedThroughASnapshot() throws Exception {
         Node writer = new Node();
         writer.apply("topic t 1 1");
-        writer.apply(MetadataStateMachine.memberCommand(1));
+        writer.apply(MetadataCommands.memberCommand(1));
         Node reader = new Node();
-        reader.machine.applySnapshot(MetadataStateMachine.parseSnapshot(writer.machine.snapshotText()));
-        assertThat(reader.apply(MetadataStateMachine.joinCommand(3))).isEqualTo(MetadataStateMachine.TOOK_PART);
+        reader.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()));
+        assertThat(reader.apply(MetadataCommands.joinCommand(3))).isEqualTo(MetadataCommands.TOOK_PART);
     }
 
     @Test
     void aTornOrDamagedSnapshotIsRefused() throws Exception {
-        String text = written().machine.snapshotText();
-        MetadataStateMachine.parseSnapshot(text);
-        assertThatThrownBy(() -> MetadataStateMachine.parseSnapshot(text.substring(0, text.length() / 2)))
+        String text = written().machine.state().snapshot().text();
+        MetadataSnapshot.parse(text);
+        assertThatThrownBy(() -> MetadataSnapshot.parse(text.substring(0, text.length() / 2)))
                 .isInstanceOf(IOException.class);
         String damaged = text.replace("offsets g t:0=5", "offsets g t:0=6");
         assertThat(damaged).isNotEqualTo(text);
-        assertThatThrownBy(() -> MetadataStateMachine.parseSnapshot(damaged)).isInstanceOf(IOException.class)
+        assertThatThrownBy(() -> MetadataSnapshot.parse(damaged)).isInstanceOf(IOException.class)
                 .hasMessageContaining("checksum");
-        assertThatThrownBy(() -> MetadataStateMachine.parseSnapshot("")).isInstanceOf(IOException.class);
+        assertThatThrownBy(() -> MetadataSnapshot.parse("")).isInstanceOf(IOException.class);
     }
 
     private static RaftStorage storage(Path directory) throws IOException {
@@ -185,11 +185,11 @@ class MetadataSnapshotTest {
         Node writer = new Node();
         try (RaftStorage raft = storage(dir)) {
             writer.machine.initialize(server(), GROUP, raft);
-            writer.apply(MetadataStateMachine.memberCommand(1));
+            writer.apply(MetadataCommands.memberCommand(1));
             writer.apply("topic t 1 1");
             writer.apply("offsets g t:0=5");
             assertThat(writer.machine.takeSnapshot()).isEqualTo(2);
-            return writer.machine.snapshotText();
+            return writer.machine.state().snapshot().text();
         }
     }
 
@@ -204,7 +204,7 @@ class MetadataSnapshotTest {
             assertThat(reader.told).as("nothing applied before the node asks").isEmpty();
             reader.machine.applyStartSnapshot();
             assertThat(reader.told).containsExactly("topic t 1 @1", "offsets g t:0=5");
-            assertThat(reader.machine.snapshotText()).isEqualTo(text);
+            assertThat(reader.machine.state().snapshot().text()).isEqualTo(text);
             reader.machine.applyStartSnapshot();
             assertThat(reader.told).as("applied once").hasSize(2);
         }
@@ -235,7 +235,7 @@ class MetadataSnapshotTest {
     @Test
     void aGroupAddedAgainEmptyAppliesItsLogFromTheStart(@TempDir Path dir) throws Exception {
         Node node = new Node();
-        List<String> log = List.of(MetadataStateMachine.memberCommand(1), "offsets g t:0=5", "forget g 1 1",
+        List<String> log = List.of(MetadataCommands.memberCommand(1), "offsets g t:0=5", "forget g 1 1",
                 "offsets g t:0=6");
         List<String> answers = new ArrayList<>();
         try (RaftStorage raft = storage(dir.resolve("first"))) {
@@ -245,7 +245,7 @@ class MetadataSnapshotTest {
                 answers.add(node.apply(command));
             }
         }
-        assertThat(answers.get(2)).isEqualTo(MetadataStateMachine.FORGOTTEN);
+        assertThat(answers.get(2)).isEqualTo(MetadataCommands.FORGOTTEN);
         try (RaftStorage raft = storage(dir.resolve("again"))) {
             node.machine.initialize(server(), GROUP, raft);
             // Ratis reads it, unchecked, when it adds the group.
@@ -267,7 +267,7 @@ class MetadataSnapshotTest {
         Node writer = new Node();
         try (RaftStorage raft = storage(dir)) {
             writer.machine.initialize(server(), GROUP, raft);
-            MetadataStateMachine.SnapshotSource source = query -> {
+            MetadataSnapshot.Source source = query -> {
                 try {
                     return writer.machine.query(Message.valueOf(query)).get().getContent();
                 } catch (ExecutionException e) {
@@ -276,18 +276,18 @@ class MetadataSnapshotTest {
                     throw new java.io.InterruptedIOException();
                 }
             };
-            assertThat(MetadataStateMachine.fetchSnapshot(source, 7)).as("none yet").isNull();
-            writer.apply(MetadataStateMachine.memberCommand(1));
+            assertThat(MetadataSnapshot.fetch(source, 7)).as("none yet").isNull();
+            writer.apply(MetadataCommands.memberCommand(1));
             writer.apply("topic t 2 1;1");
             for (int i = 0; i < 20; i++) {
                 writer.apply("offsets g" + i + " t:0=" + i + ";t:1=" + (2 * i));
             }
             assertThat(writer.machine.takeSnapshot()).isEqualTo(21);
 
-            var read = MetadataStateMachine.fetchSnapshot(source, 7);
+            var read = MetadataSnapshot.fetch(source, 7);
             assertThat(read.getKey()).isEqualTo(TermIndex.valueOf(1, 21));
-            assertThat(read.getValue()).isEqualTo(writer.machine.snapshotText()).hasSizeGreaterThan(20 * 7);
-            assertThat(MetadataStateMachine.fetchSnapshot(source, 1 << 20)).isEqualTo(read);
+            assertThat(read.getValue()).isEqualTo(writer.machine.state().snapshot().text()).hasSizeGreaterThan(20 * 7);
+            assertThat(MetadataSnapshot.fetch(source, 1 << 20)).isEqualTo(read);
             assertThat(writer.machine.query(Message.valueOf("snapshot 1 20 0 10")))
                     .as("a snapshot the leader does not hold").isCompletedExceptionally();
             assertThat(writer.machine.query(Message.valueOf("snapshot 1 21 100000 10")))

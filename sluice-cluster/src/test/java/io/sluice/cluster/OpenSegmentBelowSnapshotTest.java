@@ -3,6 +3,7 @@ package io.sluice.cluster;
 import static io.sluice.cluster.InProcessCluster.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.cluster.ratis.OpenSegmentBelowSnapshot;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.channels.FileChannel;

@@ -3,6 +3,7 @@ package io.sluice.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.fail;
 
+import io.sluice.cluster.ratis.StuckInstall;
 import io.sluice.store.FlushMode;
 import io.sluice.store.KafkaBatch;
 import io.sluice.store.ReadResult;
@@ -51,9 +52,30 @@ class PartitionReplicationTest {
      */
     private ClusterNode.Tuning tuning = new ClusterNode.Tuning(50, 4096, 100_000);
 
+    /** Where a test reaches into one node: set and cleared by the test, read by the node's Raft threads. */
+    static final class Hooks implements NodeHooks {
+        volatile Runnable afterInstall;
+        volatile java.util.function.Supplier<CompletableFuture<?>> storeDelay;
+
+        @Override
+        public void afterInstall(ClusterNode.PartitionId partition) {
+            Runnable hook = afterInstall;
+            if (hook != null) {
+                hook.run();
+            }
+        }
+
+        @Override
+        public CompletableFuture<?> storeDelay(ClusterNode.PartitionId partition) {
+            java.util.function.Supplier<CompletableFuture<?>> delay = storeDelay;
+            return delay == null ? null : delay.get();
+        }
+    }
+
     /** One node: its store and its Raft server; stopped and started again over the same directories. */
     final class Node {
         final int id;
+        final Hooks hooks = new Hooks();
         Store store;
         ClusterNode raft;
 
@@ -76,7 +98,7 @@ class PartitionReplicationTest {
                 store.createTopic("t", TopicLayout.BATCHES, 1);
             }
             raft = new ClusterNode("test-cluster", cluster, id, listenPorts[id], tuning,
-                    dir.resolve("n" + id).resolve("raft"), store, true);
+                    dir.resolve("n" + id).resolve("raft"), store, true, new StartPhases(id), hooks);
             raft.host(PARTITION, REPLICAS);
         }
 
@@ -493,7 +515,7 @@ class PartitionReplicationTest {
                 .getStartIndex() <= keeper.partition().division().getRaftLog().getStartIndex(); i++) {
             expected.addAll(produce(leader(), 50, random, "p" + i + "-"));
         }
-        PartitionStateMachine.afterInstall = () -> proxies[away.id].cut();
+        away.hooks.afterInstall = () -> proxies[away.id].cut();
         try {
             away.start();
             await("the away replica installed a snapshot", () -> {
@@ -504,7 +526,7 @@ class PartitionReplicationTest {
                 }
             });
         } finally {
-            PartitionStateMachine.afterInstall = null;
+            away.hooks.afterInstall = null;
         }
         if (keeperSnapshotEvery < 100_000) {
             long keeperStart = keeper.partition().division().getRaftLog().getStartIndex();
@@ -562,16 +584,12 @@ class PartitionReplicationTest {
         List<byte[]> expected = new ArrayList<>(produce(leader(), 30, random, "a"));
         assertEveryReplicaHolds(expected);
         Node stalled = nodes[leader().id % 3 + 1];
-        String stalledPeer = ClusterNode.peerId(stalled.id).toString();
         long stallMillis = 2 * StuckInstall.STUCK_NANOS / 1_000_000;
         java.util.concurrent.atomic.AtomicReference<CompletableFuture<Void>> stall =
                 new java.util.concurrent.atomic.AtomicReference<>();
         // Every write of the stalled replica from its first one on completes when the stall ends, as behind a disk
         // that takes that long to force.
-        PartitionStateMachine.storeDelay = peer -> {
-            if (!peer.equals(stalledPeer)) {
-                return null;
-            }
+        stalled.hooks.storeDelay = () -> {
             if (stall.get() == null) {
                 stall.compareAndSet(null, CompletableFuture.runAsync(() -> { },
                         CompletableFuture.delayedExecutor(stallMillis, TimeUnit.MILLISECONDS)));
@@ -599,7 +617,7 @@ class PartitionReplicationTest {
                 Thread.sleep(stallMillis / 10);
             }
         } finally {
-            PartitionStateMachine.storeDelay = null;
+            stalled.hooks.storeDelay = null;
         }
         assertThat(stoodThroughTheWait).as("the follower's disk stalled past the wait").isTrue();
         expected.addAll(produce(leader(), 20, random, "c"));

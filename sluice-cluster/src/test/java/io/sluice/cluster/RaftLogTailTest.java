@@ -3,6 +3,8 @@ package io.sluice.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.sluice.cluster.ratis.OpenSegmentBelowSnapshot;
+import io.sluice.cluster.ratis.RaftLogTail;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.nio.file.Files;
@@ -71,6 +73,11 @@ class RaftLogTailTest {
         }
     }
 
+    /** How far a store ending at {@code stored} holds the log in {@link #dir}, its batches read as a node reads them. */
+    private RaftLogTail.Held held(long stored, long snapshotIndex, long snapshotEnd) throws IOException {
+        return RaftLogTail.held(dir, MAX, stored, snapshotIndex, snapshotEnd, data -> EntryHeader.decode(data).end());
+    }
+
     private List<Long> indexes(String name) throws IOException {
         return RaftLogTail.entries(dir.resolve(name), MAX).stream().map(LogEntryProto::getIndex).toList();
     }
@@ -78,38 +85,38 @@ class RaftLogTailTest {
     @Test
     void aStoreHoldingEveryBatchIsNotShort() throws IOException {
         twoSegments();
-        RaftLogTail.Held held = RaftLogTail.held(dir, MAX, endOf(19), -1, 0);
+        RaftLogTail.Held held = held(endOf(19), -1, 0);
         assertThat(held).isEqualTo(new RaftLogTail.Held(19, endOf(19), 19, endOf(19)));
         assertThat(held.isShort()).isFalse();
-        assertThat(RaftLogTail.held(dir, MAX, endOf(19) + 5, -1, 0).isShort()).isFalse();
+        assertThat(held(endOf(19) + 5, -1, 0).isShort()).isFalse();
     }
 
     @Test
     void theLogIsHeldUpToTheLastEntryWhoseBatchesTheStoreHolds() throws IOException {
         twoSegments();
         // Entry 15's batches are only partly stored: the log is held whole up to 14.
-        assertThat(RaftLogTail.held(dir, MAX, endOf(15) - 3, -1, 0))
+        assertThat(held(endOf(15) - 3, -1, 0))
                 .isEqualTo(new RaftLogTail.Held(14, endOf(14), 19, endOf(19)));
         // Up to entry 11, and the configuration entry 12 after it, which names no batch.
-        assertThat(RaftLogTail.held(dir, MAX, endOf(11), -1, 0))
+        assertThat(held(endOf(11), -1, 0))
                 .isEqualTo(new RaftLogTail.Held(12, endOf(11), 19, endOf(19)));
         // In the closed segment.
-        assertThat(RaftLogTail.held(dir, MAX, endOf(6) + 4, -1, 0))
+        assertThat(held(endOf(6) + 4, -1, 0))
                 .isEqualTo(new RaftLogTail.Held(6, endOf(6), 19, endOf(19)));
         // Not one batch: entry 0 only, which names none.
-        assertThat(RaftLogTail.held(dir, MAX, 0, -1, 0)).isEqualTo(new RaftLogTail.Held(0, 0, 19, endOf(19)));
+        assertThat(held(0, -1, 0)).isEqualTo(new RaftLogTail.Held(0, 0, 19, endOf(19)));
     }
 
     @Test
     void theSnapshotBoundsWhatIsRead() throws IOException {
         twoSegments();
         // A snapshot at entry 13: the store holds its batches, none after.
-        assertThat(RaftLogTail.held(dir, MAX, endOf(13), 13, endOf(13)))
+        assertThat(held(endOf(13), 13, endOf(13)))
                 .isEqualTo(new RaftLogTail.Held(13, endOf(13), 19, endOf(19)));
         // A store without even the snapshot's batches (it lost what was forced): nothing to cut back to.
-        assertThat(RaftLogTail.held(dir, MAX, endOf(13) - 1, 13, endOf(13))).isNull();
+        assertThat(held(endOf(13) - 1, 13, endOf(13))).isNull();
         // A snapshot past the log: every entry is in it.
-        assertThat(RaftLogTail.held(dir, MAX, endOf(25), 25, endOf(25)))
+        assertThat(held(endOf(25), 25, endOf(25)))
                 .isEqualTo(new RaftLogTail.Held(25, endOf(25), 25, endOf(25)));
     }
 
@@ -117,8 +124,8 @@ class RaftLogTailTest {
     void aLogThatDoesNotFollowOnFromTheSnapshotIsNotCutBack() throws IOException {
         write("log_inprogress_10", 10, 19, true);
         // The store holds none of the log's batches, and entries 6 to 9 are missing between the snapshot and the log.
-        assertThat(RaftLogTail.held(dir, MAX, endOf(9), 5, endOf(5))).isNull();
-        assertThat(RaftLogTail.held(dir, MAX, endOf(14), 9, endOf(9)))
+        assertThat(held(endOf(9), 5, endOf(5))).isNull();
+        assertThat(held(endOf(14), 9, endOf(9)))
                 .isEqualTo(new RaftLogTail.Held(14, endOf(14), 19, endOf(19)));
     }
 
@@ -132,7 +139,7 @@ class RaftLogTailTest {
                 Long.MAX_VALUE);
         assertThat(scan.clean()).isTrue();
         assertThat(scan.end()).as("nothing after the last entry kept").isEqualTo(Files.size(dir.resolve("log_10-14")));
-        assertThat(RaftLogTail.held(dir, MAX, endOf(14), -1, 0).isShort()).isFalse();
+        assertThat(held(endOf(14), -1, 0).isShort()).isFalse();
         // Cut again at the same entry: nothing more to do.
         assertThat(RaftLogTail.cutAfter(dir, 14, MAX)).isZero();
         assertThat(files()).containsExactly("log_0-9", "log_10-14");
@@ -144,7 +151,7 @@ class RaftLogTailTest {
         assertThat(RaftLogTail.cutAfter(dir, 6, MAX)).as("entries cut").isEqualTo(13);
         assertThat(files()).containsExactly("log_0-6");
         assertThat(indexes("log_0-6")).containsExactly(0L, 1L, 2L, 3L, 4L, 5L, 6L);
-        assertThat(RaftLogTail.held(dir, MAX, endOf(6), -1, 0))
+        assertThat(held(endOf(6), -1, 0))
                 .isEqualTo(new RaftLogTail.Held(6, endOf(6), 6, endOf(6)));
     }
 

@@ -57,7 +57,7 @@ class RetentionHoldTest {
             RetentionReport retained = cluster.broker(leader).store().enforceRetention();
             assertThat(retained.segmentsDeleted()).as("segments below the hold, which moved with the log's purge")
                     .isPositive();
-            assertThat(retained.heldBy()).isEqualTo(PartitionStateMachine.RETENTION_HOLDER);
+            assertThat(retained.heldBy()).isEqualTo(RetentionHold.HOLDER);
 
             cluster.start(behind);
             await("the replica behind in sync", 60, () -> cluster.broker(leader).node().partition("w", 0).inSync()

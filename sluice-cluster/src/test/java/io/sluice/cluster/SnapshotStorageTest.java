@@ -28,7 +28,7 @@ class SnapshotStorageTest {
     }
 
     /** A snapshot file as a partition's machine writes one, found by a listing of the directory. */
-    private static File snapshotFile(PartitionStateMachine.SnapshotStorage storage, long term, long index)
+    private static File snapshotFile(SnapshotStorage storage, long term, long index)
             throws IOException {
         File file = storage.getSnapshotFile(term, index);
         Files.writeString(file.toPath(), "offset.end=0\n");
@@ -38,7 +38,7 @@ class SnapshotStorageTest {
     @Test
     void withNoSnapshotTheDirectoryIsListedOnceNotAtEachQuestion() throws IOException {
         try (RaftStorage raft = raftStorage()) {
-            PartitionStateMachine.SnapshotStorage storage = new PartitionStateMachine.SnapshotStorage();
+            SnapshotStorage storage = new SnapshotStorage();
             storage.init(raft);
             assertThat(storage.getLatestSnapshot()).isNull();
 
@@ -57,7 +57,7 @@ class SnapshotStorageTest {
     @Test
     void aSnapshotTheMachineRecordsIsTheLatestAndAnOlderOneDoesNotReplaceIt() throws IOException {
         try (RaftStorage raft = raftStorage()) {
-            PartitionStateMachine.SnapshotStorage storage = new PartitionStateMachine.SnapshotStorage();
+            SnapshotStorage storage = new SnapshotStorage();
             storage.init(raft);
             File newer = snapshotFile(storage, 2, 20);
             storage.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(newer.toPath(), null),
@@ -75,11 +75,11 @@ class SnapshotStorageTest {
     @Test
     void aSnapshotOnDiskWhenTheGroupStartsIsFound() throws IOException {
         try (RaftStorage raft = raftStorage()) {
-            PartitionStateMachine.SnapshotStorage first = new PartitionStateMachine.SnapshotStorage();
+            SnapshotStorage first = new SnapshotStorage();
             first.init(raft);
             snapshotFile(first, 3, 30);
 
-            PartitionStateMachine.SnapshotStorage restarted = new PartitionStateMachine.SnapshotStorage();
+            SnapshotStorage restarted = new SnapshotStorage();
             restarted.init(raft);
             assertThat(restarted.getLatestSnapshot().getTermIndex()).isEqualTo(TermIndex.valueOf(3, 30));
         }
@@ -88,7 +88,7 @@ class SnapshotStorageTest {
     @Test
     void aListingThatFailsIsNotTakenForNoSnapshot() throws IOException {
         try (RaftStorage raft = raftStorage()) {
-            PartitionStateMachine.SnapshotStorage storage = new PartitionStateMachine.SnapshotStorage();
+            SnapshotStorage storage = new SnapshotStorage();
             storage.init(raft);
             Path directory = raft.getStorageDir().getStateMachineDir().toPath();
             Files.delete(directory);
@@ -104,7 +104,7 @@ class SnapshotStorageTest {
     @Test
     void snapshotsPastTheRetainedCountAreDeletedOldestFirst() throws IOException {
         try (RaftStorage raft = raftStorage()) {
-            PartitionStateMachine.SnapshotStorage storage = new PartitionStateMachine.SnapshotStorage();
+            SnapshotStorage storage = new SnapshotStorage();
             storage.init(raft);
             snapshotFile(storage, 1, 10);
             snapshotFile(storage, 1, 20);

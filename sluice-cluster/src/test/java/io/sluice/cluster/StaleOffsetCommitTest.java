@@ -99,7 +99,7 @@ class StaleOffsetCommitTest {
                         .get(60, TimeUnit.SECONDS);
                 RaftClientReply reply = client.io().send(Message.valueOf(late));
                 assertThat(reply.getMessage().getContent().toStringUtf8()).as("the late commit's answer")
-                        .startsWith(MetadataStateMachine.STALE_COORDINATOR);
+                        .startsWith(MetadataCommands.STALE_COORDINATOR);
                 lateIndex = reply.getLogIndex();
             }
             var offsets = admin.listConsumerGroupOffsets("g").partitionsToOffsetAndMetadata().get(60, TimeUnit.SECONDS);

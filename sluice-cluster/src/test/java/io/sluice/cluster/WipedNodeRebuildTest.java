@@ -93,7 +93,7 @@ class WipedNodeRebuildTest {
             await("the rebuilt broker in sync", 90, () -> cluster.broker(leader).node().partition("w", 0).inSync()
                     .contains(back));
             await("the rejoin finished", 60, () -> Files.notExists(cluster.directory(back).resolve("raft")
-                    .resolve(ClusterNode.REJOIN_FILE)));
+                    .resolve(Membership.REJOIN_FILE)));
             assertThat(cluster.broker(leader).node().metadataDivision().getRaftConf().getLogEntryIndex())
                     .as("the metadata group's configuration, changed by the rejoin").isGreaterThan(configuredAt);
             ReplicatedPartition rebuilt = cluster.replica(wiped, "w");
@@ -148,7 +148,7 @@ class WipedNodeRebuildTest {
             await("the rebuilt broker in sync", 90, () -> cluster.broker(leader).node().partition("w", 0).inSync()
                     .contains(wiped));
             await("the rejoin finished", 60, () -> Files.notExists(cluster.directory(wiped).resolve("raft")
-                    .resolve(ClusterNode.REJOIN_FILE)));
+                    .resolve(Membership.REJOIN_FILE)));
             ReplicatedPartition rebuilt = cluster.replica(wiped, "w");
             long end = leading.highWatermark();
             await("the rebuilt broker committed to " + end, 30, () -> rebuilt.highWatermark() >= end);
@@ -191,7 +191,7 @@ class WipedNodeRebuildTest {
             await("the wiped broker in sync", 60, () -> cluster.broker(leader).node().partition("w", 0).inSync()
                     .contains(wiped));
             await("the rejoin finished", 60, () -> Files.notExists(cluster.directory(wiped).resolve("raft")
-                    .resolve(ClusterNode.REJOIN_FILE)));
+                    .resolve(Membership.REJOIN_FILE)));
             ReplicatedPartition back = cluster.replica(wiped, "w");
             long end = leading.highWatermark();
             await("the wiped broker committed to " + end, 30, () -> back.highWatermark() >= end);
@@ -242,7 +242,7 @@ class WipedNodeRebuildTest {
             await("the wiped broker in sync on w-1", 90, () -> cluster.broker(leading).node().partition("w", 1)
                     .inSync().contains(wiped));
             await("the rejoin finished", 60, () -> Files.notExists(cluster.directory(wiped).resolve("raft")
-                    .resolve(ClusterNode.REJOIN_FILE)));
+                    .resolve(Membership.REJOIN_FILE)));
             assertThat(cluster.broker(wiped).store().queueCount("w")).isEqualTo(2);
             ReplicatedPartition back = cluster.broker(wiped).node().partition(second);
             long end = cluster.broker(leading).node().partition(second).highWatermark();
@@ -267,7 +267,7 @@ class WipedNodeRebuildTest {
             int leader = cluster.leaderOf("w");
             int resumed = leader % 3 + 1;
             cluster.stop(resumed);
-            Path marker = cluster.directory(resumed).resolve("raft").resolve(ClusterNode.REJOIN_FILE);
+            Path marker = cluster.directory(resumed).resolve("raft").resolve(Membership.REJOIN_FILE);
             Files.writeString(marker, "rejoining\n");
             InProcessCluster.send(producer, "w", sent, 500, 1_000);
             cluster.start(resumed);

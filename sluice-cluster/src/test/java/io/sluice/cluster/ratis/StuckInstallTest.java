@@ -1,4 +1,4 @@
-package io.sluice.cluster;
+package io.sluice.cluster.ratis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 

@@ -1,4 +1,4 @@
-package io.sluice.cluster;
+package io.sluice.cluster.ratis;
 
 import org.apache.ratis.conf.Parameters;
 import org.apache.ratis.grpc.GrpcFactory;

@@ -1,4 +1,4 @@
-package io.sluice.cluster;
+package io.sluice.cluster.ratis;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
@@ -8,7 +8,10 @@ class StuckHandOverTest {
 
     private static final long MS = 1_000_000;
 
-    private final StuckHandOver watch = new StuckHandOver();
+    /** As long as the longest hand-over the nodes ask for (three election timeouts). */
+    private static final java.time.Duration HAND_OVER = java.time.Duration.ofMillis(900);
+
+    private final StuckHandOver watch = new StuckHandOver(HAND_OVER);
 
     /** Refusals every {@code every} ms from {@code from} to {@code until} (ms). */
     private void refuse(long from, long until, long every) {
@@ -24,7 +27,7 @@ class StuckHandOverTest {
         assertThat(watch.stuck(1_850 * MS)).as("after 1.85 s of refusals").isFalse();
         refuse(1_900, 1_900, 100);
         assertThat(watch.stuck(1_900 * MS)).as("after 1.9 s").isTrue();
-        assertThat(StuckHandOver.STUCK_NANOS).as("the wait").isGreaterThan(ClusterNode.HAND_OVER_MILLIS * MS);
+        assertThat(watch.stuckNanos()).as("the wait").isGreaterThan(HAND_OVER.toNanos());
     }
 
     @Test

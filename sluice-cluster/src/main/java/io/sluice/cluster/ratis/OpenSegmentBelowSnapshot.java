@@ -1,4 +1,4 @@
-package io.sluice.cluster;
+package io.sluice.cluster.ratis;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -45,7 +45,7 @@ import org.slf4j.LoggerFactory;
  * it. A last entry cut short by the end of the file or by zeros is torn (never acknowledged, as Ratis says of the
  * former) and cut off.
  */
-final class OpenSegmentBelowSnapshot {
+public final class OpenSegmentBelowSnapshot {
 
     private static final Logger LOG = LoggerFactory.getLogger(OpenSegmentBelowSnapshot.class);
 
@@ -66,7 +66,7 @@ final class OpenSegmentBelowSnapshot {
      * @param clean whether only the end of the file, zero bytes, or a torn last entry (cut short by the end of the
      *     file, or by zeros) follow them
      */
-    record Scan(int entries, long end, boolean clean) {
+    public record Scan(int entries, long end, boolean clean) {
     }
 
     /**
@@ -76,7 +76,7 @@ final class OpenSegmentBelowSnapshot {
      *     length above it is damage, not a torn entry, as Ratis takes it
      * @param limit how many entries to read at most (the scan then ends clean after the last of them)
      */
-    static Scan scan(Path segment, int maxEntryBytes, long limit) throws IOException {
+    public static Scan scan(Path segment, int maxEntryBytes, long limit) throws IOException {
         try (Arena arena = Arena.ofConfined();
              FileChannel channel = FileChannel.open(segment, StandardOpenOption.READ)) {
             MemorySegment bytes = channel.map(FileChannel.MapMode.READ_ONLY, 0, channel.size(), arena);
@@ -146,7 +146,7 @@ final class OpenSegmentBelowSnapshot {
     }
 
     /** @return the largest entry the Ratis server reads back from its log ({@link #scan}) */
-    static int maxEntryBytes(RaftServer server) {
+    public static int maxEntryBytes(RaftServer server) {
         return RaftServerConfigKeys.Log.Appender.bufferByteLimit(server.getProperties()).getSizeInt();
     }
 
@@ -159,7 +159,7 @@ final class OpenSegmentBelowSnapshot {
      * @param group what the log belongs to, for the log line
      * @return the closed segment, or null if none was closed
      */
-    static Path closeIfBelow(Path logDirectory, long snapshotIndex, int maxEntryBytes, String group)
+    public static Path closeIfBelow(Path logDirectory, long snapshotIndex, int maxEntryBytes, String group)
             throws IOException {
         if (snapshotIndex < 0) {
             return null;

@@ -1,4 +1,4 @@
-package io.sluice.cluster;
+package io.sluice.cluster.ratis;
 
 /**
  * A leader's watch over one replica's INCONSISTENCY answers, for the sign of an install stuck "in progress" (see
@@ -7,12 +7,12 @@ package io.sluice.cluster;
  * replica down, cut off or restarting) starts the watch again, as does another next index or match index. Thread-safe:
  * the threads that take the replies note them, the appender's asks.
  */
-final class StuckInstall {
+public final class StuckInstall {
 
     /** How long a replica answers the same before it counts as stuck. */
-    static final long STUCK_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(3);
+    public static final long STUCK_NANOS = java.util.concurrent.TimeUnit.SECONDS.toNanos(3);
     /** Answers further apart than this are not one run (heartbeats go every 75 ms). */
-    static final long ANSWERING_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500);
+    public static final long ANSWERING_NANOS = java.util.concurrent.TimeUnit.MILLISECONDS.toNanos(500);
 
     private long sameAnswer;
     private long sameAnswerMatch;
@@ -21,7 +21,7 @@ final class StuckInstall {
     private boolean answered;
 
     /** Notes an INCONSISTENCY answer with {@code nextIndex}, the replica's match index being {@code matchIndex}. */
-    synchronized void answered(long nextIndex, long matchIndex, long now) {
+    public synchronized void answered(long nextIndex, long matchIndex, long now) {
         if (!answered || nextIndex != sameAnswer || matchIndex != sameAnswerMatch
                 || now - lastAnswerAt > ANSWERING_NANOS) {
             answered = true;
@@ -33,7 +33,7 @@ final class StuckInstall {
     }
 
     /** @return whether the replica, its match index now {@code matchIndex}, shows the sign at {@code now} */
-    synchronized boolean stuck(long matchIndex, long now) {
+    public synchronized boolean stuck(long matchIndex, long now) {
         return answered && matchIndex == sameAnswerMatch && now - lastAnswerAt <= ANSWERING_NANOS
                 && now - sameAnswerSince >= STUCK_NANOS;
     }

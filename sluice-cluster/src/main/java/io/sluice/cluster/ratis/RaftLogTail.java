@@ -1,4 +1,4 @@
-package io.sluice.cluster;
+package io.sluice.cluster.ratis;
 
 import java.io.IOException;
 import java.lang.foreign.Arena;
@@ -13,9 +13,11 @@ import java.util.ArrayList;
 import java.util.Comparator;
 import java.util.List;
 import java.util.regex.Matcher;
+import java.util.function.ToLongFunction;
 import java.util.regex.Pattern;
 import java.util.stream.Stream;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
+import org.apache.ratis.thirdparty.com.google.protobuf.ByteString;
 import org.apache.ratis.thirdparty.com.google.protobuf.InvalidProtocolBufferException;
 
 /**
@@ -28,7 +30,7 @@ import org.apache.ratis.thirdparty.com.google.protobuf.InvalidProtocolBufferExce
  * entry whose batches its store holds, cuts its store to that entry's end, and starts its group again (docs/design.md,
  * "Where the log ends"). The files are read with the framing {@link OpenSegmentBelowSnapshot} reads.
  */
-final class RaftLogTail {
+public final class RaftLogTail {
 
     private static final Pattern CLOSED = Pattern.compile("log_(\\d+)-(\\d+)");
     private static final Pattern OPEN = Pattern.compile("log_inprogress_(\\d+)");
@@ -43,15 +45,15 @@ final class RaftLogTail {
      * @param first its first entry's index
      * @param last its last entry's index, from its name; -1 for the open segment
      */
-    record Segment(Path path, long first, long last) {
+    public record Segment(Path path, long first, long last) {
 
-        boolean open() {
+        public boolean open() {
             return last < 0;
         }
     }
 
     /** @return the log's segments, by first index (a name Ratis would not load is left out) */
-    static List<Segment> segments(Path logDirectory) throws IOException {
+    public static List<Segment> segments(Path logDirectory) throws IOException {
         List<Segment> segments = new ArrayList<>();
         try (Stream<Path> files = Files.list(logDirectory)) {
             for (Path file : files.toList()) {
@@ -70,7 +72,7 @@ final class RaftLogTail {
     }
 
     /** @return the whole entries of a segment file, from its first (a torn or damaged tail is not read) */
-    static List<LogEntryProto> entries(Path segment, int maxEntryBytes) throws IOException {
+    public static List<LogEntryProto> entries(Path segment, int maxEntryBytes) throws IOException {
         OpenSegmentBelowSnapshot.Scan scan = OpenSegmentBelowSnapshot.scan(segment, maxEntryBytes, Long.MAX_VALUE);
         List<LogEntryProto> entries = new ArrayList<>(scan.entries());
         try (Arena arena = Arena.ofConfined();
@@ -106,10 +108,10 @@ final class RaftLogTail {
      * @param lastIndex the log's last entry
      * @param namedEnd the offset the batches of the log's entries end at
      */
-    record Held(long wholeIndex, long wholeEnd, long lastIndex, long namedEnd) {
+    public record Held(long wholeIndex, long wholeEnd, long lastIndex, long namedEnd) {
 
         /** @return whether the log names batches past what the store holds */
-        boolean isShort() {
+        public boolean isShort() {
             return wholeIndex < lastIndex && namedEnd > wholeEnd;
         }
     }
@@ -124,11 +126,12 @@ final class RaftLogTail {
      * @param stored the offset the store's batches of the partition end at
      * @param snapshotIndex the index of the replica's latest snapshot, or -1
      * @param snapshotEnd the offset its batches end at (0 without one)
+     * @param batchesEnd the offset the batches of an entry end at, from the entry's state-machine log data
      * @return how far the store holds the log's batches; null if not even the snapshot's (the store lost what was
      *     forced), or if the log does not follow on from the snapshot: the log cannot be cut back to the store
      */
-    static Held held(Path logDirectory, int maxEntryBytes, long stored, long snapshotIndex, long snapshotEnd)
-            throws IOException {
+    public static Held held(Path logDirectory, int maxEntryBytes, long stored, long snapshotIndex, long snapshotEnd,
+                            ToLongFunction<ByteString> batchesEnd) throws IOException {
         if (snapshotEnd > stored) {
             return null;
         }
@@ -155,7 +158,7 @@ final class RaftLogTail {
                 if (!entry.hasStateMachineLogEntry()) {
                     continue;
                 }
-                long end = EntryHeader.decode(entry.getStateMachineLogEntry().getLogData()).end();
+                long end = batchesEnd.applyAsLong(entry.getStateMachineLogEntry().getLogData());
                 namedEnd = namedEnd < 0 ? end : namedEnd;
                 if (end <= stored) {
                     return new Held(wholeIndex, end, lastIndex, namedEnd);
@@ -186,7 +189,7 @@ final class RaftLogTail {
      * @return how many entries were cut off
      * @throws IOException if the log does not read as a log holding {@code lastKept}
      */
-    static long cutAfter(Path logDirectory, long lastKept, int maxEntryBytes) throws IOException {
+    public static long cutAfter(Path logDirectory, long lastKept, int maxEntryBytes) throws IOException {
         List<Segment> segments = segments(logDirectory);
         long cut = 0;
         for (int s = segments.size() - 1; s >= 0 && segments.get(s).first() > lastKept; s--) {

@@ -1,0 +1,13 @@
+package io.sluice.cli;
+
+import io.sluice.cluster.MainCodeSleeps;
+import org.junit.jupiter.api.Test;
+
+/** No main code sleeps but where {@link MainCodeSleeps} allows: the rule run with this module's classes too. */
+class MainCodeSleepsTest {
+
+    @Test
+    void mainCodeSleepsOnlyWhereAllowed() {
+        MainCodeSleeps.check(MainCodeSleeps.mainClasses());
+    }
+}

@@ -1,0 +1,197 @@
+package io.sluice.cluster;
+
+import io.sluice.broker.Replication.CommittedOffset;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.List;
+import java.util.SortedMap;
+import java.util.TreeMap;
+
+/**
+ * The metadata group's commands, one per entry of its log, as text (docs/format.md, "Cluster"), and their answers.
+ *
+ * <p>Commands: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;...} with
+ * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}; {@code partitions <name> <partitions>
+ * <replicas of 0>;...}, which gives a topic more partitions (the replicas of those it has unchanged, each node hosting
+ * its replicas of the new ones); and a consumer group's committed
+ * offsets, {@code offsets <group> <topic>:<partition>=<offset>;...}, which every node keeps in its store, and
+ * {@code forget <group> <index> <term>}, which removes them from every node's store unless the log holds a commit of
+ * the group after entry {@code index} (the coordinator decides to forget a group on what it had applied up to there; a
+ * commit the cluster took since keeps the group on every node alike), and is refused in an entry of another term than
+ * the one the coordinator decided in (it may have lost its place, and the next coordinator's members). And the record
+ * of the nodes that took part (and so may have voted and acknowledged entries), which a node that comes back with no
+ * Raft data needs to tell a lost directory from a first start: {@code member <node>}, which a node submits once its
+ * member of this group runs, and {@code join <node>}, which a node with no Raft data submits through the others before
+ * it starts its member: it answers {@link #TOOK_PART} if the node is recorded (or the log holds topics or offsets from
+ * before any record, so that an absence proves nothing), else records the node and answers {@link #RECORDED}.
+ */
+final class MetadataCommands {
+
+    private MetadataCommands() {
+    }
+
+    /**
+     * A topic as the cluster knows it.
+     *
+     * @param name its name
+     * @param replicas for each partition, the node ids of its replicas
+     */
+    record Topic(String name, List<List<Integer>> replicas) {
+
+        Topic {
+            replicas = replicas.stream().map(List::copyOf).toList();
+        }
+
+        int partitions() {
+            return replicas.size();
+        }
+
+        String command() {
+            StringBuilder text = new StringBuilder("topic ").append(name).append(' ').append(replicas.size())
+                    .append(' ');
+            for (int p = 0; p < replicas.size(); p++) {
+                text.append(p == 0 ? "" : ";");
+                List<Integer> nodes = replicas.get(p);
+                for (int i = 0; i < nodes.size(); i++) {
+                    text.append(i == 0 ? "" : ",").append(nodes.get(i));
+                }
+            }
+            return text.toString();
+        }
+
+        /** @return the command giving the topic these partitions (more than it has, the first ones unchanged) */
+        String growCommand() {
+            return "partitions" + command().substring("topic".length());
+        }
+
+        /** @throws IllegalArgumentException if the text is not a topic command */
+        static Topic parse(String command) {
+            String[] parts = command.split(" ");
+            if (parts.length != 4 || !parts[0].equals("topic")) {
+                throw new IllegalArgumentException("not a metadata command: " + command);
+            }
+            int partitions = Integer.parseInt(parts[2]);
+            String[] lists = parts[3].split(";");
+            if (partitions < 1 || lists.length != partitions) {
+                throw new IllegalArgumentException("a topic command with " + partitions + " partitions and "
+                        + lists.length + " replica lists: " + command);
+            }
+            List<List<Integer>> replicas = new ArrayList<>();
+            for (String list : lists) {
+                List<Integer> nodes = new ArrayList<>();
+                for (String node : list.split(",")) {
+                    nodes.add(Integer.parseInt(node));
+                }
+                replicas.add(nodes);
+            }
+            return new Topic(parts[1], replicas);
+        }
+    }
+
+    /**
+     * A consumer group's committed offsets.
+     *
+     * @param group the group's store name
+     * @param offsets the partitions' next offsets
+     * @param term the term the coordinator led the metadata group in when it took the commit: an entry of another term
+     *     (its request reached the log only through a later leader, after the coordinator lost its place and the group
+     *     may have committed again through the next one) is refused; -1 for none (a snapshot's lines, and the commits
+     *     of logs written before commits carried it)
+     */
+    record Offsets(String group, List<CommittedOffset> offsets, long term) {
+
+        /** Offsets without a term, as a snapshot holds them. */
+        Offsets(String group, List<CommittedOffset> offsets) {
+            this(group, offsets, -1);
+        }
+
+        String command() {
+            StringBuilder text = new StringBuilder("offsets ").append(group).append(' ');
+            for (int i = 0; i < offsets.size(); i++) {
+                var offset = offsets.get(i);
+                text.append(i == 0 ? "" : ";").append(offset.topic()).append(':').append(offset.partition())
+                        .append('=').append(offset.offset());
+            }
+            return term < 0 ? text.toString() : text.append(' ').append(term).toString();
+        }
+
+        /** @return the offsets by partition, in topic and partition order (a map of its own) */
+        SortedMap<ClusterNode.PartitionId, Long> byPartition() {
+            SortedMap<ClusterNode.PartitionId, Long> map = new TreeMap<>(
+                    Comparator.comparing(ClusterNode.PartitionId::topic)
+                            .thenComparingInt(ClusterNode.PartitionId::partition));
+            offsets.forEach(offset -> map.put(new ClusterNode.PartitionId(offset.topic(), offset.partition()),
+                    offset.offset()));
+            return map;
+        }
+
+        /** @throws IllegalArgumentException if the text is not an offsets command */
+        static Offsets parse(String command) {
+            String[] parts = command.split(" ");
+            if (parts.length != 3 && parts.length != 4 || !parts[0].equals("offsets")) {
+                throw new IllegalArgumentException("not an offsets command: " + command);
+            }
+            List<CommittedOffset> offsets = new ArrayList<>();
+            for (String item : parts[2].split(";")) {
+                int colon = item.lastIndexOf(':');
+                int equals = item.lastIndexOf('=');
+                if (colon <= 0 || equals < colon) {
+                    throw new IllegalArgumentException("not a committed offset: " + item);
+                }
+                offsets.add(new CommittedOffset(item.substring(0, colon),
+                        Integer.parseInt(item.substring(colon + 1, equals)), Long.parseLong(item.substring(equals + 1))));
+            }
+            return new Offsets(parts[1], offsets, parts.length == 4 ? Long.parseLong(parts[3]) : -1);
+        }
+    }
+
+    /**
+     * A coordinator's decision to forget a consumer group's committed offsets (a group deleted or expired).
+     *
+     * @param group the group's store name
+     * @param unlessCommittedAfter the log index up to which the coordinator had applied commits when it decided: a
+     *     commit of the group at a later index keeps it
+     * @param term the term the coordinator led the metadata group in when it decided: an entry of another term (the
+     *     coordinator lost its place before the decision reached the log) is refused
+     */
+    record Forget(String group, long unlessCommittedAfter, long term) {
+
+        String command() {
+            return "forget " + group + " " + unlessCommittedAfter + " " + term;
+        }
+
+        /** @throws IllegalArgumentException if the text is not a forget command */
+        static Forget parse(String command) {
+            String[] parts = command.split(" ");
+            if (parts.length != 4 || !parts[0].equals("forget") || parts[1].isEmpty()) {
+                throw new IllegalArgumentException("not a forget command: " + command);
+            }
+            return new Forget(parts[1], Long.parseLong(parts[2]), Long.parseLong(parts[3]));
+        }
+    }
+
+    /** The answer to a forget command whose group's offsets are gone on every node. */
+    static final String FORGOTTEN = "forgotten";
+
+    /** The answer to a forget command whose group committed after the coordinator's decision: every node keeps it. */
+    static final String KEPT = "kept";
+
+    /** The answer to {@code join <node>} for a node that took part, or may have. */
+    static final String TOOK_PART = "took-part";
+
+    /** The answer to {@code join <node>} for a node that had not: it is recorded now, before it takes part. */
+    static final String RECORDED = "recorded";
+
+    /** @return the command recording that node {@code id} took part */
+    static String memberCommand(int id) {
+        return "member " + id;
+    }
+
+    /** @return the command a node with no Raft data submits to learn whether it took part */
+    static String joinCommand(int id) {
+        return "join " + id;
+    }
+
+    /** How an answer refusing a coordinator's command logged in another term than its own begins. */
+    static final String STALE_COORDINATOR = "refused: decided by the coordinator of term ";
+}

@@ -1,0 +1,315 @@
+package io.sluice.cluster;
+
+import io.sluice.broker.Replication.CommittedOffset;
+import io.sluice.cluster.MetadataCommands.Forget;
+import io.sluice.cluster.MetadataCommands.Offsets;
+import io.sluice.cluster.MetadataCommands.Topic;
+import io.sluice.cluster.MetadataSnapshot.Logged;
+import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.function.BiConsumer;
+import java.util.function.Consumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * What a node applied of the metadata log ({@link MetadataCommands}): the topics and their replicas, the nodes that
+ * took part, and each consumer group's committed offsets, with the callbacks that act on them in the node (create a
+ * topic in the store and host its replicas, keep a group's offsets in the store or forget them). Every node applies
+ * the same commands in the same order, so every node's state is alike; a snapshot ({@link #snapshot}) holds the
+ * commands that rebuild it.
+ *
+ * <p>Thread-safe: commands are applied by the metadata group's one applying thread (and a start's snapshot before
+ * it, {@link MetadataStateMachine#applyStartSnapshot}); any thread reads.
+ */
+final class MetadataState {
+
+    private static final Logger LOG = LoggerFactory.getLogger(MetadataState.class);
+
+    /** Told of a topic that gained partitions. */
+    @FunctionalInterface
+    interface PartitionsAdded {
+        /**
+         * @param topic the topic as it is now
+         * @param before how many partitions it had
+         * @param index the log index of the change
+         */
+        void added(Topic topic, int before, long index);
+    }
+
+    private final Map<String, Topic> topics = new ConcurrentHashMap<>();
+    private final Set<Integer> members = ConcurrentHashMap.newKeySet();
+    /** Completes once a member record (any node's) is applied here. */
+    private final CompletableFuture<Void> anyMember = new CompletableFuture<>();
+    /** The log held topics or offsets before any member record (a cluster from before the records). */
+    private volatile boolean untracked;
+    private final Map<String, CompletableFuture<Topic>> awaited = new ConcurrentHashMap<>();
+    /** Futures waiting for a topic to have at least a number of partitions here, by topic. */
+    private final Map<String, List<Map.Entry<Integer, CompletableFuture<Topic>>>> awaitedGrowth =
+            new ConcurrentHashMap<>();
+    /** Each group with committed offsets, by store name (applied by the updater alone). */
+    private final Map<String, Committed> committed = new ConcurrentHashMap<>();
+    /** Each topic's creation and growths as logged, in log order: what a snapshot keeps of it. */
+    private final Map<String, List<Logged>> topicEntries = new ConcurrentHashMap<>();
+    private final BiConsumer<Topic, Long> onTopic;
+    private final PartitionsAdded onPartitions;
+    private final Consumer<Offsets> onOffsets;
+    private final Consumer<String> onForget;
+    private final Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups;
+
+    /** A group's offsets as the log's commits left them, and the log index of its latest commit. */
+    private record Committed(long index, Map<ClusterNode.PartitionId, Long> offsets) {
+    }
+
+    /**
+     * @param onTopic told of each topic, with the log index of its creation, as this node applies it (and again as
+     *     it replays its log)
+     * @param onPartitions told of each topic that gained partitions, as this node applies it (and again as it replays
+     *     its log)
+     * @param onOffsets told of each group's offsets commit as this node applies it
+     * @param onForget told of each group (store name) whose offsets the cluster forgets, as this node applies it
+     * @param keepGroups told, before a snapshot's commands are applied, of the groups (store names) that have offsets
+     *     in it, each with its partitions: any other group the node's store holds, or one
+     *     holding other partitions, was forgotten before the snapshot (and committed again), or committed after it
+     *     (the log that follows commits it again); the snapshot's commits follow
+     */
+    MetadataState(BiConsumer<Topic, Long> onTopic, PartitionsAdded onPartitions, Consumer<Offsets> onOffsets,
+                  Consumer<String> onForget, Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups) {
+        this.onTopic = onTopic;
+        this.onPartitions = onPartitions;
+        this.onOffsets = onOffsets;
+        this.onForget = onForget;
+        this.keepGroups = keepGroups;
+    }
+
+    /** @return completes once this node has applied the topic's creation with at least this many partitions */
+    CompletableFuture<Topic> awaitPartitions(String name, int partitions) {
+        CompletableFuture<Topic> future = new CompletableFuture<>();
+        awaitedGrowth.computeIfAbsent(name, n -> new CopyOnWriteArrayList<>())
+                .add(Map.entry(partitions, future));
+        Topic known = topics.get(name);
+        if (known != null && known.partitions() >= partitions) {
+            future.complete(known);
+        }
+        return future;
+    }
+
+    /** @return the topic, or null if the cluster has none of that name (as far as this node has applied) */
+    Topic topic(String name) {
+        return topics.get(name);
+    }
+
+    /** @return the nodes recorded as having taken part, as far as this node has applied the log */
+    Set<Integer> members() {
+        return Set.copyOf(members);
+    }
+
+    /**
+     * @return completes once this node has applied a record that a node took part: a command sent from then on
+     *     follows one in the log, so the log does not look like one from before the records
+     */
+    CompletableFuture<Void> awaitMembers() {
+        return anyMember;
+    }
+
+    /** @return completes once this node has applied the topic's creation */
+    CompletableFuture<Topic> awaitTopic(String name) {
+        CompletableFuture<Topic> future = awaited.computeIfAbsent(name, n -> new CompletableFuture<>());
+        Topic known = topics.get(name);
+        if (known != null) {
+            future.complete(known);
+        }
+        return future;
+    }
+
+    /** Applies a command logged at {@code index} in {@code term}; @return its answer */
+    String apply(String command, long term, long index) {
+        try {
+            if (command.startsWith("member ") || command.startsWith("join ")) {
+                return applyMember(command);
+            } else if (command.startsWith("offsets ")) {
+                return applyOffsets(Offsets.parse(command), term, index);
+            } else if (command.startsWith("forget ")) {
+                return applyForget(Forget.parse(command), term);
+            } else if (command.startsWith("partitions ")) {
+                return applyPartitions(Topic.parse("topic" + command.substring("partitions".length())), index);
+            } else {
+                return applyTopic(Topic.parse(command), index);
+            }
+        } catch (RuntimeException e) {
+            // Malformed: every node refuses it alike, and nothing changed.
+            return "refused " + e.getMessage();
+        }
+    }
+
+    private String applyMember(String command) {
+        int id = Integer.parseInt(command.substring(command.indexOf(' ') + 1));
+        String answer;
+        if (command.startsWith("member ")) {
+            answer = members.add(id) ? MetadataCommands.RECORDED : "known";
+        } else if (members.contains(id) || untracked) {
+            return MetadataCommands.TOOK_PART;
+        } else {
+            members.add(id);
+            answer = MetadataCommands.RECORDED;
+        }
+        anyMember.complete(null);
+        return answer;
+    }
+
+    private String applyOffsets(Offsets offsets, long term, long index) {
+        if (offsets.term() >= 0 && offsets.term() != term) {
+            return MetadataCommands.STALE_COORDINATOR + offsets.term() + ", logged in term " + term;
+        }
+        // Counted before the store takes them: a store that fails half way must not let a forget decided before this
+        // commit wipe what it did take.
+        committed.compute(offsets.group(), (group, before) -> {
+            if (before == null) {
+                return new Committed(index, offsets.byPartition());
+            }
+            before.offsets().putAll(offsets.byPartition());
+            return new Committed(index, before.offsets());
+        });
+        onOffsets.accept(offsets);
+        untracked |= members.isEmpty();
+        return "committed";
+    }
+
+    private String applyForget(Forget forget, long term) {
+        if (term != forget.term()) {
+            return MetadataCommands.STALE_COORDINATOR + forget.term() + ", logged in term " + term;
+        }
+        Committed last = committed.get(forget.group());
+        if (last != null && last.index() > forget.unlessCommittedAfter()) {
+            return MetadataCommands.KEPT;
+        }
+        forget(forget.group());
+        return MetadataCommands.FORGOTTEN;
+    }
+
+    private void forget(String group) {
+        committed.remove(group);
+        onForget.accept(group);
+    }
+
+    private String applyPartitions(Topic grown, long index) {
+        Topic current = topics.get(grown.name());
+        if (current == null) {
+            return "refused: no topic " + grown.name();
+        }
+        if (grown.partitions() <= current.partitions()) {
+            return "refused: topic " + grown.name() + " has " + current.partitions() + " partitions";
+        }
+        if (!grown.replicas().subList(0, current.partitions()).equals(current.replicas())) {
+            return "refused: the replicas of " + grown.name() + "'s partitions are not " + current.replicas();
+        }
+        topics.put(grown.name(), grown);
+        topicEntries.computeIfAbsent(grown.name(), n -> new CopyOnWriteArrayList<>())
+                .add(new Logged(index, grown.growCommand()));
+        try {
+            onPartitions.added(grown, current.partitions(), index);
+        } catch (RuntimeException e) {
+            // The cluster has them; this node could not take its part (a full disk, a closed store).
+            LOG.error("node cannot host its replicas of topic {}'s new partitions: {}", grown.name(), e.toString());
+        }
+        var waiting = awaitedGrowth.get(grown.name());
+        if (waiting != null) {
+            waiting.removeIf(wait -> {
+                if (wait.getKey() > grown.partitions()) {
+                    return false;
+                }
+                wait.getValue().complete(grown);
+                return true;
+            });
+        }
+        return "grown";
+    }
+
+    private String applyTopic(Topic topic, long index) {
+        String answer;
+        if (topics.putIfAbsent(topic.name(), topic) == null) {
+            untracked |= members.isEmpty();
+            topicEntries.put(topic.name(), new CopyOnWriteArrayList<>(
+                    List.of(new Logged(index, topic.command()))));
+            answer = "created";
+            try {
+                onTopic.accept(topic, index);
+            } catch (RuntimeException e) {
+                // The cluster has the topic; this node could not take its part (a full disk, a closed store).
+                LOG.error("node cannot host its replicas of topic {}: {}", topic.name(), e.toString());
+            }
+        } else {
+            answer = "exists";
+        }
+        awaitTopic(topic.name()).complete(topics.get(topic.name()));
+        return answer;
+    }
+
+    /**
+     * The group's log is applied from its start again (a rejoin added the group again, empty): a forget is decided on
+     * the indexes of this log's commits, not of the one applied before. The topics and members stay (their commands
+     * apply again alike).
+     */
+    void restartLog() {
+        committed.clear();
+    }
+
+    /**
+     * @return the snapshot of what this node applied: the members (at index -1), then the topics' creations and
+     *     growths and one offsets command per group at the index of its latest commit, together in log order
+     */
+    MetadataSnapshot snapshot() {
+        List<Logged> lines = new ArrayList<>();
+        members.stream().sorted().forEach(id -> lines.add(new Logged(-1, MetadataCommands.memberCommand(id))));
+        List<Logged> logged = new ArrayList<>();
+        topicEntries.values().forEach(logged::addAll);
+        committed.forEach((group, last) -> {
+            List<CommittedOffset> list = new ArrayList<>();
+            last.offsets().forEach((partition, offset) -> list.add(new CommittedOffset(partition.topic(),
+                    partition.partition(), offset)));
+            logged.add(new Logged(last.index(), new Offsets(group, list).command()));
+        });
+        logged.sort(Comparator.comparingLong(Logged::index));
+        lines.addAll(logged);
+        return new MetadataSnapshot(untracked, lines);
+    }
+
+    /**
+     * Applies a snapshot's commands over what this node applied before (nothing at a start; less than the snapshot
+     * after a node behind the leader's log installs it): a topic, partition or member known already stays; a group
+     * whose offsets the snapshot lacks, or holds fewer partitions of, was forgotten before it (and, for the latter,
+     * committed again) and is forgotten here first, as is such a group in the store ({@code keepGroups}).
+     */
+    void applySnapshot(MetadataSnapshot snapshot) {
+        untracked |= snapshot.untracked();
+        Map<String, Set<ClusterNode.PartitionId>> kept = new HashMap<>();
+        for (Logged line : snapshot.lines()) {
+            if (line.command().startsWith("offsets ")) {
+                Offsets offsets = Offsets.parse(line.command());
+                kept.put(offsets.group(), offsets.byPartition().keySet());
+            }
+        }
+        for (String group : List.copyOf(committed.keySet())) {
+            Set<ClusterNode.PartitionId> partitions = kept.get(group);
+            if (partitions == null || !partitions.containsAll(committed.get(group).offsets().keySet())) {
+                forget(group);
+            }
+        }
+        // The store may hold more than this node applied: positions of a start's earlier run, forced in its store.
+        keepGroups.accept(Map.copyOf(kept));
+        for (Logged line : snapshot.lines()) {
+            String answer = apply(line.command(), -1, line.index());
+            if (answer.startsWith("refused")) {
+                // A growth this node had applied already.
+                LOG.debug("metadata snapshot line {} {} not applied: {}", line.index(), line.command(), answer);
+            }
+        }
+    }
+}

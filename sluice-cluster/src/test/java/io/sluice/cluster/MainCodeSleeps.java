@@ -1,0 +1,120 @@
+package io.sluice.cluster;
+
+import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+
+import com.tngtech.archunit.base.DescribedPredicate;
+import com.tngtech.archunit.core.domain.JavaClass;
+import com.tngtech.archunit.core.domain.JavaClasses;
+import com.tngtech.archunit.core.importer.ClassFileImporter;
+import com.tngtech.archunit.core.importer.ImportOption;
+import com.tngtech.archunit.core.importer.Location;
+import com.tngtech.archunit.lang.ArchRule;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Main code sleeps nowhere: a loop that sleeps between polls can only be waited out by a test, and hides what it
+ * waits for. Waiting is done on what is waited for (a future, a notification), and a recurring duty is a task on a
+ * scheduler a test can drive (the cluster's {@link Tasks}, the store's {@code Scheduler}). The rule is checked by
+ * every module on the main classes its test class path holds ({@link #check}): this module checks the store, the
+ * simulation, the broker and the cluster; the CLI and the bench lab check their own with it, through this module's
+ * test jar.
+ *
+ * <p>{@link #ALLOWED} names what sleeps today, each with why. The entries are to go as their code is fixed, and the
+ * check fails on an entry whose class no longer sleeps, so that the list only shrinks.
+ */
+public final class MainCodeSleeps {
+
+    /**
+     * What may still sleep, by top-level class (its nested and anonymous classes too), and why. None of the cluster's
+     * own: its duties are tasks.
+     */
+    public static final Map<String, String> ALLOWED = Map.ofEntries(
+            // Broker: to be fixed by its owners.
+            Map.entry("io.sluice.broker.net.FrameServer", "backs off between failed accepts (out of file"
+                    + " descriptors, say) and paces the reaper of idle and stuck connections: a scheduled task would"
+                    + " do both"),
+            Map.entry("io.sluice.broker.kafka.ProduceHandler", "polls, every few ms, a leader just elected until it is"
+                    + " ready (up to 2 s) and an acks=all batch's high watermark: to wait on the partition's change"
+                    + " notifications instead"),
+            Map.entry("io.sluice.broker.kafka.KafkaApis", "polls every 10 ms while a partition's leader is in doubt"
+                    + " before it answers Metadata: to wait on the partition's change notifications instead"),
+            // Bench lab: drives peers and child processes from outside, where sleeping is the measurement's pacing or
+            // a poll of another process; to be fixed by its owners where a poll can wait on an answer instead.
+            Map.entry("io.sluice.bench.peers.RocketMqTarget", "polls a RocketMQ broker's consume queue until it counts"
+                    + " what was acknowledged (its dispatcher has no notification to wait on)"),
+            Map.entry("io.sluice.bench.broker.BrokerProcess", "polls a child broker process until it listens and"
+                    + " answers Admin"),
+            Map.entry("io.sluice.bench.broker.Load", "paces the load generator's sends at the asked rate, and gives the"
+                    + " consumer a second to connect"),
+            Map.entry("io.sluice.bench.broker.ClusterRaceRun", "paces the failover producer and polls the clusters it"
+                    + " races (leaders, in-sync replicas, the first acknowledgement after a kill)"),
+            Map.entry("io.sluice.bench.experiments.MmapModes", "samples memory every 50 ms and holds a mapping a moment"
+                    + " so the samples show what the kernel does next"));
+
+    private MainCodeSleeps() {
+    }
+
+    /** Imports the main classes of Sluice on the class path: neither test classes nor test jars. */
+    public static JavaClasses mainClasses() {
+        return new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+                .withImportOption(MainCodeSleeps::notATestJar).importPackages("io.sluice");
+    }
+
+    private static boolean notATestJar(Location location) {
+        return !location.contains("-tests.jar") && !location.contains("/test-classes/");
+    }
+
+    /**
+     * Checks the rule on {@code classes}: none calls {@link Thread#sleep} or {@link TimeUnit#sleep} unless allowed,
+     * and each allowed one among them still does.
+     *
+     * @throws AssertionError if a class sleeps that may not, or one allowed no longer does
+     */
+    public static void check(JavaClasses classes) {
+        rule().check(classes);
+        List<String> stale = new ArrayList<>();
+        for (String allowed : ALLOWED.keySet()) {
+            if (classes.contain(allowed) && !sleeps(classes, allowed)) {
+                stale.add(allowed);
+            }
+        }
+        if (!stale.isEmpty()) {
+            throw new AssertionError("no longer sleeping, so to be taken off MainCodeSleeps.ALLOWED: " + stale);
+        }
+    }
+
+    /** @return the rule: main code calls no sleep, but for the allowed classes */
+    public static ArchRule rule() {
+        return noClasses().that(DescribedPredicate.not(allowed()))
+                .should().callMethod(Thread.class, "sleep", long.class)
+                .orShould().callMethod(Thread.class, "sleep", long.class, int.class)
+                .orShould().callMethod(Thread.class, "sleep", Duration.class)
+                .orShould().callMethod(TimeUnit.class, "sleep", long.class)
+                .because("a loop that sleeps can only be waited out by a test: wait on what is waited for, or run"
+                        + " the duty as a task on a scheduler tests drive (MainCodeSleeps)")
+                .allowEmptyShould(true);
+    }
+
+    private static DescribedPredicate<JavaClass> allowed() {
+        return DescribedPredicate.describe("allowed to sleep (MainCodeSleeps.ALLOWED)",
+                javaClass -> ALLOWED.containsKey(topLevel(javaClass.getName())));
+    }
+
+    private static String topLevel(String name) {
+        int nested = name.indexOf('$');
+        return nested < 0 ? name : name.substring(0, nested);
+    }
+
+    /** @return whether the allowed class, or one nested in it, calls a sleep */
+    private static boolean sleeps(JavaClasses classes, String allowed) {
+        return classes.stream().filter(javaClass -> topLevel(javaClass.getName()).equals(allowed))
+                .flatMap(javaClass -> javaClass.getMethodCallsFromSelf().stream())
+                .anyMatch(call -> call.getTarget().getName().equals("sleep")
+                        && (call.getTargetOwner().isEquivalentTo(Thread.class)
+                                || call.getTargetOwner().isEquivalentTo(TimeUnit.class)));
+    }
+}
