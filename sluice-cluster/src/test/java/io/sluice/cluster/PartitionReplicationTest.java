@@ -510,9 +510,12 @@ class PartitionReplicationTest {
             handOver(now, purging);
         }
         // Where each log starts depends on where its segments end; the purging replica purges more often and soon
-        // starts past the keeper, which this case needs.
-        for (int i = 0; keeperSnapshotEvery < 100_000 && i < 20 && purging.partition().division().getRaftLog()
-                .getStartIndex() <= keeper.partition().division().getRaftLog().getStartIndex(); i++) {
+        // starts past the keeper, which this case needs. The keeper may still snapshot and purge what it applied
+        // last (both run after the apply), so the comparison is with the furthest it can purge to with no more
+        // entries: one past its snapshot, once it has applied everything and taken any snapshot that was due.
+        for (int i = 0; keeperSnapshotEvery < 100_000 && i < 40
+                && purging.partition().division().getRaftLog().getStartIndex()
+                        <= furthestPurge(keeper, purging, keeperSnapshotEvery); i++) {
             expected.addAll(produce(leader(), 50, random, "p" + i + "-"));
         }
         away.hooks.afterInstall = () -> proxies[away.id].cut();
@@ -624,6 +627,26 @@ class PartitionReplicationTest {
         assertEveryReplicaHolds(expected);
         assertThat(stalled.partition().machine().installNotices()).as("install notices to the stalled follower")
                 .isZero();
+    }
+
+    /**
+     * The furthest the keeper's log can start with no entries after the leader's last: one past its latest snapshot,
+     * awaited until the keeper applied the leader's last entry and took the snapshot that made due, if any.
+     */
+    private static long furthestPurge(Node keeper, Node leader, long snapshotEvery) throws Exception {
+        long last = leader.partition().division().getRaftLog().getLastCommittedIndex();
+        long[] snapshot = new long[1];
+        await("the keeper applied entry " + last + " and took any snapshot due", () -> {
+            try {
+                PartitionStateMachine machine = keeper.partition().machine();
+                long applied = machine.getLastAppliedTermIndex().getIndex();
+                snapshot[0] = machine.getLatestSnapshot() == null ? -1 : machine.getLatestSnapshot().getIndex();
+                return applied >= last && applied - snapshot[0] < snapshotEvery;
+            } catch (IOException e) {
+                return false;
+            }
+        });
+        return snapshot[0] + 1;
     }
 
     /** Waits until {@code node}'s Raft log starts past entry 100, where a replica away since the first 40 ends. */
