@@ -37,11 +37,9 @@ public final class MainCodeSleeps {
             Map.entry("io.sluice.broker.net.FrameServer", "backs off between failed accepts (out of file"
                     + " descriptors, say) and paces the reaper of idle and stuck connections: a scheduled task would"
                     + " do both"),
-            Map.entry("io.sluice.broker.kafka.ProduceHandler", "polls, every few ms, a leader just elected until it is"
-                    + " ready (up to 2 s) and an acks=all batch's high watermark: to wait on the partition's change"
-                    + " notifications instead"),
-            Map.entry("io.sluice.broker.kafka.KafkaApis", "polls every 10 ms while a partition's leader is in doubt"
-                    + " before it answers Metadata: to wait on the partition's change notifications instead"),
+            Map.entry("io.sluice.broker.kafka.TopicApis", "looks every 10 ms, before it answers Metadata, whether a"
+                    + " partition's leader is still in doubt: a doubt is a matter of time (a leader silent too long),"
+                    + " which no change notification tells"),
             // Bench lab: drives peers and child processes from outside, where sleeping is the measurement's pacing or
             // a poll of another process; to be fixed by its owners where a poll can wait on an answer instead.
             Map.entry("io.sluice.bench.peers.RocketMqTarget", "polls a RocketMQ broker's consume queue until it counts"
