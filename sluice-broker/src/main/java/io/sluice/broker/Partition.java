@@ -1,8 +1,9 @@
 package io.sluice.broker;
 
+import io.sluice.store.Durability;
+import io.sluice.store.KafkaBatch;
 import io.sluice.store.OpaqueSlice;
 import io.sluice.store.ReadResult;
-import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 
@@ -87,15 +88,14 @@ public interface Partition {
     /**
      * Appends one Kafka record batch (magic 2), checked by the caller, as the producer sent it.
      *
-     * @param batch the batch's bytes (position to limit); the partition copies what it keeps
-     * @param records the batch's record count (its offsets)
-     * @param acknowledged whether a producer waits for the append's acknowledgement (acks=1 or -1): the store then
-     *     decides whether the batch is forced before {@code stored} completes
+     * @param batch the checked batch (its CRC32C is not computed again); the partition copies what it keeps
+     * @param durability what {@code stored} promises: {@link Durability#ACKNOWLEDGED} when a producer waits for the
+     *     append's answer (acks=1 or -1); the store decides from it what is forced before {@code stored} completes
      * @return the append's moments; they fail with {@link NotLeaderException} if this broker does not (or no longer)
      *     lead the partition, {@link io.sluice.store.TopicDeletedException} if its topic went, or a store's error
      * @throws IllegalArgumentException if the store refuses the batch's frame
      */
-    Appended append(ByteBuffer batch, int records, boolean acknowledged);
+    Appended append(KafkaBatch batch, Durability durability);
 
     /**
      * @return completes with {@code offset} once the high watermark reaches {@code end} (a retried batch's original,

@@ -1,5 +1,6 @@
 package io.sluice.broker;
 
+import io.sluice.store.KafkaBatch;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
 import java.util.function.BiConsumer;
@@ -96,9 +97,10 @@ public interface Replication {
      * Appends a Kafka record batch (v2) to a partition this broker leads. Batches of a partition must be appended one
      * at a time (their offsets follow the order of the calls).
      *
+     * @param batch the checked batch, in memory of its own that the cluster keeps ({@link KafkaBatch#copy})
      * @throws NotLeaderException through the futures if this broker does not lead it
      */
-    Appended append(String topic, int partition, byte[] batch);
+    Appended append(String topic, int partition, KafkaBatch batch);
 
     /** @return the offset below which the partition is committed (what consumers may read), as this broker knows */
     long highWatermark(String topic, int partition);

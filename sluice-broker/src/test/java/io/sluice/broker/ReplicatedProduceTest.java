@@ -137,11 +137,10 @@ class ReplicatedProduceTest {
         }
 
         @Override
-        public Appended append(String topic, int partition, byte[] batch) {
+        public Appended append(String topic, int partition, io.sluice.store.KafkaBatch batch) {
             appends.incrementAndGet();
-            CompletableFuture<Long> offset = store.appendOpaque(topic, partition, MemorySegment.ofArray(batch),
-                    MemoryRecords.readableRecords(java.nio.ByteBuffer.wrap(batch)).batches().iterator().next()
-                            .countOrNull()).thenApply(AppendResult::firstQueueOffset);
+            CompletableFuture<Long> offset = store.appendOpaque(topic, partition, batch.bytes(), batch.offsetCount())
+                    .thenApply(AppendResult::firstQueueOffset);
             if (!holdCommits.get()) {
                 offset.join();
                 highWatermark.set(store.maxOffset(topic, partition));

@@ -85,7 +85,7 @@ public final class ClusterBroker implements AutoCloseable {
         try {
             node = new ClusterNode(brokerConfig.clusterId(), cluster, nodeId, -1, tuning,
                     directory.resolve(RAFT_DIRECTORY),
-                    store, storeConfig.flushMode() == FlushMode.SYNC, phases, NodeHooks.NONE);
+                    store, phases, NodeHooks.NONE);
             BrokerConfig config = new BrokerConfig(self.host(), self.clientPort(), nodeId, brokerConfig.clusterId(),
                     brokerConfig.maxRequestBytes(), brokerConfig.maxConnections(), brokerConfig.defaultPartitions(),
                     brokerConfig.autoCreateTopics(), brokerConfig.topicLayout(), brokerConfig.metricsPort(),

@@ -1,6 +1,8 @@
 package io.sluice.cluster;
 
 import io.sluice.broker.Replication;
+import io.sluice.store.FlushMode;
+import io.sluice.store.KafkaBatch;
 import io.sluice.store.Store;
 import io.sluice.store.io.FileIO;
 import java.io.IOException;
@@ -112,6 +114,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final ClusterSpec cluster;
     private final ClusterSpec.Node self;
     private final Store store;
+    /** The store flushes SYNC: the Raft log forces its entries too. */
     private final boolean force;
     private final NodeHooks hooks;
     private volatile boolean closed;
@@ -136,13 +139,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * @param cluster the cluster's brokers
      * @param nodeId this broker's id in {@code cluster}
      * @param raftDirectory where the Raft logs live
-     * @param store the broker's store, which holds the partitions' batches
-     * @param force force each batch before its log entry is written (the store's SYNC flush)
+     * @param store the broker's store, which holds the partitions' batches; under its SYNC flush each batch is
+     *     forced before its log entry is written, and the Raft log forces its entries too
      * @throws IOException if the server cannot start
      */
-    public ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, Path raftDirectory, Store store,
-                       boolean force) throws IOException {
-        this(clusterId, cluster, nodeId, -1, Tuning.DEFAULT, raftDirectory, store, force);
+    public ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, Path raftDirectory, Store store)
+            throws IOException {
+        this(clusterId, cluster, nodeId, -1, Tuning.DEFAULT, raftDirectory, store);
     }
 
     /**
@@ -150,8 +153,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * (which then reaches this node through something in between, such as a test's network proxy); -1 for that port.
      */
     ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, int listenPort, Tuning tuning, Path raftDirectory,
-                Store store, boolean force) throws IOException {
-        this(clusterId, cluster, nodeId, listenPort, tuning, raftDirectory, store, force, new StartPhases(nodeId),
+                Store store) throws IOException {
+        this(clusterId, cluster, nodeId, listenPort, tuning, raftDirectory, store, new StartPhases(nodeId),
                 NodeHooks.NONE);
     }
 
@@ -160,7 +163,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
      * ({@link NodeHooks#NONE} in production).
      */
     ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, int listenPort, Tuning tuning, Path raftDirectory,
-                Store store, boolean force, StartPhases phases, NodeHooks hooks) throws IOException {
+                Store store, StartPhases phases, NodeHooks hooks) throws IOException {
         Objects.requireNonNull(clusterId, "clusterId");
         this.hooks = Objects.requireNonNull(hooks, "hooks");
         this.cluster = cluster;
@@ -168,7 +171,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 .orElseThrow(() -> new IllegalArgumentException("node id " + nodeId + " is not in the cluster "
                         + cluster));
         this.store = store;
-        this.force = force;
+        this.force = store.config().flushMode() == FlushMode.SYNC;
         NodeIdentity.check(FileIO.DEFAULT, raftDirectory, clusterId, nodeId);
         this.groups = new RaftGroups(clusterId, cluster, self, raftDirectory);
         this.tasks = new ScheduledTasks("node-" + nodeId + "-tasks");
@@ -257,7 +260,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
             throw new IllegalStateException("node " + self.id() + " has a Raft group " + groupId + " that is no"
                     + " partition of its cluster it knows");
         }
-        return new PartitionStateMachine(store, partition.topic(), partition.partition(), force,
+        return new PartitionStateMachine(store, partition.topic(), partition.partition(),
                 end -> replicas.changed(partition), groups::peer,
                 (machine, cause) -> restarts.logFailed(partition, machine, cause), hooks);
     }
@@ -358,7 +361,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     @Override
-    public Appended append(String topic, int partition, byte[] batch) {
+    public Appended append(String topic, int partition, KafkaBatch batch) {
         return partitions.append(topic, partition, batch);
     }
 

@@ -1,11 +1,15 @@
 package io.sluice.cluster;
 
 import io.sluice.cluster.ratis.OpenSegmentBelowSnapshot;
+import io.sluice.store.AppendResult;
+import io.sluice.store.Durability;
+import io.sluice.store.KafkaBatch;
 import io.sluice.store.Store;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -15,6 +19,7 @@ import java.util.function.Function;
 import java.util.function.LongConsumer;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
 import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
+import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientRequest;
 import org.apache.ratis.protocol.RaftGroupId;
@@ -86,7 +91,6 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     private final String topic;
     private final int partition;
     private final ClusterNode.PartitionId id;
-    private final boolean force;
     private final LongConsumer onCommit;
     private final BiConsumer<PartitionStateMachine, Throwable> onLogFailed;
     private final NodeHooks hooks;
@@ -118,14 +122,24 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      * ({@code setCachingEnabled}); an entry not here is read back from the store.
      */
     private final Map<Long, ByteString> sending = new ConcurrentHashMap<>();
-    /** Leader: the futures of batches submitted through this node, by call id, until stored or refused. */
-    private final Map<Long, CompletableFuture<Long>> submitted = new ConcurrentHashMap<>();
+    /** Leader: the batches submitted through this node, by call id, until stored or refused. */
+    private final Map<Long, Submission> submitted = new ConcurrentHashMap<>();
+
+    /**
+     * Leader: an entry's batches as its client submitted them, the context of its transaction.
+     *
+     * @param client who submitted them
+     * @param batches the checked batches, one after the other as in the entry, when this node submitted them (their
+     *     CRC32C was computed as the broker took them, and is not again); null for a request from elsewhere
+     * @param stored completes with the first batch's base offset once this replica stored them all (acks=1)
+     */
+    record Submission(ClientId client, List<KafkaBatch> batches, CompletableFuture<Long> stored) {
+    }
 
     /**
      * @param store the node's store; the topic must exist in it with layout BATCHES and the partition as a queue
      * @param topic the topic
      * @param partition the partition (the store's queue id)
-     * @param force force each batch to the device before its entry is written (SYNC flush)
      * @param onCommit told the new high watermark each time it moves, and when the leader changes
      * @param peers the member of the partition's group with a node's peer id (its Raft address)
      * @param onLogFailed told, on Ratis's log thread (it must not block), of this machine and why its log could
@@ -133,14 +147,13 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      *     nothing more until the group is started again
      * @param hooks where a test reaches into this node ({@link NodeHooks#NONE} in production)
      */
-    PartitionStateMachine(Store store, String topic, int partition, boolean force, LongConsumer onCommit,
+    PartitionStateMachine(Store store, String topic, int partition, LongConsumer onCommit,
                           Function<RaftPeerId, RaftPeer> peers, BiConsumer<PartitionStateMachine, Throwable> onLogFailed,
                           NodeHooks hooks) {
         this.store = store;
         this.topic = topic;
         this.partition = partition;
         this.id = new ClusterNode.PartitionId(topic, partition);
-        this.force = force;
         this.onCommit = onCommit;
         this.onLogFailed = onLogFailed;
         this.hooks = hooks;
@@ -286,9 +299,13 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         ByteString data = request.getMessage().getContent();
         TransactionContext.Builder builder = TransactionContext.newBuilder().setStateMachine(this)
                 .setClientRequest(request);
+        Submission own = submitted.get(request.getCallId());
+        if (own == null || !own.client().equals(request.getClientId())) {
+            own = new Submission(request.getClientId(), null, new CompletableFuture<>());
+        }
         int[][] sizes;
         try {
-            sizes = PartitionStore.split(data);
+            sizes = own.batches() != null ? PartitionStore.sizes(own.batches()) : PartitionStore.split(data);
         } catch (IllegalArgumentException e) {
             TransactionContext refused = builder.build();
             refused.setException(e);
@@ -299,18 +316,20 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         synchronized (lock) {
             header = new EntryHeader(logEnd, sizes[0], sizes[1]);
         }
-        return builder.setLogData(header.encode()).setStateMachineData(data)
-                .setStateMachineContext(stored(request.getCallId())).build();
+        return builder.setLogData(header.encode()).setStateMachineData(data).setStateMachineContext(own).build();
     }
 
     /**
-     * @return the future of the batch submitted with {@code callId} through this node: it completes with the batch's
-     *     base offset once this replica stored it
+     * The batches a request of this node will submit with {@code callId}, checked by the broker that took them.
+     *
+     * @param batches the batches, one after the other as the request's message holds them
+     * @return completes with the first batch's base offset once this replica stored them
      */
-    CompletableFuture<Long> stored(long callId) {
-        CompletableFuture<Long> future = submitted.computeIfAbsent(callId, call -> new CompletableFuture<>());
-        future.whenComplete((offset, failure) -> submitted.remove(callId));
-        return future;
+    CompletableFuture<Long> submitting(long callId, ClientId client, List<KafkaBatch> batches) {
+        Submission submission = new Submission(client, batches, new CompletableFuture<>());
+        submitted.put(callId, submission);
+        submission.stored().whenComplete((offset, failure) -> submitted.remove(callId, submission));
+        return submission.stored();
     }
 
     /** In log order, under the log's lock: the batch's offset must still follow the log's last batch. */
@@ -329,8 +348,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
 
     @Override
     public TransactionContext cancelTransaction(TransactionContext trx) throws IOException {
-        if (trx.getStateMachineContext() instanceof CompletableFuture<?> appended) {
-            appended.completeExceptionally(trx.getException() != null ? trx.getException()
+        if (trx.getStateMachineContext() instanceof Submission submission) {
+            submission.stored().completeExceptionally(trx.getException() != null ? trx.getException()
                     : new IllegalStateException("the batch was not appended to the log"));
         }
         return trx;
@@ -338,14 +357,15 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
 
     /** Every replica, in log order, as the entry is written to its log: its batches go to the store. */
     @Override
-    @SuppressWarnings("unchecked") // an entry's context is the CompletableFuture<Long> of stored(callId), or Ratis's
     public CompletableFuture<?> write(LogEntryProto entry, TransactionContext context) {
         EntryHeader header;
         CompletableFuture<?>[] appends;
+        // Only an entry this leader started has its submission as context (a follower's context is Ratis's own).
+        Submission submission = context != null && context.getStateMachineContext() instanceof Submission s ? s : null;
         try {
             header = EntryHeader.decode(entry.getStateMachineLogEntry().getLogData());
             agree(entry.getIndex());
-            appends = storeBatches(entry, header);
+            appends = storeBatches(entry, header, submission == null ? null : submission.batches());
         } catch (RuntimeException | IOException e) {
             LOG.error("{}: cannot store the batches of log entry {}: {}", id, entry.getIndex(), e.toString());
             return CompletableFuture.failedFuture(e);
@@ -356,9 +376,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         long index = entry.getIndex();
         storing.put(index, stored);
         stored.whenComplete((result, failure) -> storing.remove(index, stored));
-        // Only an entry this leader started has its future as context (a follower's context is Ratis's own).
-        CompletableFuture<Long> appended = context != null
-                && context.getStateMachineContext() instanceof CompletableFuture<?> f ? (CompletableFuture<Long>) f : null;
+        CompletableFuture<Long> appended = submission == null ? null : submission.stored();
         if (appended != null) {
             sending.put(index, entry.getStateMachineLogEntry().getStateMachineEntry().getStateMachineData());
         }
@@ -378,11 +396,14 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     }
 
     /**
-     * Appends an entry's batches to the store, each checked to land at the offset the entry names.
+     * Appends an entry's batches to the store, each checked to land at the offset the entry names, per the store's
+     * flush mode. A follower's store checks each batch's CRC32C as it copies it in; the leader's batches were checked
+     * as the broker took them ({@code checked}), the same bytes the entry holds, and are not again.
      *
+     * @param checked the entry's batches as this leader submitted them, or null
      * @return the appends' futures
      */
-    private CompletableFuture<?>[] storeBatches(LogEntryProto entry, EntryHeader header) {
+    private CompletableFuture<?>[] storeBatches(LogEntryProto entry, EntryHeader header, List<KafkaBatch> checked) {
         ByteString data = entry.getStateMachineLogEntry().getStateMachineEntry().getStateMachineData();
         synchronized (lock) {
             if (header.baseOffset() != logEnd || header.size() != data.size()) {
@@ -397,14 +418,18 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             for (int i = 0; i < header.batches(); i++) {
                 long expected = offset;
                 String batch = "batch " + i + " of entry " + entry.getIndex();
-                appends[i] = store.appendOpaqueToDeclared(topic, partition,
-                        MemorySegment.ofBuffer(all.slice(at, header.size(i))), header.count(i), force)
-                        .thenAccept(result -> {
-                            if (result.firstQueueOffset() != expected) {
-                                throw new IllegalStateException("the store put " + batch + " at offset "
-                                        + result.firstQueueOffset() + ", not " + expected);
-                            }
-                        });
+                CompletableFuture<AppendResult> append = checked != null && checked.size() == header.batches()
+                        && checked.get(i).size() == header.size(i)
+                        ? store.appendKafkaBatch(topic, partition, checked.get(i), Durability.FLUSH_MODE)
+                        : store.appendOpaqueToDeclared(topic, partition,
+                                MemorySegment.ofBuffer(all.slice(at, header.size(i))), header.count(i),
+                                Durability.FLUSH_MODE);
+                appends[i] = append.thenAccept(result -> {
+                    if (result.firstQueueOffset() != expected) {
+                        throw new IllegalStateException("the store put " + batch + " at offset "
+                                + result.firstQueueOffset() + ", not " + expected);
+                    }
+                });
                 at += header.size(i);
                 offset += header.count(i);
             }

@@ -2,6 +2,7 @@ package io.sluice.cluster;
 
 import io.sluice.cluster.ratis.RaftLogTail;
 import io.sluice.store.AppendResult;
+import io.sluice.store.Durability;
 import io.sluice.store.KafkaBatch;
 import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
@@ -13,6 +14,7 @@ import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.Arrays;
 import java.util.LinkedHashMap;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
@@ -81,6 +83,17 @@ final class PartitionStore {
             at += (int) size;
         }
         return new int[][] {Arrays.copyOf(counts, n), Arrays.copyOf(sizes, n)};
+    }
+
+    /** @return the offset counts and sizes of batches checked already, one after the other */
+    static int[][] sizes(List<KafkaBatch> batches) {
+        int[] counts = new int[batches.size()];
+        int[] sizes = new int[batches.size()];
+        for (int i = 0; i < counts.length; i++) {
+            counts[i] = batches.get(i).offsetCount();
+            sizes[i] = batches.get(i).size();
+        }
+        return new int[][] {counts, sizes};
     }
 
     /**
@@ -161,7 +174,7 @@ final class PartitionStore {
                         + next + " or is no batch: " + KafkaBatch.problem(batch));
             }
             int count = KafkaBatch.offsetCount(batch);
-            appended.put(base, store.appendOpaqueToDeclared(topic, partition, batch, count, false));
+            appended.put(base, store.appendOpaqueToDeclared(topic, partition, batch, count, Durability.FLUSH_MODE));
             next = base + count;
             at += size;
         }

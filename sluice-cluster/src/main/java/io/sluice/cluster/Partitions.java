@@ -4,6 +4,7 @@ import io.sluice.broker.Replication.Appended;
 import io.sluice.broker.Replication.NotLeaderException;
 import io.sluice.broker.Replication.PartitionView;
 import io.sluice.cluster.ClusterNode.PartitionId;
+import io.sluice.store.KafkaBatch;
 import java.io.IOException;
 import java.util.List;
 import java.util.Map;
@@ -189,7 +190,7 @@ final class Partitions {
     }
 
     /** Appends a batch through this node's replica, which must lead. */
-    Appended append(String topic, int partition, byte[] batch) {
+    Appended append(String topic, int partition, KafkaBatch batch) {
         ReplicatedPartition replica = replicas.replicaOf(topic, partition);
         if (replica == null) {
             CompletableFuture<Long> refused = CompletableFuture.failedFuture(new NotLeaderException("node " + self

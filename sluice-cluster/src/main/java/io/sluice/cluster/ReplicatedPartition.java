@@ -5,7 +5,6 @@ import io.sluice.cluster.ratis.StuckHandOver;
 import io.sluice.store.KafkaBatch;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.time.Duration;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
@@ -88,11 +87,9 @@ public final class ReplicatedPartition implements HandOverWatch.Replica {
     private long refills;
     /** This replica's refusals of appends as a leader stepping down: {@link StuckHandOver}. */
     private final StuckHandOver stuckHandOver = new StuckHandOver(Duration.ofMillis(Leadership.HAND_OVER_MILLIS));
-    /** Where a record batch keeps its partitionLeaderEpoch. */
-    static final int LEADER_EPOCH_OFFSET = 12;
 
     /** A batch appended and not submitted yet. */
-    private record Waiting(byte[] batch, int count, CompletableFuture<Long> stored, CompletableFuture<Long> committed) {
+    private record Waiting(KafkaBatch batch, CompletableFuture<Long> stored, CompletableFuture<Long> committed) {
     }
 
     ReplicatedPartition(ClusterNode.PartitionId id, RaftServer.Division division, ClientId clientId,
@@ -110,29 +107,22 @@ public final class ReplicatedPartition implements HandOverWatch.Replica {
      * the log in the order they were appended, so their offsets follow that order; those appended while the
      * most entries allowed in flight are unanswered share the next entry. The batch's partitionLeaderEpoch is set
      * to the term it is submitted in, in {@code batch} itself, which is read when it is submitted: the caller hands the
-     * array over and leaves it alone.
+     * batch over (its own copy) and leaves it alone. It was checked ({@link KafkaBatch#check}) and is not again,
+     * here or as this replica stores it.
      *
      * <p>A batch waiting is stored on the leader only once it is submitted, so acks=1 waits for it as acks=all does
      * for its turn; at most {@link #WAITING_BYTES} of batches wait, more are refused (the producer sends again).
      */
-    public Appended append(byte[] batch) {
-        String problem = KafkaBatch.problem(MemorySegment.ofArray(batch));
-        if (problem != null) {
-            // Refused alone, before it could share an entry with batches that are fine.
-            CompletableFuture<Long> refused = CompletableFuture.failedFuture(new IllegalArgumentException(
-                    "not a record batch this partition takes: " + problem));
-            return new Appended(refused, refused);
-        }
-        Waiting appended = new Waiting(batch, KafkaBatch.offsetCount(MemorySegment.ofArray(batch)),
-                new CompletableFuture<>(), new CompletableFuture<>());
+    public Appended append(KafkaBatch batch) {
+        Waiting appended = new Waiting(batch, new CompletableFuture<>(), new CompletableFuture<>());
         synchronized (submitLock) {
-            if (waitingBytes + batch.length > WAITING_BYTES && !waiting.isEmpty()) {
+            if (waitingBytes + batch.size() > WAITING_BYTES && !waiting.isEmpty()) {
                 CompletableFuture<Long> refused = CompletableFuture.failedFuture(new IllegalStateException(
                         id + " has " + waitingBytes + " bytes of batches waiting for replication; send again later"));
                 return new Appended(refused, refused);
             }
             waiting.add(appended);
-            waitingBytes += batch.length;
+            waitingBytes += batch.size();
             if (expected > 0) {
                 expected--;
             }
@@ -154,15 +144,15 @@ public final class ReplicatedPartition implements HandOverWatch.Replica {
                     return;
                 }
                 int bytes = 0;
-                while (!waiting.isEmpty() && (entry.isEmpty() || bytes + waiting.peek().batch().length <= ENTRY_BYTES)) {
+                while (!waiting.isEmpty() && (entry.isEmpty() || bytes + waiting.peek().batch().size() <= ENTRY_BYTES)) {
                     Waiting next = waiting.poll();
-                    bytes += next.batch().length;
-                    waitingBytes -= next.batch().length;
+                    bytes += next.batch().size();
+                    waitingBytes -= next.batch().size();
                     entry.add(next);
                 }
                 inFlight++;
                 long callId = callIds.incrementAndGet();
-                stored = machine().stored(callId);
+                stored = machine().submitting(callId, clientId, entry.stream().map(Waiting::batch).toList());
                 try {
                     submitted = submit(callId, entry, bytes);
                 } catch (RuntimeException | Error e) {
@@ -176,7 +166,7 @@ public final class ReplicatedPartition implements HandOverWatch.Replica {
                         batch.stored().completeExceptionally(failure);
                     } else {
                         batch.stored().complete(offset);
-                        offset += batch.count();
+                        offset += batch.batch().offsetCount();
                     }
                 }
             });
@@ -195,15 +185,15 @@ public final class ReplicatedPartition implements HandOverWatch.Replica {
         int epoch = (int) Math.min(Integer.MAX_VALUE, term());
         ByteString data;
         if (entry.size() == 1) {
-            ByteBuffer.wrap(entry.getFirst().batch()).putInt(LEADER_EPOCH_OFFSET, epoch);
-            data = UnsafeByteOperations.unsafeWrap(entry.getFirst().batch());
+            entry.getFirst().batch().setPartitionLeaderEpoch(epoch);
+            data = UnsafeByteOperations.unsafeWrap(entry.getFirst().batch().buffer());
         } else {
             byte[] all = new byte[bytes];
             int at = 0;
             for (Waiting batch : entry) {
-                ByteBuffer.wrap(batch.batch()).putInt(LEADER_EPOCH_OFFSET, epoch);
-                System.arraycopy(batch.batch(), 0, all, at, batch.batch().length);
-                at += batch.batch().length;
+                batch.batch().setPartitionLeaderEpoch(epoch);
+                MemorySegment.copy(batch.batch().bytes(), 0, MemorySegment.ofArray(all), at, batch.batch().size());
+                at += batch.batch().size();
             }
             data = UnsafeByteOperations.unsafeWrap(all);
         }
@@ -263,7 +253,7 @@ public final class ReplicatedPartition implements HandOverWatch.Replica {
             long offset = base;
             for (Waiting batch : entry) {
                 batch.committed().complete(offset);
-                offset += batch.count();
+                offset += batch.batch().offsetCount();
             }
         }
         if (thenSubmit) {

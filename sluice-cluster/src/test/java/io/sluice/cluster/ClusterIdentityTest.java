@@ -28,17 +28,17 @@ class ClusterIdentityTest {
                 + TestClusters.freePort() + ",2@127.0.0.1:" + TestClusters.freePort() + "/" + TestClusters.freePort());
         Path raft = dir.resolve("raft");
         try (Store store = Store.open(dir.resolve("store"), StoreConfig.builder().build())) {
-            new ClusterNode("blue", cluster, 1, raft, store, false).close();
-            assertThatThrownBy(() -> new ClusterNode("green", cluster, 1, raft, store, false))
+            new ClusterNode("blue", cluster, 1, raft, store).close();
+            assertThatThrownBy(() -> new ClusterNode("green", cluster, 1, raft, store))
                     .isInstanceOf(IllegalStateException.class)
                     .hasMessageContaining("holds the Raft logs of cluster.id=blue node.id=1")
                     .hasMessageContaining("not of cluster.id=green node.id=1");
-            assertThatThrownBy(() -> new ClusterNode("blue", cluster, 2, raft, store, false))
+            assertThatThrownBy(() -> new ClusterNode("blue", cluster, 2, raft, store))
                     .isInstanceOf(IllegalStateException.class).hasMessageContaining("node.id=1, not of");
-            assertThatThrownBy(() -> new ClusterNode("has space", cluster, 1, dir.resolve("other"), store, false))
+            assertThatThrownBy(() -> new ClusterNode("has space", cluster, 1, dir.resolve("other"), store))
                     .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("printable ASCII");
             assertThat(dir.resolve("other")).doesNotExist();
-            new ClusterNode("blue", cluster, 1, raft, store, false).close();
+            new ClusterNode("blue", cluster, 1, raft, store).close();
         }
     }
 
@@ -49,7 +49,7 @@ class ClusterIdentityTest {
              Store store = Store.open(dir.resolve("store"), StoreConfig.builder().build())) {
             ClusterSpec cluster = ClusterSpec.parse("1@127.0.0.1:" + TestClusters.freePort() + "/"
                     + taken.getLocalPort());
-            assertThatThrownBy(() -> new ClusterNode("blue", cluster, 1, dir.resolve("raft"), store, false))
+            assertThatThrownBy(() -> new ClusterNode("blue", cluster, 1, dir.resolve("raft"), store))
                     .isInstanceOf(IOException.class)
                     .hasMessageContaining("cannot listen for Raft on 127.0.0.1:" + taken.getLocalPort());
         }

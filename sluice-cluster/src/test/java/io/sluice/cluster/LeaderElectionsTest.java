@@ -232,8 +232,8 @@ class LeaderElectionsTest {
         long term = replica.term();
         RatisHandOvers.leavePending(replica.division(), ClusterNode.peerId(to));
         assertThat(replica.refusesAsSteppingDown()).as("the probe of the leader left handing over").isTrue();
-        assertThatThrownBy(() -> replica.append(KafkaBatch.of(1_700_000_000_000L,
-                List.of("refused".getBytes(StandardCharsets.UTF_8)))).committed().get(10, TimeUnit.SECONDS))
+        assertThatThrownBy(() -> replica.append(KafkaBatch.check(java.lang.foreign.MemorySegment.ofArray(
+                KafkaBatch.of(1_700_000_000_000L, List.of("refused".getBytes(StandardCharsets.UTF_8)))))).committed().get(10, TimeUnit.SECONDS))
                 .as("an append while the hand-over is left pending").hasMessageContaining("stepping down");
 
         long stuck = System.nanoTime();

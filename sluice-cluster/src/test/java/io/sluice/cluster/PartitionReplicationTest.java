@@ -98,7 +98,7 @@ class PartitionReplicationTest {
                 store.createTopic("t", TopicLayout.BATCHES, 1);
             }
             raft = new ClusterNode("test-cluster", cluster, id, listenPorts[id], tuning,
-                    dir.resolve("n" + id).resolve("raft"), store, true, new StartPhases(id), hooks);
+                    dir.resolve("n" + id).resolve("raft"), store, new StartPhases(id), hooks);
             raft.host(PARTITION, REPLICAS);
         }
 
@@ -198,7 +198,7 @@ class PartitionReplicationTest {
         for (int i = 0; i < count; i++) {
             byte[] batch = batch(random, label + i);
             batches.add(batch);
-            committed.add(leader.partition().append(batch).committed());
+            committed.add(leader.partition().append(checked(batch)).committed());
         }
         List<byte[]> stored = new ArrayList<>();
         for (int i = 0; i < count; i++) {
@@ -318,7 +318,7 @@ class PartitionReplicationTest {
         }
         List<CompletableFuture<Long>> stranded = new ArrayList<>();
         for (int i = 0; i < count; i++) {
-            stranded.add(leader.partition().append(batch(random, "lost" + i)).stored());
+            stranded.add(leader.partition().append(checked(batch(random, "lost" + i))).stored());
         }
         for (CompletableFuture<Long> stored : stranded) {
             stored.get(30, TimeUnit.SECONDS);
@@ -649,6 +649,11 @@ class PartitionReplicationTest {
         return snapshot[0] + 1;
     }
 
+    /** @return a batch as the broker hands it on, checked */
+    private static KafkaBatch checked(byte[] batch) {
+        return KafkaBatch.check(java.lang.foreign.MemorySegment.ofArray(batch));
+    }
+
     /** Waits until {@code node}'s Raft log starts past entry 100, where a replica away since the first 40 ends. */
     private static void awaitPurgedPastTheAwayReplica(String who, Node node) throws Exception {
         await(who + "'s log purged past the away replica's end", () -> {
@@ -721,19 +726,19 @@ class PartitionReplicationTest {
         List<CompletableFuture<Long>> committed = new ArrayList<>();
         for (int i = 0; i < 2; i++) {
             batches.add(batch(random, "first" + i));
-            committed.add(partition.append(batches.getLast()).committed());
+            committed.add(partition.append(checked(batches.getLast())).committed());
         }
         // The first went alone; the second waits for the one batch its answer makes room for.
         committed.getFirst().get(30, TimeUnit.SECONDS);
         batches.add(batch(random, "refill"));
-        committed.add(partition.append(batches.getLast()).committed());
+        committed.add(partition.append(checked(batches.getLast())).committed());
         committed.get(2).get(30, TimeUnit.SECONDS);
         assertThat(partition.division().getRaftLog().getNextIndex() - entriesBefore)
                 .as("entries for the first batch, then the one waiting with the new one").isEqualTo(2);
 
         // That entry carried two: a single new batch waits for a second that does not come, until the wait ends.
         batches.add(batch(random, "alone"));
-        committed.add(partition.append(batches.getLast()).committed());
+        committed.add(partition.append(checked(batches.getLast())).committed());
         Thread.sleep(500);
         assertThat(committed.getLast()).as("a batch waiting for a second new one").isNotDone();
         committed.getLast().get(30, TimeUnit.SECONDS);
@@ -764,7 +769,7 @@ class PartitionReplicationTest {
             if (i != 10) {
                 good.add(batch);
             }
-            appended.add(leader.partition().append(batch));
+            appended.add(leader.partition().append(checked(batch)));
         }
         assertThat(appended.get(10).committed()).failsWithin(Duration.ofSeconds(30))
                 .withThrowableThat().withMessageContaining("CRC32C");
@@ -807,7 +812,7 @@ class PartitionReplicationTest {
         long accepted = 0;
         ReplicatedPartition.Appended refused = null;
         while (refused == null && accepted < ReplicatedPartition.WAITING_BYTES + (4 << 20)) {
-            ReplicatedPartition.Appended appended = partition.append(batch.clone());
+            ReplicatedPartition.Appended appended = partition.append(checked(batch.clone()));
             if (appended.committed().isDone()) {
                 refused = appended;
             } else {

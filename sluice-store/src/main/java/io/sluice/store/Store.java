@@ -258,29 +258,41 @@ public final class Store implements AutoCloseable {
      * @return completes with the first offset once durable per the flush mode
      */
     public CompletableFuture<AppendResult> appendOpaque(String topic, int queueId, MemorySegment body, int count) {
-        return engine.appends().appendOpaque(topic, queueId, body, count, false, false);
+        return engine.appends().appendOpaque(topic, queueId, body, count, Durability.FLUSH_MODE, false);
     }
 
     /**
-     * {@link #appendOpaque(String, int, MemorySegment, int)}, and with {@code force} the returned future completes
-     * only once the record is durable (committed and forced), whatever the flush mode: under ASYNC such appends
-     * share one group commit with every other forced append waiting, as all appends do under SYNC.
+     * {@link #appendOpaque(String, int, MemorySegment, int)}, its future completing once the append is as durable as
+     * {@code durability} asks: the store decides from its flush mode and write path what is forced first.
      *
-     * @param force complete once durable rather than per the flush mode
+     * @param durability what the append's completion promises
      */
     public CompletableFuture<AppendResult> appendOpaque(String topic, int queueId, MemorySegment body, int count,
-                                                        boolean force) {
-        return engine.appends().appendOpaque(topic, queueId, body, count, force, false);
+                                                        Durability durability) {
+        return engine.appends().appendOpaque(topic, queueId, body, count, durability, false);
     }
 
     /**
-     * {@link #appendOpaque(String, int, MemorySegment, int, boolean)} to a topic created with a declared queue count
-     * only, as a broker appends to its topics: an append to a topic that is not declared (never created, or deleted
-     * while the append was on its way) fails with {@link TopicDeletedException} and creates nothing.
+     * {@link #appendOpaque(String, int, MemorySegment, int, Durability)} to a topic created with a declared queue
+     * count only, as a broker appends to its topics: an append to a topic that is not declared (never created, or
+     * deleted while the append was on its way) fails with {@link TopicDeletedException} and creates nothing.
      */
     public CompletableFuture<AppendResult> appendOpaqueToDeclared(String topic, int queueId, MemorySegment body,
-                                                                  int count, boolean force) {
-        return engine.appends().appendOpaque(topic, queueId, body, count, force, true);
+                                                                  int count, Durability durability) {
+        return engine.appends().appendOpaque(topic, queueId, body, count, durability, true);
+    }
+
+    /**
+     * Appends a Kafka record batch checked by {@link KafkaBatch#check} (its CRC32C is not computed again) to a topic
+     * created with a declared queue count, as {@link #appendOpaqueToDeclared} does: the batch covers its
+     * {@link KafkaBatch#offsetCount()} offsets.
+     *
+     * @param batch the checked batch; read during the call only
+     * @param durability what the append's completion promises
+     */
+    public CompletableFuture<AppendResult> appendKafkaBatch(String topic, int queueId, KafkaBatch batch,
+                                                            Durability durability) {
+        return engine.appends().appendKafkaBatch(topic, queueId, batch, durability);
     }
 
     /**

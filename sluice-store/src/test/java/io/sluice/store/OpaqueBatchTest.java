@@ -247,7 +247,7 @@ class OpaqueBatchTest {
             CompletableFuture<AppendResult> plain = store.appendOpaque("t", 0, body, 2);
             assertThat(plain).isCompleted();
             armed.set(true);
-            CompletableFuture<AppendResult> forced = store.appendOpaque("t", 0, body, 3, true);
+            CompletableFuture<AppendResult> forced = store.appendOpaque("t", 0, body, 3, Durability.FORCED);
             long deadline = System.nanoTime() + 10_000_000_000L;
             while (forcesHeld.get() == 0 && System.nanoTime() < deadline) {
                 Thread.sleep(5);

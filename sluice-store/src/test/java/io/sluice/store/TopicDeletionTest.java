@@ -136,13 +136,13 @@ class TopicDeletionTest {
     void aDeclaredOnlyAppendNeverCreatesATopic() throws Exception {
         try (Store store = Store.open(dir, config(FlushMode.SYNC))) {
             java.lang.foreign.MemorySegment batch = java.lang.foreign.MemorySegment.ofArray(new byte[64]);
-            assertThat(store.appendOpaqueToDeclared("never", 0, batch, 1, false))
+            assertThat(store.appendOpaqueToDeclared("never", 0, batch, 1, Durability.FLUSH_MODE))
                     .failsWithin(java.time.Duration.ofSeconds(5)).withThrowableThat()
                     .withCauseInstanceOf(TopicDeletedException.class);
             store.createTopic("t", TopicLayout.QUEUE, 1);
-            assertThat(store.appendOpaqueToDeclared("t", 0, batch, 2, false).join().messageCount()).isEqualTo(2);
+            assertThat(store.appendOpaqueToDeclared("t", 0, batch, 2, Durability.FLUSH_MODE).join().messageCount()).isEqualTo(2);
             store.deleteTopic("t");
-            assertThat(store.appendOpaqueToDeclared("t", 0, batch, 1, false))
+            assertThat(store.appendOpaqueToDeclared("t", 0, batch, 1, Durability.FLUSH_MODE))
                     .failsWithin(java.time.Duration.ofSeconds(5)).withThrowableThat()
                     .withCauseInstanceOf(TopicDeletedException.class);
             assertThat(store.topics()).doesNotContain("never", "t");
@@ -343,7 +343,7 @@ class TopicDeletionTest {
                         // Declared-only, as the broker appends: an append after the deletion must not create "t" in the
                         // shared log, which would stop the creation below.
                         store.appendOpaqueToDeclared("t", 3, java.lang.foreign.MemorySegment.ofArray(new byte[64]), 1,
-                                false).join();
+                                Durability.FLUSH_MODE).join();
                     } catch (CompletionException e) {
                         if (!(e.getCause() instanceof TopicDeletedException)) {
                             unexpected.add(e.getCause());

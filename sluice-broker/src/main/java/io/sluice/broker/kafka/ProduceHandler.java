@@ -4,8 +4,9 @@ import io.sluice.broker.ClusterView;
 import io.sluice.broker.Partition;
 import io.sluice.broker.Partitions;
 import io.sluice.broker.metrics.BrokerMetrics;
+import io.sluice.store.Durability;
+import io.sluice.store.KafkaBatch;
 import io.sluice.store.TopicDeletedException;
-import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.CompletableFuture;
@@ -20,7 +21,6 @@ import org.apache.kafka.common.message.ProduceResponseData.TopicProduceResponse;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.record.internal.CompressionType;
 import org.apache.kafka.common.record.internal.MemoryRecords;
-import org.apache.kafka.common.record.internal.MutableRecordBatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -121,23 +121,24 @@ final class ProduceHandler {
             fail(response, Errors.INVALID_RECORD, "no records");
             return null;
         }
-        MutableRecordBatch batch;
+        RecordBatches.Checked checked;
         try {
-            batch = RecordBatches.check(records, maxBatchBytes, WALKERS.get());
+            checked = RecordBatches.check(records, maxBatchBytes, WALKERS.get());
         } catch (BatchRefusedException e) {
             fail(response, e.error(), e.getMessage());
             return null;
         }
-        if (batch.compressionType() == CompressionType.ZSTD && version < 7) {
+        KafkaBatch batch = checked.batch();
+        if (checked.compression() == CompressionType.ZSTD && version < 7) {
             fail(response, Errors.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later");
             return null;
         }
         long appendedAt = System.nanoTime();
         CompletableFuture<Long> answer;
         try {
-            answer = batch.hasProducerId()
-                    ? appendIdempotent(partition, batch, records.buffer(), acks, timeoutMs, response)
-                    : acked(partition.append(records.buffer(), batch.countOrNull(), acks != 0), acks);
+            answer = batch.producerId() >= 0
+                    ? appendIdempotent(partition, batch, acks, timeoutMs, response)
+                    : acked(partition.append(batch, durability(acks)), acks);
         } catch (IllegalArgumentException e) {
             fail(response, Errors.INVALID_RECORD, e.getMessage());
             return null;
@@ -176,6 +177,11 @@ final class ProduceHandler {
                 : Errors.KAFKA_STORAGE_ERROR;
     }
 
+    /** @return what an append with {@code acks} promises: a producer that waits is told the batch is stored */
+    private static Durability durability(short acks) {
+        return acks == 0 ? Durability.FLUSH_MODE : Durability.ACKNOWLEDGED;
+    }
+
     /** @return the moment acks asks for: stored (acks=1, and acks=0, whose answer nobody reads) or committed */
     private static CompletableFuture<Long> acked(Partition.Appended appended, short acks) {
         return acks == -1 ? appended.committed() : appended.stored();
@@ -210,9 +216,9 @@ final class ProduceHandler {
      *
      * @return the offset to answer with once it may be, or null if answered already (refused)
      */
-    private CompletableFuture<Long> appendIdempotent(Partition partition, MutableRecordBatch batch, ByteBuffer bytes,
-                                                     short acks, int timeoutMs, PartitionProduceResponse response) {
-        int count = batch.countOrNull();
+    private CompletableFuture<Long> appendIdempotent(Partition partition, KafkaBatch batch, short acks, int timeoutMs,
+                                                     PartitionProduceResponse response) {
+        int count = batch.offsetCount();
         ProducerStates.Partition state = producers.of(partition);
         synchronized (state.lock) {
             ProducerStates.Verdict verdict = state.check(batch.producerId(), batch.producerEpoch(),
@@ -227,7 +233,7 @@ final class ProduceHandler {
                 fail(response, verdict.error(), verdict.message());
                 return null;
             }
-            Partition.Appended appended = partition.append(bytes, count, acks != 0);
+            Partition.Appended appended = partition.append(batch, durability(acks));
             // A refused append (a full disk, a leader stepping down) stored nothing: it is not the producer's last
             // batch, and its retry must be taken as new, not answered as a duplicate of the refusal.
             if (!appended.stored().isCompletedExceptionally()) {

@@ -1,5 +1,6 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.store.KafkaBatch;
 import io.sluice.store.ReadResult;
 import io.sluice.store.StoredMessage;
 import java.nio.ByteBuffer;
@@ -183,7 +184,7 @@ final class ProducerStates {
 
         private void replay(Map<Long, Producer> rebuilt, StoredMessage batch) {
             ByteBuffer bytes = batch.bodyBuffer();
-            if (bytes.remaining() < RecordBatches.HEADER_BYTES) {
+            if (bytes.remaining() < KafkaBatch.HEADER_BYTES) {
                 return;
             }
             long producerId = RecordBatches.producerId(bytes);
@@ -192,7 +193,7 @@ final class ProducerStates {
             }
             short epoch = RecordBatches.producerEpoch(bytes);
             int first = RecordBatches.baseSequence(bytes);
-            int last = RecordBatches.lastSequence(first, RecordBatches.lastOffsetDelta(bytes));
+            int last = KafkaBatch.lastSequence(first, RecordBatches.lastOffsetDelta(bytes));
             Producer producer = rebuilt.get(producerId);
             if (producer == null || epoch > producer.epoch) {
                 producer = new Producer(epoch);

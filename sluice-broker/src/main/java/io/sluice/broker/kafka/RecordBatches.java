@@ -2,6 +2,8 @@ package io.sluice.broker.kafka;
 
 import java.io.IOException;
 import java.io.InputStream;
+import io.sluice.store.KafkaBatch;
+import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.errors.CorruptRecordException;
@@ -14,27 +16,22 @@ import org.apache.kafka.common.utils.BufferSupplier;
 
 /**
  * Checks of the record batches (magic 2) a producer sends, before anything is stored, and reads of the header
- * fields of batches already stored. Batch layout (big-endian): baseOffset int64 @0, batchLength int32 @8,
- * partitionLeaderEpoch int32 @12, magic int8 @16, crc uint32 @17 (CRC32C of bytes 21..end), attributes int16 @21,
- * lastOffsetDelta int32 @23, baseTimestamp int64 @27, maxTimestamp int64 @35, producerId int64 @43,
- * producerEpoch int16 @51, baseSequence int32 @53, recordsCount int32 @57, records @61.
+ * fields of batches already stored; the batch layout is the store's {@link KafkaBatch}.
  */
 final class RecordBatches {
-
-    static final int PRODUCER_ID_OFFSET = 43;
-    static final int PRODUCER_EPOCH_OFFSET = 51;
-    static final int BASE_SEQUENCE_OFFSET = 53;
-    static final int LAST_OFFSET_DELTA_OFFSET = 23;
-    static final int MAX_TIMESTAMP_OFFSET = 35;
-    static final int RECORDS_COUNT_OFFSET = 57;
-    static final int HEADER_BYTES = 61;
 
     private RecordBatches() {
     }
 
-    /** Where a batch's records start: the header's size. */
-    private static final int RECORDS_OFFSET = HEADER_BYTES;
-    private static final int ATTRIBUTES_OFFSET = 21;
+    /**
+     * A batch that passed every check: the store's checked value (its CRC32C computed once, here) and its codec.
+     *
+     * @param batch the checked batch, a view of the request's bytes
+     * @param compression its codec
+     */
+    record Checked(KafkaBatch batch, CompressionType compression) {
+    }
+
     /** Bits 0-2 of the attributes: the compression codec's id. */
     private static final int COMPRESSION_MASK = 0x07;
 
@@ -48,15 +45,16 @@ final class RecordBatches {
      * Checks the records of one partition of a Produce request (v3+) in the order Kafka's broker does, answering
      * each fault with Kafka's error: exactly one whole batch of magic 2 ({@code INVALID_RECORD}), not larger than
      * {@code maxBatchBytes} ({@code MESSAGE_TOO_LARGE}, before anything is decompressed), with a matching CRC32C
-     * ({@code CORRUPT_MESSAGE}) and a known codec, no transaction or control marker, a record count that agrees with
-     * its offsets, and each record well formed ({@link RecordWalker}; a compressed batch decompressed with a bound of
-     * the larger of {@code maxBatchBytes} and {@link #MIN_DECOMPRESSED_BOUND_BYTES}).
+     * ({@code CORRUPT_MESSAGE}; {@link KafkaBatch#check}, the batch's one CRC pass on this broker) and a known codec,
+     * no transaction or control marker, a record count that agrees with its offsets, and each record well formed
+     * ({@link RecordWalker}; a compressed batch decompressed with a bound of the larger of {@code maxBatchBytes} and
+     * {@link #MIN_DECOMPRESSED_BOUND_BYTES}).
      *
      * @param walker walks the records; one per thread
-     * @return the batch
+     * @return the batch, checked
      * @throws BatchRefusedException naming the error to answer
      */
-    static MutableRecordBatch check(MemoryRecords records, int maxBatchBytes, RecordWalker walker) {
+    static Checked check(MemoryRecords records, int maxBatchBytes, RecordWalker walker) {
         MutableRecordBatch only = onlyBatch(records);
         if (only.magic() != RecordBatch.MAGIC_VALUE_V2) {
             throw new BatchRefusedException(Errors.INVALID_RECORD, "record batches of magic " + only.magic()
@@ -66,21 +64,27 @@ final class RecordBatches {
             throw new BatchRefusedException(Errors.MESSAGE_TOO_LARGE, "a batch of " + only.sizeInBytes()
                     + " bytes is over the largest taken (" + maxBatchBytes + ")");
         }
-        if (!only.isValid()) {
-            throw new BatchRefusedException(Errors.CORRUPT_MESSAGE, "the batch's CRC32C does not match its bytes");
-        }
         ByteBuffer bytes = records.buffer();
+        KafkaBatch checked;
+        try {
+            checked = KafkaBatch.check(MemorySegment.ofBuffer(bytes));
+        } catch (KafkaBatch.InvalidBatchException e) {
+            // Kafka's broker finds a batch shorter than its header, or one whose CRC does not match, corrupt; what the
+            // CRC covers is read only after it matched.
+            throw new BatchRefusedException(e.checksum() || bytes.remaining() < KafkaBatch.HEADER_BYTES
+                    ? Errors.CORRUPT_MESSAGE : Errors.INVALID_RECORD, "the batch: " + e.getMessage());
+        }
         CompressionType compression = compression(bytes);
         if (only.isTransactional() || only.isControlBatch()) {
             throw new BatchRefusedException(Errors.INVALID_RECORD, "transactions are not supported by this broker");
         }
-        int count = bytes.getInt(bytes.position() + RECORDS_COUNT_OFFSET);
-        int lastOffsetDelta = bytes.getInt(bytes.position() + LAST_OFFSET_DELTA_OFFSET);
+        int count = bytes.getInt(bytes.position() + KafkaBatch.RECORDS_COUNT);
+        int lastOffsetDelta = bytes.getInt(bytes.position() + KafkaBatch.LAST_OFFSET_DELTA);
         if (count < 1 || lastOffsetDelta != count - 1) {
             throw new BatchRefusedException(Errors.INVALID_RECORD, "the batch claims " + count
                     + " records but its offsets span " + (lastOffsetDelta + 1L));
         }
-        ByteBuffer recordBytes = bytes.duplicate().position(bytes.position() + RECORDS_OFFSET);
+        ByteBuffer recordBytes = bytes.duplicate().position(bytes.position() + KafkaBatch.HEADER_BYTES);
         if (compression == CompressionType.NONE) {
             walker.walk(recordBytes, count);
         } else {
@@ -99,7 +103,7 @@ final class RecordBatches {
                         + e);
             }
         }
-        return only;
+        return new Checked(checked, compression);
     }
 
     /** @return the one batch the records hold, whole */
@@ -135,7 +139,7 @@ final class RecordBatches {
      * @throws BatchRefusedException for an id no codec has (UNKNOWN_SERVER_ERROR, as Kafka's broker answers)
      */
     private static CompressionType compression(ByteBuffer batch) {
-        int id = batch.getShort(batch.position() + ATTRIBUTES_OFFSET) & COMPRESSION_MASK;
+        int id = batch.getShort(batch.position() + KafkaBatch.ATTRIBUTES) & COMPRESSION_MASK;
         for (CompressionType type : CompressionType.values()) {
             if (type.id == id) {
                 return type;
@@ -146,29 +150,23 @@ final class RecordBatches {
 
     /** @return the producer id of a stored batch (its bytes from baseOffset on) */
     static long producerId(ByteBuffer batch) {
-        return batch.getLong(batch.position() + PRODUCER_ID_OFFSET);
+        return batch.getLong(batch.position() + KafkaBatch.PRODUCER_ID);
     }
 
     static short producerEpoch(ByteBuffer batch) {
-        return batch.getShort(batch.position() + PRODUCER_EPOCH_OFFSET);
+        return batch.getShort(batch.position() + KafkaBatch.PRODUCER_EPOCH);
     }
 
     static int baseSequence(ByteBuffer batch) {
-        return batch.getInt(batch.position() + BASE_SEQUENCE_OFFSET);
+        return batch.getInt(batch.position() + KafkaBatch.BASE_SEQUENCE);
     }
 
     static int lastOffsetDelta(ByteBuffer batch) {
-        return batch.getInt(batch.position() + LAST_OFFSET_DELTA_OFFSET);
+        return batch.getInt(batch.position() + KafkaBatch.LAST_OFFSET_DELTA);
     }
 
     /** @return the largest record timestamp of a stored batch (for LogAppendTime batches, the append time) */
     static long maxTimestamp(ByteBuffer batch) {
-        return batch.getLong(batch.position() + MAX_TIMESTAMP_OFFSET);
-    }
-
-    /** @return the sequence of the last record of a batch whose first has {@code base}, wrapping as Kafka does */
-    static int lastSequence(int base, int lastOffsetDelta) {
-        long last = (long) base + lastOffsetDelta;
-        return (int) (last > Integer.MAX_VALUE ? last - Integer.MAX_VALUE - 1 : last);
+        return batch.getLong(batch.position() + KafkaBatch.MAX_TIMESTAMP);
     }
 }

@@ -2,12 +2,11 @@ package io.sluice.broker.local;
 
 import io.sluice.broker.Partition;
 import io.sluice.broker.Partitions;
-import io.sluice.store.FlushMode;
+import io.sluice.store.Durability;
+import io.sluice.store.KafkaBatch;
 import io.sluice.store.OpaqueSlice;
 import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
-import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -65,16 +64,6 @@ public final class LocalPartitions implements Partitions {
         for (BiConsumer<String, Integer> listener : listeners) {
             listener.accept(topic, partition);
         }
-    }
-
-    /**
-     * Whether an acknowledged append must be forced before it completes. Under SYNC every append is answered once
-     * forced. Under ASYNC an acknowledgement means the batch is in the page cache, as with a single Kafka broker, where
-     * a crash of the process loses nothing acknowledged; but a write path that buffers appends in the process
-     * (WRITE_BUFFER, DIRECT) would lose them, so there an acknowledged append waits for a forced group commit.
-     */
-    private boolean force(boolean acknowledged) {
-        return acknowledged && store.config().flushMode() == FlushMode.ASYNC && store.config().writePath().buffered();
     }
 
     /** One partition of the store, led here. */
@@ -137,10 +126,15 @@ public final class LocalPartitions implements Partitions {
             return store.maxOffset(topic, index);
         }
 
+        /**
+         * The store decides what is forced before the append completes ({@link Durability#ACKNOWLEDGED}: under ASYNC
+         * an acknowledgement means the batch is in the page cache, as with a single Kafka broker, where a crash of the
+         * process loses nothing acknowledged, and a write path that buffers appends in the process forces it first).
+         */
         @Override
-        public Appended append(ByteBuffer batch, int records, boolean acknowledged) {
-            CompletableFuture<Long> stored = store.appendOpaqueToDeclared(topic, index, MemorySegment.ofBuffer(batch),
-                    records, force(acknowledged)).thenApply(result -> result.firstQueueOffset());
+        public Appended append(KafkaBatch batch, Durability durability) {
+            CompletableFuture<Long> stored = store.appendKafkaBatch(topic, index, batch, durability)
+                    .thenApply(result -> result.firstQueueOffset());
             // Readable now under ASYNC, once forced under SYNC: waiting fetches are told both times.
             changed(topic, index);
             stored.whenComplete((offset, error) -> {

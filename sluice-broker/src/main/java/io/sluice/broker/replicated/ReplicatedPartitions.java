@@ -3,10 +3,11 @@ package io.sluice.broker.replicated;
 import io.sluice.broker.Partition;
 import io.sluice.broker.Partitions;
 import io.sluice.broker.Replication;
+import io.sluice.store.Durability;
+import io.sluice.store.KafkaBatch;
 import io.sluice.store.OpaqueSlice;
 import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
-import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -181,12 +182,14 @@ public final class ReplicatedPartitions implements Partitions {
             return node.highWatermark(id.topic(), id.partition());
         }
 
-        /** The batch waits for its entry in the partition's queue: it is copied out of the request's buffer. */
+        /**
+         * The batch waits for its entry in the partition's queue: it is copied out of the request's buffer. Each
+         * replica stores it per its store's flush mode, whatever {@code durability} asks: a cluster acknowledges
+         * acks=1 once the leader stored it so, acks=all once a majority did.
+         */
         @Override
-        public Appended append(ByteBuffer batch, int records, boolean acknowledged) {
-            byte[] copy = new byte[batch.remaining()];
-            batch.duplicate().get(copy);
-            Replication.Appended appended = node.append(id.topic(), id.partition(), copy);
+        public Appended append(KafkaBatch batch, Durability durability) {
+            Replication.Appended appended = node.append(id.topic(), id.partition(), batch.copy());
             return new Appended(notLeader(appended.stored()), notLeader(appended.committed()));
         }
 

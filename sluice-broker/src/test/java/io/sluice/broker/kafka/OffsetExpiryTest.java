@@ -215,7 +215,7 @@ class OffsetExpiryTest {
         }
 
         @Override
-        public Appended append(String topic, int partition, byte[] batch) {
+        public Appended append(String topic, int partition, io.sluice.store.KafkaBatch batch) {
             throw new UnsupportedOperationException("no appends here");
         }
 

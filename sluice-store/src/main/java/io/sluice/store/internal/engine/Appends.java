@@ -1,6 +1,8 @@
 package io.sluice.store.internal.engine;
 
 import io.sluice.store.AppendResult;
+import io.sluice.store.Durability;
+import io.sluice.store.KafkaBatch;
 import io.sluice.store.Message;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicDeletedException;
@@ -32,7 +34,7 @@ public final class Appends {
     public CompletableFuture<AppendResult> append(String topic, int queueId, Message message) {
         Objects.requireNonNull(message, "message");
         return append(topic, queueId, new PreparedMessage[] {PreparedMessage.prepare(message, config.maxMessageBytes())},
-                false, false);
+                Durability.FLUSH_MODE, false);
     }
 
     /** Appends messages as one record ({@code Store.appendBatch}). */
@@ -46,25 +48,33 @@ public final class Appends {
             prepared[i] = PreparedMessage.prepare(Objects.requireNonNull(messages.get(i), "message"),
                     config.maxMessageBytes());
         }
-        return append(topic, queueId, prepared, false, false);
+        return append(topic, queueId, prepared, Durability.FLUSH_MODE, false);
     }
 
     /**
      * Appends an opaque batch ({@code Store.appendOpaque}).
      *
-     * @param force complete once durable rather than per the flush mode
+     * @param durability what the append's completion promises
      * @param declaredOnly fail with {@link TopicDeletedException} unless the topic has a declared queue count, and
      *     create nothing
      */
     public CompletableFuture<AppendResult> appendOpaque(String topic, int queueId, MemorySegment body, int count,
-                                                        boolean force, boolean declaredOnly) {
+                                                        Durability durability, boolean declaredOnly) {
         Objects.requireNonNull(body, "body");
         return append(topic, queueId, new PreparedMessage[] {PreparedMessage.opaque(body, count,
-                config.maxMessageBytes())}, force, declaredOnly);
+                config.maxMessageBytes())}, durability, declaredOnly);
+    }
+
+    /** Appends a checked Kafka record batch ({@code Store.appendKafkaBatch}): its CRC32C is not checked again. */
+    public CompletableFuture<AppendResult> appendKafkaBatch(String topic, int queueId, KafkaBatch batch,
+                                                            Durability durability) {
+        Objects.requireNonNull(batch, "batch");
+        return append(topic, queueId, new PreparedMessage[] {PreparedMessage.opaque(batch.bytes(),
+                batch.offsetCount(), config.maxMessageBytes(), true)}, durability, true);
     }
 
     private CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages,
-                                                   boolean force, boolean declaredOnly) {
+                                                   Durability durability, boolean declaredOnly) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
         if (queueId >= config.maxQueuesPerTopic()) {
@@ -84,11 +94,11 @@ public final class Appends {
         }
         try {
             CompletableFuture<AppendResult> result = logs.logFor(topic, entry.layout(), queueId, true)
-                    .append(topic, queueId, messages, force);
+                    .append(topic, queueId, messages, durability);
             while (result == null) {
                 // The topic was created with a log of its own while this append was on its way to the shared log,
                 // or its log closed for a truncation: the log to use now is found again.
-                result = logs.logFor(topic, queueId, true).append(topic, queueId, messages, force);
+                result = logs.logFor(topic, queueId, true).append(topic, queueId, messages, durability);
             }
             return result;
         } catch (TopicDeletedException e) {

@@ -1,6 +1,7 @@
 package io.sluice.store.internal.engine;
 
 import io.sluice.store.AppendResult;
+import io.sluice.store.Durability;
 import io.sluice.store.DiskFullException;
 import io.sluice.store.FlushMode;
 import io.sluice.store.RecoveryReport;
@@ -212,7 +213,8 @@ final class LogStore implements AutoCloseable {
      * @return the append's future, or null if {@link #acceptOnly} turned the topic away or the log closed to be
      *     truncated (route it again)
      */
-    CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages, boolean force) {
+    CompletableFuture<AppendResult> append(String topic, int queueId, PreparedMessage[] messages,
+                                           Durability durability) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
         if (readOnly) {
@@ -253,7 +255,7 @@ final class LogStore implements AutoCloseable {
                         + " retention or an operator frees space", retention.lastReport().diskUsedRatio() * 100,
                         config.retention().diskHardRatio() * 100), null));
             }
-            return appendLocked(topic, queueId, topicBytes, (int) size, messages, keyHashes, force);
+            return appendLocked(topic, queueId, topicBytes, (int) size, messages, keyHashes, durability);
         } catch (IOException e) {
             return CompletableFuture.failedFuture(health.classify(e, "append"));
         } finally {
@@ -282,7 +284,7 @@ final class LogStore implements AutoCloseable {
 
     private CompletableFuture<AppendResult> appendLocked(String topic, int queueId, byte[] topicBytes, int size,
                                                          PreparedMessage[] messages, int[] keyHashes,
-                                                         boolean force) throws IOException {
+                                                         Durability durability) throws IOException {
         assert appendLock.isHeldByCurrentThread();
         QueueIndex index = indexes.getOrCreate(topic, queueId);
         long first = index.nextOffset();
@@ -306,7 +308,7 @@ final class LogStore implements AutoCloseable {
         index.publish(first + count);
         changed.run();
         AppendResult result = new AppendResult(first, count, position, size, now);
-        if (force || config.flushMode() == FlushMode.SYNC) {
+        if (durability.forces(config)) {
             CompletableFuture<AppendResult> future = new CompletableFuture<>();
             flusher.enqueue(new FlushService.Waiter(end, result, future));
             return future;

@@ -1,11 +1,13 @@
 package io.sluice.store.internal.log;
 
+import io.sluice.store.KafkaBatch;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
 
 /**
- * The layout of a batch log's records ({@code TopicLayout.BATCHES}): each is one Kafka record batch (v2), stored
+ * The layout of a batch log's records ({@code TopicLayout.BATCHES}): each is one Kafka record batch (v2, laid out
+ * in {@link KafkaBatch}), stored
  * as its producer sent it except its first 8 bytes ({@code baseOffset}), which the store sets to the batch's
  * first queue offset. Batches lie back to back; nothing of the store's own sits between them. The store reads
  * only what it needs to append, check and recover them, all big-endian:
@@ -31,19 +33,20 @@ public final class BatchFormat {
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
+    // The fields the store reads, as KafkaBatch lays the header out.
     /** Bytes before and including batchLength, which batchLength does not count. */
-    public static final int LOG_OVERHEAD = 12;
-    static final int LENGTH_OFFSET = 8;
-    public static final int MAGIC_OFFSET = 16;
-    static final int CRC_OFFSET = 17;
-    static final int CRC_START = 21;
-    static final int LAST_OFFSET_DELTA_OFFSET = 23;
-    static final int MAX_TIMESTAMP_OFFSET = 35;
+    public static final int LOG_OVERHEAD = KafkaBatch.LOG_OVERHEAD;
+    static final int LENGTH_OFFSET = KafkaBatch.BATCH_LENGTH;
+    public static final int MAGIC_OFFSET = KafkaBatch.MAGIC;
+    static final int CRC_OFFSET = KafkaBatch.CRC;
+    static final int CRC_START = KafkaBatch.CRC_START;
+    static final int LAST_OFFSET_DELTA_OFFSET = KafkaBatch.LAST_OFFSET_DELTA;
+    static final int MAX_TIMESTAMP_OFFSET = KafkaBatch.MAX_TIMESTAMP;
     /** The smallest batch: its header, with no record. */
-    public static final int HEADER_BYTES = 61;
+    public static final int HEADER_BYTES = KafkaBatch.HEADER_BYTES;
     /** Bytes a reader needs to check a batch against its index entry ({@link #matchesEntry}). */
     public static final int CHECK_BYTES = LAST_OFFSET_DELTA_OFFSET + 4;
-    public static final byte MAGIC = 2;
+    public static final byte MAGIC = KafkaBatch.MAGIC_V2;
 
     private BatchFormat() {
     }

@@ -103,7 +103,7 @@ public record BatchLogFormat(String topic, int queueId) implements LogFormat {
     @Override
     public long append(CommitLog log, int size, long storeTimestamp, long firstQueueOffset, int queueId, byte[] topic,
                        PreparedMessage[] messages) throws IOException {
-        return log.appendBatch(firstQueueOffset, messages[0].body());
+        return log.appendBatch(firstQueueOffset, messages[0].body(), messages[0].checksumChecked());
     }
 
     @Override

@@ -157,18 +157,20 @@ public final class CommitLog implements AutoCloseable {
      *
      * @param firstQueueOffset the batch's first queue offset, which becomes its baseOffset
      * @param body the batch, checked by {@link BatchFormat#problem}
+     * @param checksumChecked the batch's CRC32C was checked by {@code KafkaBatch.check}, whose caller leaves its
+     *     bytes alone: it is not checked again
      * @return the batch's log position
      * @throws IllegalArgumentException if the copy's CRC32C does not match: nothing is appended
      * @throws IOException if no segment could be had (ENOSPC) or the write failed
      */
-    public long appendBatch(long firstQueueOffset, MemorySegment body) throws IOException {
+    public long appendBatch(long firstQueueOffset, MemorySegment body, boolean checksumChecked) throws IOException {
         int size = (int) body.byteSize();
         long position = placeRecord(size);
         MemorySegment target = writer.reserve(active, position, size);
         BatchFormat.encode(target, firstQueueOffset, body);
-        // Checked on the copy, which recovery will read: a batch the caller changed while it was copied is refused
-        // here, before it is complete, rather than cutting the log at it after a crash.
-        if (!BatchFormat.checksumMatches(target)) {
+        // An unchecked batch is checked on the copy, which recovery will read: a batch the caller changed while it was
+        // copied is refused here, before it is complete, rather than cutting the log at it after a crash.
+        if (!checksumChecked && !BatchFormat.checksumMatches(target)) {
             throw new IllegalArgumentException("a BATCHES log takes Kafka record batches (v2) only: the batch's CRC32C"
                     + " does not match its bytes (or they changed while the store copied them)");
         }

@@ -16,9 +16,11 @@ import java.util.Map;
  * @param body the payload
  * @param keys the message's keys, for the key index
  * @param opaqueCount 0 for a message; for an opaque batch ({@link #opaque}), the queue offsets its body covers
+ * @param checksumChecked an opaque batch checked with its CRC32C already ({@code KafkaBatch.check}): a batch log
+ *     does not check it again
  */
 public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, MemorySegment body, List<String> keys,
-                              int opaqueCount) {
+                              int opaqueCount, boolean checksumChecked) {
 
     private static final byte[] EMPTY_METADATA = new byte[6];
     private static final int MAX_FIELD_BYTES = 0xFFFF;
@@ -45,6 +47,15 @@ public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, 
      *     exceeds the body's size
      */
     public static PreparedMessage opaque(MemorySegment body, int count, int maxMessageBytes) {
+        return opaque(body, count, maxMessageBytes, false);
+    }
+
+    /**
+     * {@link #opaque(MemorySegment, int, int)}, saying whether the batch's CRC32C was checked already.
+     *
+     * @param checksumChecked a Kafka record batch checked by {@code KafkaBatch.check}
+     */
+    public static PreparedMessage opaque(MemorySegment body, int count, int maxMessageBytes, boolean checksumChecked) {
         if (count < 1) {
             throw new IllegalArgumentException("an opaque batch covers 1 or more offsets, not " + count);
         }
@@ -61,7 +72,7 @@ public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, 
             throw new IllegalArgumentException("an opaque batch of " + body.byteSize() + " bytes cannot cover " + count
                     + " offsets (at most one per byte)");
         }
-        return new PreparedMessage(0, EMPTY_METADATA, 0, body, List.of(), count);
+        return new PreparedMessage(0, EMPTY_METADATA, 0, body, List.of(), count, checksumChecked);
     }
 
     /** @return the queue offsets {@code messages} cover: their number, or an opaque batch's count */
@@ -83,7 +94,7 @@ public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, 
                     + maxMessageBytes + ")");
         }
         return new PreparedMessage(message.bornTimestamp(), metadata, tagHash(message.tag()), message.body(),
-                message.keys(), 0);
+                message.keys(), 0, false);
     }
 
     /** @param tag a tag @return its hash as stored in the queue index; 0 for no tag */
