@@ -152,7 +152,7 @@ final class GroupRejoin implements AutoCloseable {
         // One other replica: every commit needed both, so it has them all, and this node's empty vote cannot elect a
         // leader that lacks one; but Ratis 3.3.0 counts no vote from an empty log once the candidate has commits
         // (LeaderElection), so the other, which stepped down without this one's answers, is not elected again either,
-        // and the group waits (docs/design.md). None: the data are gone.
+        // and the group waits (docs/cluster.md, "Where the log ends"). None: the data are gone.
         if (others.isEmpty() && !keepLog) {
             LOG.error("node {} lost the only replica of {}: it starts empty", groups.selfId(), what);
         }

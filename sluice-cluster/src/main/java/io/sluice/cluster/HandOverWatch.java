@@ -14,7 +14,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The watch for hand-overs left pending (docs/design.md, "A hand-over stuck pending"; {@link StuckHandOver}): every
+ * The watch for hand-overs left pending (docs/cluster.md, "A hand-over stuck pending"; {@link StuckHandOver}): every
  * {@link #CHECK_MILLIS} (the task {@code node-<id>-stuck-hand-overs}) the node looks at the partitions it leads, and a
  * leader that shows the sign is probed, twice, a hand-over's time apart (the second probe a task of its own,
  * {@code node-<id>-hand-over-check-<partition>}); if it refuses appends as stepping down both times, it steps down

@@ -31,7 +31,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * This node's membership of the cluster (docs/design.md, "A lost data directory"): at a start with no metadata group
+ * This node's membership of the cluster (docs/cluster.md, "A lost data directory"): at a start with no metadata group
  * in its Raft directory it finds out whether the cluster formed, and with it ({@code node-<id>-join}); it records
  * that it took part ({@code node-<id>-register}); and a node that took part and lost its data rejoins every group it
  * belongs to ({@code node-<id>-rejoin}, then {@code node-<id>-rejoin-<partition>} for each partition the replayed

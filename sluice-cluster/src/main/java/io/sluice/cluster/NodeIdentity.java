@@ -45,7 +45,7 @@ final class NodeIdentity {
             return;
         }
         // The directory's name is forced into its parent too: a first start cut short by a power cut must not come
-        // back as a node that lost its Raft data (docs/design.md, "A lost data directory").
+        // back as a node that lost its Raft data (docs/cluster.md, "A lost data directory").
         DurableFile.createDirectories(io, raftDirectory);
         DurableFile.write(io, file, file.resolveSibling(FILE + ".tmp"), identity);
     }

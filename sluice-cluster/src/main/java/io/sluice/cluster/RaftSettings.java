@@ -13,7 +13,7 @@ import org.apache.ratis.util.TimeDuration;
 
 /**
  * How a node's Ratis server is set up: its timeouts, its transport, how its logs are written, snapshotted and purged
- * (docs/design.md, "Cluster": "Timeouts", "No commit-index entries", "Snapshots and log purge").
+ * (docs/cluster.md: "Timeouts", "No commit-index entries", "Snapshots and log purge").
  */
 final class RaftSettings {
 

@@ -31,7 +31,7 @@ import org.slf4j.LoggerFactory;
 /**
  * Replicas whose log could not be written here (the store refused a batch, as on a full disk; a Raft log write failed;
  * the store lost batches the log names): Ratis's log takes nothing more, so the group stops on this node, its directory
- * kept, and a task ({@code node-<id>-restart-<partition>}) brings it back (docs/design.md, "A replica whose log cannot
+ * kept, and a task ({@code node-<id>-restart-<partition>}) brings it back (docs/cluster.md, "A replica whose log cannot
  * be written", "Where the log ends"). Once a second the task asks the other replicas who leads, so that this node
  * names the leader to clients meanwhile; once the store takes appends again (after repeated failures, and a back-off
  * of up to a minute), the replica rejoins its group with its own log ({@link GroupRejoin}). A replica that lost
@@ -222,7 +222,7 @@ final class ReplicaRestarts {
                         return stepRejoin();
                     } else if (rebuild && !shorts.cutBackIfTooMany(partition, id, replicaIds)) {
                         // Its batches can come from a leader only: it waits for the others to elect one, which needs
-                        // a majority of the replicas without this one (docs/design.md).
+                        // a majority of the replicas without this one (docs/cluster.md, "Where the log ends").
                         return Next.inMillis(ROUND_MILLIS);
                     }
                     // No leader among the others (their disks may be full too, or they lost batches too and this

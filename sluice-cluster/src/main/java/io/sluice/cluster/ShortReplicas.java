@@ -18,7 +18,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * The replicas on this node that lost batches their Raft logs name, and the path that cuts such a log back when too
- * many of a partition's replicas are short for the others to elect a leader (docs/design.md, "Where the log ends":
+ * many of a partition's replicas are short for the others to elect a leader (docs/cluster.md, "Where the log ends":
  * "Too many short replicas to elect a leader").
  *
  * <p>A replica stopped after losing batches reads how far its store holds its log ({@link #readHeld}), and counts as

@@ -60,8 +60,8 @@ import org.junit.jupiter.api.io.TempDir;
  * {@code -Dsluice.cluster.rounds} sets the rounds (20 by default; each is a SIGKILL and a restart).
  * {@code -Dsluice.cluster.snapshotEvery=200} has every node snapshot its logs every 200 entries (the metadata's and the
  * partitions'; 100,000 by default), so nodes restart from their snapshots and followers behind a purged log install
- * them, and the test then requires restarts from a metadata snapshot. CI runs without it (docs/design.md, "Tests"
- * under "Cluster", says how that variant fares). A failed run keeps the brokers' logs in target/kill-rounds-failed-*.
+ * them, and the test then requires restarts from a metadata snapshot. CI runs without it (docs/history.md, "The kill
+ * rounds", says how that variant fares). A failed run keeps the brokers' logs in target/kill-rounds-failed-*.
  */
 class ClusterKillRoundsTest {
 

@@ -8,7 +8,7 @@ import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
 import org.junit.jupiter.api.Test;
 
-/** The cluster's layering and the rules its main code keeps, checked on the compiled classes (docs/design.md). */
+/** The cluster's layering and the rules its main code keeps, checked on the compiled classes (docs/cluster.md). */
 class ClusterLayeringTest {
 
     private static final JavaClasses CLUSTER = new ClassFileImporter()

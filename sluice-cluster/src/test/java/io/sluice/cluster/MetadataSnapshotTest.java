@@ -212,7 +212,7 @@ class MetadataSnapshotTest {
 
     /**
      * The metadata's log ends below its snapshot (its tail not written when the node stopped): the group's start
-     * closes the open segment before Ratis loads the log (docs/design.md, "A log that ends below its snapshot").
+     * closes the open segment before Ratis loads the log (docs/cluster.md, "A log that ends below its snapshot").
      */
     @Test
     void anOpenSegmentBelowTheSnapshotIsClosedAsTheGroupStarts(@TempDir Path dir) throws Exception {

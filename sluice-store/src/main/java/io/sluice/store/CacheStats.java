@@ -1,7 +1,7 @@
 package io.sluice.store;
 
 /**
- * The read cache's state (docs/design.md, "Read cache").
+ * The read cache's state (docs/store.md, "Read cache").
  *
  * @param capacityBytes the cache's memory
  * @param cachedBytes log bytes in cached pages now

@@ -312,7 +312,7 @@ public final class Store implements AutoCloseable {
 
     /**
      * Sends a queue's records, as stored, to a channel with no copy through the Java heap (see
-     * docs/design.md, "Zero-copy transfer"). Whole records are sent, so the first may be a batch that starts
+     * docs/store.md, "Zero-copy transfer"). Whole records are sent, so the first may be a batch that starts
      * before {@code fromOffset}: the receiver skips messages below it. A BATCHES topic's records are its Kafka
      * record batches, with no store framing.
      *
@@ -333,7 +333,7 @@ public final class Store implements AutoCloseable {
      * Chooses the opaque batches ({@link #appendOpaque}) to send from a queue, from the one holding
      * {@code fromOffset} on, up to {@code maxBytes} of bodies (at least one batch if any is readable), stopping
      * before a record of messages. Send them with {@link OpaqueSlice#transferTo}: with no copy through the Java
-     * heap when the target is a socket (see docs/design.md, "Zero-copy transfer").
+     * heap when the target is a socket (see docs/store.md, "Zero-copy transfer").
      *
      * @param topic the topic
      * @param queueId the queue

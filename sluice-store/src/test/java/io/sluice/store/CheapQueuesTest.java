@@ -70,7 +70,7 @@ class CheapQueuesTest {
         long reopening = System.nanoTime();
         try (Store store = Store.open(dir, config)) {
             long reopened = System.nanoTime();
-            // Reported, not asserted: speed belongs to benchmarks (docs/design.md quotes this line).
+            // Reported, not asserted: speed belongs to benchmarks (docs/benchmarks.md quotes this line).
             System.out.printf("10,000 queue logs: %d store threads, %,d bytes on disk at most, created, appended and"
                     + " closed in %.1f s, reopened in %.1f s%n", storeThreads, allocated, (created - started) / 1e9,
                     (reopened - reopening) / 1e9);

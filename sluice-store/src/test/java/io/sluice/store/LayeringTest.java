@@ -12,7 +12,7 @@ import com.tngtech.archunit.core.importer.ImportOption;
 import java.util.Set;
 import org.junit.jupiter.api.Test;
 
-/** The store's layering, checked on its compiled classes (docs/design.md, "Packages"). */
+/** The store's layering, checked on its compiled classes (docs/store.md, "Packages"). */
 class LayeringTest {
 
     /** The public classes that stand in front of internal code. */

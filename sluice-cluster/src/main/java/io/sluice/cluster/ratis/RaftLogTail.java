@@ -27,7 +27,7 @@ import org.apache.ratis.thirdparty.com.google.protobuf.InvalidProtocolBufferExce
  * <p>Under ASYNC the store forces its batches about once a second while Ratis forces its log after each write, so a
  * power cut can leave a log naming batches its store lost. When a majority of a partition's replicas are in that
  * state no leader can be elected (each such replica stays out of its group), and each cuts its log back to the last
- * entry whose batches its store holds, cuts its store to that entry's end, and starts its group again (docs/design.md,
+ * entry whose batches its store holds, cuts its store to that entry's end, and starts its group again (docs/cluster.md,
  * "Where the log ends"). The files are read with the framing {@link OpenSegmentBelowSnapshot} reads.
  */
 public final class RaftLogTail {

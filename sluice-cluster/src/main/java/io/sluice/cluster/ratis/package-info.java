@@ -8,6 +8,6 @@
  *
  * <p>Kept apart so that a Ratis upgrade knows where to look: each class says which fault of 3.3.0 it answers, and the
  * package depends on Ratis and the JDK only, never on the rest of the cluster (checked by the cluster's layering
- * test). docs/design.md, "Cluster", tells each fault's story.
+ * test). docs/cluster.md and docs/history.md tell each fault's story.
  */
 package io.sluice.cluster.ratis;

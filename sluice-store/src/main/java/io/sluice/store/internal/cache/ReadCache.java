@@ -16,7 +16,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The tail-aware read cache of JMQ4 (docs/design.md, "Read cache"): a bounded set of off-heap pages of
+ * The tail-aware read cache of JMQ4 (docs/store.md, "Read cache"): a bounded set of off-heap pages of
  * the log, each an immutable range.
  *
  * <h2>Where pages come from</h2>

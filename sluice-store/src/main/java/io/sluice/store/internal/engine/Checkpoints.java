@@ -18,7 +18,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The store's checkpoint (docs/design.md, "Durability"): every log makes itself durable, then the {@code checkpoint}
+ * The store's checkpoint (docs/store.md, "Durability"): every log makes itself durable, then the {@code checkpoint}
  * file records each log's durable position and start, and the consumer positions are saved if they moved. A
  * checkpoint is scheduled {@code checkpointIntervalMillis} after a log changes, and only then, so an idle store writes
  * nothing; {@link #sync} runs one now. After each, a log may delete the index files retention took out below the

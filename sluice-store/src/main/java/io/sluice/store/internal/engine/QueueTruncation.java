@@ -23,7 +23,7 @@ import org.slf4j.LoggerFactory;
  * ({@code Store.emptyQueueAt}), as a Raft follower cuts its log back to its leader's. It reuses recovery rather than
  * a second way of moving a log's positions backwards: the queue's log closes, the checkpoint is lowered to the cut,
  * the batch header at the cut is zeroed and forced (the commit point), and the log opens again through recovery,
- * which finds a torn tail there (docs/design.md, "Layouts").
+ * which finds a torn tail there (docs/store.md, "Truncating a queue").
  *
  * <p>Thread-safe: both hold the log-set lock for writing and the log-creation lock.
  */

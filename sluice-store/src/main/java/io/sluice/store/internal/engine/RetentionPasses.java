@@ -10,7 +10,7 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The store's retention passes: one pass runs each log's retention (docs/design.md, "Retention and consumer
+ * The store's retention passes: one pass runs each log's retention (docs/store.md, "Retention and consumer
  * positions"), every {@code checkIntervalMillis} on the scheduler or when asked ({@code Store.enforceRetention}).
  * {@code retentionBytes} applies to each log; the disk's use is measured once per pass.
  *

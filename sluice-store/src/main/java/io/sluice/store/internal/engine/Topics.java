@@ -16,7 +16,7 @@ import org.slf4j.LoggerFactory;
 
 /**
  * Creating, declaring and deleting topics: every change of the topic registry, which decides where a topic's data
- * is (docs/design.md, "Layouts"). A change is durable before the call returns; a registry save that failed after its
+ * is (docs/store.md, "Layouts"). A change is durable before the call returns; a registry save that failed after its
  * rename leaves the store unable to tell which registry a restart would read, so every log stops writing.
  *
  * <p>Thread-safe: changes hold the log-creation lock.
