@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.broker.BrokerConfig;
 import io.sluice.broker.python.PythonClients;
+import io.sluice.testsupport.KafkaWire;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
