@@ -58,14 +58,18 @@ public final class MainCodeSleeps {
     private MainCodeSleeps() {
     }
 
-    /** Imports the main classes of Sluice on the class path: neither test classes nor test jars. */
+    /**
+     * Imports the main classes of Sluice on the class path: neither test classes, test jars nor the test-support
+     * module (io.sluice.testsupport), whose classes are main code of a library for tests only.
+     */
     public static JavaClasses mainClasses() {
         return new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
-                .withImportOption(MainCodeSleeps::notATestJar).importPackages("io.sluice");
+                .withImportOption(MainCodeSleeps::notTestCode).importPackages("io.sluice");
     }
 
-    private static boolean notATestJar(Location location) {
-        return !location.contains("-tests.jar") && !location.contains("/test-classes/");
+    private static boolean notTestCode(Location location) {
+        return !location.contains("-tests.jar") && !location.contains("/test-classes/")
+                && !location.contains("/io/sluice/testsupport/");
     }
 
     /**
