@@ -12,6 +12,7 @@ import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
+import io.sluice.testsupport.KafkaWire;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.DescribeClusterResult;
@@ -72,7 +73,7 @@ class BrokerProtocolTest {
                     new org.apache.kafka.common.message.CreatePartitionsRequestData.CreatePartitionsTopicCollection();
             topics.add(new org.apache.kafka.common.message.CreatePartitionsRequestData.CreatePartitionsTopic()
                     .setName("").setCount(3));
-            ByteBufferAccessor reader = Wire.exchange(socket, ApiKeys.CREATE_PARTITIONS, (short) 1,
+            ByteBufferAccessor reader = KafkaWire.exchange(socket, ApiKeys.CREATE_PARTITIONS, (short) 1,
                     new org.apache.kafka.common.message.CreatePartitionsRequestData().setTopics(topics)
                             .setTimeoutMs(1000));
             var response = new org.apache.kafka.common.message.CreatePartitionsResponseData(reader, (short) 1);
@@ -148,7 +149,7 @@ class BrokerProtocolTest {
         store.createTopic("a", io.sluice.store.TopicLayout.QUEUE, 2);
         store.createTopic("b", io.sluice.store.TopicLayout.SHARED, 1);
         try (Socket socket = new Socket("127.0.0.1", broker.port())) {
-            ByteBufferAccessor reader = Wire.exchange(socket, ApiKeys.METADATA, (short) 0,
+            ByteBufferAccessor reader = KafkaWire.exchange(socket, ApiKeys.METADATA, (short) 0,
                     new MetadataRequestData().setTopics(java.util.List.of()));
             MetadataResponseData response = new MetadataResponseData(reader, (short) 0);
             assertThat(response.topics()).extracting(t -> t.name() + ":" + t.partitions().size())
@@ -234,8 +235,8 @@ class BrokerProtocolTest {
                 .setClientSoftwareVersion("1");
         // A version newer than any schema is sent with the newest body, and answered in v0.
         short latest = ApiKeys.API_VERSIONS.latestVersion();
-        ByteBufferAccessor reader = Wire.exchange(socket, ApiKeys.API_VERSIONS, version, (short) Math.min(version, latest),
-                body);
+        ByteBufferAccessor reader = KafkaWire.exchange(socket, ApiKeys.API_VERSIONS, version,
+                (short) Math.min(version, latest), body);
         return new ApiVersionsResponseData(reader, version > latest ? 0 : version);
     }
 }

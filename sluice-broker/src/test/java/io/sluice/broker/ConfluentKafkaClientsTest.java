@@ -2,11 +2,11 @@ package io.sluice.broker;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.sluice.broker.python.PythonClients;
 import io.sluice.store.ConsumerPosition;
 import io.sluice.store.RetentionPolicy;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
+import io.sluice.testsupport.PythonClients;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;

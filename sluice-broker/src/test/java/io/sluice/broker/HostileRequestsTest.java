@@ -5,6 +5,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicLayout;
+import io.sluice.testsupport.KafkaWire;
 import java.io.IOException;
 import java.net.Socket;
 import java.nio.file.Path;
@@ -53,8 +54,8 @@ class HostileRequestsTest {
             topics.add(new MetadataRequestData.MetadataRequestTopic().setName("t"));
         }
         try (Socket socket = new Socket("127.0.0.1", broker.port())) {
-            MetadataResponseData response = new MetadataResponseData(Wire.exchange(socket, ApiKeys.METADATA, (short) 1,
-                    new MetadataRequestData().setTopics(topics)), (short) 1);
+            MetadataResponseData response = new MetadataResponseData(KafkaWire.exchange(socket, ApiKeys.METADATA,
+                    (short) 1, new MetadataRequestData().setTopics(topics)), (short) 1);
             assertThat(response.topics()).hasSize(1);
             assertThat(response.topics().iterator().next().partitions()).hasSize(1);
         }
@@ -67,7 +68,7 @@ class HostileRequestsTest {
             topics.add(new MetadataRequestData.MetadataRequestTopic().setName(null).setTopicId(new Uuid(1, i + 1)));
         }
         try (Socket socket = new Socket("127.0.0.1", broker.port())) {
-            MetadataResponseData response = new MetadataResponseData(Wire.exchange(socket, ApiKeys.METADATA,
+            MetadataResponseData response = new MetadataResponseData(KafkaWire.exchange(socket, ApiKeys.METADATA,
                     (short) 12, new MetadataRequestData().setTopics(topics)), (short) 12);
             assertThat(response.topics()).isNotEmpty().allSatisfy(topic -> assertThat(topic.errorCode())
                     .isEqualTo(Errors.UNKNOWN_TOPIC_ID.code()));

@@ -9,6 +9,7 @@ import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicLayout;
 import io.sluice.store.WritePath;
 import io.sluice.store.io.DiskSpace;
+import io.sluice.testsupport.KafkaWire;
 import java.net.Socket;
 import java.nio.file.Path;
 import java.util.List;
@@ -40,7 +41,7 @@ class ProduceDurabilityTest {
         ProduceRequestData.TopicProduceDataCollection topics = new ProduceRequestData.TopicProduceDataCollection();
         topics.add(new ProduceRequestData.TopicProduceData().setName("t").setPartitionData(List.of(
                 new ProduceRequestData.PartitionProduceData().setIndex(0).setRecords(records))));
-        return new ProduceResponseData(Wire.exchange(socket, ApiKeys.PRODUCE, (short) 9, new ProduceRequestData()
+        return new ProduceResponseData(KafkaWire.exchange(socket, ApiKeys.PRODUCE, (short) 9, new ProduceRequestData()
                 .setAcks(acks).setTimeoutMs(10_000).setTopicData(topics)), (short) 9).responses().iterator().next()
                 .partitionResponses().getFirst();
     }
@@ -138,8 +139,8 @@ class ProduceDurabilityTest {
 
             DeleteTopicsRequestData delete = new DeleteTopicsRequestData().setTimeoutMs(10_000)
                     .setTopicNames(List.of("t"));
-            DeleteTopicsResponseData deleted = new DeleteTopicsResponseData(Wire.exchange(admin, ApiKeys.DELETE_TOPICS,
-                    (short) 5, delete), (short) 5);
+            DeleteTopicsResponseData deleted = new DeleteTopicsResponseData(KafkaWire.exchange(admin,
+                    ApiKeys.DELETE_TOPICS, (short) 5, delete), (short) 5);
             assertThat(deleted.responses().find("t").errorCode()).isEqualTo(Errors.TOPIC_DELETION_DISABLED.code());
 
             Future<ProduceResponseData.PartitionProduceResponse> retry =

@@ -6,6 +6,7 @@ import static org.assertj.core.api.Assertions.assertThatThrownBy;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicLayout;
+import io.sluice.testsupport.KafkaWire;
 import java.io.IOException;
 import java.net.Socket;
 import java.nio.ByteBuffer;
@@ -52,7 +53,7 @@ class ProduceValidationTest {
 
     private static ProduceResponseData.PartitionProduceResponse produce(Socket socket, ProduceRequestData request)
             throws IOException {
-        ProduceResponseData response = new ProduceResponseData(Wire.exchange(socket, ApiKeys.PRODUCE, VERSION,
+        ProduceResponseData response = new ProduceResponseData(KafkaWire.exchange(socket, ApiKeys.PRODUCE, VERSION,
                 request), VERSION);
         return response.responses().iterator().next().partitionResponses().getFirst();
     }
@@ -154,7 +155,7 @@ class ProduceValidationTest {
         try (Store store = open();
              Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
              Socket socket = new Socket("127.0.0.1", broker.port())) {
-            assertThatThrownBy(() -> Wire.exchange(socket, ApiKeys.PRODUCE, (short) 2, (short) 3,
+            assertThatThrownBy(() -> KafkaWire.exchange(socket, ApiKeys.PRODUCE, (short) 2, (short) 3,
                     request("t", 0, (short) 1, MemoryRecords.withRecords(Compression.NONE, records(1)))))
                     .isInstanceOf(IOException.class);
             assertThat(store.maxOffset("t", 0)).isZero();
@@ -227,7 +228,7 @@ class ProduceValidationTest {
             ByteBuffer codec5 = ByteBuffer.allocate(good.sizeInBytes()).put(good.buffer().duplicate()).flip();
             codec5.putShort(21, (short) 5);
             fixCrc(codec5);
-            ProduceResponseData response = new ProduceResponseData(Wire.exchange(socket, ApiKeys.PRODUCE, VERSION,
+            ProduceResponseData response = new ProduceResponseData(KafkaWire.exchange(socket, ApiKeys.PRODUCE, VERSION,
                     twoPartitions("two", good, MemoryRecords.readableRecords(codec5))), VERSION);
             List<ProduceResponseData.PartitionProduceResponse> answers =
                     response.responses().iterator().next().partitionResponses();

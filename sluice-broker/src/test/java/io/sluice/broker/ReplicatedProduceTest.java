@@ -6,6 +6,7 @@ import io.sluice.store.AppendResult;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicLayout;
+import io.sluice.testsupport.KafkaWire;
 import java.lang.foreign.MemorySegment;
 import java.io.IOException;
 import java.net.Socket;
@@ -219,7 +220,7 @@ class ReplicatedProduceTest {
 
     private static ProduceResponseData.PartitionProduceResponse produce(Socket socket, ProduceRequestData request)
             throws Exception {
-        return new ProduceResponseData(Wire.exchange(socket, ApiKeys.PRODUCE, VERSION, request), VERSION)
+        return new ProduceResponseData(KafkaWire.exchange(socket, ApiKeys.PRODUCE, VERSION, request), VERSION)
                 .responses().iterator().next().partitionResponses().getFirst();
     }
 
@@ -295,11 +296,11 @@ class ReplicatedProduceTest {
                  Socket socket = new Socket("127.0.0.1", broker.port())) {
                 var request = new org.apache.kafka.common.message.HeartbeatRequestData().setGroupId("g")
                         .setMemberId("m").setGenerationId(1);
-                var answer = new org.apache.kafka.common.message.HeartbeatResponseData(Wire.exchange(socket,
+                var answer = new org.apache.kafka.common.message.HeartbeatResponseData(KafkaWire.exchange(socket,
                         ApiKeys.HEARTBEAT, (short) 4, request), (short) 4);
                 assertThat(Errors.forCode(answer.errorCode())).isEqualTo(Errors.COORDINATOR_LOAD_IN_PROGRESS);
                 cluster.controllerReady.set(true);
-                answer = new org.apache.kafka.common.message.HeartbeatResponseData(Wire.exchange(socket,
+                answer = new org.apache.kafka.common.message.HeartbeatResponseData(KafkaWire.exchange(socket,
                         ApiKeys.HEARTBEAT, (short) 4, request), (short) 4);
                 assertThat(Errors.forCode(answer.errorCode())).isNotEqualTo(Errors.COORDINATOR_LOAD_IN_PROGRESS);
             }
@@ -319,7 +320,7 @@ class ReplicatedProduceTest {
             cluster.controller.set(-1);
             try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(1), cluster);
                  Socket socket = new Socket("127.0.0.1", broker.port())) {
-                var metadata = new org.apache.kafka.common.message.MetadataResponseData(Wire.exchange(socket,
+                var metadata = new org.apache.kafka.common.message.MetadataResponseData(KafkaWire.exchange(socket,
                         ApiKeys.METADATA, (short) 12, new org.apache.kafka.common.message.MetadataRequestData()
                                 .setTopics(List.of())), (short) 12);
                 assertThat(metadata.controllerId()).as("this broker, which takes CreateTopics").isEqualTo(1);
@@ -342,7 +343,7 @@ class ReplicatedProduceTest {
                 .setNumPartitions(1).setReplicationFactor((short) 1));
         var request = new org.apache.kafka.common.message.CreateTopicsRequestData().setTopics(topics)
                 .setTimeoutMs(timeoutMs);
-        return new org.apache.kafka.common.message.CreateTopicsResponseData(Wire.exchange(socket,
+        return new org.apache.kafka.common.message.CreateTopicsResponseData(KafkaWire.exchange(socket,
                 ApiKeys.CREATE_TOPICS, (short) 7, request), (short) 7).topics().find(name);
     }
 
@@ -365,12 +366,12 @@ class ReplicatedProduceTest {
                                 .setName("t").setPartitions(List.of(new org.apache.kafka.common.message
                                         .ListOffsetsRequestData.ListOffsetsPartition().setPartitionIndex(0)
                                         .setTimestamp(-1)))));
-                var failed = new org.apache.kafka.common.message.ListOffsetsResponseData(Wire.exchange(socket,
+                var failed = new org.apache.kafka.common.message.ListOffsetsResponseData(KafkaWire.exchange(socket,
                         ApiKeys.LIST_OFFSETS, (short) 7, request), (short) 7);
                 assertThat(Errors.forCode(failed.topics().getFirst().partitions().getFirst().errorCode()))
                         .isEqualTo(Errors.UNKNOWN_SERVER_ERROR);
                 cluster.failing.set(false);
-                var answered = new org.apache.kafka.common.message.ListOffsetsResponseData(Wire.exchange(socket,
+                var answered = new org.apache.kafka.common.message.ListOffsetsResponseData(KafkaWire.exchange(socket,
                         ApiKeys.LIST_OFFSETS, (short) 7, request), (short) 7);
                 assertThat(Errors.forCode(answered.topics().getFirst().partitions().getFirst().errorCode()))
                         .as("the same connection goes on").isEqualTo(Errors.NONE);
@@ -393,13 +394,13 @@ class ReplicatedProduceTest {
                 var topics = List.of(new org.apache.kafka.common.message.ListOffsetsRequestData.ListOffsetsTopic()
                         .setName("t").setPartitions(List.of(new org.apache.kafka.common.message.ListOffsetsRequestData
                                 .ListOffsetsPartition().setPartitionIndex(0).setTimestamp(-3))));
-                var listed = new org.apache.kafka.common.message.ListOffsetsResponseData(Wire.exchange(socket,
+                var listed = new org.apache.kafka.common.message.ListOffsetsResponseData(KafkaWire.exchange(socket,
                         ApiKeys.LIST_OFFSETS, (short) 7, new org.apache.kafka.common.message.ListOffsetsRequestData()
                                 .setReplicaId(-1).setTopics(topics)), (short) 7)
                         .topics().getFirst().partitions().getFirst();
                 assertThat(listed.offset()).as("the record of the largest timestamp below the high watermark")
                         .isLessThan(3);
-                var latest = new org.apache.kafka.common.message.ListOffsetsResponseData(Wire.exchange(socket,
+                var latest = new org.apache.kafka.common.message.ListOffsetsResponseData(KafkaWire.exchange(socket,
                         ApiKeys.LIST_OFFSETS, (short) 7, new org.apache.kafka.common.message.ListOffsetsRequestData()
                                 .setReplicaId(-1).setTopics(List.of(topics.getFirst().duplicate()
                                         .setPartitions(List.of(topics.getFirst().partitions().getFirst().duplicate()
@@ -426,10 +427,11 @@ class ReplicatedProduceTest {
                 cluster.nodes = nodes;
                 try (Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withNodeId(node.id()),
                         cluster); Socket socket = new Socket("127.0.0.1", broker.port())) {
-                    var answer = new org.apache.kafka.common.message.InitProducerIdResponseData(Wire.exchange(socket,
-                            ApiKeys.INIT_PRODUCER_ID, (short) 4, new org.apache.kafka.common.message
-                                    .InitProducerIdRequestData().setTransactionalId(null).setTransactionTimeoutMs(-1)
-                                    .setProducerId(-1).setProducerEpoch((short) -1)), (short) 4);
+                    var answer = new org.apache.kafka.common.message.InitProducerIdResponseData(
+                            KafkaWire.exchange(socket, ApiKeys.INIT_PRODUCER_ID, (short) 4,
+                                    new org.apache.kafka.common.message.InitProducerIdRequestData()
+                                            .setTransactionalId(null).setTransactionTimeoutMs(-1).setProducerId(-1)
+                                            .setProducerEpoch((short) -1)), (short) 4);
                     ids.add(answer.producerId());
                 }
             }
@@ -452,7 +454,7 @@ class ReplicatedProduceTest {
                 var topics = new java.util.ArrayList<org.apache.kafka.common.message.MetadataRequestData
                         .MetadataRequestTopic>();
                 topics.add(new org.apache.kafka.common.message.MetadataRequestData.MetadataRequestTopic().setName("k"));
-                var answer = new org.apache.kafka.common.message.MetadataResponseData(Wire.exchange(socket,
+                var answer = new org.apache.kafka.common.message.MetadataResponseData(KafkaWire.exchange(socket,
                         ApiKeys.METADATA, (short) 12, new org.apache.kafka.common.message.MetadataRequestData()
                                 .setTopics(topics).setAllowAutoTopicCreation(true)), (short) 12);
                 assertThat(Errors.forCode(answer.topics().find("k").errorCode()))
@@ -483,7 +485,7 @@ class ReplicatedProduceTest {
         var topics = new java.util.ArrayList<org.apache.kafka.common.message.MetadataRequestData
                 .MetadataRequestTopic>();
         topics.add(new org.apache.kafka.common.message.MetadataRequestData.MetadataRequestTopic().setName(topic));
-        return new org.apache.kafka.common.message.MetadataResponseData(Wire.exchange(socket, ApiKeys.METADATA,
+        return new org.apache.kafka.common.message.MetadataResponseData(KafkaWire.exchange(socket, ApiKeys.METADATA,
                 (short) 12, new org.apache.kafka.common.message.MetadataRequestData().setTopics(topics)), (short) 12);
     }
 

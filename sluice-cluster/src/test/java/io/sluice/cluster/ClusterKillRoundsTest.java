@@ -6,6 +6,7 @@ import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoredMessage;
+import io.sluice.testsupport.KafkaWire;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;

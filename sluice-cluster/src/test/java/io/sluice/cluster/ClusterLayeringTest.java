@@ -2,10 +2,12 @@ package io.sluice.cluster;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.fields;
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
+import static org.assertj.core.api.Assertions.assertThat;
 
 import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
+import io.sluice.testsupport.KafkaWire;
 import org.junit.jupiter.api.Test;
 
 /** The cluster's layering and the rules its main code keeps, checked on the compiled classes (docs/cluster.md). */
@@ -42,5 +44,13 @@ class ClusterLayeringTest {
     @Test
     void mainCodeSleepsOnlyWhereAllowed() {
         MainCodeSleeps.check(MainCodeSleeps.mainClasses());
+    }
+
+    /** The test-support module is on this class path as a jar of main classes, but it is test code: left out. */
+    @Test
+    void theMainClassesLeaveOutTheTestSupport() {
+        JavaClasses main = MainCodeSleeps.mainClasses();
+        assertThat(main.contain(ClusterNode.class)).isTrue();
+        assertThat(main.contain(KafkaWire.class)).isFalse();
     }
 }

@@ -3,8 +3,8 @@ package io.sluice.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.broker.BrokerConfig;
-import io.sluice.broker.python.PythonClients;
 import io.sluice.store.ConsumerPosition;
+import io.sluice.testsupport.PythonClients;
 import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;

@@ -2,6 +2,7 @@ package io.sluice.cluster;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.testsupport.KafkaWire;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;

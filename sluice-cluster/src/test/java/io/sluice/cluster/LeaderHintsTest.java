@@ -3,6 +3,7 @@ package io.sluice.cluster;
 import static io.sluice.cluster.InProcessCluster.await;
 import static org.assertj.core.api.Assertions.assertThat;
 
+import io.sluice.testsupport.KafkaWire;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;

@@ -33,7 +33,7 @@ public final class MainCodeSleeps {
      * own: its duties are tasks.
      */
     public static final Map<String, String> ALLOWED = Map.ofEntries(
-            // Broker: to be fixed by its owners.
+            // Broker.
             Map.entry("io.sluice.broker.net.FrameServer", "backs off between failed accepts (out of file"
                     + " descriptors, say) and paces the reaper of idle and stuck connections: a scheduled task would"
                     + " do both"),
@@ -41,7 +41,7 @@ public final class MainCodeSleeps {
                     + " partition's leader is still in doubt: a doubt is a matter of time (a leader silent too long),"
                     + " which no change notification tells"),
             // Bench lab: drives peers and child processes from outside, where sleeping is the measurement's pacing or
-            // a poll of another process; to be fixed by its owners where a poll can wait on an answer instead.
+            // a poll of another process.
             Map.entry("io.sluice.bench.peers.RocketMqTarget", "polls a RocketMQ broker's consume queue until it counts"
                     + " what was acknowledged (its dispatcher has no notification to wait on)"),
             Map.entry("io.sluice.bench.broker.BrokerProcess", "polls a child broker process until it listens and"
@@ -50,20 +50,28 @@ public final class MainCodeSleeps {
                     + " consumer a second to connect"),
             Map.entry("io.sluice.bench.broker.ClusterRaceRun", "paces the failover producer and polls the clusters it"
                     + " races (leaders, in-sync replicas, the first acknowledgement after a kill)"),
+            Map.entry("io.sluice.bench.tools.FailoverTimeline", "paces a producer at a steady rate through a leader's"
+                    + " kill and polls the cluster's processes for the new leader, timing what a client sees"),
+            Map.entry("io.sluice.bench.tools.RestartTimes", "waits between a broker's kill and its restart, and polls the"
+                    + " restarted process until it answers Metadata, timing it"),
             Map.entry("io.sluice.bench.experiments.MmapModes", "samples memory every 50 ms and holds a mapping a moment"
                     + " so the samples show what the kernel does next"));
 
     private MainCodeSleeps() {
     }
 
-    /** Imports the main classes of Sluice on the class path: neither test classes nor test jars. */
+    /**
+     * Imports the main classes of Sluice on the class path: neither test classes, test jars nor the test-support
+     * module (io.sluice.testsupport), whose classes are main code of a library for tests only.
+     */
     public static JavaClasses mainClasses() {
         return new ClassFileImporter().withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
-                .withImportOption(MainCodeSleeps::notATestJar).importPackages("io.sluice");
+                .withImportOption(MainCodeSleeps::notTestCode).importPackages("io.sluice");
     }
 
-    private static boolean notATestJar(Location location) {
-        return !location.contains("-tests.jar") && !location.contains("/test-classes/");
+    private static boolean notTestCode(Location location) {
+        return !location.contains("-tests.jar") && !location.contains("/test-classes/")
+                && !location.contains("/io/sluice/testsupport/");
     }
 
     /**

@@ -1,4 +1,4 @@
-package io.sluice.broker.python;
+package io.sluice.testsupport;
 
 import java.io.IOException;
 import java.io.InputStream;
@@ -19,7 +19,8 @@ import java.util.stream.Stream;
 /**
  * Python Kafka clients for tests: a virtual environment with the pinned {@link #CONFLUENT_KAFKA} and
  * {@link #KAFKA_PYTHON}, made from PyPI the first time it is needed and kept for later runs, and a way to run a
- * Python script (a test resource) in it against a broker.
+ * Python script (a resource on the class path, such as this module's {@code python/confluent_kafka_clients.py}) in
+ * it against a broker.
  *
  * <p>The environment lives in {@code $XDG_CACHE_HOME/sluice/python} (by default {@code ~/.cache/sluice/python}),
  * in a directory named after the interpreter and the pinned versions, so another pin or another Python makes
@@ -74,7 +75,7 @@ public final class PythonClients {
     }
 
     /**
-     * Runs a Python script, a resource on the test class path, in the clients' environment (made first if needed).
+     * Runs a Python script, a resource on the class path, in the clients' environment (made first if needed).
      *
      * @param resource the script's resource name, for example {@code python/confluent_kafka_clients.py}
      * @param timeout how long it may run before it is killed
