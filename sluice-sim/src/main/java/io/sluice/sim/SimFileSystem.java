@@ -1,18 +1,13 @@
 package io.sluice.sim;
 
+import io.sluice.sim.DirectoryNode.NameChange;
 import io.sluice.store.io.DiskSpace;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
 import io.sluice.store.io.StoreIOException;
 import java.io.Closeable;
-import java.io.EOFException;
 import java.io.IOException;
 import java.lang.foreign.Arena;
-import java.lang.foreign.MemorySegment;
-import java.lang.foreign.ValueLayout;
-import java.nio.ByteBuffer;
-import java.nio.channels.FileChannel;
-import java.nio.channels.WritableByteChannel;
 import java.nio.file.DirectoryNotEmptyException;
 import java.nio.file.FileAlreadyExistsException;
 import java.nio.file.NoSuchFileException;
@@ -20,12 +15,10 @@ import java.nio.file.NotDirectoryException;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.HashSet;
-import java.util.IdentityHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
 import java.util.SplittableRandom;
-import java.util.TreeMap;
 
 /**
  * An in-memory file system behind the store's {@link FileIO} seam that models what a power cut does to a
@@ -49,6 +42,10 @@ import java.util.TreeMap;
  * Mappings are views of the volatile image (with the caller's arena as their scope, so using one after the
  * store unmapped it throws, as it would fault on a real system).
  *
+ * <p>This class keeps the tree of names, the operations of the {@link FileIO} seam and the armed cut; an open file
+ * is a {@code SimFile}, a file's two images a {@code FileNode}, a directory's entries and name log a
+ * {@code DirectoryNode}, and what survives a cut is chosen by a {@code PowerCut}.
+ *
  * <p>Thread-safe (one lock), though a simulation drives it from one thread. Memory of files is freed by
  * {@link #release()}, which must wait until every store using this file system has closed.
  */
@@ -58,13 +55,15 @@ public final class SimFileSystem implements FileIO {
     public static final int PAGE_BYTES = 4096;
     /** Bytes per sector: the unit of tearing. */
     public static final int SECTOR_BYTES = 512;
-    private static final MemorySegment ZEROS = MemorySegment.ofArray(new byte[PAGE_BYTES]);
 
-    private final Object lock = new Object();
+    /** Guards everything of this file system, its open files' calls included. */
+    final Object lock = new Object();
     private final DirectoryNode root;
     private final Set<String> locks = new HashSet<>();
+    /** The arenas of every file's memory, closed by {@link #release()}. */
     private final List<Arena> arenas = new ArrayList<>();
-    private final Counters counters = new Counters();
+    /** Counted under the lock, by this file system and its open files. */
+    final Counters counters = new Counters();
     private long capacityBytes = Long.MAX_VALUE / 4;
     private String deadReason;
     /** Operations until an armed power cut, or -1. */
@@ -180,8 +179,8 @@ public final class SimFileSystem implements FileIO {
         }
     }
 
-    /** Counts an operation and strikes an armed cut when it falls due. */
-    private void operation() throws IOException {
+    /** Counts an operation and strikes an armed cut when it falls due. Call under the lock. */
+    void operation() throws IOException {
         checkAlive();
         operations++;
         if (cutAfterOperations > 0 && --cutAfterOperations == 0) {
@@ -207,118 +206,12 @@ public final class SimFileSystem implements FileIO {
                 throw new IllegalStateException("this file system is already gone: " + deadReason);
             }
             deadReason = "simulated power loss: this file system is gone";
-            Map<Node, Node> copies = new IdentityHashMap<>();
-            DirectoryNode survivor = (DirectoryNode) survive(root, random, model, copies);
-            SimFileSystem after = new SimFileSystem(survivor);
+            PowerCut cut = new PowerCut(random, model);
+            SimFileSystem after = new SimFileSystem(cut.survivor(root));
             after.capacityBytes = capacityBytes;
-            copies.values().forEach(node -> {
-                if (node instanceof FileNode file) {
-                    after.materialize(file);
-                }
-            });
+            cut.survivingFiles().forEach(file -> file.materialize(after.arenas));
             return after;
         }
-    }
-
-    private Node survive(Node node, SplittableRandom random, CrashModel model, Map<Node, Node> copies) {
-        Node existing = copies.get(node);
-        if (existing != null) {
-            return existing;
-        }
-        if (node instanceof FileNode file) {
-            FileNode copy = new FileNode();
-            copy.pending = survivingContent(file, random, model);
-            copies.put(node, copy);
-            return copy;
-        }
-        DirectoryNode directory = (DirectoryNode) node;
-        DirectoryNode copy = new DirectoryNode();
-        copies.put(node, copy);
-        TreeMap<String, Node> entries = new TreeMap<>(directory.durable);
-        int kept = model.namePrefix(random, directory.log.size());
-        for (int i = 0; i < kept; i++) {
-            directory.log.get(i).applyTo(entries);
-        }
-        for (Map.Entry<String, Node> entry : entries.entrySet()) {
-            copy.entries.put(entry.getKey(), survive(entry.getValue(), random, model, copies));
-        }
-        copy.durable.putAll(copy.entries);
-        return copy;
-    }
-
-    /** The bytes a file holds after the power cut. */
-    private static byte[] survivingContent(FileNode file, SplittableRandom random, CrashModel model) {
-        long size = file.size == file.durableSize ? file.size : model.keepsNewSize(random) ? file.size : file.durableSize;
-        byte[] content = new byte[Math.toIntExact(size)];
-        long span = Math.max(size, 0);
-        boolean holeMade = false;
-        for (long page = 0; page < span; page += PAGE_BYTES) {
-            int length = (int) Math.min(PAGE_BYTES, span - page);
-            CrashModel.Fate fate;
-            if (samePage(file, page, length)) {
-                fate = CrashModel.Fate.KEPT;
-            } else if (model.firstPageLost()) {
-                fate = holeMade ? CrashModel.Fate.KEPT : CrashModel.Fate.LOST;
-                holeMade = true;
-            } else {
-                fate = model.pageFate(random);
-            }
-            switch (fate) {
-                case KEPT -> copyVolatile(file, page, length, content);
-                case LOST -> copyDurable(file, page, length, content);
-                case TORN -> {
-                    for (long sector = page; sector < page + length; sector += SECTOR_BYTES) {
-                        int sectorLength = (int) Math.min(SECTOR_BYTES, page + length - sector);
-                        if (random.nextBoolean()) {
-                            copyVolatile(file, sector, sectorLength, content);
-                        } else {
-                            copyDurable(file, sector, sectorLength, content);
-                        }
-                    }
-                }
-            }
-        }
-        return content;
-    }
-
-    private static boolean samePage(FileNode file, long at, int length) {
-        for (int i = 0; i < length; i++) {
-            if (volatileByte(file, at + i) != durableByte(file, at + i)) {
-                return false;
-            }
-        }
-        return true;
-    }
-
-    private static byte volatileByte(FileNode file, long at) {
-        return at < file.size ? file.data.get(ValueLayout.JAVA_BYTE, at) : 0;
-    }
-
-    private static byte durableByte(FileNode file, long at) {
-        return at < file.durableSize ? file.durable[(int) at] : 0;
-    }
-
-    private static void copyVolatile(FileNode file, long at, int length, byte[] content) {
-        for (int i = 0; i < length; i++) {
-            content[(int) at + i] = volatileByte(file, at + i);
-        }
-    }
-
-    private static void copyDurable(FileNode file, long at, int length, byte[] content) {
-        for (int i = 0; i < length; i++) {
-            content[(int) at + i] = durableByte(file, at + i);
-        }
-    }
-
-    /** Gives a file that came through a power cut its memory: volatile and durable images equal. */
-    private void materialize(FileNode file) {
-        byte[] content = file.pending;
-        file.pending = null;
-        file.durable = content;
-        file.durableSize = content.length;
-        file.size = content.length;
-        file.allocate(this, content.length);
-        MemorySegment.copy(content, 0, file.data, ValueLayout.JAVA_BYTE, 0, content.length);
     }
 
     /** Frees every file's memory. Call once no store uses this file system (nor a mapping of it). */
@@ -344,7 +237,7 @@ public final class SimFileSystem implements FileIO {
     }
 
     private static void describe(DirectoryNode directory, String prefix, StringBuilder out) {
-        for (Map.Entry<String, Node> entry : directory.entries.entrySet()) {
+        for (Map.Entry<String, SimNode> entry : directory.entries.entrySet()) {
             String path = prefix + entry.getKey();
             boolean durableName = directory.durable.get(entry.getKey()) == entry.getValue();
             if (entry.getValue() instanceof DirectoryNode child) {
@@ -366,7 +259,7 @@ public final class SimFileSystem implements FileIO {
         synchronized (lock) {
             operation();
             Located at = locate(path);
-            Node node = at.parent.entries.get(at.name);
+            SimNode node = at.parent.entries.get(at.name);
             if (node instanceof DirectoryNode) {
                 throw new IOException(path + ": is a directory");
             }
@@ -375,7 +268,7 @@ public final class SimFileSystem implements FileIO {
                     throw new NoSuchFileException(path.toString());
                 }
                 FileNode created = new FileNode();
-                created.allocate(this, 0);
+                created.allocate(arenas, 0);
                 at.parent.change(new NameChange(NameChange.Kind.CREATE, at.name, created, null));
                 trace("create", path);
                 counters.nameChanges++;
@@ -389,10 +282,7 @@ public final class SimFileSystem implements FileIO {
     public void syncDirectory(Path directory) throws IOException {
         synchronized (lock) {
             operation();
-            DirectoryNode node = directoryAt(directory);
-            node.durable.clear();
-            node.durable.putAll(node.entries);
-            node.log.clear();
+            directoryAt(directory).sync();
             trace("sync", directory);
             counters.directorySyncs++;
         }
@@ -411,19 +301,12 @@ public final class SimFileSystem implements FileIO {
     }
 
     private static void makeDurable(DirectoryNode directory) {
-        directory.durable.clear();
-        directory.durable.putAll(directory.entries);
-        directory.log.clear();
-        for (Node node : directory.entries.values()) {
+        directory.sync();
+        for (SimNode node : directory.entries.values()) {
             if (node instanceof DirectoryNode child) {
                 makeDurable(child);
             } else if (node instanceof FileNode file) {
-                byte[] image = new byte[Math.toIntExact(file.size)];
-                if (image.length > 0) {
-                    MemorySegment.copy(file.data, ValueLayout.JAVA_BYTE, 0, image, 0, image.length);
-                }
-                file.durable = image;
-                file.durableSize = file.size;
+                file.makeDurable();
             }
         }
     }
@@ -440,7 +323,7 @@ public final class SimFileSystem implements FileIO {
 
     private static long usedBytes(DirectoryNode directory) {
         long used = 0;
-        for (Node node : directory.entries.values()) {
+        for (SimNode node : directory.entries.values()) {
             used += node instanceof FileNode file ? file.size : usedBytes((DirectoryNode) node);
         }
         return used;
@@ -480,7 +363,7 @@ public final class SimFileSystem implements FileIO {
         synchronized (lock) {
             operation();
             Located at = locate(directory);
-            Node existing = at.parent.entries.get(at.name);
+            SimNode existing = at.parent.entries.get(at.name);
             if (existing instanceof DirectoryNode) {
                 return false;
             }
@@ -498,7 +381,7 @@ public final class SimFileSystem implements FileIO {
         synchronized (lock) {
             operation();
             Located at = locate(path);
-            Node node = at.parent.entries.get(at.name);
+            SimNode node = at.parent.entries.get(at.name);
             if (node == null) {
                 return false;
             }
@@ -522,7 +405,7 @@ public final class SimFileSystem implements FileIO {
                 throw new IOException("the simulated file system renames within one directory only: " + source
                         + " -> " + target);
             }
-            Node node = from.parent.entries.get(from.name);
+            SimNode node = from.parent.entries.get(from.name);
             if (node == null) {
                 throw new NoSuchFileException(source.toString());
             }
@@ -572,7 +455,7 @@ public final class SimFileSystem implements FileIO {
     }
 
     private DirectoryNode directoryAt(Path path) throws IOException {
-        Node node = find(path);
+        SimNode node = find(path);
         if (node == null) {
             throw new NoSuchFileException(path.toString());
         }
@@ -582,8 +465,8 @@ public final class SimFileSystem implements FileIO {
         return directory;
     }
 
-    private Node find(Path path) {
-        Node node = root;
+    private SimNode find(Path path) {
+        SimNode node = root;
         for (Path part : path.toAbsolutePath().normalize()) {
             if (!(node instanceof DirectoryNode directory)) {
                 return null;
@@ -596,288 +479,13 @@ public final class SimFileSystem implements FileIO {
         return node;
     }
 
-    private void reserve(FileNode file, long newSize) throws IOException {
+    /** Gives a file room for {@code newSize} bytes, or fails with ENOSPC if the file system has none. */
+    void grow(FileNode file, long newSize) throws IOException {
         long growth = newSize - file.size;
         if (growth > 0 && usedBytes(root) + growth > capacityBytes) {
             throw new StoreIOException("No space left on device (simulated): " + growth + " more bytes",
                     StoreIOException.ENOSPC);
         }
-    }
-
-    abstract static sealed class Node permits FileNode, DirectoryNode {
-    }
-
-    /** A file: a volatile image (page cache) and a durable image (device). */
-    static final class FileNode extends Node {
-        Arena arena;
-        MemorySegment data;
-        long size;
-        byte[] durable = new byte[0];
-        long durableSize;
-        int mappings;
-        /** Set between a power cut and {@link SimFileSystem#materialize}. */
-        byte[] pending;
-
-        /** Gives the file room for {@code bytes} (its memory moves unless mapped; a mapped file cannot grow). */
-        void allocate(SimFileSystem fs, long bytes) {
-            long capacity = data == null ? 0 : data.byteSize();
-            if (bytes <= capacity && data != null) {
-                return;
-            }
-            if (mappings > 0) {
-                throw new IllegalStateException("the simulated file system cannot grow a mapped file");
-            }
-            Arena grown = Arena.ofShared();
-            long newCapacity = Math.max(bytes, Math.min(capacity * 2, capacity + (64L << 20)));
-            MemorySegment memory = grown.allocate(Math.max(newCapacity, 1), 4096);
-            if (data != null) {
-                MemorySegment.copy(data, 0, memory, 0, size);
-                fs.arenas.remove(arena);
-                arena.close();
-            }
-            arena = grown;
-            data = memory;
-            fs.arenas.add(grown);
-        }
-    }
-
-    /** A directory: volatile entries, durable entries, and the name changes made since the last sync. */
-    static final class DirectoryNode extends Node {
-        final TreeMap<String, Node> entries = new TreeMap<>();
-        final TreeMap<String, Node> durable = new TreeMap<>();
-        final List<NameChange> log = new ArrayList<>();
-
-        void change(NameChange change) {
-            change.applyTo(entries);
-            log.add(change);
-        }
-    }
-
-    /** One logged name operation of a directory. */
-    record NameChange(Kind kind, String name, Node node, String from) {
-        enum Kind { CREATE, DELETE, RENAME }
-
-        void applyTo(Map<String, Node> entries) {
-            switch (kind) {
-                case CREATE -> entries.put(name, node);
-                case DELETE -> entries.remove(name);
-                case RENAME -> {
-                    if (entries.get(from) == node) {
-                        entries.remove(from);
-                        entries.put(name, node);
-                    }
-                }
-            }
-        }
-    }
-
-    /** An open file. */
-    private static final class SimFile implements StoreFile {
-        private final SimFileSystem fs;
-        private final FileNode node;
-        private final Path path;
-        private final boolean readOnly;
-        private boolean closed;
-
-        SimFile(SimFileSystem fs, FileNode node, Path path, boolean readOnly) {
-            this.fs = fs;
-            this.node = node;
-            this.path = path;
-            this.readOnly = readOnly;
-        }
-
-        private void check(boolean writing) throws IOException {
-            fs.operation();
-            if (closed) {
-                throw new IOException(path + " is closed");
-            }
-            if (writing && readOnly) {
-                throw new IOException(path + " is open for reading only");
-            }
-        }
-
-        @Override
-        public Path path() {
-            return path;
-        }
-
-        @Override
-        public long size() throws IOException {
-            synchronized (fs.lock) {
-                check(false);
-                return node.size;
-            }
-        }
-
-        @Override
-        public void allocate(long size, boolean zeroFill) throws IOException {
-            synchronized (fs.lock) {
-                check(true);
-                if (size > node.size) {
-                    fs.reserve(node, size);
-                    node.allocate(fs, size);
-                    node.data.asSlice(node.size, size - node.size).fill((byte) 0);
-                    fs.counters.bytesWritten += zeroFill ? size - node.size : 0;
-                    node.size = size;
-                }
-            }
-        }
-
-        @Override
-        public void writeFully(ByteBuffer source, long position) throws IOException {
-            synchronized (fs.lock) {
-                check(true);
-                write(MemorySegment.ofBuffer(source), position);
-                source.position(source.limit());
-            }
-        }
-
-        @Override
-        public void writeDirect(MemorySegment source, long position) throws IOException {
-            StoreFile.requireDirectAlignment(source, position);
-            synchronized (fs.lock) {
-                check(true);
-                write(source, position);
-            }
-        }
-
-        private void write(MemorySegment source, long position) throws IOException {
-            long end = position + source.byteSize();
-            if (end > node.size) {
-                fs.reserve(node, end);
-                node.allocate(fs, end);
-                if (position > node.size) {
-                    node.data.asSlice(node.size, position - node.size).fill((byte) 0);
-                }
-                node.size = end;
-            }
-            MemorySegment.copy(source, 0, node.data, position, source.byteSize());
-            fs.counters.bytesWritten += source.byteSize();
-        }
-
-        @Override
-        public void zeroRange(long offset, long length) throws IOException {
-            synchronized (fs.lock) {
-                check(true);
-                long end = Math.min(offset + length, node.size);
-                if (end > offset) {
-                    node.data.asSlice(offset, end - offset).fill((byte) 0);
-                    fs.counters.bytesWritten += end - offset;
-                }
-            }
-        }
-
-        /**
-         * The most a file system may skip: the start of the first page holding a non-zero byte (a real one may
-         * answer earlier, for pages of zeros it wrote), so a store is tested against the answer that lets it
-         * skip the most.
-         */
-        @Override
-        public long nextData(long offset) throws IOException {
-            synchronized (fs.lock) {
-                check(false);
-                for (long page = offset / PAGE_BYTES * PAGE_BYTES; page < node.size; page += PAGE_BYTES) {
-                    long from = Math.max(page, offset);
-                    long to = Math.min(page + PAGE_BYTES, node.size);
-                    MemorySegment bytes = node.data.asSlice(from, to - from);
-                    if (bytes.mismatch(ZEROS.asSlice(0, to - from)) >= 0) {
-                        return from;
-                    }
-                }
-                return -1;
-            }
-        }
-
-        @Override
-        public int read(ByteBuffer target, long position) throws IOException {
-            synchronized (fs.lock) {
-                check(false);
-                if (position >= node.size) {
-                    return -1;
-                }
-                int length = (int) Math.min(target.remaining(), node.size - position);
-                MemorySegment.copy(node.data, position, MemorySegment.ofBuffer(target), 0, length);
-                target.position(target.position() + length);
-                return length;
-            }
-        }
-
-        @Override
-        public void transferTo(long position, long count, WritableByteChannel target) throws IOException {
-            ByteBuffer bytes;
-            synchronized (fs.lock) {
-                check(false);
-                if (position + count > node.size) {
-                    throw new EOFException(path + " ends at " + node.size + ", before " + (position + count));
-                }
-                bytes = ByteBuffer.allocate(Math.toIntExact(count));
-                MemorySegment.copy(node.data, position, MemorySegment.ofBuffer(bytes), 0, count);
-            }
-            while (bytes.hasRemaining()) {
-                target.write(bytes);
-            }
-        }
-
-        @Override
-        public boolean startWriteback(long offset, long length) throws IOException {
-            synchronized (fs.lock) {
-                check(false);
-                return true;
-            }
-        }
-
-        @Override
-        public void force() throws IOException {
-            synchronized (fs.lock) {
-                check(false);
-                byte[] image = new byte[Math.toIntExact(node.size)];
-                MemorySegment.copy(node.data, ValueLayout.JAVA_BYTE, 0, image, 0, image.length);
-                node.durable = image;
-                node.durableSize = node.size;
-                fs.counters.forces++;
-                fs.counters.forcedFiles.add(path.toString());
-            }
-        }
-
-        // "restricted": the view is given the caller's arena as its scope, so a store that uses a mapping after
-        // closing its arena fails as it would on a real unmapped region; the memory itself stays owned here.
-        @SuppressWarnings("restricted")
-        @Override
-        public MemorySegment map(FileChannel.MapMode mode, long offset, long size, Arena arena) throws IOException {
-            synchronized (fs.lock) {
-                check(mode == FileChannel.MapMode.READ_WRITE);
-                if (offset < 0 || size < 0 || offset + size > node.size) {
-                    throw new IOException("mapping [" + offset + ", " + (offset + size) + ") of " + path + " lies past"
-                            + " its end (" + node.size + " bytes)");
-                }
-                node.mappings++;
-                MemorySegment view = node.data.asSlice(offset, size).reinterpret(arena, unmapped -> {
-                    synchronized (fs.lock) {
-                        node.mappings--;
-                    }
-                });
-                return mode == FileChannel.MapMode.READ_WRITE ? view : view.asReadOnly();
-            }
-        }
-
-        @Override
-        public void truncate(long size) throws IOException {
-            synchronized (fs.lock) {
-                check(true);
-                if (size > node.size) {
-                    fs.reserve(node, size);
-                    node.allocate(fs, size);
-                    node.data.asSlice(node.size, size - node.size).fill((byte) 0);
-                }
-                node.size = size;
-            }
-        }
-
-        @Override
-        public void close() {
-            synchronized (fs.lock) {
-                closed = true;
-            }
-        }
+        file.allocate(arenas, newSize);
     }
 }

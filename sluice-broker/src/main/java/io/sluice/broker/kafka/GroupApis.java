@@ -458,14 +458,14 @@ final class GroupApis {
             DescribeGroupsResponseData.DescribedGroup result = new DescribeGroupsResponseData.DescribedGroup()
                     .setGroupId(id).setProtocolData("").setProtocolType("").setGroupState("Dead")
                     .setMembers(new ArrayList<>());
-            GroupCoordinator.Group group = coordinator.group(id);
+            ClassicGroup group = coordinator.group(id);
             if (group != null) {
                 synchronized (group) {
                     result.setGroupState(group.state.kafkaName)
                             .setProtocolType(group.protocolType == null ? (stored.contains(id) ? CONSUMER : "")
                                     : group.protocolType)
-                            .setProtocolData(group.state == GroupCoordinator.State.STABLE ? group.protocol : "");
-                    for (GroupCoordinator.Member m : group.members.values()) {
+                            .setProtocolData(group.state == ClassicGroup.State.STABLE ? group.protocol : "");
+                    for (ClassicGroup.Member m : group.members.values()) {
                         result.members().add(new DescribeGroupsResponseData.DescribedGroupMember().setMemberId(m.id)
                                 .setGroupInstanceId(m.instanceId).setClientId(m.clientId == null ? "" : m.clientId)
                                 .setClientHost(m.clientHost)
@@ -490,9 +490,9 @@ final class GroupApis {
             listed.put(id, new ListGroupsResponseData.ListedGroup().setGroupId(id).setProtocolType(CONSUMER)
                     .setGroupState("Empty").setGroupType("classic"));
         }
-        for (GroupCoordinator.Group group : coordinator.groups()) {
+        for (ClassicGroup group : coordinator.groups()) {
             synchronized (group) {
-                if (group.state == GroupCoordinator.State.EMPTY && !listed.containsKey(group.id)) {
+                if (group.state == ClassicGroup.State.EMPTY && !listed.containsKey(group.id)) {
                     continue; // nothing committed and nobody in it: as good as gone
                 }
                 listed.put(group.id, new ListGroupsResponseData.ListedGroup().setGroupId(group.id)
@@ -525,7 +525,7 @@ final class GroupApis {
         for (String id : request.groupsNames()) {
             Errors error;
             String name = id == null ? null : GroupNames.toStore(id);
-            GroupCoordinator.Group group = coordinator.group(id);
+            ClassicGroup group = coordinator.group(id);
             if (name == null) {
                 error = Errors.INVALID_GROUP_ID;
             } else if (coordination != Errors.NONE) {

@@ -1,5 +1,7 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.broker.kafka.ClassicGroup.Member;
+import io.sluice.broker.kafka.ClassicGroup.State;
 import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.LinkedHashMap;
@@ -29,71 +31,19 @@ import org.apache.kafka.common.protocol.Errors;
  * is stable, and the old member id is fenced (FENCED_INSTANCE_ID). Membership lives in memory: after a restart
  * members rejoin; committed offsets are the store's consumer positions ({@link GroupApis}).
  *
+ * <p>This class keeps the groups known in memory, answers the requests, expires sessions and rebalance time-outs
+ * on its timer, and remembers when each group last had members (for offset expiry); one group's state, members and
+ * rebalance are a {@link ClassicGroup}.
+ *
  * <p>Each group is used under its own lock; futures of waiting joins and syncs complete under it (their
  * continuations only encode a response). Thread-safe.
  */
 final class GroupCoordinator {
 
-    /** Group states, named as Kafka's tools print them. */
-    enum State {
-        EMPTY("Empty"), PREPARING_REBALANCE("PreparingRebalance"), COMPLETING_REBALANCE("CompletingRebalance"),
-        STABLE("Stable");
-
-        final String kafkaName;
-
-        State(String kafkaName) {
-            this.kafkaName = kafkaName;
-        }
-    }
-
-    static final class Member {
-        String id;
-        final String instanceId;
-        final String clientId;
-        final String clientHost;
-        int sessionTimeoutMs;
-        int rebalanceTimeoutMs;
-        LinkedHashMap<String, byte[]> protocols;
-        byte[] assignment = new byte[0];
-        long lastSeenNanos = System.nanoTime();
-        CompletableFuture<JoinGroupResponseData> join;
-        CompletableFuture<SyncGroupResponseData> sync;
-
-        Member(String id, String instanceId, String clientId, String clientHost) {
-            this.id = id;
-            this.instanceId = instanceId;
-            this.clientId = clientId;
-            this.clientHost = clientHost;
-        }
-    }
-
-    static final class Group {
-        final String id;
-        State state = State.EMPTY;
-        int generation;
-        String protocolType;
-        String protocol;
-        String leader;
-        final Map<String, Member> members = new LinkedHashMap<>();
-        /** Static members: member id by group.instance.id. */
-        final Map<String, String> staticMembers = new HashMap<>();
-        /** Ids handed out with MEMBER_ID_REQUIRED, not yet joined. */
-        final Map<String, Long> pendingIds = new HashMap<>();
-        long rebalanceDeadlineNanos;
-
-        Group(String id) {
-            this.id = id;
-        }
-
-        synchronized State state() {
-            return state;
-        }
-    }
-
     /** Members and member ids handed out, per group (Kafka's group.max.size is unbounded; a hostile client is not). */
     static final int MAX_MEMBERS = 1_000;
 
-    private final Map<String, Group> groups = new ConcurrentHashMap<>();
+    private final Map<String, ClassicGroup> groups = new ConcurrentHashMap<>();
     private final ScheduledExecutorService timer;
     private final LongSupplier millis;
     /** When each group was last seen with members (by {@link #millis}), for offset expiry; bounded by it. */
@@ -112,7 +62,7 @@ final class GroupCoordinator {
 
     /** @return now if the group has members, else when it last had some (-1: not since this broker started) */
     long lastOccupiedMillis(String id) {
-        Group group = groups.get(id);
+        ClassicGroup group = groups.get(id);
         if (group != null) {
             synchronized (group) {
                 if (!group.members.isEmpty()) {
@@ -132,7 +82,7 @@ final class GroupCoordinator {
      */
     boolean ifIdle(String id, long cutoffMillis, BooleanSupplier action) {
         while (true) {
-            Group group = groups.computeIfAbsent(id, Group::new);
+            ClassicGroup group = groups.computeIfAbsent(id, this::newGroup);
             synchronized (group) {
                 if (groups.get(id) != group) {
                     continue; // dropped by the timer in between: take the current one
@@ -159,18 +109,18 @@ final class GroupCoordinator {
     }
 
     /** @return the group, or null if none is known in memory */
-    Group group(String id) {
+    ClassicGroup group(String id) {
         return groups.get(id);
     }
 
     /** @return every group known in memory */
-    List<Group> groups() {
+    List<ClassicGroup> groups() {
         return new ArrayList<>(groups.values());
     }
 
     /** Forgets a group with no members; @return false if it has members */
     boolean remove(String id) {
-        Group group = groups.get(id);
+        ClassicGroup group = groups.get(id);
         if (group == null) {
             return true;
         }
@@ -181,6 +131,11 @@ final class GroupCoordinator {
             groups.remove(id, group);
             return true;
         }
+    }
+
+    /** A group not known in memory yet: when it loses its last member, it was occupied until then. */
+    private ClassicGroup newGroup(String id) {
+        return new ClassicGroup(id, () -> occupiedMillis.put(id, millis.getAsLong()));
     }
 
     CompletableFuture<JoinGroupResponseData> join(JoinGroupRequestData request, short version, String clientId,
@@ -200,7 +155,7 @@ final class GroupCoordinator {
         if (protocols.isEmpty() || request.protocolType() == null || request.protocolType().isEmpty()) {
             return done(failed.setErrorCode(Errors.INCONSISTENT_GROUP_PROTOCOL.code()));
         }
-        Group group = groups.computeIfAbsent(request.groupId(), Group::new);
+        ClassicGroup group = groups.computeIfAbsent(request.groupId(), this::newGroup);
         synchronized (group) {
             if (group.state != State.EMPTY) {
                 // The member must be of the group's type and share a protocol with every other member.
@@ -216,7 +171,7 @@ final class GroupCoordinator {
                 instanceId = null; // not in the request before v5
             }
             if (instanceId != null && !memberId.isEmpty()) {
-                Errors identity = staticIdentity(group, memberId, instanceId);
+                Errors identity = group.staticIdentity(memberId, instanceId);
                 if (identity != Errors.NONE) {
                     return done(failed.setErrorCode(identity.code()));
                 }
@@ -258,7 +213,7 @@ final class GroupCoordinator {
             member.protocols = protocols;
             if (member.join != null) {
                 // A repeated join while one waits: the newer one takes its place.
-                member.join.complete(failedJoin(group, member, Errors.REBALANCE_IN_PROGRESS));
+                member.join.complete(group.failedJoin(member, Errors.REBALANCE_IN_PROGRESS));
             }
             CompletableFuture<JoinGroupResponseData> response = new CompletableFuture<>();
             member.join = response;
@@ -268,12 +223,12 @@ final class GroupCoordinator {
                 // generation again, as Kafka answers it; in Stable only a follower does: the leader's rejoin
                 // means it wants a new assignment.
                 member.join = null;
-                return done(joinResponse(group, member));
+                return done(group.joinResponse(member));
             }
             if (group.state != State.PREPARING_REBALANCE) {
-                prepareRebalance(group);
+                group.prepareRebalance();
             }
-            tryCompleteJoin(group);
+            group.tryCompleteJoin();
             return response;
         }
     }
@@ -285,13 +240,13 @@ final class GroupCoordinator {
      * that a restarted leader does not assign anew in a group that would not pass its assignment on), from v9 with
      * the leader and skipAssignment (KIP-814); otherwise the group rebalances. Call under the group's lock.
      */
-    private CompletableFuture<JoinGroupResponseData> rejoinStatic(Group group, Member old,
+    private CompletableFuture<JoinGroupResponseData> rejoinStatic(ClassicGroup group, Member old,
                                                                   LinkedHashMap<String, byte[]> protocols,
                                                                   JoinGroupRequestData request, short version) {
         String leader = group.leader;
         group.members.remove(old.id);
         if (old.join != null) {
-            old.join.complete(failedJoin(group, old, Errors.FENCED_INSTANCE_ID));
+            old.join.complete(group.failedJoin(old, Errors.FENCED_INSTANCE_ID));
             old.join = null;
         }
         if (old.sync != null) {
@@ -310,7 +265,7 @@ final class GroupCoordinator {
         old.rebalanceTimeoutMs = version == 0 ? request.sessionTimeoutMs() : request.rebalanceTimeoutMs();
         old.lastSeenNanos = System.nanoTime();
         old.protocols = protocols;
-        if (group.state == State.STABLE && chooseProtocol(group).equals(group.protocol)) {
+        if (group.state == State.STABLE && group.chooseProtocol().equals(group.protocol)) {
             JoinGroupResponseData response = new JoinGroupResponseData().setGenerationId(group.generation)
                     .setProtocolType(group.protocolType).setProtocolName(group.protocol).setMemberId(newId);
             if (version >= 9) {
@@ -318,16 +273,16 @@ final class GroupCoordinator {
                 // watches metadata for changes that need one).
                 boolean isLeader = newId.equals(group.leader);
                 return done(response.setLeader(group.leader).setSkipAssignment(isLeader)
-                        .setMembers(isLeader ? joinResponse(group, old).members() : List.of()));
+                        .setMembers(isLeader ? group.joinResponse(old).members() : List.of()));
             }
             return done(response.setLeader(leader).setMembers(List.of()));
         }
         CompletableFuture<JoinGroupResponseData> response = new CompletableFuture<>();
         old.join = response;
         if (group.state != State.PREPARING_REBALANCE) {
-            prepareRebalance(group);
+            group.prepareRebalance();
         }
-        tryCompleteJoin(group);
+        group.tryCompleteJoin();
         return response;
     }
 
@@ -335,40 +290,6 @@ final class GroupCoordinator {
     private static String newMemberId(String clientId, String instanceId) {
         String prefix = instanceId != null ? instanceId : clientId == null || clientId.isEmpty() ? "member" : clientId;
         return prefix + "-" + UUID.randomUUID();
-    }
-
-    /**
-     * Kafka's check of a static member's identity: UNKNOWN_MEMBER_ID for an instance id no member holds,
-     * FENCED_INSTANCE_ID for one another member id holds.
-     *
-     * @return NONE when {@code instanceId} is null or held by {@code memberId}, else the error
-     */
-    private static Errors staticIdentity(Group group, String memberId, String instanceId) {
-        if (instanceId == null) {
-            return Errors.NONE;
-        }
-        String current = group.staticMembers.get(instanceId);
-        return current == null ? Errors.UNKNOWN_MEMBER_ID
-                : current.equals(memberId) ? Errors.NONE : Errors.FENCED_INSTANCE_ID;
-    }
-
-    /**
-     * Finds the member a heartbeat, sync or commit of {@code generation} comes from, in Kafka's order of errors:
-     * FENCED_INSTANCE_ID, UNKNOWN_MEMBER_ID, ILLEGAL_GENERATION. Call under the group's lock.
-     *
-     * @return NONE with the member seen now, or the error
-     */
-    private static Errors check(Group group, String memberId, String instanceId, int generation) {
-        Errors identity = staticIdentity(group, memberId, instanceId);
-        if (identity != Errors.NONE) {
-            return identity;
-        }
-        Member member = group.members.get(memberId);
-        if (member == null) {
-            return Errors.UNKNOWN_MEMBER_ID;
-        }
-        member.lastSeenNanos = System.nanoTime();
-        return generation != group.generation ? Errors.ILLEGAL_GENERATION : Errors.NONE;
     }
 
     private static boolean sameProtocols(Map<String, byte[]> a, Map<String, byte[]> b) {
@@ -383,121 +304,14 @@ final class GroupCoordinator {
         return new ArrayList<>(a.keySet()).equals(new ArrayList<>(b.keySet()));
     }
 
-    private void prepareRebalance(Group group) {
-        if (group.state == State.COMPLETING_REBALANCE) {
-            // Members waiting for their assignment are told to rejoin.
-            for (Member m : group.members.values()) {
-                if (m.sync != null) {
-                    m.sync.complete(new SyncGroupResponseData().setErrorCode(Errors.REBALANCE_IN_PROGRESS.code())
-                            .setAssignment(new byte[0]));
-                    m.sync = null;
-                }
-            }
-        }
-        group.state = State.PREPARING_REBALANCE;
-        int timeout = group.members.values().stream().mapToInt(m -> m.rebalanceTimeoutMs).max().orElse(0);
-        group.rebalanceDeadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeout);
-    }
-
-    /** Completes the join once every member has rejoined. Call under the group's lock. */
-    private void tryCompleteJoin(Group group) {
-        if (group.state != State.PREPARING_REBALANCE) {
-            return;
-        }
-        boolean all = group.members.values().stream().allMatch(m -> m.join != null);
-        if (!all && System.nanoTime() - group.rebalanceDeadlineNanos < 0) {
-            return;
-        }
-        // Dynamic members that did not rejoin in time are out; static ones keep their place (and get an assignment)
-        // until their session expires: a restart within it costs no second rebalance.
-        group.members.values().removeIf(m -> m.join == null && m.instanceId == null);
-        if (group.members.isEmpty()) {
-            toEmpty(group);
-            return;
-        }
-        Member joinedLeader = group.members.get(group.leader);
-        if (joinedLeader == null || joinedLeader.join == null) {
-            joinedLeader = group.members.values().stream().filter(m -> m.join != null).findFirst().orElse(null);
-        }
-        if (joinedLeader == null) {
-            // Only static members that have not rejoined: wait another rebalance time-out (or their sessions).
-            int timeout = group.members.values().stream().mapToInt(m -> m.rebalanceTimeoutMs).max().orElse(0);
-            group.rebalanceDeadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeout);
-            return;
-        }
-        group.generation++;
-        group.protocol = chooseProtocol(group);
-        group.leader = joinedLeader.id;
-        group.state = State.COMPLETING_REBALANCE;
-        group.rebalanceDeadlineNanos = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(
-                group.members.values().stream().mapToInt(m -> m.sessionTimeoutMs).max().orElse(10_000));
-        for (Member m : group.members.values()) {
-            m.lastSeenNanos = System.nanoTime(); // the session restarts with the generation, as in Kafka
-            CompletableFuture<JoinGroupResponseData> join = m.join;
-            if (join == null) {
-                continue; // a static member away: its session decides
-            }
-            m.join = null;
-            join.complete(joinResponse(group, m));
-        }
-    }
-
-    /** The group lost its last member: it was occupied until now (for offset expiry). */
-    private void toEmpty(Group group) {
-        occupiedMillis.put(group.id, millis.getAsLong());
-        group.state = State.EMPTY;
-        group.generation++;
-        group.leader = null;
-        group.protocol = null;
-        group.protocolType = null;
-    }
-
-    /** The protocol every member supports that members rank highest overall (a vote, as Kafka takes). */
-    private static String chooseProtocol(Group group) {
-        Map<String, Integer> votes = new LinkedHashMap<>();
-        Member first = group.members.values().iterator().next();
-        for (String candidate : first.protocols.keySet()) {
-            if (group.members.values().stream().allMatch(m -> m.protocols.containsKey(candidate))) {
-                votes.put(candidate, 0);
-            }
-        }
-        for (Member m : group.members.values()) {
-            for (String preferred : m.protocols.keySet()) {
-                if (votes.containsKey(preferred)) {
-                    votes.merge(preferred, 1, Integer::sum);
-                    break;
-                }
-            }
-        }
-        return votes.entrySet().stream().max(Map.Entry.comparingByValue()).map(Map.Entry::getKey)
-                .orElse(first.protocols.keySet().iterator().next());
-    }
-
-    private static JoinGroupResponseData joinResponse(Group group, Member member) {
-        List<JoinGroupResponseData.JoinGroupResponseMember> members = new ArrayList<>();
-        if (member.id.equals(group.leader)) {
-            for (Member m : group.members.values()) {
-                members.add(new JoinGroupResponseData.JoinGroupResponseMember().setMemberId(m.id)
-                        .setGroupInstanceId(m.instanceId).setMetadata(m.protocols.get(group.protocol)));
-            }
-        }
-        return new JoinGroupResponseData().setGenerationId(group.generation).setProtocolType(group.protocolType)
-                .setProtocolName(group.protocol).setLeader(group.leader).setMemberId(member.id).setMembers(members);
-    }
-
-    private static JoinGroupResponseData failedJoin(Group group, Member member, Errors error) {
-        return new JoinGroupResponseData().setErrorCode(error.code()).setGenerationId(-1).setMemberId(member.id)
-                .setLeader("").setProtocolName("").setProtocolType(group.protocolType);
-    }
-
     CompletableFuture<SyncGroupResponseData> sync(SyncGroupRequestData request) {
-        Group group = groups.get(request.groupId());
+        ClassicGroup group = groups.get(request.groupId());
         SyncGroupResponseData failed = new SyncGroupResponseData().setAssignment(new byte[0]);
         if (group == null) {
             return done(failed.setErrorCode(Errors.UNKNOWN_MEMBER_ID.code()));
         }
         synchronized (group) {
-            Errors error = check(group, request.memberId(), request.groupInstanceId(), request.generationId());
+            Errors error = group.check(request.memberId(), request.groupInstanceId(), request.generationId());
             if (error != Errors.NONE) {
                 return done(failed.setErrorCode(error.code()));
             }
@@ -511,7 +325,7 @@ final class GroupCoordinator {
                     return done(failed.setErrorCode(Errors.REBALANCE_IN_PROGRESS.code()));
                 }
                 case STABLE -> {
-                    return done(syncResponse(group, member));
+                    return done(group.syncResponse(member));
                 }
                 default -> {
                 }
@@ -531,7 +345,7 @@ final class GroupCoordinator {
                     if (m.sync != null) {
                         CompletableFuture<SyncGroupResponseData> waiting = m.sync;
                         m.sync = null;
-                        waiting.complete(syncResponse(group, m));
+                        waiting.complete(group.syncResponse(m));
                     }
                 }
             }
@@ -539,23 +353,18 @@ final class GroupCoordinator {
         }
     }
 
-    private static SyncGroupResponseData syncResponse(Group group, Member member) {
-        return new SyncGroupResponseData().setProtocolType(group.protocolType).setProtocolName(group.protocol)
-                .setAssignment(member.assignment);
-    }
-
     /**
      * @return the error for a heartbeat (NONE, REBALANCE_IN_PROGRESS, ILLEGAL_GENERATION, UNKNOWN_MEMBER_ID,
      *     FENCED_INSTANCE_ID)
      */
     Errors heartbeat(String groupId, String memberId, String instanceId, int generation) {
-        Group group = groups.get(groupId);
+        ClassicGroup group = groups.get(groupId);
         if (group == null) {
             return Errors.UNKNOWN_MEMBER_ID;
         }
         synchronized (group) {
             // Kafka's order: an old generation is told so before it is told of a rebalance.
-            Errors error = check(group, memberId, instanceId, generation);
+            Errors error = group.check(memberId, instanceId, generation);
             if (error != Errors.NONE) {
                 return error;
             }
@@ -570,7 +379,7 @@ final class GroupCoordinator {
      * @return NONE, or why the commit is refused
      */
     Errors checkCommit(String groupId, String memberId, String instanceId, int generation) {
-        Group group = groups.get(groupId);
+        ClassicGroup group = groups.get(groupId);
         if (group == null) {
             return generation < 0 ? Errors.NONE : Errors.ILLEGAL_GENERATION;
         }
@@ -578,7 +387,7 @@ final class GroupCoordinator {
             if (generation < 0) {
                 return group.members.isEmpty() ? Errors.NONE : Errors.ILLEGAL_GENERATION;
             }
-            Errors error = check(group, memberId, instanceId, generation);
+            Errors error = group.check(memberId, instanceId, generation);
             if (error != Errors.NONE) {
                 return error;
             }
@@ -595,7 +404,7 @@ final class GroupCoordinator {
      * @return NONE, UNKNOWN_MEMBER_ID or FENCED_INSTANCE_ID
      */
     Errors leave(String groupId, String memberId, String instanceId) {
-        Group group = groups.get(groupId);
+        ClassicGroup group = groups.get(groupId);
         if (group == null) {
             return Errors.UNKNOWN_MEMBER_ID;
         }
@@ -606,7 +415,7 @@ final class GroupCoordinator {
                     return Errors.UNKNOWN_MEMBER_ID;
                 }
             } else {
-                Errors identity = staticIdentity(group, memberId, instanceId);
+                Errors identity = group.staticIdentity(memberId, instanceId);
                 if (identity != Errors.NONE) {
                     return identity;
                 }
@@ -615,37 +424,15 @@ final class GroupCoordinator {
             if (member == null) {
                 return Errors.UNKNOWN_MEMBER_ID;
             }
-            removeMember(group, member);
+            group.removeMember(member);
             return Errors.NONE;
         }
-    }
-
-    private void removeMember(Group group, Member member) {
-        group.members.remove(member.id);
-        if (member.instanceId != null) {
-            group.staticMembers.remove(member.instanceId, member.id);
-        }
-        if (member.join != null) {
-            member.join.complete(failedJoin(group, member, Errors.UNKNOWN_MEMBER_ID));
-        }
-        if (member.sync != null) {
-            member.sync.complete(new SyncGroupResponseData().setErrorCode(Errors.UNKNOWN_MEMBER_ID.code())
-                    .setAssignment(new byte[0]));
-        }
-        if (group.members.isEmpty()) {
-            toEmpty(group);
-            return;
-        }
-        if (group.state == State.STABLE || group.state == State.COMPLETING_REBALANCE) {
-            prepareRebalance(group);
-        }
-        tryCompleteJoin(group);
     }
 
     /** Removes members whose session expired and completes joins whose rebalance time-out passed. */
     private void expire() {
         long now = System.nanoTime();
-        for (Group group : groups.values()) {
+        for (ClassicGroup group : groups.values()) {
             synchronized (group) {
                 for (Member member : new ArrayList<>(group.members.values())) {
                     if (group.members.get(member.id) != member) {
@@ -653,7 +440,7 @@ final class GroupCoordinator {
                     }
                     boolean waiting = member.join != null;
                     if (!waiting && now - member.lastSeenNanos > TimeUnit.MILLISECONDS.toNanos(member.sessionTimeoutMs)) {
-                        removeMember(group, member);
+                        group.removeMember(member);
                     }
                 }
                 group.pendingIds.values().removeIf(at -> now - at > TimeUnit.MINUTES.toNanos(5));
@@ -663,10 +450,10 @@ final class GroupCoordinator {
                     continue;
                 }
                 if (group.state == State.PREPARING_REBALANCE) {
-                    tryCompleteJoin(group);
+                    group.tryCompleteJoin();
                 } else if (group.state == State.COMPLETING_REBALANCE && now - group.rebalanceDeadlineNanos > 0) {
                     // The leader never sent its assignment: start over.
-                    prepareRebalance(group);
+                    group.prepareRebalance();
                 }
             }
         }

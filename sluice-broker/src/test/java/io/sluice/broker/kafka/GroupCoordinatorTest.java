@@ -52,12 +52,12 @@ class GroupCoordinatorTest {
         // gives its partitions up (the Java consumer does in onJoinPrepare).
         String second = coordinator.join(join(""), (short) 5, "c", "h").get().memberId();
         CompletableFuture<JoinGroupResponseData> secondJoin = coordinator.join(join(second), (short) 5, "c", "h");
-        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.PREPARING_REBALANCE);
+        assertThat(coordinator.group("g").state()).isEqualTo(ClassicGroup.State.PREPARING_REBALANCE);
         assertThat(coordinator.checkCommit("g", first, null, generation)).isEqualTo(Errors.NONE);
         // Once both joined, the assignment is being handed out: commits wait for it.
         JoinGroupResponseData firstRejoin = coordinator.join(join(first), (short) 5, "c", "h").get();
         assertThat(secondJoin.get().generationId()).isEqualTo(firstRejoin.generationId());
-        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.COMPLETING_REBALANCE);
+        assertThat(coordinator.group("g").state()).isEqualTo(ClassicGroup.State.COMPLETING_REBALANCE);
         assertThat(coordinator.checkCommit("g", first, null, firstRejoin.generationId()))
                 .isEqualTo(Errors.REBALANCE_IN_PROGRESS);
         assertThat(coordinator.checkCommit("g", first, null, generation)).isEqualTo(Errors.ILLEGAL_GENERATION);
@@ -70,12 +70,12 @@ class GroupCoordinatorTest {
         CompletableFuture<JoinGroupResponseData> secondJoin = coordinator.join(join(second), (short) 5, "c", "h");
         JoinGroupResponseData firstJoin = coordinator.join(join(first), (short) 5, "c", "h").get();
         assertThat(secondJoin.get().generationId()).isEqualTo(firstJoin.generationId());
-        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.COMPLETING_REBALANCE);
+        assertThat(coordinator.group("g").state()).isEqualTo(ClassicGroup.State.COMPLETING_REBALANCE);
         // The second member missed its answer and joins again, unchanged: same generation, no new rebalance.
         JoinGroupResponseData again = coordinator.join(join(second), (short) 5, "c", "h").get();
         assertThat(again.errorCode()).isZero();
         assertThat(again.generationId()).isEqualTo(firstJoin.generationId());
-        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.COMPLETING_REBALANCE);
+        assertThat(coordinator.group("g").state()).isEqualTo(ClassicGroup.State.COMPLETING_REBALANCE);
     }
 
     @Test
@@ -107,14 +107,14 @@ class GroupCoordinatorTest {
                         new SyncGroupRequestData.SyncGroupRequestAssignment().setMemberId(old)
                                 .setAssignment(new byte[] {7})))).get();
         int generation = coordinator.group("g").generation;
-        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.STABLE);
+        assertThat(coordinator.group("g").state()).isEqualTo(ClassicGroup.State.STABLE);
 
         JoinGroupResponseData again = coordinator.join(staticJoin("", "i1"), (short) 5, "c", "h").get();
         assertThat(again.errorCode()).isZero();
         assertThat(again.memberId()).isNotEqualTo(old);
         assertThat(again.generationId()).isEqualTo(generation);
         assertThat(again.leader()).as("the old leader id: the member does not assign anew").isEqualTo(old);
-        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.STABLE);
+        assertThat(coordinator.group("g").state()).isEqualTo(ClassicGroup.State.STABLE);
         var sync = coordinator.sync(new SyncGroupRequestData().setGroupId("g").setGenerationId(generation)
                 .setMemberId(again.memberId()).setGroupInstanceId("i1")).get();
         assertThat(sync.assignment()).as("the assignment it had").containsExactly(7);
@@ -159,7 +159,7 @@ class GroupCoordinatorTest {
         JoinGroupResponseData v5 = coordinator.join(staticJoin("", "i1"), (short) 5, "c", "h").get();
         assertThat(v5.leader()).as("before v9: the previous leader id").isEqualTo(v9.memberId());
         assertThat(v5.skipAssignment()).isFalse();
-        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.STABLE);
+        assertThat(coordinator.group("g").state()).isEqualTo(ClassicGroup.State.STABLE);
     }
 
     /**
@@ -183,7 +183,7 @@ class GroupCoordinatorTest {
                                 .setAssignment(new byte[] {5}),
                         new SyncGroupRequestData.SyncGroupRequestAssignment().setMemberId(newcomer)
                                 .setAssignment(new byte[] {6})))).get();
-        assertThat(coordinator.group("g").state()).isEqualTo(GroupCoordinator.State.STABLE);
+        assertThat(coordinator.group("g").state()).isEqualTo(ClassicGroup.State.STABLE);
 
         JoinGroupResponseData back = coordinator.join(staticJoin("", "away"), (short) 5, "c", "h").get();
         assertThat(back.generationId()).isEqualTo(joined.generationId());

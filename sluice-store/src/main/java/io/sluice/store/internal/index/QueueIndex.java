@@ -7,7 +7,6 @@ import static io.sluice.store.internal.index.QueueIndexFormat.LONG;
 import io.sluice.store.StoreCorruptedException;
 import io.sluice.store.internal.cache.RefCounted;
 import io.sluice.store.internal.io.DurabilityLedger;
-import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
 import java.io.IOException;
@@ -15,8 +14,6 @@ import java.lang.foreign.Arena;
 import java.lang.foreign.MemorySegment;
 import java.nio.channels.FileChannel;
 import java.nio.file.Path;
-import java.util.ArrayList;
-import java.util.Arrays;
 import java.util.List;
 import java.util.function.LongPredicate;
 
@@ -30,10 +27,11 @@ import java.util.function.LongPredicate;
  * {@link DurabilityLedger}, so the checkpoint forces it before it claims the entries durable.
  *
  * <h2>Files</h2>
- * Files grow per {@link IndexGeometry}, are mapped whole, and keep no descriptor open (a force reopens the
- * file), so an idle queue costs one small mapping. The file array is replaced, never changed in place.
- * Readers hold a file through a {@link Cursor}; retention {@linkplain RefCounted#retire() retires} files, and a
- * file is unmapped when its last reader lets go, never under one.
+ * Files grow per {@link IndexGeometry}, are mapped whole ({@link IndexFile}), and keep no descriptor open (a
+ * force reopens the file), so an idle queue costs one small mapping. Which files exist is kept by
+ * {@link QueueIndexFiles}, whose array is replaced, never changed in place. Readers hold a file through a
+ * {@link Cursor}; retention {@linkplain RefCounted#retire() retires} files, and a file is unmapped when its last
+ * reader lets go, never under one.
  *
  * <h2>Finding the end</h2>
  * Entries carry check words ({@link QueueIndexFormat}), so the valid entries of a queue are one run from its
@@ -46,16 +44,8 @@ public final class QueueIndex implements AutoCloseable {
     private final String topic;
     private final int queueId;
     private final Path directory;
-    private final FileIO io;
-    private final IndexGeometry geometry;
-    private final DurabilityLedger ledger;
     private final boolean readOnly;
-    private volatile IndexFile[] files;
-    /**
-     * Writer-owned: the file the writer last wrote into, so an append finds its file without a search. Reset
-     * whenever the writer's files change (truncation, reset, retention, close); never read by readers.
-     */
-    private IndexFile writing;
+    private final QueueIndexFiles files;
     /** The writer's next offset to fill. */
     private long nextOffset;
     /** Offsets below this are visible to readers. */
@@ -63,14 +53,10 @@ public final class QueueIndex implements AutoCloseable {
     /** First offset still stored. */
     private volatile long minOffset;
 
-    private QueueIndex(String topic, int queueId, Path directory, FileIO io, IndexGeometry geometry,
-                       DurabilityLedger ledger, boolean readOnly, IndexFile[] files) {
+    private QueueIndex(String topic, int queueId, Path directory, boolean readOnly, QueueIndexFiles files) {
         this.topic = topic;
         this.queueId = queueId;
         this.directory = directory;
-        this.io = io;
-        this.geometry = geometry;
-        this.ledger = ledger;
         this.readOnly = readOnly;
         this.files = files;
     }
@@ -83,44 +69,19 @@ public final class QueueIndex implements AutoCloseable {
      */
     public static QueueIndex open(String topic, int queueId, Path directory, FileIO io, IndexGeometry geometry,
                                   DurabilityLedger ledger, boolean readOnly) throws IOException {
-        List<IndexFile> opened = new ArrayList<>();
-        try {
-            if (io.isDirectory(directory)) {
-                int expected = -1;
-                for (Path path : io.list(directory)) {
-                    String name = path.getFileName().toString();
-                    if (name.length() != 20 || !name.chars().allMatch(Character::isDigit)) {
-                        continue;
-                    }
-                    long first = Long.parseLong(name);
-                    int number = geometry.fileStartingAt(first);
-                    if (number < 0 || (expected >= 0 && number != expected)) {
-                        throw new IndexDamagedException("queue index " + directory + ": file " + name
-                                + (number < 0 ? " does not start where a file starts"
-                                : " follows a missing file (entries from " + geometry.firstEntryOfFile(expected) + ")"));
-                    }
-                    expected = number + 1;
-                    opened.add(IndexFile.open(io, path, first, geometry.entriesOfFile(number), ledger, readOnly));
-                }
-            }
-        } catch (IOException | RuntimeException e) {
-            opened.forEach(IndexFile::retire);
-            throw e;
-        }
-        QueueIndex index = new QueueIndex(topic, queueId, directory, io, geometry, ledger, readOnly,
-                opened.toArray(IndexFile[]::new));
+        QueueIndex index = new QueueIndex(topic, queueId, directory, readOnly,
+                QueueIndexFiles.open(directory, io, geometry, ledger, readOnly));
         index.findBounds();
         return index;
     }
 
     /** Finds the run of gap markers and entries from the first file's start: the queue's first offset and end. */
     private void findBounds() {
-        IndexFile[] current = files;
-        if (current.length == 0) {
+        if (files.count() == 0) {
             return;
         }
-        long start = current[0].firstEntry;
-        long limit = current[current.length - 1].end();
+        long start = files.first().firstEntry;
+        long limit = files.last().end();
         long end = search(start, limit, offset -> !isFilled(offset));
         long min = search(start, end, offset -> !isGapAt(offset));
         nextOffset = end;
@@ -154,42 +115,14 @@ public final class QueueIndex implements AutoCloseable {
         return QueueIndexFormat.isGap(file.mapping, file.byteOf(offset), offset);
     }
 
-    /** The writer's file for {@code offset}: the one it last wrote into if that holds it, else found. */
-    private IndexFile writerFile(long offset) {
-        IndexFile file = writing;
-        if (file != null && offset >= file.firstEntry && offset < file.end()) {
-            return file;
-        }
-        file = find(files, offset);
-        writing = file;
-        return file;
-    }
-
     /** The writer's (or recovery's) view of a file it owns: no reader can retire it meanwhile. */
     private IndexFile ownedFile(long offset) {
-        IndexFile file = find(files, offset);
+        IndexFile file = files.find(offset);
         if (file == null) {
             throw new IllegalArgumentException("queue offset " + offset + " of " + topic + "-" + queueId
                     + " has no index file");
         }
         return file;
-    }
-
-    private static IndexFile find(IndexFile[] current, long offset) {
-        int low = 0;
-        int high = current.length - 1;
-        while (low <= high) {
-            int mid = (low + high) >>> 1;
-            IndexFile file = current[mid];
-            if (offset < file.firstEntry) {
-                high = mid - 1;
-            } else if (offset >= file.end()) {
-                low = mid + 1;
-            } else {
-                return file;
-            }
-        }
-        return null;
     }
 
     /** @return the topic */
@@ -219,13 +152,13 @@ public final class QueueIndex implements AutoCloseable {
 
     /** @return the number of index files */
     public int fileCount() {
-        return files.length;
+        return files.count();
     }
 
     /** @return true if a file of the index starts below {@code offset} (it would survive a truncation there) */
     public boolean hasFileBefore(long offset) {
-        IndexFile[] current = files;
-        return current.length > 0 && current[0].firstEntry < offset;
+        IndexFile first = files.first();
+        return first != null && first.firstEntry < offset;
     }
 
     /** @return the index directory */
@@ -240,33 +173,19 @@ public final class QueueIndex implements AutoCloseable {
     public void ensureCapacity(long endOffset) throws IOException {
         checkWritable();
         for (long offset = nextOffset; offset < endOffset; ) {
-            IndexFile file = writerFile(offset);
+            IndexFile file = files.writerFile(offset);
             if (file == null) {
-                file = createFile(geometry.fileFor(offset));
+                file = files.createFor(offset);
             }
             offset = file.end();
         }
-    }
-
-    private IndexFile createFile(int number) throws IOException {
-        if (files.length == 0) {
-            FileTree.createDirectories(io, directory, ledger);
-        }
-        long first = geometry.firstEntryOfFile(number);
-        IndexFile file = IndexFile.create(io, directory, first, geometry.entriesOfFile(number), ledger);
-        IndexFile[] current = files;
-        IndexFile[] grown = Arrays.copyOf(current, current.length + 1);
-        grown[grown.length - 1] = file;
-        Arrays.sort(grown, (a, b) -> Long.compare(a.firstEntry, b.firstEntry));
-        files = grown;
-        return file;
     }
 
     /** Writer: fills entry {@code offset}, which must be {@link #nextOffset()}, in a file that exists. */
     public void put(long offset, long logPosition, long storeTimestamp, int recordSize, int messageCount,
                     int indexInRecord) {
         assert offset == nextOffset : "queue index " + topic + "-" + queueId + " expected " + nextOffset + " got " + offset;
-        IndexFile file = writerFile(offset);
+        IndexFile file = files.writerFile(offset);
         if (file == null) {
             throw new IllegalArgumentException("queue offset " + offset + " of " + topic + "-" + queueId
                     + " has no index file");
@@ -310,7 +229,7 @@ public final class QueueIndex implements AutoCloseable {
             }
             close();
             while (true) {
-                file = find(files, offset);
+                file = files.find(offset);
                 if (file == null) {
                     throw new IndexFileRetiredException(topic + "-" + queueId + " holds no entry " + offset);
                 }
@@ -318,7 +237,7 @@ public final class QueueIndex implements AutoCloseable {
                     held = file;
                     return file;
                 }
-                if (file.isRetired() && find(files, offset) == file) {
+                if (file.isRetired() && files.find(offset) == file) {
                     throw new IndexFileRetiredException(topic + "-" + queueId + " entry " + offset + " was retired");
                 }
             }
@@ -376,7 +295,7 @@ public final class QueueIndex implements AutoCloseable {
 
     /** Recovery: @return true if entry {@code offset} was never written (all zeros), or lies past every file */
     public boolean isBlank(long offset) {
-        IndexFile file = find(files, offset);
+        IndexFile file = files.find(offset);
         if (file == null) {
             return true;
         }
@@ -404,22 +323,7 @@ public final class QueueIndex implements AutoCloseable {
      */
     public void truncateFrom(long offset) throws IOException {
         checkWritable();
-        IndexFile[] current = files;
-        int keep = current.length;
-        while (keep > 0 && current[keep - 1].firstEntry >= offset) {
-            IndexFile dropped = current[--keep];
-            dropped.retire();
-            io.delete(dropped.path);
-            ledger.markDirectory(directory);
-        }
-        files = Arrays.copyOf(current, keep);
-        writing = null;
-        if (keep > 0) {
-            IndexFile last = current[keep - 1];
-            if (offset < last.end()) {
-                last.erase(offset);
-            }
-        }
+        int keep = files.truncateFrom(offset);
         nextOffset = offset;
         publishedEnd = offset;
         if (keep == 0 || offset < minOffset) {
@@ -428,7 +332,7 @@ public final class QueueIndex implements AutoCloseable {
         if (keep == 0 && offset > 0) {
             // No file is left to say where the queue ends: one is made with gap markers up to it, as resetTo does,
             // or the next open would start the queue at 0 again.
-            IndexFile file = createFile(geometry.fileFor(offset));
+            IndexFile file = files.createFor(offset);
             for (long gap = file.firstEntry; gap < offset; gap++) {
                 QueueIndexFormat.write(file.mapping, file.byteOf(gap), gap, QueueIndexFormat.GAP, 0, 0, 0, 0);
             }
@@ -443,7 +347,7 @@ public final class QueueIndex implements AutoCloseable {
     public void resetTo(long offset) throws IOException {
         checkWritable();
         truncateFrom(0);
-        IndexFile file = createFile(geometry.fileFor(offset));
+        IndexFile file = files.createFor(offset);
         for (long gap = file.firstEntry; gap < offset; gap++) {
             QueueIndexFormat.write(file.mapping, file.byteOf(gap), gap, QueueIndexFormat.GAP, 0, 0, 0, 0);
         }
@@ -470,17 +374,7 @@ public final class QueueIndex implements AutoCloseable {
         if (low > minOffset) {
             minOffset = low;
         }
-        IndexFile[] current = files;
-        int drop = 0;
-        while (drop < current.length - 1 && current[drop].end() <= minOffset) {
-            drop++;
-        }
-        if (drop == 0) {
-            return List.of();
-        }
-        files = Arrays.copyOfRange(current, drop, current.length);
-        writing = null;
-        return List.of(Arrays.copyOf(current, drop));
+        return files.takeOutBelow(minOffset);
     }
 
     /**
@@ -488,13 +382,7 @@ public final class QueueIndex implements AutoCloseable {
      * once no reader holds it; the directory change is forced by the next checkpoint.
      */
     public void deleteRetired(List<IndexFile> retired) throws IOException {
-        for (IndexFile file : retired) {
-            file.retire();
-            io.delete(file.path);
-        }
-        if (!retired.isEmpty()) {
-            ledger.markDirectory(directory);
-        }
+        files.deleteRetired(retired);
     }
 
     private void checkWritable() {
@@ -506,12 +394,7 @@ public final class QueueIndex implements AutoCloseable {
     /** Unmaps every file once its readers let go. */
     @Override
     public void close() {
-        IndexFile[] closing = files;
-        files = new IndexFile[0];
-        writing = null;
-        for (IndexFile file : closing) {
-            file.retire();
-        }
+        files.close();
     }
 
     /** One mapped index file: entries [firstEntry, firstEntry + entries). No descriptor stays open. */

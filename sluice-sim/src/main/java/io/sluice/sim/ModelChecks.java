@@ -1,0 +1,123 @@
+package io.sluice.sim;
+
+import io.sluice.sim.QueueModel.Sent;
+import io.sluice.store.FlushMode;
+import io.sluice.store.LookupResult;
+import io.sluice.store.ReadResult;
+import io.sluice.store.Store;
+import io.sluice.store.StoredMessage;
+import java.util.Arrays;
+import java.util.List;
+import java.util.Map;
+import java.util.SplittableRandom;
+
+/**
+ * The {@link PowerLossSimulation}'s checks of what the store serves against the {@link QueueModel}: a message read
+ * must be the one appended at its offset, and after an open every queue must hold a prefix of what was appended to
+ * it (under SYNC, every acknowledged message), its keys found by key lookup. What an open shows lost is forgotten, so
+ * the run continues from the recovered end. Counts the stored messages it compared.
+ *
+ * <p>Not thread-safe; one per run.
+ */
+final class ModelChecks {
+
+    private final SplittableRandom random;
+    private final SimSettings settings;
+    private final QueueModel model;
+    private long checked;
+
+    ModelChecks(SplittableRandom random, SimSettings settings, QueueModel model) {
+        this.random = random;
+        this.settings = settings;
+        this.model = model;
+    }
+
+    /** @return stored messages compared with what was appended */
+    long checked() {
+        return checked;
+    }
+
+    /** A message the store served must be the one appended at its offset. */
+    void expectSame(String queue, List<Sent> list, StoredMessage message, String when) {
+        long offset = message.queueOffset();
+        if (offset >= list.size()) {
+            throw new SimulationFailure(when + ": " + queue + " served offset " + offset + ", past the "
+                    + list.size() + " messages ever appended");
+        }
+        byte[] body = message.bodyBytes();
+        if (!Arrays.equals(body, list.get((int) offset).body)) {
+            throw new SimulationFailure(when + ": " + queue + " offset " + offset + " holds " + body.length
+                    + " bytes that are not the message appended there (" + list.get((int) offset).body.length
+                    + " bytes, id " + list.get((int) offset).id + ")" + model.identify(body));
+        }
+        checked++;
+    }
+
+    /**
+     * After an open: every queue must hold a prefix of what was appended, and under SYNC every acknowledged
+     * message. What was lost is forgotten, so the next appends continue from the recovered end.
+     */
+    void checkAgainstModel(Store store, int epoch, boolean afterCrash) {
+        for (Map.Entry<String, List<Sent>> entry : model.queues().entrySet()) {
+            String queue = entry.getKey();
+            List<Sent> list = entry.getValue();
+            int dash = queue.lastIndexOf('-');
+            String topic = queue.substring(0, dash);
+            int queueId = Integer.parseInt(queue.substring(dash + 1));
+            long min = store.minOffset(topic, queueId);
+            long end = store.maxOffset(topic, queueId);
+            long[] emptying = model.emptyingsInDoubt.get(queue);
+            if (emptying != null && min == end && end <= Math.max(emptying[0], emptying[1])) {
+                // Emptied by a call the power cut: the queue starts at the offset asked for or lower, holding nothing.
+                QueueModel.startAt(list, end);
+                continue;
+            }
+            if (end > list.size()) {
+                throw new SimulationFailure("epoch " + epoch + ": " + queue + " ends at offset " + end + " but only "
+                        + list.size() + " messages were ever appended to it");
+            }
+            long offset = min;
+            while (offset < end) {
+                try (ReadResult result = store.read(topic, queueId, offset, 500, 4 << 20)) {
+                    if (result.messages().isEmpty()) {
+                        throw new SimulationFailure("epoch " + epoch + ": " + queue + " returned no message at offset "
+                                + offset + " below its end " + end + " (" + result.status() + ")");
+                    }
+                    for (StoredMessage message : result.messages()) {
+                        if (message.queueOffset() != offset) {
+                            throw new SimulationFailure("epoch " + epoch + ": " + queue + " skipped from offset "
+                                    + offset + " to " + message.queueOffset());
+                        }
+                        expectSame(queue, list, message, "epoch " + epoch + " after reopening");
+                        Sent sent = list.get((int) offset);
+                        if (sent.key != null && random.nextInt(4) == 0) {
+                            checkKeyFound(store, topic, sent, queue, epoch);
+                        }
+                        offset += message.opaque() ? message.opaqueCount() : 1;
+                    }
+                }
+            }
+            long cut = model.truncationsInDoubt.getOrDefault(queue, Long.MAX_VALUE);
+            for (int i = (int) end; i < list.size(); i++) {
+                if (list.get(i).acknowledged && settings.flushMode == FlushMode.SYNC && i < cut) {
+                    throw new SimulationFailure("epoch " + epoch + ": " + queue + " lost acknowledged message at offset "
+                            + i + " (id " + list.get(i).id + "); it ends at " + end + (afterCrash ? " after a power cut"
+                            : " after a clean reopen"));
+                }
+            }
+            list.subList((int) end, list.size()).clear();
+        }
+        model.truncationsInDoubt.clear();
+        model.emptyingsInDoubt.clear();
+    }
+
+    private static void checkKeyFound(Store store, String topic, Sent sent, String queue, int epoch) {
+        try (LookupResult found = store.lookupByKey(topic, sent.key, 10, 0, Long.MAX_VALUE)) {
+            boolean present = found.messages().stream().anyMatch(m -> Arrays.equals(m.bodyBytes(), sent.body));
+            if (!present) {
+                throw new SimulationFailure("epoch " + epoch + ": key " + sent.key + " of " + queue
+                        + " is not found by key lookup, though its message is stored");
+            }
+        }
+    }
+}

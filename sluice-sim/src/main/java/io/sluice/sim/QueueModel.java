@@ -1,0 +1,91 @@
+package io.sluice.sim;
+
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
+
+/**
+ * What the {@link PowerLossSimulation} appended to each queue, message for message, as the store should hold it: the
+ * model its checks compare the store with. Each body starts with a stamp of its run and id, so a body the store
+ * serves can be traced to the message it is. Also what a power cut left in doubt: truncations and emptyings it
+ * interrupted, whose outcome the next open decides.
+ *
+ * <p>Not thread-safe; one per run.
+ */
+final class QueueModel {
+
+    /** One appended message as the model remembers it. */
+    static final class Sent {
+        final long id;
+        final byte[] body;
+        final String key;
+        boolean acknowledged;
+
+        Sent(long id, byte[] body, String key) {
+            this.id = id;
+            this.body = body;
+            this.key = key;
+        }
+    }
+
+    /** What the model holds for an offset below an emptied queue's new start: never read, never acknowledged. */
+    private static final Sent REMOVED = new Sent(-1, new byte[8], null);
+
+    private final long seed;
+    /** By queue ({@code <topic>-<queue id>}), what it holds from offset 0. */
+    private final Map<String, List<Sent>> queues = new LinkedHashMap<>();
+    /** Queues whose truncation a power cut interrupted, and where it cut: what lies past it may be gone. */
+    final Map<String, Long> truncationsInDoubt = new LinkedHashMap<>();
+    /** Queues being emptied when the power was cut: the offset asked for, and the queue's first offset before. */
+    final Map<String, long[]> emptyingsInDoubt = new LinkedHashMap<>();
+
+    QueueModel(long seed) {
+        this.seed = seed;
+        for (String topic : SimWorkload.TOPICS) {
+            for (int queue = 0; queue < SimWorkload.QUEUES; queue++) {
+                queues.put(topic + "-" + queue, new ArrayList<>());
+            }
+        }
+    }
+
+    /** @return what {@code queue} holds, from offset 0; the caller changes it as the store's queue changes */
+    List<Sent> queue(String queue) {
+        return queues.get(queue);
+    }
+
+    /** @return every queue and what it holds */
+    Map<String, List<Sent>> queues() {
+        return queues;
+    }
+
+    /** @return the stamp the body of message {@code id} starts with */
+    long stamp(long id) {
+        return seed * 1_000_003 + id;
+    }
+
+    /** An emptied queue starting at {@code at}: the offsets below it hold nothing that can be read. */
+    static void startAt(List<Sent> list, long at) {
+        list.clear();
+        for (long i = 0; i < at; i++) {
+            list.add(REMOVED);
+        }
+    }
+
+    /** @return which message of the model {@code body} is, by its stamp, for a failure's report */
+    String identify(byte[] body) {
+        if (body.length < 8) {
+            return "";
+        }
+        long stamp = ByteBuffer.wrap(body).getLong();
+        for (Map.Entry<String, List<Sent>> entry : queues.entrySet()) {
+            for (Sent sent : entry.getValue()) {
+                if (stamp(sent.id) == stamp) {
+                    return "; it is message id " + sent.id + " of " + entry.getKey();
+                }
+            }
+        }
+        return "; it matches no message of this run's current history (resurrected or corrupt)";
+    }
+}

@@ -1,0 +1,249 @@
+package io.sluice.sim;
+
+import io.sluice.sim.QueueModel.Sent;
+import io.sluice.store.AppendResult;
+import io.sluice.store.KafkaBatch;
+import io.sluice.store.LookupResult;
+import io.sluice.store.Message;
+import io.sluice.store.ReadResult;
+import io.sluice.store.Store;
+import io.sluice.store.StoredMessage;
+import io.sluice.store.TopicLayout;
+import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.SplittableRandom;
+import java.util.concurrent.CompletableFuture;
+
+/**
+ * What the {@link PowerLossSimulation}'s producers and consumers do to the store: appends (single messages, batches,
+ * Kafka record batches to the BATCHES topic), truncations and emptyings of the BATCHES topic's queues, reads, key
+ * lookups and offset commits. Every append is recorded in the {@link QueueModel} before the call, and its future kept
+ * until {@link #settle} finds it done.
+ *
+ * <p>Not thread-safe; one per run.
+ */
+final class SimWorkload {
+
+    /** One topic per layout: SHARED, TOPIC, QUEUE and BATCHES (whose appends are Kafka record batches). */
+    static final String[] TOPICS = {"s", "t", "q", "k"};
+    static final String BATCHES_TOPIC = "k";
+    static final int QUEUES = 2;
+
+    /** An append whose future has not been looked at yet. */
+    private record Pending(CompletableFuture<AppendResult> future, String queue, List<Sent> messages, long offset) {
+    }
+
+    private final SplittableRandom random;
+    private final SimSettings settings;
+    private final SimClock clock;
+    private final QueueModel model;
+    private final ModelChecks checks;
+    private final List<Pending> pending = new ArrayList<>();
+    private long nextId;
+    private long appends;
+    private long acknowledged;
+
+    SimWorkload(SplittableRandom random, SimSettings settings, SimClock clock, QueueModel model, ModelChecks checks) {
+        this.random = random;
+        this.settings = settings;
+        this.clock = clock;
+        this.model = model;
+        this.checks = checks;
+    }
+
+    /** @return messages appended */
+    long appends() {
+        return appends;
+    }
+
+    /** @return appends acknowledged */
+    long acknowledged() {
+        return acknowledged;
+    }
+
+    /** Creates the topics of a new store (SHARED, the default layout, needs none). */
+    void createTopics(Store store) {
+        store.createTopic("t", TopicLayout.TOPIC);
+        store.createTopic("q", TopicLayout.QUEUE);
+        store.createTopic(BATCHES_TOPIC, TopicLayout.BATCHES);
+    }
+
+    /** The process is gone: its appends will never complete. */
+    void forgetPending() {
+        pending.clear();
+    }
+
+    /**
+     * Looks at finished futures: acknowledged appends must carry the offsets the model expects.
+     *
+     * @param powerCut whether the power was cut (appends may then fail)
+     */
+    void settle(boolean powerCut) {
+        for (int i = 0; i < pending.size(); i++) {
+            Pending waiting = pending.get(i);
+            if (!waiting.future.isDone()) {
+                continue;
+            }
+            pending.remove(i--);
+            if (waiting.future.isCompletedExceptionally()) {
+                if (!powerCut) {
+                    throw new SimulationFailure("an append to " + waiting.queue + " failed before any power cut",
+                            waiting.future.exceptionNow());
+                }
+                continue;
+            }
+            AppendResult result = waiting.future.resultNow();
+            if (result.firstQueueOffset() != waiting.offset) {
+                throw new SimulationFailure("an append to " + waiting.queue + " was acknowledged at offset "
+                        + result.firstQueueOffset() + " where " + waiting.offset + " was expected");
+            }
+            for (Sent sent : waiting.messages) {
+                sent.acknowledged = true;
+            }
+            acknowledged += waiting.messages.size();
+        }
+    }
+
+    /** Appends one to five messages to a queue, most often to the hot topic's. */
+    void append(Store store) {
+        String queue = pickQueue();
+        int dash = queue.lastIndexOf('-');
+        String topic = queue.substring(0, dash);
+        int queueId = Integer.parseInt(queue.substring(dash + 1));
+        boolean batch = topic.equals(BATCHES_TOPIC);
+        int count = settings.fixedBodyBytes == 0 && random.nextInt(8) == 0 ? 2 + random.nextInt(4) : 1;
+        if (batch) {
+            count = settings.fixedBodyBytes > 0 ? 1 : 1 + random.nextInt(5);
+        }
+        List<Sent> sent = new ArrayList<>();
+        List<Message> messages = new ArrayList<>();
+        for (int i = 0; i < count; i++) {
+            long id = nextId++;
+            // Log-uniform sizes from 8 bytes to 3 KiB (many small messages, a few large ones), or one fixed size.
+            // (Up to 600 bytes in a record batch, which holds up to five of them.)
+            byte[] body = new byte[settings.fixedBodyBytes > 0 ? settings.fixedBodyBytes
+                    : 8 + (int) Math.exp(random.nextDouble() * Math.log(batch ? 600 : 3000))];
+            random.nextBytes(body);
+            ByteBuffer.wrap(body).putLong(model.stamp(id));
+            String key = !batch && settings.fixedBodyBytes == 0 && random.nextInt(3) == 0 ? "k" + id : null;
+            sent.add(new Sent(id, body, key));
+            Message.Builder message = Message.builder().body(body);
+            if (key != null) {
+                message.keys(key);
+            }
+            messages.add(message.build());
+        }
+        List<Sent> list = model.queue(queue);
+        long offset = list.size();
+        CompletableFuture<AppendResult> future;
+        if (batch) {
+            // The bodies become the values of one record batch, which every offset it covers is checked against.
+            byte[] bytes = KafkaBatch.of(clock.millis(), sent.stream().map(m -> m.body).toList());
+            byte[] stored = bytes.clone();
+            ByteBuffer.wrap(stored).putLong(0, offset);
+            sent.replaceAll(m -> new Sent(m.id, stored, null));
+            list.addAll(sent); // recorded before the call: if the power is cut inside it, the bytes may be on disk
+            future = store.appendOpaque(topic, queueId, MemorySegment.ofArray(bytes), count);
+        } else {
+            // Recorded before the call: if the power is cut inside it, the bytes may have reached the disk.
+            list.addAll(sent);
+            future = count == 1 ? store.append(topic, queueId, messages.getFirst())
+                    : store.appendBatch(topic, queueId, messages);
+        }
+        appends += count;
+        pending.add(new Pending(future, queue, sent, offset));
+    }
+
+    /**
+     * Truncates a queue of the BATCHES topic at one of its batches (as a Raft follower does): the model forgets what
+     * lay past the cut, and what is appended next takes its offsets.
+     */
+    void truncate(Store store) {
+        int queueId = random.nextInt(QUEUES);
+        String queue = BATCHES_TOPIC + "-" + queueId;
+        List<Sent> list = model.queue(queue);
+        long min = store.minOffset(BATCHES_TOPIC, queueId);
+        List<Integer> starts = new ArrayList<>();
+        for (int offset = (int) min; offset < list.size(); offset++) {
+            if (ByteBuffer.wrap(list.get(offset).body).getLong(0) == offset) {
+                starts.add(offset);
+            }
+        }
+        if (starts.isEmpty()) {
+            return;
+        }
+        // Mostly a short tail, as Raft cuts; sometimes deep, across segments.
+        int cut = random.nextInt(4) == 0 ? starts.get(random.nextInt(starts.size()))
+                : starts.get(Math.max(0, starts.size() - 1 - random.nextInt(Math.min(starts.size(), 4))));
+        model.truncationsInDoubt.put(queue, (long) cut);
+        store.truncateQueue(BATCHES_TOPIC, queueId, cut);
+        model.truncationsInDoubt.remove(queue);
+        list.subList(cut, list.size()).clear();
+        if (store.maxOffset(BATCHES_TOPIC, queueId) != cut) {
+            throw new SimulationFailure(queue + " ends at " + store.maxOffset(BATCHES_TOPIC, queueId)
+                    + " after its truncation at " + cut);
+        }
+    }
+
+    /**
+     * Empties a queue of the BATCHES topic and starts it at an offset past its end or below it (as a Raft follower
+     * starts at its leader's first offset): the model forgets every batch, and what is appended next takes the offset.
+     */
+    void empty(Store store) {
+        int queueId = random.nextInt(QUEUES);
+        String queue = BATCHES_TOPIC + "-" + queueId;
+        List<Sent> list = model.queue(queue);
+        long at = random.nextBoolean() ? list.size() + random.nextInt(50) : random.nextInt(list.size() + 1);
+        model.emptyingsInDoubt.put(queue, new long[] {at, store.minOffset(BATCHES_TOPIC, queueId)});
+        store.emptyQueueAt(BATCHES_TOPIC, queueId, at);
+        model.emptyingsInDoubt.remove(queue);
+        QueueModel.startAt(list, at);
+        if (store.minOffset(BATCHES_TOPIC, queueId) != at || store.maxOffset(BATCHES_TOPIC, queueId) != at) {
+            throw new SimulationFailure(queue + " holds offsets " + store.minOffset(BATCHES_TOPIC, queueId) + " to "
+                    + store.maxOffset(BATCHES_TOPIC, queueId) + " after it was emptied at " + at);
+        }
+    }
+
+    /** Most appends go to the seed's hot topic, so its log rolls through several segments per epoch. */
+    private String pickQueue() {
+        String topic = random.nextInt(10) < 7 ? TOPICS[settings.hotTopic] : TOPICS[random.nextInt(TOPICS.length)];
+        return topic + "-" + random.nextInt(QUEUES);
+    }
+
+    /** Reads a random range of a random queue while the store runs: what is visible must match the model. */
+    void readSomething(Store store) {
+        String queue = pickQueue();
+        List<Sent> list = model.queue(queue);
+        if (list.isEmpty()) {
+            return;
+        }
+        int dash = queue.lastIndexOf('-');
+        String topic = queue.substring(0, dash);
+        int queueId = Integer.parseInt(queue.substring(dash + 1));
+        long from = random.nextInt(list.size());
+        try (ReadResult result = store.read(topic, queueId, from, 1 + random.nextInt(20), 1 << 20)) {
+            for (StoredMessage message : result.messages()) {
+                checks.expectSame(queue, list, message, "a read while running");
+            }
+        }
+        Sent probe = list.get((int) from);
+        if (probe.key != null && random.nextBoolean()) {
+            try (LookupResult found = store.lookupByKey(topic, probe.key, 10, 0, Long.MAX_VALUE)) {
+                for (StoredMessage message : found.messages()) {
+                    checks.expectSame(queue, list, message, "a key lookup while running");
+                }
+            }
+        }
+    }
+
+    /** Commits an offset of a queue, for group "g". */
+    void commitOffset(Store store) {
+        String queue = pickQueue();
+        List<Sent> list = model.queue(queue);
+        int dash = queue.lastIndexOf('-');
+        store.commitOffset("g", queue.substring(0, dash), Integer.parseInt(queue.substring(dash + 1)),
+                list.isEmpty() ? 0 : random.nextInt(list.size() + 1));
+    }
+}
