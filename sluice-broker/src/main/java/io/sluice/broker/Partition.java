@@ -118,6 +118,15 @@ public interface Partition {
     /** @return the first offset whose store time is at or after {@code timestamp} (the store's time index) */
     long offsetForTimestamp(long timestamp);
 
+    /**
+     * @return the idempotent producers of this replica's log as it stored its batches, a history this replica keeps
+     *     up to date (a cluster's replicas, so that the one elected takes them from there), or null if it keeps none:
+     *     the Kafka layer then reads them back from the log ({@link ProducerHistory#readBack})
+     */
+    default ProducerHistory producerHistory() {
+        return null;
+    }
+
     /** Raised through an append's futures when this broker does not (or no longer) lead the partition. */
     final class NotLeaderException extends RuntimeException {
         private static final long serialVersionUID = 1L;

@@ -90,6 +90,14 @@ public interface Replication {
         return view == null ? -1 : view.leaderEpoch();
     }
 
+    /**
+     * @return the idempotent producers this broker's replica keeps of its log as it stores its batches, or null if it
+     *     keeps none (then read back from the log: {@link Partition#producerHistory})
+     */
+    default ProducerHistory producerHistory(String topic, int partition) {
+        return null;
+    }
+
     /** @return true if this broker leads the partition and can take appends now */
     boolean leads(String topic, int partition);
 

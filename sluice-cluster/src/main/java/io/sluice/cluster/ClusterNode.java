@@ -1,6 +1,7 @@
 package io.sluice.cluster;
 
 import io.sluice.broker.Replication;
+import io.sluice.broker.ProducerHistory;
 import io.sluice.store.FlushMode;
 import io.sluice.store.KafkaBatch;
 import io.sluice.store.Store;
@@ -342,6 +343,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
     @Override
     public PartitionView partition(String topic, int partition) {
         return partitions.partition(topic, partition);
+    }
+
+    @Override
+    public ProducerHistory producerHistory(String topic, int partition) {
+        return partitions.producerHistory(topic, partition);
     }
 
     /** See {@link Partitions#leaderInDoubt}. */

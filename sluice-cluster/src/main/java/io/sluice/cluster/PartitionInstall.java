@@ -2,8 +2,10 @@ package io.sluice.cluster;
 
 import io.sluice.store.Store;
 import java.io.IOException;
+import java.util.concurrent.CompletableFuture;
 import java.util.function.Function;
 import org.apache.ratis.client.RaftClient;
+import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
@@ -67,6 +69,37 @@ final class PartitionInstall {
         this.id = id;
         this.peers = peers;
         this.replica = replica;
+    }
+
+    /**
+     * Read-only queries, answered by the leader for a replica installing its snapshot ({@link PartitionInstall}):
+     * {@code snapshot} gives the latest snapshot's term, index and offset ({@code none} without one); {@code first}
+     * gives the first offset the store holds; {@code read <from> <until>} gives the stored batches from offset
+     * {@code from} on, below {@code until}, at most about {@link PartitionStore#COPY_CHUNK_BYTES}, one after the
+     * other.
+     *
+     * @param latest the leader's latest snapshot, or null
+     */
+    CompletableFuture<Message> answer(Message request, PartitionSnapshot latest) {
+        String[] words = request.getContent().toStringUtf8().split(" ");
+        try {
+            if (words.length == 1 && words[0].equals("snapshot")) {
+                PartitionSnapshot mark = latest;
+                return CompletableFuture.completedFuture(Message.valueOf(mark == null ? "none"
+                        : mark.at().getTerm() + " " + mark.at().getIndex() + " " + mark.end()));
+            }
+            if (words.length == 1 && words[0].equals("first")) {
+                return CompletableFuture.completedFuture(Message.valueOf(Long.toString(
+                        store.minOffset(id.topic(), id.partition()))));
+            }
+            if (words.length == 3 && words[0].equals("read")) {
+                return CompletableFuture.completedFuture(Message.valueOf(batches.readChunk(
+                        Long.parseLong(words[1]), Long.parseLong(words[2]))));
+            }
+            throw new IllegalArgumentException("unknown query '" + request.getContent().toStringUtf8() + "'");
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
     }
 
     /**

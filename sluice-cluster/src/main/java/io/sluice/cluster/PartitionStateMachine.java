@@ -1,13 +1,10 @@
 package io.sluice.cluster;
 
+import io.sluice.broker.ProducerHistory;
 import io.sluice.cluster.ratis.OpenSegmentBelowSnapshot;
-import io.sluice.store.AppendResult;
-import io.sluice.store.Durability;
 import io.sluice.store.KafkaBatch;
 import io.sluice.store.Store;
 import java.io.IOException;
-import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -122,19 +119,14 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      * ({@code setCachingEnabled}); an entry not here is read back from the store.
      */
     private final Map<Long, ByteString> sending = new ConcurrentHashMap<>();
-    /** Leader: the batches submitted through this node, by call id, until stored or refused. */
-    private final Map<Long, Submission> submitted = new ConcurrentHashMap<>();
-
+    /** Leader: the batches submitted through this node, until stored or refused. */
+    private final Submissions submitted = new Submissions();
     /**
-     * Leader: an entry's batches as its client submitted them, the context of its transaction.
-     *
-     * @param client who submitted them
-     * @param batches the checked batches, one after the other as in the entry, when this node submitted them (their
-     *     CRC32C was computed as the broker took them, and is not again); null for a request from elsewhere
-     * @param stored completes with the first batch's base offset once this replica stored them all (acks=1)
+     * The producers of this replica's log as it wrote the entries' batches, or null until rebuilt from the store (after
+     * a start, a cut of the log's tail or an install). Guarded by {@link #lock}.
      */
-    record Submission(ClientId client, List<KafkaBatch> batches, CompletableFuture<Long> stored) {
-    }
+    private ProducerHistory producers;
+    private final AtomicInteger producerRebuilds = new AtomicInteger();
 
     /**
      * @param store the node's store; the topic must exist in it with layout BATCHES and the partition as a queue
@@ -235,8 +227,10 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         synchronized (lock) {
             latest = read;
             highWatermark = read.end();
-            // The store is made to agree with the log (which now starts after the snapshot) at the next write.
+            // The store is made to agree with the log (which now starts after the snapshot) at the next write, and the
+            // producers are rebuilt from it then.
             logEnd = -1;
+            producers = null;
         }
         setLastAppliedTermIndex(snapshot.getTermIndex());
         onCommit.accept(read.end());
@@ -274,6 +268,33 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         return installNotices.get();
     }
 
+    /**
+     * @return the producers of this replica's log, kept as it writes each entry's batches; rebuilt from the store at
+     *     the first write after a start, and where next asked for after a cut of the log's tail or an install; null
+     *     while the store does not show every batch the log wrote (the Kafka layer then reads the log back itself)
+     */
+    ProducerHistory producerHistory() {
+        synchronized (lock) {
+            if (producers == null) {
+                rebuildProducers();
+            }
+            return producers;
+        }
+    }
+
+    /** Under the lock: the producers read back from the store's batches below the log's end, if it shows them all. */
+    private void rebuildProducers() {
+        producers = logEnd < 0 ? null : batches.readProducers(logEnd);
+        if (producers != null) {
+            producerRebuilds.incrementAndGet();
+        }
+    }
+
+    /** @return how many times this replica rebuilt its producers from its store since it started (an empty one too) */
+    int producerRebuilds() {
+        return producerRebuilds.get();
+    }
+
     /** @return how many snapshots this replica installed from a leader since it started */
     int snapshotsInstalled() {
         return installed.get();
@@ -299,10 +320,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         ByteString data = request.getMessage().getContent();
         TransactionContext.Builder builder = TransactionContext.newBuilder().setStateMachine(this)
                 .setClientRequest(request);
-        Submission own = submitted.get(request.getCallId());
-        if (own == null || !own.client().equals(request.getClientId())) {
-            own = new Submission(request.getClientId(), null, new CompletableFuture<>());
-        }
+        Submissions.Submission own = submitted.of(request);
         int[][] sizes;
         try {
             sizes = own.batches() != null ? PartitionStore.sizes(own.batches()) : PartitionStore.split(data);
@@ -319,17 +337,9 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         return builder.setLogData(header.encode()).setStateMachineData(data).setStateMachineContext(own).build();
     }
 
-    /**
-     * The batches a request of this node will submit with {@code callId}, checked by the broker that took them.
-     *
-     * @param batches the batches, one after the other as the request's message holds them
-     * @return completes with the first batch's base offset once this replica stored them
-     */
+    /** @see Submissions#submitting */
     CompletableFuture<Long> submitting(long callId, ClientId client, List<KafkaBatch> batches) {
-        Submission submission = new Submission(client, batches, new CompletableFuture<>());
-        submitted.put(callId, submission);
-        submission.stored().whenComplete((offset, failure) -> submitted.remove(callId, submission));
-        return submission.stored();
+        return submitted.submitting(callId, client, batches);
     }
 
     /** In log order, under the log's lock: the batch's offset must still follow the log's last batch. */
@@ -348,7 +358,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
 
     @Override
     public TransactionContext cancelTransaction(TransactionContext trx) throws IOException {
-        if (trx.getStateMachineContext() instanceof Submission submission) {
+        if (trx.getStateMachineContext() instanceof Submissions.Submission submission) {
             submission.stored().completeExceptionally(trx.getException() != null ? trx.getException()
                     : new IllegalStateException("the batch was not appended to the log"));
         }
@@ -361,7 +371,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         EntryHeader header;
         CompletableFuture<?>[] appends;
         // Only an entry this leader started has its submission as context (a follower's context is Ratis's own).
-        Submission submission = context != null && context.getStateMachineContext() instanceof Submission s ? s : null;
+        Submissions.Submission submission = context != null
+                && context.getStateMachineContext() instanceof Submissions.Submission s ? s : null;
         try {
             header = EntryHeader.decode(entry.getStateMachineLogEntry().getLogData());
             agree(entry.getIndex());
@@ -396,9 +407,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     }
 
     /**
-     * Appends an entry's batches to the store, each checked to land at the offset the entry names, per the store's
-     * flush mode. A follower's store checks each batch's CRC32C as it copies it in; the leader's batches were checked
-     * as the broker took them ({@code checked}), the same bytes the entry holds, and are not again.
+     * Appends an entry's batches to the store ({@link PartitionStore#appendEntry}) if they follow the log's last, and
+     * notes them in the producers' history.
      *
      * @param checked the entry's batches as this leader submitted them, or null
      * @return the appends' futures
@@ -411,28 +421,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                         + data.size() + " bytes for offset " + header.baseOffset() + " but this replica's batches end"
                         + " at " + logEnd + " (header: " + header + ")");
             }
-            ByteBuffer all = data.asReadOnlyByteBuffer();
-            int at = all.position();
-            long offset = header.baseOffset();
-            CompletableFuture<?>[] appends = new CompletableFuture<?>[header.batches()];
-            for (int i = 0; i < header.batches(); i++) {
-                long expected = offset;
-                String batch = "batch " + i + " of entry " + entry.getIndex();
-                CompletableFuture<AppendResult> append = checked != null && checked.size() == header.batches()
-                        && checked.get(i).size() == header.size(i)
-                        ? store.appendKafkaBatch(topic, partition, checked.get(i), Durability.FLUSH_MODE)
-                        : store.appendOpaqueToDeclared(topic, partition,
-                                MemorySegment.ofBuffer(all.slice(at, header.size(i))), header.count(i),
-                                Durability.FLUSH_MODE);
-                appends[i] = append.thenAccept(result -> {
-                    if (result.firstQueueOffset() != expected) {
-                        throw new IllegalStateException("the store put " + batch + " at offset "
-                                + result.firstQueueOffset() + ", not " + expected);
-                    }
-                });
-                at += header.size(i);
-                offset += header.count(i);
-            }
+            CompletableFuture<?>[] appends = batches.appendEntry(entry.getIndex(), header, data, checked, producers);
             logEnd = header.end();
             return appends;
         }
@@ -460,7 +449,10 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         }
     }
 
-    /** Raft cut the log from {@code index} on: the store keeps the batches of the entries before it only. */
+    /**
+     * Raft cut the log from {@code index} on: the store keeps the batches of the entries before it only, and the
+     * producers are rebuilt from it where next asked for.
+     */
     @Override
     public CompletableFuture<Void> truncate(long index) {
         try {
@@ -469,6 +461,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             synchronized (lock) {
                 batches.cutTo(cut, "Raft truncated its log at index " + index);
                 logEnd = cut;
+                producers = null;
             }
             return CompletableFuture.completedFuture(null);
         } catch (RuntimeException | IOException e) {
@@ -511,34 +504,10 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                 Long.toString(header.baseOffset()))));
     }
 
-    /**
-     * Read-only queries, answered by the leader for a replica installing its snapshot ({@link PartitionInstall}):
-     * {@code snapshot} gives the latest snapshot's term, index and offset ({@code none} without one); {@code first}
-     * gives the first offset the store holds; {@code read <from> <until>} gives the stored batches from offset
-     * {@code from} on, below {@code until}, at most about {@link PartitionStore#COPY_CHUNK_BYTES}, one after the
-     * other.
-     */
+    /** Read-only queries, answered by the leader for a replica installing its snapshot ({@link PartitionInstall}). */
     @Override
     public CompletableFuture<Message> query(Message request) {
-        String[] words = request.getContent().toStringUtf8().split(" ");
-        try {
-            if (words.length == 1 && words[0].equals("snapshot")) {
-                PartitionSnapshot mark = latest;
-                return CompletableFuture.completedFuture(Message.valueOf(mark == null ? "none"
-                        : mark.at().getTerm() + " " + mark.at().getIndex() + " " + mark.end()));
-            }
-            if (words.length == 1 && words[0].equals("first")) {
-                return CompletableFuture.completedFuture(Message.valueOf(Long.toString(
-                        store.minOffset(topic, partition))));
-            }
-            if (words.length == 3 && words[0].equals("read")) {
-                return CompletableFuture.completedFuture(Message.valueOf(batches.readChunk(
-                        Long.parseLong(words[1]), Long.parseLong(words[2]))));
-            }
-            throw new IllegalArgumentException("unknown query '" + request.getContent().toStringUtf8() + "'");
-        } catch (RuntimeException e) {
-            return CompletableFuture.failedFuture(e);
-        }
+        return install.answer(request, latest);
     }
 
     /**
@@ -608,6 +577,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                 batches.cutTo(end, "its batches past the Raft log's last were stored by writes whose entries never"
                         + " reached the log");
                 logEnd = end;
+                // Kept from here on as entries are written, so that this replica, elected, reads nothing back.
+                rebuildProducers();
             }
         }
         holdRetentionAtLog();

@@ -1,5 +1,6 @@
 package io.sluice.cluster;
 
+import io.sluice.broker.ProducerHistory;
 import io.sluice.cluster.ratis.RaftLogTail;
 import io.sluice.store.AppendResult;
 import io.sluice.store.Durability;
@@ -83,6 +84,62 @@ final class PartitionStore {
             at += (int) size;
         }
         return new int[][] {Arrays.copyOf(counts, n), Arrays.copyOf(sizes, n)};
+    }
+
+    /**
+     * Appends an entry's batches to the store, per the store's flush mode, each checked to land at the offset the
+     * entry names, and notes each in the producers' history. A follower's store checks each batch's CRC32C as it
+     * copies it in; the leader's batches were checked as the broker took them ({@code checked}), the same bytes the
+     * entry holds, and are not again.
+     *
+     * @param index the entry's log index
+     * @param data the entry's batches, one after the other
+     * @param checked the entry's batches as this leader submitted them, or null
+     * @param producers the producers' history to note the batches in, or null
+     * @return the appends' futures
+     */
+    CompletableFuture<?>[] appendEntry(long index, EntryHeader header, ByteString data, List<KafkaBatch> checked,
+                                       ProducerHistory producers) {
+        ByteBuffer all = data.asReadOnlyByteBuffer();
+        int at = all.position();
+        long offset = header.baseOffset();
+        boolean trusted = checked != null && checked.size() == header.batches();
+        CompletableFuture<?>[] appends = new CompletableFuture<?>[header.batches()];
+        for (int i = 0; i < header.batches(); i++) {
+            long expected = offset;
+            String batch = "batch " + i + " of entry " + index;
+            MemorySegment bytes = trusted && checked.get(i).size() == header.size(i) ? null
+                    : MemorySegment.ofBuffer(all.slice(at, header.size(i)));
+            CompletableFuture<AppendResult> append = bytes == null
+                    ? store.appendKafkaBatch(topic, partition, checked.get(i), Durability.FLUSH_MODE)
+                    : store.appendOpaqueToDeclared(topic, partition, bytes, header.count(i), Durability.FLUSH_MODE);
+            if (producers != null) {
+                producers.stored(bytes == null ? checked.get(i).bytes() : bytes, expected);
+            }
+            appends[i] = append.thenAccept(result -> {
+                if (result.firstQueueOffset() != expected) {
+                    throw new IllegalStateException("the store put " + batch + " at offset "
+                            + result.firstQueueOffset() + ", not " + expected);
+                }
+            });
+            at += header.size(i);
+            offset += header.count(i);
+        }
+        return appends;
+    }
+
+    /**
+     * @return the idempotent producers the store's batches below {@code end} show (its last
+     *     {@link ProducerHistory#REBUILD_OFFSETS} offsets read back), or null if the store does not show them all yet
+     */
+    ProducerHistory readProducers(long end) {
+        if (store.maxOffset(topic, partition) < end) {
+            return null;
+        }
+        long first = store.minOffset(topic, partition);
+        return first >= end ? new ProducerHistory()
+                : ProducerHistory.readBack((offset, max, bytes) -> store.read(topic, partition, offset, max, bytes),
+                        first, end);
     }
 
     /** @return the offset counts and sizes of batches checked already, one after the other */

@@ -3,6 +3,7 @@ package io.sluice.cluster;
 import io.sluice.broker.Replication.Appended;
 import io.sluice.broker.Replication.NotLeaderException;
 import io.sluice.broker.Replication.PartitionView;
+import io.sluice.broker.ProducerHistory;
 import io.sluice.cluster.ClusterNode.PartitionId;
 import io.sluice.store.KafkaBatch;
 import java.io.IOException;
@@ -205,5 +206,11 @@ final class Partitions {
     long highWatermark(String topic, int partition) {
         ReplicatedPartition replica = replicas.replicaOf(topic, partition);
         return replica == null ? 0 : replica.highWatermark();
+    }
+
+    /** @return the producers this node's replica keeps of its log, or null (no replica, or none kept yet) */
+    ProducerHistory producerHistory(String topic, int partition) {
+        ReplicatedPartition replica = replicas.replicaOf(topic, partition);
+        return replica == null ? null : replica.machine().producerHistory();
     }
 }

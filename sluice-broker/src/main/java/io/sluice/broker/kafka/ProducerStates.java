@@ -1,9 +1,6 @@
 package io.sluice.broker.kafka;
 
-import io.sluice.store.KafkaBatch;
-import io.sluice.store.ReadResult;
-import io.sluice.store.StoredMessage;
-import java.nio.ByteBuffer;
+import io.sluice.broker.ProducerHistory;
 import java.util.ArrayDeque;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -23,10 +20,12 @@ import org.apache.kafka.common.protocol.Errors;
  * forgotten behind {@link #MAX_PRODUCERS} others) is told the same, and an idempotent producer then bumps its epoch
  * and starts again at 0.
  *
- * <p>State is rebuilt from the log the first time a partition is written after a start: the batches of its last
- * {@link #REBUILD_OFFSETS} offsets are read back, so a producer retrying across a broker restart gets its original
- * offsets. Each partition's state is used under its own lock ({@link Partition}), held across the check and the
- * store append, so that the order of sequences is the order of offsets.
+ * <p>A partition's state is taken, the first time it is written after a start and whenever its leader epoch moved, from
+ * the producers its replica kept as it stored its batches ({@link io.sluice.broker.Partition#producerHistory}: a
+ * cluster's replicas keep them, so a failover reads nothing back), or else rebuilt from its log: the batches of its
+ * last {@link ProducerHistory#REBUILD_OFFSETS} offsets are read back, so a producer retrying across a broker restart
+ * gets its original offsets. Each partition's state is used under its own lock ({@link Partition}), held across the
+ * check and the store append, so that the order of sequences is the order of offsets.
  */
 final class ProducerStates {
 
@@ -35,7 +34,7 @@ final class ProducerStates {
      * as an unknown one (it starts again at sequence 0, in a new epoch), so the cap costs producers idle behind this
      * many others an epoch bump and duplicate detection.
      */
-    static final int MAX_PRODUCERS = 10_000;
+    static final int MAX_PRODUCERS = ProducerHistory.MAX_PRODUCERS;
 
     /** @return an empty map of producers that forgets the least recently used beyond {@link #MAX_PRODUCERS} */
     private static Map<Long, Producer> newProducerMap() {
@@ -47,9 +46,7 @@ final class ProducerStates {
         };
     }
 
-    /** Offsets read back at a partition's first write to rebuild its producers' state. */
-    static final long REBUILD_OFFSETS = 20_000;
-    private static final int RECENT_BATCHES = 5;
+    private static final int RECENT_BATCHES = ProducerHistory.RECENT_BATCHES;
 
     private final Map<String, Partition> partitions = new ConcurrentHashMap<>();
 
@@ -156,52 +153,25 @@ final class ProducerStates {
 
         private Map<Long, Producer> producers() {
             if (producers == null) {
-                producers = rebuild();
+                ProducerHistory history = log.producerHistory();
+                producers = seed(history != null ? history
+                        : ProducerHistory.readBack(log::read, log.logStartOffset(), log.logEndOffset()));
             }
             return producers;
         }
 
-        /** Reads the partition's last batches back and replays their producer fields. */
-        private Map<Long, Producer> rebuild() {
-            Map<Long, Producer> rebuilt = newProducerMap();
-            long end = log.logEndOffset();
-            long offset = Math.max(log.logStartOffset(), end - REBUILD_OFFSETS);
-            while (offset < end) {
-                try (ReadResult read = log.read(offset, 1_000, 16L << 20)) {
-                    if (read.status() != ReadResult.Status.FOUND) {
-                        break;
-                    }
-                    for (StoredMessage message : read.messages()) {
-                        if (message.opaque()) {
-                            replay(rebuilt, message);
-                        }
-                    }
-                    offset = read.nextOffset();
+        /** The leader's state, from the producers the log shows: each batch's original offset is known. */
+        private static Map<Long, Producer> seed(ProducerHistory history) {
+            Map<Long, Producer> seeded = newProducerMap();
+            for (Map.Entry<Long, ProducerHistory.Producer> shown : history.producers().entrySet()) {
+                Producer producer = new Producer(shown.getValue().epoch());
+                for (ProducerHistory.Batch batch : shown.getValue().recent()) {
+                    producer.add(new Sent(batch.firstSequence(), batch.lastSequence(),
+                            CompletableFuture.completedFuture(batch.baseOffset())));
                 }
+                seeded.put(shown.getKey(), producer);
             }
-            return rebuilt;
-        }
-
-        private void replay(Map<Long, Producer> rebuilt, StoredMessage batch) {
-            ByteBuffer bytes = batch.bodyBuffer();
-            if (bytes.remaining() < KafkaBatch.HEADER_BYTES) {
-                return;
-            }
-            long producerId = RecordBatches.producerId(bytes);
-            if (producerId < 0) {
-                return;
-            }
-            short epoch = RecordBatches.producerEpoch(bytes);
-            int first = RecordBatches.baseSequence(bytes);
-            int last = KafkaBatch.lastSequence(first, RecordBatches.lastOffsetDelta(bytes));
-            Producer producer = rebuilt.get(producerId);
-            if (producer == null || epoch > producer.epoch) {
-                producer = new Producer(epoch);
-                rebuilt.put(producerId, producer);
-            } else if (epoch < producer.epoch) {
-                return;
-            }
-            producer.add(new Sent(first, last, CompletableFuture.completedFuture(batch.queueOffset())));
+            return seeded;
         }
     }
 }

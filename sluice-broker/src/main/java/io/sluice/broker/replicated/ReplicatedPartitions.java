@@ -2,6 +2,7 @@ package io.sluice.broker.replicated;
 
 import io.sluice.broker.Partition;
 import io.sluice.broker.Partitions;
+import io.sluice.broker.ProducerHistory;
 import io.sluice.broker.Replication;
 import io.sluice.store.Durability;
 import io.sluice.store.KafkaBatch;
@@ -180,6 +181,11 @@ public final class ReplicatedPartitions implements Partitions {
         @Override
         public long highWatermark() {
             return node.highWatermark(id.topic(), id.partition());
+        }
+
+        @Override
+        public ProducerHistory producerHistory() {
+            return node.producerHistory(id.topic(), id.partition());
         }
 
         /**
