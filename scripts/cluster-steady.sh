@@ -4,7 +4,8 @@
 # brokers' CPU per record over the whole run (from /proc/<pid>/stat), and how many elections started (a follower that
 # stopped hearing its leader) and how many leaders were elected meanwhile. Used for the before/after figures of the
 # cluster sections of docs/benchmarks.md. Usage: scripts/cluster-steady.sh [records] (default 800000). Build first
-# (./sluice builds on first use); JAR= names another sluice-bench.jar (another checkout's build) to compare; KEEP=1
+# (./sluice builds on first use); JAR= names another sluice-bench.jar (another checkout's build) to compare, or
+# BROKER_CP= another class path for the brokers alone (a sluice-cli.jar, which holds the cluster), the load the same; KEEP=1
 # keeps the brokers' directory and logs; BROKER_OPTS= adds JVM options to the brokers ({node} and {dir} in them name
 # the broker's id and the run's directory: a profiler's output file, say).
 set -euo pipefail
@@ -30,7 +31,7 @@ for id in 1 2 3; do
   java $opts -Xms1g -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \
     --enable-native-access=ALL-UNNAMED -Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.impl.FollowerState=info \
     -Dorg.slf4j.simpleLogger.log.org.apache.ratis.server.impl.RoleInfo=info \
-    -cp "$jar" io.sluice.cluster.ClusterBroker "$dir/node-$id" "$spec" "$id" \
+    -cp "${BROKER_CP:-$jar}" io.sluice.cluster.ClusterBroker "$dir/node-$id" "$spec" "$id" \
     steady async > "$dir/node-$id.log" 2>&1 &
   pids+=($!)
 done
