@@ -183,8 +183,8 @@ public final class Broker implements AutoCloseable {
     /**
      * The write path a broker's store takes under ASYNC unless told otherwise: CHANNEL, one positional write per
      * produced batch, as Kafka appends. On MMAP every new page of a segment is first faulted in (read ahead and
-     * zeroed by the kernel) and then written, which on this project's lab machine cost the broker 5.4-6.2 CPU seconds
-     * per million 1 KiB records against 4.3-4.9 on CHANNEL (docs/benchmarks.md, "Broker"). Under SYNC the store's own
+     * zeroed by the kernel) and then written, which cost the broker more CPU per record than CHANNEL does (the figures:
+     * docs/benchmarks.md, "Broker"). Under SYNC the store's own
      * default stays: the durable race was measured on it.
      */
     public static final WritePath ASYNC_WRITE_PATH = WritePath.CHANNEL;

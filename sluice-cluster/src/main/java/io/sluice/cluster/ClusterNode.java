@@ -74,7 +74,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     record Tuning(long snapshotEveryEntries, long logSegmentBytes, int entriesInFlight, Duration refillWait,
                   boolean preferredLeaders, Duration leaderImbalanceCheck) {
 
-        /** The wait for answered producers' next batches, 1 ms (0.5 ms to 2 ms measured alike: docs/benchmarks.md). */
+        /** The wait for answered producers' next batches, 1 ms (0.5 ms to 2 ms did alike: docs/benchmarks.md). */
         static final Duration REFILL_WAIT = Duration.ofMillis(1);
 
         /**

@@ -83,8 +83,7 @@ final class RaftSettings {
         RaftServerConfigKeys.Log.Appender.setInstallSnapshotEnabled(properties, false);
         // No commit-index entries in the log: Ratis's leader appends one after each advance of the commit index and
         // sends it to the followers like any entry, which with one data entry in flight per partition doubled the
-        // entries each node writes, forces and sends (docs/benchmarks.md: a quarter less broker CPU per record
-        // without). Raft does not need the commit index on disk; a restarted node learns it from its group's leader,
+        // entries each node writes, forces and sends (docs/benchmarks.md gives the CPU per record without them). Raft does not need the commit index on disk; a restarted node learns it from its group's leader,
         // and applies its log's entries once it has.
         RaftServerConfigKeys.Log.setLogMetadataEnabled(properties, false);
         if (!force) {

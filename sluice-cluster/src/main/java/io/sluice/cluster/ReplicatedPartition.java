@@ -76,7 +76,7 @@ public final class ReplicatedPartition implements HandOverWatch.Replica {
      * producers it answered had their requests in flight taken (a Kafka producer keeps up to five), and send their
      * next batches at once if they have more. Without the wait, the batches that waited during the round trip went
      * out alone, and a producer's batches alternated between two entries in flight and waiting; with it an entry
-     * carries about all of them (docs/benchmarks.md: 37 then 66 records per entry, a quarter less CPU per record).
+     * carries about all of them, and the CPU per record falls (the figures: docs/benchmarks.md).
      * A producer that has nothing more to send costs its partition no wait: a batch that comes when none are
      * expected goes out at once.
      */

@@ -20,8 +20,8 @@ import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
  *
  * <p>Ratis's snapshot storage lists its directory each time it is asked for the latest snapshot while it knows
  * none, and a follower asks at each append it takes: until a partition's first snapshot (its first
- * {@code snapshotEveryEntries} entries) every append opened and read that directory, 3.7% of the brokers' CPU
- * under a steady producer (docs/benchmarks.md). This one lists it when the group starts and when told to load
+ * {@code snapshotEveryEntries} entries) every append opened and read that directory, a share of the brokers' CPU
+ * under a steady producer that docs/benchmarks.md gives. This one lists it when the group starts and when told to load
  * again ({@link #loadLatestSnapshot}, after an install); every snapshot after that is one its machine wrote or
  * installed, which it is told of ({@link #updateLatestSnapshot}). Thread-safe.
  */

@@ -8,11 +8,10 @@ package io.sluice.store;
 public enum SegmentAllocation {
     /**
      * The default: {@link #ZERO_FILL} under {@link FlushMode#SYNC} except on {@link WritePath#MMAP}, else
-     * {@link #FALLOCATE}. Measured on ext4 (docs/benchmarks.md): an fdatasync that overwrites written
-     * blocks needs no extent conversion, which made SYNC group commit 6-45% faster on the paths that write
-     * with system calls, while under ASYNC the extra full write of each segment only competes with appends
-     * for the disk. On MMAP under SYNC, zero-filled segments measured slower instead: 2.6x fewer messages
-     * per second for one producer and 11% fewer for 64.
+     * {@link #FALLOCATE}. On ext4 an fdatasync that overwrites written blocks needs no extent conversion,
+     * which made SYNC group commit faster on the paths that write with system calls, while under ASYNC the
+     * extra full write of each segment only competes with appends for the disk. On MMAP under SYNC,
+     * zero-filled segments were slower instead. The figures: docs/benchmarks.md.
      */
     AUTO,
     /**

@@ -139,8 +139,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
 
     /**
      * @return the writeback distance in force: the configured one, or for {@link #WRITEBACK_AUTO} 8 MiB on
-     *     MMAP (sustained 60-s ASYNC appends: 1,121 MB/s with it against 350 without) and off elsewhere (no gain
-     *     measured on WRITE_BUFFER, 12% less on CHANNEL; docs/benchmarks.md)
+     *     MMAP (sustained ASYNC appends ran about three times faster with it) and off elsewhere (no gain on
+     *     WRITE_BUFFER, a loss on CHANNEL; the figures: docs/benchmarks.md, "Sustained appends")
      */
     public long resolvedWritebackDistanceBytes() {
         if (writebackDistanceBytes != WRITEBACK_AUTO) {

@@ -106,7 +106,7 @@ final class TopicApis {
                 }
             }
             // Every topic id is unknown here (topics are named), and every answer to one has no name: the collection
-            // puts them all in one chain, each costing a walk of the others (10,000 took 215 s). A client that asks
+            // puts them all in one chain, each costing a walk of the others (minutes for 10,000). A client that asks
             // by id finds a missing answer unknown too (Kafka's Admin does), so only the first few are answered.
             ids.stream().limit(MAX_UNKNOWN_TOPIC_IDS_ANSWERED).forEach(id -> topics.add(new MetadataResponseTopic()
                     .setTopicId(id).setErrorCode(Errors.UNKNOWN_TOPIC_ID.code())));
