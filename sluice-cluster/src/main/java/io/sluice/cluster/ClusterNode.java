@@ -34,7 +34,7 @@ import org.slf4j.LoggerFactory;
  * metadata client ({@link MetadataClient}), membership and join/rejoin ({@link Membership}), replica hosting
  * ({@link Replicas}, with {@link ReplicaRestarts} and {@link ShortReplicas} for replicas whose log failed or lost
  * batches), leadership and hand-overs ({@link Leadership}, {@link HandOverWatch}), and the partitions the broker sees
- * ({@link Partitions}). Here they are wired together, and the {@link Replication} methods delegate to them. Their
+ * ({@link ReplicaViews}). Here they are wired together, and the {@link Replication} methods delegate to them. Their
  * recurring duties are named tasks on the node's {@link Tasks}.
  *
  * <p>Group ids are derived from the cluster id (and the topic and partition), so every node names a group alike,
@@ -126,7 +126,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final Replicas replicas;
     private final ReplicaRestarts restarts;
     private final Membership membership;
-    private final Partitions partitions;
+    private final ReplicaViews partitions;
     private final Leadership leadership;
     /** Runs this node's asks of other nodes (who leads, a hand-over elsewhere), a virtual thread each. */
     private final ExecutorService askers = Executors.newThreadPerTaskExecutor(
@@ -189,8 +189,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.membership = new Membership(groups, metadataClient, metadata, replicas, tasks, () -> closed);
         LeadersElsewhere leadersElsewhere = new LeadersElsewhere((node, partition) -> metadataClient.asker()
                 .getGroupManagementApi(peerId(node)).info(groups.groupId(partition)).getRoleInfoProto(),
-                askers, System::nanoTime, Partitions.DOUBT_MILLIS);
-        this.partitions = new Partitions(nodeId, replicas, restarts, metadata.state(), leadersElsewhere,
+                askers, System::nanoTime, ReplicaViews.DOUBT_MILLIS);
+        this.partitions = new ReplicaViews(nodeId, replicas, restarts, metadata.state(), leadersElsewhere,
                 tasks::nanoTime);
         this.leadership = new Leadership(groups, replicas, metadata.state(), partitions, askers, tasks);
         int raftPort = listenPort >= 0 ? listenPort : self.raftPort();
@@ -350,7 +350,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         return partitions.producerHistory(topic, partition);
     }
 
-    /** See {@link Partitions#leaderInDoubt}. */
+    /** See {@link ReplicaViews#leaderInDoubt}. */
     @Override
     public boolean leaderInDoubt(String topic, int partition) {
         return partitions.leaderInDoubt(topic, partition);

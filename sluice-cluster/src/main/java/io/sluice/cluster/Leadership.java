@@ -52,7 +52,7 @@ final class Leadership {
     private final RaftGroups groups;
     private final Replicas replicas;
     private final MetadataState metadata;
-    private final Partitions partitions;
+    private final ReplicaViews partitions;
     private final Executor askers;
     private final Tasks tasks;
     /** The client id and call ids of the step-downs the hand-over watch asks for. */
@@ -67,7 +67,7 @@ final class Leadership {
      * @param askers where asks of other nodes run (a virtual thread each)
      * @param tasks where the checks run
      */
-    Leadership(RaftGroups groups, Replicas replicas, MetadataState metadata, Partitions partitions, Executor askers,
+    Leadership(RaftGroups groups, Replicas replicas, MetadataState metadata, ReplicaViews partitions, Executor askers,
                Tasks tasks) {
         this.groups = groups;
         this.replicas = replicas;

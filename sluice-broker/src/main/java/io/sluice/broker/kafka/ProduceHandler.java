@@ -219,7 +219,7 @@ final class ProduceHandler {
     private CompletableFuture<Long> appendIdempotent(Partition partition, KafkaBatch batch, short acks, int timeoutMs,
                                                      PartitionProduceResponse response) {
         int count = batch.offsetCount();
-        ProducerStates.Partition state = producers.of(partition);
+        ProducerStates.Producers state = producers.of(partition);
         synchronized (state.lock) {
             ProducerStates.Verdict verdict = state.check(batch.producerId(), batch.producerEpoch(),
                     batch.baseSequence(), batch.lastSequence());

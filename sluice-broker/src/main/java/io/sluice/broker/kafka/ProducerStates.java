@@ -24,7 +24,7 @@ import org.apache.kafka.common.protocol.Errors;
  * the producers its replica kept as it stored its batches ({@link io.sluice.broker.Partition#producerHistory}: a
  * cluster's replicas keep them, so a failover reads nothing back), or else rebuilt from its log: the batches of its
  * last {@link ProducerHistory#REBUILD_OFFSETS} offsets are read back, so a producer retrying across a broker restart
- * gets its original offsets. Each partition's state is used under its own lock ({@link Partition}), held across the
+ * gets its original offsets. Each partition's state is used under its own lock ({@link Producers}), held across the
  * check and the store append, so that the order of sequences is the order of offsets.
  */
 final class ProducerStates {
@@ -48,16 +48,16 @@ final class ProducerStates {
 
     private static final int RECENT_BATCHES = ProducerHistory.RECENT_BATCHES;
 
-    private final Map<String, Partition> partitions = new ConcurrentHashMap<>();
+    private final Map<String, Producers> partitions = new ConcurrentHashMap<>();
 
     /**
      * @return the state of one partition, rebuilt from its log on first use and whenever its leader epoch moved: a
      *     state kept from another epoch is rebuilt from the log, which now holds what the leaders in between appended
      */
-    Partition of(io.sluice.broker.Partition partition) {
+    Producers of(io.sluice.broker.Partition partition) {
         int epoch = partition.leaderEpoch();
         return partitions.compute(partition.topic() + "\u0000" + partition.index(), (key, existing) ->
-                existing != null && existing.leaderEpoch == epoch ? existing : new Partition(partition, epoch));
+                existing != null && existing.leaderEpoch == epoch ? existing : new Producers(partition, epoch));
     }
 
     /** Drops the state of every partition of a deleted topic: a topic created again starts with none. */
@@ -94,14 +94,14 @@ final class ProducerStates {
     }
 
     /** The producers of one partition. Use {@link #lock} around {@link #check}, the append and {@link #record}. */
-    static final class Partition {
+    static final class Producers {
 
         final Object lock = new Object();
         private final io.sluice.broker.Partition log;
         private final int leaderEpoch;
         private Map<Long, Producer> producers;
 
-        Partition(io.sluice.broker.Partition log, int leaderEpoch) {
+        Producers(io.sluice.broker.Partition log, int leaderEpoch) {
             this.log = log;
             this.leaderEpoch = leaderEpoch;
         }

@@ -59,7 +59,7 @@ class BoundedStateTest {
     void producersPerPartitionAreCappedLeastRecentlySeenFirst() {
         try (Store store = Store.open(dir, StoreConfig.builder().build())) {
             store.createTopic("t", TopicLayout.QUEUE, 1);
-            ProducerStates.Partition partition = new ProducerStates()
+            ProducerStates.Producers partition = new ProducerStates()
                     .of(new io.sluice.broker.local.LocalPartitions(store, 0).partition("t", 0));
             synchronized (partition.lock) {
                 for (long id = 0; id <= ProducerStates.MAX_PRODUCERS; id++) {

@@ -26,7 +26,7 @@ class ProducerStatesTest {
     void aProducerNotKnownHereStartsAtSequenceZero() {
         try (Store store = Store.open(dir, StoreConfig.builder().build())) {
             store.createTopic("t", TopicLayout.QUEUE, 1);
-            ProducerStates.Partition partition = new ProducerStates()
+            ProducerStates.Producers partition = new ProducerStates()
                     .of(new io.sluice.broker.local.LocalPartitions(store, 0).partition("t", 0));
             synchronized (partition.lock) {
                 ProducerStates.Verdict second = partition.check(7, (short) 0, 83, 165);

@@ -26,9 +26,9 @@ import org.slf4j.LoggerFactory;
  *
  * <p>Thread-safe: the broker's request threads call it.
  */
-final class Partitions {
+final class ReplicaViews {
 
-    private static final Logger LOG = LoggerFactory.getLogger(Partitions.class);
+    private static final Logger LOG = LoggerFactory.getLogger(ReplicaViews.class);
 
     /**
      * How long a follower may go without a word from its leader before the leader is in doubt: the leader's next
@@ -61,7 +61,7 @@ final class Partitions {
      * @param leadersElsewhere who leads the partitions it holds no replica of
      * @param nanoClock the clock doubts are timed by
      */
-    Partitions(int self, Replicas replicas, ReplicaRestarts restarts, MetadataState metadata,
+    ReplicaViews(int self, Replicas replicas, ReplicaRestarts restarts, MetadataState metadata,
                LeadersElsewhere leadersElsewhere, LongSupplier nanoClock) {
         this.self = self;
         this.replicas = replicas;
