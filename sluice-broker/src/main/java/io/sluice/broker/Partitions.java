@@ -22,4 +22,11 @@ public interface Partitions {
      *     its leader changes, so that fetches waiting for data look again; (topic, -1) when a topic went
      */
     void onChange(BiConsumer<String, Integer> listener);
+
+    /**
+     * The broker stopped serving (no request is served any more; the store is still open): what the partitions keep
+     * across a clean restart is written now.
+     */
+    default void close() {
+    }
 }

@@ -3,14 +3,19 @@ package io.sluice.broker;
 import io.sluice.store.KafkaBatch;
 import io.sluice.store.ReadResult;
 import io.sluice.store.StoredMessage;
+import io.sluice.store.io.FileIO;
+import java.io.IOException;
 import java.lang.foreign.MemorySegment;
 import java.lang.foreign.ValueLayout;
 import java.nio.ByteOrder;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
 import java.util.ArrayDeque;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.zip.CRC32C;
 
 /**
  * The idempotent producers of one partition's log as a replica stored its batches, in log order: for each producer id,
@@ -83,12 +88,22 @@ public final class ProducerHistory {
             return;
         }
         long producerId = batch.get(LONG, KafkaBatch.PRODUCER_ID);
-        if (producerId < 0) {
-            return;
-        }
         short epoch = batch.get(SHORT, KafkaBatch.PRODUCER_EPOCH);
         int first = batch.get(INT, KafkaBatch.BASE_SEQUENCE);
         int last = first == -1 ? -1 : KafkaBatch.lastSequence(first, batch.get(INT, KafkaBatch.LAST_OFFSET_DELTA));
+        stored(producerId, epoch, first, last, baseOffset);
+    }
+
+    /**
+     * Notes a batch the log stored, in log order, by its producer's fields ({@link #stored(MemorySegment, long)}).
+     *
+     * @param producerId its producer id, -1 for none (the batch is passed over)
+     */
+    public synchronized void stored(long producerId, short epoch, int firstSequence, int lastSequence,
+                                    long baseOffset) {
+        if (producerId < 0) {
+            return;
+        }
         Kept entry = producers.get(producerId);
         if (entry == null || epoch > entry.epoch) {
             entry = new Kept(epoch);
@@ -99,7 +114,7 @@ public final class ProducerHistory {
         if (entry.recent.size() == RECENT_BATCHES) {
             entry.recent.removeFirst();
         }
-        entry.recent.addLast(new Batch(first, last, baseOffset));
+        entry.recent.addLast(new Batch(firstSequence, lastSequence, baseOffset));
     }
 
     /** @return the producers as now, least recently seen first: a copy, which the log's later batches leave alone */
@@ -130,7 +145,16 @@ public final class ProducerHistory {
      */
     public static ProducerHistory readBack(LogReader log, long start, long end) {
         ProducerHistory history = new ProducerHistory();
-        long offset = Math.max(start, end - REBUILD_OFFSETS);
+        history.readOn(log, Math.max(start, end - REBUILD_OFFSETS), end);
+        return history;
+    }
+
+    /**
+     * Notes the log's batches from {@code from} on, below {@code end}, after those noted already: the tail of a log
+     * whose producers were kept up to {@code from}.
+     */
+    public void readOn(LogReader log, long from, long end) {
+        long offset = from;
         while (offset < end) {
             try (ReadResult read = log.read(offset, 1_000, 16L << 20)) {
                 if (read.status() != ReadResult.Status.FOUND) {
@@ -138,16 +162,100 @@ public final class ProducerHistory {
                 }
                 for (StoredMessage message : read.messages()) {
                     if (message.queueOffset() >= end) {
-                        return history;
+                        return;
                     }
-                    if (message.opaque()) {
-                        history.stored(message.body(), message.queueOffset());
+                    if (message.opaque() && message.queueOffset() >= from) {
+                        stored(message.body(), message.queueOffset());
                     }
                 }
                 offset = read.nextOffset();
             }
         }
-        return history;
+    }
+
+    /**
+     * The producers a log showed below an offset, as kept across a clean restart.
+     *
+     * @param end the offset after the last batch they cover
+     * @param history the producers
+     */
+    public record Saved(long end, ProducerHistory history) {
+    }
+
+    /**
+     * Writes the producers, as the log shows them below {@code end}, to {@code file}, whole ({@link DurableFile}):
+     * <pre>
+     *   end=&lt;offset&gt;\n
+     *   producer=&lt;id&gt; &lt;epoch&gt; &lt;first&gt;:&lt;last&gt;@&lt;base offset&gt; ...\n   (one line each, its batches oldest first)
+     *   crc32c=&lt;hex of the CRC32C of everything before&gt;\n
+     * </pre>
+     * The caller forced the log's batches below {@code end} first: the file claims nothing the log may lose.
+     */
+    public synchronized void save(FileIO io, Path file, long end) throws IOException {
+        StringBuilder body = new StringBuilder("end=").append(end).append('\n');
+        for (Map.Entry<Long, Kept> entry : producers.entrySet()) {
+            body.append("producer=").append(entry.getKey()).append(' ').append(entry.getValue().epoch);
+            for (Batch batch : entry.getValue().recent) {
+                body.append(' ').append(batch.firstSequence()).append(':').append(batch.lastSequence()).append('@')
+                        .append(batch.baseOffset());
+            }
+            body.append('\n');
+        }
+        DurableFile.write(io, file, file.resolveSibling(file.getFileName() + ".tmp"), body + "crc32c="
+                + crc(body.toString()) + "\n");
+    }
+
+    /**
+     * Takes the producers {@link #save} kept in {@code file}: reads it, then deletes it, durably, so that it is used
+     * by one start only (what the log holds changes from then on).
+     *
+     * @return what the file kept, or null if there is none or it is not whole
+     */
+    public static Saved take(FileIO io, Path file) throws IOException {
+        if (!io.exists(file)) {
+            return null;
+        }
+        Saved saved = parse(DurableFile.read(io, file));
+        io.delete(file);
+        io.syncDirectory(file.getParent());
+        return saved;
+    }
+
+    /** @return what a file {@link #save} wrote holds, or null if it is not such a file, whole */
+    static Saved parse(String text) {
+        int crcAt = text.lastIndexOf("crc32c=");
+        if (crcAt < 0 || !text.substring(crcAt).equals("crc32c=" + crc(text.substring(0, crcAt)) + "\n")) {
+            return null;
+        }
+        String[] lines = text.substring(0, crcAt).split("\n");
+        try {
+            if (!lines[0].startsWith("end=")) {
+                return null;
+            }
+            long end = Long.parseLong(lines[0].substring("end=".length()));
+            ProducerHistory history = new ProducerHistory();
+            for (int i = 1; i < lines.length; i++) {
+                String[] words = lines[i].substring("producer=".length()).split(" ");
+                Kept kept = new Kept(Short.parseShort(words[1]));
+                for (int w = 2; w < words.length; w++) {
+                    int colon = words[w].indexOf(':');
+                    int at = words[w].indexOf('@');
+                    kept.recent.addLast(new Batch(Integer.parseInt(words[w].substring(0, colon)),
+                            Integer.parseInt(words[w].substring(colon + 1, at)),
+                            Long.parseLong(words[w].substring(at + 1))));
+                }
+                history.producers.put(Long.parseLong(words[0]), kept);
+            }
+            return new Saved(end, history);
+        } catch (RuntimeException e) {
+            return null;
+        }
+    }
+
+    private static String crc(String body) {
+        CRC32C crc = new CRC32C();
+        crc.update(body.getBytes(StandardCharsets.US_ASCII));
+        return Long.toHexString(crc.getValue());
     }
 
     /** @return how many producers are remembered */

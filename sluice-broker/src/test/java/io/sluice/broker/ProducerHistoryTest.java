@@ -7,6 +7,7 @@ import io.sluice.store.KafkaBatch;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicLayout;
+import io.sluice.store.io.FileIO;
 import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.nio.file.Path;
@@ -67,6 +68,32 @@ class ProducerHistoryTest {
         history.stored(MemorySegment.ofArray(batch(5, (short) 0, 1, 1)), 1);
         assertThat(before.get(5L).recent()).hasSize(1);
         assertThat(history.producers().get(5L).recent()).hasSize(2);
+    }
+
+    @Test
+    void aSavedHistoryIsTakenBackWholeOnceAndADamagedOneNotAtAll() throws Exception {
+        ProducerHistory history = new ProducerHistory();
+        long offset = 0;
+        for (int i = 0; i < 20; i++) {
+            history.stored(MemorySegment.ofArray(batch(10 + i % 4, (short) (i % 4), i, 2)), offset);
+            offset += 2;
+        }
+        Path file = dir.resolve("producers");
+        history.save(FileIO.DEFAULT, file, offset);
+        ProducerHistory.Saved taken = ProducerHistory.take(FileIO.DEFAULT, file);
+        assertThat(taken.end()).isEqualTo(offset);
+        assertThat(taken.history().producers()).isEqualTo(history.producers());
+        assertThat(List.copyOf(taken.history().producers().keySet())).as("least recently seen first, as saved")
+                .isEqualTo(List.copyOf(history.producers().keySet()));
+        assertThat(java.nio.file.Files.exists(file)).as("taken once: the file goes").isFalse();
+        assertThat(ProducerHistory.take(FileIO.DEFAULT, file)).isNull();
+
+        history.save(FileIO.DEFAULT, file, offset);
+        byte[] bytes = java.nio.file.Files.readAllBytes(file);
+        bytes[bytes.length / 2] ^= 1;
+        java.nio.file.Files.write(file, bytes);
+        assertThat(ProducerHistory.take(FileIO.DEFAULT, file)).as("a damaged file is not taken").isNull();
+        assertThat(java.nio.file.Files.exists(file)).isFalse();
     }
 
     @Test

@@ -1,5 +1,6 @@
 package io.sluice.cluster;
 
+import io.sluice.broker.DurableFile;
 import io.sluice.cluster.ClusterNode.PartitionId;
 import io.sluice.cluster.Tasks.Next;
 import java.io.IOException;

@@ -1,5 +1,6 @@
 package io.sluice.cluster;
 
+import io.sluice.broker.DurableFile;
 import io.sluice.cluster.MetadataCommands.Offsets;
 import io.sluice.cluster.MetadataCommands.Topic;
 import io.sluice.cluster.ratis.OpenSegmentBelowSnapshot;

@@ -1,5 +1,6 @@
 package io.sluice.cluster;
 
+import io.sluice.broker.DurableFile;
 import io.sluice.store.io.FileIO;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;

@@ -121,12 +121,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     private final Map<Long, ByteString> sending = new ConcurrentHashMap<>();
     /** Leader: the batches submitted through this node, until stored or refused. */
     private final Submissions submitted = new Submissions();
-    /**
-     * The producers of this replica's log as it wrote the entries' batches, or null until rebuilt from the store (after
-     * a start, a cut of the log's tail or an install). Guarded by {@link #lock}.
-     */
-    private ProducerHistory producers;
-    private final AtomicInteger producerRebuilds = new AtomicInteger();
+    /** The producers of this replica's log as it wrote the entries' batches. */
+    private final ReplicaProducers producers;
 
     /**
      * @param store the node's store; the topic must exist in it with layout BATCHES and the partition as a queue
@@ -152,6 +148,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         this.batches = new PartitionStore(store, id);
         this.retention = new RetentionHold(store, id);
         this.install = new PartitionInstall(store, batches, id, peers, new Installing());
+        this.producers = new ReplicaProducers(store, batches, id);
     }
 
     @Override
@@ -163,6 +160,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             snapshots.init(storage);
             SingleFileSnapshotInfo snapshot = snapshots.getLatestSnapshot();
             load(snapshot);
+            producers.open(storage.getStorageDir().getStateMachineDir().toPath());
             // Ratis loads the log once this returns; a segment the snapshot covers must be closed by then.
             Path current = storage.getStorageDir().getCurrentDir().toPath();
             int maxEntryBytes = OpenSegmentBelowSnapshot.maxEntryBytes(raftServer);
@@ -230,7 +228,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             // The store is made to agree with the log (which now starts after the snapshot) at the next write, and the
             // producers are rebuilt from it then.
             logEnd = -1;
-            producers = null;
+            producers.drop();
         }
         setLastAppliedTermIndex(snapshot.getTermIndex());
         onCommit.accept(read.end());
@@ -275,24 +273,25 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      */
     ProducerHistory producerHistory() {
         synchronized (lock) {
-            if (producers == null) {
-                rebuildProducers();
-            }
-            return producers;
+            return producers.history(logEnd);
         }
     }
 
-    /** Under the lock: the producers read back from the store's batches below the log's end, if it shows them all. */
-    private void rebuildProducers() {
-        producers = logEnd < 0 ? null : batches.readProducers(logEnd);
-        if (producers != null) {
-            producerRebuilds.incrementAndGet();
+    /** A clean close keeps the producers of this replica's log ({@link ReplicaProducers#keep}). */
+    @Override
+    public void close() throws IOException {
+        try {
+            synchronized (lock) {
+                producers.keep(logEnd);
+            }
+        } finally {
+            super.close();
         }
     }
 
     /** @return how many times this replica rebuilt its producers from its store since it started (an empty one too) */
     int producerRebuilds() {
-        return producerRebuilds.get();
+        return producers.rebuilds();
     }
 
     /** @return how many snapshots this replica installed from a leader since it started */
@@ -421,7 +420,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                         + data.size() + " bytes for offset " + header.baseOffset() + " but this replica's batches end"
                         + " at " + logEnd + " (header: " + header + ")");
             }
-            CompletableFuture<?>[] appends = batches.appendEntry(entry.getIndex(), header, data, checked, producers);
+            CompletableFuture<?>[] appends = batches.appendEntry(entry.getIndex(), header, data, checked,
+                    producers.current());
             logEnd = header.end();
             return appends;
         }
@@ -461,7 +461,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             synchronized (lock) {
                 batches.cutTo(cut, "Raft truncated its log at index " + index);
                 logEnd = cut;
-                producers = null;
+                producers.drop();
             }
             return CompletableFuture.completedFuture(null);
         } catch (RuntimeException | IOException e) {
@@ -578,7 +578,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                         + " reached the log");
                 logEnd = end;
                 // Kept from here on as entries are written, so that this replica, elected, reads nothing back.
-                rebuildProducers();
+                producers.agreed(end);
             }
         }
         holdRetentionAtLog();

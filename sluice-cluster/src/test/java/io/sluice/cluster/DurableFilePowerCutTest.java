@@ -1,5 +1,6 @@
 package io.sluice.cluster;
 
+import io.sluice.broker.DurableFile;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.sim.CrashModel;

@@ -97,6 +97,7 @@ public final class KafkaApis implements AutoCloseable {
     static final long OFFSETS_RETENTION_CHECK_MILLIS = 600_000;
 
     private final Settings settings;
+    private final Partitions partitions;
     private final ProduceHandler produce;
     private final FetchHandler fetch;
     private final ListOffsetsHandler offsets;
@@ -123,7 +124,7 @@ public final class KafkaApis implements AutoCloseable {
      */
     public KafkaApis(Partitions partitions, ClusterView cluster, StoreConfig storeConfig, Settings settings,
                      Executor executor, BrokerMetrics metrics) {
-        Objects.requireNonNull(partitions, "partitions");
+        this.partitions = Objects.requireNonNull(partitions, "partitions");
         Objects.requireNonNull(cluster, "cluster");
         this.settings = Objects.requireNonNull(settings, "settings");
         this.metrics = metrics;
@@ -176,6 +177,7 @@ public final class KafkaApis implements AutoCloseable {
     public void close() {
         timer.shutdownNow();
         expiry.shutdownNow();
+        partitions.close();
     }
 
     /**

@@ -1,27 +1,57 @@
 package io.sluice.broker.local;
 
+import io.sluice.broker.DurableFile;
 import io.sluice.broker.Partition;
 import io.sluice.broker.Partitions;
+import io.sluice.broker.ProducerHistory;
 import io.sluice.store.Durability;
 import io.sluice.store.KafkaBatch;
 import io.sluice.store.OpaqueSlice;
 import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
+import io.sluice.store.io.FileIO;
+import java.io.IOException;
+import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * The partitions of a broker alone: its store's topics, each partition led by this broker in epoch 0, every append
  * committed once stored (a cluster of one with replication factor 1). Thread-safe.
+ *
+ * <p>Each partition's idempotent producers ({@link ProducerHistory}) are read back from its log the first time the
+ * Kafka layer asks for them, and kept from then on as its batches are stored. A clean close keeps them in the store's
+ * directory ({@link #PRODUCERS_DIRECTORY}, a file per partition, written once the store is forced), and the next start
+ * takes them (the files go, whatever they held) and adds what the log holds past them: a restart reads nothing back.
  */
 public final class LocalPartitions implements Partitions {
+
+    private static final Logger LOG = LoggerFactory.getLogger(LocalPartitions.class);
+
+    /** The directory, in the store's, where a clean close keeps each partition's producers. */
+    public static final String PRODUCERS_DIRECTORY = "producers";
 
     private final Store store;
     private final int self;
     private final List<BiConsumer<String, Integer>> listeners = new CopyOnWriteArrayList<>();
+    /** Each partition's producers once asked for, by topic and partition. */
+    private final Map<String, Producers> producers = new ConcurrentHashMap<>();
+    /** What the last clean close kept, by topic and partition, until asked for. */
+    private final Map<String, ProducerHistory.Saved> kept = new ConcurrentHashMap<>();
+    private final AtomicInteger producerRebuilds = new AtomicInteger();
+
+    /** A partition's producers, and the appends of idempotent batches not stored yet. */
+    private static final class Producers {
+        ProducerHistory history;
+        int inFlight;
+    }
 
     /**
      * @param store where the topics live; the caller's to close
@@ -30,6 +60,68 @@ public final class LocalPartitions implements Partitions {
     public LocalPartitions(Store store, int self) {
         this.store = store;
         this.self = self;
+        takeKept();
+    }
+
+    private static String key(String topic, int index) {
+        return topic + "-" + index;
+    }
+
+    /** Takes the producers the last clean close kept: each file goes once read, whatever it held. */
+    private void takeKept() {
+        FileIO io = store.config().fileIO();
+        Path directory = store.directory().resolve(PRODUCERS_DIRECTORY);
+        try {
+            if (!io.isDirectory(directory)) {
+                return;
+            }
+            for (Path file : io.list(directory)) {
+                String name = file.getFileName().toString();
+                ProducerHistory.Saved saved = ProducerHistory.take(io, file);
+                if (saved != null) {
+                    kept.put(name, saved);
+                }
+            }
+        } catch (IOException e) {
+            LOG.warn("the producers kept at the last close cannot be read ({}): they are read back from the log",
+                    e.toString());
+        }
+    }
+
+    /**
+     * Keeps each partition's producers for the next start: the store is forced, then a file per partition names the
+     * offset its log ends at. A partition with an idempotent batch not stored yet keeps none (its next start reads its
+     * producers back). Call once no request is served any more, before the store closes.
+     */
+    @Override
+    public void close() {
+        if (producers.isEmpty()) {
+            return;
+        }
+        FileIO io = store.config().fileIO();
+        Path directory = store.directory().resolve(PRODUCERS_DIRECTORY);
+        try {
+            store.sync();
+            DurableFile.createDirectories(io, directory);
+            for (Map.Entry<String, Producers> entry : producers.entrySet()) {
+                Producers state = entry.getValue();
+                synchronized (state) {
+                    String name = entry.getKey();
+                    int dash = name.lastIndexOf('-');
+                    if (state.history != null && state.inFlight == 0) {
+                        state.history.save(io, directory.resolve(name), store.maxOffset(name.substring(0, dash),
+                                Integer.parseInt(name.substring(dash + 1))));
+                    }
+                }
+            }
+        } catch (IOException | RuntimeException e) {
+            LOG.warn("the producers were not kept at close ({}): the next start reads them back", e.toString());
+        }
+    }
+
+    /** @return how many partitions' producers were read back from their logs since the start (tests) */
+    public int producerRebuilds() {
+        return producerRebuilds.get();
     }
 
     @Override
@@ -59,11 +151,20 @@ public final class LocalPartitions implements Partitions {
         listeners.add(listener);
     }
 
-    /** Tells the listeners that a partition changed ({@code partition} -1: the topic went). */
+    /** Tells the listeners that a partition changed ({@code partition} -1: the topic went, and its producers). */
     void changed(String topic, int partition) {
+        if (partition < 0) {
+            String prefix = topic + "-";
+            producers.keySet().removeIf(key -> key.startsWith(prefix) && isPartition(key.substring(prefix.length())));
+            kept.keySet().removeIf(key -> key.startsWith(prefix) && isPartition(key.substring(prefix.length())));
+        }
         for (BiConsumer<String, Integer> listener : listeners) {
             listener.accept(topic, partition);
         }
+    }
+
+    private static boolean isPartition(String digits) {
+        return !digits.isEmpty() && digits.chars().allMatch(Character::isDigit);
     }
 
     /** One partition of the store, led here. */
@@ -127,14 +228,59 @@ public final class LocalPartitions implements Partitions {
         }
 
         /**
+         * @return the producers of this partition's log: kept since first asked for; the first time, those the last
+         *     clean close kept with the batches stored since, or else read back from the log
+         */
+        @Override
+        public ProducerHistory producerHistory() {
+            Producers state = producers.computeIfAbsent(key(topic, index), key -> new Producers());
+            synchronized (state) {
+                if (state.history == null) {
+                    ProducerHistory.Saved saved = kept.remove(key(topic, index));
+                    long end = logEndOffset();
+                    if (saved != null && saved.end() <= end) {
+                        state.history = saved.history();
+                        state.history.readOn(this::read, Math.max(saved.end(), logStartOffset()), end);
+                    } else {
+                        state.history = ProducerHistory.readBack(this::read, logStartOffset(), end);
+                        producerRebuilds.incrementAndGet();
+                    }
+                }
+                return state.history;
+            }
+        }
+
+        /**
          * The store decides what is forced before the append completes ({@link Durability#ACKNOWLEDGED}: under ASYNC
          * an acknowledgement means the batch is in the page cache, as with a single Kafka broker, where a crash of the
          * process loses nothing acknowledged, and a write path that buffers appends in the process forces it first).
          */
         @Override
         public Appended append(KafkaBatch batch, Durability durability) {
+            // The Kafka layer asks for a partition's producers before its first idempotent batch: such a batch is
+            // noted once stored, in log order (appends of a partition complete in the order they were made).
+            Producers state = batch.producerId() >= 0 ? producers.get(key(topic, index)) : null;
+            long producerId = batch.producerId();
+            short epoch = batch.producerEpoch();
+            int first = batch.baseSequence();
+            int last = batch.lastSequence();
+            if (state != null) {
+                synchronized (state) {
+                    state.inFlight++;
+                }
+            }
             CompletableFuture<Long> stored = store.appendKafkaBatch(topic, index, batch, durability)
                     .thenApply(result -> result.firstQueueOffset());
+            if (state != null) {
+                stored.whenComplete((offset, error) -> {
+                    synchronized (state) {
+                        state.inFlight--;
+                        if (error == null && state.history != null) {
+                            state.history.stored(producerId, epoch, first, last, offset);
+                        }
+                    }
+                });
+            }
             // Readable now under ASYNC, once forced under SYNC: waiting fetches are told both times.
             changed(topic, index);
             stored.whenComplete((offset, error) -> {

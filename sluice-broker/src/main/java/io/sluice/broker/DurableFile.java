@@ -1,4 +1,4 @@
-package io.sluice.cluster;
+package io.sluice.broker;
 
 import io.sluice.store.io.FileIO;
 import io.sluice.store.io.StoreFile;
@@ -8,17 +8,17 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 
 /**
- * The small files a node writes whole and must find whole after a crash or a power cut: its identity, its markers,
- * its snapshots. Each is written aside, forced, renamed over the old one, and its directory forced, so a cut at any
+ * The small files a broker writes whole and must find whole after a crash or a power cut: a cluster node's identity,
+ * markers and snapshots, a partition's producers kept across a clean restart. Each is written aside, forced, renamed over the old one, and its directory forced, so a cut at any
  * point leaves the old file (or none) or the new one, never a torn one.
  */
-final class DurableFile {
+public final class DurableFile {
 
     private DurableFile() {
     }
 
     /** Replaces {@code file} with {@code content}, written aside in {@code <file>.tmp}; durable once it returns. */
-    static void write(Path file, String content) throws IOException {
+    public static void write(Path file, String content) throws IOException {
         write(FileIO.DEFAULT, file, file.resolveSibling(file.getFileName() + ".tmp"), content);
     }
 
@@ -32,7 +32,7 @@ final class DurableFile {
      * @param content the whole file
      * @throws IOException if a step fails: the file then holds its old content, or the new one
      */
-    static void write(FileIO io, Path file, Path temp, String content) throws IOException {
+    public static void write(FileIO io, Path file, Path temp, String content) throws IOException {
         try (StoreFile out = io.open(temp, FileIO.OpenMode.CREATE)) {
             out.truncate(0);
             out.writeFully(ByteBuffer.wrap(content.getBytes(StandardCharsets.UTF_8)), 0);
@@ -43,7 +43,7 @@ final class DurableFile {
     }
 
     /** The whole of a file written by {@link #write}, as UTF-8. */
-    static String read(FileIO io, Path file) throws IOException {
+    public static String read(FileIO io, Path file) throws IOException {
         try (StoreFile in = io.open(file, FileIO.OpenMode.READ_ONLY)) {
             ByteBuffer buffer = ByteBuffer.allocate(Math.toIntExact(in.size()));
             while (buffer.hasRemaining()) {
@@ -58,7 +58,7 @@ final class DurableFile {
     /**
      * Creates a directory and the parents it lacks, each one's name forced into its parent; durable once it returns.
      */
-    static void createDirectories(FileIO io, Path directory) throws IOException {
+    public static void createDirectories(FileIO io, Path directory) throws IOException {
         Path parent = directory.toAbsolutePath().getParent();
         if (parent == null) {
             return;
