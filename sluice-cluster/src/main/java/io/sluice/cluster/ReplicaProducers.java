@@ -62,7 +62,13 @@ final class ReplicaProducers {
         kept = null;
         if (saved != null && saved.end() == end) {
             history = saved.history();
+            LOG.info("{}: took the producers its last clean close kept ({} producers, up to offset {})", id,
+                    history.size(), end);
         } else {
+            if (saved != null) {
+                LOG.info("{}: the producers its last close kept end at offset {}, its log at {}: read back instead",
+                        id, saved.end(), end);
+            }
             rebuild(end);
         }
     }

@@ -54,7 +54,8 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Three brokers in three processes on 127.0.0.1, an idempotent acks=all kafka-clients producer under load, and
  * rounds of SIGKILL of one broker (the leader of partition 0 in every other round, a random one otherwise) and its
- * restart. Afterwards every acknowledged record is present exactly once, at the offset it was acknowledged with, no
+ * restart; every fourth round stops the broker cleanly instead (SIGTERM), so that its restart takes the producers its
+ * close kept rather than reading them back. Afterwards every acknowledged record is present exactly once, at the offset it was acknowledged with, no
  * record is stored twice, and the three replicas hold the same batches, byte for byte. Meanwhile a consumer group
  * commits offsets over and over through the coordinator (which the kills move): the group's last acknowledged commit
  * is what the coordinator answers at the end, and what every node's store holds.
@@ -203,7 +204,13 @@ class ClusterKillRoundsTest {
                 Thread.sleep(500);
                 int victim = round % 2 == 0 ? leaderOfPartition0(admin) : 1 + random.nextInt(3);
                 leaderKills += round % 2 == 0 ? 1 : 0;
-                kill(victim);
+                if (round % 4 == 3) {
+                    processes[victim].destroy(); // SIGTERM: a clean close, which keeps the producers
+                    assertThat(processes[victim].waitFor(60, TimeUnit.SECONDS)).as("broker %d stopped", victim)
+                            .isTrue();
+                } else {
+                    kill(victim);
+                }
                 Thread.sleep(100 + random.nextInt(400));
                 start(victim);
                 roundSeconds.add(String.format("%.1f", (System.nanoTime() - roundBegan) / 1e9));
@@ -219,6 +226,10 @@ class ClusterKillRoundsTest {
         assertThat(leaderKills).as("rounds that killed partition 0's leader").isGreaterThanOrEqualTo(rounds / 2);
         assertThat(acked).as("acknowledged records").hasSizeGreaterThan(1_000);
         assertThat(commitsAcknowledged.get()).as("offset commits acknowledged").isGreaterThan(300);
+        if (rounds >= 4) {
+            assertThat(restartLogsContaining("took the producers its last clean close kept"))
+                    .as("restarts after a clean stop that took the producers kept").isPositive();
+        }
         if (SNAPSHOT_EVERY != null) {
             assertThat(restartLogsContaining("metadata: starting from the snapshot"))
                     .as("restarts that began from a metadata snapshot").isPositive();
