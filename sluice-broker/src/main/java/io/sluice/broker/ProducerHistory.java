@@ -76,7 +76,8 @@ public final class ProducerHistory {
     };
 
     /**
-     * Notes a batch the log stored, in log order: its producer's fields are read from its header. A batch with no
+     * Notes a batch the log stored (or is storing: the caller drops the history if the store then fails it), in log
+     * order: its producer's fields are read from its header. A batch with no
      * producer id, or shorter than a header, is passed over; one of an older epoch than its producer's is too (the
      * log holds it, but the producer has moved on).
      *

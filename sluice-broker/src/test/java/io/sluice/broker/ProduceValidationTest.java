@@ -97,6 +97,13 @@ class ProduceValidationTest {
             assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(badDelta))).errorCode())
                     .isEqualTo(Errors.INVALID_RECORD.code());
 
+            // An unknown codec and a negative offset span, the CRC matching: the codec is read first, as Kafka does.
+            ByteBuffer codecAndDelta = ByteBuffer.allocate(good.sizeInBytes()).put(good.buffer().duplicate()).flip();
+            codecAndDelta.putShort(21, (short) 5).putInt(23, -1);
+            fixCrc(codecAndDelta);
+            assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(codecAndDelta)))
+                    .errorCode()).isEqualTo(Errors.UNKNOWN_SERVER_ERROR.code());
+
             // Truncated: a batch cut short.
             ByteBuffer cut = good.buffer().duplicate().limit(good.sizeInBytes() - 5).slice();
             assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(cut))).errorCode())

@@ -310,9 +310,10 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     }
 
     /**
-     * Leader: checks the batches and gives them the next offsets. The request's message is one batch or several, one
-     * after the other; the transaction's context completes with the first one's base offset once this replica stored
-     * them all (acks=1).
+     * Leader: gives the batches the next offsets. The request's message is one batch or several, one after the other:
+     * those this node submitted were checked as the broker took them and are not parsed again; a request from another
+     * client's batches are checked here ({@link PartitionStore#split}). The transaction's context completes with the
+     * first one's base offset once this replica stored them all (acks=1).
      */
     @Override
     public TransactionContext startTransaction(RaftClientRequest request) throws IOException {
@@ -399,6 +400,10 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                 }
             }
             if (failure != null) {
+                // The producers noted a batch the store may not hold: they are rebuilt from it where next asked for.
+                synchronized (lock) {
+                    producers.drop();
+                }
                 throw new IllegalStateException(failure);
             }
             return result;

@@ -113,7 +113,7 @@ final class PartitionStore {
             CompletableFuture<AppendResult> append = bytes == null
                     ? store.appendKafkaBatch(topic, partition, checked.get(i), Durability.FLUSH_MODE)
                     : store.appendOpaqueToDeclared(topic, partition, bytes, header.count(i), Durability.FLUSH_MODE);
-            if (producers != null) {
+            if (producers != null && !append.isCompletedExceptionally()) {
                 producers.stored(bytes == null ? checked.get(i).bytes() : bytes, expected);
             }
             appends[i] = append.thenAccept(result -> {

@@ -160,9 +160,12 @@ public final class KafkaBatch {
         return batch.get(INT, LAST_OFFSET_DELTA) + 1;
     }
 
-    /** @return the batch's bytes, a view (their first 8 bytes are set by the store to the offset it gets) */
+    /**
+     * @return the batch's bytes, a read-only view: a checked batch is trusted as it is, so nothing but
+     *     {@link #setPartitionLeaderEpoch} changes it (the store sets the baseOffset in its own copy)
+     */
     public MemorySegment bytes() {
-        return bytes;
+        return bytes.asReadOnly();
     }
 
     /** @return the batch's size in bytes */
@@ -222,9 +225,9 @@ public final class KafkaBatch {
         return new KafkaBatch(MemorySegment.ofArray(copy), offsetCount);
     }
 
-    /** @return the batch's bytes as a buffer (big-endian, position 0, limit its size), a view */
+    /** @return the batch's bytes as a read-only buffer (big-endian, position 0, limit its size), a view */
     public ByteBuffer buffer() {
-        return bytes.asByteBuffer().order(ByteOrder.BIG_ENDIAN);
+        return bytes.asReadOnly().asByteBuffer().order(ByteOrder.BIG_ENDIAN);
     }
 
     /**

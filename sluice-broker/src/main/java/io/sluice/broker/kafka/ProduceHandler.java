@@ -211,8 +211,8 @@ final class ProduceHandler {
     /**
      * An idempotent producer's batch: checked against the producer's state under the partition's lock, held across the
      * append so that the order of sequences is the order of offsets. A duplicate of a batch already stored is answered
-     * with the original's offset, and, under acks=all, only once the original is committed (the state, rebuilt from
-     * the log at a change of leader, holds what the log holds, committed or about to be).
+     * with the original's offset, and, under acks=all, only once the original is committed (the state, taken anew from
+     * the producers the log shows at a change of leader, holds what the log holds, committed or about to be).
      *
      * @return the offset to answer with once it may be, or null if answered already (refused)
      */

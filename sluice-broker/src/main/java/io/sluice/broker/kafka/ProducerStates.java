@@ -51,8 +51,9 @@ final class ProducerStates {
     private final Map<String, Producers> partitions = new ConcurrentHashMap<>();
 
     /**
-     * @return the state of one partition, rebuilt from its log on first use and whenever its leader epoch moved: a
-     *     state kept from another epoch is rebuilt from the log, which now holds what the leaders in between appended
+     * @return the state of one partition, taken from the producers its log shows on first use and whenever its leader
+     *     epoch moved: a state kept from another epoch is taken anew, since the log now holds what the leaders in
+     *     between appended
      */
     Producers of(io.sluice.broker.Partition partition) {
         int epoch = partition.leaderEpoch();

@@ -70,9 +70,13 @@ final class RecordBatches {
             checked = KafkaBatch.check(MemorySegment.ofBuffer(bytes));
         } catch (KafkaBatch.InvalidBatchException e) {
             // Kafka's broker finds a batch shorter than its header, or one whose CRC does not match, corrupt; what the
-            // CRC covers is read only after it matched.
-            throw new BatchRefusedException(e.checksum() || bytes.remaining() < KafkaBatch.HEADER_BYTES
-                    ? Errors.CORRUPT_MESSAGE : Errors.INVALID_RECORD, "the batch: " + e.getMessage());
+            // CRC covers is read only after it matched, its codec first (an unknown one: UNKNOWN_SERVER_ERROR).
+            boolean corrupt = e.checksum() || bytes.remaining() < KafkaBatch.HEADER_BYTES;
+            if (!corrupt) {
+                compression(bytes);
+            }
+            throw new BatchRefusedException(corrupt ? Errors.CORRUPT_MESSAGE : Errors.INVALID_RECORD,
+                    "the batch: " + e.getMessage());
         }
         CompressionType compression = compression(bytes);
         if (only.isTransactional() || only.isControlBatch()) {

@@ -84,7 +84,10 @@ public record BatchLogFormat(String topic, int queueId) implements LogFormat {
     public void forEachKeys(MemorySegment record, MessageKeys visitor) {
     }
 
-    /** A batch log takes one valid record batch per append, appended with {@code appendOpaque}. */
+    /**
+     * A batch log takes one valid record batch per append, appended with {@code appendOpaque} or, checked already,
+     * {@code appendKafkaBatch}.
+     */
     @Override
     public long appendSize(String topic, byte[] topicBytes, PreparedMessage[] messages) {
         if (messages.length != 1 || !messages[0].opaque()) {
