@@ -57,7 +57,13 @@ final class ProducerStates {
      */
     Producers of(io.sluice.broker.Partition partition) {
         int epoch = partition.leaderEpoch();
-        return partitions.compute(partition.topic() + "\u0000" + partition.index(), (key, existing) ->
+        String key = partition.topic() + "\u0000" + partition.index();
+        Producers kept = partitions.get(key);
+        if (kept != null && kept.leaderEpoch == epoch) {
+            // The common case, every batch of a partition whose leader stays: no lock of the map's.
+            return kept;
+        }
+        return partitions.compute(key, (ignored, existing) ->
                 existing != null && existing.leaderEpoch == epoch ? existing : new Producers(partition, epoch));
     }
 
