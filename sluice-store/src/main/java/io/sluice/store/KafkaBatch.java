@@ -132,18 +132,7 @@ public final class KafkaBatch {
 
     /** @return what is wrong with the batch's size, batchLength or magic, or null */
     private static String headerProblem(MemorySegment batch) {
-        long size = batch.byteSize();
-        if (size < HEADER_BYTES) {
-            return "a batch of " + size + " bytes is shorter than a record batch header (" + HEADER_BYTES + ")";
-        }
-        if (batch.get(INT, BATCH_LENGTH) != size - LOG_OVERHEAD) {
-            return "its batchLength (" + batch.get(INT, BATCH_LENGTH) + ") does not match its size (" + size
-                    + " bytes, batchLength " + (size - LOG_OVERHEAD) + ")";
-        }
-        if (batch.get(ValueLayout.JAVA_BYTE, MAGIC) != MAGIC_V2) {
-            return "its magic is " + batch.get(ValueLayout.JAVA_BYTE, MAGIC) + ", not 2";
-        }
-        return null;
+        return BatchFormat.headerProblem(batch);
     }
 
     /** @return what is wrong with the offsets the batch covers (one or more, at most one per byte), or null */

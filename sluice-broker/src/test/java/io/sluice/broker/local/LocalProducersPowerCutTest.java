@@ -8,12 +8,9 @@ import io.sluice.sim.ManualScheduler;
 import io.sluice.sim.SimClock;
 import io.sluice.sim.SimFileSystem;
 import io.sluice.store.Durability;
-import io.sluice.store.KafkaBatch;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicLayout;
-import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
@@ -47,16 +44,6 @@ class LocalProducersPowerCutTest {
                 .scheduler(new ManualScheduler(clock)).clock(clock).build();
     }
 
-    private static KafkaBatch batch(long id, int sequence) {
-        byte[] batch = KafkaBatch.of(1_700_000_000_000L, List.of(new byte[] {1}, new byte[] {2}));
-        ByteBuffer.wrap(batch).putLong(KafkaBatch.PRODUCER_ID, id).putShort(KafkaBatch.PRODUCER_EPOCH, (short) 0)
-                .putInt(KafkaBatch.BASE_SEQUENCE, sequence);
-        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
-        crc.update(batch, KafkaBatch.CRC_START, batch.length - KafkaBatch.CRC_START);
-        ByteBuffer.wrap(batch).putInt(KafkaBatch.CRC, (int) crc.getValue());
-        return KafkaBatch.check(MemorySegment.ofArray(batch));
-    }
-
     /** What the recovered log shows: its producers read back. */
     private static Map<Long, ProducerHistory.Producer> readBack(Store store) {
         return ProducerHistory.readBack((offset, max, bytes) -> store.read("t", 0, offset, max, bytes),
@@ -76,8 +63,8 @@ class LocalProducersPowerCutTest {
                 LocalPartitions partitions = new LocalPartitions(store, 0);
                 partitions.partition("t", 0).producerHistory();
                 for (int i = 0; i < 12; i++) {
-                    partitions.partition("t", 0).append(batch(1 + i % 3, (i / 3) * 2), Durability.FLUSH_MODE)
-                            .stored().join();
+                    partitions.partition("t", 0).append(LocalProducersTest.batch(1 + i % 3, (i / 3) * 2),
+                            Durability.FLUSH_MODE).stored().join();
                 }
                 fs.armPowerCut(cutAt, random, model);
                 try {

@@ -24,7 +24,8 @@ class LocalProducersTest {
     @TempDir
     Path dir;
 
-    private static KafkaBatch batch(long id, int sequence) {
+    /** A checked batch of two records of producer {@code id} (epoch 0), from {@code sequence} on. */
+    static KafkaBatch batch(long id, int sequence) {
         byte[] batch = KafkaBatch.of(1_700_000_000_000L, List.of(new byte[] {1}, new byte[] {2}));
         ByteBuffer.wrap(batch).putLong(KafkaBatch.PRODUCER_ID, id).putShort(KafkaBatch.PRODUCER_EPOCH, (short) 0)
                 .putInt(KafkaBatch.BASE_SEQUENCE, sequence);

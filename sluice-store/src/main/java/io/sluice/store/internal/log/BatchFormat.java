@@ -60,6 +60,19 @@ public final class BatchFormat {
      * @return what is wrong with it, or null if the store can copy it in
      */
     public static String problem(MemorySegment body, int count) {
+        String problem = headerProblem(body);
+        if (problem != null) {
+            return problem;
+        }
+        if ((long) body.get(INT, LAST_OFFSET_DELTA_OFFSET) + 1 != count) {
+            return "its lastOffsetDelta (" + body.get(INT, LAST_OFFSET_DELTA_OFFSET) + ") does not cover " + count
+                    + " offsets";
+        }
+        return null;
+    }
+
+    /** @return what is wrong with a batch's size, batchLength or magic, or null */
+    public static String headerProblem(MemorySegment body) {
         long size = body.byteSize();
         if (size < HEADER_BYTES) {
             return "a batch of " + size + " bytes is shorter than a record batch header (" + HEADER_BYTES + ")";
@@ -70,10 +83,6 @@ public final class BatchFormat {
         }
         if (body.get(ValueLayout.JAVA_BYTE, MAGIC_OFFSET) != MAGIC) {
             return "its magic is " + body.get(ValueLayout.JAVA_BYTE, MAGIC_OFFSET) + ", not 2";
-        }
-        if ((long) body.get(INT, LAST_OFFSET_DELTA_OFFSET) + 1 != count) {
-            return "its lastOffsetDelta (" + body.get(INT, LAST_OFFSET_DELTA_OFFSET) + ") does not cover " + count
-                    + " offsets";
         }
         return null;
     }
