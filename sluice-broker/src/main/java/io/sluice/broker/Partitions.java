@@ -14,6 +14,18 @@ public interface Partitions {
     /** @return the topic's partition count; 0 if it does not exist, or its name is not a valid one (or null) */
     int count(String topic);
 
+    /** @return {@code topic}'s queue count in {@code store}: 0 if it has none, or its name is not one (or null) */
+    static int countIn(io.sluice.store.Store store, String topic) {
+        if (topic == null) {
+            return 0;
+        }
+        try {
+            return store.queueCount(topic);
+        } catch (IllegalArgumentException e) {
+            return 0; // not a name the store takes
+        }
+    }
+
     /** @return every topic with its partition count, by name */
     Map<String, Integer> topics();
 

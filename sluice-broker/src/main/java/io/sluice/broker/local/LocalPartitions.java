@@ -131,14 +131,7 @@ public final class LocalPartitions implements Partitions {
 
     @Override
     public int count(String topic) {
-        if (topic == null) {
-            return 0;
-        }
-        try {
-            return store.queueCount(topic);
-        } catch (IllegalArgumentException e) {
-            return 0; // not a name the store takes
-        }
+        return Partitions.countIn(store, topic);
     }
 
     @Override
