@@ -133,6 +133,50 @@ public final class Store implements AutoCloseable {
     }
 
     /**
+     * Creates a topic with a declared number of queues and its configs, durable together before this returns (one
+     * registry save). Configs are names and values the store keeps for the caller; the store itself reads
+     * {@link #RETENTION_MS}, {@link #RETENTION_BYTES} and {@link #CLEANUP_POLICY} (see {@link #setTopicConfigs}).
+     *
+     * @return true if created; false if the topic already had a declared queue count (nothing changes, its configs
+     *     included)
+     * @throws IllegalArgumentException as {@link #createTopic(String, TopicLayout, int)}, or for a config name longer
+     *     than 65,535 bytes or more than 65,535 configs
+     * @throws StoreException if the registry cannot be written
+     */
+    public boolean createTopic(String topic, TopicLayout layout, int queueCount, Map<String, String> configs) {
+        return engine.topics().create(topic, layout, queueCount, configs);
+    }
+
+    /** A topic config the store reads: how long a topic's messages are kept at least, in ms; -1 for ever. */
+    public static final String RETENTION_MS = "retention.ms";
+    /** A topic config the store reads: how large each of a topic's logs may grow, in bytes; -1 for no limit. */
+    public static final String RETENTION_BYTES = "retention.bytes";
+    /**
+     * A topic config the store reads: a comma-separated list of {@code delete} and {@code compact}; without
+     * {@code delete}, neither age nor size deletes the topic's messages (the disk ratios still do).
+     */
+    public static final String CLEANUP_POLICY = "cleanup.policy";
+
+    /**
+     * Replaces the configs of a topic created with a queue count, durable before this returns. The store reads
+     * {@link #RETENTION_MS} and {@link #RETENTION_BYTES} in place of the store's {@link RetentionPolicy} for the
+     * topic's logs, and {@link #CLEANUP_POLICY}, from the next retention pass on; a value it cannot read as a number
+     * leaves the store's own. Other names are kept, not read.
+     *
+     * @throws IllegalArgumentException if the topic has no declared queue count, or for configs the registry cannot
+     *     hold (as {@link #createTopic(String, TopicLayout, int, Map)})
+     * @throws StoreException if the registry cannot be written
+     */
+    public void setTopicConfigs(String topic, Map<String, String> configs) {
+        engine.topics().setConfigs(topic, configs);
+    }
+
+    /** @return the topic's configs, sorted by name; empty for a topic with none, or unknown */
+    public Map<String, String> topicConfigs(String topic) {
+        return engine.topics().configs(topic);
+    }
+
+    /**
      * Raises a topic's declared queue count (Kafka's CreatePartitions). Counts never go down.
      *
      * @param topic a topic created with a queue count

@@ -423,13 +423,19 @@ final class LogStore implements AutoCloseable {
         }
     }
 
-    /** Runs one retention pass on this log. @return what it did */
-    RetentionReport enforceRetention(DiskSpace space) throws IOException {
+    /**
+     * Runs one retention pass on this log.
+     *
+     * @param retentionMillis keep messages at least this long ({@link Long#MAX_VALUE}: for ever)
+     * @param retentionBytes keep the log at most this large ({@link Long#MAX_VALUE}: no limit)
+     * @return what it did
+     */
+    RetentionReport enforceRetention(DiskSpace space, long retentionMillis, long retentionBytes) throws IOException {
         checkOpen();
         if (readOnly) {
             throw new IllegalStateException("store " + root + " is open for reading only");
         }
-        RetentionReport report = retention.run(space);
+        RetentionReport report = retention.run(space, retentionMillis, retentionBytes);
         if (report.segmentsDeleted() > 0) {
             changed.run();
         }

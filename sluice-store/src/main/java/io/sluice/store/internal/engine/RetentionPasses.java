@@ -6,13 +6,15 @@ import io.sluice.store.internal.task.TaskGate;
 import io.sluice.store.io.DiskSpace;
 import io.sluice.store.io.Scheduler;
 import java.io.IOException;
+import java.util.Map;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
  * The store's retention passes: one pass runs each log's retention (docs/store.md, "Retention and consumer
  * positions"), every {@code checkIntervalMillis} on the scheduler or when asked ({@code Store.enforceRetention}).
- * {@code retentionBytes} applies to each log; the disk's use is measured once per pass.
+ * {@code retentionBytes} applies to each log; the disk's use is measured once per pass. A topic's configs
+ * ({@code Store.setTopicConfigs}) set its own logs' limits ({@link TopicRetention}).
  *
  * <p>Thread-safe: a pass holds the log-set lock for reading, so no log closes under it.
  */
@@ -59,7 +61,10 @@ final class RetentionPasses {
             String heldBy = null;
             String reason = null;
             for (LogStore log : logs.all()) {
-                RetentionReport report = log.enforceRetention(space);
+                String name = log.name();
+                TopicRetention limits = TopicRetention.of(logs.config().retention(), log == logs.shared() ? Map.of()
+                        : logs.registry().configs(name.contains("/") ? name.substring(0, name.indexOf('/')) : name));
+                RetentionReport report = log.enforceRetention(space, limits.millis(), limits.bytes());
                 segments += report.segmentsDeleted();
                 bytes += report.bytesDeleted();
                 logBytes += report.logBytes();

@@ -51,7 +51,7 @@ public final class Topics {
                 return;
             }
             if (layout != TopicLayout.SHARED) {
-                register(topic, layout, registry.queues(topic));
+                register(topic, layout, registry.queues(topic), registry.configs(topic));
             }
         }
     }
@@ -62,7 +62,18 @@ public final class Topics {
      * @return true if created; false if the topic already had a declared queue count (nothing changes)
      */
     public boolean create(String topic, TopicLayout layout, int queueCount) {
+        return create(topic, layout, queueCount, Map.of());
+    }
+
+    /**
+     * Creates a topic with a declared number of queues and its configs ({@code Store.createTopic(String, TopicLayout,
+     * int, Map)}), in one registry save.
+     *
+     * @return true if created; false if the topic already had a declared queue count (nothing changes)
+     */
+    public boolean create(String topic, TopicLayout layout, int queueCount, Map<String, String> configs) {
         Names.checkTopic(topic);
+        Objects.requireNonNull(configs, "configs");
         Objects.requireNonNull(layout, "layout");
         checkQueueCount(queueCount);
         logs.checkWritable();
@@ -80,7 +91,7 @@ public final class Topics {
                             + ", so it cannot be declared with " + queueCount + " queues");
                 }
             }
-            register(topic, layout, queueCount);
+            register(topic, layout, queueCount, configs);
             return true;
         }
     }
@@ -99,8 +110,30 @@ public final class Topics {
                 throw new IllegalArgumentException("topic " + topic + " has " + current + " queues; a new count must be"
                         + " larger, was " + queueCount);
             }
-            register(topic, registry.layout(topic), queueCount);
+            register(topic, registry.layout(topic), queueCount, registry.configs(topic));
         }
+    }
+
+    /** Replaces a declared topic's configs ({@code Store.setTopicConfigs}). */
+    public void setConfigs(String topic, Map<String, String> configs) {
+        Names.checkTopic(topic);
+        Objects.requireNonNull(configs, "configs");
+        logs.checkWritable();
+        synchronized (logs.ownLock()) {
+            TopicRegistry.Entry entry = registry.entry(topic);
+            if (entry.queues() == 0) {
+                throw new IllegalArgumentException("topic " + topic + " was not created with a queue count");
+            }
+            if (!entry.configs().equals(new java.util.TreeMap<>(configs))) {
+                register(topic, entry.layout(), entry.queues(), configs);
+            }
+        }
+    }
+
+    /** @return the topic's configs, sorted by name; empty for a topic with none, or unknown */
+    public Map<String, String> configs(String topic) {
+        Names.checkTopic(topic);
+        return registry.configs(topic);
     }
 
     /** @return the topic's declared queue count; 0 for a topic created without one, or unknown */
@@ -129,7 +162,7 @@ public final class Topics {
     }
 
     /** Saves the registry with the topic's entry; called under the log-creation lock. */
-    private void register(String topic, TopicLayout layout, int queueCount) {
+    private void register(String topic, TopicLayout layout, int queueCount, Map<String, String> configs) {
         try {
             boolean created;
             if (layout != TopicLayout.SHARED && registry.layout(topic) == TopicLayout.SHARED) {
@@ -140,9 +173,9 @@ public final class Topics {
                 // A log of its own only for a topic the shared log holds nothing of, checked and recorded under the
                 // shared log's append lock so that no append slips in between.
                 created = logs.shared().ifTopicAbsent(topic, () -> registry.register(config.fileIO(), root, topic,
-                        layout, queueCount));
+                        layout, queueCount, configs));
             } else {
-                registry.register(config.fileIO(), root, topic, layout, queueCount);
+                registry.register(config.fileIO(), root, topic, layout, queueCount, configs);
                 created = true;
             }
             if (!created) {

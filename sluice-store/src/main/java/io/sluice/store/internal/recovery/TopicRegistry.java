@@ -16,18 +16,20 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.zip.CRC32C;
 
 /**
- * The topics the store knows by more than their messages: every topic with a log of its own (its layout), and every
- * topic created with a declared queue count (Kafka's partition count). Topics absent from it are shared and
- * undeclared. The file {@code topics} is replaced atomically on each change; it is small and written rarely.
- * Little-endian:
+ * The topics the store knows by more than their messages: every topic with a log of its own (its layout), every
+ * topic created with a declared queue count (Kafka's partition count), and each topic's configs (name to value, as
+ * the caller gave them). Topics absent from it are shared and undeclared. The file {@code topics} is replaced
+ * atomically on each change; it is small and written rarely. Little-endian:
  * <pre>
  * offset size field
  *   0     4   magic    0x534C5450 ("SLTP")
- *   4     2   version  2 (version 1, without the queue count, is read too)
+ *   4     2   version  3 (versions 1, without the queue count, and 2, without configs, are read too)
  *   6     2   reserved 0
  *   8     4   count
- *  12     -   entries  count times: u16 topic length, topic (ASCII), u8 layout (0 SHARED, 1 TOPIC, 2 QUEUE),
- *                      u32 declared queue count (0: not declared; absent in version 1)
+ *  12     -   entries  count times: u16 topic length, topic (ASCII), u8 layout (0 SHARED, 1 TOPIC, 2 QUEUE,
+ *                      3 BATCHES), u32 declared queue count (0: not declared; absent in version 1), then from version
+ *                      3: u16 config count, and that many times u16 name length, name (UTF-8), u32 value length,
+ *                      value (UTF-8)
  *   -     4   crc      CRC32C of every byte before it
  * </pre>
  * Unlike consumer positions, the registry decides where data is, so a damaged file refuses the open.
@@ -39,15 +41,20 @@ public final class TopicRegistry {
     /** The file's name in the store directory. */
     public static final String FILE_NAME = "topics";
     static final int MAGIC = 0x534C5450;
-    static final short VERSION = 2;
+    static final short VERSION = 3;
 
     /**
      * What the registry records of one topic.
      *
      * @param layout where its messages live
      * @param queues its declared queue count; 0 when not declared
+     * @param configs its configs, sorted by name (a copy)
      */
-    public record Entry(TopicLayout layout, int queues) {
+    public record Entry(TopicLayout layout, int queues, Map<String, String> configs) {
+        /** Copies the configs. */
+        public Entry {
+            configs = java.util.Collections.unmodifiableSortedMap(new TreeMap<>(configs));
+        }
     }
 
     private final Map<String, Entry> entries = new ConcurrentHashMap<>();
@@ -92,7 +99,16 @@ public final class TopicRegistry {
                 if (queues < 0 || layout == TopicLayout.SHARED && queues == 0) {
                     throw new IllegalStateException("a queue count of " + queues + " for a " + layout + " topic");
                 }
-                registry.entries.put(new String(topic, StandardCharsets.US_ASCII), new Entry(layout, queues));
+                Map<String, String> configs = new TreeMap<>();
+                int configCount = version >= 3 ? Short.toUnsignedInt(buffer.getShort()) : 0;
+                for (int c = 0; c < configCount; c++) {
+                    byte[] name = new byte[Short.toUnsignedInt(buffer.getShort())];
+                    buffer.get(name);
+                    byte[] value = new byte[buffer.getInt()];
+                    buffer.get(value);
+                    configs.put(new String(name, StandardCharsets.UTF_8), new String(value, StandardCharsets.UTF_8));
+                }
+                registry.entries.put(new String(topic, StandardCharsets.US_ASCII), new Entry(layout, queues, configs));
             }
         } catch (RuntimeException e) {
             throw new StoreCorruptedException("topic registry " + path + " is damaged (" + e.getMessage()
@@ -101,7 +117,7 @@ public final class TopicRegistry {
         return registry;
     }
 
-    private static final Entry UNREGISTERED = new Entry(TopicLayout.SHARED, 0);
+    private static final Entry UNREGISTERED = new Entry(TopicLayout.SHARED, 0, Map.of());
 
     /** @return what the registry records of the topic: SHARED with no declared count unless registered */
     public Entry entry(String topic) {
@@ -140,26 +156,51 @@ public final class TopicRegistry {
         return declared;
     }
 
+    /** @return the topic's configs, sorted by name; empty when none were set */
+    public Map<String, String> configs(String topic) {
+        return entry(topic).configs();
+    }
+
     /**
-     * Records a topic's layout and declared queue count and saves the registry atomically. In force (visible to
-     * {@link #layout} and {@link #queues}) only once saved.
+     * Records a topic's layout, declared queue count and configs and saves the registry atomically. In force
+     * (visible to {@link #layout}, {@link #queues} and {@link #configs}) only once saved.
      *
      * @param queues the declared queue count, 0 for none (then the layout must not be SHARED)
+     * @throws IllegalArgumentException for a bad queue count, or configs that do not fit the format
      */
-    public void register(FileIO io, Path directory, String topic, TopicLayout layout, int queues) throws IOException {
+    public void register(FileIO io, Path directory, String topic, TopicLayout layout, int queues,
+                         Map<String, String> configs) throws IOException {
         if (queues < 0 || layout == TopicLayout.SHARED && queues == 0) {
             throw new IllegalArgumentException("a " + layout + " topic is registered with a queue count of at least 1,"
                     + " was " + queues);
         }
+        checkConfigs(configs);
+        Entry entry = new Entry(layout, queues, configs);
         Map<String, Entry> next = new TreeMap<>(entries);
-        next.put(topic, new Entry(layout, queues));
+        next.put(topic, entry);
         try {
             save(io, directory, next);
         } catch (AtomicFile.UncertainReplaceException e) {
             throw new UncertainSaveException(e.getMessage(), e);
         }
         // In force only now that it is durable: no append is routed by a layout a crash could take back.
-        entries.put(topic, new Entry(layout, queues));
+        entries.put(topic, entry);
+    }
+
+    /** The most configs a topic has, and the longest name, in UTF-8 bytes (the format's u16 fields). */
+    static final int MAX_CONFIGS = 0xFFFF;
+
+    private static void checkConfigs(Map<String, String> configs) {
+        if (configs.size() > MAX_CONFIGS) {
+            throw new IllegalArgumentException("a topic has at most " + MAX_CONFIGS + " configs, was given "
+                    + configs.size());
+        }
+        configs.forEach((name, value) -> {
+            if (name == null || value == null || name.getBytes(StandardCharsets.UTF_8).length > 0xFFFF) {
+                throw new IllegalArgumentException("a config needs a name of at most 65535 bytes and a value, was "
+                        + name + "=" + value);
+            }
+        });
     }
 
     /**
@@ -194,8 +235,12 @@ public final class TopicRegistry {
 
     private static void save(FileIO io, Path directory, Map<String, Entry> snapshot) throws IOException {
         int size = 12 + 4;
-        for (String topic : snapshot.keySet()) {
-            size += 2 + topic.length() + 1 + 4;
+        for (Map.Entry<String, Entry> topic : snapshot.entrySet()) {
+            size += 2 + topic.getKey().length() + 1 + 4 + 2;
+            for (Map.Entry<String, String> config : topic.getValue().configs().entrySet()) {
+                size += 2 + config.getKey().getBytes(StandardCharsets.UTF_8).length
+                        + 4 + config.getValue().getBytes(StandardCharsets.UTF_8).length;
+            }
         }
         ByteBuffer buffer = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
         buffer.putInt(MAGIC).putShort(VERSION).putShort((short) 0).putInt(snapshot.size());
@@ -206,7 +251,12 @@ public final class TopicRegistry {
                 case TOPIC -> 1;
                 case QUEUE -> 2;
                 case BATCHES -> 3;
-            }).putInt(entry.queues());
+            }).putInt(entry.queues()).putShort((short) entry.configs().size());
+            entry.configs().forEach((configName, value) -> {
+                byte[] nameBytes = configName.getBytes(StandardCharsets.UTF_8);
+                byte[] valueBytes = value.getBytes(StandardCharsets.UTF_8);
+                buffer.putShort((short) nameBytes.length).put(nameBytes).putInt(valueBytes.length).put(valueBytes);
+            });
         });
         CRC32C crc = new CRC32C();
         crc.update(buffer.array(), 0, size - 4);

@@ -111,7 +111,20 @@ public final class RetentionService {
      * @param space the filesystem's use, read once by the caller for every log of the store
      * @return what it did
      */
-    public synchronized RetentionReport run(DiskSpace space) throws IOException {
+    public RetentionReport run(DiskSpace space) throws IOException {
+        return run(space, policy.retentionMillis(), policy.retentionBytes());
+    }
+
+    /**
+     * Runs one pass with a log's own age and size limits in place of the policy's (a topic's configs).
+     *
+     * @param space the filesystem's use, read once by the caller for every log of the store
+     * @param retentionMillis keep messages at least this long; {@link Long#MAX_VALUE} keeps them forever
+     * @param retentionBytes keep the log at most this large; {@link Long#MAX_VALUE} for no limit
+     * @return what it did
+     */
+    public synchronized RetentionReport run(DiskSpace space, long retentionMillis, long retentionBytes)
+            throws IOException {
         long usedBytes = space.usedBytes();
         long capacity = space.usedBytes() + space.usableBytes();
         Protection protection = protectedPosition();
@@ -128,8 +141,8 @@ public final class RetentionService {
             }
             Segment oldest = segments.get(0);
             double ratio = ratio(usedBytes - deletedBytes, capacity);
-            String why = expired(segments.get(1), now) ? "age"
-                    : logBytes - deletedBytes > policy.retentionBytes() ? "size"
+            String why = expired(segments.get(1), now, retentionMillis) ? "age"
+                    : logBytes - deletedBytes > retentionBytes ? "size"
                     : ratio > policy.diskCleanRatio() ? "disk" : null;
             if (why == null) {
                 break;
@@ -246,11 +259,11 @@ public final class RetentionService {
     }
 
     /** True if the record that starts {@code next} is older than the retention time: so is all before it. */
-    private boolean expired(Segment next, long now) {
-        if (policy.retentionMillis() == Long.MAX_VALUE || log.writePosition() < next.base() + format.headerBytes(0)) {
+    private boolean expired(Segment next, long now, long retentionMillis) {
+        if (retentionMillis == Long.MAX_VALUE || log.writePosition() < next.base() + format.headerBytes(0)) {
             return false;
         }
-        return now - storeTimestampAt(next.base()) > policy.retentionMillis();
+        return now - storeTimestampAt(next.base()) > retentionMillis;
     }
 
     /** @return the store time of the record at {@code position}: its own, or its index entry's if it carries none */
