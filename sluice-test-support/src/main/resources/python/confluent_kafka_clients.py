@@ -7,8 +7,12 @@ Checks:
                     --partitions of them), asked for among every topic
   create-topics     create_topics() of --topic with --partitions; the topic then has them, each partition led with
                     --replicas replicas; a second create is answered TOPIC_ALREADY_EXISTS
-  describe-configs  describe_configs() of --topic (made beforehand): each --config NAME=VALUE as given, every entry
-                    read-only from the broker's static configuration; a topic that does not exist is refused
+  describe-configs  describe_configs() of --topic (made beforehand, without configs of its own): each --config
+                    NAME=VALUE as given, Kafka's 33 topic configs, none read-only, each from the broker's static
+                    configuration or Kafka's defaults; a topic that does not exist is refused
+  alter-configs     create_topics() of --topic with configs, then incremental_alter_configs() (SET, DELETE, and a
+                    bad value refused with INVALID_CONFIG) and alter_configs() (the whole set replaced), each change
+                    seen by describe_configs() as the topic's own
   round-trip        an idempotent acks=all Producer sends --records records over the --partitions partitions of
                     --topic (made beforehand); a Consumer of group --group reads every one back once, at the offset
                     the delivery report gave, and commits
@@ -24,7 +28,8 @@ import time
 
 import confluent_kafka
 from confluent_kafka import Consumer, KafkaError, KafkaException, Producer, TopicPartition
-from confluent_kafka.admin import AdminClient, ConfigResource, ConfigSource, NewTopic, ResourceType
+from confluent_kafka.admin import (AdminClient, AlterConfigOpType, ConfigEntry, ConfigResource, ConfigSource,
+                                  NewTopic, ResourceType)
 
 
 def fail(message):
@@ -125,9 +130,10 @@ def describe_configs(args):
         name, value = expected.split("=", 1)
         check(name in entries, f"no config {name} among {sorted(entries)}")
         check(entries[name].value == value, f"config {name} is {entries[name].value!r}, expected {value!r}")
-    static_sources = (ConfigSource.STATIC_BROKER_CONFIG, ConfigSource.STATIC_BROKER_CONFIG.value)
+    check(len(entries) == 33, f"{len(entries)} topic configs, not Kafka's 33: {sorted(entries)}")
+    not_own = (ConfigSource.STATIC_BROKER_CONFIG.value, ConfigSource.DEFAULT_CONFIG.value)
     for entry in entries.values():
-        check(entry.is_read_only and entry.source in static_sources,
+        check(not entry.is_read_only and source(entry) in not_own,
               f"config {entry.name}: read-only {entry.is_read_only}, source {entry.source}")
     ok(f"{len(entries)} configs of {args.topic}, {len(args.config)} of them as expected")
     missing = ConfigResource(ResourceType.TOPIC, args.topic + "-missing")
@@ -138,6 +144,67 @@ def describe_configs(args):
         check(e.args[0].code() == KafkaError.UNKNOWN_TOPIC_OR_PART,
               f"describe_configs of a missing topic failed with {e.args[0]}, not UNKNOWN_TOPIC_OR_PART")
         ok(f"a missing topic is refused with {e.args[0].name()}")
+
+
+def source(entry):
+    return entry.source.value if hasattr(entry.source, "value") else entry.source
+
+
+def own_configs(client, topic):
+    """The configs the topic has of its own (DYNAMIC_TOPIC_CONFIG), by name."""
+    resource = ConfigResource(ResourceType.TOPIC, topic)
+    entries = client.describe_configs([resource], request_timeout=30)[resource].result(timeout=60)
+    return {name: entry.value for name, entry in entries.items()
+            if source(entry) == ConfigSource.DYNAMIC_TOPIC_CONFIG.value}
+
+
+def alter_configs(args):
+    client = admin(args)
+    created = {"cleanup.policy": "compact", "retention.ms": "1000"}
+    futures = client.create_topics([NewTopic(args.topic, num_partitions=1, replication_factor=args.replicas,
+                                             config=created)], request_timeout=30)
+    try:
+        futures[args.topic].result(timeout=60)
+    except KafkaException as e:
+        fail(f"create_topics of {args.topic} with {created} failed: {e.args[0]}")
+    wait_for(lambda: own_configs(client, args.topic) == created, f"the configs {created} of {args.topic}")
+    ok(f"created {args.topic} with {created}")
+
+    resource = ConfigResource(ResourceType.TOPIC, args.topic, incremental_configs=[
+        ConfigEntry("retention.ms", "2000", incremental_operation=AlterConfigOpType.SET),
+        ConfigEntry("cleanup.policy", None, incremental_operation=AlterConfigOpType.DELETE)])
+    try:
+        client.incremental_alter_configs([resource], request_timeout=30)[resource].result(timeout=60)
+    except KafkaException as e:
+        fail(f"incremental_alter_configs of {args.topic} failed: {e.args[0]}")
+    wait_for(lambda: own_configs(client, args.topic) == {"retention.ms": "2000"}, "retention.ms=2000 alone")
+    ok("incremental_alter_configs set retention.ms and deleted cleanup.policy")
+
+    bad = ConfigResource(ResourceType.TOPIC, args.topic, incremental_configs=[
+        ConfigEntry("retention.ms", "soon", incremental_operation=AlterConfigOpType.SET)])
+    try:
+        client.incremental_alter_configs([bad], request_timeout=30)[bad].result(timeout=60)
+        fail("retention.ms=soon was taken")
+    except KafkaException as e:
+        check(e.args[0].code() == KafkaError.INVALID_CONFIG, f"retention.ms=soon refused with {e.args[0]}")
+        ok(f"retention.ms=soon refused with {e.args[0].name()}: {e.args[0].str()}")
+    check(own_configs(client, args.topic) == {"retention.ms": "2000"}, "a refused change changed the configs")
+
+    whole = ConfigResource(ResourceType.TOPIC, args.topic, set_config={"retention.bytes": "100000"})
+    try:
+        client.alter_configs([whole], request_timeout=30)[whole].result(timeout=60)
+    except KafkaException as e:
+        fail(f"alter_configs of {args.topic} failed: {e.args[0]}")
+    wait_for(lambda: own_configs(client, args.topic) == {"retention.bytes": "100000"}, "retention.bytes alone")
+    ok("alter_configs replaced the whole set")
+
+
+def wait_for(condition, what, seconds=30):
+    deadline = time.monotonic() + seconds
+    while not condition():
+        if time.monotonic() > deadline:
+            fail(f"not within {seconds} s: {what}")
+        time.sleep(0.2)
 
 
 def round_trip(args):
@@ -197,7 +264,7 @@ def round_trip(args):
 
 
 CHECKS = {"list-topics": list_topics, "create-topics": create_topics, "describe-configs": describe_configs,
-          "round-trip": round_trip}
+          "alter-configs": alter_configs, "round-trip": round_trip}
 
 
 def main():

@@ -2,8 +2,10 @@ package io.sluice.broker;
 
 import io.sluice.store.ConsumerPosition;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.UnaryOperator;
 
 /**
  * The cluster a broker is one of, as the Kafka layer sees it: its brokers and controller, topics created, grown and
@@ -87,11 +89,37 @@ public interface ClusterView {
     void checkTopicName(String topic);
 
     /**
-     * Creates a topic on every broker of the cluster, each partition on {@code replicationFactor} brokers.
+     * Creates a topic on every broker of the cluster, each partition on {@code replicationFactor} brokers, without
+     * configs of its own.
      *
      * @return completes once this broker serves it; fails with {@link TopicRefusedException} for a bad request
      */
-    CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor);
+    default CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor) {
+        return createTopic(topic, partitions, replicationFactor, Map.of());
+    }
+
+    /**
+     * Creates a topic on every broker of the cluster, each partition on {@code replicationFactor} brokers, with its
+     * configs (Kafka's topic configs, checked by the caller): the topic and its configs come into being together.
+     *
+     * @return completes once this broker serves it; fails with {@link TopicRefusedException} for a bad request
+     */
+    CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor,
+                                        Map<String, String> configs);
+
+    /** @return the configs the topic was given (not the defaults), by name; empty for one with none, or unknown */
+    Map<String, String> topicConfigs(String topic);
+
+    /**
+     * Changes a topic's configs on every broker of the cluster: {@code change} is given the configs the topic has and
+     * answers those it is to have (checked), and the topic gets them only if it still had the ones given (else the
+     * change is made again on what it has now), so that changes made at once through several brokers all count.
+     *
+     * @param change from the configs the topic has to those it is to have; may throw to refuse the change
+     * @return completes once this broker has them; fails with {@link TopicRefusedException} ({@link Refusal#NO_TOPIC})
+     *     if there is no such topic, or with what {@code change} threw
+     */
+    CompletableFuture<Void> alterTopicConfigs(String topic, UnaryOperator<Map<String, String>> change);
 
     /**
      * Gives a topic more partitions, each new one on as many brokers as the topic's first.

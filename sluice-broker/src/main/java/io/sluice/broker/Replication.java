@@ -2,7 +2,9 @@ package io.sluice.broker;
 
 import io.sluice.store.KafkaBatch;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.UnaryOperator;
 import java.util.function.BiConsumer;
 
 /**
@@ -114,12 +116,28 @@ public interface Replication {
     long highWatermark(String topic, int partition);
 
     /**
-     * Creates a topic in every broker of the cluster, each partition on {@code replicationFactor} brokers.
+     * Creates a topic in every broker of the cluster, each partition on {@code replicationFactor} brokers, with its
+     * configs (every broker's store keeps them with the topic).
      *
      * @return completes once the cluster has it and this broker's store has it; fails with
      *     {@link IllegalArgumentException} for a bad request (a topic that exists, too many replicas)
      */
-    CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor);
+    CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor,
+                                        Map<String, String> configs);
+
+    /** Creates a topic without configs of its own, as {@link #createTopic(String, int, int, Map)}. */
+    default CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor) {
+        return createTopic(topic, partitions, replicationFactor, Map.of());
+    }
+
+    /**
+     * Changes a topic's configs in every broker of the cluster, as {@code ClusterView.alterTopicConfigs} describes:
+     * made again on what the topic has if another change came first.
+     *
+     * @return completes once this broker's store has them; fails with {@link IllegalArgumentException} saying the
+     *     topic "does not exist" if the cluster has no such topic, or with what {@code change} threw
+     */
+    CompletableFuture<Void> alterTopicConfigs(String topic, UnaryOperator<Map<String, String>> change);
 
     /**
      * Gives a topic more partitions in every broker of the cluster, each new one on as many brokers as the topic's

@@ -71,6 +71,12 @@ class ConfluentKafkaClientsTest {
     }
 
     @Test
+    void adminClientCreatesATopicWithConfigsAndChangesThem() throws Exception {
+        assertSucceeds(run("alter-configs", "--topic", "configured"));
+        assertThat(store.topicConfigs("configured")).isEqualTo(java.util.Map.of("retention.bytes", "100000"));
+    }
+
+    @Test
     void producerAndConsumerCarryRecordsThereAndBack() throws Exception {
         store.createTopic("trip", BrokerConfig.defaults().topicLayout(), 3);
         assertSucceeds(run("round-trip", "--topic", "trip", "--partitions", "3", "--records", "300",

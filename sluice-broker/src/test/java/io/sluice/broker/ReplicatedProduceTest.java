@@ -13,6 +13,7 @@ import java.net.Socket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
@@ -158,7 +159,15 @@ class ReplicatedProduceTest {
         }
 
         @Override
-        public CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor) {
+        public CompletableFuture<Void> alterTopicConfigs(String topic,
+                                                         java.util.function.UnaryOperator<Map<String, String>> change) {
+            store.setTopicConfigs(topic, change.apply(store.topicConfigs(topic)));
+            return CompletableFuture.completedFuture(null);
+        }
+
+        @Override
+        public CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor,
+                                                   Map<String, String> configs) {
             if (createHeld.get()) {
                 return new CompletableFuture<>();
             }
@@ -166,7 +175,7 @@ class ReplicatedProduceTest {
                 return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic
                         + " already exists"));
             }
-            store.createTopic(topic, TopicLayout.BATCHES, partitions);
+            store.createTopic(topic, TopicLayout.BATCHES, partitions, configs);
             return CompletableFuture.completedFuture(null);
         }
 

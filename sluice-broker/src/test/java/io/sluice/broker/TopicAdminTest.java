@@ -189,7 +189,7 @@ class TopicAdminTest {
                     .get(20, TimeUnit.SECONDS)).isInstanceOf(ExecutionException.class)
                     .hasCauseInstanceOf(InvalidTopicException.class);
             assertThatThrownBy(() -> admin.createTopics(List.of(new NewTopic("compacted", 1, (short) 1)
-                    .configs(Map.of("cleanup.policy", "compact")))).all().get(20, TimeUnit.SECONDS))
+                    .configs(Map.of("no.such.config", "1")))).all().get(20, TimeUnit.SECONDS))
                     .isInstanceOf(ExecutionException.class).hasCauseInstanceOf(InvalidConfigurationException.class);
             store.append("embedded", 0, Message.of(new byte[10])).join();
             assertThatThrownBy(() -> admin.createTopics(List.of(new NewTopic("embedded", 1, (short) 1))).all()

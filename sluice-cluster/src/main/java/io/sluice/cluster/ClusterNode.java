@@ -10,9 +10,11 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.List;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.UnaryOperator;
 import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
@@ -178,7 +180,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.tasks = new ScheduledTasks("node-" + nodeId + "-tasks");
         StoreOffsets offsets = new StoreOffsets(store);
         this.metadata = new MetadataStateMachine(this::onTopic, this::hostPartitions, offsets::commit,
-                offsets::forget, offsets::keepOnly, groups::peer);
+                offsets::forget, offsets::keepOnly, this::keepConfigs, groups::peer);
         this.metadataClient = new MetadataClient(groups, metadata, () -> closed, store.config().maxQueuesPerTopic());
         ShortReplicas shorts = new ShortReplicas(groups, store, metadataClient::asker);
         metadata.answerShortQueries(shorts::answer);
@@ -267,6 +269,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     /** The metadata created a topic (or this node replays its creation): take this node's part. */
+    private void keepConfigs(MetadataCommands.Topic topic) {
+        replicas.keepConfigs(topic);
+    }
+
     private void onTopic(MetadataCommands.Topic topic, long index) {
         hostPartitions(topic, 0, index);
     }
@@ -278,7 +284,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private void hostPartitions(MetadataCommands.Topic topic, int from, long index) {
         boolean older = membership.rejoins(index);
         if (!older) {
-            replicas.ensureTopic(topic.name(), topic.partitions());
+            replicas.ensureTopic(topic);
         }
         for (int p = from; p < topic.partitions(); p++) {
             List<Integer> replicaIds = topic.replicas().get(p);
@@ -377,8 +383,14 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     @Override
-    public CompletableFuture<Void> createTopic(String topic, int partitionCount, int replicationFactor) {
-        return metadataClient.createTopic(topic, partitionCount, replicationFactor);
+    public CompletableFuture<Void> createTopic(String topic, int partitionCount, int replicationFactor,
+                                               Map<String, String> configs) {
+        return metadataClient.createTopic(topic, partitionCount, replicationFactor, configs);
+    }
+
+    @Override
+    public CompletableFuture<Void> alterTopicConfigs(String topic, UnaryOperator<Map<String, String>> change) {
+        return metadataClient.alterTopicConfigs(topic, change);
     }
 
     @Override

@@ -352,7 +352,7 @@ final class Membership {
             }
             try {
                 if (rejoin == null) {
-                    replicas.ensureTopic(topic.name(), topic.partitions());
+                    replicas.ensureTopic(topic);
                     rejoin = new GroupRejoin(groups, group, partition.toString(), index -> { }, false,
                             tasks::nanoTime);
                 }

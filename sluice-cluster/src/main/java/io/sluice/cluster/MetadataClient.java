@@ -7,7 +7,9 @@ import io.sluice.cluster.MetadataCommands.Topic;
 import java.io.IOException;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.UnaryOperator;
 import java.util.concurrent.CompletionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicReference;
@@ -211,8 +213,9 @@ final class MetadataClient implements AutoCloseable {
         return nodes;
     }
 
-    /** Creates a replicated topic; completes once this node applied its creation. */
-    CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor) {
+    /** Creates a replicated topic with its configs; completes once this node applied its creation. */
+    CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor,
+                                        Map<String, String> configs) {
         int brokers = groups.cluster().nodes().size();
         if (replicationFactor < 1 || replicationFactor > brokers) {
             return CompletableFuture.failedFuture(new IllegalArgumentException("replication factor "
@@ -226,7 +229,7 @@ final class MetadataClient implements AutoCloseable {
         for (int p = 0; p < partitions; p++) {
             replicas.add(placement(topic, p, replicationFactor));
         }
-        return answer(new Topic(topic, replicas).command()).thenCompose(answer -> {
+        return answer(new Topic(topic, replicas, configs).command()).thenCompose(answer -> {
             if (answer.equals("exists")) {
                 return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic
                         + " already exists"));
@@ -235,6 +238,46 @@ final class MetadataClient implements AutoCloseable {
                 return CompletableFuture.failedFuture(new IllegalArgumentException(answer));
             }
             return metadata.state().awaitTopic(topic).thenApply(created -> null);
+        });
+    }
+
+    /** How many times a change of a topic's configs is made again after another change came first. */
+    private static final int CONFIGS_ATTEMPTS = 10;
+
+    /**
+     * Changes a replicated topic's configs: {@code change} is made on the configs this node applied, and logged to
+     * replace those only; if another change was logged first, it is made again once this node applied that one.
+     * Completes once this node applied the change.
+     */
+    CompletableFuture<Void> alterTopicConfigs(String topic, UnaryOperator<Map<String, String>> change) {
+        return alterTopicConfigs(topic, change, CONFIGS_ATTEMPTS);
+    }
+
+    private CompletableFuture<Void> alterTopicConfigs(String topic, UnaryOperator<Map<String, String>> change,
+                                                      int attempts) {
+        Topic current = metadata.state().topic(topic);
+        if (current == null) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic + " does not exist"));
+        }
+        Map<String, String> next;
+        try {
+            next = change.apply(current.configs());
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        return answer(current.withConfigs(next).configsCommand(current.configs())).thenCompose(answer -> {
+            if (answer.startsWith(MetadataState.CONFIGURED)) {
+                return metadata.state().awaitApplied(Long.parseLong(answer.substring(
+                        MetadataState.CONFIGURED.length())));
+            }
+            if (answer.startsWith(MetadataState.CONFIGS_CHANGED) && attempts > 1) {
+                // Made again once this node applied the change that came first (logged before the refusal).
+                return metadata.state().awaitApplied(Long.parseLong(answer.substring(
+                        MetadataState.CONFIGS_CHANGED.length())))
+                        .thenComposeAsync(applied -> alterTopicConfigs(topic, change, attempts - 1));
+            }
+            return CompletableFuture.failedFuture(new IllegalArgumentException(answer.startsWith("refused: no topic")
+                    ? "topic " + topic + " does not exist" : answer));
         });
     }
 

@@ -1,17 +1,26 @@
 package io.sluice.cluster;
 
 import io.sluice.broker.Replication.CommittedOffset;
+import java.net.URLDecoder;
+import java.net.URLEncoder;
+import java.nio.charset.StandardCharsets;
 import java.util.ArrayList;
+import java.util.Collections;
 import java.util.Comparator;
 import java.util.List;
+import java.util.Map;
 import java.util.SortedMap;
 import java.util.TreeMap;
 
 /**
  * The metadata group's commands, one per entry of its log, as text (docs/format.md, "Cluster"), and their answers.
  *
- * <p>Commands: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;...} with
- * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}; {@code partitions <name> <partitions>
+ * <p>Commands: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;... [<configs>]} with
+ * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}, and the topic's configs, if it has any,
+ * as {@code name=value} pairs joined by {@code &}, each name and value URL-encoded (UTF-8), e.g.
+ * {@code cleanup.policy=compact&retention.ms=1000}; {@code configs <name> <configs> [<expected>]}, which replaces a topic's
+ * configs ({@code -} for none) if it has the expected ones (or whatever it has, without them: a snapshot's command);
+ * {@code partitions <name> <partitions>
  * <replicas of 0>;...}, which gives a topic more partitions (the replicas of those it has unchanged, each node hosting
  * its replicas of the new ones); and a consumer group's committed
  * offsets, {@code offsets <group> <topic>:<partition>=<offset>;...}, which every node keeps in its store, and
@@ -35,20 +44,37 @@ final class MetadataCommands {
      *
      * @param name its name
      * @param replicas for each partition, the node ids of its replicas
+     * @param configs its configs (Kafka's topic configs it was given), by name
      */
-    record Topic(String name, List<List<Integer>> replicas) {
+    record Topic(String name, List<List<Integer>> replicas, Map<String, String> configs) {
 
         Topic {
             replicas = replicas.stream().map(List::copyOf).toList();
+            configs = Collections.unmodifiableSortedMap(new TreeMap<>(configs));
+        }
+
+        /** A topic without configs of its own. */
+        Topic(String name, List<List<Integer>> replicas) {
+            this(name, replicas, Map.of());
         }
 
         int partitions() {
             return replicas.size();
         }
 
+        /** @return this topic with other configs */
+        Topic withConfigs(Map<String, String> other) {
+            return new Topic(name, replicas, other);
+        }
+
+        /** @return the command creating the topic, with its configs (none: the four words of logs before configs) */
         String command() {
-            StringBuilder text = new StringBuilder("topic ").append(name).append(' ').append(replicas.size())
-                    .append(' ');
+            String configured = configs.isEmpty() ? "" : " " + encode(configs);
+            return "topic " + name + " " + replicas.size() + " " + replicaLists() + configured;
+        }
+
+        private String replicaLists() {
+            StringBuilder text = new StringBuilder();
             for (int p = 0; p < replicas.size(); p++) {
                 text.append(p == 0 ? "" : ";");
                 List<Integer> nodes = replicas.get(p);
@@ -61,13 +87,25 @@ final class MetadataCommands {
 
         /** @return the command giving the topic these partitions (more than it has, the first ones unchanged) */
         String growCommand() {
-            return "partitions" + command().substring("topic".length());
+            return "partitions " + name + " " + replicas.size() + " " + replicaLists();
+        }
+
+        /**
+         * @return the command giving the topic its configs, replacing {@code expected}: it is refused if the topic
+         *     has other configs when it is applied (null: whatever it has, as a snapshot's command replaces them)
+         */
+        String configsCommand(Map<String, String> expected) {
+            return "configs " + name + " " + word(configs) + (expected == null ? "" : " " + word(expected));
+        }
+
+        private static String word(Map<String, String> configs) {
+            return configs.isEmpty() ? "-" : encode(configs);
         }
 
         /** @throws IllegalArgumentException if the text is not a topic command */
         static Topic parse(String command) {
             String[] parts = command.split(" ");
-            if (parts.length != 4 || !parts[0].equals("topic")) {
+            if (parts.length != 4 && parts.length != 5 || !parts[0].equals("topic")) {
                 throw new IllegalArgumentException("not a metadata command: " + command);
             }
             int partitions = Integer.parseInt(parts[2]);
@@ -84,8 +122,57 @@ final class MetadataCommands {
                 }
                 replicas.add(nodes);
             }
-            return new Topic(parts[1], replicas);
+            return new Topic(parts[1], replicas, parts.length == 5 ? decode(parts[4]) : Map.of());
         }
+
+        /**
+         * @return the change of a {@code configs <name> <configs> [<expected>]} command
+         * @throws IllegalArgumentException if the text is not one
+         */
+        static ConfigsChange parseConfigs(String command) {
+            String[] parts = command.split(" ");
+            if (parts.length != 3 && parts.length != 4 || !parts[0].equals("configs")) {
+                throw new IllegalArgumentException("not a configs command: " + command);
+            }
+            return new ConfigsChange(parts[1], unword(parts[2]), parts.length == 4 ? unword(parts[3]) : null);
+        }
+
+        private static Map<String, String> unword(String word) {
+            return word.equals("-") ? Map.of() : decode(word);
+        }
+    }
+
+    /**
+     * A change of a topic's configs.
+     *
+     * @param topic the topic
+     * @param configs the configs it is to have
+     * @param expected the configs it must have for the change to be made, or null for any
+     */
+    record ConfigsChange(String topic, Map<String, String> configs, Map<String, String> expected) {
+    }
+
+    /** @return the configs as one word: {@code name=value} pairs joined by {@code &}, each part URL-encoded */
+    static String encode(Map<String, String> configs) {
+        StringBuilder text = new StringBuilder();
+        configs.forEach((name, value) -> text.append(text.isEmpty() ? "" : "&")
+                .append(URLEncoder.encode(name, StandardCharsets.UTF_8)).append('=')
+                .append(URLEncoder.encode(value, StandardCharsets.UTF_8)));
+        return text.toString();
+    }
+
+    /** @throws IllegalArgumentException if the word is not configs as {@link #encode} writes them */
+    static Map<String, String> decode(String word) {
+        Map<String, String> configs = new TreeMap<>();
+        for (String pair : word.split("&")) {
+            int equals = pair.indexOf('=');
+            if (equals <= 0) {
+                throw new IllegalArgumentException("not a config: " + pair);
+            }
+            configs.put(URLDecoder.decode(pair.substring(0, equals), StandardCharsets.UTF_8),
+                    URLDecoder.decode(pair.substring(equals + 1), StandardCharsets.UTF_8));
+        }
+        return configs;
     }
 
     /**

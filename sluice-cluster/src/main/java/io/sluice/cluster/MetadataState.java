@@ -63,6 +63,7 @@ final class MetadataState {
     private final Consumer<Offsets> onOffsets;
     private final Consumer<String> onForget;
     private final Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups;
+    private final Consumer<Topic> onConfigs;
 
     /** A group's offsets as the log's commits left them, and the log index of its latest commit. */
     private record Committed(long index, Map<ClusterNode.PartitionId, Long> offsets) {
@@ -79,9 +80,13 @@ final class MetadataState {
      *     in it, each with its partitions: any other group the node's store holds, or one
      *     holding other partitions, was forgotten before the snapshot (and committed again), or committed after it
      *     (the log that follows commits it again); the snapshot's commits follow
+     * @param onConfigs told of each topic whose configs changed, as it is now, as this node applies the change (and
+     *     again as it replays its log)
      */
     MetadataState(BiConsumer<Topic, Long> onTopic, PartitionsAdded onPartitions, Consumer<Offsets> onOffsets,
-                  Consumer<String> onForget, Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups) {
+                  Consumer<String> onForget, Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups,
+                  Consumer<Topic> onConfigs) {
+        this.onConfigs = onConfigs;
         this.onTopic = onTopic;
         this.onPartitions = onPartitions;
         this.onOffsets = onOffsets;
@@ -132,6 +137,17 @@ final class MetadataState {
     /** Applies a command logged at {@code index} in {@code term}; @return its answer */
     String apply(String command, long term, long index) {
         try {
+            return applyCommand(command, term, index);
+        } finally {
+            if (index > appliedIndex) {
+                appliedIndex = index;
+                completeApplied(index);
+            }
+        }
+    }
+
+    private String applyCommand(String command, long term, long index) {
+        try {
             if (command.startsWith("member ") || command.startsWith("join ")) {
                 return applyMember(command);
             } else if (command.startsWith("offsets ")) {
@@ -140,6 +156,8 @@ final class MetadataState {
                 return applyForget(Forget.parse(command), term);
             } else if (command.startsWith("partitions ")) {
                 return applyPartitions(Topic.parse("topic" + command.substring("partitions".length())), index);
+            } else if (command.startsWith("configs ")) {
+                return applyConfigs(Topic.parseConfigs(command), index);
             } else {
                 return applyTopic(Topic.parse(command), index);
             }
@@ -210,6 +228,7 @@ final class MetadataState {
         if (!grown.replicas().subList(0, current.partitions()).equals(current.replicas())) {
             return "refused: the replicas of " + grown.name() + "'s partitions are not " + current.replicas();
         }
+        grown = grown.withConfigs(current.configs());
         topics.put(grown.name(), grown);
         topicEntries.computeIfAbsent(grown.name(), n -> new CopyOnWriteArrayList<>())
                 .add(new Logged(index, grown.growCommand()));
@@ -219,17 +238,74 @@ final class MetadataState {
             // The cluster has them; this node could not take its part (a full disk, a closed store).
             LOG.error("node cannot host its replicas of topic {}'s new partitions: {}", grown.name(), e.toString());
         }
-        var waiting = awaitedGrowth.get(grown.name());
+        Topic now = grown;
+        var waiting = awaitedGrowth.get(now.name());
         if (waiting != null) {
             waiting.removeIf(wait -> {
-                if (wait.getKey() > grown.partitions()) {
+                if (wait.getKey() > now.partitions()) {
                     return false;
                 }
-                wait.getValue().complete(grown);
+                wait.getValue().complete(now);
                 return true;
             });
         }
         return "grown";
+    }
+
+    /**
+     * A topic's configs replaced: the entry kept for snapshots replaces the topic's previous change of configs (its
+     * creation's stay, as the first word on them).
+     */
+    private String applyConfigs(MetadataCommands.ConfigsChange change, long index) {
+        Topic current = topics.get(change.topic());
+        if (current == null) {
+            return "refused: no topic " + change.topic();
+        }
+        if (change.expected() != null && !change.expected().equals(current.configs())) {
+            return CONFIGS_CHANGED + index;
+        }
+        Topic changed = current.withConfigs(change.configs());
+        topics.put(changed.name(), changed);
+        List<Logged> entries = topicEntries.computeIfAbsent(changed.name(), n -> new CopyOnWriteArrayList<>());
+        entries.removeIf(entry -> entry.command().startsWith("configs "));
+        entries.add(new Logged(index, changed.configsCommand(null)));
+        try {
+            onConfigs.accept(changed);
+        } catch (RuntimeException e) {
+            // The cluster has them; this node's store could not take them (a full disk, a closed store).
+            LOG.error("node cannot keep topic {}'s configs: {}", changed.name(), e.toString());
+        }
+        return CONFIGURED + index;
+    }
+
+    /** How the answer to a configs command begins; the index of its entry follows. */
+    static final String CONFIGURED = "configured ";
+    /**
+     * How the answer to a configs command that expected other configs than the topic had begins; the index of its
+     * entry follows (the change that came first is applied by then).
+     */
+    static final String CONFIGS_CHANGED = "refused: the topic's configs changed before entry ";
+
+    /** The index of the last command applied here, -1 before any. */
+    private volatile long appliedIndex = -1;
+    /** Futures waiting for this node to apply the entry at an index, by index. */
+    private final java.util.NavigableMap<Long, List<CompletableFuture<Void>>> awaitedIndexes =
+            new java.util.concurrent.ConcurrentSkipListMap<>();
+
+    /** @return completes once this node applied the entry at {@code index} (a command's, logged by any node) */
+    CompletableFuture<Void> awaitApplied(long index) {
+        CompletableFuture<Void> future = new CompletableFuture<>();
+        awaitedIndexes.computeIfAbsent(index, i -> new java.util.concurrent.CopyOnWriteArrayList<>()).add(future);
+        if (appliedIndex >= index) {
+            completeApplied(appliedIndex);
+        }
+        return future;
+    }
+
+    private void completeApplied(long index) {
+        var due = awaitedIndexes.headMap(index, true);
+        due.values().forEach(list -> list.forEach(future -> future.complete(null)));
+        due.clear();
     }
 
     private String applyTopic(Topic topic, long index) {

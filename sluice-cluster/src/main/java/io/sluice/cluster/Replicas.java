@@ -95,14 +95,28 @@ final class Replicas {
         return known.values();
     }
 
-    /** Makes the store have the topic with at least this many partitions (the metadata's apply and rejoins race). */
-    void ensureTopic(String name, int partitions) {
+    /**
+     * Makes the store have the topic with at least its partitions (the metadata's apply and rejoins race), and, when
+     * it creates it, its configs.
+     */
+    void ensureTopic(MetadataCommands.Topic topic) {
         synchronized (topicsInStore) {
-            int count = store.queueCount(name);
+            int count = store.queueCount(topic.name());
             if (count == 0) {
-                store.createTopic(name, TopicLayout.BATCHES, partitions);
-            } else if (count < partitions) {
-                store.increaseQueueCount(name, partitions);
+                store.createTopic(topic.name(), TopicLayout.BATCHES, topic.partitions(), topic.configs());
+            } else if (count < topic.partitions()) {
+                store.increaseQueueCount(topic.name(), topic.partitions());
+            }
+        }
+    }
+
+    /** Gives the store's topic the configs the cluster gave it, creating it if the store has not yet. */
+    void keepConfigs(MetadataCommands.Topic topic) {
+        synchronized (topicsInStore) {
+            if (store.queueCount(topic.name()) == 0) {
+                ensureTopic(topic);
+            } else {
+                store.setTopicConfigs(topic.name(), topic.configs());
             }
         }
     }

@@ -42,7 +42,7 @@ class MetadataSnapshotTest {
                 (topic, before, index) -> told.add("grown " + topic.name() + " " + before + "->"
                         + topic.partitions() + " @" + index),
                 offsets -> told.add(offsets.command()), group -> told.add("forget " + group), kept::add,
-                peer -> null);
+                topic -> told.add("configs " + topic.name() + " " + topic.configs()), peer -> null);
         long index;
 
         String apply(String command) throws Exception {
@@ -126,6 +126,45 @@ class MetadataSnapshotTest {
                 "offsets k t:0=9", "topic u 1 @12");
         assertThat(behind.kept).containsExactly(Map.of("g", Set.of(T0, T1), "k", Set.of(T0)));
         assertThat(behind.machine.state().snapshot().text()).isEqualTo(writer.machine.state().snapshot().text());
+    }
+
+    /**
+     * A topic's configs: given at creation, kept through a growth, replaced only when the change expected what the
+     * topic had, and in a snapshot as its latest change, which a node behind applies over what it had.
+     */
+    @Test
+    void topicConfigsAreReplacedAsExpectedAndKeptInASnapshot() throws Exception {
+        Node behind = new Node();
+        Node writer = new Node();
+        MetadataCommands.Topic created = new MetadataCommands.Topic("c", List.of(List.of(1, 2, 3)),
+                Map.of("cleanup.policy", "compact", "note", "a b&c=d ü"));
+        for (Node node : List.of(behind, writer)) {
+            node.apply(MetadataCommands.memberCommand(1));
+            assertThat(node.apply(created.command())).isEqualTo("created");
+        }
+        assertThat(writer.machine.state().topic("c").configs()).isEqualTo(created.configs());
+        writer.apply("partitions c 2 1,2,3;2,3,1");
+        assertThat(writer.machine.state().topic("c").configs()).as("kept through a growth")
+                .isEqualTo(created.configs());
+        MetadataCommands.Topic changed = created.withConfigs(Map.of("retention.ms", "5"));
+        assertThat(writer.apply(changed.configsCommand(Map.of("retention.ms", "1"))))
+                .as("a change that expected other configs").startsWith(MetadataState.CONFIGS_CHANGED);
+        assertThat(writer.machine.state().topic("c").configs()).isEqualTo(created.configs());
+        assertThat(writer.apply(changed.configsCommand(created.configs()))).startsWith(MetadataState.CONFIGURED);
+        assertThat(writer.told).endsWith("configs c {retention.ms=5}");
+        MetadataCommands.Topic cleared = changed.withConfigs(Map.of());
+        assertThat(writer.apply(cleared.configsCommand(changed.configs()))).startsWith(MetadataState.CONFIGURED);
+        assertThat(writer.apply(changed.configsCommand(Map.of()))).startsWith(MetadataState.CONFIGURED);
+        assertThat(writer.apply("configs nosuch - -")).startsWith("refused: no topic");
+
+        behind.told.clear();
+        behind.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()));
+        assertThat(behind.told).containsExactly("grown c 1->2 @2", "configs c {retention.ms=5}");
+        assertThat(behind.machine.state().topic("c").configs()).isEqualTo(Map.of("retention.ms", "5"));
+        Node fresh = new Node();
+        fresh.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()));
+        assertThat(fresh.machine.state().topic("c").configs()).isEqualTo(Map.of("retention.ms", "5"));
+        assertThat(fresh.machine.state().topic("c").partitions()).isEqualTo(2);
     }
 
     @Test

@@ -1,60 +1,96 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.broker.ClusterView;
 import io.sluice.store.StoreConfig;
 import java.util.ArrayList;
+import java.util.HashSet;
 import java.util.LinkedHashMap;
+import java.util.LinkedHashSet;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CompletionException;
+import java.util.concurrent.ExecutionException;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
+import java.util.function.ToIntFunction;
+import java.util.function.UnaryOperator;
+import org.apache.kafka.common.config.ConfigDef;
+import org.apache.kafka.common.errors.InvalidConfigurationException;
+import org.apache.kafka.common.errors.InvalidRequestException;
+import org.apache.kafka.common.message.AlterConfigsRequestData;
+import org.apache.kafka.common.message.AlterConfigsResponseData;
 import org.apache.kafka.common.message.DescribeConfigsRequestData;
 import org.apache.kafka.common.message.DescribeConfigsResponseData;
 import org.apache.kafka.common.message.DescribeConfigsResponseData.DescribeConfigsResourceResult;
+import org.apache.kafka.common.message.DescribeConfigsResponseData.DescribeConfigsSynonym;
+import org.apache.kafka.common.message.IncrementalAlterConfigsRequestData;
+import org.apache.kafka.common.message.IncrementalAlterConfigsResponseData;
 import org.apache.kafka.common.protocol.Errors;
 
 /**
- * DescribeConfigs: the settings a topic or the broker has, under Kafka's names, derived from the store's settings
- * and the broker's (read-only: AlterConfigs is not served). Enough for Kafka's admin tools, which describe a
- * topic's configs with the topic.
+ * The config APIs: DescribeConfigs of topics (every topic config, with where its value comes from and its synonyms,
+ * as Kafka's broker answers) and of the broker (its settings under Kafka's names); IncrementalAlterConfigs and
+ * AlterConfigs of topics, checked as Kafka checks them ({@link TopicConfigs}) and carried through the
+ * {@link ClusterView} (every broker keeps them). The broker's own settings are taken at start only: changing them is
+ * refused with the reason.
  */
 final class Configs {
 
     private static final byte TOPIC = 2;
     private static final byte BROKER = 4;
     private static final byte BROKER_LOGGER = 8;
-    /** Kafka's ConfigSource: set by the broker's static configuration. */
-    private static final byte STATIC_BROKER_CONFIG = 4;
-    /** Kafka's ConfigType values used here. */
+    /** Kafka's ConfigType values. */
+    private static final byte BOOLEAN = 1;
     private static final byte STRING = 2;
     private static final byte INT = 3;
     private static final byte LONG = 5;
-    private static final byte BOOLEAN = 1;
+    /** IncrementalAlterConfigs' operations. */
+    private static final byte SET = 0;
+    private static final byte DELETE = 1;
+    private static final byte APPEND = 2;
+    private static final byte SUBTRACT = 3;
+    /** How long an alter waits for the cluster when the request gives no timeout. */
+    private static final long ALTER_TIMEOUT_MILLIS = 30_000;
 
+    private final TopicConfigs topicConfigs;
+    private final ClusterView cluster;
     private final StoreConfig store;
     private final KafkaApis.Settings settings;
-    private final java.util.function.ToIntFunction<String> partitions;
+    private final ToIntFunction<String> partitions;
 
     /** @param partitions a topic's partition count, 0 when it does not exist */
-    Configs(StoreConfig store, KafkaApis.Settings settings, java.util.function.ToIntFunction<String> partitions) {
+    Configs(TopicConfigs topicConfigs, ClusterView cluster, StoreConfig store, KafkaApis.Settings settings,
+            ToIntFunction<String> partitions) {
+        this.topicConfigs = topicConfigs;
+        this.cluster = cluster;
         this.store = store;
         this.settings = settings;
         this.partitions = partitions;
     }
 
-    private record Value(String value, byte type) {
-    }
-
-    private Map<String, Value> topic() {
-        Map<String, Value> configs = new LinkedHashMap<>();
+    /**
+     * @return the broker's values of the topic configs it has a setting of its own for: retention, the largest batch,
+     *     the segment size
+     */
+    static Map<String, TopicConfigs.BrokerValue> brokerValues(StoreConfig store) {
         long retentionMs = store.retention().retentionMillis();
         long retentionBytes = store.retention().retentionBytes();
-        configs.put("cleanup.policy", new Value("delete", STRING));
-        configs.put("compression.type", new Value("producer", STRING));
-        configs.put("max.message.bytes", new Value(String.valueOf(store.maxMessageBytes()), INT));
-        configs.put("message.timestamp.type", new Value("CreateTime", STRING));
-        configs.put("min.insync.replicas", new Value("1", INT));
-        configs.put("retention.bytes", new Value(retentionBytes == Long.MAX_VALUE ? "-1" : String.valueOf(retentionBytes), LONG));
-        configs.put("retention.ms", new Value(retentionMs == Long.MAX_VALUE ? "-1" : String.valueOf(retentionMs), LONG));
-        configs.put("segment.bytes", new Value(String.valueOf(store.segmentSizeBytes()), INT));
-        return configs;
+        Map<String, TopicConfigs.BrokerValue> values = new LinkedHashMap<>();
+        values.put("retention.ms", new TopicConfigs.BrokerValue(retentionMs == Long.MAX_VALUE ? "-1"
+                : String.valueOf(retentionMs), TopicConfigs.STATIC_BROKER_CONFIG));
+        values.put("retention.bytes", new TopicConfigs.BrokerValue(retentionBytes == Long.MAX_VALUE ? "-1"
+                : String.valueOf(retentionBytes), TopicConfigs.STATIC_BROKER_CONFIG));
+        values.put("max.message.bytes", new TopicConfigs.BrokerValue(String.valueOf(store.maxMessageBytes()),
+                TopicConfigs.STATIC_BROKER_CONFIG));
+        values.put("segment.bytes", new TopicConfigs.BrokerValue(String.valueOf(store.segmentSizeBytes()),
+                TopicConfigs.STATIC_BROKER_CONFIG));
+        return values;
+    }
+
+    private record Value(String value, byte type) {
     }
 
     private Map<String, Value> broker() {
@@ -65,16 +101,11 @@ final class Configs {
         configs.put("node.id", new Value(String.valueOf(settings.nodeId()), INT));
         configs.put("num.partitions", new Value(String.valueOf(settings.defaultPartitions()), INT));
         configs.put("offsets.retention.minutes", new Value(String.valueOf(settings.offsetsRetentionMinutes()), INT));
-        configs.putAll(topicDefaultsAsBroker());
-        return configs;
-    }
-
-    private Map<String, Value> topicDefaultsAsBroker() {
-        Map<String, Value> configs = new LinkedHashMap<>();
-        Map<String, Value> topic = topic();
-        configs.put("log.retention.ms", topic.get("retention.ms"));
-        configs.put("log.retention.bytes", topic.get("retention.bytes"));
-        configs.put("log.segment.bytes", topic.get("segment.bytes"));
+        Map<String, String> none = Map.of();
+        configs.put("log.retention.ms", new Value(topicConfigs.value(none, "retention.ms"), LONG));
+        configs.put("log.retention.bytes", new Value(topicConfigs.value(none, "retention.bytes"), LONG));
+        configs.put("log.segment.bytes", new Value(topicConfigs.value(none, "segment.bytes"), INT));
+        configs.put("log.cleanup.policy", new Value(topicConfigs.value(none, "cleanup.policy"), STRING));
         return configs;
     }
 
@@ -84,15 +115,20 @@ final class Configs {
             DescribeConfigsResponseData.DescribeConfigsResult result = new DescribeConfigsResponseData
                     .DescribeConfigsResult().setResourceType(resource.resourceType())
                     .setResourceName(resource.resourceName()).setConfigs(new ArrayList<>());
-            Map<String, Value> configs;
+            List<String> wanted = resource.configurationKeys();
             switch (resource.resourceType()) {
                 case TOPIC -> {
                     if (partitions.applyAsInt(resource.resourceName()) == 0) {
                         results.add(result.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code())
-                                .setErrorMessage("no topic " + resource.resourceName()));
+                                .setErrorMessage("The topic '" + resource.resourceName() + "' does not exist."));
                         continue;
                     }
-                    configs = topic();
+                    for (TopicConfigs.Described config : topicConfigs.describe(
+                            cluster.topicConfigs(resource.resourceName()))) {
+                        if (wanted == null || wanted.contains(config.definition().name())) {
+                            result.configs().add(described(config, request.includeSynonyms()));
+                        }
+                    }
                 }
                 case BROKER -> {
                     if (!resource.resourceName().isEmpty()
@@ -101,24 +137,204 @@ final class Configs {
                                 .setErrorMessage("this is broker " + settings.nodeId()));
                         continue;
                     }
-                    configs = broker();
+                    broker().forEach((name, value) -> {
+                        if (wanted == null || wanted.contains(name)) {
+                            result.configs().add(new DescribeConfigsResourceResult().setName(name)
+                                    .setValue(value.value()).setReadOnly(true)
+                                    .setConfigSource(TopicConfigs.STATIC_BROKER_CONFIG).setIsSensitive(false)
+                                    .setSynonyms(new ArrayList<>()).setConfigType(value.type()));
+                        }
+                    });
                 }
-                case BROKER_LOGGER -> configs = Map.of();
+                case BROKER_LOGGER -> {
+                    // No loggers are described.
+                }
                 default -> {
                     results.add(result.setErrorCode(Errors.INVALID_REQUEST.code())
                             .setErrorMessage("resource type " + resource.resourceType() + " has no configs here"));
                     continue;
                 }
             }
-            configs.forEach((name, value) -> {
-                if (resource.configurationKeys() == null || resource.configurationKeys().contains(name)) {
-                    result.configs().add(new DescribeConfigsResourceResult().setName(name).setValue(value.value())
-                            .setReadOnly(true).setConfigSource(STATIC_BROKER_CONFIG).setIsSensitive(false)
-                            .setSynonyms(new ArrayList<>()).setConfigType(value.type()));
-                }
-            });
             results.add(result);
         }
         return new DescribeConfigsResponseData().setResults(results);
+    }
+
+    private static DescribeConfigsResourceResult described(TopicConfigs.Described config, boolean synonyms) {
+        List<DescribeConfigsSynonym> list = new ArrayList<>();
+        if (synonyms) {
+            config.synonyms().forEach(synonym -> list.add(new DescribeConfigsSynonym().setName(synonym.name())
+                    .setValue(synonym.value()).setSource(synonym.source())));
+        }
+        return new DescribeConfigsResourceResult().setName(config.definition().name()).setValue(config.value())
+                .setReadOnly(false).setConfigSource(config.source()).setIsSensitive(false).setSynonyms(list)
+                .setConfigType(configType(config.definition().type()));
+    }
+
+    /** @return Kafka's ConfigType code of a type */
+    static byte configType(ConfigDef.Type type) {
+        return switch (type) {
+            case BOOLEAN -> 1;
+            case STRING -> 2;
+            case INT -> 3;
+            case SHORT -> 4;
+            case LONG -> 5;
+            case DOUBLE -> 6;
+            case LIST -> 7;
+            case CLASS -> 8;
+            case PASSWORD -> 9;
+        };
+    }
+
+    IncrementalAlterConfigsResponseData incrementalAlter(IncrementalAlterConfigsRequestData request) {
+        IncrementalAlterConfigsResponseData response = new IncrementalAlterConfigsResponseData();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ALTER_TIMEOUT_MILLIS);
+        for (IncrementalAlterConfigsRequestData.AlterConfigsResource resource : request.resources()) {
+            IncrementalAlterConfigsResponseData.AlterConfigsResourceResponse answer =
+                    new IncrementalAlterConfigsResponseData.AlterConfigsResourceResponse()
+                            .setResourceType(resource.resourceType()).setResourceName(resource.resourceName());
+            response.responses().add(answer);
+            Set<String> names = new HashSet<>();
+            boolean duplicate = false;
+            for (IncrementalAlterConfigsRequestData.AlterableConfig config : resource.configs()) {
+                duplicate |= !names.add(config.name());
+            }
+            Outcome outcome = duplicate
+                    ? new Outcome(Errors.INVALID_REQUEST, "Error due to duplicate config keys")
+                    : alter(resource.resourceType(), resource.resourceName(), current -> {
+                        Map<String, String> next = new TreeMap<>(current);
+                        for (IncrementalAlterConfigsRequestData.AlterableConfig config : resource.configs()) {
+                            apply(next, current, config);
+                        }
+                        TopicConfigs.check(next);
+                        return next;
+                    }, request.validateOnly(), deadline);
+            answer.setErrorCode(outcome.error().code()).setErrorMessage(outcome.message());
+        }
+        return response;
+    }
+
+    /** Applies one operation to {@code next}, the configs the topic is to have; {@code current} are those it has. */
+    private void apply(Map<String, String> next, Map<String, String> current,
+                       IncrementalAlterConfigsRequestData.AlterableConfig config) {
+        String name = config.name();
+        TopicConfigs.Definition definition = TopicConfigs.definitions().get(name);
+        if (definition == null) {
+            throw new InvalidConfigurationException("Unknown topic config name: " + name);
+        }
+        switch (config.configOperation()) {
+            case SET -> {
+                if (config.value() == null) {
+                    throw new InvalidRequestException("Null value not supported for : " + name);
+                }
+                next.put(name, config.value());
+            }
+            case DELETE -> next.remove(name);
+            case APPEND, SUBTRACT -> {
+                String op = config.configOperation() == APPEND ? "APPEND" : "SUBTRACT";
+                if (definition.type() != ConfigDef.Type.LIST) {
+                    throw new InvalidConfigurationException("Can't " + op + " to key " + name
+                            + " because its type is not LIST.");
+                }
+                Set<String> values = new LinkedHashSet<>(list(topicConfigs.value(next.containsKey(name) ? next
+                        : current, name)));
+                List<String> given = config.value() == null ? List.of() : list(config.value());
+                if (config.configOperation() == APPEND) {
+                    values.addAll(given);
+                } else {
+                    values.removeAll(given);
+                }
+                next.put(name, String.join(",", values));
+            }
+            default -> throw new InvalidRequestException("Unknown alter config operation "
+                    + config.configOperation() + " for " + name);
+        }
+    }
+
+    private static List<String> list(String value) {
+        return value.isBlank() ? List.of() : ((List<?>) ConfigDef.parseType("list", value, ConfigDef.Type.LIST))
+                .stream().map(String::valueOf).toList();
+    }
+
+    AlterConfigsResponseData alter(AlterConfigsRequestData request) {
+        AlterConfigsResponseData response = new AlterConfigsResponseData();
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ALTER_TIMEOUT_MILLIS);
+        for (AlterConfigsRequestData.AlterConfigsResource resource : request.resources()) {
+            Map<String, String> wanted = new TreeMap<>();
+            Set<String> seen = new HashSet<>();
+            boolean duplicate = false;
+            for (AlterConfigsRequestData.AlterableConfig config : resource.configs()) {
+                duplicate |= !seen.add(config.name());
+                wanted.put(config.name(), config.value());
+            }
+            Outcome outcome = duplicate
+                    ? new Outcome(Errors.INVALID_REQUEST, "Error due to duplicate config keys")
+                    : alter(resource.resourceType(), resource.resourceName(), current -> {
+                        Map<String, String> next = new TreeMap<>();
+                        wanted.forEach((name, value) -> {
+                            if (value != null) {
+                                next.put(name, value);
+                            }
+                        });
+                        TopicConfigs.check(next);
+                        return next;
+                    }, request.validateOnly(), deadline);
+            response.responses().add(new AlterConfigsResponseData.AlterConfigsResourceResponse()
+                    .setResourceType(resource.resourceType()).setResourceName(resource.resourceName())
+                    .setErrorCode(outcome.error().code()).setErrorMessage(outcome.message()));
+        }
+        return response;
+    }
+
+    private record Outcome(Errors error, String message) {
+        static final Outcome NONE = new Outcome(Errors.NONE, null);
+    }
+
+    /** Changes one resource's configs, as the request asks; @return the resource's answer */
+    private Outcome alter(byte type, String name, UnaryOperator<Map<String, String>> change, boolean validateOnly,
+                          long deadline) {
+        if (type == BROKER || type == BROKER_LOGGER) {
+            return new Outcome(Errors.INVALID_REQUEST, "this broker's settings are taken when it starts (the options"
+                    + " of `sluice broker`) and cannot be changed while it runs");
+        }
+        if (type != TOPIC) {
+            return new Outcome(Errors.INVALID_REQUEST, "resource type " + type + " has no configs here");
+        }
+        if (partitions.applyAsInt(name) == 0) {
+            return new Outcome(Errors.UNKNOWN_TOPIC_OR_PARTITION, "The topic '" + name + "' does not exist.");
+        }
+        try {
+            if (validateOnly) {
+                change.apply(cluster.topicConfigs(name));
+                return Outcome.NONE;
+            }
+            CompletableFuture<Void> done = cluster.alterTopicConfigs(name, change);
+            done.get(Math.max(0, deadline - System.nanoTime()), TimeUnit.NANOSECONDS);
+            return Outcome.NONE;
+        } catch (ExecutionException | CompletionException e) {
+            return failure(e.getCause() != null ? e.getCause() : e);
+        } catch (RuntimeException e) {
+            return failure(e);
+        } catch (TimeoutException e) {
+            return new Outcome(Errors.REQUEST_TIMED_OUT, "the cluster did not change the configs of " + name
+                    + " within " + ALTER_TIMEOUT_MILLIS + " ms; it may still do so");
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            return new Outcome(Errors.UNKNOWN_SERVER_ERROR, "interrupted");
+        }
+    }
+
+    private static Outcome failure(Throwable cause) {
+        if (cause instanceof InvalidConfigurationException) {
+            return new Outcome(Errors.INVALID_CONFIG, cause.getMessage());
+        }
+        if (cause instanceof InvalidRequestException) {
+            return new Outcome(Errors.INVALID_REQUEST, cause.getMessage());
+        }
+        if (cause instanceof ClusterView.TopicRefusedException refused
+                && refused.refusal() == ClusterView.Refusal.NO_TOPIC) {
+            return new Outcome(Errors.UNKNOWN_TOPIC_OR_PARTITION, cause.getMessage());
+        }
+        return new Outcome(Errors.KAFKA_STORAGE_ERROR, String.valueOf(cause.getMessage()));
     }
 }

@@ -13,6 +13,7 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.message.AlterConfigsRequestData;
 import org.apache.kafka.common.message.ApiVersionsResponseData;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersion;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersionCollection;
@@ -34,6 +35,7 @@ import org.apache.kafka.common.message.ListGroupsRequestData;
 import org.apache.kafka.common.message.OffsetCommitRequestData;
 import org.apache.kafka.common.message.OffsetFetchRequestData;
 import org.apache.kafka.common.message.SyncGroupRequestData;
+import org.apache.kafka.common.message.IncrementalAlterConfigsRequestData;
 import org.apache.kafka.common.message.InitProducerIdRequestData;
 import org.apache.kafka.common.message.InitProducerIdResponseData;
 import org.apache.kafka.common.message.ListOffsetsRequestData;
@@ -140,10 +142,12 @@ public final class KafkaApis implements AutoCloseable {
             }
         });
         ProducerStates producerStates = new ProducerStates();
-        this.produce = new ProduceHandler(partitions, cluster, producerStates, metrics, storeConfig.maxMessageBytes());
+        TopicConfigs topicConfigs = new TopicConfigs(Configs.brokerValues(storeConfig));
+        this.produce = new ProduceHandler(partitions, cluster, producerStates, metrics,
+                new ProducePolicies(topicConfigs, cluster), storeConfig.maxMessageBytes(), storeConfig.clock()::millis);
         this.fetch = new FetchHandler(partitions, cluster, watch, Objects.requireNonNull(executor, "executor"));
         this.offsets = new ListOffsetsHandler(partitions);
-        this.topics = new TopicApis(partitions, cluster, settings, producerStates);
+        this.topics = new TopicApis(partitions, cluster, settings, producerStates, topicConfigs);
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
                 .daemon().factory());
         this.groups = new GroupApis(partitions, cluster, new GroupCoordinator(timer, storeConfig.clock()::millis),
@@ -159,7 +163,7 @@ public final class KafkaApis implements AutoCloseable {
                 LOG.warn("expiring group offsets failed: {}", e.toString());
             }
         }, OFFSETS_RETENTION_CHECK_MILLIS, OFFSETS_RETENTION_CHECK_MILLIS, TimeUnit.MILLISECONDS);
-        this.configs = new Configs(storeConfig, settings, partitions::count);
+        this.configs = new Configs(topicConfigs, cluster, storeConfig, settings, partitions::count);
         this.elections = new LeaderElections(partitions, cluster);
     }
 
@@ -301,6 +305,8 @@ public final class KafkaApis implements AutoCloseable {
             case LIST_GROUPS -> groups.list((ListGroupsRequestData) request);
             case DELETE_GROUPS -> groups.delete((DeleteGroupsRequestData) request);
             case DESCRIBE_CONFIGS -> configs.describe((DescribeConfigsRequestData) request);
+            case INCREMENTAL_ALTER_CONFIGS -> configs.incrementalAlter((IncrementalAlterConfigsRequestData) request);
+            case ALTER_CONFIGS -> configs.alter((AlterConfigsRequestData) request);
             case DELETE_TOPICS -> topics.deleteTopics((DeleteTopicsRequestData) request, version);
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };

@@ -14,6 +14,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.LongSupplier;
 import org.apache.kafka.common.message.ProduceRequestData;
 import org.apache.kafka.common.message.ProduceResponseData;
 import org.apache.kafka.common.message.ProduceResponseData.PartitionProduceResponse;
@@ -21,6 +22,7 @@ import org.apache.kafka.common.message.ProduceResponseData.TopicProduceResponse;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.record.internal.CompressionType;
 import org.apache.kafka.common.record.internal.MemoryRecords;
+import org.apache.kafka.common.record.internal.RecordBatch;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -45,19 +47,27 @@ final class ProduceHandler {
     private final ClusterView cluster;
     private final ProducerStates producers;
     private final BrokerMetrics metrics;
-    private final int maxBatchBytes;
+    private final ProducePolicies policies;
+    private final int storeMaxBatchBytes;
+    private final LongSupplier clock;
+    private final TopicFlushes flushes;
 
     /**
-     * @param maxBatchBytes the largest batch taken (max.message.bytes)
      * @param metrics where acknowledged appends are timed, or null
+     * @param policies what each topic's configs ask of a produce
+     * @param storeMaxBatchBytes the largest batch the store takes, whatever a topic's max.message.bytes
+     * @param clock the time in ms (timestamps checked and stamped, flush.ms)
      */
     ProduceHandler(Partitions partitions, ClusterView cluster, ProducerStates producers, BrokerMetrics metrics,
-                   int maxBatchBytes) {
+                   ProducePolicies policies, int storeMaxBatchBytes, LongSupplier clock) {
         this.partitions = partitions;
         this.cluster = cluster;
         this.producers = producers;
         this.metrics = metrics;
-        this.maxBatchBytes = maxBatchBytes;
+        this.policies = policies;
+        this.storeMaxBatchBytes = storeMaxBatchBytes;
+        this.clock = clock;
+        this.flushes = new TopicFlushes(clock);
     }
 
     /** @return the response once every partition is answered (null for acks=0) */
@@ -105,6 +115,47 @@ final class ProduceHandler {
         response.setErrorCode(error.code()).setErrorMessage(message);
     }
 
+    /**
+     * What a topic's configs ask of a checked batch, in the order Kafka's broker asks it: enough replicas in sync for
+     * acks=all (min.insync.replicas), every record keyed on a compacted topic, each record's CreateTime within the
+     * topic's bounds, or the broker's time stamped on the batch (LogAppendTime).
+     *
+     * @return the batch to append: {@code checked}, or a stamped copy of it
+     * @throws BatchRefusedException naming the error to answer
+     */
+    private RecordBatches.Checked applyPolicy(RecordBatches.Checked checked, TopicConfigs.Produce policy, String topic,
+                                              int partitionIndex, short acks, Partition partition) {
+        if (acks == -1) {
+            int inSync = partition.leadership().inSync().size();
+            if (inSync < policy.minInsyncReplicas()) {
+                throw new BatchRefusedException(Errors.NOT_ENOUGH_REPLICAS, "The size of the current ISR : " + inSync
+                        + " is insufficient to satisfy the min.isr requirement of " + policy.minInsyncReplicas()
+                        + " for partition " + topic + "-" + partitionIndex);
+            }
+        }
+        if (policy.compacted() && checked.keyless()) {
+            throw new BatchRefusedException(Errors.INVALID_RECORD, "Compacted topic cannot accept message without key"
+                    + " in topic partition " + topic + "-" + partitionIndex + ".");
+        }
+        long now = clock.getAsLong();
+        if (policy.logAppendTime()) {
+            checked = RecordBatches.stampLogAppendTime(checked, now);
+        } else {
+            long earliest = policy.timestampBeforeMaxMs() == Long.MAX_VALUE ? Long.MIN_VALUE
+                    : now - policy.timestampBeforeMaxMs();
+            long latest = policy.timestampAfterMaxMs() > Long.MAX_VALUE - now ? Long.MAX_VALUE
+                    : now + policy.timestampAfterMaxMs();
+            long out = checked.firstRecordTimestamp() != RecordBatch.NO_TIMESTAMP
+                    && checked.firstRecordTimestamp() < earliest ? checked.firstRecordTimestamp()
+                    : checked.lastRecordTimestamp() > latest ? checked.lastRecordTimestamp() : RecordBatch.NO_TIMESTAMP;
+            if (out != RecordBatch.NO_TIMESTAMP) {
+                throw new BatchRefusedException(Errors.INVALID_TIMESTAMP, "Timestamp " + out + " of a message of the"
+                        + " batch is out of range. The timestamp should be within [" + earliest + ", " + latest + "]");
+            }
+        }
+        return checked;
+    }
+
     /** Checks and appends one partition's batch; @return what completes its answer, or null if answered already */
     private CompletableFuture<?> produce(String topic, ProduceRequestData.PartitionProduceData data, short version,
                                          short acks, int timeoutMs, PartitionProduceResponse response) {
@@ -121,9 +172,12 @@ final class ProduceHandler {
             fail(response, Errors.INVALID_RECORD, "no records");
             return null;
         }
+        TopicConfigs.Produce policy = policies.of(topic);
         RecordBatches.Checked checked;
         try {
-            checked = RecordBatches.check(records, maxBatchBytes, WALKERS.get());
+            checked = RecordBatches.check(records, Math.min(policy.maxMessageBytes(), storeMaxBatchBytes),
+                    WALKERS.get());
+            checked = applyPolicy(checked, policy, topic, data.index(), acks, partition);
         } catch (BatchRefusedException e) {
             fail(response, e.error(), e.getMessage());
             return null;
@@ -133,12 +187,14 @@ final class ProduceHandler {
             fail(response, Errors.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later");
             return null;
         }
+        Durability durability = flushes.durability(topic, data.index(), batch.offsetCount(), policy,
+                durability(acks));
         long appendedAt = System.nanoTime();
         CompletableFuture<Long> answer;
         try {
             answer = batch.producerId() >= 0
-                    ? appendIdempotent(partition, batch, acks, timeoutMs, response)
-                    : acked(partition.append(batch, durability(acks)), acks);
+                    ? appendIdempotent(partition, batch, acks, durability, timeoutMs, response)
+                    : acked(partition.append(batch, durability), acks);
         } catch (IllegalArgumentException e) {
             fail(response, Errors.INVALID_RECORD, e.getMessage());
             return null;
@@ -165,6 +221,9 @@ final class ProduceHandler {
                             metrics.appendAcknowledged(System.nanoTime() - appendedAt);
                         }
                         response.setBaseOffset(offset).setLogStartOffset(partition.logStartOffset());
+                        if (policy.logAppendTime()) {
+                            response.setLogAppendTimeMs(batch.maxTimestamp());
+                        }
                     }
                     return null;
                 });
@@ -216,7 +275,8 @@ final class ProduceHandler {
      *
      * @return the offset to answer with once it may be, or null if answered already (refused)
      */
-    private CompletableFuture<Long> appendIdempotent(Partition partition, KafkaBatch batch, short acks, int timeoutMs,
+    private CompletableFuture<Long> appendIdempotent(Partition partition, KafkaBatch batch, short acks,
+                                                     Durability durability, int timeoutMs,
                                                      PartitionProduceResponse response) {
         int count = batch.offsetCount();
         ProducerStates.Producers state = producers.of(partition);
@@ -233,7 +293,7 @@ final class ProduceHandler {
                 fail(response, verdict.error(), verdict.message());
                 return null;
             }
-            Partition.Appended appended = partition.append(batch, durability(acks));
+            Partition.Appended appended = partition.append(batch, durability);
             // A refused append (a full disk, a leader stepping down) stored nothing: it is not the producer's last
             // batch, and its retry must be taken as new, not answered as a duplicate of the refusal.
             if (!appended.stored().isCompletedExceptionally()) {

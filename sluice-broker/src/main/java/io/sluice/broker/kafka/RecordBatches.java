@@ -28,8 +28,12 @@ final class RecordBatches {
      *
      * @param batch the checked batch, a view of the request's bytes
      * @param compression its codec
+     * @param firstRecordTimestamp the earliest timestamp of its records
+     * @param lastRecordTimestamp the latest timestamp of its records
+     * @param keyless whether one of its records has no key
      */
-    record Checked(KafkaBatch batch, CompressionType compression) {
+    record Checked(KafkaBatch batch, CompressionType compression, long firstRecordTimestamp, long lastRecordTimestamp,
+                   boolean keyless) {
     }
 
     /** Bits 0-2 of the attributes: the compression codec's id. */
@@ -107,7 +111,32 @@ final class RecordBatches {
                         + e);
             }
         }
-        return new Checked(checked, compression);
+        long base = bytes.getLong(bytes.position() + KafkaBatch.BASE_TIMESTAMP);
+        return new Checked(checked, compression, base + walker.minTimestampDelta(), base + walker.maxTimestampDelta(),
+                walker.keyless());
+    }
+
+    /** Bit 3 of the attributes: the batch's timestamp type, set for LogAppendTime. */
+    private static final int LOG_APPEND_TIME_FLAG = 0x08;
+
+    /**
+     * Stamps a checked batch with the broker's time, as Kafka's broker does for a topic whose message.timestamp.type is
+     * LogAppendTime: a copy whose timestamp type is LogAppendTime and whose max timestamp is {@code now} (every record's
+     * time, for the clients that read it), its CRC32C computed again.
+     *
+     * @return the stamped copy, checked
+     */
+    static Checked stampLogAppendTime(Checked checked, long now) {
+        ByteBuffer source = checked.batch().buffer();
+        ByteBuffer copy = ByteBuffer.allocate(source.remaining());
+        copy.put(source.duplicate()).flip();
+        copy.putShort(KafkaBatch.ATTRIBUTES, (short) (copy.getShort(KafkaBatch.ATTRIBUTES) | LOG_APPEND_TIME_FLAG));
+        copy.putLong(KafkaBatch.MAX_TIMESTAMP, now);
+        java.util.zip.CRC32C crc = new java.util.zip.CRC32C();
+        crc.update(copy.duplicate().position(KafkaBatch.CRC_START));
+        copy.putInt(KafkaBatch.CRC, (int) crc.getValue());
+        return new Checked(KafkaBatch.check(MemorySegment.ofBuffer(copy)), checked.compression(), now, now,
+                checked.keyless());
     }
 
     /** @return the one batch the records hold, whole */

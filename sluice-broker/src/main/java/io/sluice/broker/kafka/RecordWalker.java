@@ -92,6 +92,11 @@ final class RecordWalker {
     private long limit;
     /** Whether the limit is a decompression bound (else the batch's end). */
     private boolean bounded;
+    /** The smallest and largest timestamp delta of the records read so far. */
+    private long minTimestampDelta;
+    private long maxTimestampDelta;
+    /** Whether a record read so far has a null key. */
+    private boolean keyless;
 
     /**
      * Walks the uncompressed records of a batch.
@@ -128,9 +133,27 @@ final class RecordWalker {
         }
     }
 
+    /** @return the smallest timestamp delta of the last batch walked (its records' earliest time, less the base) */
+    long minTimestampDelta() {
+        return minTimestampDelta;
+    }
+
+    /** @return the largest timestamp delta of the last batch walked */
+    long maxTimestampDelta() {
+        return maxTimestampDelta;
+    }
+
+    /** @return true if a record of the last batch walked has no key (a null one) */
+    boolean keyless() {
+        return keyless;
+    }
+
     private void walk(Input in, int count, long maxBytes, boolean decompressionBound) throws IOException {
         this.input = in;
         this.position = 0;
+        this.minTimestampDelta = Long.MAX_VALUE;
+        this.maxTimestampDelta = Long.MIN_VALUE;
+        this.keyless = false;
         this.limit = maxBytes;
         this.bounded = decompressionBound;
         try {
@@ -159,12 +182,14 @@ final class RecordWalker {
         }
         long end = position + length;
         readByte(index, "attributes");
-        varlong(index);
+        long timestampDelta = varlong(index);
+        minTimestampDelta = Math.min(minTimestampDelta, timestampDelta);
+        maxTimestampDelta = Math.max(maxTimestampDelta, timestampDelta);
         int offsetDelta = varint(index, "offset delta");
         if (offsetDelta != index) {
             throw invalid("record " + index + " of the batch has offset delta " + offsetDelta);
         }
-        field(index, end, "key", true);
+        keyless |= !field(index, end, "key", true);
         field(index, end, "value", true);
         int headers = varint(index, "header count");
         if (headers < 0 || headers > end - position) {
@@ -180,11 +205,15 @@ final class RecordWalker {
         }
     }
 
-    /** Skips a length-prefixed field of record {@code index}, which ends at {@code end}; -1 (null) if nullable. */
-    private void field(int index, long end, String name, boolean nullable) throws IOException {
+    /**
+     * Skips a length-prefixed field of record {@code index}, which ends at {@code end}; -1 (null) if nullable.
+     *
+     * @return false if it is null
+     */
+    private boolean field(int index, long end, String name, boolean nullable) throws IOException {
         int length = varint(index, name + " length");
         if (length == -1 && nullable) {
-            return;
+            return false;
         }
         if (length < 0 || length > end - position) {
             throw invalid("the " + name + " of record " + index + " of the batch claims " + length + " bytes");
@@ -193,6 +222,7 @@ final class RecordWalker {
             throw invalid("the batch ends inside the " + name + " of record " + index);
         }
         position += length;
+        return true;
     }
 
     private int readByte(int index, String name) throws IOException {
@@ -217,11 +247,14 @@ final class RecordWalker {
         throw invalid("the " + name + " of record " + index + " of the batch is not a varint");
     }
 
-    /** Kafka's zig-zag varlong (at most 10 bytes): a record's timestamp delta, read and not kept. */
-    private void varlong(int index) throws IOException {
+    /** Kafka's zig-zag varlong (at most 10 bytes): a record's timestamp delta. */
+    private long varlong(int index) throws IOException {
+        long value = 0;
         for (int shift = 0; shift < 70; shift += 7) {
-            if ((readByte(index, "timestamp delta") & 0x80) == 0) {
-                return;
+            int b = readByte(index, "timestamp delta");
+            value |= (long) (b & 0x7F) << shift;
+            if ((b & 0x80) == 0) {
+                return (value >>> 1) ^ -(value & 1);
             }
         }
         throw invalid("the timestamp delta of record " + index + " of the batch is not a varlong");

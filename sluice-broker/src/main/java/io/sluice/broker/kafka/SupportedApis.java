@@ -46,6 +46,8 @@ final class SupportedApis {
         serve(ApiKeys.LIST_GROUPS, 0, 5);
         serve(ApiKeys.DELETE_GROUPS, 0, 2);
         serve(ApiKeys.DESCRIBE_CONFIGS, 1, 4);
+        serve(ApiKeys.ALTER_CONFIGS, 0, 2);
+        serve(ApiKeys.INCREMENTAL_ALTER_CONFIGS, 0, 1);
         // Topics named by id (v6) are unknown: every topic id here is zero.
         serve(ApiKeys.DELETE_TOPICS, 1, 6);
         // Preferred elections (and unclean ones, answered as Raft allows).

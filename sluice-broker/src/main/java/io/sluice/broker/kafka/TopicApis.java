@@ -7,12 +7,15 @@ import io.sluice.store.StoreException;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
 import java.util.List;
+import java.util.Map;
+import java.util.TreeMap;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.errors.InvalidConfigurationException;
 import org.apache.kafka.common.message.CreatePartitionsRequestData;
 import org.apache.kafka.common.message.CreatePartitionsRequestData.CreatePartitionsTopic;
 import org.apache.kafka.common.message.CreatePartitionsResponseData;
@@ -61,8 +64,11 @@ final class TopicApis {
     private final ClusterView cluster;
     private final KafkaApis.Settings settings;
     private final ProducerStates producers;
+    private final TopicConfigs topicConfigs;
 
-    TopicApis(Partitions partitions, ClusterView cluster, KafkaApis.Settings settings, ProducerStates producers) {
+    TopicApis(Partitions partitions, ClusterView cluster, KafkaApis.Settings settings, ProducerStates producers,
+              TopicConfigs topicConfigs) {
+        this.topicConfigs = topicConfigs;
         this.partitions = partitions;
         this.cluster = cluster;
         this.settings = settings;
@@ -221,10 +227,22 @@ final class TopicApis {
         return System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(timeoutMs > 0 ? timeoutMs : CREATE_TIMEOUT_MILLIS);
     }
 
+    /**
+     * One topic of a CreateTopics request, checked in the order Kafka's controller checks: its name, whether it exists
+     * (whatever else the request says of it), its replication factor and partitions, then its configs.
+     */
     private CreatableTopicResult createTopic(CreatableTopic topic, boolean validateOnly, long deadline) {
         CreatableTopicResult result = new CreatableTopicResult().setName(topic.name()).setTopicId(Uuid.ZERO_UUID);
         int count = topic.numPartitions() == -1 ? settings.defaultPartitions() : topic.numPartitions();
         int factor = topic.replicationFactor() == -1 ? cluster.defaultReplicationFactor() : topic.replicationFactor();
+        try {
+            cluster.checkTopicName(topic.name());
+        } catch (ClusterView.TopicRefusedException e) {
+            return failed(result, Errors.INVALID_TOPIC_EXCEPTION, e.getMessage());
+        }
+        if (partitions.count(topic.name()) > 0) {
+            return failed(result, Errors.TOPIC_ALREADY_EXISTS, "Topic '" + topic.name() + "' already exists.");
+        }
         if (factor < 1 || factor > cluster.brokers().size()) {
             return failed(result, Errors.INVALID_REPLICATION_FACTOR, "replication factor " + factor + " cannot be"
                     + " met by a cluster of " + cluster.brokers().size() + " broker"
@@ -237,26 +255,25 @@ final class TopicApis {
             return failed(result, Errors.INVALID_PARTITIONS, "the partition count must be between 1 and "
                     + cluster.maxPartitions() + ", was " + count);
         }
-        if (!topic.configs().isEmpty()) {
-            List<String> names = new ArrayList<>();
-            topic.configs().forEach(config -> names.add(config.name()));
-            return failed(result, Errors.INVALID_CONFIG, "topic configs are not supported yet, got " + names);
+        Map<String, String> configs = new TreeMap<>();
+        for (CreateTopicsRequestData.CreatableTopicConfig config : topic.configs()) {
+            if (config.value() != null) {
+                configs.put(config.name(), config.value());
+            }
         }
         try {
-            cluster.checkTopicName(topic.name());
-        } catch (ClusterView.TopicRefusedException e) {
-            return failed(result, Errors.INVALID_TOPIC_EXCEPTION, e.getMessage());
-        }
-        if (partitions.count(topic.name()) > 0) {
-            return failed(result, Errors.TOPIC_ALREADY_EXISTS, "topic " + topic.name() + " already exists");
+            TopicConfigs.check(configs);
+        } catch (InvalidConfigurationException e) {
+            return failed(result, Errors.INVALID_CONFIG, e.getMessage());
         }
         if (validateOnly) {
-            return result.setNumPartitions(count).setReplicationFactor((short) factor);
+            return created(result, count, factor, configs);
         }
         try {
             // Carried to the metadata's leader, whichever broker this is; with none known, the cluster elects one
             // meanwhile.
-            awaitCluster(cluster.createTopic(topic.name(), count, factor), deadline, "create topic " + topic.name());
+            awaitCluster(cluster.createTopic(topic.name(), count, factor, configs), deadline,
+                    "create topic " + topic.name());
         } catch (ClusterView.TopicRefusedException e) {
             return failed(result, switch (e.refusal()) {
                 case INVALID_NAME -> Errors.INVALID_TOPIC_EXCEPTION;
@@ -269,7 +286,19 @@ final class TopicApis {
         } catch (RuntimeException e) {
             return failed(result, Errors.KAFKA_STORAGE_ERROR, e.getMessage());
         }
-        return result.setNumPartitions(count).setReplicationFactor((short) factor);
+        return created(result, count, factor, configs);
+    }
+
+    /** @return the result of a topic created (or that would be), with every topic config's value (CreateTopics v5+) */
+    private CreatableTopicResult created(CreatableTopicResult result, int count, int factor,
+                                         Map<String, String> configs) {
+        List<CreateTopicsResponseData.CreatableTopicConfigs> described = new ArrayList<>();
+        for (TopicConfigs.Described config : topicConfigs.describe(configs)) {
+            described.add(new CreateTopicsResponseData.CreatableTopicConfigs().setName(config.definition().name())
+                    .setValue(config.value()).setReadOnly(false).setConfigSource(config.source())
+                    .setIsSensitive(false));
+        }
+        return result.setNumPartitions(count).setReplicationFactor((short) factor).setConfigs(described);
     }
 
     /** The cluster did not do what a request asked before the request's timeout: REQUEST_TIMED_OUT. */

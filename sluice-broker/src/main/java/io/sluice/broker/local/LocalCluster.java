@@ -5,8 +5,10 @@ import io.sluice.store.ConsumerPosition;
 import io.sluice.store.Store;
 import io.sluice.store.TopicLayout;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.UnaryOperator;
 
 /**
  * A broker alone as a cluster of one: itself the only broker and the controller, every topic change and offset
@@ -63,7 +65,8 @@ public final class LocalCluster implements ClusterView {
     }
 
     @Override
-    public CompletableFuture<Void> createTopic(String topic, int count, int replicationFactor) {
+    public CompletableFuture<Void> createTopic(String topic, int count, int replicationFactor,
+                                               Map<String, String> configs) {
         try {
             if (replicationFactor != 1) {
                 throw new TopicRefusedException(Refusal.INVALID_REPLICATION_FACTOR, "this broker keeps one replica of"
@@ -76,9 +79,29 @@ public final class LocalCluster implements ClusterView {
             }
             // A store topic with messages but no declared count (appended through the store's API) exists too.
             if (store.queueCount(topic) > 0 || !store.queues(topic).isEmpty()
-                    || !store.createTopic(topic, layout, count)) {
+                    || !store.createTopic(topic, layout, count, configs)) {
                 throw new TopicRefusedException(Refusal.EXISTS, "topic " + topic + " already exists");
             }
+            return CompletableFuture.completedFuture(null);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    @Override
+    public Map<String, String> topicConfigs(String topic) {
+        return store.topicConfigs(topic);
+    }
+
+    /** Changes are made one at a time, so each is made on what the one before left. */
+    @Override
+    public synchronized CompletableFuture<Void> alterTopicConfigs(String topic,
+                                                                  UnaryOperator<Map<String, String>> change) {
+        try {
+            if (partitions.count(topic) == 0) {
+                throw new TopicRefusedException(Refusal.NO_TOPIC, "The topic '" + topic + "' does not exist.");
+            }
+            store.setTopicConfigs(topic, change.apply(store.topicConfigs(topic)));
             return CompletableFuture.completedFuture(null);
         } catch (RuntimeException e) {
             return CompletableFuture.failedFuture(e);

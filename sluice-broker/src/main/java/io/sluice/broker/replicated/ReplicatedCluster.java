@@ -6,8 +6,10 @@ import io.sluice.broker.Replication;
 import io.sluice.store.ConsumerPosition;
 import io.sluice.store.Store;
 import java.util.List;
+import java.util.Map;
 import java.util.OptionalLong;
 import java.util.concurrent.CompletableFuture;
+import java.util.function.UnaryOperator;
 import java.util.concurrent.CompletionException;
 
 /**
@@ -69,7 +71,8 @@ public final class ReplicatedCluster implements ClusterView {
     }
 
     @Override
-    public CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor) {
+    public CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor,
+                                               Map<String, String> configs) {
         try {
             checkTopicName(topic);
             if (replicationFactor < 1 || replicationFactor > node.brokers().size()) {
@@ -84,7 +87,17 @@ public final class ReplicatedCluster implements ClusterView {
             return CompletableFuture.failedFuture(e);
         }
         // Checked above, the one refusal left is a topic the cluster has already.
-        return refused(node.createTopic(topic, partitions, replicationFactor), Refusal.EXISTS);
+        return refused(node.createTopic(topic, partitions, replicationFactor, configs), Refusal.EXISTS);
+    }
+
+    @Override
+    public Map<String, String> topicConfigs(String topic) {
+        return store.topicConfigs(topic);
+    }
+
+    @Override
+    public CompletableFuture<Void> alterTopicConfigs(String topic, UnaryOperator<Map<String, String>> change) {
+        return refused(node.alterTopicConfigs(topic, change), Refusal.NO_TOPIC);
     }
 
     @Override

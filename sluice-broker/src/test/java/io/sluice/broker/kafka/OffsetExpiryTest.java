@@ -225,7 +225,14 @@ class OffsetExpiryTest {
         }
 
         @Override
-        public CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor) {
+        public CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor,
+                                                   java.util.Map<String, String> configs) {
+            return CompletableFuture.failedFuture(new UnsupportedOperationException("no topics here"));
+        }
+
+        @Override
+        public CompletableFuture<Void> alterTopicConfigs(String topic,
+                java.util.function.UnaryOperator<java.util.Map<String, String>> change) {
             return CompletableFuture.failedFuture(new UnsupportedOperationException("no topics here"));
         }
 
