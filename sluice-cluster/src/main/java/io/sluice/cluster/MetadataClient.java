@@ -276,8 +276,10 @@ final class MetadataClient implements AutoCloseable {
                         MetadataState.CONFIGS_CHANGED.length())))
                         .thenComposeAsync(applied -> alterTopicConfigs(topic, change, attempts - 1));
             }
-            return CompletableFuture.failedFuture(new IllegalArgumentException(answer.startsWith("refused: no topic")
-                    ? "topic " + topic + " does not exist" : answer));
+            // Another change came first each time (or the log refused it otherwise): not the request's fault.
+            return CompletableFuture.failedFuture(answer.startsWith("refused: no topic")
+                    ? new IllegalArgumentException("topic " + topic + " does not exist")
+                    : new IllegalStateException("the configs of " + topic + " were not changed: " + answer));
         });
     }
 
