@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kafka's own command-line tools (the pinned kafka-tools from Maven Central) against `sluice broker` on
-# 127.0.0.1: topics (create, list, describe, delete), console producer and consumer, consumer groups, a preferred
-# leader election, producer and consumer perf tests. Each step's output is checked; the script stops at the first that fails.
+# 127.0.0.1: topics (create, list, describe, delete, configs), console producer and consumer, consumer groups, a
+# preferred leader election, producer and consumer perf tests, kafka-configs. Each step's output is checked; the script stops at the first that fails.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
 tool() { java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$tools_cp" "$@"; }
@@ -62,6 +62,26 @@ tool org.apache.kafka.tools.LeaderElectionCommand --bootstrap-server "$bootstrap
   --topic smoke --partition 0 | tee "$scratch/election"
 grep -q "Valid replica already elected for partitions smoke-0" "$scratch/election" \
   || fail "kafka-leader-election did not find smoke-0 led by its preferred replica"
+
+step kafka-topics --create --config, kafka-configs --alter and --describe
+tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create --topic configured --partitions 1 \
+  --replication-factor 1 --config cleanup.policy=compact --config retention.ms=86400000
+tool kafka.admin.ConfigCommand --bootstrap-server "$bootstrap" --entity-type topics --entity-name configured \
+  --alter --add-config max.message.bytes=2000000,retention.ms=3600000 --delete-config cleanup.policy
+tool kafka.admin.ConfigCommand --bootstrap-server "$bootstrap" --entity-type topics --entity-name configured \
+  --describe | tee "$scratch/configs"
+grep -q "max.message.bytes=2000000" "$scratch/configs" || fail "kafka-configs --describe does not show max.message.bytes"
+grep -q "retention.ms=3600000" "$scratch/configs" || fail "kafka-configs --describe does not show retention.ms"
+grep -q "cleanup.policy" "$scratch/configs" && fail "kafka-configs --delete-config left cleanup.policy"
+if tool kafka.admin.ConfigCommand --bootstrap-server "$bootstrap" --entity-type topics \
+  --entity-name configured --alter --add-config retention.ms=soon > "$scratch/bad-config" 2>&1; then
+  fail "kafka-configs took retention.ms=soon"
+fi
+grep -q "Invalid value soon for configuration retention.ms" "$scratch/bad-config" \
+  || fail "kafka-configs did not print Kafka's refusal of retention.ms=soon: $(cat "$scratch/bad-config")"
+tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --describe --topic configured \
+  | tee "$scratch/describe-configured"
+grep -q "retention.ms=3600000" "$scratch/describe-configured" || fail "kafka-topics --describe does not show the configs"
 
 step kafka-topics --delete
 tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --delete --topic perf
