@@ -1,0 +1,141 @@
+package io.sluice.apps;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.broker.Broker;
+import io.sluice.broker.BrokerConfig;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.Arrays;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.Properties;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.ConsumerRecord;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.config.ConfigResource;
+import org.apache.kafka.common.serialization.LongDeserializer;
+import org.apache.kafka.common.serialization.Serdes;
+import org.apache.kafka.common.serialization.StringDeserializer;
+import org.apache.kafka.common.serialization.StringSerializer;
+import org.apache.kafka.streams.KafkaStreams;
+import org.apache.kafka.streams.StreamsBuilder;
+import org.apache.kafka.streams.StreamsConfig;
+import org.apache.kafka.streams.kstream.Materialized;
+import org.apache.kafka.streams.kstream.Produced;
+import org.apache.kafka.streams.state.Stores;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Kafka Streams 4.3.1, unchanged, against a broker alone: a word count with a repartition and a state store whose
+ * changelog Streams creates compacted. The counts are exact; with the local state wiped, a new instance restores the
+ * store from the changelog and counts on from there.
+ */
+class KafkaStreamsTest {
+
+    private static final List<String> WORDS = List.of("alpha", "beta", "gamma", "delta", "epsilon", "zeta", "eta",
+            "theta", "iota", "kappa");
+
+    @TempDir
+    Path dir;
+
+    private static KafkaStreams wordCount(String bootstrap, Path state, String guarantee) {
+        StreamsBuilder builder = new StreamsBuilder();
+        builder.<String, String>stream("lines")
+                .flatMapValues(line -> Arrays.asList(line.split(" ")))
+                .groupBy((key, word) -> word)
+                .count(Materialized.as(Stores.inMemoryKeyValueStore("counts")))
+                .toStream()
+                .to("counts", Produced.with(Serdes.String(), Serdes.Long()));
+        Properties props = new Properties();
+        props.put(StreamsConfig.APPLICATION_ID_CONFIG, "word-count");
+        props.put(StreamsConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
+        props.put(StreamsConfig.PROCESSING_GUARANTEE_CONFIG, guarantee);
+        props.put(StreamsConfig.STATE_DIR_CONFIG, state.toString());
+        props.put(StreamsConfig.COMMIT_INTERVAL_MS_CONFIG, 100);
+        props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
+        props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 1_000);
+        props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
+        KafkaStreams streams = new KafkaStreams(builder.build(), props);
+        streams.start();
+        return streams;
+    }
+
+    /** Sends {@code count} lines of words; @return how often each word was sent, added to {@code counts} */
+    private static void sendLines(String bootstrap, int from, int count, Map<String, Long> counts) throws Exception {
+        try (KafkaProducer<String, String> producer = new KafkaProducer<>(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap), new StringSerializer(), new StringSerializer())) {
+            for (int i = from; i < from + count; i++) {
+                StringBuilder line = new StringBuilder();
+                for (int w = 0; w <= i % 4; w++) {
+                    String word = WORDS.get((i * 7 + w * 3) % WORDS.size());
+                    line.append(w == 0 ? "" : " ").append(word);
+                    counts.merge(word, 1L, Long::sum);
+                }
+                producer.send(new ProducerRecord<>("lines", "line-" + i, line.toString()));
+            }
+            producer.flush();
+        }
+    }
+
+    /** Reads the output topic until each word's latest count is the expected one, for up to 90 s. */
+    private static Map<String, Long> awaitCounts(String bootstrap, Map<String, Long> expected) {
+        Map<String, Long> latest = new HashMap<>();
+        try (KafkaConsumer<String, Long> consumer = new KafkaConsumer<>(Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap, ConsumerConfig.GROUP_ID_CONFIG, "checker-"
+                        + System.nanoTime(), ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest",
+                ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"), new StringDeserializer(),
+                new LongDeserializer())) {
+            consumer.subscribe(List.of("counts"));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(90);
+            while (!latest.equals(expected) && System.nanoTime() < deadline) {
+                for (ConsumerRecord<String, Long> record : consumer.poll(Duration.ofMillis(200))) {
+                    latest.put(record.key(), record.value());
+                }
+            }
+        }
+        return latest;
+    }
+
+    @Test
+    void aWordCountIsExactAndRestoresItsStoreFromTheChangelog() throws Exception {
+        try (Store store = Store.open(dir.resolve("store"), StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0))) {
+            String bootstrap = "127.0.0.1:" + broker.port();
+            try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+                admin.createTopics(List.of(new NewTopic("lines", 2, (short) 1), new NewTopic("counts", 2, (short) 1)))
+                        .all().get(30, TimeUnit.SECONDS);
+            }
+            Map<String, Long> expected = new HashMap<>();
+            sendLines(bootstrap, 0, 400, expected);
+            try (KafkaStreams streams = wordCount(bootstrap, dir.resolve("state-1"), StreamsConfig.AT_LEAST_ONCE)) {
+                assertThat(awaitCounts(bootstrap, expected)).isEqualTo(expected);
+                streams.close(Duration.ofSeconds(30));
+            }
+            try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+                ConfigResource changelog = new ConfigResource(ConfigResource.Type.TOPIC,
+                        "word-count-counts-changelog");
+                assertThat(admin.describeConfigs(List.of(changelog)).all().get(30, TimeUnit.SECONDS).get(changelog)
+                        .get("cleanup.policy").value()).as("the changelog, as Streams created it").isEqualTo("compact");
+            }
+            // The local state gone: the store comes back from the changelog, and counting goes on from it.
+            sendLines(bootstrap, 400, 200, expected);
+            try (KafkaStreams streams = wordCount(bootstrap, dir.resolve("state-2"), StreamsConfig.AT_LEAST_ONCE)) {
+                assertThat(awaitCounts(bootstrap, expected)).isEqualTo(expected);
+                streams.close(Duration.ofSeconds(30));
+            }
+        }
+    }
+}
