@@ -85,8 +85,12 @@ final class ReplicaViews {
                     && !known.replicas().get(partition).contains(self)
                     && leadersElsewhere.inDoubt(new PartitionId(topic, partition), known.replicas().get(partition));
         }
-        RoleInfoProto role = replica.division().getInfo().getRoleInfoProto();
+        RoleInfoProto role = ReplicatedPartition.roleInfo(replica.division());
         PartitionId id = new PartitionId(topic, partition);
+        if (role == null) {
+            // Still starting: it knows no leader yet, and the others are asked, as for a follower that knows none.
+            role = RoleInfoProto.newBuilder().setRole(RaftPeerRole.FOLLOWER).build();
+        }
         if (role.getRole() == RaftPeerRole.CANDIDATE
                 || role.getRole() == RaftPeerRole.FOLLOWER && !role.getFollowerInfo().getLeaderInfo().hasId()) {
             // A replica that knows no leader (just started, or standing for election because it has heard from none):

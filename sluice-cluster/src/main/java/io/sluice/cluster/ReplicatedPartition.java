@@ -21,6 +21,7 @@ import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientReply;
 import org.apache.ratis.protocol.RaftClientRequest;
+import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.protocol.exceptions.LeaderNotReadyException;
 import org.apache.ratis.protocol.exceptions.LeaderSteppingDownException;
@@ -346,7 +347,11 @@ public final class ReplicatedPartition implements HandOverWatch.Replica {
         var info = division.getInfo();
         List<Integer> inSync = new ArrayList<>(List.of(ClusterNode.nodeId(division.getId())));
         long committed = division.getRaftLog().getLastCommittedIndex();
-        var followers = info.getRoleInfoProto().getLeaderInfo().getFollowerInfoList();
+        RoleInfoProto role = roleInfo(division);
+        if (role == null) {
+            return inSync;
+        }
+        var followers = role.getLeaderInfo().getFollowerInfoList();
         long[] matched = info.getFollowerMatchIndices();
         for (int i = 0; i < followers.size() && i < matched.length; i++) {
             if (matched[i] >= committed) {
@@ -354,6 +359,19 @@ public final class ReplicatedPartition implements HandOverWatch.Replica {
             }
         }
         return inSync;
+    }
+
+    /**
+     * @return the division's role as Ratis describes it, or null while it has none yet: Ratis 3.3.0 describes a
+     *     division that is still starting with a NullPointerException (RoleInfo.buildRoleInfoProto), which a
+     *     Metadata request for a topic just created met, and answered UNKNOWN_SERVER_ERROR for the whole request
+     */
+    static RoleInfoProto roleInfo(RaftServer.Division division) {
+        try {
+            return division.getInfo().getRoleInfoProto();
+        } catch (NullPointerException starting) {
+            return null;
+        }
     }
 
     /** @return the Raft term this replica is in (the partition's leader epoch) */
