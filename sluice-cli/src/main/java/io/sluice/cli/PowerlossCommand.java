@@ -57,7 +57,7 @@ final class PowerlossCommand implements Callable<Integer> {
             PowerLossSimulation.Outcome outcome = PowerLossSimulation.run(seed);
             outcomes.add(outcome);
             run = new SeedRun(seed, 1, outcome.passed() ? List.of() : List.of(outcome), outcome.acknowledged(),
-                    outcome.checked(), 0);
+                    outcome.checked(), outcome.configCuts(), 0);
         } else {
             run = SeedRun.run(first, count, threadCount, failure -> {
                 if (!json) {
@@ -75,6 +75,7 @@ final class PowerlossCommand implements Callable<Integer> {
             }
             out.println(new Json().put("first", run.first()).put("seeds", run.seeds()).put("failed", failed)
                     .put("acknowledged", run.acknowledged()).put("checked", run.checked())
+                    .put("configCuts", run.configCuts())
                     .put("seconds", run.nanos() / 1e9).put("ok", run.failed().isEmpty()));
         } else if (seed != null) {
             PowerLossSimulation.Outcome o = outcomes.getFirst();

@@ -6,6 +6,7 @@ import io.sluice.store.LookupResult;
 import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
 import io.sluice.store.StoredMessage;
+import io.sluice.store.TopicLayout;
 import java.util.Arrays;
 import java.util.List;
 import java.util.Map;
@@ -14,8 +15,10 @@ import java.util.SplittableRandom;
 /**
  * The {@link PowerLossSimulation}'s checks of what the store serves against the {@link QueueModel}: a message read
  * must be the one appended at its offset, and after an open every queue must hold a prefix of what was appended to
- * it (under SYNC, every acknowledged message), its keys found by key lookup. What an open shows lost is forgotten, so
- * the run continues from the recovered end. Counts the stored messages it compared.
+ * it (under SYNC, every acknowledged message), its keys found by key lookup, and every topic must keep its layout,
+ * the BATCHES topic its queue count and exactly the configs of its last change that returned or of the one a power
+ * cut interrupted. What an open shows lost is forgotten, so the run continues from the recovered end. Counts the
+ * stored messages it compared.
  *
  * <p>Not thread-safe; one per run.
  */
@@ -109,6 +112,44 @@ final class ModelChecks {
         }
         model.truncationsInDoubt.clear();
         model.emptyingsInDoubt.clear();
+        checkTopics(store, epoch, afterCrash);
+    }
+
+    /**
+     * Every topic keeps the layout it was created with, and the BATCHES topic its queue count and the configs of its
+     * last change that returned, or of the change in doubt: the registry is replaced whole, never mixed, never older.
+     */
+    private void checkTopics(Store store, int epoch, boolean afterCrash) {
+        String when = "epoch " + epoch + (afterCrash ? " after a power cut" : " after a clean reopen");
+        for (int i = 0; i < SimWorkload.TOPICS.length; i++) {
+            TopicLayout layout = store.layout(SimWorkload.TOPICS[i]);
+            if (layout != SimWorkload.LAYOUTS[i]) {
+                throw new SimulationFailure(when + ": topic " + SimWorkload.TOPICS[i] + " has layout " + layout
+                        + ", created " + SimWorkload.LAYOUTS[i]);
+            }
+        }
+        String topic = SimWorkload.BATCHES_TOPIC;
+        if (store.queueCount(topic) != SimWorkload.QUEUES) {
+            throw new SimulationFailure(when + ": topic " + topic + " has a queue count of " + store.queueCount(topic)
+                    + ", declared " + SimWorkload.QUEUES);
+        }
+        Map<String, String> found = store.topicConfigs(topic);
+        Map<String, String> inDoubt = model.topicConfigsInDoubt;
+        if (!found.equals(model.topicConfigs) && !found.equals(inDoubt)) {
+            throw new SimulationFailure(when + ": topic " + topic + " has configs " + describe(found) + ", where its"
+                    + " last change that returned set " + describe(model.topicConfigs)
+                    + (inDoubt == null ? "" : " and the change the cut interrupted " + describe(inDoubt)));
+        }
+        model.topicConfigs = found;
+        model.topicConfigsInDoubt = null;
+    }
+
+    /** @return configs for a failure's report, a long value by its length */
+    private static String describe(Map<String, String> configs) {
+        StringBuilder text = new StringBuilder("{");
+        configs.forEach((name, value) -> text.append(text.length() > 1 ? ", " : "").append(name).append('=')
+                .append(value.length() > 40 ? value.length() + " chars" : value));
+        return text.append('}').toString();
     }
 
     private static void checkKeyFound(Store store, String topic, Sent sent, String queue, int epoch) {

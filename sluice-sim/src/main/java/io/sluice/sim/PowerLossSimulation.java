@@ -12,17 +12,19 @@ import java.util.SplittableRandom;
 
 /**
  * One seeded run of the store on a {@link SimFileSystem} with a {@link ManualScheduler}: producers append to
- * topics of every layout (the BATCHES topic's queues truncated and emptied now and then, as a Raft replica does),
- * background tasks run in a seeded order, and the power is cut at a seeded file system
- * operation (inside a checkpoint, a roll, retention, recovery itself...). After each cut the store is opened
- * on what survived and checked:
+ * topics of every layout (the BATCHES topic's queues truncated and emptied now and then, as a Raft replica does, and
+ * its configs replaced, as a broker's AlterConfigs does), background tasks run in a seeded order, and the power is
+ * cut at a seeded file system operation (inside a checkpoint, a roll, retention, a registry save, recovery
+ * itself...). After each cut the store is opened on what survived and checked:
  * <ul>
  * <li>it opens (a state a power cut can produce is never refused);</li>
  * <li>every queue holds a prefix of what was appended to it, message for message: nothing corrupt, reordered
  *     or resurrected from before an earlier cut is served;</li>
  * <li>under SYNC, every acknowledged message is there;</li>
  * <li>the verifier finds no fault once the store was closed;</li>
- * <li>keys of stored messages are found by key lookup.</li>
+ * <li>keys of stored messages are found by key lookup;</li>
+ * <li>every topic keeps its layout, and the BATCHES topic its queue count and exactly the configs of its last change
+ *     that returned or of the one the cut interrupted.</li>
  * </ul>
  * Everything runs on the calling thread, so a seed reproduces its run exactly.
  *
@@ -46,9 +48,11 @@ public final class PowerLossSimulation {
      * @param appends messages appended
      * @param acknowledged appends acknowledged
      * @param checked stored messages compared with what was appended
+     * @param configCuts power cuts that struck while a change of the BATCHES topic's configs was under way
      * @param failure what went wrong, or null
      */
-    public record Outcome(long seed, String scenario, long appends, long acknowledged, long checked, String failure) {
+    public record Outcome(long seed, String scenario, long appends, long acknowledged, long checked, int configCuts,
+                          String failure) {
         /** @return true if every check held */
         public boolean passed() {
             return failure == null;
@@ -61,18 +65,20 @@ public final class PowerLossSimulation {
     private final SimClock clock = new SimClock(1_700_000_000_000L);
     private final ModelChecks checks;
     private final SimWorkload workload;
+    private final QueueModel model;
     private final StringBuilder scenario;
     private final List<SimFileSystem> released = new ArrayList<>();
     private SimFileSystem fs = new SimFileSystem();
     private ManualScheduler scheduler;
     private Store store;
+    private int configCuts;
 
     private PowerLossSimulation(long seed) {
         this.seed = seed;
         this.random = new SplittableRandom(seed);
         this.settings = new SimSettings(seed, random);
         this.scenario = new StringBuilder(settings.describe());
-        QueueModel model = new QueueModel(seed);
+        this.model = new QueueModel(seed);
         this.checks = new ModelChecks(random, settings, model);
         this.workload = new SimWorkload(random, settings, clock, model, checks);
     }
@@ -96,7 +102,7 @@ public final class PowerLossSimulation {
             simulation.cleanUp();
         }
         return new Outcome(seed, simulation.scenario.toString(), simulation.workload.appends(),
-                simulation.workload.acknowledged(), simulation.checks.checked(), failure);
+                simulation.workload.acknowledged(), simulation.checks.checked(), simulation.configCuts, failure);
     }
 
     private static String describe(Throwable e) {
@@ -129,6 +135,10 @@ public final class PowerLossSimulation {
                 // The cut did not fall within the steps: cut now.
                 abandon(fs.crash(random, model));
             } else {
+                if (this.model.topicConfigsInDoubt != null) {
+                    configCuts++;
+                    scenario.append(" in a config change");
+                }
                 abandon(fs.afterPowerCut());
             }
         }
@@ -256,14 +266,17 @@ public final class PowerLossSimulation {
     private void step() {
         int roll = random.nextInt(100);
         try {
-            if (roll < 45) {
+            if (roll < 43) {
                 workload.append(store);
-            } else if (roll < 70) {
+            } else if (roll < 67) {
                 scheduler.runOne(random);
-            } else if (roll < 85) {
+            } else if (roll < 82) {
                 scheduler.advance(1 + random.nextInt(40));
-            } else if (roll < 92) {
+            } else if (roll < 89) {
                 workload.readSomething(store);
+            } else if (roll < 92) {
+                // Often enough for a few percent of the cuts to strike inside a registry save.
+                workload.changeConfigs(store);
             } else if (roll < 95) {
                 workload.commitOffset(store);
             } else if (roll < 97) {
@@ -300,7 +313,8 @@ public final class PowerLossSimulation {
     private StoreVerifier.Report verify() {
         try {
             return StoreVerifier.verify(ROOT, fs);
-        } catch (IOException e) {
+        } catch (IOException | RuntimeException e) {
+            // A damaged registry, say, which the verifier cannot read past.
             throw new SimulationFailure("the verifier could not read the store", e);
         }
     }

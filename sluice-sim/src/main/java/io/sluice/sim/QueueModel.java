@@ -9,8 +9,9 @@ import java.util.Map;
 /**
  * What the {@link PowerLossSimulation} appended to each queue, message for message, as the store should hold it: the
  * model its checks compare the store with. Each body starts with a stamp of its run and id, so a body the store
- * serves can be traced to the message it is. Also what a power cut left in doubt: truncations and emptyings it
- * interrupted, whose outcome the next open decides.
+ * serves can be traced to the message it is. Also the BATCHES topic's configs as the last change that returned set
+ * them, and what a power cut left in doubt: truncations, emptyings and a config change it interrupted, whose outcome
+ * the next open decides.
  *
  * <p>Not thread-safe; one per run.
  */
@@ -40,6 +41,10 @@ final class QueueModel {
     final Map<String, Long> truncationsInDoubt = new LinkedHashMap<>();
     /** Queues being emptied when the power was cut: the offset asked for, and the queue's first offset before. */
     final Map<String, long[]> emptyingsInDoubt = new LinkedHashMap<>();
+    /** The BATCHES topic's configs, as set by the last change that returned (or by its creation). */
+    Map<String, String> topicConfigs = Map.of();
+    /** A change of the BATCHES topic's configs the power cut before it returned, or null. */
+    Map<String, String> topicConfigsInDoubt;
 
     QueueModel(long seed) {
         this.seed = seed;

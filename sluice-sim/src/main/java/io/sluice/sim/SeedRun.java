@@ -15,10 +15,11 @@ import java.util.function.Consumer;
  * @param failed the seeds that failed, in seed order
  * @param acknowledged appends acknowledged across every seed
  * @param checked stored messages compared with what was appended, across every seed
+ * @param configCuts power cuts that struck during a change of a topic's configs, across every seed
  * @param nanos how long the run took
  */
 public record SeedRun(long first, long seeds, List<PowerLossSimulation.Outcome> failed, long acknowledged,
-                      long checked, long nanos) {
+                      long checked, long configCuts, long nanos) {
 
     /**
      * @param first the first seed
@@ -34,6 +35,7 @@ public record SeedRun(long first, long seeds, List<PowerLossSimulation.Outcome> 
         AtomicLong next = new AtomicLong(first);
         AtomicLong acknowledged = new AtomicLong();
         AtomicLong checked = new AtomicLong();
+        AtomicLong configCuts = new AtomicLong();
         List<PowerLossSimulation.Outcome> failed = new ArrayList<>();
         List<Thread> workers = new ArrayList<>();
         for (int t = 0; t < Math.max(1, threads); t++) {
@@ -42,6 +44,7 @@ public record SeedRun(long first, long seeds, List<PowerLossSimulation.Outcome> 
                     PowerLossSimulation.Outcome outcome = PowerLossSimulation.run(seed);
                     acknowledged.addAndGet(outcome.acknowledged());
                     checked.addAndGet(outcome.checked());
+                    configCuts.addAndGet(outcome.configCuts());
                     if (!outcome.passed()) {
                         synchronized (failed) {
                             failed.add(outcome);
@@ -55,13 +58,14 @@ public record SeedRun(long first, long seeds, List<PowerLossSimulation.Outcome> 
             worker.join();
         }
         failed.sort(Comparator.comparingLong(PowerLossSimulation.Outcome::seed));
-        return new SeedRun(first, seeds, List.copyOf(failed), acknowledged.get(), checked.get(),
+        return new SeedRun(first, seeds, List.copyOf(failed), acknowledged.get(), checked.get(), configCuts.get(),
                 System.nanoTime() - start);
     }
 
-    /** @return one line: seeds, failures, acknowledged appends, messages checked, time */
+    /** @return one line: seeds, failures, acknowledged appends, messages checked, cuts in config changes, time */
     public String summary() {
         return String.format("%,d seeds from %d, %d failed, %,d acknowledged appends, %,d stored messages checked,"
-                + " %.1f s", seeds, first, failed.size(), acknowledged, checked, nanos / 1e9);
+                + " %,d cuts in config changes, %.1f s", seeds, first, failed.size(), acknowledged, checked, configCuts,
+                nanos / 1e9);
     }
 }

@@ -13,14 +13,17 @@ import java.lang.foreign.MemorySegment;
 import java.nio.ByteBuffer;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.TreeMap;
 import java.util.concurrent.CompletableFuture;
 
 /**
  * What the {@link PowerLossSimulation}'s producers and consumers do to the store: appends (single messages, batches,
  * Kafka record batches to the BATCHES topic), truncations and emptyings of the BATCHES topic's queues, reads, key
- * lookups and offset commits. Every append is recorded in the {@link QueueModel} before the call, and its future kept
- * until {@link #settle} finds it done.
+ * lookups, offset commits, and changes of the BATCHES topic's configs. Every append is recorded in the
+ * {@link QueueModel} before the call, and its future kept until {@link #settle} finds it done; every config change is
+ * recorded as in doubt before the call and as the topic's configs once it returns.
  *
  * <p>Not thread-safe; one per run.
  */
@@ -28,8 +31,13 @@ final class SimWorkload {
 
     /** One topic per layout: SHARED, TOPIC, QUEUE and BATCHES (whose appends are Kafka record batches). */
     static final String[] TOPICS = {"s", "t", "q", "k"};
+    /** The layouts of {@link #TOPICS}, in order. */
+    static final TopicLayout[] LAYOUTS = {
+        TopicLayout.SHARED, TopicLayout.TOPIC, TopicLayout.QUEUE, TopicLayout.BATCHES};
     static final String BATCHES_TOPIC = "k";
     static final int QUEUES = 2;
+    /** The config whose value numbers each change of the BATCHES topic's configs, from 0 at its creation. */
+    static final String SEQUENCE_CONFIG = "seq";
 
     /** An append whose future has not been looked at yet. */
     private record Pending(CompletableFuture<AppendResult> future, String queue, List<Sent> messages, long offset) {
@@ -42,6 +50,7 @@ final class SimWorkload {
     private final ModelChecks checks;
     private final List<Pending> pending = new ArrayList<>();
     private long nextId;
+    private long nextConfigSequence;
     private long appends;
     private long acknowledged;
 
@@ -63,11 +72,66 @@ final class SimWorkload {
         return acknowledged;
     }
 
-    /** Creates the topics of a new store (SHARED, the default layout, needs none). */
+    /**
+     * Creates the topics of a new store (SHARED, the default layout, needs none). The BATCHES topic is declared with
+     * its queue count and configs, as a broker creates its topics.
+     */
     void createTopics(Store store) {
         store.createTopic("t", TopicLayout.TOPIC);
         store.createTopic("q", TopicLayout.QUEUE);
-        store.createTopic(BATCHES_TOPIC, TopicLayout.BATCHES);
+        Map<String, String> configs = nextConfigs();
+        store.createTopic(BATCHES_TOPIC, TopicLayout.BATCHES, QUEUES, configs);
+        model.topicConfigs = configs;
+    }
+
+    /**
+     * Replaces the BATCHES topic's configs with a new map: in doubt until the call returns, the topic's configs once
+     * it has. The limits it draws are ones retention acts on within a run (a few simulated seconds, a few segments).
+     */
+    void changeConfigs(Store store) {
+        Map<String, String> configs = nextConfigs();
+        model.topicConfigsInDoubt = configs;
+        store.setTopicConfigs(BATCHES_TOPIC, configs);
+        model.topicConfigs = configs;
+        model.topicConfigsInDoubt = null;
+        if (!store.topicConfigs(BATCHES_TOPIC).equals(configs)) {
+            throw new SimulationFailure("the BATCHES topic's configs read " + store.topicConfigs(BATCHES_TOPIC)
+                    + " after they were set to " + configs);
+        }
+    }
+
+    /**
+     * @return the next configs of the BATCHES topic: its sequence number, retention limits or none, a cleanup policy
+     *     or none, and sometimes a long note that takes the registry past one page
+     */
+    private Map<String, String> nextConfigs() {
+        Map<String, String> configs = new TreeMap<>();
+        configs.put(SEQUENCE_CONFIG, Long.toString(nextConfigSequence++));
+        switch (random.nextInt(4)) {
+            case 0 -> configs.put(Store.RETENTION_MS, "-1");
+            case 1 -> configs.put(Store.RETENTION_MS, Long.toString(500 + random.nextInt(5000)));
+            default -> { }
+        }
+        switch (random.nextInt(4)) {
+            case 0 -> configs.put(Store.RETENTION_BYTES, "-1");
+            case 1 -> configs.put(Store.RETENTION_BYTES,
+                    Long.toString((2 + random.nextInt(6)) * settings.segmentBytes));
+            default -> { }
+        }
+        switch (random.nextInt(4)) {
+            case 0 -> configs.put(Store.CLEANUP_POLICY, "delete");
+            case 1 -> configs.put(Store.CLEANUP_POLICY, "compact");
+            case 2 -> configs.put(Store.CLEANUP_POLICY, "compact,delete");
+            default -> { }
+        }
+        if (random.nextInt(4) == 0) {
+            char[] note = new char[random.nextInt(2 * SimFileSystem.PAGE_BYTES)];
+            for (int i = 0; i < note.length; i++) {
+                note[i] = (char) ('a' + random.nextInt(26));
+            }
+            configs.put("note", new String(note));
+        }
+        return configs;
     }
 
     /** The process is gone: its appends will never complete. */

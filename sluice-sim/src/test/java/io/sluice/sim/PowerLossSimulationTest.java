@@ -23,5 +23,8 @@ class PowerLossSimulationTest {
         List<PowerLossSimulation.Outcome> failed = run.failed();
         assertThat(failed).isEmpty();
         assertThat(run.acknowledged()).as("acknowledged appends across the seeds").isPositive();
+        if (seeds >= 100) {
+            assertThat(run.configCuts()).as("power cuts during a config change across the seeds").isPositive();
+        }
     }
 }

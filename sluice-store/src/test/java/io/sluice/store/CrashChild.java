@@ -7,8 +7,10 @@ import java.util.concurrent.atomic.AtomicLong;
 /**
  * The crash tests' child process: appends with SYNC flush from several threads forever and prints one line
  * per acknowledged message, {@code ACK <topic> <queue> <offset> <crc> END}, only after its future completed, and
- * in retention mode one line per consumer position it registered, {@code COMMIT <offset> END}, printed just before registering it. The
- * parent kills it with SIGKILL at a random moment.
+ * in retention mode one line per consumer position it registered, {@code COMMIT <offset> END}, printed just before
+ * registering it. Beside them one thread replaces the configs of {@link #CONFIGS_TOPIC} again and again, each change
+ * numbered, printing {@code CONFIGS <seq> SETTING END} before the call and {@code CONFIGS <seq> SET END} once it
+ * returned. The parent kills it with SIGKILL at a random moment.
  */
 public final class CrashChild {
 
@@ -17,6 +19,10 @@ public final class CrashChild {
 
     /** The consumer group whose position the child moves in retention mode. */
     static final String GROUP = "crash-reader";
+    /** A topic with one declared queue and no messages, whose configs the child replaces (the registry's changes). */
+    static final String CONFIGS_TOPIC = "crash-configs";
+    /** The config that numbers each change of {@link #CONFIGS_TOPIC}'s configs. */
+    static final String SEQUENCE_CONFIG = "seq";
 
     /**
      * @param args directory, write path, threads, seed, then "plain" or "retention" (keep the log to four
@@ -42,7 +48,22 @@ public final class CrashChild {
         if (layout != null) {
             store.createTopic(topic, layout);
         }
+        // Created by the first child; each later one goes on from the change the last one left.
+        store.createTopic(CONFIGS_TOPIC, TopicLayout.QUEUE, 1, configsOf(0));
+        long firstChange = Long.parseLong(store.topicConfigs(CONFIGS_TOPIC).get(SEQUENCE_CONFIG)) + 1;
         out.println("READY");
+        Thread.ofPlatform().daemon().start(() -> {
+            for (long change = firstChange; ; change++) {
+                synchronized (out) {
+                    out.println("CONFIGS " + change + " SETTING END");
+                }
+                store.setTopicConfigs(CONFIGS_TOPIC, configsOf(change));
+                synchronized (out) {
+                    out.println("CONFIGS " + change + " SET END");
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(2_000_000);
+            }
+        });
         AtomicLong acknowledgedEnd = new AtomicLong();
         if (retention) {
             Thread.ofPlatform().daemon().start(() -> {
@@ -88,6 +109,15 @@ public final class CrashChild {
                 }
             });
         }
+    }
+
+    /**
+     * @return the configs of {@link #CONFIGS_TOPIC}'s change {@code change}: its number, a retention time, and a note
+     *     whose length varies with it, so the registry's size changes from one save to the next
+     */
+    static java.util.Map<String, String> configsOf(long change) {
+        return java.util.Map.of(SEQUENCE_CONFIG, Long.toString(change), Store.RETENTION_MS,
+                Long.toString(3_600_000 + change), "note", "n".repeat((int) (change * 37 % 6000)));
     }
 
     /** @return the topic the child appends to for a layout */

@@ -23,7 +23,9 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Kills a child JVM that appends with SYNC flush (SIGKILL, at a random moment) again and again on the same
  * store, through every write path with every topic layout (16 rounds cover each pair once). After each kill: every
- * acknowledged message is present with its exact bytes, queue offsets are dense, and the verifier finds nothing wrong.
+ * acknowledged message is present with its exact bytes, queue offsets are dense, the verifier finds nothing wrong,
+ * and the topic whose configs the child kept replacing holds exactly those of its last change that returned or of
+ * the one the kill interrupted, with its layout and queue count.
  * Rounds: {@code -Dsluice.crash.rounds} (25 by default); seed: {@code -Dsluice.crash.seed}.
  */
 @Tag("slow")
@@ -35,6 +37,12 @@ class CrashTest {
 
     /** The highest consumer position any child registered (retention mode). */
     private long highestCommit = -1;
+    /** The last change of the configs topic's configs that returned (0: its creation, before READY). */
+    private long configsSet;
+    /** The last change of them begun: the one the kill interrupted if above {@link #configsSet}. */
+    private long configsBegun;
+    /** Changes of them that returned, across the rounds. */
+    private long configChanges;
 
     @Test
     void acknowledgedMessagesSurviveSigkill() throws Exception {
@@ -61,6 +69,7 @@ class CrashTest {
             used.add(CrashChild.topicOf(layoutOf(round)));
         }
         assertThat(acknowledgedTopics).as("topics with acknowledged appends").isEqualTo(used);
+        assertThat(configChanges).as("config changes that returned").isPositive();
     }
 
     /** A round's layout: each layout for as many rounds as there are write paths, so 16 rounds cover every pair. */
@@ -107,6 +116,7 @@ class CrashTest {
             }
         }
         assertThat(deleted).as("retention deleted something in some round").isTrue();
+        assertThat(configChanges).as("config changes that returned").isPositive();
     }
 
     private int runAndKill(WritePath path, int threads, long seed, long killAfterMillis, Map<String, Long> acknowledged,
@@ -136,6 +146,16 @@ class CrashTest {
             String line;
             while ((line = lines.readLine()) != null) {
                 String[] parts = line.split(" ");
+                if (parts.length == 4 && parts[0].equals("CONFIGS") && parts[3].equals("END")) {
+                    long change = Long.parseLong(parts[1]);
+                    if (parts[2].equals("SET")) {
+                        configsSet = change;
+                        configChanges++;
+                    } else {
+                        configsBegun = change;
+                    }
+                    continue;
+                }
                 if (parts.length == 3 && parts[0].equals("COMMIT") && parts[2].equals("END")) {
                     highestCommit = Math.max(highestCommit, Long.parseLong(parts[1]));
                     continue;
@@ -165,6 +185,7 @@ class CrashTest {
                     first.put(topic + ":" + queue, checkQueue(store, topic, queue, acknowledged, round, retained));
                 }
             }
+            checkConfigs(store, round);
             // Each message's key is its body's CRC in hex: a sample of acknowledged ones must be found by key.
             int sampled = 0;
             for (Map.Entry<String, Long> ack : acknowledged.entrySet()) {
@@ -189,6 +210,27 @@ class CrashTest {
         }
         StoreVerifier.Report report = StoreVerifier.verify(dir);
         assertThat(report.faults()).as(round + ": verify").isEmpty();
+    }
+
+    /**
+     * The configs topic keeps its layout and queue count, and holds exactly the configs of its last change that
+     * returned or of the one the kill interrupted: the registry is replaced whole, never mixed, never older. The next
+     * child goes on from what it holds.
+     */
+    private void checkConfigs(Store store, String round) {
+        String topic = CrashChild.CONFIGS_TOPIC;
+        assertThat(store.layout(topic)).as(round + ": layout of " + topic).isEqualTo(TopicLayout.QUEUE);
+        assertThat(store.queueCount(topic)).as(round + ": queue count of " + topic).isEqualTo(1);
+        Map<String, String> found = store.topicConfigs(topic);
+        List<Map<String, String>> allowed = configsBegun > configsSet
+                ? List.of(CrashChild.configsOf(configsSet), CrashChild.configsOf(configsBegun))
+                : List.of(CrashChild.configsOf(configsSet));
+        assertThat(found).as(round + ": configs of " + topic + " (change " + found.get(CrashChild.SEQUENCE_CONFIG)
+                + "; last returned " + configsSet + ", last begun " + configsBegun + ")").isIn(allowed);
+        System.out.printf("%s: configs at change %s (last returned %d, last begun %d)%n", round,
+                found.get(CrashChild.SEQUENCE_CONFIG), configsSet, configsBegun);
+        configsSet = Long.parseLong(found.get(CrashChild.SEQUENCE_CONFIG));
+        configsBegun = configsSet;
     }
 
     /**
