@@ -2,10 +2,6 @@ package io.sluice.apps;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import io.sluice.broker.Broker;
-import io.sluice.broker.BrokerConfig;
-import io.sluice.store.Store;
-import io.sluice.store.StoreConfig;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.Arrays;
@@ -34,11 +30,12 @@ import org.apache.kafka.streams.StreamsConfig;
 import org.apache.kafka.streams.kstream.Materialized;
 import org.apache.kafka.streams.kstream.Produced;
 import org.apache.kafka.streams.state.Stores;
-import org.junit.jupiter.api.Test;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.ValueSource;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Kafka Streams 4.3.1, unchanged, against a broker alone: a word count with a repartition and a state store whose
+ * Kafka Streams 4.3.1, unchanged, against a broker alone and a cluster of three: a word count with a repartition and a state store whose
  * changelog Streams creates compacted. The counts are exact; with the local state wiped, a new instance restores the
  * store from the changelog and counts on from there.
  */
@@ -50,7 +47,7 @@ class KafkaStreamsTest {
     @TempDir
     Path dir;
 
-    private static KafkaStreams wordCount(String bootstrap, Path state, String guarantee) {
+    private static KafkaStreams wordCount(String bootstrap, int replicas, Path state, String guarantee) {
         StreamsBuilder builder = new StreamsBuilder();
         builder.<String, String>stream("lines")
                 .flatMapValues(line -> Arrays.asList(line.split(" ")))
@@ -67,6 +64,7 @@ class KafkaStreamsTest {
         props.put(StreamsConfig.DEFAULT_KEY_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.DEFAULT_VALUE_SERDE_CLASS_CONFIG, Serdes.StringSerde.class);
         props.put(StreamsConfig.REPARTITION_PURGE_INTERVAL_MS_CONFIG, 1_000);
+        props.put(StreamsConfig.REPLICATION_FACTOR_CONFIG, replicas);
         props.put(StreamsConfig.consumerPrefix(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG), "earliest");
         KafkaStreams streams = new KafkaStreams(builder.build(), props);
         streams.start();
@@ -109,18 +107,20 @@ class KafkaStreamsTest {
         return latest;
     }
 
-    @Test
-    void aWordCountIsExactAndRestoresItsStoreFromTheChangelog() throws Exception {
-        try (Store store = Store.open(dir.resolve("store"), StoreConfig.builder().build());
-             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0))) {
-            String bootstrap = "127.0.0.1:" + broker.port();
+    @ParameterizedTest
+    @ValueSource(strings = {"broker", "cluster"})
+    void aWordCountIsExactAndRestoresItsStoreFromTheChangelog(String kind) throws Exception {
+        try (Target target = Target.start(kind, dir.resolve("sluice"))) {
+            String bootstrap = target.bootstrap();
+            short replicas = (short) target.replicas();
             try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-                admin.createTopics(List.of(new NewTopic("lines", 2, (short) 1), new NewTopic("counts", 2, (short) 1)))
-                        .all().get(30, TimeUnit.SECONDS);
+                admin.createTopics(List.of(new NewTopic("lines", 2, replicas), new NewTopic("counts", 2, replicas)))
+                        .all().get(60, TimeUnit.SECONDS);
             }
             Map<String, Long> expected = new HashMap<>();
             sendLines(bootstrap, 0, 400, expected);
-            try (KafkaStreams streams = wordCount(bootstrap, dir.resolve("state-1"), StreamsConfig.AT_LEAST_ONCE)) {
+            try (KafkaStreams streams = wordCount(bootstrap, replicas, dir.resolve("state-1"),
+                    StreamsConfig.AT_LEAST_ONCE)) {
                 assertThat(awaitCounts(bootstrap, expected)).isEqualTo(expected);
                 streams.close(Duration.ofSeconds(30));
             }
@@ -132,7 +132,8 @@ class KafkaStreamsTest {
             }
             // The local state gone: the store comes back from the changelog, and counting goes on from it.
             sendLines(bootstrap, 400, 200, expected);
-            try (KafkaStreams streams = wordCount(bootstrap, dir.resolve("state-2"), StreamsConfig.AT_LEAST_ONCE)) {
+            try (KafkaStreams streams = wordCount(bootstrap, replicas, dir.resolve("state-2"),
+                    StreamsConfig.AT_LEAST_ONCE)) {
                 assertThat(awaitCounts(bootstrap, expected)).isEqualTo(expected);
                 streams.close(Duration.ofSeconds(30));
             }
