@@ -258,6 +258,23 @@ public final class Store implements AutoCloseable {
         engine.truncation().emptyAt(topic, queueId, offset);
     }
 
+    /**
+     * Deletes a queue's records below {@code offset} (Kafka's DeleteRecords): its first offset becomes {@code offset},
+     * and reads below it find nothing ({@link ReadResult.Status#OFFSET_TOO_SMALL}), durably before this returns
+     * (the {@code log-starts} file, docs/format.md). Retention deletes the segments wholly below it at its next pass
+     * (a queue of its own's log; in a shared log, once every queue there is past them). A first offset never goes
+     * down: an offset at or below the queue's first changes nothing.
+     *
+     * @param offset the queue's new first offset, from 0 to its next offset
+     * @return the queue's first offset after the call
+     * @throws IllegalArgumentException if {@code offset} is negative or past the queue's next offset
+     * @throws StoreException if the file cannot be saved (nothing changed), or if it may or may not have been (the
+     *     store is then read-only)
+     */
+    public long deleteRecords(String topic, int queueId, long offset) {
+        return engine.deletion().deleteBefore(topic, queueId, offset);
+    }
+
     /** @return the topic's layout (SHARED for a topic never created otherwise) */
     public TopicLayout layout(String topic) {
         return engine.topics().layout(topic);

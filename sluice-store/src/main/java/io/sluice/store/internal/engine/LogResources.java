@@ -18,7 +18,10 @@ import io.sluice.store.io.Scheduler;
  * @param consumers the store's consumer positions (retention keeps what a group has not read)
  * @param changed told when a log changed (appended, forced), so a checkpoint gets scheduled
  * @param readOnly every log opens for reading only
+ * @param logStarts the queues' first offsets raised on request ({@code Store.deleteRecords}): a log applies them to
+ *     its queues as it opens
  */
 record LogResources(StoreConfig config, StoreDirectory directory, Scheduler scheduler, MemoryBudget cacheBudget,
-                    long mappedReadMaxBytes, ConsumerOffsets consumers, Runnable changed, boolean readOnly) {
+                    long mappedReadMaxBytes, ConsumerOffsets consumers, Runnable changed, boolean readOnly,
+                    io.sluice.store.internal.recovery.LogStarts logStarts) {
 }

@@ -124,6 +124,32 @@ final class LogStore implements AutoCloseable {
         this.reader = new LogReader(log, indexes, config.flushMode() == FlushMode.SYNC && !readOnly,
                 () -> !closed.get(), format);
         trimBelowLogStart();
+        if (shared.logStarts() != null) {
+            for (QueueIndex index : indexes.all()) {
+                long start = shared.logStarts().start(index.topic(), index.queueId());
+                if (start > 0) {
+                    index.raiseMinOffset(start);
+                }
+            }
+        }
+    }
+
+    /**
+     * Raises a queue's first offset ({@code Store.deleteRecords}): reads below it find nothing, and retention deletes
+     * the segments wholly below it. The caller made it durable first.
+     */
+    void raiseStart(String topic, int queueId, long start) {
+        appendLock.lock();
+        try {
+            checkOpen();
+            QueueIndex index = indexes.get(topic, queueId);
+            if (index != null) {
+                index.raiseMinOffset(start);
+            }
+        } finally {
+            appendLock.unlock();
+        }
+        changed.run();
     }
 
     /**

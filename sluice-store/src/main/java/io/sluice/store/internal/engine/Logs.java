@@ -11,6 +11,7 @@ import io.sluice.store.internal.recovery.LogDirectories;
 import io.sluice.store.internal.recovery.LogDirectories.LogRoot;
 import io.sluice.store.internal.recovery.Recovery;
 import io.sluice.store.internal.recovery.StoreDirectory;
+import io.sluice.store.internal.recovery.LogStarts;
 import io.sluice.store.internal.recovery.TopicRegistry;
 import io.sluice.store.internal.retention.ConsumerOffsets;
 import io.sluice.store.internal.task.TaskGate;
@@ -72,8 +73,9 @@ final class Logs {
      * @param openedFrom the checkpoint the store opened from, or null if it had none
      */
     Logs(Path root, StoreConfig config, boolean readOnly, StoreDirectory directory, TopicRegistry registry,
-         ConsumerOffsets consumers, Scheduler scheduler, TaskGate gate, Checkpoint openedFrom) {
+         ConsumerOffsets consumers, LogStarts logStarts, Scheduler scheduler, TaskGate gate, Checkpoint openedFrom) {
         this.root = root;
+        this.logStarts = logStarts;
         this.config = config;
         this.readOnly = readOnly;
         this.registry = registry;
@@ -81,7 +83,14 @@ final class Logs {
         this.checkpoints = new Checkpoints(this, consumers, scheduler, gate, openedFrom);
         this.lent = new LogResources(config, directory, scheduler, new MemoryBudget(config.cacheBytes()),
                 Calibration.read(config.fileIO(), root).readCrossoverBytes(), consumers, checkpoints::changed,
-                readOnly);
+                readOnly, logStarts);
+    }
+
+    private final LogStarts logStarts;
+
+    /** @return the queues' first offsets raised on request */
+    LogStarts logStarts() {
+        return logStarts;
     }
 
     /** @return the store's checkpoints, which record these logs */

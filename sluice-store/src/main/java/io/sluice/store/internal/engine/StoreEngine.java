@@ -10,6 +10,7 @@ import io.sluice.store.internal.index.KeyGeometry;
 import io.sluice.store.internal.recovery.Checkpoint;
 import io.sluice.store.internal.recovery.StoreDirectory;
 import io.sluice.store.internal.recovery.StoreSettings;
+import io.sluice.store.internal.recovery.LogStarts;
 import io.sluice.store.internal.recovery.TopicRegistry;
 import io.sluice.store.internal.retention.ConsumerOffsets;
 import io.sluice.store.internal.task.TaskGate;
@@ -53,17 +54,20 @@ public final class StoreEngine implements AutoCloseable {
     private final Topics topics;
     private final QueueTruncation truncation;
     private final ConsumerPositions consumers;
+    private final RecordDeletion deletion;
 
     private StoreEngine(Path root, StoreConfig config, boolean readOnly, StoreDirectory directory,
-                        TopicRegistry registry, ConsumerOffsets offsets, Scheduler scheduler, Checkpoint openedFrom,
-                        boolean openedClean) {
+                        TopicRegistry registry, ConsumerOffsets offsets, LogStarts logStarts, Scheduler scheduler,
+                        Checkpoint openedFrom, boolean openedClean) {
         this.root = root;
         this.config = config;
         this.readOnly = readOnly;
         this.directory = directory;
         this.scheduler = scheduler;
         this.openedClean = openedClean;
-        this.logs = new Logs(root, config, readOnly, directory, registry, offsets, scheduler, gate, openedFrom);
+        this.logs = new Logs(root, config, readOnly, directory, registry, offsets, logStarts, scheduler, gate,
+                openedFrom);
+        this.deletion = new RecordDeletion(logs);
         this.retention = new RetentionPasses(logs, scheduler, gate);
         this.appends = new Appends(logs);
         this.reads = new Reads(logs);
@@ -97,10 +101,11 @@ public final class StoreEngine implements AutoCloseable {
             boolean clean = checkpoint != null && storeDirectory.wasCleanlyShutDown();
             TopicRegistry registry = TopicRegistry.load(io, directory);
             ConsumerOffsets consumers = ConsumerOffsets.load(io, directory, config.clock().millis(), readOnly);
+            LogStarts logStarts = LogStarts.load(io, directory);
             scheduler = config.scheduler() != null ? config.scheduler()
                     : readOnly ? Scheduler.threads(1) : Scheduler.threads(config.ioThreads());
-            engine = new StoreEngine(directory, config, readOnly, storeDirectory, registry, consumers, scheduler,
-                    checkpoint, clean);
+            engine = new StoreEngine(directory, config, readOnly, storeDirectory, registry, consumers, logStarts,
+                    scheduler, checkpoint, clean);
             engine.logs.open(storeDirectory.created() ? new Checkpoint(Map.of(), 0) : checkpoint, clean);
             if (!readOnly) {
                 if (clean) {
@@ -160,6 +165,11 @@ public final class StoreEngine implements AutoCloseable {
     /** @return topic creation, declaration and deletion */
     public Topics topics() {
         return topics;
+    }
+
+    /** @return records deleted on request (Kafka's DeleteRecords) */
+    public RecordDeletion deletion() {
+        return deletion;
     }
 
     /** @return queue truncation */

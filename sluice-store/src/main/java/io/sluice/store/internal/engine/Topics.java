@@ -168,8 +168,9 @@ public final class Topics {
             if (layout != TopicLayout.SHARED && registry.layout(topic) == TopicLayout.SHARED) {
                 // Files a deletion could not remove must not come back as the new topic's messages.
                 logs.removeFilesOf(topic);
-                // Nor may a checkpoint entry of the deleted logs speak for the new ones.
+                // Nor may a checkpoint entry of the deleted logs speak for the new ones, nor their log starts.
                 logs.checkpoints().forget(topic);
+                logs.logStarts().forget(config.fileIO(), root, topic);
                 // A log of its own only for a topic the shared log holds nothing of, checked and recorded under the
                 // shared log's append lock so that no append slips in between.
                 created = logs.shared().ifTopicAbsent(topic, () -> registry.register(config.fileIO(), root, topic,
@@ -257,6 +258,7 @@ public final class Topics {
         }
         try {
             logs.consumers().removeTopic(topic);
+            logs.logStarts().forget(io, root, topic);
             // Positions and checkpoint durable before the files go: until then the directory marks the deletion
             // as unfinished for the next open.
             logs.checkpoints().writeCurrent();

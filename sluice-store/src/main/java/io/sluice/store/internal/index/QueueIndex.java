@@ -358,6 +358,18 @@ public final class QueueIndex implements AutoCloseable {
     }
 
     /**
+     * Raises the first offset to {@code offset} (records deleted on request), at most to the published end: offsets
+     * below it read as removed. Index files below it go at the next retention pass ({@link #advanceMinOffset}).
+     * Under the append lock.
+     */
+    public void raiseMinOffset(long offset) {
+        long raised = Math.min(offset, publishedEnd);
+        if (raised > minOffset) {
+            minOffset = raised;
+        }
+    }
+
+    /**
      * Retention (under the append lock) and open: moves the first offset up to the first entry whose record is
      * at or after {@code logMinPosition}, the log's first stored position; entries below it point at deleted
      * segments. Files whose every entry is now below the first offset are taken out of the index, except the

@@ -128,6 +128,7 @@ public final class RetentionService {
         long usedBytes = space.usedBytes();
         long capacity = space.usedBytes() + space.usableBytes();
         Protection protection = protectedPosition();
+        long startPosition = startPosition();
         long logBytes = logBytes(log.segments());
         long now = clock.millis();
         int deleted = 0;
@@ -141,7 +142,8 @@ public final class RetentionService {
             }
             Segment oldest = segments.get(0);
             double ratio = ratio(usedBytes - deletedBytes, capacity);
-            String why = expired(segments.get(1), now, retentionMillis) ? "age"
+            String why = oldest.end() <= startPosition ? "start"
+                    : expired(segments.get(1), now, retentionMillis) ? "age"
                     : logBytes - deletedBytes > retentionBytes ? "size"
                     : ratio > policy.diskCleanRatio() ? "disk" : null;
             if (why == null) {
@@ -177,6 +179,32 @@ public final class RetentionService {
                 appendsRefused, heldBy, reason);
         lastReport = report;
         return report;
+    }
+
+    /**
+     * @return the log position below which no queue of this log holds a record it has not deleted: the least, over
+     *     its queues, of the position of each one's first offset (raised by {@code Store.deleteRecords}, or moved by
+     *     retention), or, for a queue with nothing left below its published end, of the end of its last published
+     *     record (an append not published yet lies past it); -1 to keep everything (a log with no queue, or a queue
+     *     that never published one)
+     */
+    private long startPosition() {
+        long least = Long.MAX_VALUE;
+        boolean any = false;
+        for (QueueIndex index : indexes.all()) {
+            any = true;
+            long first = index.minOffset();
+            long end = index.publishedEnd();
+            if (end == 0) {
+                return -1;
+            }
+            try (QueueIndex.Cursor cursor = index.cursor()) {
+                least = Math.min(least, first < end ? cursor.logPosition(first) : cursor.recordEnd(end - 1));
+            } catch (RuntimeException e) {
+                return -1; // an index file retired meanwhile: keep everything this pass
+            }
+        }
+        return any ? least : -1;
     }
 
     private void trimIndexes() {

@@ -1,0 +1,127 @@
+package io.sluice.store;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import java.lang.foreign.MemorySegment;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.List;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.extension.ExtendWith;
+import org.junit.jupiter.api.io.TempDir;
+import org.junit.jupiter.params.ParameterizedTest;
+import org.junit.jupiter.params.provider.EnumSource;
+
+/**
+ * Records deleted on request (Kafka's DeleteRecords): a queue's first offset raised durably, reads below it finding
+ * nothing, retention deleting the segments wholly below it, and a topic deleted and created again starting afresh.
+ */
+@ExtendWith(NoLeaks.class)
+class DeleteRecordsTest {
+
+    @TempDir
+    Path dir;
+
+    private StoreConfig config() {
+        FaultyFileIO io = new FaultyFileIO();
+        io.reportDiskUse(0.10);
+        return TestStores.small(WritePath.MMAP, FlushMode.SYNC).fileIO(io).maxQueuesPerTopic(8)
+                .retention(RetentionPolicy.defaults().withCheckIntervalMillis(3_600_000)).build();
+    }
+
+    private static void fill(Store store, TopicLayout layout, String topic, int count) {
+        for (int i = 0; i < count; i++) {
+            if (layout == TopicLayout.BATCHES) {
+                store.appendOpaque(topic, 0, MemorySegment.ofArray(KafkaBatch.of(i, List.of(new byte[1000]))), 1)
+                        .join();
+            } else {
+                store.append(topic, 0, Message.of(new byte[1000])).join();
+            }
+        }
+    }
+
+    private static ReadResult.Status statusAt(Store store, String topic, long offset) {
+        try (ReadResult read = store.read(topic, 0, offset, 1, 1 << 20)) {
+            return read.status();
+        }
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = TopicLayout.class, names = {"BATCHES", "QUEUE"})
+    void recordsBelowTheNewStartAreGoneForReadersRetentionAndARestart(TopicLayout layout) throws Exception {
+        try (Store store = Store.open(dir, config())) {
+            store.createTopic("t", layout, 1);
+            fill(store, layout, "t", 1000); // about four 256 KiB segments
+            int segments = store.ownLogStatuses().get("t/0").segmentCount();
+            assertThat(store.deleteRecords("t", 0, 600)).isEqualTo(600);
+            assertThat(store.minOffset("t", 0)).isEqualTo(600);
+            try (ReadResult gone = store.read("t", 0, 10, 1, 1 << 20)) {
+                assertThat(gone.status()).isEqualTo(ReadResult.Status.OFFSET_TOO_SMALL);
+                assertThat(gone.nextOffset()).isEqualTo(600);
+            }
+            assertThat(statusAt(store, "t", 600)).isEqualTo(ReadResult.Status.FOUND);
+            assertThat(store.deleteRecords("t", 0, 100)).as("a start never goes down").isEqualTo(600);
+            assertThatThrownBy(() -> store.deleteRecords("t", 0, 1001)).isInstanceOf(IllegalArgumentException.class)
+                    .hasMessageContaining("up to 1000");
+
+            RetentionReport report = store.enforceRetention();
+            assertThat(report.reason()).isEqualTo("start");
+            assertThat(report.segmentsDeleted()).isPositive();
+            assertThat(store.ownLogStatuses().get("t/0").segmentCount()).isLessThan(segments);
+            assertThat(statusAt(store, "t", 600)).isEqualTo(ReadResult.Status.FOUND);
+            assertThat(store.minOffset("t", 0)).isEqualTo(600);
+        }
+        assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
+        try (Store store = Store.open(dir, config())) {
+            assertThat(store.minOffset("t", 0)).as("kept across a restart").isEqualTo(600);
+            assertThat(statusAt(store, "t", 599)).isEqualTo(ReadResult.Status.OFFSET_TOO_SMALL);
+            assertThat(store.deleteRecords("t", 0, 1000)).as("everything").isEqualTo(1000);
+            fill(store, layout, "t", 1);
+            assertThat(statusAt(store, "t", 1000)).isEqualTo(ReadResult.Status.FOUND);
+            assertThat(store.minOffset("t", 0)).isEqualTo(1000);
+        }
+        try (Store store = Store.open(dir, config())) {
+            assertThat(store.minOffset("t", 0)).isEqualTo(1000);
+            store.deleteTopic("t");
+            store.createTopic("t", layout, 1);
+            fill(store, layout, "t", 3);
+            assertThat(store.minOffset("t", 0)).as("a topic created again starts afresh").isZero();
+        }
+        try (Store store = Store.open(dir, config())) {
+            assertThat(store.minOffset("t", 0)).isZero();
+            assertThat(statusAt(store, "t", 0)).isEqualTo(ReadResult.Status.FOUND);
+        }
+    }
+
+    /** In the shared log a start hides records of its queue only; segments stay while another queue needs them. */
+    @Test
+    void inTheSharedLogOtherQueuesKeepTheirRecords() throws Exception {
+        try (Store store = Store.open(dir, config())) {
+            for (int i = 0; i < 600; i++) {
+                store.append("a", 0, Message.of(new byte[1000])).join();
+                store.append("b", 0, Message.of(new byte[1000])).join();
+            }
+            assertThat(store.deleteRecords("a", 0, 600)).isEqualTo(600);
+            assertThat(store.minOffset("a", 0)).isEqualTo(600);
+            store.enforceRetention();
+            assertThat(store.minOffset("b", 0)).isZero();
+            assertThat(statusAt(store, "b", 0)).isEqualTo(ReadResult.Status.FOUND);
+        }
+    }
+
+    /** A damaged log-starts file refuses the open: records it says were deleted must not come back. */
+    @Test
+    void aDamagedFileRefusesTheOpen() throws Exception {
+        try (Store store = Store.open(dir, config())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            fill(store, TopicLayout.BATCHES, "t", 10);
+            store.deleteRecords("t", 0, 5);
+        }
+        byte[] bytes = Files.readAllBytes(dir.resolve("log-starts"));
+        bytes[bytes.length - 5] ^= 1;
+        Files.write(dir.resolve("log-starts"), bytes);
+        assertThatThrownBy(() -> Store.open(dir, config())).isInstanceOf(StoreCorruptedException.class)
+                .hasMessageContaining("log starts");
+    }
+}
