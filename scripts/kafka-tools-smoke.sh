@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # Kafka's own command-line tools (the pinned kafka-tools from Maven Central) against `sluice broker` on
 # 127.0.0.1: topics (create, list, describe, delete, configs), console producer and consumer, consumer groups, a
-# preferred leader election, producer and consumer perf tests, kafka-configs. Each step's output is checked; the script stops at the first that fails.
+# preferred leader election, producer and consumer perf tests, kafka-configs, kafka-delete-records. Each step's output is checked; the script stops at the first that fails.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
 tool() { java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$tools_cp" "$@"; }
@@ -62,6 +62,16 @@ tool org.apache.kafka.tools.LeaderElectionCommand --bootstrap-server "$bootstrap
   --topic smoke --partition 0 | tee "$scratch/election"
 grep -q "Valid replica already elected for partitions smoke-0" "$scratch/election" \
   || fail "kafka-leader-election did not find smoke-0 led by its preferred replica"
+
+step kafka-delete-records
+# perf has one partition of 200000 records (the producer perf test's).
+echo '{"partitions":[{"topic":"perf","partition":0,"offset":1000}],"version":1}' > "$scratch/delete.json"
+tool org.apache.kafka.tools.DeleteRecordsCommand --bootstrap-server "$bootstrap" \
+  --offset-json-file "$scratch/delete.json" | tee "$scratch/deleted"
+grep -q "perf-0.*low_watermark: 1000" "$scratch/deleted" || fail "kafka-delete-records did not move perf-0's start to 1000"
+tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$bootstrap" --topic perf --partitions 0 \
+  --time -2 | tee "$scratch/earliest"
+grep -qx "perf:0:1000" "$scratch/earliest" || fail "the earliest offset of perf-0 is not 1000 after kafka-delete-records"
 
 step kafka-topics --create --config, kafka-configs --alter and --describe
 tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create --topic configured --partitions 1 \

@@ -115,6 +115,17 @@ public interface Partition {
     /** Reads up to {@code maxMessages} stored messages from {@code offset} (batches and messages of the store's API). */
     ReadResult read(long offset, int maxMessages, long maxBytes);
 
+    /**
+     * Deletes the partition's records below {@code offset} (Kafka's DeleteRecords): its log start offset becomes
+     * {@code offset} on every replica, durably, and fetches below it are out of range.
+     *
+     * @param offset the new log start offset, at most the high watermark (the caller checks)
+     * @return completes with the log start offset after the deletion (the low watermark) once this broker's replica
+     *     has it; fails with {@link NotLeaderException} if this broker does not lead the partition, or the store's
+     *     error
+     */
+    CompletableFuture<Long> deleteRecords(long offset);
+
     /** @return the first offset whose store time is at or after {@code timestamp} (the store's time index) */
     long offsetForTimestamp(long timestamp);
 

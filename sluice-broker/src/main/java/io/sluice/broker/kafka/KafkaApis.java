@@ -22,6 +22,7 @@ import org.apache.kafka.common.message.CreateTopicsRequestData;
 import org.apache.kafka.common.message.DescribeClusterRequestData;
 import org.apache.kafka.common.message.MetadataRequestData;
 import org.apache.kafka.common.message.DeleteGroupsRequestData;
+import org.apache.kafka.common.message.DeleteRecordsRequestData;
 import org.apache.kafka.common.message.DeleteTopicsRequestData;
 import org.apache.kafka.common.message.DescribeConfigsRequestData;
 import org.apache.kafka.common.message.DescribeGroupsRequestData;
@@ -103,6 +104,7 @@ public final class KafkaApis implements AutoCloseable {
     private final ProduceHandler produce;
     private final FetchHandler fetch;
     private final ListOffsetsHandler offsets;
+    private final DeleteRecordsHandler deleteRecords;
     private final TopicApis topics;
     private final ProducerIds producerIds;
     private final ScheduledExecutorService timer;
@@ -147,6 +149,7 @@ public final class KafkaApis implements AutoCloseable {
                 new ProducePolicies(topicConfigs, cluster), storeConfig.maxMessageBytes(), storeConfig.clock()::millis);
         this.fetch = new FetchHandler(partitions, cluster, watch, Objects.requireNonNull(executor, "executor"));
         this.offsets = new ListOffsetsHandler(partitions);
+        this.deleteRecords = new DeleteRecordsHandler(partitions);
         this.topics = new TopicApis(partitions, cluster, settings, producerStates, topicConfigs);
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
                 .daemon().factory());
@@ -282,6 +285,10 @@ public final class KafkaApis implements AutoCloseable {
         }
         if (key == ApiKeys.ELECT_LEADERS) {
             return elections.elect((ElectLeadersRequestData) request, version)
+                    .thenApply(response -> encode(correlationId, key, version, response));
+        }
+        if (key == ApiKeys.DELETE_RECORDS) {
+            return deleteRecords.handle((DeleteRecordsRequestData) request)
                     .thenApply(response -> encode(correlationId, key, version, response));
         }
         if (key == ApiKeys.SYNC_GROUP) {

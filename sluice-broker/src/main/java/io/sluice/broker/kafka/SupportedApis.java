@@ -50,6 +50,7 @@ final class SupportedApis {
         serve(ApiKeys.INCREMENTAL_ALTER_CONFIGS, 0, 1);
         // Topics named by id (v6) are unknown: every topic id here is zero.
         serve(ApiKeys.DELETE_TOPICS, 1, 6);
+        serve(ApiKeys.DELETE_RECORDS, 0, 2);
         // Preferred elections (and unclean ones, answered as Raft allows).
         serve(ApiKeys.ELECT_LEADERS, 0, 2);
     }

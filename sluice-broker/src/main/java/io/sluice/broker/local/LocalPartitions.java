@@ -215,6 +215,16 @@ public final class LocalPartitions implements Partitions {
             return store.maxOffset(topic, index);
         }
 
+        /** Made in the store, durably, before the answer. */
+        @Override
+        public CompletableFuture<Long> deleteRecords(long offset) {
+            try {
+                return CompletableFuture.completedFuture(store.deleteRecords(topic, index, offset));
+            } catch (RuntimeException e) {
+                return CompletableFuture.failedFuture(e);
+            }
+        }
+
         @Override
         public long highWatermark() {
             return store.maxOffset(topic, index);

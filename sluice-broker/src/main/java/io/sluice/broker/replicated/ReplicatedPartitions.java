@@ -171,6 +171,16 @@ public final class ReplicatedPartitions implements Partitions {
             return store.maxOffset(id.topic(), id.partition());
         }
 
+        /**
+         * Not yet: a replicated partition's log start must move at one place of its Raft log on every replica, and a
+         * follower behind it still be sent the batches below it; answered as a policy refusal.
+         */
+        @Override
+        public CompletableFuture<Long> deleteRecords(long offset) {
+            return CompletableFuture.failedFuture(new UnsupportedOperationException(
+                    "deleting the records of a replicated partition is not supported yet"));
+        }
+
         @Override
         public long highWatermark() {
             return node.highWatermark(id.topic(), id.partition());
