@@ -125,7 +125,8 @@ final class ProduceHandler {
      */
     private RecordBatches.Checked applyPolicy(RecordBatches.Checked checked, TopicConfigs.Produce policy, String topic,
                                               int partitionIndex, short acks, Partition partition) {
-        if (acks == -1) {
+        // A leader is always in sync with itself: with the default of 1 nothing is asked of the partition.
+        if (acks == -1 && policy.minInsyncReplicas() > 1) {
             int inSync = partition.leadership().inSync().size();
             if (inSync < policy.minInsyncReplicas()) {
                 throw new BatchRefusedException(Errors.NOT_ENOUGH_REPLICAS, "The size of the current ISR : " + inSync
