@@ -1,18 +1,15 @@
 package io.sluice.store.internal.recovery;
 
 import io.sluice.store.StoreCorruptedException;
-import io.sluice.store.internal.io.AtomicFile;
 import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.zip.CRC32C;
 
 /**
  * The queues whose first offset was raised on request ({@code Store.deleteRecords}, Kafka's DeleteRecords): each
@@ -56,19 +53,9 @@ public final class LogStarts {
         }
         byte[] bytes = FileTree.readAll(io, path);
         try {
-            if (bytes.length < 16) {
-                throw new IllegalStateException("a file of " + bytes.length + " bytes is shorter than a header");
-            }
-            ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
-            CRC32C crc = new CRC32C();
-            crc.update(bytes, 0, bytes.length - 4);
-            if (buffer.getInt(bytes.length - 4) != (int) crc.getValue() || buffer.getInt(0) != MAGIC
-                    || buffer.getShort(4) != VERSION) {
-                throw new IllegalStateException("bad magic, version or checksum");
-            }
-            int count = buffer.getInt(8);
-            buffer.position(12).limit(bytes.length - 4);
-            for (int i = 0; i < count; i++) {
+            SealedFile.Contents contents = SealedFile.open(bytes, MAGIC, VERSION);
+            ByteBuffer buffer = contents.entries();
+            for (int i = 0; i < contents.count(); i++) {
                 byte[] topic = new byte[Short.toUnsignedInt(buffer.getShort())];
                 buffer.get(topic);
                 int queueId = buffer.getInt();
@@ -101,7 +88,7 @@ public final class LogStarts {
     /**
      * Records a queue's first offset and saves the file atomically; in force ({@link #start}) once saved.
      *
-     * @throws AtomicFile.UncertainReplaceException if saving failed at or after the rename
+     * @throws io.sluice.store.internal.io.AtomicFile.UncertainReplaceException if saving failed at or after the rename
      */
     public void raise(FileIO io, Path directory, String topic, int queueId, long start) throws IOException {
         Map<Queue, Long> next = new TreeMap<>(java.util.Comparator.comparing(Queue::topic)
@@ -126,19 +113,14 @@ public final class LogStarts {
     }
 
     private static void save(FileIO io, Path directory, Map<Queue, Long> snapshot) throws IOException {
-        int size = 12 + 4;
+        int bytes = 0;
         for (Queue queue : snapshot.keySet()) {
-            size += 2 + queue.topic().length() + 4 + 8;
+            bytes += 2 + queue.topic().length() + 4 + 8;
         }
-        ByteBuffer buffer = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
-        buffer.putInt(MAGIC).putShort(VERSION).putShort((short) 0).putInt(snapshot.size());
-        snapshot.forEach((queue, start) -> {
-            byte[] name = queue.topic().getBytes(StandardCharsets.US_ASCII);
-            buffer.putShort((short) name.length).put(name).putInt(queue.queueId()).putLong(start);
-        });
-        CRC32C crc = new CRC32C();
-        crc.update(buffer.array(), 0, size - 4);
-        buffer.putInt((int) crc.getValue()).flip();
-        AtomicFile.replace(io, directory, FILE_NAME, buffer);
+        SealedFile.save(io, directory, FILE_NAME, MAGIC, VERSION, snapshot.size(), bytes, buffer -> snapshot
+                .forEach((queue, start) -> {
+                    byte[] name = queue.topic().getBytes(StandardCharsets.US_ASCII);
+                    buffer.putShort((short) name.length).put(name).putInt(queue.queueId()).putLong(start);
+                }));
     }
 }

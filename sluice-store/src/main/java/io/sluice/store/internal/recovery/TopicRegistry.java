@@ -7,13 +7,11 @@ import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.io.FileIO;
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.ByteOrder;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.Map;
 import java.util.TreeMap;
 import java.util.concurrent.ConcurrentHashMap;
-import java.util.zip.CRC32C;
 
 /**
  * The topics the store knows by more than their messages: every topic with a log of its own (its layout), every
@@ -71,19 +69,10 @@ public final class TopicRegistry {
         }
         byte[] bytes = FileTree.readAll(io, path);
         try {
-            ByteBuffer buffer = ByteBuffer.wrap(bytes).order(ByteOrder.LITTLE_ENDIAN);
-            if (bytes.length < 16) {
-                throw new IllegalStateException("a file of " + bytes.length + " bytes is shorter than a header");
-            }
-            CRC32C crc = new CRC32C();
-            crc.update(bytes, 0, bytes.length - 4);
-            short version = buffer.getShort(4);
-            if (buffer.getInt(bytes.length - 4) != (int) crc.getValue() || buffer.getInt(0) != MAGIC
-                    || version < 1 || version > VERSION) {
-                throw new IllegalStateException("bad magic, version or checksum");
-            }
-            int count = buffer.getInt(8);
-            buffer.position(12).limit(bytes.length - 4);
+            SealedFile.Contents contents = SealedFile.open(bytes, MAGIC, VERSION);
+            short version = contents.version();
+            ByteBuffer buffer = contents.entries();
+            int count = contents.count();
             for (int i = 0; i < count; i++) {
                 byte[] topic = new byte[Short.toUnsignedInt(buffer.getShort())];
                 buffer.get(topic);
@@ -234,33 +223,29 @@ public final class TopicRegistry {
     }
 
     private static void save(FileIO io, Path directory, Map<String, Entry> snapshot) throws IOException {
-        int size = 12 + 4;
+        int bytes = 0;
         for (Map.Entry<String, Entry> topic : snapshot.entrySet()) {
-            size += 2 + topic.getKey().length() + 1 + 4 + 2;
+            bytes += 2 + topic.getKey().length() + 1 + 4 + 2;
             for (Map.Entry<String, String> config : topic.getValue().configs().entrySet()) {
-                size += 2 + config.getKey().getBytes(StandardCharsets.UTF_8).length
+                bytes += 2 + config.getKey().getBytes(StandardCharsets.UTF_8).length
                         + 4 + config.getValue().getBytes(StandardCharsets.UTF_8).length;
             }
         }
-        ByteBuffer buffer = ByteBuffer.allocate(size).order(ByteOrder.LITTLE_ENDIAN);
-        buffer.putInt(MAGIC).putShort(VERSION).putShort((short) 0).putInt(snapshot.size());
-        snapshot.forEach((topic, entry) -> {
-            byte[] name = topic.getBytes(StandardCharsets.US_ASCII);
-            buffer.putShort((short) name.length).put(name).put((byte) switch (entry.layout()) {
-                case SHARED -> 0;
-                case TOPIC -> 1;
-                case QUEUE -> 2;
-                case BATCHES -> 3;
-            }).putInt(entry.queues()).putShort((short) entry.configs().size());
-            entry.configs().forEach((configName, value) -> {
-                byte[] nameBytes = configName.getBytes(StandardCharsets.UTF_8);
-                byte[] valueBytes = value.getBytes(StandardCharsets.UTF_8);
-                buffer.putShort((short) nameBytes.length).put(nameBytes).putInt(valueBytes.length).put(valueBytes);
-            });
-        });
-        CRC32C crc = new CRC32C();
-        crc.update(buffer.array(), 0, size - 4);
-        buffer.putInt((int) crc.getValue()).flip();
-        AtomicFile.replace(io, directory, FILE_NAME, buffer);
+        SealedFile.save(io, directory, FILE_NAME, MAGIC, VERSION, snapshot.size(), bytes, buffer -> snapshot
+                .forEach((topic, entry) -> {
+                    byte[] name = topic.getBytes(StandardCharsets.US_ASCII);
+                    buffer.putShort((short) name.length).put(name).put((byte) switch (entry.layout()) {
+                        case SHARED -> 0;
+                        case TOPIC -> 1;
+                        case QUEUE -> 2;
+                        case BATCHES -> 3;
+                    }).putInt(entry.queues()).putShort((short) entry.configs().size());
+                    entry.configs().forEach((configName, value) -> {
+                        byte[] nameBytes = configName.getBytes(StandardCharsets.UTF_8);
+                        byte[] valueBytes = value.getBytes(StandardCharsets.UTF_8);
+                        buffer.putShort((short) nameBytes.length).put(nameBytes).putInt(valueBytes.length)
+                                .put(valueBytes);
+                    });
+                }));
     }
 }
