@@ -261,7 +261,8 @@ public final class Store implements AutoCloseable {
     /**
      * Deletes a queue's records below {@code offset} (Kafka's DeleteRecords): its first offset becomes {@code offset},
      * and reads below it find nothing ({@link ReadResult.Status#OFFSET_TOO_SMALL}), durably before this returns
-     * (the {@code log-starts} file, docs/format.md). Retention deletes the segments wholly below it at its next pass
+     * (the {@code log-starts} file, docs/format.md), and only once every record appended before the call is forced
+     * ({@link #sync}). Retention deletes the segments wholly below it at its next pass
      * (a queue of its own's log; in a shared log, once every queue there is past them). A first offset never goes
      * down: an offset at or below the queue's first changes nothing.
      *
@@ -272,6 +273,9 @@ public final class Store implements AutoCloseable {
      *     store is then read-only)
      */
     public long deleteRecords(String topic, int queueId, long offset) {
+        // The start names records below it as having been there: they are forced first, so that no power cut leaves
+        // the saved start past the queue's end (where the next records appended would then read as deleted).
+        sync();
         return engine.deletion().deleteBefore(topic, queueId, offset);
     }
 
