@@ -49,6 +49,11 @@ final class ReplicaRestarts {
     private static final long ROUND_MILLIS = 1_000;
     /** The wait while the group is still starting with the server, or the metadata does not name its replicas yet. */
     private static final long STARTING_MILLIS = 200;
+    /**
+     * How long the other replicas may go without a leader before a replica stopped here starts again, its store still
+     * refusing appends, to vote ({@link Restart#voteAgain}): they elect one within a second or two when they can.
+     */
+    static final long LEADERLESS_MILLIS = 3_000;
     /** Stands in {@link #stopped} for the failed state machine of a replica whose restart resumed at start. */
     private static final Object RESUMED = new Object();
 
@@ -183,6 +188,8 @@ final class ReplicaRestarts {
         private boolean removed;
         private String refusal;
         private boolean toldWaiting;
+        /** Since when no other replica has said it leads, or -1 while one does. */
+        private long leaderlessSince = -1;
         /** Asks the other replicas who leads (no retries). */
         private RaftClient others;
         /** The rejoin through the leader, once started. */
@@ -212,7 +219,17 @@ final class ReplicaRestarts {
                             partition, why);
                 }
                 refusal = why;
-                if (why == null && tasks.nanoTime() - notBefore >= 0) {
+                long now = tasks.nanoTime();
+                if (led) {
+                    leaderlessSince = -1;
+                } else if (leaderlessSince < 0) {
+                    leaderlessSince = now;
+                }
+                if (why != null && voteAgain(now)) {
+                    groups.add(group, partition.toString(), false);
+                    return finish(false);
+                }
+                if (why == null && now - notBefore >= 0) {
                     if (led) {
                         // Out of the configuration and back, with its own log (or empty, if it lost batches the log
                         // names): no append reaches the group while it starts, and it catches up from where its log
@@ -296,6 +313,30 @@ final class ReplicaRestarts {
             if (rebuild) {
                 shorts.readHeld(partition, id, machine);
             }
+            return true;
+        }
+
+        /**
+         * Whether the replica, its store refusing appends, starts again from its directory in its configuration so
+         * that it can vote: no other replica has led for {@link #LEADERLESS_MILLIS}, and its back-off has passed. The
+         * others may be unable to elect a leader without it: one of them may hold no entry of the log yet (its group
+         * started after the leader's first entries were committed without it, its broker behind on the metadata or
+         * down), and Ratis 3.3.0 counts no vote from a replica whose log is empty once the candidate has committed
+         * entries, so the one that holds the log and the empty one elect no one (docs/history.md, "A full leader's
+         * replica stopped, and no other was elected"). This replica could not stay in its group until they could: a
+         * leader's log that fails to append is closed by Ratis at once, and neither sends entries nor votes. Started
+         * again, it votes as on a restart; no append can race the start, no other replica leading. Its log fails
+         * again at the first batch a leader sends it, and it stops again, the back-off longer.
+         */
+        private boolean voteAgain(long now) {
+            if (rebuild || leaderlessSince < 0 || now - notBefore < 0
+                    || now - leaderlessSince < TimeUnit.MILLISECONDS.toNanos(LEADERLESS_MILLIS)) {
+                return false;
+            }
+            LOG.warn("node {}: no other replica of {} has led for {} ms; this one starts again, its store still refusing"
+                    + " appends, so that it can vote (a replica that holds none of the log elects no leader with"
+                    + " the others), and stops again at the first batch it is sent", groups.selfId(), partition,
+                    TimeUnit.NANOSECONDS.toMillis(now - leaderlessSince));
             return true;
         }
 

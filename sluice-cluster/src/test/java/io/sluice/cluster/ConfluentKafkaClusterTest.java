@@ -10,9 +10,11 @@ import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
+import java.util.concurrent.TimeUnit;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.Timeout;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
@@ -20,7 +22,11 @@ import org.junit.jupiter.api.io.TempDir;
  * AdminClient lists the three brokers and a replicated topic, creates a topic whose partitions get three replicas
  * each, and describes a topic's configs; its Producer and Consumer carry records there and back through the
  * partitions' leaders. The script asserts what the client gets; this test then checks every broker's store.
+ *
+ * <p>The first test to run a script may make the clients' virtual environment, which {@link PythonClients} allows up
+ * to 20 minutes (pip fetching the clients), so these tests have a longer limit than the module's default.
  */
+@Timeout(value = 30, unit = TimeUnit.MINUTES)
 class ConfluentKafkaClusterTest {
 
     private static final String SCRIPT = "python/confluent_kafka_clients.py";
