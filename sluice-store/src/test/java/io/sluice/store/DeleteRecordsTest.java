@@ -3,6 +3,7 @@ package io.sluice.store;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.sluice.store.internal.recovery.StoreDirectory;
 import java.lang.foreign.MemorySegment;
 import java.nio.file.Files;
 import java.nio.file.Path;
@@ -24,19 +25,27 @@ class DeleteRecordsTest {
     Path dir;
 
     private StoreConfig config() {
+        return builder().build();
+    }
+
+    private static StoreConfig.Builder builder() {
         FaultyFileIO io = new FaultyFileIO();
         io.reportDiskUse(0.10);
         return TestStores.small(WritePath.MMAP, FlushMode.SYNC).fileIO(io).maxQueuesPerTopic(8)
-                .retention(RetentionPolicy.defaults().withCheckIntervalMillis(3_600_000)).build();
+                .retention(RetentionPolicy.defaults().withCheckIntervalMillis(3_600_000));
     }
 
     private static void fill(Store store, TopicLayout layout, String topic, int count) {
+        fill(store, layout, topic, count, 1000);
+    }
+
+    private static void fill(Store store, TopicLayout layout, String topic, int count, int bytes) {
         for (int i = 0; i < count; i++) {
             if (layout == TopicLayout.BATCHES) {
-                store.appendOpaque(topic, 0, MemorySegment.ofArray(KafkaBatch.of(i, List.of(new byte[1000]))), 1)
+                store.appendOpaque(topic, 0, MemorySegment.ofArray(KafkaBatch.of(i, List.of(new byte[bytes]))), 1)
                         .join();
             } else {
-                store.append(topic, 0, Message.of(new byte[1000])).join();
+                store.append(topic, 0, Message.of(new byte[bytes])).join();
             }
         }
     }
@@ -108,6 +117,37 @@ class DeleteRecordsTest {
             assertThat(store.minOffset("b", 0)).isZero();
             assertThat(statusAt(store, "b", 0)).isEqualTo(ReadResult.Status.FOUND);
         }
+    }
+
+    private static void assertRecovered(Store store, String log) {
+        assertThat(store.recoveryReports().get(log).mode()).as("recovery of " + log)
+                .isEqualTo(RecoveryReport.Mode.CRASH);
+    }
+
+    /**
+     * A retention pass used to take the index files wholly below a raised start out, though their records were still
+     * in the log (its segments go only once wholly below the start), and the next checkpoint deleted them: after a
+     * crash, recovery met records without entries and rebuilt every index, or found the batch log corrupt.
+     */
+    @ParameterizedTest
+    @EnumSource(value = TopicLayout.class, names = {"BATCHES", "QUEUE"})
+    void recordsBelowTheStartKeepTheirIndexEntriesUntilTheirSegmentGoes(TopicLayout layout) throws Exception {
+        StoreConfig config = builder().queueIndexEntriesPerFile(64).build();
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("t", layout, 1);
+            fill(store, layout, "t", 200, 100); // one segment, four index files
+            assertThat(store.deleteRecords("t", 0, 190)).isEqualTo(190);
+            assertThat(store.enforceRetention().segmentsDeleted()).isZero();
+        } // the closing checkpoint deletes what the pass took out
+        Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+        try (Store store = Store.open(dir, config)) {
+            assertRecovered(store, "t/0");
+            assertThat(store.minOffset("t", 0)).isEqualTo(190);
+            assertThat(store.maxOffset("t", 0)).isEqualTo(200);
+            assertThat(statusAt(store, "t", 190)).isEqualTo(ReadResult.Status.FOUND);
+            assertThat(statusAt(store, "t", 189)).isEqualTo(ReadResult.Status.OFFSET_TOO_SMALL);
+        }
+        assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
     }
 
     /** A damaged log-starts file refuses the open: records it says were deleted must not come back. */

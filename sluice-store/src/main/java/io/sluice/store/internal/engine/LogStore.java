@@ -128,7 +128,7 @@ final class LogStore implements AutoCloseable {
             for (QueueIndex index : indexes.all()) {
                 long start = shared.logStarts().start(index.topic(), index.queueId());
                 if (start > 0) {
-                    index.raiseMinOffset(start);
+                    index.raiseStart(start);
                 }
             }
         }
@@ -144,7 +144,7 @@ final class LogStore implements AutoCloseable {
             checkOpen();
             QueueIndex index = indexes.get(topic, queueId);
             if (index != null) {
-                index.raiseMinOffset(start);
+                index.raiseStart(start);
             }
         } finally {
             appendLock.unlock();
