@@ -119,6 +119,23 @@ class DeleteRecordsTest {
         }
     }
 
+    /** Opens the store as after a crash: without its clean-shutdown marker, so recovery walks the log's tail. */
+    private Store openAfterACrash() throws Exception {
+        Files.delete(dir.resolve(StoreDirectory.CLEAN_SHUTDOWN_FILE));
+        return Store.open(dir, config());
+    }
+
+    /** Appends {@code batches} record batches of {@code records} records each to queue 0; @return the next offset */
+    private static long appendBatches(Store store, String topic, int batches, int records) {
+        long next = 0;
+        for (int i = 0; i < batches; i++) {
+            List<byte[]> values = java.util.Collections.nCopies(records, new byte[100]);
+            next = store.appendOpaque(topic, 0, MemorySegment.ofArray(KafkaBatch.of(i, values)), records).join()
+                    .firstQueueOffset() + records;
+        }
+        return next;
+    }
+
     private static void assertRecovered(Store store, String log) {
         assertThat(store.recoveryReports().get(log).mode()).as("recovery of " + log)
                 .isEqualTo(RecoveryReport.Mode.CRASH);
@@ -146,6 +163,53 @@ class DeleteRecordsTest {
             assertThat(store.maxOffset("t", 0)).isEqualTo(200);
             assertThat(statusAt(store, "t", 190)).isEqualTo(ReadResult.Status.FOUND);
             assertThat(statusAt(store, "t", 189)).isEqualTo(ReadResult.Status.OFFSET_TOO_SMALL);
+        }
+        assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
+    }
+
+    /** A start inside a batch used to make {@link Store#emptyQueueAt} refuse: it cut at the start, not a batch. */
+    @Test
+    void aQueueWhoseStartLiesInsideABatchCanBeEmptied() throws Exception {
+        try (Store store = Store.open(dir, config())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            appendBatches(store, "t", 10, 3);
+            assertThat(store.deleteRecords("t", 0, 4)).isEqualTo(4);
+            store.emptyQueueAt("t", 0, 100);
+            assertThat(store.minOffset("t", 0)).isEqualTo(100);
+            assertThat(store.maxOffset("t", 0)).isEqualTo(100);
+        }
+        try (Store store = openAfterACrash()) {
+            assertRecovered(store, "t/0");
+            assertThat(store.minOffset("t", 0)).isEqualTo(100);
+            assertThat(appendBatches(store, "t", 1, 3)).isEqualTo(103);
+        }
+        assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
+    }
+
+    /**
+     * A queue whose every record was deleted read as empty, so {@link Store#emptyQueueAt} used to cut nothing and
+     * start its index again over batches still in the log: the next crash found the log corrupt and refused to open.
+     */
+    @Test
+    void emptyingAQueueWhoseRecordsWereAllDeletedRemovesTheirBatches() throws Exception {
+        try (Store store = Store.open(dir, config())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            appendBatches(store, "t", 10, 3);
+            assertThat(store.deleteRecords("t", 0, 30)).isEqualTo(30);
+            store.emptyQueueAt("t", 0, 50);
+            assertThat(appendBatches(store, "t", 2, 3)).isEqualTo(56);
+        }
+        try (Store store = openAfterACrash()) {
+            assertRecovered(store, "t/0");
+            assertThat(store.minOffset("t", 0)).isEqualTo(50);
+            assertThat(store.maxOffset("t", 0)).isEqualTo(56);
+            store.truncateQueue("t", 0, 53);
+            assertThat(store.maxOffset("t", 0)).isEqualTo(53);
+        }
+        try (Store store = openAfterACrash()) {
+            assertRecovered(store, "t/0");
+            assertThat(store.maxOffset("t", 0)).isEqualTo(53);
+            assertThat(statusAt(store, "t", 50)).isEqualTo(ReadResult.Status.FOUND);
         }
         assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
     }
