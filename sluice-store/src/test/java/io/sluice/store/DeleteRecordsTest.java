@@ -214,6 +214,30 @@ class DeleteRecordsTest {
         assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
     }
 
+    /**
+     * Emptied below its start, a queue takes batches at offsets its log starts still said were deleted: they used to
+     * vanish at the next open. The start comes down with the emptying.
+     */
+    @Test
+    void aQueueEmptiedBelowItsStartKeepsWhatIsAppendedNext() throws Exception {
+        try (Store store = Store.open(dir, config())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            appendBatches(store, "t", 30, 1);
+            assertThat(store.deleteRecords("t", 0, 20)).isEqualTo(20);
+            store.emptyQueueAt("t", 0, 5);
+            assertThat(store.minOffset("t", 0)).isEqualTo(5);
+            assertThat(appendBatches(store, "t", 3, 1)).isEqualTo(8);
+        }
+        for (boolean crash : new boolean[] {false, true}) {
+            try (Store store = crash ? openAfterACrash() : Store.open(dir, config())) {
+                assertThat(store.minOffset("t", 0)).as(crash ? "after a crash" : "after a restart").isEqualTo(5);
+                assertThat(store.maxOffset("t", 0)).isEqualTo(8);
+                assertThat(statusAt(store, "t", 5)).isEqualTo(ReadResult.Status.FOUND);
+            }
+        }
+        assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
+    }
+
     /** A damaged log-starts file refuses the open: records it says were deleted must not come back. */
     @Test
     void aDamagedFileRefusesTheOpen() throws Exception {

@@ -152,6 +152,20 @@ final class LogStore implements AutoCloseable {
         changed.run();
     }
 
+    /** Lowers a queue's start to {@code start} if it is higher (the queue ends below it). The caller saved it first. */
+    void lowerStart(String topic, int queueId, long start) {
+        appendLock.lock();
+        try {
+            checkOpen();
+            QueueIndex index = indexes.get(topic, queueId);
+            if (index != null) {
+                index.lowerStart(start);
+            }
+        } finally {
+            appendLock.unlock();
+        }
+    }
+
     /**
      * Entries that point below the log's first segment (deleted by retention before a crash) are not stored:
      * each queue starts past them, and index files that hold nothing else are deleted now (a power cut may

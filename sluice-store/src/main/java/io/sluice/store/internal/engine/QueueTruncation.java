@@ -86,6 +86,8 @@ public final class QueueTruncation {
                 } finally {
                     logs.truncating(key, false);
                 }
+                // Appends from here on take offsets from the cut: none may read as deleted at the next open.
+                logs.lowerStart(topic, queueId, offset);
                 LOG.info("truncated {} at offset {} (log position {})", key, offset, position);
             }
         } finally {
@@ -131,6 +133,9 @@ public final class QueueTruncation {
         try {
             synchronized (logs.ownLock()) {
                 logs.checkWritable();
+                // Durable before the index starts again below it, or the batches appended there would read as
+                // deleted at the next open.
+                logs.lowerStart(topic, queueId, offset);
                 logs.logFor(topic, TopicLayout.BATCHES, queueId, true).underAppendLock(indexes ->
                         startEmptyAt(indexes, topic, queueId, offset));
             }

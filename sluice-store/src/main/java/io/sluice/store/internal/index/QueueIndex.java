@@ -369,6 +369,7 @@ public final class QueueIndex implements AutoCloseable {
         minOffset = offset;
         nextOffset = offset;
         publishedEnd = offset;
+        start = Math.min(start, offset);
     }
 
     /**
@@ -378,6 +379,13 @@ public final class QueueIndex implements AutoCloseable {
      */
     public void raiseStart(long offset) {
         if (offset > start) {
+            start = offset;
+        }
+    }
+
+    /** Lowers the queue's start to {@code offset} if it is higher (the queue ends below it). Under the append lock. */
+    public void lowerStart(long offset) {
+        if (offset < start) {
             start = offset;
         }
     }
