@@ -238,6 +238,37 @@ class DeleteRecordsTest {
         assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
     }
 
+    /**
+     * Records deleted up to a segment's start, retention deletes the segments below, and the queue is cut at that
+     * start: the log keeps no record, and once the store opens again it has no segment at all, only its position from
+     * the checkpoint, as recovery opens it. The verifier used to take such a log for one at position 0 and fault the
+     * entries the queue's last index file still holds for the deleted records.
+     */
+    @Test
+    void aLogLeftWithoutAnySegmentVerifiesAndOpens() throws Exception {
+        long last;
+        try (Store store = Store.open(dir, config())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            do {
+                last = appendBatches(store, "t", 1, 1) - 1; // the batch that rolls the log is the new segment's first
+            } while (store.ownLogStatuses().get("t/0").segmentCount() < 2);
+            assertThat(store.deleteRecords("t", 0, last)).isEqualTo(last);
+            assertThat(store.enforceRetention().reason()).isEqualTo("start");
+            store.truncateQueue("t", 0, last);
+        }
+        try (Store store = Store.open(dir, config())) {
+            assertThat(store.ownLogStatuses().get("t/0").segmentCount()).isZero();
+        }
+        assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
+        try (Store store = openAfterACrash()) {
+            assertThat(store.minOffset("t", 0)).isEqualTo(last);
+            assertThat(store.maxOffset("t", 0)).isEqualTo(last);
+            assertThat(appendBatches(store, "t", 1, 1)).isEqualTo(last + 1);
+            assertThat(statusAt(store, "t", last)).isEqualTo(ReadResult.Status.FOUND);
+        }
+        assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
+    }
+
     /** A damaged log-starts file refuses the open: records it says were deleted must not come back. */
     @Test
     void aDamagedFileRefusesTheOpen() throws Exception {
