@@ -7,6 +7,7 @@ import io.sluice.store.FlushMode;
 import io.sluice.store.KafkaBatch;
 import io.sluice.store.Message;
 import io.sluice.store.ReadResult;
+import io.sluice.store.RecoveryReport;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoreVerifier;
@@ -330,6 +331,65 @@ class LogStartsPowerCutTest {
                 closed.release();
             }
         }
+    }
+
+    /**
+     * Records deleted up to a new segment's first, retention deletes the segment below at once, before any checkpoint
+     * forced the index entries of its last records; the power is cut, and the deletion's name change survives while
+     * those entries do not (a file system that commits names before it writes pages back). The index then ended
+     * below the log's first record: recovery rebuilt every index. A segment now goes only once the entries that
+     * lead into it are durable.
+     */
+    @Test
+    void retentionDeletesASegmentOnlyOnceTheIndexEntriesOfItsRecordsAreDurable() throws IOException {
+        SimFileSystem fs = new SimFileSystem();
+        ManualScheduler scheduler = new ManualScheduler(clock);
+        Store store = Store.open(ROOT, config(fs, scheduler));
+        SimFileSystem cut = null;
+        try {
+            store.createTopic("orders", TopicLayout.QUEUE, 1, Map.of());
+            appendUntilRolled(store, scheduler, 10);
+            store.close(); // a checkpoint claims the first ten
+            store = Store.open(ROOT, config(fs, scheduler = new ManualScheduler(clock)));
+            long first = appendUntilRolled(store, scheduler, Long.MAX_VALUE) - 1; // the new segment's first record
+            assertThat(store.deleteRecords("orders", 0, first)).isEqualTo(first);
+            assertThat(store.enforceRetention().reason()).isEqualTo("start");
+            cut = fs.crash(new SplittableRandom(1), new CrashModel("names kept, pages lost", 0, 1, 0, true, false));
+            scheduler.discardAll();
+            closeQuietly(store);
+            store = Store.open(ROOT, config(cut, new ManualScheduler(clock)));
+            assertThat(store.recoveryReports().get("orders/0").mode()).isEqualTo(RecoveryReport.Mode.CRASH);
+            assertThat(store.minOffset("orders", 0)).isEqualTo(first);
+            assertThat(store.maxOffset("orders", 0)).isEqualTo(first + 1);
+            store.close();
+            assertThat(StoreVerifier.verify(ROOT, cut).faults()).isEmpty();
+        } finally {
+            closeQuietly(store);
+            fs.release();
+            if (cut != null) {
+                cut.release();
+            }
+        }
+    }
+
+    /**
+     * Appends 500-byte messages to orders-0, each acknowledged (forced) before the next, no checkpoint between, until
+     * {@code count} were appended or the log rolled to a new segment (whose first message is then the last appended).
+     *
+     * @return the queue's next offset
+     */
+    private static long appendUntilRolled(Store store, ManualScheduler scheduler, long count) {
+        long next = 0;
+        for (long i = 0; i < count; i++) {
+            CompletableFuture<AppendResult> append = store.append("orders", 0, Message.of(new byte[500]));
+            scheduler.runAll(new SplittableRandom(i)); // forced and acknowledged; no timer (no checkpoint) runs
+            assertThat(append).isCompleted();
+            next = append.join().firstQueueOffset() + 1;
+            if (store.ownLogStatuses().get("orders/0").segmentCount() > 1) {
+                break;
+            }
+        }
+        return next;
     }
 
     private static void closeQuietly(Store store) {

@@ -120,7 +120,8 @@ final class LogStore implements AutoCloseable {
         this.health = new LogHealth(root, this::onReadOnly);
         this.flusher = readOnly ? null : new FlushService(log, config, scheduler, this::onFlushFailure);
         this.retention = readOnly ? null : new RetentionService(config.retention(), config.fileIO(), config.clock(), log,
-                indexes, shared.consumers(), appendLock, () -> ledger.markDirectory(root.resolve("log")), format);
+                indexes, shared.consumers(), appendLock, () -> ledger.markDirectory(root.resolve("log")), format,
+                () -> durablePosition, this::makeDurable);
         this.reader = new LogReader(log, indexes, config.flushMode() == FlushMode.SYNC && !readOnly,
                 () -> !closed.get(), format);
         trimBelowLogStart();
