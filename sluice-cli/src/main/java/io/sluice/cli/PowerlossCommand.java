@@ -17,7 +17,7 @@ import picocli.CommandLine.Spec;
         "Run the store through seeded power cuts on a simulated file system (unforced pages lost, kept, reordered"
                 + " or torn; names lost until their directory is forced), reopen it after each and check it:"
                 + " it opens, every queue holds a prefix of what was appended, SYNC acknowledgements survive,"
-                + " verify finds no fault, keys are found.",
+                + " records deleted below a queue's start do not come back, verify finds no fault, keys are found.",
         "Each seed is reproducible alone: a failing seed is printed with the command that reruns it."})
 final class PowerlossCommand implements Callable<Integer> {
 
@@ -57,7 +57,7 @@ final class PowerlossCommand implements Callable<Integer> {
             PowerLossSimulation.Outcome outcome = PowerLossSimulation.run(seed);
             outcomes.add(outcome);
             run = new SeedRun(seed, 1, outcome.passed() ? List.of() : List.of(outcome), outcome.acknowledged(),
-                    outcome.checked(), outcome.configCuts(), 0);
+                    outcome.checked(), outcome.configCuts(), outcome.logStartCuts(), 0);
         } else {
             run = SeedRun.run(first, count, threadCount, failure -> {
                 if (!json) {
@@ -75,7 +75,7 @@ final class PowerlossCommand implements Callable<Integer> {
             }
             out.println(new Json().put("first", run.first()).put("seeds", run.seeds()).put("failed", failed)
                     .put("acknowledged", run.acknowledged()).put("checked", run.checked())
-                    .put("configCuts", run.configCuts())
+                    .put("configCuts", run.configCuts()).put("logStartCuts", run.logStartCuts())
                     .put("seconds", run.nanos() / 1e9).put("ok", run.failed().isEmpty()));
         } else if (seed != null) {
             PowerLossSimulation.Outcome o = outcomes.getFirst();

@@ -15,10 +15,12 @@ import java.util.SplittableRandom;
 /**
  * The {@link PowerLossSimulation}'s checks of what the store serves against the {@link QueueModel}: a message read
  * must be the one appended at its offset, and after an open every queue must hold a prefix of what was appended to
- * it (under SYNC, every acknowledged message), its keys found by key lookup, and every topic must keep its layout,
- * the BATCHES topic its queue count and exactly the configs of its last change that returned or of the one a power
- * cut interrupted. What an open shows lost is forgotten, so the run continues from the recovered end. Counts the
- * stored messages it compared.
+ * it from its first offset (under SYNC, every acknowledged message), its keys found by key lookup, and every topic
+ * must keep its layout, the BATCHES topic its queue count and exactly the configs of its last change that returned
+ * or of the one a power cut interrupted. A queue's first offset must never be below its start (deleted records do
+ * not come back) nor, where retention takes records only below starts, above its highest first offset and the
+ * deletion in doubt (no record at or above the start is lost). What an open shows lost is forgotten, so the run
+ * continues from the recovered end. Counts the stored messages it compared.
  *
  * <p>Not thread-safe; one per run.
  */
@@ -73,12 +75,16 @@ final class ModelChecks {
             if (emptying != null && min == end && end <= Math.max(emptying[0], emptying[1])) {
                 // Emptied by a call the power cut: the queue starts at the offset asked for or lower, holding nothing.
                 QueueModel.startAt(list, end);
+                model.start(queue, end);
+                model.highestFirst(queue, end);
                 continue;
             }
             if (end > list.size()) {
                 throw new SimulationFailure("epoch " + epoch + ": " + queue + " ends at offset " + end + " but only "
                         + list.size() + " messages were ever appended to it");
             }
+            checkFirstOffset(queue, min, end, model.startsInDoubt.get(queue),
+                    "epoch " + epoch + (afterCrash ? " after a power cut" : " after a clean reopen"));
             long offset = min;
             while (offset < end) {
                 try (ReadResult result = store.read(topic, queueId, offset, 500, 4 << 20)) {
@@ -87,19 +93,31 @@ final class ModelChecks {
                                 + offset + " below its end " + end + " (" + result.status() + ")");
                     }
                     for (StoredMessage message : result.messages()) {
-                        if (message.queueOffset() != offset) {
+                        long at = message.queueOffset();
+                        long count = message.opaque() ? message.opaqueCount() : 1;
+                        // A batch holding the first offset starts below it when records were deleted inside it.
+                        if (at != offset && !(offset == min && at < offset && offset < at + count)) {
                             throw new SimulationFailure("epoch " + epoch + ": " + queue + " skipped from offset "
-                                    + offset + " to " + message.queueOffset());
+                                    + offset + " to " + at);
                         }
                         expectSame(queue, list, message, "epoch " + epoch + " after reopening");
-                        Sent sent = list.get((int) offset);
+                        Sent sent = list.get((int) at);
                         if (sent.key != null && random.nextInt(4) == 0) {
                             checkKeyFound(store, topic, sent, queue, epoch);
                         }
-                        offset += message.opaque() ? message.opaqueCount() : 1;
+                        offset = at + count;
                     }
                 }
             }
+            Long inDoubt = model.startsInDoubt.get(queue);
+            if (inDoubt != null && min >= inDoubt) {
+                model.start(queue, Math.max(model.start(queue), inDoubt));
+            }
+            if (end < model.start(queue)) {
+                model.start(queue, end); // its start came down with its end
+            }
+            // Until the next step the queue starts exactly here, whatever retention did before.
+            model.highestFirst(queue, min);
             long cut = model.truncationsInDoubt.getOrDefault(queue, Long.MAX_VALUE);
             for (int i = (int) end; i < list.size(); i++) {
                 if (list.get(i).acknowledged && settings.flushMode == FlushMode.SYNC && i < cut) {
@@ -112,7 +130,38 @@ final class ModelChecks {
         }
         model.truncationsInDoubt.clear();
         model.emptyingsInDoubt.clear();
+        model.startsInDoubt.clear();
         checkTopics(store, epoch, afterCrash);
+    }
+
+    /** While the store runs: every queue's first offset lies between its start and its highest first offset. */
+    void checkFirstOffsets(Store store, String when) {
+        for (String queue : model.queues().keySet()) {
+            int dash = queue.lastIndexOf('-');
+            String topic = queue.substring(0, dash);
+            int queueId = Integer.parseInt(queue.substring(dash + 1));
+            checkFirstOffset(queue, store.minOffset(topic, queueId), Long.MAX_VALUE, null, when);
+        }
+    }
+
+    /**
+     * A queue's first offset is at least its start (records deleted by a call that returned never come back), or its
+     * end if that is lower (a power cut took what lay past the end: the queue holds nothing, and its start comes down
+     * to its end); and, where retention takes its records only below its start, at most its highest first offset or
+     * the start the deletion in doubt asked for (no record at or above the start is lost).
+     */
+    private void checkFirstOffset(String queue, long first, long end, Long startInDoubt, String when) {
+        long start = Math.min(model.start(queue), end);
+        if (first < start) {
+            throw new SimulationFailure(when + ": " + queue + " starts at offset " + first + ", below " + start
+                    + " where its records were deleted: deleted records came back");
+        }
+        long highest = model.highestFirst(queue);
+        if (highest != QueueModel.UNKNOWN && first > Math.max(highest, startInDoubt == null ? 0 : startInDoubt)) {
+            throw new SimulationFailure(when + ": " + queue + " starts at offset " + first + ", above " + highest
+                    + (startInDoubt == null ? "" : " and the " + startInDoubt + " of the deletion the cut interrupted")
+                    + ", though retention takes its records only below its start " + start + ": records were lost");
+        }
     }
 
     /**

@@ -13,13 +13,18 @@ import java.util.SplittableRandom;
 /**
  * One seeded run of the store on a {@link SimFileSystem} with a {@link ManualScheduler}: producers append to
  * topics of every layout (the BATCHES topic's queues truncated and emptied now and then, as a Raft replica does, and
- * its configs replaced, as a broker's AlterConfigs does), background tasks run in a seeded order, and the power is
- * cut at a seeded file system operation (inside a checkpoint, a roll, retention, a registry save, recovery
- * itself...). After each cut the store is opened on what survived and checked:
+ * its configs replaced, as a broker's AlterConfigs does; every topic's records deleted below an offset now and then,
+ * as Kafka's DeleteRecords does), background tasks run in a seeded order, and the power is cut at a seeded file
+ * system operation (inside a checkpoint, a roll, retention, a registry save, a log-starts save, recovery itself...).
+ * After each cut the store is opened on what survived and checked:
  * <ul>
  * <li>it opens (a state a power cut can produce is never refused);</li>
- * <li>every queue holds a prefix of what was appended to it, message for message: nothing corrupt, reordered
- *     or resurrected from before an earlier cut is served;</li>
+ * <li>every queue holds a prefix of what was appended to it, message for message, from its first offset: nothing
+ *     corrupt, reordered or resurrected from before an earlier cut is served;</li>
+ * <li>no queue starts below the offset its last record deletion that returned asked for (deleted records never come
+ *     back), nor, where retention takes records only below a queue's start, above that start, the one of the
+ *     deletion the cut interrupted, or where retention had taken it before (no record at or above the start is lost,
+ *     by recovery or by retention);</li>
  * <li>under SYNC, every acknowledged message is there;</li>
  * <li>the verifier finds no fault once the store was closed;</li>
  * <li>keys of stored messages are found by key lookup;</li>
@@ -49,10 +54,11 @@ public final class PowerLossSimulation {
      * @param acknowledged appends acknowledged
      * @param checked stored messages compared with what was appended
      * @param configCuts power cuts that struck while a change of the BATCHES topic's configs was under way
+     * @param logStartCuts power cuts that struck while a record deletion saved the log starts
      * @param failure what went wrong, or null
      */
     public record Outcome(long seed, String scenario, long appends, long acknowledged, long checked, int configCuts,
-                          String failure) {
+                          int logStartCuts, String failure) {
         /** @return true if every check held */
         public boolean passed() {
             return failure == null;
@@ -72,6 +78,7 @@ public final class PowerLossSimulation {
     private ManualScheduler scheduler;
     private Store store;
     private int configCuts;
+    private int logStartCuts;
 
     private PowerLossSimulation(long seed) {
         this.seed = seed;
@@ -102,7 +109,8 @@ public final class PowerLossSimulation {
             simulation.cleanUp();
         }
         return new Outcome(seed, simulation.scenario.toString(), simulation.workload.appends(),
-                simulation.workload.acknowledged(), simulation.checks.checked(), simulation.configCuts, failure);
+                simulation.workload.acknowledged(), simulation.checks.checked(), simulation.configCuts,
+                simulation.logStartCuts, failure);
     }
 
     private static String describe(Throwable e) {
@@ -138,6 +146,10 @@ public final class PowerLossSimulation {
                 if (this.model.topicConfigsInDoubt != null) {
                     configCuts++;
                     scenario.append(" in a config change");
+                }
+                if (!this.model.startsInDoubt.isEmpty()) {
+                    logStartCuts++;
+                    scenario.append(" in a record deletion");
                 }
                 abandon(fs.afterPowerCut());
             }
@@ -265,18 +277,22 @@ public final class PowerLossSimulation {
 
     private void step() {
         int roll = random.nextInt(100);
+        workload.beforeStep();
         try {
-            if (roll < 43) {
+            if (roll < 41) {
                 workload.append(store);
-            } else if (roll < 67) {
+            } else if (roll < 65) {
                 scheduler.runOne(random);
-            } else if (roll < 82) {
+            } else if (roll < 80) {
                 scheduler.advance(1 + random.nextInt(40));
-            } else if (roll < 89) {
+            } else if (roll < 86) {
                 workload.readSomething(store);
-            } else if (roll < 92) {
+            } else if (roll < 89) {
                 // Often enough for a few percent of the cuts to strike inside a registry save.
                 workload.changeConfigs(store);
+            } else if (roll < 92) {
+                // Likewise inside a log-starts save.
+                workload.deleteRecords(store);
             } else if (roll < 95) {
                 workload.commitOffset(store);
             } else if (roll < 97) {
@@ -298,6 +314,10 @@ public final class PowerLossSimulation {
             }
         }
         workload.settle(fs.afterPowerCut() != null);
+        if (fs.afterPowerCut() == null) {
+            workload.afterStep(store);
+            checks.checkFirstOffsets(store, "a running store");
+        }
     }
 
     private void reopen() {

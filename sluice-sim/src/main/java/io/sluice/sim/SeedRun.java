@@ -16,10 +16,11 @@ import java.util.function.Consumer;
  * @param acknowledged appends acknowledged across every seed
  * @param checked stored messages compared with what was appended, across every seed
  * @param configCuts power cuts that struck during a change of a topic's configs, across every seed
+ * @param logStartCuts power cuts that struck while a record deletion saved the log starts, across every seed
  * @param nanos how long the run took
  */
 public record SeedRun(long first, long seeds, List<PowerLossSimulation.Outcome> failed, long acknowledged,
-                      long checked, long configCuts, long nanos) {
+                      long checked, long configCuts, long logStartCuts, long nanos) {
 
     /**
      * @param first the first seed
@@ -36,6 +37,7 @@ public record SeedRun(long first, long seeds, List<PowerLossSimulation.Outcome> 
         AtomicLong acknowledged = new AtomicLong();
         AtomicLong checked = new AtomicLong();
         AtomicLong configCuts = new AtomicLong();
+        AtomicLong logStartCuts = new AtomicLong();
         List<PowerLossSimulation.Outcome> failed = new ArrayList<>();
         List<Thread> workers = new ArrayList<>();
         for (int t = 0; t < Math.max(1, threads); t++) {
@@ -45,6 +47,7 @@ public record SeedRun(long first, long seeds, List<PowerLossSimulation.Outcome> 
                     acknowledged.addAndGet(outcome.acknowledged());
                     checked.addAndGet(outcome.checked());
                     configCuts.addAndGet(outcome.configCuts());
+                    logStartCuts.addAndGet(outcome.logStartCuts());
                     if (!outcome.passed()) {
                         synchronized (failed) {
                             failed.add(outcome);
@@ -59,13 +62,16 @@ public record SeedRun(long first, long seeds, List<PowerLossSimulation.Outcome> 
         }
         failed.sort(Comparator.comparingLong(PowerLossSimulation.Outcome::seed));
         return new SeedRun(first, seeds, List.copyOf(failed), acknowledged.get(), checked.get(), configCuts.get(),
-                System.nanoTime() - start);
+                logStartCuts.get(), System.nanoTime() - start);
     }
 
-    /** @return one line: seeds, failures, acknowledged appends, messages checked, cuts in config changes, time */
+    /**
+     * @return one line: seeds, failures, acknowledged appends, messages checked, cuts in config changes and in record
+     *     deletions, time
+     */
     public String summary() {
         return String.format("%,d seeds from %d, %d failed, %,d acknowledged appends, %,d stored messages checked,"
-                + " %,d cuts in config changes, %.1f s", seeds, first, failed.size(), acknowledged, checked, configCuts,
-                nanos / 1e9);
+                + " %,d cuts in config changes, %,d cuts in record deletions, %.1f s", seeds, first, failed.size(),
+                acknowledged, checked, configCuts, logStartCuts, nanos / 1e9);
     }
 }

@@ -20,10 +20,11 @@ import java.util.concurrent.CompletableFuture;
 
 /**
  * What the {@link PowerLossSimulation}'s producers and consumers do to the store: appends (single messages, batches,
- * Kafka record batches to the BATCHES topic), truncations and emptyings of the BATCHES topic's queues, reads, key
- * lookups, offset commits, and changes of the BATCHES topic's configs. Every append is recorded in the
- * {@link QueueModel} before the call, and its future kept until {@link #settle} finds it done; every config change is
- * recorded as in doubt before the call and as the topic's configs once it returns.
+ * Kafka record batches to the BATCHES topic), truncations and emptyings of the BATCHES topic's queues, record
+ * deletions below an offset (Kafka's DeleteRecords) in every topic, reads, key lookups, offset commits, and changes of
+ * the BATCHES topic's configs. Every append is recorded in the {@link QueueModel} before the call, and its future kept
+ * until {@link #settle} finds it done; every record deletion and config change is recorded as in doubt before the
+ * call and as the queue's start, or the topic's configs, once it returns.
  *
  * <p>Not thread-safe; one per run.
  */
@@ -264,10 +265,109 @@ final class SimWorkload {
         store.emptyQueueAt(BATCHES_TOPIC, queueId, at);
         model.emptyingsInDoubt.remove(queue);
         QueueModel.startAt(list, at);
+        model.start(queue, at);
+        model.highestFirst(queue, at);
         if (store.minOffset(BATCHES_TOPIC, queueId) != at || store.maxOffset(BATCHES_TOPIC, queueId) != at) {
             throw new SimulationFailure(queue + " holds offsets " + store.minOffset(BATCHES_TOPIC, queueId) + " to "
                     + store.maxOffset(BATCHES_TOPIC, queueId) + " after it was emptied at " + at);
         }
+    }
+
+    /**
+     * Deletes a queue's records below an offset at or below its acknowledged end, as Kafka's DeleteRecords does
+     * (Streams purging a repartition topic, an operator freeing space): mostly a little way past its first offset,
+     * sometimes every acknowledged record, sometimes at or below its first offset (which changes nothing). A BATCHES
+     * queue's start may fall inside a batch. In doubt until the call returns; the queue's start once it has.
+     */
+    void deleteRecords(Store store) {
+        String queue = pickQueue();
+        int dash = queue.lastIndexOf('-');
+        String topic = queue.substring(0, dash);
+        int queueId = Integer.parseInt(queue.substring(dash + 1));
+        long first = store.minOffset(topic, queueId);
+        long end = Math.max(first, model.acknowledgedEnd(queue));
+        // Rarely every record, so that most stay for the checks to read.
+        long offset = switch (random.nextInt(20)) {
+            case 0 -> end;
+            case 1, 2, 3 -> random.nextLong(first + 1);
+            default -> first + random.nextLong(Math.min(end - first, 5) + 1);
+        };
+        if (offset > first) {
+            model.startsInDoubt.put(queue, offset); // the log-starts file is saved within the call
+        }
+        long after = store.deleteRecords(topic, queueId, offset);
+        model.startsInDoubt.remove(queue);
+        if (after != Math.max(first, offset) || store.minOffset(topic, queueId) != after) {
+            throw new SimulationFailure(queue + " starts at " + store.minOffset(topic, queueId) + " (the call said "
+                    + after + ") after its records below " + offset + " were deleted; it started at " + first);
+        }
+        model.start(queue, Math.max(model.start(queue), offset));
+        if (model.highestFirst(queue) != QueueModel.UNKNOWN) {
+            model.highestFirst(queue, Math.max(model.highestFirst(queue), after));
+        }
+        if (after > 0) {
+            try (ReadResult below = store.read(topic, queueId, after - 1, 10, 1 << 20)) {
+                if (below.status() != ReadResult.Status.OFFSET_TOO_SMALL || !below.messages().isEmpty()) {
+                    throw new SimulationFailure(queue + " served offset " + (after - 1) + " (" + below.status()
+                            + ", " + below.messages().size() + " messages) after its records below " + after
+                            + " were deleted");
+                }
+            }
+        }
+    }
+
+    /**
+     * Before a step: forgets the highest first offset of the queues whose records retention may take for their age
+     * or their log's size, since a pass in the step may move it anywhere.
+     */
+    void beforeStep() {
+        for (String queue : model.queues().keySet()) {
+            if (retentionLimits(queue.substring(0, queue.lastIndexOf('-')))) {
+                model.highestFirst(queue, QueueModel.UNKNOWN);
+            }
+        }
+    }
+
+    /**
+     * After a step the power survived: as {@link #beforeStep}, and a queue retention takes records of only below its
+     * start again (its topic's limits were lifted) has its highest first offset where retention left it.
+     */
+    void afterStep(Store store) {
+        for (String queue : model.queues().keySet()) {
+            String topic = queue.substring(0, queue.lastIndexOf('-'));
+            if (retentionLimits(topic)) {
+                model.highestFirst(queue, QueueModel.UNKNOWN);
+            } else if (model.highestFirst(queue) == QueueModel.UNKNOWN) {
+                int queueId = Integer.parseInt(queue.substring(topic.length() + 1));
+                model.highestFirst(queue, store.minOffset(topic, queueId));
+            }
+        }
+    }
+
+    /**
+     * @return true if retention may take records of {@code topic} for their age or its log's size (the seed's
+     *     policy, or the BATCHES topic's configs as last set or as the change in doubt sets them), not only those
+     *     below a queue's start
+     */
+    boolean retentionLimits(String topic) {
+        if (settings.retention) {
+            return true;
+        }
+        return topic.equals(BATCHES_TOPIC) && (limits(model.topicConfigs)
+                || model.topicConfigsInDoubt != null && limits(model.topicConfigsInDoubt));
+    }
+
+    /** @return true if configs set an age or size limit that retention applies (their cleanup policy deletes) */
+    private static boolean limits(Map<String, String> configs) {
+        String cleanup = configs.get(Store.CLEANUP_POLICY);
+        if (cleanup != null && !List.of(cleanup.split(",")).contains("delete")) {
+            return false;
+        }
+        return isLimit(configs.get(Store.RETENTION_MS)) || isLimit(configs.get(Store.RETENTION_BYTES));
+    }
+
+    private static boolean isLimit(String value) {
+        return value != null && Long.parseLong(value) >= 0;
     }
 
     /** Most appends go to the seed's hot topic, so its log rolls through several segments per epoch. */

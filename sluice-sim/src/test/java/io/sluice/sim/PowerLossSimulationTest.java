@@ -25,6 +25,8 @@ class PowerLossSimulationTest {
         assertThat(run.acknowledged()).as("acknowledged appends across the seeds").isPositive();
         if (seeds >= 100) {
             assertThat(run.configCuts()).as("power cuts during a config change across the seeds").isPositive();
+            assertThat(run.logStartCuts()).as("power cuts while a record deletion saved the log starts, across the"
+                    + " seeds").isPositive();
         }
     }
 }

@@ -263,8 +263,10 @@ public final class Store implements AutoCloseable {
      * and reads below it find nothing ({@link ReadResult.Status#OFFSET_TOO_SMALL}), durably before this returns
      * (the {@code log-starts} file, docs/format.md), and only once every record appended before the call is forced
      * ({@link #sync}). Retention deletes the segments wholly below it at its next pass
-     * (a queue of its own's log; in a shared log, once every queue there is past them). A first offset never goes
-     * down: an offset at or below the queue's first changes nothing.
+     * (a queue of its own's log; in a shared log, once every queue there is past them). A call never lowers a first
+     * offset: an offset at or below the queue's first changes nothing. It comes down only with the queue's end: if
+     * the queue ends below it (a power cut took records past what was forced, or it was truncated or emptied below
+     * it), it comes down to the end before the queue takes appends there, so that they never read as deleted.
      *
      * @param offset the queue's new first offset, from 0 to its next offset
      * @return the queue's first offset after the call

@@ -90,8 +90,8 @@ public final class StoreVerifier {
         for (Map.Entry<String, LogDirectories.LogRoot> log : logs.entrySet()) {
             Checkpoint.Log positions = checkpoint == null ? null : checkpoint.log(log.getKey());
             long durable = checkpoint == null ? Recovery.UNKNOWN : positions == null ? 0 : positions.durablePosition();
-            Report part = new LogVerifier(io, log.getValue().directory(), geometry, durable, clean,
-                    log.getValue().format()).run();
+            Report part = new LogVerifier(io, log.getValue().directory(), geometry, durable,
+                    positions == null ? -1 : positions.start(), clean, log.getValue().format()).run();
             String prefix = log.getKey().isEmpty() ? "" : "logs/" + log.getKey() + ": ";
             report = report == null ? prefixed(part, prefix, notes) : merge(report, prefixed(part, prefix, List.of()));
         }

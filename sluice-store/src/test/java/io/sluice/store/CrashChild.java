@@ -10,7 +10,10 @@ import java.util.concurrent.atomic.AtomicLong;
  * in retention mode one line per consumer position it registered, {@code COMMIT <offset> END}, printed just before
  * registering it. Beside them one thread replaces the configs of {@link #CONFIGS_TOPIC} again and again, each change
  * numbered, printing {@code CONFIGS <seq> SETTING END} before the call and {@code CONFIGS <seq> SET END} once it
- * returned. The parent kills it with SIGKILL at a random moment.
+ * returned, and another deletes the records of queue {@link #DELETE_QUEUE} below an offset trailing its acknowledged
+ * end ({@code Store.deleteRecords}), printing {@code DELETE <topic> <queue> <offset> DELETING END} before the call and
+ * {@code DELETE <topic> <queue> <offset> DELETED END} once it returned. The parent kills it with SIGKILL at a random
+ * moment.
  */
 public final class CrashChild {
 
@@ -23,6 +26,10 @@ public final class CrashChild {
     static final String CONFIGS_TOPIC = "crash-configs";
     /** The config that numbers each change of {@link #CONFIGS_TOPIC}'s configs. */
     static final String SEQUENCE_CONFIG = "seq";
+    /** The queue whose records the child deletes (no consumer group reads it, so retention mode's check holds). */
+    static final int DELETE_QUEUE = 1;
+    /** How far the deletions trail the queue's acknowledged end, so that most acknowledged records stay to check. */
+    static final long DELETE_TRAIL = 200;
 
     /**
      * @param args directory, write path, threads, seed, then "plain" or "retention" (keep the log to four
@@ -65,6 +72,22 @@ public final class CrashChild {
             }
         });
         AtomicLong acknowledgedEnd = new AtomicLong();
+        AtomicLong deletableEnd = new AtomicLong();
+        Thread.ofPlatform().daemon().start(() -> {
+            while (true) {
+                long offset = deletableEnd.get() - DELETE_TRAIL;
+                if (offset > store.minOffset(topic, DELETE_QUEUE)) {
+                    synchronized (out) {
+                        out.println("DELETE " + topic + " " + DELETE_QUEUE + " " + offset + " DELETING END");
+                    }
+                    store.deleteRecords(topic, DELETE_QUEUE, offset);
+                    synchronized (out) {
+                        out.println("DELETE " + topic + " " + DELETE_QUEUE + " " + offset + " DELETED END");
+                    }
+                }
+                java.util.concurrent.locks.LockSupport.parkNanos(5_000_000);
+            }
+        });
         if (retention) {
             Thread.ofPlatform().daemon().start(() -> {
                 while (true) {
@@ -102,6 +125,8 @@ public final class CrashChild {
                     }
                     if (queue == 0) {
                         acknowledgedEnd.accumulateAndGet(result.firstQueueOffset() + 1, Math::max);
+                    } else if (queue == DELETE_QUEUE) {
+                        deletableEnd.accumulateAndGet(result.firstQueueOffset() + 1, Math::max);
                     }
                     synchronized (out) {
                         out.println("ACK " + topic + " " + queue + " " + result.firstQueueOffset() + " " + crc + " END");

@@ -23,9 +23,11 @@ import org.junit.jupiter.api.io.TempDir;
 /**
  * Kills a child JVM that appends with SYNC flush (SIGKILL, at a random moment) again and again on the same
  * store, through every write path with every topic layout (16 rounds cover each pair once). After each kill: every
- * acknowledged message is present with its exact bytes, queue offsets are dense, the verifier finds nothing wrong,
- * and the topic whose configs the child kept replacing holds exactly those of its last change that returned or of
- * the one the kill interrupted, with its layout and queue count.
+ * acknowledged message is present with its exact bytes from its queue's first offset on, queue offsets are dense,
+ * the verifier finds nothing wrong, the topic whose configs the child kept replacing holds exactly those of its last
+ * change that returned or of the one the kill interrupted, with its layout and queue count, and the queue whose
+ * records the child kept deleting starts where its last deletion that returned or the one the kill interrupted put
+ * it: never lower (deleted records do not come back), never higher (no record above it lost).
  * Rounds: {@code -Dsluice.crash.rounds} (25 by default); seed: {@code -Dsluice.crash.seed}.
  */
 @Tag("slow")
@@ -43,6 +45,13 @@ class CrashTest {
     private long configsBegun;
     /** Changes of them that returned, across the rounds. */
     private long configChanges;
+    /**
+     * By "topic:queue", the start of the child's last record deletion that returned and of the last it began (the one
+     * the kill interrupted if higher).
+     */
+    private final Map<String, long[]> starts = new HashMap<>();
+    /** Record deletions that returned, across the rounds. */
+    private long deletions;
 
     @Test
     void acknowledgedMessagesSurviveSigkill() throws Exception {
@@ -70,6 +79,7 @@ class CrashTest {
         }
         assertThat(acknowledgedTopics).as("topics with acknowledged appends").isEqualTo(used);
         assertThat(configChanges).as("config changes that returned").isPositive();
+        assertThat(deletions).as("record deletions that returned").isPositive();
     }
 
     /** A round's layout: each layout for as many rounds as there are write paths, so 16 rounds cover every pair. */
@@ -117,6 +127,7 @@ class CrashTest {
         }
         assertThat(deleted).as("retention deleted something in some round").isTrue();
         assertThat(configChanges).as("config changes that returned").isPositive();
+        assertThat(deletions).as("record deletions that returned").isPositive();
     }
 
     private int runAndKill(WritePath path, int threads, long seed, long killAfterMillis, Map<String, Long> acknowledged,
@@ -153,6 +164,17 @@ class CrashTest {
                         configChanges++;
                     } else {
                         configsBegun = change;
+                    }
+                    continue;
+                }
+                if (parts.length == 6 && parts[0].equals("DELETE") && parts[5].equals("END")) {
+                    long[] start = starts.computeIfAbsent(parts[1] + ":" + parts[2], key -> new long[2]);
+                    long offset = Long.parseLong(parts[3]);
+                    if (parts[4].equals("DELETED")) {
+                        start[0] = Math.max(start[0], offset);
+                        deletions++;
+                    } else {
+                        start[1] = Math.max(start[1], offset);
                     }
                     continue;
                 }
@@ -235,15 +257,30 @@ class CrashTest {
 
     /**
      * Reads a queue from its first offset: offsets dense, acknowledged bytes intact, every acknowledged offset
-     * at or after the first present.
+     * at or after the first present. The first offset is at least the start of the child's last record deletion that
+     * returned and, without retention, at most that of the last it began. The next round goes on from it.
      *
      * @return the queue's first offset
      */
-    private static long checkQueue(Store store, String topic, int queue, Map<String, Long> acknowledged, String round,
-                                   boolean retained) {
+    private long checkQueue(Store store, String topic, int queue, Map<String, Long> acknowledged, String round,
+                            boolean retained) {
         long max = store.maxOffset(topic, queue);
         long first = store.minOffset(topic, queue);
-        assertThat(first == 0 || retained).as(round + ": nothing deleted without retention").isTrue();
+        long[] start = starts.computeIfAbsent(topic + ":" + queue, key -> new long[2]);
+        String told = " (last deletion that returned below " + start[0] + ", last begun below " + start[1] + ")";
+        assertThat(first).as(round + ": first offset of " + topic + ":" + queue + told)
+                .isGreaterThanOrEqualTo(start[0]);
+        if (!retained) {
+            assertThat(first).as(round + ": first offset of " + topic + ":" + queue + " without retention" + told)
+                    .isLessThanOrEqualTo(Math.max(start[0], start[1]));
+        }
+        if (queue == CrashChild.DELETE_QUEUE) {
+            System.out.printf("%s: %s:%d starts at %d%s%n", round, topic, queue, first, told);
+        }
+        if (first >= start[1]) {
+            start[0] = Math.max(start[0], start[1]); // the deletion the kill interrupted had been saved
+        }
+        start[1] = start[0];
         long offset = first;
         while (offset < max) {
             try (ReadResult result = store.read(topic, queue, offset, 500, 4 << 20)) {

@@ -120,7 +120,8 @@ final class LogStore implements AutoCloseable {
         this.health = new LogHealth(root, this::onReadOnly);
         this.flusher = readOnly ? null : new FlushService(log, config, scheduler, this::onFlushFailure);
         this.retention = readOnly ? null : new RetentionService(config.retention(), config.fileIO(), config.clock(), log,
-                indexes, shared.consumers(), appendLock, () -> ledger.markDirectory(root.resolve("log")), format);
+                indexes, shared.consumers(), appendLock, () -> ledger.markDirectory(root.resolve("log")), format,
+                () -> durablePosition, this::makeDurable);
         this.reader = new LogReader(log, indexes, config.flushMode() == FlushMode.SYNC && !readOnly,
                 () -> !closed.get(), format);
         trimBelowLogStart();
@@ -128,7 +129,7 @@ final class LogStore implements AutoCloseable {
             for (QueueIndex index : indexes.all()) {
                 long start = shared.logStarts().start(index.topic(), index.queueId());
                 if (start > 0) {
-                    index.raiseMinOffset(start);
+                    index.raiseStart(start);
                 }
             }
         }
@@ -144,12 +145,26 @@ final class LogStore implements AutoCloseable {
             checkOpen();
             QueueIndex index = indexes.get(topic, queueId);
             if (index != null) {
-                index.raiseMinOffset(start);
+                index.raiseStart(start);
             }
         } finally {
             appendLock.unlock();
         }
         changed.run();
+    }
+
+    /** Lowers a queue's start to {@code start} if it is higher (the queue ends below it). The caller saved it first. */
+    void lowerStart(String topic, int queueId, long start) {
+        appendLock.lock();
+        try {
+            checkOpen();
+            QueueIndex index = indexes.get(topic, queueId);
+            if (index != null) {
+                index.lowerStart(start);
+            }
+        } finally {
+            appendLock.unlock();
+        }
     }
 
     /**

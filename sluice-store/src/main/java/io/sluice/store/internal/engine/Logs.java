@@ -2,9 +2,11 @@ package io.sluice.store.internal.engine;
 
 import io.sluice.store.Calibration;
 import io.sluice.store.StoreConfig;
+import io.sluice.store.StoreException;
 import io.sluice.store.TopicDeletedException;
 import io.sluice.store.TopicLayout;
 import io.sluice.store.internal.cache.MemoryBudget;
+import io.sluice.store.internal.io.AtomicFile;
 import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.internal.recovery.Checkpoint;
 import io.sluice.store.internal.recovery.LogDirectories;
@@ -91,6 +93,51 @@ final class Logs {
     /** @return the queues' first offsets raised on request */
     LogStarts logStarts() {
         return logStarts;
+    }
+
+    /**
+     * At open, before anything is appended: a queue whose start lies past its end (a power cut took the records past
+     * what was forced, or a truncation or emptying it interrupted cut the queue below its start) has its start
+     * brought down to its end, durably, or the records appended there next would read as deleted at a later open.
+     */
+    void lowerStartsPastEnds() throws IOException {
+        for (Map.Entry<LogStarts.Queue, Long> entry : logStarts.all().entrySet()) {
+            String topic = entry.getKey().topic();
+            int queueId = entry.getKey().queueId();
+            LogStore log = logFor(topic, queueId, false);
+            long end = log == null ? 0 : log.nextOffset(topic, queueId);
+            if (entry.getValue() > end) {
+                LOG.warn("{}-{} ends at offset {}, below its start {} (what lay past it was lost): its start comes"
+                        + " down to its end", topic, queueId, end, entry.getValue());
+                lowerStart(topic, queueId, end);
+            }
+        }
+    }
+
+    /**
+     * Brings a queue's start down to {@code offset} if it lies above it, durably, before the queue takes appends
+     * there: the queue now ends below its start (it was truncated or emptied there). Under the log-creation lock, or
+     * alone at open.
+     *
+     * @throws StoreException if saving failed at or after the rename: every log then stops taking writes, since the
+     *     file may still hold the higher start
+     */
+    void lowerStart(String topic, int queueId, long offset) throws IOException {
+        try {
+            if (!logStarts.lower(config.fileIO(), root, topic, queueId, offset)) {
+                return;
+            }
+        } catch (AtomicFile.UncertainReplaceException e) {
+            for (LogStore each : all()) {
+                each.stopWriting("saving the log starts failed after their rename: " + e.getMessage());
+            }
+            throw new StoreException("cannot lower the start of " + topic + "-" + queueId + " to " + offset + ": "
+                    + e.getMessage() + "; the store is now read-only", e);
+        }
+        LogStore log = logFor(topic, queueId, false);
+        if (log != null) {
+            log.lowerStart(topic, queueId, offset);
+        }
     }
 
     /** @return the store's checkpoints, which record these logs */

@@ -44,14 +44,22 @@ public final class QueueTruncation {
      * @throws StoreException if the log is not writable or a file operation failed
      */
     public void truncate(String topic, int queueId, long offset) {
+        truncate(topic, queueId, offset, false);
+    }
+
+    /**
+     * @param wholeQueue cut at the queue's first stored batch, {@code offset}, though records were deleted past it
+     *     ({@code Store.deleteRecords}): an emptying removes every batch the log holds of the queue
+     */
+    private void truncate(String topic, int queueId, long offset, boolean wholeQueue) {
         try {
-            truncateChecked(topic, queueId, offset);
+            truncateChecked(topic, queueId, offset, wholeQueue);
         } catch (IOException e) {
             throw new StoreException("cannot truncate " + topic + "-" + queueId + ": " + e.getMessage(), e);
         }
     }
 
-    private void truncateChecked(String topic, int queueId, long offset) throws IOException {
+    private void truncateChecked(String topic, int queueId, long offset, boolean wholeQueue) throws IOException {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
         logs.checkWritable();
@@ -67,7 +75,8 @@ public final class QueueTruncation {
                     log = logs.logFor(topic, TopicLayout.BATCHES, queueId, true); // has files, not opened yet
                 }
                 long position = log == null ? truncationOfUnopened(topic, queueId, offset)
-                        : log.underAppendLock(indexes -> truncationPoint(indexes, topic, queueId, offset));
+                        : log.underAppendLock(indexes -> truncationPoint(indexes, topic, queueId, offset,
+                                wholeQueue));
                 if (position < 0) {
                     return;
                 }
@@ -77,6 +86,8 @@ public final class QueueTruncation {
                 } finally {
                     logs.truncating(key, false);
                 }
+                // Appends from here on take offsets from the cut: none may read as deleted at the next open.
+                logs.lowerStart(topic, queueId, offset);
                 LOG.info("truncated {} at offset {} (log position {})", key, offset, position);
             }
         } finally {
@@ -102,15 +113,17 @@ public final class QueueTruncation {
         logs.checkWritable();
         checkBatches(topic, "emptied");
         for (int tries = 1; ; tries++) {
-            long first = firstOffset(topic, queueId);
+            // The first batch stored, not the first a read sees: the batches below a start raised by
+            // Store.deleteRecords are still in the log, and must go with the rest.
+            long first = firstStoredOffset(topic, queueId);
             if (first == logs.forReading(topic, queueId).nextOffset(topic, queueId)) {
                 break;
             }
             try {
-                truncate(topic, queueId, first);
+                truncate(topic, queueId, first, true);
                 break;
             } catch (IllegalArgumentException e) {
-                if (tries == 3 || firstOffset(topic, queueId) == first) {
+                if (tries == 3 || firstStoredOffset(topic, queueId) == first) {
                     throw e;
                 }
                 // Retention moved the first offset meanwhile: cut at the new one.
@@ -120,6 +133,9 @@ public final class QueueTruncation {
         try {
             synchronized (logs.ownLock()) {
                 logs.checkWritable();
+                // Durable before the index starts again below it, or the batches appended there would read as
+                // deleted at the next open.
+                logs.lowerStart(topic, queueId, offset);
                 logs.logFor(topic, TopicLayout.BATCHES, queueId, true).underAppendLock(indexes ->
                         startEmptyAt(indexes, topic, queueId, offset));
             }
@@ -134,9 +150,21 @@ public final class QueueTruncation {
         LOG.info("emptied {}-{}: its next offset is {}", topic, queueId, offset);
     }
 
-    /** @return the queue's first stored offset, as a read sees it */
-    private long firstOffset(String topic, int queueId) {
-        return logs.forReading(topic, queueId).readLong(reader -> reader.minOffset(topic, queueId));
+    /** @return the queue's first offset still stored, which lies below its start if records were deleted there */
+    private long firstStoredOffset(String topic, int queueId) {
+        LogStore log = logs.logFor(topic, TopicLayout.BATCHES, queueId, false);
+        if (log == null) {
+            return 0;
+        }
+        try {
+            return log.underAppendLock(indexes -> {
+                QueueIndex index = indexes.get(topic, queueId);
+                return index == null ? 0 : index.storedMinOffset();
+            });
+        } catch (IOException e) {
+            throw new StoreException("cannot read the first offset of " + topic + "-" + queueId + ": "
+                    + e.getMessage(), e);
+        }
     }
 
     private void checkBatches(String topic, String what) {
@@ -151,13 +179,15 @@ public final class QueueTruncation {
      * Where a truncation of a batch log at {@code offset} cuts: the log position of the batch starting there. Checked
      * under the append lock, and holds until the log is quiesced (the caller stops appends first).
      *
+     * @param wholeQueue {@code offset} may lie below the queue's start, down to its first stored offset
      * @return the batch's log position, or -1 if {@code offset} is the queue's next offset (nothing to cut)
      * @throws IllegalArgumentException if no batch of the queue starts at {@code offset}
      */
-    private static long truncationPoint(QueueIndexes indexes, String topic, int queueId, long offset) {
+    private static long truncationPoint(QueueIndexes indexes, String topic, int queueId, long offset,
+                                        boolean wholeQueue) {
         QueueIndex index = indexes.get(topic, queueId);
         long next = index == null ? 0 : index.nextOffset();
-        long min = index == null ? 0 : index.minOffset();
+        long min = index == null ? 0 : wholeQueue ? index.storedMinOffset() : index.minOffset();
         if (offset == next) {
             return -1;
         }
@@ -184,9 +214,9 @@ public final class QueueTruncation {
     private static Void startEmptyAt(QueueIndexes indexes, String topic, int queueId, long offset)
             throws IOException {
         QueueIndex index = indexes.getOrCreate(topic, queueId);
-        if (index.nextOffset() != index.minOffset()) {
-            throw new IllegalStateException("queue " + topic + "-" + queueId + " holds offsets " + index.minOffset()
-                    + " to " + (index.nextOffset() - 1) + ": appended to while it was emptied");
+        if (index.nextOffset() != index.storedMinOffset()) {
+            throw new IllegalStateException("queue " + topic + "-" + queueId + " holds offsets "
+                    + index.storedMinOffset() + " to " + (index.nextOffset() - 1) + ": appended to while it was emptied");
         }
         if (index.nextOffset() != offset) {
             index.resetTo(offset);

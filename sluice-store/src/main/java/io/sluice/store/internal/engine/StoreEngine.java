@@ -108,6 +108,7 @@ public final class StoreEngine implements AutoCloseable {
                     scheduler, checkpoint, clean);
             engine.logs.open(storeDirectory.created() ? new Checkpoint(Map.of(), 0) : checkpoint, clean);
             if (!readOnly) {
+                engine.logs.lowerStartsPastEnds();
                 if (clean) {
                     storeDirectory.clearCleanShutdown();
                 }

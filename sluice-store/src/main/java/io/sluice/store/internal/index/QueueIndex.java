@@ -50,8 +50,14 @@ public final class QueueIndex implements AutoCloseable {
     private long nextOffset;
     /** Offsets below this are visible to readers. */
     private volatile long publishedEnd;
-    /** First offset still stored. */
+    /** First offset still stored: its record is in the log (retention and recovery move it). */
     private volatile long minOffset;
+    /**
+     * First offset not deleted on request ({@link #raiseStart}), 0 if none was: readers see nothing below it, though
+     * the records stay stored (and indexed) until retention deletes their segments. It may lie past the published end
+     * (records appended but not yet published when it was raised): they are never seen.
+     */
+    private volatile long start;
 
     private QueueIndex(String topic, int queueId, Path directory, boolean readOnly, QueueIndexFiles files) {
         this.topic = topic;
@@ -145,8 +151,16 @@ public final class QueueIndex implements AutoCloseable {
         return publishedEnd;
     }
 
-    /** @return the first offset still stored */
+    /**
+     * @return the first offset readers see: the first still stored, or the queue's start ({@link #raiseStart}) if
+     *     higher, up to the published end
+     */
     public long minOffset() {
+        return Math.max(minOffset, Math.min(start, publishedEnd));
+    }
+
+    /** @return the first offset still stored, which may lie below the queue's start: its record is in the log */
+    public long storedMinOffset() {
         return minOffset;
     }
 
@@ -355,26 +369,34 @@ public final class QueueIndex implements AutoCloseable {
         minOffset = offset;
         nextOffset = offset;
         publishedEnd = offset;
+        start = Math.min(start, offset);
     }
 
     /**
-     * Raises the first offset to {@code offset} (records deleted on request), at most to the published end: offsets
-     * below it read as removed. Index files below it go at the next retention pass ({@link #advanceMinOffset}).
-     * Under the append lock.
+     * Raises the queue's start to {@code offset} (records deleted on request): readers see nothing below it, now or
+     * once appends not yet published reach it. Its records stay stored, and their entries indexed, until retention
+     * deletes their segments ({@link #advanceMinOffset} goes by the log's start, not by this). Under the append lock.
      */
-    public void raiseMinOffset(long offset) {
-        long raised = Math.min(offset, publishedEnd);
-        if (raised > minOffset) {
-            minOffset = raised;
+    public void raiseStart(long offset) {
+        if (offset > start) {
+            start = offset;
+        }
+    }
+
+    /** Lowers the queue's start to {@code offset} if it is higher (the queue ends below it). Under the append lock. */
+    public void lowerStart(long offset) {
+        if (offset < start) {
+            start = offset;
         }
     }
 
     /**
-     * Retention (under the append lock) and open: moves the first offset up to the first entry whose record is
-     * at or after {@code logMinPosition}, the log's first stored position; entries below it point at deleted
-     * segments. Files whose every entry is now below the first offset are taken out of the index, except the
+     * Retention (under the append lock) and open: moves the first stored offset up to the first entry whose record
+     * is at or after {@code logMinPosition}, the log's first stored position; entries below it point at deleted
+     * segments. Files whose every entry is now below the first stored offset are taken out of the index, except the
      * last (it tells where the queue ends), and returned: the caller deletes them outside the lock
-     * ({@link #deleteRetired}).
+     * ({@link #deleteRetired}). The queue's start does not count: the records below it are still in the log, and
+     * recovery needs their entries until retention deletes their segments.
      *
      * @return the files taken out
      */

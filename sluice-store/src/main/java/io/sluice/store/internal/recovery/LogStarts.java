@@ -75,9 +75,11 @@ public final class LogStarts {
         return loaded;
     }
 
-    /** @return every queue's raised first offset */
+    /** @return every queue's raised first offset, by topic and queue id (so that walking them is repeatable) */
     public Map<Queue, Long> all() {
-        return Map.copyOf(starts);
+        Map<Queue, Long> all = sorted();
+        all.putAll(starts);
+        return java.util.Collections.unmodifiableMap(all);
     }
 
     /** @return the queue's raised first offset, or 0 if it was never raised */
@@ -91,12 +93,43 @@ public final class LogStarts {
      * @throws io.sluice.store.internal.io.AtomicFile.UncertainReplaceException if saving failed at or after the rename
      */
     public void raise(FileIO io, Path directory, String topic, int queueId, long start) throws IOException {
-        Map<Queue, Long> next = new TreeMap<>(java.util.Comparator.comparing(Queue::topic)
-                .thenComparingInt(Queue::queueId));
+        put(io, directory, new Queue(topic, queueId), start);
+    }
+
+    /**
+     * Lowers a queue's first offset to {@code start} if it is higher (0 forgets the queue), and saves the file
+     * atomically: for a queue that now ends below its start (its tail was lost, or it was emptied at a lower offset),
+     * whose next records must not read as deleted.
+     *
+     * @return true if the queue's first offset was lowered
+     * @throws io.sluice.store.internal.io.AtomicFile.UncertainReplaceException if saving failed at or after the rename
+     */
+    public boolean lower(FileIO io, Path directory, String topic, int queueId, long start) throws IOException {
+        if (start(topic, queueId) <= start) {
+            return false;
+        }
+        put(io, directory, new Queue(topic, queueId), start);
+        return true;
+    }
+
+    private void put(FileIO io, Path directory, Queue queue, long start) throws IOException {
+        Map<Queue, Long> next = sorted();
         next.putAll(starts);
-        next.put(new Queue(topic, queueId), start);
+        if (start == 0) {
+            next.remove(queue);
+        } else {
+            next.put(queue, start);
+        }
         save(io, directory, next);
-        starts.put(new Queue(topic, queueId), start);
+        if (start == 0) {
+            starts.remove(queue);
+        } else {
+            starts.put(queue, start);
+        }
+    }
+
+    private static Map<Queue, Long> sorted() {
+        return new TreeMap<>(java.util.Comparator.comparing(Queue::topic).thenComparingInt(Queue::queueId));
     }
 
     /** Forgets every queue of a topic (deleted) and saves the file, if it named any. */
@@ -104,8 +137,7 @@ public final class LogStarts {
         if (starts.keySet().stream().noneMatch(queue -> queue.topic().equals(topic))) {
             return;
         }
-        Map<Queue, Long> next = new TreeMap<>(java.util.Comparator.comparing(Queue::topic)
-                .thenComparingInt(Queue::queueId));
+        Map<Queue, Long> next = sorted();
         next.putAll(starts);
         next.keySet().removeIf(queue -> queue.topic().equals(topic));
         save(io, directory, next);

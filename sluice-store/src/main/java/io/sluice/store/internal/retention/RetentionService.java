@@ -18,6 +18,7 @@ import java.time.InstantSource;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.locks.Lock;
+import java.util.function.LongSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -29,11 +30,14 @@ import org.slf4j.LoggerFactory;
  * <li>Read disk use, and the lowest log position any registered consumer still needs (the record of its
  *     next offset, if that offset is still stored and not yet past the queue's end).</li>
  * <li>Walk segments oldest first. The oldest may go if it is not the active segment, is fully flushed, and
- *     is expired (the first record of the next segment is older than {@code retentionMillis}, so every
- *     record of this one is), or the log exceeds {@code retentionBytes}, or the disk is fuller than
- *     {@code diskCleanRatio}. If a consumer needs it, it stays and the pass stops, unless the disk is fuller
- *     than {@code diskEmergencyRatio}: then it goes, with a warning naming the group. The walk stops at the
- *     first segment that stays, so the log remains one contiguous range.</li>
+ *     lies wholly below every queue's first offset (raised by {@code Store.deleteRecords}), or is expired (the
+ *     first record of the next segment is older than {@code retentionMillis}, so every record of this one is),
+ *     or the log exceeds {@code retentionBytes}, or the disk is fuller than {@code diskCleanRatio}. If a
+ *     consumer needs it, it stays and the pass stops, unless the disk is fuller than {@code diskEmergencyRatio}:
+ *     then it goes, with a warning naming the group. The walk stops at the first segment that stays, so the log
+ *     remains one contiguous range. Before a segment the last checkpoint did not cover goes, the log is made
+ *     durable up to its write position, index entries and their files included: a power cut may keep the
+ *     deletion and lose entries not forced, and the index would then end short of the log's new first record.</li>
  * <li>Under the append lock, move every queue index's first offset past the deleted range and take the
  *     queue- and key-index files that only pointed into it out of the indexes (readers still holding them keep
  *     them mapped). Their files are deleted only after a checkpoint has recorded the log's new start
@@ -61,6 +65,10 @@ public final class RetentionService {
     private final Lock appendLock;
     /** Told when a retired segment's file is deleted: the log directory's entries changed. */
     private final Runnable segmentDeleted;
+    /** The position up to which the log, its index entries and their files are durable. */
+    private final LongSupplier durablePosition;
+    /** Makes the log, its index entries and their files durable up to its write position; returns the position. */
+    private final LongSupplier makeDurable;
     private volatile boolean appendsRefused;
     private volatile RetentionReport lastReport;
     private String lastHeldBy;
@@ -75,10 +83,12 @@ public final class RetentionService {
      * @param appendLock the store's append lock, held while indexes are trimmed
      * @param segmentDeleted told when a retired segment's file is deleted
      * @param format what the log's records are (a batch carries no store time: the index has it)
+     * @param durablePosition the position up to which the log, its index entries and their files are durable
+     * @param makeDurable makes them durable up to the log's write position, and returns the position that covers
      */
     public RetentionService(RetentionPolicy policy, FileIO fileIO, InstantSource clock, CommitLog log,
                             QueueIndexes indexes, ConsumerOffsets consumers, Lock appendLock, Runnable segmentDeleted,
-                            LogFormat format) {
+                            LogFormat format, LongSupplier durablePosition, LongSupplier makeDurable) {
         this.policy = policy;
         this.fileIO = fileIO;
         this.clock = clock;
@@ -88,6 +98,8 @@ public final class RetentionService {
         this.appendLock = appendLock;
         this.segmentDeleted = segmentDeleted;
         this.format = format;
+        this.durablePosition = durablePosition;
+        this.makeDurable = makeDurable;
     }
 
     /** @return true while disk use is above the hard ratio */
@@ -131,6 +143,7 @@ public final class RetentionService {
         long startPosition = startPosition();
         long logBytes = logBytes(log.segments());
         long now = clock.millis();
+        long durable = durablePosition.getAsLong();
         int deleted = 0;
         long deletedBytes = 0;
         String reason = null;
@@ -158,6 +171,9 @@ public final class RetentionService {
                 LOG.warn("disk use {} is above diskEmergencyRatio {}: deleting segment {} although consumer group"
                         + " or retention hold {} still needs it", percent(ratio), percent(policy.diskEmergencyRatio()),
                         oldest, protection.group());
+            }
+            if (oldest.end() > durable && (durable = makeDurable.getAsLong()) < oldest.end()) {
+                break; // its records' index entries could not be forced: it waits for a checkpoint
             }
             Segment retired = log.retireOldest(segmentDeleted);
             if (retired == null) {

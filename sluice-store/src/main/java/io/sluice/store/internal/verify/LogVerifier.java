@@ -38,6 +38,8 @@ public final class LogVerifier {
     private final long durable;
     private final boolean clean;
     private final LogFormat format;
+    /** The log's first position as the checkpoint records it (retention deleted what lay below), or -1. */
+    private final long recordedStart;
     private final List<String> faults = new ArrayList<>();
     private final List<String> notes = new ArrayList<>();
     /** topic-queue -> [first offset, next offset, next offset after the last record below the durable position]. */
@@ -53,14 +55,17 @@ public final class LogVerifier {
      * @param root the log's directory (holding {@code log/}, {@code index/}, {@code keys/})
      * @param geometry the store's queue-index geometry
      * @param durable the log's durable position from the checkpoint ({@link Recovery#UNKNOWN} without one)
+     * @param recordedStart the log's first position from the checkpoint (retention deleted what lay below), or -1
      * @param clean the store was closed cleanly: the log ends at {@code durable}
      * @param format what the log's records are
      */
-    public LogVerifier(FileIO io, Path root, IndexGeometry geometry, long durable, boolean clean, LogFormat format) {
+    public LogVerifier(FileIO io, Path root, IndexGeometry geometry, long durable, long recordedStart, boolean clean,
+                       LogFormat format) {
         this.io = io;
         this.root = root;
         this.geometry = geometry;
         this.durable = durable;
+        this.recordedStart = recordedStart;
         this.clean = clean;
         this.format = format;
     }
@@ -121,7 +126,10 @@ public final class LogVerifier {
     /** Walks the log's valid records, up to its end at a clean close, counting each queue's. */
     private void walkLog() throws IOException {
         List<Segment> segments = walker.segments();
-        logStart = segments.isEmpty() ? 0 : segments.getFirst().base();
+        // A log that retention emptied up to its durable position (every record's segment deleted, the empty segment
+        // after them never forced) has no segment: it starts and ends there, as recovery opens it.
+        long emptyAt = durable != Recovery.UNKNOWN && recordedStart >= durable ? durable : 0;
+        logStart = segments.isEmpty() ? emptyAt : segments.getFirst().base();
         long limit = clean ? durable : Long.MAX_VALUE;
         LogWalker.Walk walk = walker.walk(logStart, limit, this::count);
         switch (walk.stop()) {
@@ -132,7 +140,7 @@ public final class LogVerifier {
                 invalid(walk, "invalid " + format.recordName() + " at log position " + walk.end() + " (" + segment
                         + ", offset " + (walk.end() - segment.base()) + ")");
             }
-            case END, LIMIT -> logEnd = segments.isEmpty() ? 0 : Math.min(walk.end(), limit);
+            case END, LIMIT -> logEnd = segments.isEmpty() ? emptyAt : Math.min(walk.end(), limit);
         }
     }
 
