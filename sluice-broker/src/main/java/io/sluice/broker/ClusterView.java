@@ -183,6 +183,38 @@ public interface ClusterView {
      */
     CompletableFuture<Boolean> forgetGroup(String group, GroupsCoordination decision, long idleSinceMillis);
 
+    /**
+     * @return true if this broker coordinates transactions (a broker alone does; a cluster's brokers do not yet): the
+     *     transaction APIs then keep their state through {@link #saveTransaction}
+     */
+    default boolean coordinatesTransactions() {
+        return false;
+    }
+
+    /**
+     * Saves a transactional id's state, its coordinator's record of it: what {@link #savedTransactions} gives back
+     * after a restart, the last saved of each id.
+     *
+     * @param state the state's bytes (the coordinator's encoding)
+     * @return completes once saved as durably as an acknowledged produce; fails with the store's error
+     */
+    default CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state) {
+        return CompletableFuture.failedFuture(new UnsupportedOperationException("transactions are not served here"));
+    }
+
+    /** @return the last state saved of each transactional id, by id, in the order they were saved */
+    default Map<String, byte[]> savedTransactions() {
+        return Map.of();
+    }
+
+    /**
+     * Commits the group offsets of a committed transaction: as {@link #commitOffsets}, and durably once it completes
+     * (whatever the flush mode, since the transaction's markers are already in the partitions).
+     */
+    default CompletableFuture<Void> commitTransactionOffsets(String group, List<CommittedOffset> offsets) {
+        return commitOffsets(group, offsets);
+    }
+
     /** What a preferred leader election of a partition came to. */
     enum Election {
         /** Leadership moved to the preferred replica. */

@@ -38,6 +38,10 @@ public final class ProducerHistory {
 
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    /** Bit 5 of a batch's attributes: a control batch (a transaction marker). */
+    public static final int CONTROL_FLAG = 0x20;
+    /** Bit 4 of a batch's attributes: a batch of a transaction. */
+    public static final int TRANSACTIONAL_FLAG = 0x10;
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     /**
@@ -90,6 +94,10 @@ public final class ProducerHistory {
         }
         long producerId = batch.get(LONG, KafkaBatch.PRODUCER_ID);
         short epoch = batch.get(SHORT, KafkaBatch.PRODUCER_EPOCH);
+        if ((batch.get(SHORT, KafkaBatch.ATTRIBUTES) & CONTROL_FLAG) != 0) {
+            marker(producerId, epoch);
+            return;
+        }
         int first = batch.get(INT, KafkaBatch.BASE_SEQUENCE);
         int last = first == -1 ? -1 : KafkaBatch.lastSequence(first, batch.get(INT, KafkaBatch.LAST_OFFSET_DELTA));
         stored(producerId, epoch, first, last, baseOffset);
@@ -116,6 +124,21 @@ public final class ProducerHistory {
             entry.recent.removeFirst();
         }
         entry.recent.addLast(new Batch(firstSequence, lastSequence, baseOffset));
+    }
+
+    /**
+     * Notes a transaction marker (a control batch, written by the transaction coordinator) the log stored: it carries
+     * no sequence, and a newer epoch than its producer's (a transaction aborted at its timeout fences the producer)
+     * starts that epoch with no batch, so that the producer's next batch must be its first of the epoch.
+     */
+    public synchronized void marker(long producerId, short epoch) {
+        if (producerId < 0) {
+            return;
+        }
+        Kept entry = producers.get(producerId);
+        if (entry == null || epoch > entry.epoch) {
+            producers.put(producerId, new Kept(epoch));
+        }
     }
 
     /** @return the producers as now, least recently seen first: a copy, which the log's later batches leave alone */

@@ -51,7 +51,11 @@ final class FetchHandler {
     private final PartitionWatch watch;
     private final Executor executor;
 
-    FetchHandler(Partitions partitions, ClusterView cluster, PartitionWatch watch, Executor executor) {
+    private final ProducerStates producerStates;
+
+    FetchHandler(Partitions partitions, ClusterView cluster, PartitionWatch watch, Executor executor,
+                 ProducerStates producerStates) {
+        this.producerStates = producerStates;
         this.partitions = partitions;
         this.cluster = cluster;
         this.watch = watch;
@@ -114,7 +118,7 @@ final class FetchHandler {
                         .setLogStartOffset(-1).setPreferredReadReplica(-1).setRecords(MemoryRecords.EMPTY)
                         .setAbortedTransactions(request.isolationLevel() == 1 ? List.of() : null);
                 long limit = Math.min(budget - bytes, wanted.partitionMaxBytes());
-                long sent = fill(topic.topic(), wanted, data, limit, bytes == 0);
+                long sent = fill(topic.topic(), wanted, data, limit, bytes == 0, request.isolationLevel() == 1);
                 errors |= data.errorCode() != Errors.NONE.code();
                 bytes += sent;
                 partitions.add(data);
@@ -127,17 +131,21 @@ final class FetchHandler {
 
     /** Fills one partition's answer; @return the record bytes it carries */
     private long fill(String topic, FetchRequestData.FetchPartition wanted, FetchResponseData.PartitionData data,
-                      long limit, boolean first) {
+                      long limit, boolean first, boolean committedOnly) {
         try {
-            return read(topic, wanted, data, limit, first);
+            return read(topic, wanted, data, limit, first, committedOnly);
         } catch (RuntimeException e) {
             data.setErrorCode(ListOffsetsHandler.readError(e).code());
             return 0;
         }
     }
 
+    /**
+     * @param committedOnly read_committed: up to the last stable offset, the transactions aborted in what is sent
+     *     listed for the client to drop
+     */
     private long read(String topic, FetchRequestData.FetchPartition wanted, FetchResponseData.PartitionData data,
-                      long limit, boolean first) {
+                      long limit, boolean first, boolean committedOnly) {
         Partition partition = partitions.partition(topic, wanted.partition());
         if (partition == null) {
             data.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
@@ -150,8 +158,10 @@ final class FetchHandler {
         long start = partition.logStartOffset();
         long logEnd = partition.logEndOffset();
         // A consumer reads only what is committed (in a cluster, what a majority has): below the high watermark.
-        long end = Math.min(logEnd, partition.highWatermark());
-        data.setHighWatermark(end).setLastStableOffset(end).setLogStartOffset(start);
+        long highWatermark = Math.min(logEnd, partition.highWatermark());
+        long stable = producerStates.lastStable(partition, highWatermark);
+        long end = committedOnly ? stable : highWatermark;
+        data.setHighWatermark(highWatermark).setLastStableOffset(stable).setLogStartOffset(start);
         long offset = wanted.fetchOffset();
         if (offset < start || offset > logEnd) {
             data.setErrorCode(Errors.OFFSET_OUT_OF_RANGE.code());
@@ -190,6 +200,15 @@ final class FetchHandler {
         }
         if (!records.isEmpty()) {
             data.setRecords(records);
+            if (committedOnly) {
+                List<FetchResponseData.AbortedTransaction> aborted = new ArrayList<>();
+                for (PartitionTransactions.Aborted one : producerStates.aborted(partition, wanted.fetchOffset(),
+                        offset)) {
+                    aborted.add(new FetchResponseData.AbortedTransaction().setProducerId(one.producerId())
+                            .setFirstOffset(one.firstOffset()));
+                }
+                data.setAbortedTransactions(aborted);
+            }
         }
         return bytes;
     }

@@ -54,6 +54,7 @@ final class GroupApis {
     private static final Logger LOG = LoggerFactory.getLogger(GroupApis.class);
 
     private static final byte GROUP_KEY = 0;
+    private static final byte TRANSACTION_KEY = 1;
     private static final String CONSUMER = "consumer";
 
     private final Partitions partitions;
@@ -110,22 +111,55 @@ final class GroupApis {
         return cluster.brokers().stream().filter(node -> node.id() == controller).findFirst().orElse(null);
     }
 
+    /** Tells whether an open transaction has offsets of a group's partition to commit. */
+    @FunctionalInterface
+    interface PendingOffsets {
+        /** @return true if a transaction not yet complete is to commit an offset of the group's partition */
+        boolean pending(String groupId, String topic, int partition);
+    }
+
+    private volatile PendingOffsets pendingOffsets = (group, topic, partition) -> false;
+
+    /** @param pending what tells OffsetFetch, when asked for stable offsets, of transactions' uncommitted offsets */
+    void pendingOffsets(PendingOffsets pending) {
+        this.pendingOffsets = pending;
+    }
+
+    /**
+     * The group's checks of a TxnOffsetCommit, as Kafka's: this broker coordinates the group, and a member named (or a
+     * generation given) belongs to its current generation; a producer that names neither commits unchecked.
+     */
+    Errors checkTransactionalCommit(String groupId, String memberId, String instanceId, int generation) {
+        if (GroupNames.toStore(groupId) == null) {
+            return Errors.INVALID_GROUP_ID;
+        }
+        Errors error = coordination();
+        if (error != Errors.NONE) {
+            return error;
+        }
+        if (generation < 0 && (memberId == null || memberId.isEmpty())) {
+            return Errors.NONE;
+        }
+        return coordinator.checkCommit(groupId, memberId, instanceId, generation);
+    }
+
     FindCoordinatorResponseData findCoordinator(FindCoordinatorRequestData request, short version) {
         FindCoordinatorResponseData response = new FindCoordinatorResponseData();
+        // Transactions are coordinated by the broker that coordinates groups, when it serves them.
         ClusterView.Node node = coordinatorNode();
         if (version < 4) {
-            Errors error = coordinatorError(request.key(), request.keyType());
+            Errors error = coordinatorError(request.key(), request.keyType(), cluster.coordinatesTransactions());
             if (error == Errors.NONE && node == null) {
                 error = Errors.COORDINATOR_NOT_AVAILABLE;
             }
             return error == Errors.NONE
                     ? response.setNodeId(node.id()).setHost(node.host()).setPort(node.port())
-                    : response.setErrorCode(error.code()).setErrorMessage(error.message()).setNodeId(-1).setHost("")
+                    : response.setErrorCode(error.code()).setErrorMessage(coordinatorMessage(error, request.keyType())).setNodeId(-1).setHost("")
                             .setPort(-1);
         }
         List<FindCoordinatorResponseData.Coordinator> coordinators = new ArrayList<>();
         for (String key : request.coordinatorKeys()) {
-            Errors error = coordinatorError(key, request.keyType());
+            Errors error = coordinatorError(key, request.keyType(), cluster.coordinatesTransactions());
             if (error == Errors.NONE && node == null) {
                 error = Errors.COORDINATOR_NOT_AVAILABLE;
             }
@@ -133,16 +167,26 @@ final class GroupApis {
                     .setKey(key);
             coordinators.add(error == Errors.NONE
                     ? coordinator.setNodeId(node.id()).setHost(node.host()).setPort(node.port())
-                    : coordinator.setErrorCode(error.code()).setErrorMessage(error.message()).setNodeId(-1)
+                    : coordinator.setErrorCode(error.code()).setErrorMessage(coordinatorMessage(error, request.keyType())).setNodeId(-1)
                             .setHost("").setPort(-1));
         }
         return response.setCoordinators(coordinators);
     }
 
-    private static Errors coordinatorError(String key, byte keyType) {
+    private String coordinatorMessage(Errors error, byte keyType) {
+        return keyType == TRANSACTION_KEY && error == Errors.INVALID_REQUEST && !cluster.coordinatesTransactions()
+                ? "the brokers of a Sluice cluster do not coordinate transactions yet" : error.message();
+    }
+
+    private static Errors coordinatorError(String key, byte keyType, boolean transactions) {
+        if (keyType == TRANSACTION_KEY) {
+            // A cluster's brokers do not coordinate transactions yet: a fatal error, not an endless retry.
+            return !transactions ? Errors.INVALID_REQUEST
+                    : key == null || key.isEmpty() ? Errors.INVALID_REQUEST : Errors.NONE;
+        }
         if (keyType != GROUP_KEY) {
-            // Transactions (1) and share groups (2) are not supported: a fatal error, not an endless retry.
-            return keyType == 1 ? Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED : Errors.INVALID_REQUEST;
+            // Share groups (2) are not served.
+            return Errors.INVALID_REQUEST;
         }
         return key == null || key.isEmpty() || GroupNames.toStore(key) == null ? Errors.INVALID_GROUP_ID : Errors.NONE;
     }
@@ -263,6 +307,35 @@ final class GroupApis {
 
 
     OffsetFetchResponseData fetchOffsets(OffsetFetchRequestData request, short version) {
+        OffsetFetchResponseData response = fetchAllOffsets(request, version);
+        if (!request.requireStable()) {
+            return response;
+        }
+        // As Kafka: a partition whose offset an open transaction is to commit answers UNSTABLE_OFFSET_COMMIT, and the
+        // consumer asks again, so that it never starts from an offset the transaction is about to move.
+        if (version < 8) {
+            for (OffsetFetchResponseData.OffsetFetchResponseTopic topic : response.topics()) {
+                for (OffsetFetchResponseData.OffsetFetchResponsePartition partition : topic.partitions()) {
+                    if (pendingOffsets.pending(request.groupId(), topic.name(), partition.partitionIndex())) {
+                        partition.setErrorCode(Errors.UNSTABLE_OFFSET_COMMIT.code()).setCommittedOffset(-1);
+                    }
+                }
+            }
+            return response;
+        }
+        for (OffsetFetchResponseData.OffsetFetchResponseGroup group : response.groups()) {
+            for (OffsetFetchResponseData.OffsetFetchResponseTopics topic : group.topics()) {
+                for (OffsetFetchResponseData.OffsetFetchResponsePartitions partition : topic.partitions()) {
+                    if (pendingOffsets.pending(group.groupId(), topic.name(), partition.partitionIndex())) {
+                        partition.setErrorCode(Errors.UNSTABLE_OFFSET_COMMIT.code()).setCommittedOffset(-1);
+                    }
+                }
+            }
+        }
+        return response;
+    }
+
+    private OffsetFetchResponseData fetchAllOffsets(OffsetFetchRequestData request, short version) {
         Errors coordination = coordination();
         if (coordination != Errors.NONE) {
             if (version < 8) {

@@ -13,7 +13,16 @@ import java.util.concurrent.Executor;
 import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
+import java.util.List;
+import org.apache.kafka.common.message.AddOffsetsToTxnRequestData;
+import org.apache.kafka.common.message.AddPartitionsToTxnRequestData;
 import org.apache.kafka.common.message.AlterConfigsRequestData;
+import org.apache.kafka.common.message.DescribeProducersRequestData;
+import org.apache.kafka.common.message.DescribeProducersResponseData;
+import org.apache.kafka.common.message.DescribeTransactionsRequestData;
+import org.apache.kafka.common.message.EndTxnRequestData;
+import org.apache.kafka.common.message.ListTransactionsRequestData;
+import org.apache.kafka.common.message.TxnOffsetCommitRequestData;
 import org.apache.kafka.common.message.ApiVersionsResponseData;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersion;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersionCollection;
@@ -117,6 +126,8 @@ public final class KafkaApis implements AutoCloseable {
     private final Configs configs;
     private final LeaderElections elections;
     private final BrokerMetrics metrics;
+    private final ProducerStates producerStates;
+    private final TransactionCoordinator transactions;
 
     /**
      * @param partitions the partitions this broker serves
@@ -144,17 +155,31 @@ public final class KafkaApis implements AutoCloseable {
             }
         });
         ProducerStates producerStates = new ProducerStates();
+        this.producerStates = producerStates;
         TopicConfigs topicConfigs = new TopicConfigs(Configs.brokerValues(storeConfig));
+        this.transactions = new TransactionCoordinator(cluster, partitions, producerStates, producerIds,
+                storeConfig.clock()::millis);
         this.produce = new ProduceHandler(partitions, cluster, producerStates, metrics,
-                new ProducePolicies(topicConfigs, cluster), storeConfig.maxMessageBytes(), storeConfig.clock()::millis);
-        this.fetch = new FetchHandler(partitions, cluster, watch, Objects.requireNonNull(executor, "executor"));
-        this.offsets = new ListOffsetsHandler(partitions);
+                new ProducePolicies(topicConfigs, cluster), storeConfig.maxMessageBytes(), storeConfig.clock()::millis,
+                transactions);
+        this.fetch = new FetchHandler(partitions, cluster, watch, Objects.requireNonNull(executor, "executor"),
+                producerStates);
+        this.offsets = new ListOffsetsHandler(partitions, producerStates);
         this.deleteRecords = new DeleteRecordsHandler(partitions);
         this.topics = new TopicApis(partitions, cluster, settings, producerStates, topicConfigs);
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
                 .daemon().factory());
         this.groups = new GroupApis(partitions, cluster, new GroupCoordinator(timer, storeConfig.clock()::millis),
                 settings, storeConfig.clock()::millis);
+        groups.pendingOffsets(transactions::pendingOffset);
+        timer.scheduleWithFixedDelay(() -> {
+            try {
+                transactions.abortTimedOut();
+            } catch (RuntimeException e) {
+                LOG.warn("aborting timed-out transactions failed: {}", e.toString());
+            }
+        }, TransactionCoordinator.TIMEOUT_CHECK_MILLIS, TransactionCoordinator.TIMEOUT_CHECK_MILLIS,
+                TimeUnit.MILLISECONDS);
         long retentionMillis = TimeUnit.MINUTES.toMillis(settings.offsetsRetentionMinutes());
         this.expiry = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform()
                 .name("sluice-broker-offsets-expiry").daemon().factory());
@@ -315,6 +340,17 @@ public final class KafkaApis implements AutoCloseable {
             case INCREMENTAL_ALTER_CONFIGS -> configs.incrementalAlter((IncrementalAlterConfigsRequestData) request);
             case ALTER_CONFIGS -> configs.alter((AlterConfigsRequestData) request);
             case DELETE_TOPICS -> topics.deleteTopics((DeleteTopicsRequestData) request, version);
+            case ADD_PARTITIONS_TO_TXN -> transactions.addPartitions((AddPartitionsToTxnRequestData) request, version);
+            case ADD_OFFSETS_TO_TXN -> transactions.addOffsets((AddOffsetsToTxnRequestData) request);
+            case END_TXN -> transactions.endTxn((EndTxnRequestData) request);
+            case TXN_OFFSET_COMMIT -> {
+                TxnOffsetCommitRequestData commit = (TxnOffsetCommitRequestData) request;
+                yield transactions.commitOffsets(commit, groups.checkTransactionalCommit(commit.groupId(),
+                        commit.memberId(), commit.groupInstanceId(), commit.generationId()));
+            }
+            case LIST_TRANSACTIONS -> transactions.list((ListTransactionsRequestData) request);
+            case DESCRIBE_TRANSACTIONS -> transactions.describe((DescribeTransactionsRequestData) request);
+            case DESCRIBE_PRODUCERS -> describeProducers((DescribeProducersRequestData) request);
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
         return done(encode(correlationId, key, version, response));
@@ -343,7 +379,7 @@ public final class KafkaApis implements AutoCloseable {
         InitProducerIdResponseData response = new InitProducerIdResponseData().setProducerId(-1)
                 .setProducerEpoch((short) -1);
         if (request.transactionalId() != null) {
-            return response.setErrorCode(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code());
+            return transactions.initProducerId(request);
         }
         if (request.producerId() >= 0 && request.producerEpoch() >= 0 && request.producerEpoch() < Short.MAX_VALUE - 1) {
             // An idempotent producer bumping its epoch after an error (KIP-360): same id, next epoch.
@@ -351,6 +387,42 @@ public final class KafkaApis implements AutoCloseable {
         }
         return response.setProducerId(producerIds.next()).setProducerEpoch((short) 0);
     }
+    /** DescribeProducers: the producers each partition this broker leads knows, with their open transactions. */
+    private DescribeProducersResponseData describeProducers(DescribeProducersRequestData request) {
+        DescribeProducersResponseData response = new DescribeProducersResponseData();
+        for (DescribeProducersRequestData.TopicRequest topic : request.topics()) {
+            DescribeProducersResponseData.TopicResponse answer = new DescribeProducersResponseData.TopicResponse()
+                    .setName(topic.name());
+            response.topics().add(answer);
+            for (int index : topic.partitionIndexes()) {
+                DescribeProducersResponseData.PartitionResponse partitionAnswer =
+                        new DescribeProducersResponseData.PartitionResponse().setPartitionIndex(index);
+                answer.partitions().add(partitionAnswer);
+                io.sluice.broker.Partition partition = partitions.partition(topic.name(), index);
+                if (partition == null) {
+                    partitionAnswer.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code());
+                    continue;
+                }
+                if (!partition.leads()) {
+                    partitionAnswer.setErrorCode(Errors.NOT_LEADER_OR_FOLLOWER.code());
+                    continue;
+                }
+                ProducerStates.Producers state = producerStates.of(partition);
+                List<ProducerStates.Producers.Described> described;
+                synchronized (state.lock) {
+                    described = state.describe();
+                }
+                for (ProducerStates.Producers.Described producer : described) {
+                    partitionAnswer.activeProducers().add(new DescribeProducersResponseData.ProducerState()
+                            .setProducerId(producer.producerId()).setProducerEpoch(producer.epoch())
+                            .setLastSequence(producer.lastSequence()).setLastTimestamp(-1).setCoordinatorEpoch(-1)
+                            .setCurrentTxnStartOffset(producer.openSince()));
+                }
+            }
+        }
+        return response;
+    }
+
     private static Outbound encode(int correlationId, ApiKeys key, short version, ApiMessage response) {
         // ApiVersions answers with header v0 whatever the version, so that any client can read it.
         short headerVersion = key.responseHeaderVersion(version);

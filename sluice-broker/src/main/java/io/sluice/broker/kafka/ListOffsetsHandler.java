@@ -34,8 +34,11 @@ final class ListOffsetsHandler {
 
     private final Partitions partitions;
 
-    ListOffsetsHandler(Partitions partitions) {
+    private final ProducerStates producerStates;
+
+    ListOffsetsHandler(Partitions partitions, ProducerStates producerStates) {
         this.partitions = partitions;
+        this.producerStates = producerStates;
     }
 
     ListOffsetsResponseData listOffsets(ListOffsetsRequestData request) {
@@ -44,7 +47,7 @@ final class ListOffsetsHandler {
             List<ListOffsetsPartitionResponse> answers = new ArrayList<>();
             for (ListOffsetsRequestData.ListOffsetsPartition wanted : topic.partitions()) {
                 answers.add(listOffset(topic.name(), wanted.partitionIndex(), wanted.timestamp(),
-                        request.replicaId() == DEBUGGING_REPLICA_ID));
+                        request.replicaId() == DEBUGGING_REPLICA_ID, request.isolationLevel() == 1));
             }
             topics.add(new ListOffsetsTopicResponse().setName(topic.name()).setPartitions(answers));
         }
@@ -55,7 +58,8 @@ final class ListOffsetsHandler {
      * @param anyReplica answer from this broker's own log if it holds a replica, leader or not, up to its end
      *     ({@link #DEBUGGING_REPLICA_ID}); else only as the leader, up to the high watermark
      */
-    private ListOffsetsPartitionResponse listOffset(String topic, int index, long timestamp, boolean anyReplica) {
+    private ListOffsetsPartitionResponse listOffset(String topic, int index, long timestamp, boolean anyReplica,
+                                                    boolean committedOnly) {
         ListOffsetsPartitionResponse response = new ListOffsetsPartitionResponse().setPartitionIndex(index)
                 .setTimestamp(-1).setOffset(-1).setLeaderEpoch(-1);
         Partition partition = partitions.partition(topic, index);
@@ -70,6 +74,10 @@ final class ListOffsetsHandler {
             long start = partition.logStartOffset();
             long end = ownLog ? partition.logEndOffset()
                     : Math.min(partition.logEndOffset(), partition.highWatermark());
+            if (committedOnly && !ownLog) {
+                // read_committed: up to the last stable offset, below every open transaction.
+                end = producerStates.lastStable(partition, end);
+            }
             response.setLeaderEpoch(partition.leaderEpoch());
             if (timestamp == LATEST || timestamp == LATEST_TIERED) {
                 return response.setOffset(end);

@@ -51,6 +51,7 @@ final class ProduceHandler {
     private final int storeMaxBatchBytes;
     private final LongSupplier clock;
     private final TopicFlushes flushes;
+    private final TransactionCoordinator transactions;
 
     /**
      * @param metrics where acknowledged appends are timed, or null
@@ -59,7 +60,9 @@ final class ProduceHandler {
      * @param clock the time in ms (timestamps checked and stamped, flush.ms)
      */
     ProduceHandler(Partitions partitions, ClusterView cluster, ProducerStates producers, BrokerMetrics metrics,
-                   ProducePolicies policies, int storeMaxBatchBytes, LongSupplier clock) {
+                   ProducePolicies policies, int storeMaxBatchBytes, LongSupplier clock,
+                   TransactionCoordinator transactions) {
+        this.transactions = transactions;
         this.partitions = partitions;
         this.cluster = cluster;
         this.producers = producers;
@@ -84,13 +87,11 @@ final class ProduceHandler {
                 answers.add(response);
                 if (acks != 0 && acks != 1 && acks != -1) {
                     fail(response, Errors.INVALID_REQUIRED_ACKS, "acks must be 0, 1 or -1, not " + acks);
-                } else if (request.transactionalId() != null) {
-                    fail(response, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED,
-                            "transactions are not supported by this broker");
                 } else {
                     CompletableFuture<?> appended;
                     try {
-                        appended = produce(topic.name(), data, version, acks, request.timeoutMs(), response);
+                        appended = produce(topic.name(), data, version, acks, request.timeoutMs(), response,
+                                request.transactionalId());
                     } catch (RuntimeException e) {
                         // Whatever goes wrong with one partition is that partition's answer: the others were stored
                         // or refused already, and closing the connection would have the client send them again.
@@ -159,7 +160,8 @@ final class ProduceHandler {
 
     /** Checks and appends one partition's batch; @return what completes its answer, or null if answered already */
     private CompletableFuture<?> produce(String topic, ProduceRequestData.PartitionProduceData data, short version,
-                                         short acks, int timeoutMs, PartitionProduceResponse response) {
+                                         short acks, int timeoutMs, PartitionProduceResponse response,
+                                         String transactionalId) {
         Partition partition = partitions.partition(topic, data.index());
         if (partition == null) {
             fail(response, Errors.UNKNOWN_TOPIC_OR_PARTITION, "no partition " + data.index() + " of topic " + topic);
@@ -188,13 +190,34 @@ final class ProduceHandler {
             fail(response, Errors.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later");
             return null;
         }
+        boolean transactional = RecordBatches.transactional(batch);
+        if (transactional) {
+            if (transactionalId == null) {
+                fail(response, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "a transaction's batch must be sent with"
+                        + " its transactional id");
+                return null;
+            }
+            if (batch.producerId() < 0) {
+                fail(response, Errors.INVALID_RECORD, "a transaction's batch must carry a producer id");
+                return null;
+            }
+            // KIP-890: the batch is taken only if its producer's transaction is open and holds the partition, so
+            // that a late batch of an ended transaction never opens one nobody will end.
+            Errors verified = transactions.verify(transactionalId, batch.producerId(), batch.producerEpoch(), topic,
+                    data.index());
+            if (verified != Errors.NONE) {
+                fail(response, verified, verified == Errors.INVALID_TXN_STATE ? "the producer's transaction does not"
+                        + " hold partition " + topic + "-" + data.index() + " (or is not open)" : null);
+                return null;
+            }
+        }
         Durability durability = flushes.durability(topic, data.index(), batch.offsetCount(), policy,
                 durability(acks));
         long appendedAt = System.nanoTime();
         CompletableFuture<Long> answer;
         try {
             answer = batch.producerId() >= 0
-                    ? appendIdempotent(partition, batch, acks, durability, timeoutMs, response)
+                    ? appendIdempotent(partition, batch, acks, durability, timeoutMs, response, transactional)
                     : acked(partition.append(batch, durability), acks);
         } catch (IllegalArgumentException e) {
             fail(response, Errors.INVALID_RECORD, e.getMessage());
@@ -278,7 +301,7 @@ final class ProduceHandler {
      */
     private CompletableFuture<Long> appendIdempotent(Partition partition, KafkaBatch batch, short acks,
                                                      Durability durability, int timeoutMs,
-                                                     PartitionProduceResponse response) {
+                                                     PartitionProduceResponse response, boolean transactional) {
         int count = batch.offsetCount();
         ProducerStates.Producers state = producers.of(partition);
         synchronized (state.lock) {
@@ -294,7 +317,14 @@ final class ProduceHandler {
                 fail(response, verdict.error(), verdict.message());
                 return null;
             }
+            // A transaction's first batch here opens it from at most the offset it gets: the last stable offset stays
+            // at or below it until the marker, whatever fetch looks before the append returns.
+            PartitionTransactions open = transactional ? state.transactions() : null;
+            long lowerBound = transactional ? partition.logEndOffset() : -1;
             Partition.Appended appended = partition.append(batch, durability);
+            if (transactional && !appended.stored().isCompletedExceptionally()) {
+                open.began(batch.producerId(), lowerBound);
+            }
             // A refused append (a full disk, a leader stepping down) stored nothing: it is not the producer's last
             // batch, and its retry must be taken as new, not answered as a duplicate of the refusal.
             if (!appended.stored().isCompletedExceptionally()) {

@@ -2,6 +2,8 @@ package io.sluice.broker.kafka;
 
 import io.sluice.broker.ProducerHistory;
 import java.util.ArrayDeque;
+import java.util.ArrayList;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -67,6 +69,25 @@ final class ProducerStates {
                 existing != null && existing.leaderEpoch == epoch ? existing : new Producers(partition, epoch));
     }
 
+    /**
+     * @param highWatermark the partition's high watermark as read by the caller
+     * @return the partition's last stable offset: below its oldest open transaction, at most {@code highWatermark}
+     */
+    long lastStable(io.sluice.broker.Partition partition, long highWatermark) {
+        Producers state = of(partition);
+        synchronized (state.lock) {
+            return state.transactions().lastStable(highWatermark);
+        }
+    }
+
+    /** @return the transactions aborted in the partition that a read_committed fetch of offsets from-to must list */
+    java.util.List<PartitionTransactions.Aborted> aborted(io.sluice.broker.Partition partition, long from, long to) {
+        Producers state = of(partition);
+        synchronized (state.lock) {
+            return state.transactions().abortedBetween(from, to);
+        }
+    }
+
     /** Drops the state of every partition of a deleted topic: a topic created again starts with none. */
     void forget(String topic) {
         String prefix = topic + "\u0000";
@@ -79,7 +100,8 @@ final class ProducerStates {
 
     private static final class Producer {
         short epoch;
-        int lastSequence;
+        /** The sequence of the producer's last batch of its epoch; -1 before its first. */
+        int lastSequence = -1;
         final ArrayDeque<Sent> recent = new ArrayDeque<>(RECENT_BATCHES);
 
         Producer(short epoch) {
@@ -107,6 +129,7 @@ final class ProducerStates {
         private final io.sluice.broker.Partition log;
         private final int leaderEpoch;
         private Map<Long, Producer> producers;
+        private PartitionTransactions transactions;
 
         Producers(io.sluice.broker.Partition log, int leaderEpoch) {
             this.log = log;
@@ -145,6 +168,54 @@ final class ProducerStates {
         /** Forgets every producer: the state is rebuilt from the log at its next use; call under {@link #lock}. */
         void invalidate() {
             producers = null;
+            transactions = null;
+        }
+
+        /**
+         * @return the partition's transactions, read from its log on first use ({@link PartitionTransactions}); call
+         *     under {@link #lock}
+         */
+        PartitionTransactions transactions() {
+            if (transactions == null) {
+                transactions = PartitionTransactions.readFrom(log);
+            }
+            transactions.trimBelow(log.logStartOffset());
+            return transactions;
+        }
+
+        /**
+         * Records a transaction marker appended for a producer; call under {@link #lock} right after the append. A
+         * marker of a newer epoch than the producer's (a transaction aborted at its timeout, fencing the producer)
+         * starts that epoch: its next batch must be its first.
+         *
+         * @param markerOffset the marker's offset, or a lower bound of it above the producer's earlier batches
+         */
+        void recordMarker(long producerId, short epoch, boolean committed, long markerOffset) {
+            Producer producer = producers().get(producerId);
+            if (producer == null || epoch > producer.epoch) {
+                producers.put(producerId, new Producer(epoch));
+            }
+            transactions().ended(producerId, committed, markerOffset);
+        }
+
+        /**
+         * A producer as DescribeProducers reports it.
+         *
+         * @param producerId its id
+         * @param epoch its epoch
+         * @param lastSequence its last batch's sequence, -1 if none in this epoch
+         * @param openSince the first offset of its open transaction here, -1 if none
+         */
+        record Described(long producerId, short epoch, int lastSequence, long openSince) {
+        }
+
+        /** @return the producers of the partition; call under {@link #lock} */
+        List<Described> describe() {
+            List<Described> all = new ArrayList<>();
+            PartitionTransactions open = transactions();
+            producers().forEach((id, producer) -> all.add(new Described(id, producer.epoch, producer.lastSequence,
+                    open.openSince(id))));
+            return all;
         }
 
         /** Records an appended batch; call under {@link #lock} right after the append. */

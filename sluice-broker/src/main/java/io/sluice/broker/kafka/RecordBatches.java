@@ -50,7 +50,7 @@ final class RecordBatches {
      * each fault with Kafka's error: exactly one whole batch of magic 2 ({@code INVALID_RECORD}), not larger than
      * {@code maxBatchBytes} ({@code MESSAGE_TOO_LARGE}, before anything is decompressed), with a matching CRC32C
      * ({@code CORRUPT_MESSAGE}; {@link KafkaBatch#check}, the batch's one CRC pass on this broker) and a known codec,
-     * no transaction or control marker, a record count that agrees with its offsets, and each record well formed
+     * not a control batch, a record count that agrees with its offsets, and each record well formed
      * ({@link RecordWalker}; a compressed batch decompressed with a bound of the larger of {@code maxBatchBytes} and
      * {@link #MIN_DECOMPRESSED_BOUND_BYTES}).
      *
@@ -83,8 +83,8 @@ final class RecordBatches {
                     "the batch: " + e.getMessage());
         }
         CompressionType compression = compression(bytes);
-        if (only.isTransactional() || only.isControlBatch()) {
-            throw new BatchRefusedException(Errors.INVALID_RECORD, "transactions are not supported by this broker");
+        if (only.isControlBatch()) {
+            throw new BatchRefusedException(Errors.INVALID_RECORD, "clients may not write control batches");
         }
         int count = bytes.getInt(bytes.position() + KafkaBatch.RECORDS_COUNT);
         int lastOffsetDelta = bytes.getInt(bytes.position() + KafkaBatch.LAST_OFFSET_DELTA);
@@ -114,6 +114,12 @@ final class RecordBatches {
         long base = bytes.getLong(bytes.position() + KafkaBatch.BASE_TIMESTAMP);
         return new Checked(checked, compression, base + walker.minTimestampDelta(), base + walker.maxTimestampDelta(),
                 walker.keyless());
+    }
+
+    /** @return whether the batch is part of a transaction (bit 4 of its attributes) */
+    static boolean transactional(KafkaBatch batch) {
+        return (batch.buffer().getShort(batch.buffer().position() + KafkaBatch.ATTRIBUTES)
+                & io.sluice.broker.ProducerHistory.TRANSACTIONAL_FLAG) != 0;
     }
 
     /** Bit 3 of the attributes: the batch's timestamp type, set for LogAppendTime. */

@@ -53,6 +53,16 @@ final class SupportedApis {
         serve(ApiKeys.DELETE_RECORDS, 0, 2);
         // Preferred elections (and unclean ones, answered as Raft allows).
         serve(ApiKeys.ELECT_LEADERS, 0, 2);
+        // Transactions, version 1 (no transaction.version feature is finalized): clients add partitions themselves,
+        // with AddPartitionsToTxn v3 or lower; v4-5 (a broker's verification of a batch) are served too. EndTxn v5 and
+        // TxnOffsetCommit v5 are transaction version 2's.
+        serve(ApiKeys.ADD_PARTITIONS_TO_TXN, 0, 5);
+        serve(ApiKeys.ADD_OFFSETS_TO_TXN, 0, 4);
+        serve(ApiKeys.END_TXN, 0, 4);
+        serve(ApiKeys.TXN_OFFSET_COMMIT, 0, 4);
+        serve(ApiKeys.LIST_TRANSACTIONS, 0, 2);
+        serve(ApiKeys.DESCRIBE_TRANSACTIONS, 0, 0);
+        serve(ApiKeys.DESCRIBE_PRODUCERS, 0, 0);
     }
 
 

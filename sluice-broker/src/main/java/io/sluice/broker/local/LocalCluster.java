@@ -207,6 +207,81 @@ public final class LocalCluster implements ClusterView {
         }
     }
 
+    /**
+     * The store topic of the transaction coordinator's states: never declared, so no Kafka client sees it, in the
+     * shared log, where retention drops a state unchanged for as long as the log keeps records (as Kafka forgets a
+     * transactional id idle for transactional.id.expiration.ms).
+     */
+    public static final String TRANSACTIONS_TOPIC = "__transaction_state";
+
+    @Override
+    public boolean coordinatesTransactions() {
+        return true;
+    }
+
+    /**
+     * Appends the state to {@link #TRANSACTIONS_TOPIC} as one opaque record: 8 bytes the store stamps with its
+     * offset, the transactional id (Java's modified UTF-8, length first), then the state's bytes.
+     */
+    @Override
+    public CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state) {
+        try {
+            java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
+            try (java.io.DataOutputStream out = new java.io.DataOutputStream(bytes)) {
+                out.writeLong(0);
+                out.writeUTF(transactionalId);
+                out.write(state);
+            }
+            return store.appendOpaque(TRANSACTIONS_TOPIC, 0, java.lang.foreign.MemorySegment.ofArray(
+                    bytes.toByteArray()), 1, io.sluice.store.Durability.ACKNOWLEDGED).thenApply(appended -> null);
+        } catch (java.io.IOException | RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    @Override
+    public Map<String, byte[]> savedTransactions() {
+        Map<String, byte[]> states = new java.util.LinkedHashMap<>();
+        if (!store.queues(TRANSACTIONS_TOPIC).contains(0)) {
+            return states;
+        }
+        long offset = store.minOffset(TRANSACTIONS_TOPIC, 0);
+        while (true) {
+            try (io.sluice.store.ReadResult read = store.read(TRANSACTIONS_TOPIC, 0, offset, 1_000, 16L << 20)) {
+                if (read.status() != io.sluice.store.ReadResult.Status.FOUND || read.messages().isEmpty()) {
+                    return states;
+                }
+                for (io.sluice.store.StoredMessage message : read.messages()) {
+                    byte[] body = message.bodyBytes();
+                    try (java.io.DataInputStream in = new java.io.DataInputStream(
+                            new java.io.ByteArrayInputStream(body, 8, body.length - 8))) {
+                        String id = in.readUTF();
+                        states.remove(id); // the order kept is the order of the last saves
+                        states.put(id, in.readAllBytes());
+                    } catch (java.io.IOException e) {
+                        throw new IllegalStateException("a transaction state at offset "
+                                + message.queueOffset() + " of " + TRANSACTIONS_TOPIC + " cannot be read: " + e);
+                    }
+                }
+                offset = read.nextOffset();
+            }
+        }
+    }
+
+    /** Commits the offsets, then forces the store with its checkpoint, where committed offsets are kept. */
+    @Override
+    public CompletableFuture<Void> commitTransactionOffsets(String group, List<CommittedOffset> offsets) {
+        try {
+            for (CommittedOffset offset : offsets) {
+                store.commitOffset(group, offset.topic(), offset.partition(), offset.offset());
+            }
+            store.sync();
+            return CompletableFuture.completedFuture(null);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
     @Override
     public CompletableFuture<Election> electPreferredLeader(String topic, int partition, long timeoutMillis) {
         return CompletableFuture.completedFuture(Election.NOT_NEEDED);
