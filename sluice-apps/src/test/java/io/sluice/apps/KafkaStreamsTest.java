@@ -111,6 +111,17 @@ class KafkaStreamsTest {
     @ParameterizedTest
     @ValueSource(strings = {"broker", "cluster"})
     void aWordCountIsExactAndRestoresItsStoreFromTheChangelog(String kind) throws Exception {
+        wordCountRestoresItsStore(kind, StreamsConfig.AT_LEAST_ONCE);
+    }
+
+    /** exactly_once_v2: each task's output, changelog and offsets committed in one transaction (a broker alone). */
+    @ParameterizedTest
+    @ValueSource(strings = {"broker"})
+    void anExactlyOnceWordCountIsExactAndRestoresItsStoreFromTheChangelog(String kind) throws Exception {
+        wordCountRestoresItsStore(kind, StreamsConfig.EXACTLY_ONCE_V2);
+    }
+
+    private void wordCountRestoresItsStore(String kind, String guarantee) throws Exception {
         try (Target target = Target.start(kind, dir.resolve("sluice"))) {
             String bootstrap = target.bootstrap();
             short replicas = (short) target.replicas();
@@ -121,7 +132,7 @@ class KafkaStreamsTest {
             Map<String, Long> expected = new HashMap<>();
             sendLines(bootstrap, 0, 400, expected);
             try (KafkaStreams streams = wordCount(bootstrap, replicas, dir.resolve("state-1"),
-                    StreamsConfig.AT_LEAST_ONCE)) {
+                    guarantee)) {
                 assertThat(awaitCounts(bootstrap, expected)).isEqualTo(expected);
                 // Leaving the group, so that the next instance need not wait out this one's session (45 s).
                 streams.close(CloseOptions.groupMembershipOperation(
@@ -136,7 +147,7 @@ class KafkaStreamsTest {
             // The local state gone: the store comes back from the changelog, and counting goes on from it.
             sendLines(bootstrap, 400, 200, expected);
             try (KafkaStreams streams = wordCount(bootstrap, replicas, dir.resolve("state-2"),
-                    StreamsConfig.AT_LEAST_ONCE)) {
+                    guarantee)) {
                 assertThat(awaitCounts(bootstrap, expected)).isEqualTo(expected);
                 // Leaving the group, so that the next instance need not wait out this one's session (45 s).
                 streams.close(CloseOptions.groupMembershipOperation(
