@@ -114,9 +114,9 @@ class KafkaStreamsTest {
         wordCountRestoresItsStore(kind, StreamsConfig.AT_LEAST_ONCE);
     }
 
-    /** exactly_once_v2: each task's output, changelog and offsets committed in one transaction (a broker alone). */
+    /** exactly_once_v2: each task's output, changelog and offsets committed in one transaction. */
     @ParameterizedTest
-    @ValueSource(strings = {"broker"})
+    @ValueSource(strings = {"broker", "cluster"})
     void anExactlyOnceWordCountIsExactAndRestoresItsStoreFromTheChangelog(String kind) throws Exception {
         wordCountRestoresItsStore(kind, StreamsConfig.EXACTLY_ONCE_V2);
     }

@@ -196,6 +196,22 @@ public interface Replication {
      */
     CompletableFuture<Boolean> forgetGroup(String group, GroupsCoordination decision);
 
+    /**
+     * Saves a transactional id's state in every broker of the cluster, as the transaction coordinator (the groups'
+     * coordinator, the {@link #controller()}), so that the next coordinator resumes it.
+     *
+     * @return completes once the cluster has it; fails with {@link NotLeaderException} if this broker does not
+     *     coordinate, or stopped before the state reached the cluster
+     */
+    default CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state) {
+        return CompletableFuture.failedFuture(new UnsupportedOperationException("transactions are not kept here"));
+    }
+
+    /** @return the last state saved of each transactional id, by id, as this broker applied the cluster's metadata */
+    default Map<String, byte[]> savedTransactions() {
+        return Map.of();
+    }
+
     /** What a preferred leader election of a partition came to. */
     enum Election {
         /** Leadership moved to the preferred replica. */

@@ -403,6 +403,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
         return metadataClient.commitOffsets(group, offsets);
     }
 
+    @Override
+    public CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state) {
+        return metadataClient.saveTransaction(transactionalId, state);
+    }
+
+    @Override
+    public Map<String, byte[]> savedTransactions() {
+        return metadataClient.savedTransactions();
+    }
+
     /** See {@link MetadataClient#offsetsCommand}. */
     String offsetsCommand(String group, List<CommittedOffset> offsets) {
         return metadataClient.offsetsCommand(group, offsets);

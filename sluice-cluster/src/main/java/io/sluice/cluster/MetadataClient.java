@@ -343,6 +343,26 @@ final class MetadataClient implements AutoCloseable {
         return new MetadataCommands.Offsets(group, offsets, term).command();
     }
 
+    /** Saves a transactional id's state through the metadata group, as the transaction (and groups') coordinator. */
+    CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state) {
+        long term = groupsCoordination().epoch();
+        if (term < 0) {
+            return CompletableFuture.failedFuture(new NotLeaderException("node " + groups.selfId()
+                    + " does not coordinate transactions now"));
+        }
+        return answer(new MetadataCommands.Transaction(transactionalId, state, term).command()).thenCompose(answer ->
+                answer.equals(MetadataState.SAVED) ? CompletableFuture.<Void>completedFuture(null)
+                        : CompletableFuture.failedFuture(answer.startsWith(MetadataCommands.STALE_COORDINATOR)
+                                ? new NotLeaderException("the state reached the metadata after node " + groups.selfId()
+                                        + " stopped coordinating: " + answer)
+                                : new IllegalArgumentException(answer)));
+    }
+
+    /** @return the last state saved of each transactional id, as this node applied the metadata */
+    Map<String, byte[]> savedTransactions() {
+        return metadata.state().transactions();
+    }
+
     /** Forgets a group's offsets on every node, as decided by the coordinator; true if forgotten, false if kept. */
     CompletableFuture<Boolean> forgetGroup(String group, GroupsCoordination decision) {
         if (decision.epoch() < 0) {

@@ -233,6 +233,37 @@ final class MetadataCommands {
     }
 
     /**
+     * A transactional id's state as the transaction coordinator (the groups' coordinator, the metadata leader) saved it:
+     * {@code txn <id> <state> [<term>]}, the id and the state's bytes each base64 (URL-safe, unpadded). Every node keeps
+     * the last of each id, so that the next coordinator resumes the transactions; refused in an entry of another term
+     * than the coordinator's (it lost its place, and the next coordinator may have changed the id since).
+     *
+     * @param transactionalId the transactional id
+     * @param state the coordinator's encoding of its state
+     * @param term the coordinator's term, -1 for none (a snapshot's lines)
+     */
+    record Transaction(String transactionalId, byte[] state, long term) {
+
+        String command() {
+            java.util.Base64.Encoder base64 = java.util.Base64.getUrlEncoder().withoutPadding();
+            String text = "txn " + base64.encodeToString(transactionalId.getBytes(java.nio.charset.StandardCharsets.UTF_8))
+                    + " " + base64.encodeToString(state);
+            return term < 0 ? text : text + " " + term;
+        }
+
+        /** @throws IllegalArgumentException if the text is not a txn command */
+        static Transaction parse(String command) {
+            String[] parts = command.split(" ");
+            if (parts.length != 3 && parts.length != 4 || !parts[0].equals("txn")) {
+                throw new IllegalArgumentException("not a txn command: " + command);
+            }
+            java.util.Base64.Decoder base64 = java.util.Base64.getUrlDecoder();
+            return new Transaction(new String(base64.decode(parts[1]), java.nio.charset.StandardCharsets.UTF_8),
+                    base64.decode(parts[2]), parts.length == 4 ? Long.parseLong(parts[3]) : -1);
+        }
+    }
+
+    /**
      * A coordinator's decision to forget a consumer group's committed offsets (a group deleted or expired).
      *
      * @param group the group's store name

@@ -152,6 +152,8 @@ final class MetadataState {
                 return applyMember(command);
             } else if (command.startsWith("offsets ")) {
                 return applyOffsets(Offsets.parse(command), term, index);
+            } else if (command.startsWith("txn ")) {
+                return applyTransaction(MetadataCommands.Transaction.parse(command), term, index);
             } else if (command.startsWith("forget ")) {
                 return applyForget(Forget.parse(command), term);
             } else if (command.startsWith("partitions ")) {
@@ -198,6 +200,31 @@ final class MetadataState {
         onOffsets.accept(offsets);
         untracked |= members.isEmpty();
         return "committed";
+    }
+
+    /** The last state saved of each transactional id, with the index of its entry, by id. */
+    private final Map<String, Logged> transactions = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private String applyTransaction(MetadataCommands.Transaction transaction, long term, long index) {
+        if (transaction.term() >= 0 && transaction.term() != term) {
+            return MetadataCommands.STALE_COORDINATOR + transaction.term() + ", logged in term " + term;
+        }
+        transactions.put(transaction.transactionalId(), new Logged(index,
+                new MetadataCommands.Transaction(transaction.transactionalId(), transaction.state(), -1).command()));
+        return SAVED;
+    }
+
+    /** The answer to a txn command taken. */
+    static final String SAVED = "saved";
+
+    /** @return the last state saved of each transactional id, by id, in the order of their entries */
+    Map<String, byte[]> transactions() {
+        Map<String, byte[]> states = new java.util.LinkedHashMap<>();
+        transactions.values().stream().sorted(Comparator.comparingLong(Logged::index)).forEach(logged -> {
+            MetadataCommands.Transaction transaction = MetadataCommands.Transaction.parse(logged.command());
+            states.put(transaction.transactionalId(), transaction.state());
+        });
+        return states;
     }
 
     private String applyForget(Forget forget, long term) {
@@ -352,6 +379,7 @@ final class MetadataState {
                     partition.partition(), offset)));
             logged.add(new Logged(last.index(), new Offsets(group, list).command()));
         });
+        logged.addAll(transactions.values());
         logged.sort(Comparator.comparingLong(Logged::index));
         lines.addAll(logged);
         return new MetadataSnapshot(untracked, lines);

@@ -23,6 +23,7 @@ import org.apache.kafka.common.message.DescribeTransactionsRequestData;
 import org.apache.kafka.common.message.EndTxnRequestData;
 import org.apache.kafka.common.message.ListTransactionsRequestData;
 import org.apache.kafka.common.message.TxnOffsetCommitRequestData;
+import org.apache.kafka.common.message.WriteTxnMarkersRequestData;
 import org.apache.kafka.common.message.ApiVersionsResponseData;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersion;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersionCollection;
@@ -209,6 +210,7 @@ public final class KafkaApis implements AutoCloseable {
     public void close() {
         timer.shutdownNow();
         expiry.shutdownNow();
+        transactions.close();
         partitions.close();
     }
 
@@ -351,6 +353,7 @@ public final class KafkaApis implements AutoCloseable {
             case LIST_TRANSACTIONS -> transactions.list((ListTransactionsRequestData) request);
             case DESCRIBE_TRANSACTIONS -> transactions.describe((DescribeTransactionsRequestData) request);
             case DESCRIBE_PRODUCERS -> describeProducers((DescribeProducersRequestData) request);
+            case WRITE_TXN_MARKERS -> transactions.writeMarkers((WriteTxnMarkersRequestData) request);
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
         return done(encode(correlationId, key, version, response));

@@ -203,8 +203,15 @@ final class ProduceHandler {
             }
             // KIP-890: the batch is taken only if its producer's transaction is open and holds the partition, so
             // that a late batch of an ended transaction never opens one nobody will end.
-            Errors verified = transactions.verify(transactionalId, batch.producerId(), batch.producerEpoch(), topic,
-                    data.index());
+            // Once a transaction's batch is here, the transaction holds the partition until its marker: only a
+            // transaction's first batch is checked with the coordinator, as Kafka's leaders keep a verification.
+            ProducerStates.Producers state = producers.of(partition);
+            boolean open;
+            synchronized (state.lock) {
+                open = state.transactions().isOpen(batch.producerId());
+            }
+            Errors verified = open ? Errors.NONE : transactions.verify(transactionalId, batch.producerId(),
+                    batch.producerEpoch(), topic, data.index());
             if (verified != Errors.NONE) {
                 fail(response, verified, verified == Errors.INVALID_TXN_STATE ? "the producer's transaction does not"
                         + " hold partition " + topic + "-" + data.index() + " (or is not open)" : null);

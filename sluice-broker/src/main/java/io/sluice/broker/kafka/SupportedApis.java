@@ -63,6 +63,8 @@ final class SupportedApis {
         serve(ApiKeys.LIST_TRANSACTIONS, 0, 2);
         serve(ApiKeys.DESCRIBE_TRANSACTIONS, 0, 0);
         serve(ApiKeys.DESCRIBE_PRODUCERS, 0, 0);
+        // A coordinator's markers to a partition's leader (v2 adds the transaction version, unused here).
+        serve(ApiKeys.WRITE_TXN_MARKERS, 1, 2);
     }
 
 

@@ -40,6 +40,8 @@ import org.apache.kafka.common.message.ListTransactionsRequestData;
 import org.apache.kafka.common.message.ListTransactionsResponseData;
 import org.apache.kafka.common.message.TxnOffsetCommitRequestData;
 import org.apache.kafka.common.message.TxnOffsetCommitResponseData;
+import org.apache.kafka.common.message.WriteTxnMarkersRequestData;
+import org.apache.kafka.common.message.WriteTxnMarkersResponseData;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.record.internal.ControlRecordType;
 import org.apache.kafka.common.record.internal.EndTransactionMarker;
@@ -76,8 +78,11 @@ final class TransactionCoordinator implements AutoCloseable {
     private final ProducerStates producerStates;
     private final ProducerIds producerIds;
     private final LongSupplier clock;
-    private final Map<String, Slot> slots = new ConcurrentHashMap<>();
+    private final BrokerRequests brokers;
+    private volatile Map<String, Slot> slots = new ConcurrentHashMap<>();
     private volatile boolean loaded;
+    /** The coordination epoch the states were loaded in (a cluster's metadata term; 0 for a broker alone). */
+    private volatile long loadedEpoch = Long.MIN_VALUE;
 
     /** One transactional id: its state, changed under the slot's lock. */
     private static final class Slot {
@@ -89,6 +94,7 @@ final class TransactionCoordinator implements AutoCloseable {
      */
     TransactionCoordinator(ClusterView cluster, Partitions partitions, ProducerStates producerStates,
                            ProducerIds producerIds, LongSupplier clock) {
+        this.brokers = new BrokerRequests(cluster);
         this.cluster = cluster;
         this.partitions = partitions;
         this.producerStates = producerStates;
@@ -96,9 +102,10 @@ final class TransactionCoordinator implements AutoCloseable {
         this.clock = clock;
     }
 
+    /** Closes the connections to other brokers (the caller's timer runs the timeout checks). */
     @Override
     public void close() {
-        // Nothing of its own to stop: the caller's timer runs the timeout checks.
+        brokers.close();
     }
 
     /** @return true if this broker coordinates transactions */
@@ -106,24 +113,30 @@ final class TransactionCoordinator implements AutoCloseable {
         return cluster.coordinatesTransactions();
     }
 
-    /** Reads the saved states once, completing the transactions a stop left prepared. */
-    private void ensureLoaded() {
-        if (loaded) {
+    /**
+     * Reads the saved states once per coordination epoch (a broker alone: once; a cluster's broker: each time it
+     * becomes the coordinator, from what the cluster's metadata holds), completing the transactions left prepared.
+     */
+    private void ensureLoaded(long epoch) {
+        if (loaded && loadedEpoch == epoch) {
             return;
         }
+        Map<String, Slot> fresh = new ConcurrentHashMap<>();
         synchronized (this) {
-            if (loaded) {
+            if (loaded && loadedEpoch == epoch) {
                 return;
             }
             for (byte[] bytes : cluster.savedTransactions().values()) {
                 TransactionState state = TransactionState.decode(bytes);
                 Slot slot = new Slot();
                 slot.state = state;
-                slots.put(state.transactionalId(), slot);
+                fresh.put(state.transactionalId(), slot);
             }
+            slots = fresh;
+            loadedEpoch = epoch;
             loaded = true;
         }
-        for (Slot slot : slots.values()) {
+        for (Slot slot : fresh.values()) {
             synchronized (slot) {
                 TransactionState state = slot.state;
                 if (state.status() == TransactionState.Status.PREPARE_COMMIT
@@ -139,13 +152,30 @@ final class TransactionCoordinator implements AutoCloseable {
         }
     }
 
-    /** @return the error a transactional request of a coordinator-less broker gets, or NONE */
+    /**
+     * @return NONE if this broker coordinates transactions now (a cluster's controller, as for groups), its states
+     *     loaded; else the error that sends the client to find the coordinator again
+     */
     private Errors coordination() {
         if (!serves()) {
             return Errors.COORDINATOR_NOT_AVAILABLE;
         }
+        int controller = cluster.controller();
+        if (controller < 0) {
+            return Errors.COORDINATOR_NOT_AVAILABLE;
+        }
+        if (controller != cluster.self()) {
+            return Errors.NOT_COORDINATOR;
+        }
+        if (!cluster.controllerReady()) {
+            return Errors.COORDINATOR_LOAD_IN_PROGRESS;
+        }
+        long epoch = cluster.groupsCoordination().epoch();
+        if (epoch < 0) {
+            return Errors.NOT_COORDINATOR;
+        }
         try {
-            ensureLoaded();
+            ensureLoaded(epoch);
         } catch (RuntimeException e) {
             LOG.warn("loading the transaction states failed: {}", e.toString());
             return Errors.COORDINATOR_LOAD_IN_PROGRESS;
@@ -263,7 +293,7 @@ final class TransactionCoordinator implements AutoCloseable {
                     ? Errors.UNKNOWN_TOPIC_OR_PARTITION : Errors.OPERATION_NOT_ATTEMPTED));
         } else if (verifyOnly) {
             wanted.forEach(partition -> errors.put(partition, verify(id, producerId, epoch, partition.topic(),
-                    partition.index()) == Errors.NONE ? Errors.NONE : Errors.INVALID_TXN_STATE));
+                    partition.index())));
         } else {
             Errors error = add(id, producerId, epoch, wanted, Set.of());
             wanted.forEach(partition -> errors.put(partition, error));
@@ -342,7 +372,11 @@ final class TransactionCoordinator implements AutoCloseable {
      * @return NONE, INVALID_PRODUCER_EPOCH for a fenced producer, or INVALID_TXN_STATE
      */
     Errors verify(String id, long producerId, short epoch, String topic, int index) {
-        if (coordination() != Errors.NONE) {
+        Errors coordination = coordination();
+        if (coordination == Errors.NOT_COORDINATOR) {
+            return verifyRemotely(id, producerId, epoch, topic, index);
+        }
+        if (coordination != Errors.NONE) {
             return Errors.INVALID_TXN_STATE;
         }
         Slot slot = id == null ? null : slots.get(id);
@@ -360,6 +394,41 @@ final class TransactionCoordinator implements AutoCloseable {
             return epoch == state.epoch() && state.status() == TransactionState.Status.ONGOING
                     && state.partitions().contains(new TransactionState.Partition(topic, index))
                     ? Errors.NONE : Errors.INVALID_TXN_STATE;
+        }
+    }
+
+    /** Asks the coordinator (the controller) with AddPartitionsToTxn v4, verify only, as Kafka's leaders ask. */
+    private Errors verifyRemotely(String id, long producerId, short epoch, String topic, int index) {
+        AddPartitionsToTxnRequestData.AddPartitionsToTxnTopicCollection topics =
+                new AddPartitionsToTxnRequestData.AddPartitionsToTxnTopicCollection();
+        topics.add(new AddPartitionsToTxnRequestData.AddPartitionsToTxnTopic().setName(topic)
+                .setPartitions(List.of(index)));
+        AddPartitionsToTxnRequestData.AddPartitionsToTxnTransactionCollection transactions =
+                new AddPartitionsToTxnRequestData.AddPartitionsToTxnTransactionCollection();
+        transactions.add(new AddPartitionsToTxnRequestData.AddPartitionsToTxnTransaction().setTransactionalId(id)
+                .setProducerId(producerId).setProducerEpoch(epoch).setVerifyOnly(true).setTopics(topics));
+        try {
+            AddPartitionsToTxnResponseData response = brokers.send(cluster.controller(),
+                    org.apache.kafka.common.protocol.ApiKeys.ADD_PARTITIONS_TO_TXN, (short) 4,
+                    new AddPartitionsToTxnRequestData().setTransactions(transactions),
+                    new AddPartitionsToTxnResponseData());
+            if (response.errorCode() != Errors.NONE.code()) {
+                return Errors.INVALID_TXN_STATE;
+            }
+            for (AddPartitionsToTxnResponseData.AddPartitionsToTxnResult result : response.resultsByTransaction()) {
+                for (AddPartitionsToTxnTopicResult topicResult : result.topicResults()) {
+                    for (AddPartitionsToTxnPartitionResult partition : topicResult.resultsByPartition()) {
+                        if (partition.partitionErrorCode() != Errors.NONE.code()) {
+                            return Errors.forCode(partition.partitionErrorCode()) == Errors.INVALID_PRODUCER_EPOCH
+                                    ? Errors.INVALID_PRODUCER_EPOCH : Errors.INVALID_TXN_STATE;
+                        }
+                    }
+                }
+            }
+            return Errors.NONE;
+        } catch (java.io.IOException e) {
+            LOG.warn("verifying a batch of transaction {} with the coordinator failed: {}", id, e.toString());
+            return Errors.NOT_ENOUGH_REPLICAS; // retriable: the producer sends the batch again
         }
     }
 
@@ -569,9 +638,78 @@ final class TransactionCoordinator implements AutoCloseable {
             return; // the topic was deleted: nothing left to mark
         }
         if (!partition.leads()) {
-            throw new Partition.NotLeaderException("this broker does not lead " + target.topic() + "-"
-                    + target.index());
+            writeMarkerRemotely(partition, producerId, epoch, commit);
+            return;
         }
+        Errors error = writeMarkerHere(partition, producerId, epoch, commit);
+        if (error != Errors.NONE) {
+            throw new IllegalStateException("the marker of " + target.topic() + "-" + target.index() + ": " + error);
+        }
+    }
+
+    /** Sends the marker to the partition's leader (WriteTxnMarkers), waiting for its answer. */
+    private void writeMarkerRemotely(Partition partition, long producerId, short epoch, boolean commit) {
+        int leader = partition.leadership().leader();
+        if (leader < 0) {
+            throw new Partition.NotLeaderException("no leader of " + partition.topic() + "-" + partition.index());
+        }
+        WriteTxnMarkersRequestData.WritableTxnMarker marker = new WriteTxnMarkersRequestData.WritableTxnMarker()
+                .setProducerId(producerId).setProducerEpoch(epoch).setTransactionResult(commit)
+                .setCoordinatorEpoch(0).setTopics(List.of(new WriteTxnMarkersRequestData.WritableTxnMarkerTopic()
+                        .setName(partition.topic()).setPartitionIndexes(List.of(partition.index()))));
+        WriteTxnMarkersResponseData response;
+        try {
+            response = brokers.send(leader, org.apache.kafka.common.protocol.ApiKeys.WRITE_TXN_MARKERS, (short) 1,
+                    new WriteTxnMarkersRequestData().setMarkers(List.of(marker)), new WriteTxnMarkersResponseData());
+        } catch (java.io.IOException e) {
+            throw new IllegalStateException("the marker of " + partition.topic() + "-" + partition.index()
+                    + " could not reach broker " + leader + ": " + e, e);
+        }
+        for (WriteTxnMarkersResponseData.WritableTxnMarkerResult result : response.markers()) {
+            for (WriteTxnMarkersResponseData.WritableTxnMarkerTopicResult topic : result.topics()) {
+                for (WriteTxnMarkersResponseData.WritableTxnMarkerPartitionResult answer : topic.partitions()) {
+                    Errors error = Errors.forCode(answer.errorCode());
+                    if (error != Errors.NONE && error != Errors.UNKNOWN_TOPIC_OR_PARTITION) {
+                        throw new IllegalStateException("the marker of " + partition.topic() + "-"
+                                + partition.index() + " on broker " + leader + ": " + error);
+                    }
+                }
+            }
+        }
+    }
+
+    /** WriteTxnMarkers, from a coordinator: each marker written to the partitions this broker leads. */
+    WriteTxnMarkersResponseData writeMarkers(WriteTxnMarkersRequestData request) {
+        WriteTxnMarkersResponseData response = new WriteTxnMarkersResponseData();
+        for (WriteTxnMarkersRequestData.WritableTxnMarker marker : request.markers()) {
+            WriteTxnMarkersResponseData.WritableTxnMarkerResult result =
+                    new WriteTxnMarkersResponseData.WritableTxnMarkerResult().setProducerId(marker.producerId());
+            response.markers().add(result);
+            for (WriteTxnMarkersRequestData.WritableTxnMarkerTopic topic : marker.topics()) {
+                WriteTxnMarkersResponseData.WritableTxnMarkerTopicResult topicResult =
+                        new WriteTxnMarkersResponseData.WritableTxnMarkerTopicResult().setName(topic.name());
+                result.topics().add(topicResult);
+                for (int index : topic.partitionIndexes()) {
+                    Partition partition = partitions.partition(topic.name(), index);
+                    Errors error;
+                    if (partition == null) {
+                        error = Errors.UNKNOWN_TOPIC_OR_PARTITION;
+                    } else if (!partition.leads()) {
+                        error = Errors.NOT_LEADER_OR_FOLLOWER;
+                    } else {
+                        error = writeMarkerHere(partition, marker.producerId(), marker.producerEpoch(),
+                                marker.transactionResult());
+                    }
+                    topicResult.partitions().add(new WriteTxnMarkersResponseData.WritableTxnMarkerPartitionResult()
+                            .setPartitionIndex(index).setErrorCode(error.code()));
+                }
+            }
+        }
+        return response;
+    }
+
+    /** Writes a marker to a partition this broker leads, waiting until it is stored; @return NONE or the error */
+    private Errors writeMarkerHere(Partition partition, long producerId, short epoch, boolean commit) {
         MemoryRecords marker = MemoryRecords.withEndTransactionMarker(0L, clock.getAsLong(), partition.leaderEpoch(),
                 producerId, epoch, new EndTransactionMarker(commit ? ControlRecordType.COMMIT : ControlRecordType.ABORT,
                         0));
@@ -588,14 +726,18 @@ final class TransactionCoordinator implements AutoCloseable {
         }
         try {
             await(stored);
+            return Errors.NONE;
         } catch (RuntimeException e) {
             if (e.getCause() instanceof TopicDeletedException) {
-                return;
+                return Errors.UNKNOWN_TOPIC_OR_PARTITION;
             }
             synchronized (state.lock) {
                 state.invalidate();
             }
-            throw e;
+            LOG.warn("a marker of producer {} to {}-{} failed: {}", producerId, partition.topic(), partition.index(),
+                    e.toString());
+            return e.getCause() instanceof Partition.NotLeaderException ? Errors.NOT_LEADER_OR_FOLLOWER
+                    : Errors.KAFKA_STORAGE_ERROR;
         }
     }
 

@@ -144,6 +144,22 @@ public final class ReplicatedCluster implements ClusterView {
         });
     }
 
+    /** The controller coordinates transactions, as it coordinates groups; their states go through the metadata. */
+    @Override
+    public boolean coordinatesTransactions() {
+        return true;
+    }
+
+    @Override
+    public CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state) {
+        return notLeader(node.saveTransaction(transactionalId, state));
+    }
+
+    @Override
+    public Map<String, byte[]> savedTransactions() {
+        return node.savedTransactions();
+    }
+
     @Override
     public List<ConsumerPosition> committedOffsets() {
         return store.consumerPositions();
