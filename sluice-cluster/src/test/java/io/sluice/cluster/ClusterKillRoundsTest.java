@@ -58,7 +58,10 @@ import org.junit.jupiter.api.io.TempDir;
  * close kept rather than reading them back. Afterwards every acknowledged record is present exactly once, at the offset it was acknowledged with, no
  * record is stored twice, and the three replicas hold the same batches, byte for byte. Meanwhile a consumer group
  * commits offsets over and over through the coordinator (which the kills move): the group's last acknowledged commit
- * is what the coordinator answers at the end, and what every node's store holds.
+ * is what the coordinator answers at the end, and what every node's store holds. And a transactional producer runs
+ * transactions over another topic, alternately committed and aborted, through the transaction coordinator the kills
+ * move: a read_committed consumer then reads every record of each transaction whose commit was acknowledged exactly
+ * once, none of one whose abort was, and of one whose end its producer never learnt all or none.
  * {@code -Dsluice.cluster.rounds} sets the rounds (20 by default; each is a SIGKILL and a restart).
  * {@code -Dsluice.cluster.snapshotEvery=200} has every node snapshot its logs every 200 entries (the metadata's and the
  * partitions'; 100,000 by default), so nodes restart from their snapshots and followers behind a purged log install
@@ -185,6 +188,7 @@ class ClusterKillRoundsTest {
         AtomicInteger sent = new AtomicInteger();
         AtomicLong commitsAcknowledged = new AtomicLong();
         AtomicLong commitsTried = new AtomicLong();
+        Map<Integer, Outcome> transactions = new ConcurrentHashMap<>();
         Random random = new Random(42);
         int leaderKills = 0;
         long began = System.nanoTime();
@@ -199,6 +203,10 @@ class ClusterKillRoundsTest {
                     produce(acked, failed, stop, sent));
             Thread committerThread = Thread.ofPlatform().name("kill-rounds-committer").start(() ->
                     commitOffsets(commitsAcknowledged, commitsTried, failed, stop));
+            admin.createTopics(List.of(new NewTopic(TRANSACTIONS_TOPIC, PARTITIONS, (short) 3))).all()
+                    .get(60, TimeUnit.SECONDS);
+            Thread transactionThread = Thread.ofPlatform().name("kill-rounds-transactions").start(() ->
+                    transact(transactions, stop));
             for (int round = 0; round < rounds; round++) {
                 long roundBegan = System.nanoTime();
                 Thread.sleep(500);
@@ -220,6 +228,7 @@ class ClusterKillRoundsTest {
             stop.set(true);
             producerThread.join(180_000);
             committerThread.join(60_000);
+            transactionThread.join(120_000);
         }
         long drained = System.nanoTime();
         assertThat(failed.get()).as("the producer's failure").isNull();
@@ -251,6 +260,25 @@ class ClusterKillRoundsTest {
             assertThat(found.get(entry.getKey())).as("acknowledged record %s", entry.getKey())
                     .isEqualTo(entry.getValue());
         }
+
+        // Transactions: a read_committed consumer sees every record of each transaction whose commit was
+        // acknowledged, exactly once, none of one whose abort was, and of any other all records or none.
+        Map<Integer, List<String>> readCommitted = readCommittedTransactions();
+        long committedTransactions = transactions.values().stream().filter(o -> o == Outcome.COMMITTED).count();
+        long abortedTransactions = transactions.values().stream().filter(o -> o == Outcome.ABORTED).count();
+        assertThat(committedTransactions).as("transactions committed").isGreaterThan(20);
+        assertThat(abortedTransactions).as("transactions aborted").isGreaterThan(20);
+        for (var entry : transactions.entrySet()) {
+            List<String> records = readCommitted.getOrDefault(entry.getKey(), List.of());
+            switch (entry.getValue()) {
+                case COMMITTED -> assertThat(records).as("committed transaction %d", entry.getKey())
+                        .hasSize(TRANSACTION_RECORDS).doesNotHaveDuplicates();
+                case ABORTED -> assertThat(records).as("aborted transaction %d", entry.getKey()).isEmpty();
+                case UNKNOWN -> assertThat(records.size()).as("transaction %d, its end unknown", entry.getKey())
+                        .isIn(0, TRANSACTION_RECORDS);
+            }
+        }
+        assertThat(transactions.keySet()).as("transactions read").containsAll(readCommitted.keySet());
 
         // The followers catch up (each partition's leader, asked itself, reports all three replicas in sync: those
         // whose log matches its up to the commit), then a clean stop;
@@ -295,8 +323,10 @@ class ClusterKillRoundsTest {
             }
         }
         System.out.printf("kill rounds: %d rounds (%d of partition 0's leader), %d records sent, %d acknowledged;"
+                + " transactions: %d committed, %d aborted, %d of unknown end;"
                 + " %d offset commits tried, %d acknowledged, %d restarts from a metadata snapshot; seconds: rounds %d (each %s), producer drained %d, read back %d, replicas in sync %d%n",
-                rounds, leaderKills, sent.get(), acked.size(), commitsTried.get(), commitsAcknowledged.get(),
+                rounds, leaderKills, sent.get(), acked.size(), committedTransactions, abortedTransactions,
+                transactions.size() - committedTransactions - abortedTransactions, commitsTried.get(), commitsAcknowledged.get(),
                 restartLogsContaining("metadata: starting from the snapshot"), TimeUnit.NANOSECONDS.toSeconds(roundsEnded - began),
                 String.join(" ", roundSeconds), TimeUnit.NANOSECONDS.toSeconds(drained - roundsEnded),
                 TimeUnit.NANOSECONDS.toSeconds(readBack - drained), TimeUnit.NANOSECONDS.toSeconds(inSync - readBack));
@@ -440,6 +470,97 @@ class ClusterKillRoundsTest {
         } catch (Exception e) {
             failed.compareAndSet(null, e);
         }
+    }
+
+    private static final String TRANSACTIONS_TOPIC = "kt";
+    /** Records per transaction, over the partitions. */
+    private static final int TRANSACTION_RECORDS = 6;
+
+    /** How a transaction ended, as its producer was told. */
+    private enum Outcome {
+        COMMITTED, ABORTED, UNKNOWN
+    }
+
+    /**
+     * Transactions of {@link #TRANSACTION_RECORDS} records over the partitions of {@link #TRANSACTIONS_TOPIC},
+     * alternately committed and aborted, until stopped: each noted as its producer was told it ended. A producer that
+     * fails (fenced, timed out as a broker dies) is closed and another takes the transactional id.
+     */
+    private void transact(Map<Integer, Outcome> outcomes, AtomicBoolean stop) {
+        int next = 0;
+        while (!stop.get()) {
+            Properties properties = new Properties();
+            properties.put(org.apache.kafka.clients.producer.ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+            properties.put(org.apache.kafka.clients.producer.ProducerConfig.TRANSACTIONAL_ID_CONFIG, "kill-rounds");
+            properties.put(org.apache.kafka.clients.producer.ProducerConfig.MAX_BLOCK_MS_CONFIG, 30_000);
+            properties.put(org.apache.kafka.clients.producer.ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 30_000);
+            properties.put(org.apache.kafka.clients.producer.ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 10_000);
+            try (KafkaProducer<String, String> producer = new KafkaProducer<>(properties,
+                    new org.apache.kafka.common.serialization.StringSerializer(),
+                    new org.apache.kafka.common.serialization.StringSerializer())) {
+                producer.initTransactions();
+                while (!stop.get()) {
+                    int id = next++;
+                    outcomes.put(id, Outcome.UNKNOWN);
+                    producer.beginTransaction();
+                    for (int i = 0; i < TRANSACTION_RECORDS; i++) {
+                        producer.send(new ProducerRecord<>(TRANSACTIONS_TOPIC, i % PARTITIONS, null, id + "-" + i));
+                    }
+                    if (id % 2 == 0) {
+                        producer.commitTransaction();
+                        outcomes.put(id, Outcome.COMMITTED);
+                    } else {
+                        producer.flush();
+                        producer.abortTransaction();
+                        outcomes.put(id, Outcome.ABORTED);
+                    }
+                }
+            } catch (RuntimeException e) {
+                // A dead broker on the way: the transaction's end is unknown; a new producer takes the id over.
+                try {
+                    Thread.sleep(200);
+                } catch (InterruptedException interrupted) {
+                    Thread.currentThread().interrupt();
+                    return;
+                }
+            }
+        }
+    }
+
+    /** @return the records of {@link #TRANSACTIONS_TOPIC} a read_committed consumer reads, by transaction */
+    private Map<Integer, List<String>> readCommittedTransactions() {
+        Properties properties = new Properties();
+        properties.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap());
+        properties.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        Map<Integer, List<String>> read = new HashMap<>();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(properties, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            List<TopicPartition> partitions = new ArrayList<>();
+            for (int p = 0; p < PARTITIONS; p++) {
+                partitions.add(new TopicPartition(TRANSACTIONS_TOPIC, p));
+            }
+            consumer.assign(partitions);
+            consumer.seekToBeginning(partitions);
+            Map<TopicPartition, Long> ends = consumer.endOffsets(partitions);
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+            while (true) {
+                boolean done = true;
+                for (TopicPartition partition : partitions) {
+                    done &= consumer.position(partition) >= ends.get(partition);
+                }
+                if (done) {
+                    break;
+                }
+                assertThat(System.nanoTime()).as("read the transactions' topic to its stable end in time")
+                        .isLessThan(deadline);
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+                    String value = new String(record.value(), StandardCharsets.UTF_8);
+                    read.computeIfAbsent(Integer.parseInt(value.substring(0, value.indexOf('-'))),
+                            t -> new ArrayList<>()).add(value);
+                }
+            }
+        }
+        return read;
     }
 
     private Map<Integer, List<ConsumerRecord<byte[], byte[]>>> readAll() {
