@@ -1,6 +1,7 @@
 package io.sluice.bench;
 
 import io.sluice.bench.experiments.BrokerRace;
+import io.sluice.bench.experiments.TransactionRace;
 import io.sluice.bench.experiments.ClusterRace;
 import io.sluice.bench.experiments.IoCopy;
 import io.sluice.bench.experiments.MmapModes;
@@ -26,7 +27,7 @@ import picocli.CommandLine.Spec;
  * then {@code report}. All inputs are checked before the first experiment starts.
  */
 @Command(name = "all", mixinStandardHelpOptions = true,
-        description = "Run every experiment (io-copy, mmap-vs-channel, small-io, store, peers, mmap-modes, broker, "
+        description = "Run every experiment (io-copy, mmap-vs-channel, small-io, store, peers, mmap-modes, broker, transactions, "
                 + "cluster), then report.")
 final class All implements Callable<Integer> {
 
@@ -41,7 +42,8 @@ final class All implements Callable<Integer> {
         var out = spec.commandLine().getOut();
         var err = spec.commandLine().getErr();
         List<Experiment> experiments = List.of(new IoCopy(), new MmapVsChannel(), new SmallIo(), new StoreRun(),
-                new Peers(), new MmapModes(), new BrokerRace(), new ClusterRace());
+                new Peers(), new MmapModes(), new BrokerRace(), new TransactionRace(),
+                new ClusterRace());
         String command = "sluice bench " + String.join(" ", spec.commandLine().getParseResult().originalArgs());
         for (Experiment experiment : experiments) {
             experiment.options().copyFrom(options);

@@ -122,11 +122,21 @@ class BenchCommandsTest {
 
     @Test
     @Order(8)
+    void transactions() throws IOException {
+        assertThat(bench("transactions", "--quick", "--records", "2000")).isZero();
+        assertPublished("transactions", 2);
+        assertThat(results().resolve("transactions/result.json")).content()
+                .contains("kafka transactions of 100, 10 producers: 2000 of 2000 records committed")
+                .contains("sluice read_committed consume: 2000 of 2000 records read");
+    }
+
+    @Test
+    @Order(9)
     void reportGathersEveryExperiment() throws IOException {
         assertThat(bench("report")).isZero();
         String html = Files.readString(results().resolve("index.html"));
         for (String experiment : List.of("io-copy", "mmap-vs-channel", "small-io", "store", "peers",
-                "mmap-modes", "broker")) {
+                "mmap-modes", "broker", "transactions")) {
             assertThat(html).contains("<section id=\"" + experiment + "\">");
         }
         assertThat(results().resolve("REPORT.md")).content().contains("## peers").contains("Published (background)")
