@@ -36,6 +36,50 @@ public interface Partitions {
     void onChange(BiConsumer<String, Integer> listener);
 
     /**
+     * Where this broker keeps its replicas, as DescribeLogDirs reports them (kafka-log-dirs).
+     *
+     * @param directory the store's directory, the one log directory
+     * @param sizes the bytes each hosted partition's log holds, by topic then partition (partitions whose log the store
+     *     shares with others are not listed)
+     * @param totalBytes the size of the directory's file system
+     * @param usableBytes the bytes free for this broker there
+     */
+    record LogDirectory(String directory, Map<String, Map<Integer, Long>> sizes, long totalBytes, long usableBytes) {
+    }
+
+    /** @return this broker's log directory and what it holds, or null if it keeps none (a test double) */
+    default LogDirectory logDirectory() {
+        return null;
+    }
+
+    /** @return the log directory of {@code store}: the sizes of its partitions with logs of their own */
+    static LogDirectory logDirectoryOf(io.sluice.store.Store store) {
+        Map<String, Map<Integer, Long>> sizes = new java.util.TreeMap<>();
+        store.ownLogStatuses().forEach((name, status) -> {
+            int slash = name.lastIndexOf('/');
+            if (slash > 0) {
+                try {
+                    int partition = Integer.parseInt(name.substring(slash + 1));
+                    sizes.computeIfAbsent(name.substring(0, slash), t -> new java.util.TreeMap<>()).put(partition,
+                            Math.max(0, status.writePosition() - status.minLogPosition()));
+                } catch (NumberFormatException e) {
+                    // a topic's own log, not a partition's
+                }
+            }
+        });
+        long total = -1;
+        long usable = -1;
+        try {
+            java.nio.file.FileStore fileStore = java.nio.file.Files.getFileStore(store.directory());
+            total = fileStore.getTotalSpace();
+            usable = fileStore.getUsableSpace();
+        } catch (java.io.IOException e) {
+            // unknown: -1, as Kafka reports a size it cannot read
+        }
+        return new LogDirectory(store.directory().toAbsolutePath().toString(), sizes, total, usable);
+    }
+
+    /**
      * The broker stopped serving (no request is served any more; the store is still open): what the partitions keep
      * across a clean restart is written now.
      */

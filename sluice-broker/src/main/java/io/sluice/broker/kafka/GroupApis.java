@@ -140,6 +140,10 @@ final class GroupApis {
         if (generation < 0 && (memberId == null || memberId.isEmpty())) {
             return Errors.NONE;
         }
+        if (!coordinator.hasMembers(groupId)) {
+            // A member named in a group with none, as Kafka answers it.
+            return Errors.UNKNOWN_MEMBER_ID;
+        }
         return coordinator.checkCommit(groupId, memberId, instanceId, generation);
     }
 
@@ -181,8 +185,8 @@ final class GroupApis {
     private static Errors coordinatorError(String key, byte keyType, boolean transactions) {
         if (keyType == TRANSACTION_KEY) {
             // A cluster's brokers do not coordinate transactions yet: a fatal error, not an endless retry.
-            return !transactions ? Errors.INVALID_REQUEST
-                    : key == null || key.isEmpty() ? Errors.INVALID_REQUEST : Errors.NONE;
+            // An empty transactional id is given the coordinator, as Kafka gives it (its InitProducerId is refused).
+            return !transactions || key == null ? Errors.INVALID_REQUEST : Errors.NONE;
         }
         if (keyType != GROUP_KEY) {
             // Share groups (2) are not served.

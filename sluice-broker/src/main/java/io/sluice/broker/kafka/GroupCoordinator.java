@@ -372,6 +372,17 @@ final class GroupCoordinator {
         }
     }
 
+    /** @return whether the group has a member now */
+    boolean hasMembers(String groupId) {
+        ClassicGroup group = groups.get(groupId);
+        if (group == null) {
+            return false;
+        }
+        synchronized (group) {
+            return !group.members.isEmpty();
+        }
+    }
+
     /**
      * Checks a member's offset commit: a generation of -1 (a consumer outside group management) is taken only
      * while the group has no members.

@@ -17,6 +17,9 @@ import java.util.List;
 import org.apache.kafka.common.message.AddOffsetsToTxnRequestData;
 import org.apache.kafka.common.message.AddPartitionsToTxnRequestData;
 import org.apache.kafka.common.message.AlterConfigsRequestData;
+import java.util.Map;
+import org.apache.kafka.common.message.DescribeLogDirsRequestData;
+import org.apache.kafka.common.message.DescribeLogDirsResponseData;
 import org.apache.kafka.common.message.DescribeProducersRequestData;
 import org.apache.kafka.common.message.DescribeProducersResponseData;
 import org.apache.kafka.common.message.DescribeTransactionsRequestData;
@@ -323,7 +326,8 @@ public final class KafkaApis implements AutoCloseable {
                     .thenApply(response -> encode(correlationId, key, version, response));
         }
         ApiMessage response = switch (key) {
-            case API_VERSIONS -> new ApiVersionsResponseData().setApiKeys(SupportedApis.advertised());
+            case API_VERSIONS -> SupportedApis.withFeatures(new ApiVersionsResponseData()
+                    .setApiKeys(SupportedApis.advertised()));
             case METADATA -> topics.metadata((MetadataRequestData) request, version);
             case CREATE_TOPICS -> topics.createTopics((CreateTopicsRequestData) request);
             case CREATE_PARTITIONS -> topics.createPartitions((CreatePartitionsRequestData) request);
@@ -343,17 +347,18 @@ public final class KafkaApis implements AutoCloseable {
             case ALTER_CONFIGS -> configs.alter((AlterConfigsRequestData) request);
             case DELETE_TOPICS -> topics.deleteTopics((DeleteTopicsRequestData) request, version);
             case ADD_PARTITIONS_TO_TXN -> transactions.addPartitions((AddPartitionsToTxnRequestData) request, version);
-            case ADD_OFFSETS_TO_TXN -> transactions.addOffsets((AddOffsetsToTxnRequestData) request);
-            case END_TXN -> transactions.endTxn((EndTxnRequestData) request);
+            case ADD_OFFSETS_TO_TXN -> transactions.addOffsets((AddOffsetsToTxnRequestData) request, version);
+            case END_TXN -> transactions.endTxn((EndTxnRequestData) request, version);
             case TXN_OFFSET_COMMIT -> {
                 TxnOffsetCommitRequestData commit = (TxnOffsetCommitRequestData) request;
-                yield transactions.commitOffsets(commit, groups.checkTransactionalCommit(commit.groupId(),
+                yield transactions.commitOffsets(commit, version, groups.checkTransactionalCommit(commit.groupId(),
                         commit.memberId(), commit.groupInstanceId(), commit.generationId()));
             }
             case LIST_TRANSACTIONS -> transactions.list((ListTransactionsRequestData) request);
             case DESCRIBE_TRANSACTIONS -> transactions.describe((DescribeTransactionsRequestData) request);
             case DESCRIBE_PRODUCERS -> describeProducers((DescribeProducersRequestData) request);
             case WRITE_TXN_MARKERS -> transactions.writeMarkers((WriteTxnMarkersRequestData) request);
+            case DESCRIBE_LOG_DIRS -> describeLogDirs((DescribeLogDirsRequestData) request);
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
         return done(encode(correlationId, key, version, response));
@@ -384,12 +389,59 @@ public final class KafkaApis implements AutoCloseable {
         if (request.transactionalId() != null) {
             return transactions.initProducerId(request);
         }
-        if (request.producerId() >= 0 && request.producerEpoch() >= 0 && request.producerEpoch() < Short.MAX_VALUE - 1) {
-            // An idempotent producer bumping its epoch after an error (KIP-360): same id, next epoch.
-            return response.setProducerId(request.producerId()).setProducerEpoch((short) (request.producerEpoch() + 1));
-        }
+        // An idempotent producer gets a new producer id whatever id and epoch it names (as Kafka's broker answers it):
+        // bumping the epoch of the id it names would hand an id another producer may hold, a transactional one's say,
+        // to two producers at once.
         return response.setProducerId(producerIds.next()).setProducerEpoch((short) 0);
     }
+    /**
+     * DescribeLogDirs (kafka-log-dirs): the store's directory, the one log directory, with the partitions this broker
+     * holds a replica of (all, or those asked for), each with the bytes its log holds and how far it is behind the high
+     * watermark, and the file system's size and free bytes.
+     */
+    private DescribeLogDirsResponseData describeLogDirs(DescribeLogDirsRequestData request) {
+        DescribeLogDirsResponseData response = new DescribeLogDirsResponseData();
+        io.sluice.broker.Partitions.LogDirectory directory = partitions.logDirectory();
+        if (directory == null) {
+            return response;
+        }
+        Map<String, List<Integer>> wanted = new java.util.TreeMap<>();
+        if (request.topics() == null) {
+            partitions.topics().forEach((topic, count) -> {
+                List<Integer> all = new java.util.ArrayList<>();
+                for (int p = 0; p < count; p++) {
+                    all.add(p);
+                }
+                wanted.put(topic, all);
+            });
+        } else {
+            for (DescribeLogDirsRequestData.DescribableLogDirTopic topic : request.topics()) {
+                wanted.computeIfAbsent(topic.topic(), t -> new java.util.ArrayList<>()).addAll(topic.partitions());
+            }
+        }
+        DescribeLogDirsResponseData.DescribeLogDirsResult result = new DescribeLogDirsResponseData
+                .DescribeLogDirsResult().setLogDir(directory.directory()).setTotalBytes(directory.totalBytes())
+                .setUsableBytes(directory.usableBytes());
+        wanted.forEach((topic, indexes) -> {
+            List<DescribeLogDirsResponseData.DescribeLogDirsPartition> listed = new java.util.ArrayList<>();
+            for (int index : indexes) {
+                io.sluice.broker.Partition partition = partitions.partition(topic, index);
+                if (partition == null || !partition.hostedHere()) {
+                    continue;
+                }
+                long size = directory.sizes().getOrDefault(topic, Map.of()).getOrDefault(index, 0L);
+                listed.add(new DescribeLogDirsResponseData.DescribeLogDirsPartition().setPartitionIndex(index)
+                        .setPartitionSize(size).setIsFutureKey(false)
+                        .setOffsetLag(Math.max(0, partition.highWatermark() - partition.logEndOffset())));
+            }
+            if (!listed.isEmpty()) {
+                result.topics().add(new DescribeLogDirsResponseData.DescribeLogDirsTopic().setName(topic)
+                        .setPartitions(listed));
+            }
+        });
+        return response.setResults(List.of(result));
+    }
+
     /** DescribeProducers: the producers each partition this broker leads knows, with their open transactions. */
     private DescribeProducersResponseData describeProducers(DescribeProducersRequestData request) {
         DescribeProducersResponseData response = new DescribeProducersResponseData();

@@ -212,8 +212,17 @@ final class ProduceHandler {
             }
             Errors verified = open ? Errors.NONE : transactions.verify(transactionalId, batch.producerId(),
                     batch.producerEpoch(), topic, data.index());
+            if (verified == Errors.INVALID_TXN_STATE && version >= 12) {
+                // Produce v12 (KIP-890 part 2): the partition joins the producer's transaction with its first batch,
+                // as Kafka's leaders add it, whatever transaction version is finalized.
+                verified = transactions.addImplicitly(transactionalId, batch.producerId(), batch.producerEpoch(),
+                        topic, data.index());
+            }
             if (verified != Errors.NONE) {
-                fail(response, verified, verified == Errors.INVALID_TXN_STATE ? "the producer's transaction does not"
+                // As Kafka answers: from v11 a batch outside the producer's transaction is TRANSACTION_ABORTABLE.
+                Errors answer = verified == Errors.INVALID_TXN_STATE && version >= 11 ? Errors.TRANSACTION_ABORTABLE
+                        : verified;
+                fail(response, answer, verified == Errors.INVALID_TXN_STATE ? "the producer's transaction does not"
                         + " hold partition " + topic + "-" + data.index() + " (or is not open)" : null);
                 return null;
             }

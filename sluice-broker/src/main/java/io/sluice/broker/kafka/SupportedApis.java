@@ -2,6 +2,7 @@ package io.sluice.broker.kafka;
 
 import java.util.EnumMap;
 import java.util.Map;
+import org.apache.kafka.common.message.ApiVersionsResponseData;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersion;
 import org.apache.kafka.common.message.ApiVersionsResponseData.ApiVersionCollection;
 import org.apache.kafka.common.protocol.ApiKeys;
@@ -65,6 +66,8 @@ final class SupportedApis {
         serve(ApiKeys.DESCRIBE_PRODUCERS, 0, 0);
         // A coordinator's markers to a partition's leader (v2 adds the transaction version, unused here).
         serve(ApiKeys.WRITE_TXN_MARKERS, 1, 2);
+        // kafka-log-dirs: the store's directory and each hosted partition's bytes.
+        serve(ApiKeys.DESCRIBE_LOG_DIRS, 1, 5);
     }
 
 
@@ -88,6 +91,27 @@ final class SupportedApis {
     static boolean accepts(ApiKeys key, short version) {
         Range range = RANGES.get(key);
         return range != null && version >= range.min && version <= range.max;
+    }
+
+    /** The transaction version offered and finalized: 1 (KIP-890 part 2's version 2 is not offered). */
+    static final short TRANSACTION_VERSION = 1;
+
+    /**
+     * @return {@code response} with the features this broker supports and has finalized (what {@code kafka-features
+     *     describe} prints, and what clients choose their transaction protocol by): transaction.version 1. Features of
+     *     Kafka's own metadata (metadata.version, kraft.version) and of protocols not served (group.version,
+     *     share.version, streams.version) are not listed. The epoch is 0: they never change.
+     */
+    static ApiVersionsResponseData withFeatures(ApiVersionsResponseData response) {
+        ApiVersionsResponseData.SupportedFeatureKeyCollection supported =
+                new ApiVersionsResponseData.SupportedFeatureKeyCollection();
+        supported.add(new ApiVersionsResponseData.SupportedFeatureKey().setName("transaction.version")
+                .setMinVersion((short) 0).setMaxVersion(TRANSACTION_VERSION));
+        ApiVersionsResponseData.FinalizedFeatureKeyCollection finalized =
+                new ApiVersionsResponseData.FinalizedFeatureKeyCollection();
+        finalized.add(new ApiVersionsResponseData.FinalizedFeatureKey().setName("transaction.version")
+                .setMinVersionLevel(TRANSACTION_VERSION).setMaxVersionLevel(TRANSACTION_VERSION));
+        return response.setSupportedFeatures(supported).setFinalizedFeaturesEpoch(0).setFinalizedFeatures(finalized);
     }
 
     /** @return the entries of an ApiVersions response */

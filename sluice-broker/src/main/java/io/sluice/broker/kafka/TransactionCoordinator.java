@@ -266,9 +266,21 @@ final class TransactionCoordinator implements AutoCloseable {
             }
             return new AddPartitionsToTxnResponseData().setResultsByTransaction(results);
         }
-        return new AddPartitionsToTxnResponseData().setResultsByTopicV3AndBelow(addPartitions(
-                request.v3AndBelowTransactionalId(), request.v3AndBelowProducerId(),
-                request.v3AndBelowProducerEpoch(), request.v3AndBelowTopics(), false));
+        AddPartitionsToTxnTopicResultCollection results = addPartitions(request.v3AndBelowTransactionalId(),
+                request.v3AndBelowProducerId(), request.v3AndBelowProducerEpoch(), request.v3AndBelowTopics(), false);
+        if (version < 2) {
+            results.forEach(topic -> topic.resultsByPartition().forEach(partition -> partition.setPartitionErrorCode(
+                    fencedAs(Errors.forCode(partition.partitionErrorCode()), version).code())));
+        }
+        return new AddPartitionsToTxnResponseData().setResultsByTopicV3AndBelow(results);
+    }
+
+    /**
+     * @return {@code error}, PRODUCER_FENCED told as INVALID_PRODUCER_EPOCH to the versions from before KIP-588 (v0-1 of
+     *     AddPartitionsToTxn, AddOffsetsToTxn and EndTxn), as Kafka's broker tells them
+     */
+    private static Errors fencedAs(Errors error, short version) {
+        return error == Errors.PRODUCER_FENCED && version < 2 ? Errors.INVALID_PRODUCER_EPOCH : error;
     }
 
     private AddPartitionsToTxnTopicResultCollection addPartitions(
@@ -292,8 +304,13 @@ final class TransactionCoordinator implements AutoCloseable {
             wanted.forEach(partition -> errors.put(partition, unknown.contains(partition)
                     ? Errors.UNKNOWN_TOPIC_OR_PARTITION : Errors.OPERATION_NOT_ATTEMPTED));
         } else if (verifyOnly) {
-            wanted.forEach(partition -> errors.put(partition, verify(id, producerId, epoch, partition.topic(),
-                    partition.index())));
+            // As Kafka answers a leader's check: a partition not in the transaction is TRANSACTION_ABORTABLE, a
+            // fenced producer PRODUCER_FENCED.
+            wanted.forEach(partition -> {
+                Errors verified = verify(id, producerId, epoch, partition.topic(), partition.index());
+                errors.put(partition, verified == Errors.INVALID_TXN_STATE ? Errors.TRANSACTION_ABORTABLE
+                        : verified == Errors.INVALID_PRODUCER_EPOCH ? Errors.PRODUCER_FENCED : verified);
+            });
         } else {
             Errors error = add(id, producerId, epoch, wanted, Set.of());
             wanted.forEach(partition -> errors.put(partition, error));
@@ -309,12 +326,10 @@ final class TransactionCoordinator implements AutoCloseable {
         return results;
     }
 
-    AddOffsetsToTxnResponseData addOffsets(AddOffsetsToTxnRequestData request) {
-        if (GroupNames.toStore(request.groupId()) == null) {
-            return new AddOffsetsToTxnResponseData().setErrorCode(Errors.INVALID_GROUP_ID.code());
-        }
-        return new AddOffsetsToTxnResponseData().setErrorCode(add(request.transactionalId(), request.producerId(),
-                request.producerEpoch(), Set.of(), Set.of(request.groupId())).code());
+    /** The group's id is not checked here, as Kafka's coordinator does not: its TxnOffsetCommit is. */
+    AddOffsetsToTxnResponseData addOffsets(AddOffsetsToTxnRequestData request, short version) {
+        return new AddOffsetsToTxnResponseData().setErrorCode(fencedAs(add(request.transactionalId(),
+                request.producerId(), request.producerEpoch(), Set.of(), Set.of(request.groupId())), version).code());
     }
 
     /** Adds partitions and groups to a producer's transaction, opening it if none is open. */
@@ -381,12 +396,12 @@ final class TransactionCoordinator implements AutoCloseable {
         }
         Slot slot = id == null ? null : slots.get(id);
         if (slot == null) {
-            return Errors.INVALID_TXN_STATE;
+            return Errors.INVALID_PRODUCER_ID_MAPPING;
         }
         synchronized (slot) {
             TransactionState state = slot.state;
             if (state == null || state.producerId() != producerId) {
-                return Errors.INVALID_TXN_STATE;
+                return Errors.INVALID_PRODUCER_ID_MAPPING;
             }
             if (epoch < state.epoch()) {
                 return Errors.INVALID_PRODUCER_EPOCH;
@@ -394,6 +409,54 @@ final class TransactionCoordinator implements AutoCloseable {
             return epoch == state.epoch() && state.status() == TransactionState.Status.ONGOING
                     && state.partitions().contains(new TransactionState.Partition(topic, index))
                     ? Errors.NONE : Errors.INVALID_TXN_STATE;
+        }
+    }
+
+    /**
+     * Adds a partition to a producer's transaction for its first batch (Produce v12): here if this broker
+     * coordinates, else with AddPartitionsToTxn v5 to the coordinator.
+     *
+     * @return NONE once added, or the error to answer the batch with
+     */
+    Errors addImplicitly(String id, long producerId, short epoch, String topic, int index) {
+        TransactionState.Partition partition = new TransactionState.Partition(topic, index);
+        Errors coordination = coordination();
+        if (coordination == Errors.NONE) {
+            Errors added = add(id, producerId, epoch, Set.of(partition), Set.of());
+            return added == Errors.PRODUCER_FENCED ? Errors.INVALID_PRODUCER_EPOCH
+                    : added == Errors.CONCURRENT_TRANSACTIONS ? Errors.NOT_ENOUGH_REPLICAS : added;
+        }
+        if (coordination != Errors.NOT_COORDINATOR) {
+            return Errors.NOT_ENOUGH_REPLICAS; // retriable: the producer sends the batch again
+        }
+        AddPartitionsToTxnRequestData.AddPartitionsToTxnTopicCollection topics =
+                new AddPartitionsToTxnRequestData.AddPartitionsToTxnTopicCollection();
+        topics.add(new AddPartitionsToTxnRequestData.AddPartitionsToTxnTopic().setName(topic)
+                .setPartitions(List.of(index)));
+        AddPartitionsToTxnRequestData.AddPartitionsToTxnTransactionCollection transactions =
+                new AddPartitionsToTxnRequestData.AddPartitionsToTxnTransactionCollection();
+        transactions.add(new AddPartitionsToTxnRequestData.AddPartitionsToTxnTransaction().setTransactionalId(id)
+                .setProducerId(producerId).setProducerEpoch(epoch).setVerifyOnly(false).setTopics(topics));
+        try {
+            AddPartitionsToTxnResponseData response = brokers.send(cluster.controller(),
+                    org.apache.kafka.common.protocol.ApiKeys.ADD_PARTITIONS_TO_TXN, (short) 5,
+                    new AddPartitionsToTxnRequestData().setTransactions(transactions),
+                    new AddPartitionsToTxnResponseData());
+            for (AddPartitionsToTxnResponseData.AddPartitionsToTxnResult result : response.resultsByTransaction()) {
+                for (AddPartitionsToTxnTopicResult topicResult : result.topicResults()) {
+                    for (AddPartitionsToTxnPartitionResult answer : topicResult.resultsByPartition()) {
+                        Errors error = Errors.forCode(answer.partitionErrorCode());
+                        if (error != Errors.NONE) {
+                            return error == Errors.PRODUCER_FENCED ? Errors.INVALID_PRODUCER_EPOCH
+                                    : error == Errors.CONCURRENT_TRANSACTIONS ? Errors.NOT_ENOUGH_REPLICAS : error;
+                        }
+                    }
+                }
+            }
+            return response.errorCode() == Errors.NONE.code() ? Errors.NONE : Errors.forCode(response.errorCode());
+        } catch (java.io.IOException e) {
+            LOG.warn("adding a partition to transaction {} at the coordinator failed: {}", id, e.toString());
+            return Errors.NOT_ENOUGH_REPLICAS;
         }
     }
 
@@ -418,9 +481,11 @@ final class TransactionCoordinator implements AutoCloseable {
             for (AddPartitionsToTxnResponseData.AddPartitionsToTxnResult result : response.resultsByTransaction()) {
                 for (AddPartitionsToTxnTopicResult topicResult : result.topicResults()) {
                     for (AddPartitionsToTxnPartitionResult partition : topicResult.resultsByPartition()) {
-                        if (partition.partitionErrorCode() != Errors.NONE.code()) {
-                            return Errors.forCode(partition.partitionErrorCode()) == Errors.INVALID_PRODUCER_EPOCH
-                                    ? Errors.INVALID_PRODUCER_EPOCH : Errors.INVALID_TXN_STATE;
+                        Errors error = Errors.forCode(partition.partitionErrorCode());
+                        if (error != Errors.NONE) {
+                            return error == Errors.PRODUCER_FENCED || error == Errors.INVALID_PRODUCER_EPOCH
+                                    ? Errors.INVALID_PRODUCER_EPOCH
+                                    : error == Errors.INVALID_PRODUCER_ID_MAPPING ? error : Errors.INVALID_TXN_STATE;
                         }
                     }
                 }
@@ -438,7 +503,7 @@ final class TransactionCoordinator implements AutoCloseable {
      * Stages a transaction's group offsets: saved with its state, committed with it, dropped if it aborts. The group's
      * generation and member, when given, are checked by {@code groupCheck}.
      */
-    TxnOffsetCommitResponseData commitOffsets(TxnOffsetCommitRequestData request, Errors groupCheck) {
+    TxnOffsetCommitResponseData commitOffsets(TxnOffsetCommitRequestData request, short version, Errors groupCheck) {
         Errors error = groupCheck;
         if (error == Errors.NONE && GroupNames.toStore(request.groupId()) == null) {
             error = Errors.INVALID_GROUP_ID;
@@ -459,6 +524,13 @@ final class TransactionCoordinator implements AutoCloseable {
         if (error == Errors.NONE && !offsets.isEmpty()) {
             error = stage(request.transactionalId(), request.producerId(), request.producerEpoch(),
                     request.groupId(), offsets);
+            // As Kafka's group coordinator answers: a stale epoch is INVALID_PRODUCER_EPOCH, and from v4 a group not
+            // in the transaction TRANSACTION_ABORTABLE.
+            if (error == Errors.PRODUCER_FENCED) {
+                error = Errors.INVALID_PRODUCER_EPOCH;
+            } else if (error == Errors.INVALID_TXN_STATE && version >= 4) {
+                error = Errors.TRANSACTION_ABORTABLE;
+            }
         }
         TxnOffsetCommitResponseData response = new TxnOffsetCommitResponseData();
         for (TxnOffsetCommitRequestData.TxnOffsetCommitRequestTopic topic : request.topics()) {
@@ -529,7 +601,12 @@ final class TransactionCoordinator implements AutoCloseable {
 
     // ---- EndTxn, timeouts ----
 
-    EndTxnResponseData endTxn(EndTxnRequestData request) {
+    EndTxnResponseData endTxn(EndTxnRequestData request, short version) {
+        EndTxnResponseData response = endTxn(request);
+        return response.setErrorCode(fencedAs(Errors.forCode(response.errorCode()), version).code());
+    }
+
+    private EndTxnResponseData endTxn(EndTxnRequestData request) {
         String id = request.transactionalId();
         if (id == null || id.isEmpty()) {
             return new EndTxnResponseData().setErrorCode(Errors.INVALID_REQUEST.code());
@@ -856,7 +933,11 @@ final class TransactionCoordinator implements AutoCloseable {
                 answer.setErrorCode(coordination.code());
                 continue;
             }
-            Slot slot = id == null || id.isEmpty() ? null : slots.get(id);
+            if (id == null || id.isEmpty()) {
+                answer.setErrorCode(Errors.INVALID_REQUEST.code());
+                continue;
+            }
+            Slot slot = slots.get(id);
             TransactionState state = null;
             if (slot != null) {
                 synchronized (slot) {

@@ -21,7 +21,7 @@ import java.util.Set;
  * @param epoch its producer epoch
  * @param timeoutMs its transaction timeout
  * @param status where its transaction stands
- * @param startedMs when its open transaction began (its first partition added), -1 if none is open
+ * @param startedMs when its last transaction began (its first partition added), -1 before its first
  * @param updatedMs when it last changed
  * @param partitions the partitions its transaction wrote to
  * @param groups the consumer groups its transaction commits offsets of (AddOffsetsToTxn)
@@ -87,10 +87,13 @@ record TransactionState(String transactionalId, long producerId, short epoch, in
                 groups, offsets);
     }
 
-    /** @return this transaction ended ({@code next}, a complete state): nothing open, no partition, group or offset */
+    /**
+     * @return this transaction ended ({@code next}, a complete state): no partition, group or offset; its start time
+     *     kept, as DescribeTransactions shows it
+     */
     TransactionState completed(Status next, long now) {
-        return new TransactionState(transactionalId, producerId, epoch, timeoutMs, next, -1, now, Set.of(), Set.of(),
-                List.of());
+        return new TransactionState(transactionalId, producerId, epoch, timeoutMs, next, startedMs, now, Set.of(),
+                Set.of(), List.of());
     }
 
     /** @return this state with a transaction open (since now, if it was not) and writing to more partitions, groups */

@@ -314,4 +314,9 @@ public final class LocalPartitions implements Partitions {
             return store.offsetForTimestamp(topic, index, timestamp);
         }
     }
+
+    @Override
+    public LogDirectory logDirectory() {
+        return Partitions.logDirectoryOf(store);
+    }
 }

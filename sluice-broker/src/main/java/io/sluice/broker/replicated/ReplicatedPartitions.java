@@ -236,4 +236,9 @@ public final class ReplicatedPartitions implements Partitions {
             return store.offsetForTimestamp(id.topic(), id.partition(), timestamp);
         }
     }
+
+    @Override
+    public LogDirectory logDirectory() {
+        return Partitions.logDirectoryOf(store);
+    }
 }
