@@ -196,9 +196,11 @@ public interface ClusterView {
      * after a restart, the last saved of each id.
      *
      * @param state the state's bytes (the coordinator's encoding)
+     * @param epoch the coordination epoch the coordinator loaded its states in ({@link #groupsCoordination}): a cluster
+     *     refuses the save ({@link Partition.NotLeaderException}) if this broker no longer coordinates in that epoch
      * @return completes once saved as durably as an acknowledged produce; fails with the store's error
      */
-    default CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state) {
+    default CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state, long epoch) {
         return CompletableFuture.failedFuture(new UnsupportedOperationException("transactions are not served here"));
     }
 

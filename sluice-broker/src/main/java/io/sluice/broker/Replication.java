@@ -200,10 +200,11 @@ public interface Replication {
      * Saves a transactional id's state in every broker of the cluster, as the transaction coordinator (the groups'
      * coordinator, the {@link #controller()}), so that the next coordinator resumes it.
      *
+     * @param epoch the term the coordinator loaded its states in: the save is refused in any other
      * @return completes once the cluster has it; fails with {@link NotLeaderException} if this broker does not
-     *     coordinate, or stopped before the state reached the cluster
+     *     coordinate in that term, or stopped before the state reached the cluster
      */
-    default CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state) {
+    default CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state, long epoch) {
         return CompletableFuture.failedFuture(new UnsupportedOperationException("transactions are not kept here"));
     }
 

@@ -109,6 +109,88 @@ class TransactionProtocolTest {
         return Errors.forCode(response.topics().getFirst().partitions().getFirst().errorCode());
     }
 
+    private static Errors marker(Socket socket, Holder holder, short epoch, boolean commit, int coordinatorEpoch)
+            throws IOException {
+        org.apache.kafka.common.message.WriteTxnMarkersRequestData request =
+                new org.apache.kafka.common.message.WriteTxnMarkersRequestData().setMarkers(List.of(
+                        new org.apache.kafka.common.message.WriteTxnMarkersRequestData.WritableTxnMarker()
+                                .setProducerId(holder.producerId()).setProducerEpoch(epoch)
+                                .setTransactionResult(commit).setCoordinatorEpoch(coordinatorEpoch)
+                                .setTopics(List.of(new org.apache.kafka.common.message.WriteTxnMarkersRequestData
+                                        .WritableTxnMarkerTopic().setName("t").setPartitionIndexes(List.of(0))))));
+        org.apache.kafka.common.message.WriteTxnMarkersResponseData response =
+                new org.apache.kafka.common.message.WriteTxnMarkersResponseData(KafkaWire.exchange(socket,
+                        ApiKeys.WRITE_TXN_MARKERS, (short) 1, request), (short) 1);
+        return Errors.forCode(response.markers().getFirst().topics().getFirst().partitions().getFirst().errorCode());
+    }
+
+    /**
+     * A marker from a coordinator that lost its place is refused: one of an older coordinator epoch than the last
+     * taken for its producer, or of an older producer epoch than the producer's; else it could end the producer's
+     * next transaction. And a bump's retry whose answer was lost gets the epoch it was given, not PRODUCER_FENCED.
+     */
+    @Test
+    void aDeposedCoordinatorsMarkersAreRefusedAndARetriedBumpIsAnsweredAgain() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Socket socket = new Socket(InetAddress.getLoopbackAddress(), broker.port())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            Holder holder = init(socket, "m");
+            assertThat(marker(socket, holder, holder.epoch(), false, 5)).isEqualTo(Errors.NONE);
+            assertThat(marker(socket, holder, holder.epoch(), false, 4))
+                    .isEqualTo(Errors.TRANSACTION_COORDINATOR_FENCED);
+            Holder next = new Holder(holder.producerId(), (short) (holder.epoch() + 1));
+            assertThat(marker(socket, next, next.epoch(), false, 5)).isEqualTo(Errors.NONE);
+            assertThat(marker(socket, holder, holder.epoch(), false, 5)).isEqualTo(Errors.INVALID_PRODUCER_EPOCH);
+
+            Holder bumpee = init(socket, "n");
+            InitProducerIdRequestData bump = new InitProducerIdRequestData().setTransactionalId("n")
+                    .setTransactionTimeoutMs(60_000).setProducerId(bumpee.producerId())
+                    .setProducerEpoch(bumpee.epoch());
+            InitProducerIdResponseData first = new InitProducerIdResponseData(KafkaWire.exchange(socket,
+                    ApiKeys.INIT_PRODUCER_ID, (short) 5, bump), (short) 5);
+            InitProducerIdResponseData retried = new InitProducerIdResponseData(KafkaWire.exchange(socket,
+                    ApiKeys.INIT_PRODUCER_ID, (short) 5, bump), (short) 5);
+            assertThat(Errors.forCode(first.errorCode())).isEqualTo(Errors.NONE);
+            assertThat(Errors.forCode(retried.errorCode())).isEqualTo(Errors.NONE);
+            assertThat(retried.producerEpoch()).isEqualTo(first.producerEpoch());
+        }
+    }
+
+    /**
+     * After a restart, OffsetFetch asking for stable offsets is told UNSTABLE_OFFSET_COMMIT for an offset a transaction
+     * left open is to commit, from the first request on (the coordinator's states are read before it answers).
+     */
+    @Test
+    void anOffsetATransactionIsToCommitIsUnstableFromTheFirstFetchAfterARestart() throws Exception {
+        Holder holder;
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Socket socket = new Socket(InetAddress.getLoopbackAddress(), broker.port())) {
+            store.createTopic("t", TopicLayout.BATCHES, 1);
+            holder = init(socket, "s");
+            AddOffsetsToTxnResponseData added = new AddOffsetsToTxnResponseData(KafkaWire.exchange(socket,
+                    ApiKeys.ADD_OFFSETS_TO_TXN, (short) 3, new AddOffsetsToTxnRequestData().setTransactionalId("s")
+                            .setProducerId(holder.producerId()).setProducerEpoch(holder.epoch()).setGroupId("g")),
+                    (short) 3);
+            assertThat(Errors.forCode(added.errorCode())).isEqualTo(Errors.NONE);
+            assertThat(txnOffsetCommit(socket, (short) 3, "s", holder, holder.epoch(), -1, "")).isEqualTo(Errors.NONE);
+        }
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Socket socket = new Socket(InetAddress.getLoopbackAddress(), broker.port())) {
+            org.apache.kafka.common.message.OffsetFetchResponseData fetched =
+                    new org.apache.kafka.common.message.OffsetFetchResponseData(KafkaWire.exchange(socket,
+                            ApiKeys.OFFSET_FETCH, (short) 7, new org.apache.kafka.common.message.OffsetFetchRequestData()
+                                    .setGroupId("g").setRequireStable(true).setTopics(List.of(
+                                            new org.apache.kafka.common.message.OffsetFetchRequestData
+                                                    .OffsetFetchRequestTopic().setName("t")
+                                                    .setPartitionIndexes(List.of(0))))), (short) 7);
+            assertThat(Errors.forCode(fetched.topics().getFirst().partitions().getFirst().errorCode()))
+                    .isEqualTo(Errors.UNSTABLE_OFFSET_COMMIT);
+        }
+    }
+
     @Test
     void edgePathsAreAnsweredAsKafkaAnswersThem() throws Exception {
         try (Store store = Store.open(dir, StoreConfig.builder().build());

@@ -404,8 +404,8 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     @Override
-    public CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state) {
-        return metadataClient.saveTransaction(transactionalId, state);
+    public CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state, long epoch) {
+        return metadataClient.saveTransaction(transactionalId, state, epoch);
     }
 
     @Override

@@ -343,12 +343,14 @@ final class MetadataClient implements AutoCloseable {
         return new MetadataCommands.Offsets(group, offsets, term).command();
     }
 
-    /** Saves a transactional id's state through the metadata group, as the transaction (and groups') coordinator. */
-    CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state) {
-        long term = groupsCoordination().epoch();
-        if (term < 0) {
+    /**
+     * Saves a transactional id's state through the metadata group, as the transaction (and groups') coordinator of
+     * term {@code term}: refused unless this node coordinates in that term now, and by the log if logged in another.
+     */
+    CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state, long term) {
+        if (term < 0 || groupsCoordination().epoch() != term) {
             return CompletableFuture.failedFuture(new NotLeaderException("node " + groups.selfId()
-                    + " does not coordinate transactions now"));
+                    + " does not coordinate transactions in term " + term + " now"));
         }
         return answer(new MetadataCommands.Transaction(transactionalId, state, term).command()).thenCompose(answer ->
                 answer.equals(MetadataState.SAVED) ? CompletableFuture.<Void>completedFuture(null)

@@ -159,7 +159,8 @@ final class FetchHandler {
         long logEnd = partition.logEndOffset();
         // A consumer reads only what is committed (in a cluster, what a majority has): below the high watermark.
         long highWatermark = Math.min(logEnd, partition.highWatermark());
-        long stable = producerStates.lastStable(partition, highWatermark);
+        long stable = committedOnly ? producerStates.lastStable(partition, highWatermark)
+                : producerStates.lastStableIfKnown(partition, highWatermark);
         long end = committedOnly ? stable : highWatermark;
         data.setHighWatermark(highWatermark).setLastStableOffset(stable).setLogStartOffset(start);
         long offset = wanted.fetchOffset();

@@ -144,7 +144,7 @@ final class GroupApis {
             // A member named in a group with none, as Kafka answers it.
             return Errors.UNKNOWN_MEMBER_ID;
         }
-        return coordinator.checkCommit(groupId, memberId, instanceId, generation);
+        return coordinator.checkCommit(groupId, memberId, instanceId, generation, true);
     }
 
     FindCoordinatorResponseData findCoordinator(FindCoordinatorRequestData request, short version) {

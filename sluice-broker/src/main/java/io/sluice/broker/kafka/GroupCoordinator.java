@@ -390,6 +390,14 @@ final class GroupCoordinator {
      * @return NONE, or why the commit is refused
      */
     Errors checkCommit(String groupId, String memberId, String instanceId, int generation) {
+        return checkCommit(groupId, memberId, instanceId, generation, false);
+    }
+
+    /**
+     * @param transactional a TxnOffsetCommit's check: taken whatever state the group's rebalance is in, as Kafka takes
+     *     it (an exactly-once application commits with its transaction while a rebalance goes on)
+     */
+    Errors checkCommit(String groupId, String memberId, String instanceId, int generation, boolean transactional) {
         ClassicGroup group = groups.get(groupId);
         if (group == null) {
             return generation < 0 ? Errors.NONE : Errors.ILLEGAL_GENERATION;
@@ -404,7 +412,8 @@ final class GroupCoordinator {
             }
             // As Kafka: a member of the current generation may commit while a rebalance is being prepared (the
             // consumer commits as it gives its partitions up); not while the new assignment is being handed out.
-            return group.state == State.COMPLETING_REBALANCE ? Errors.REBALANCE_IN_PROGRESS : Errors.NONE;
+            return group.state == State.COMPLETING_REBALANCE && !transactional ? Errors.REBALANCE_IN_PROGRESS
+                    : Errors.NONE;
         }
     }
 

@@ -126,6 +126,8 @@ public final class KafkaApis implements AutoCloseable {
      * cluster once per group it forgets, and sessions must still expire and rebalances end on time meanwhile.
      */
     private final ScheduledExecutorService expiry;
+    /** Runs the transactions' timeout checks. */
+    private final ScheduledExecutorService transactionTimer;
     private final GroupApis groups;
     private final Configs configs;
     private final LeaderElections elections;
@@ -176,7 +178,10 @@ public final class KafkaApis implements AutoCloseable {
         this.groups = new GroupApis(partitions, cluster, new GroupCoordinator(timer, storeConfig.clock()::millis),
                 settings, storeConfig.clock()::millis);
         groups.pendingOffsets(transactions::pendingOffset);
-        timer.scheduleWithFixedDelay(() -> {
+        // A thread of its own: a check waits on markers, which must not hold up group sessions and rebalances.
+        this.transactionTimer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform()
+                .name("sluice-broker-transactions").daemon().factory());
+        transactionTimer.scheduleWithFixedDelay(() -> {
             try {
                 transactions.abortTimedOut();
             } catch (RuntimeException e) {
@@ -213,6 +218,7 @@ public final class KafkaApis implements AutoCloseable {
     public void close() {
         timer.shutdownNow();
         expiry.shutdownNow();
+        transactionTimer.shutdownNow();
         transactions.close();
         partitions.close();
     }

@@ -52,8 +52,14 @@ final class PartitionTransactions {
         PartitionTransactions transactions = new PartitionTransactions();
         long offset = log.logStartOffset();
         long end = log.logEndOffset();
+        int restarts = 0;
         while (offset < end) {
             try (ReadResult read = log.read(offset, 1_000, 16L << 20)) {
+                if (read.status() == ReadResult.Status.OFFSET_TOO_SMALL && restarts++ < 10) {
+                    // Retention moved the log's start while it was read: on from the new start.
+                    offset = log.logStartOffset();
+                    continue;
+                }
                 if (read.status() != ReadResult.Status.FOUND || read.messages().isEmpty()) {
                     break;
                 }

@@ -95,7 +95,7 @@ final class ProduceHandler {
                     } catch (RuntimeException e) {
                         // Whatever goes wrong with one partition is that partition's answer: the others were stored
                         // or refused already, and closing the connection would have the client send them again.
-                        LOG.warn("a produce to {}-{} failed: {}", topic.name(), data.index(), e.toString());
+                        LOG.warn("a produce to {}-{} failed", topic.name(), data.index(), e);
                         fail(response, Errors.UNKNOWN_SERVER_ERROR, String.valueOf(e.getMessage()));
                         appended = null;
                     }
@@ -191,6 +191,7 @@ final class ProduceHandler {
             return null;
         }
         boolean transactional = RecordBatches.transactional(batch);
+        Object verification = null;
         if (transactional) {
             if (transactionalId == null) {
                 fail(response, Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED, "a transaction's batch must be sent with"
@@ -209,6 +210,7 @@ final class ProduceHandler {
             boolean open;
             synchronized (state.lock) {
                 open = state.transactions().isOpen(batch.producerId());
+                verification = open ? null : state.startVerification(batch.producerId());
             }
             Errors verified = open ? Errors.NONE : transactions.verify(transactionalId, batch.producerId(),
                     batch.producerEpoch(), topic, data.index());
@@ -233,7 +235,8 @@ final class ProduceHandler {
         CompletableFuture<Long> answer;
         try {
             answer = batch.producerId() >= 0
-                    ? appendIdempotent(partition, batch, acks, durability, timeoutMs, response, transactional)
+                    ? appendIdempotent(partition, batch, acks, durability, timeoutMs, response, transactional,
+                            verification)
                     : acked(partition.append(batch, durability), acks);
         } catch (IllegalArgumentException e) {
             fail(response, Errors.INVALID_RECORD, e.getMessage());
@@ -317,7 +320,8 @@ final class ProduceHandler {
      */
     private CompletableFuture<Long> appendIdempotent(Partition partition, KafkaBatch batch, short acks,
                                                      Durability durability, int timeoutMs,
-                                                     PartitionProduceResponse response, boolean transactional) {
+                                                     PartitionProduceResponse response, boolean transactional,
+                                                     Object verification) {
         int count = batch.offsetCount();
         ProducerStates.Producers state = producers.of(partition);
         synchronized (state.lock) {
@@ -335,6 +339,13 @@ final class ProduceHandler {
             }
             // A transaction's first batch here opens it from at most the offset it gets: the last stable offset stays
             // at or below it until the marker, whatever fetch looks before the append returns.
+            if (transactional && verification != null
+                    && !state.stillVerified(batch.producerId(), verification)) {
+                // The transaction ended (a marker came) while its coordinator was asked: the batch would open one
+                // that nobody ends. Kafka's leaders refuse it so too (their verification guard).
+                fail(response, Errors.INVALID_TXN_STATE, "the producer's transaction ended while its batch was checked");
+                return null;
+            }
             PartitionTransactions open = transactional ? state.transactions() : null;
             long lowerBound = transactional ? partition.logEndOffset() : -1;
             Partition.Appended appended = partition.append(batch, durability);

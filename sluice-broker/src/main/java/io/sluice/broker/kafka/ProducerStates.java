@@ -80,6 +80,18 @@ final class ProducerStates {
         }
     }
 
+    /**
+     * @return the partition's last stable offset if its transactions were read already, else {@code highWatermark}:
+     *     for a read_uncommitted fetch, which reads to the high watermark anyway and must not wait for the partition's
+     *     log to be read back
+     */
+    long lastStableIfKnown(io.sluice.broker.Partition partition, long highWatermark) {
+        Producers state = of(partition);
+        synchronized (state.lock) {
+            return state.lastStableIfKnown(highWatermark);
+        }
+    }
+
     /** @return the transactions aborted in the partition that a read_committed fetch of offsets from-to must list */
     java.util.List<PartitionTransactions.Aborted> aborted(io.sluice.broker.Partition partition, long from, long to) {
         Producers state = of(partition);
@@ -130,6 +142,10 @@ final class ProducerStates {
         private final int leaderEpoch;
         private Map<Long, Producer> producers;
         private PartitionTransactions transactions;
+        /** The last coordinator epoch that wrote a marker for each producer. */
+        private final Map<Long, Integer> coordinatorEpochs = new java.util.HashMap<>();
+        /** The check of each producer's transaction under way, by producer (see {@link #startVerification}). */
+        private final Map<Long, Object> verifications = new java.util.HashMap<>();
 
         Producers(io.sluice.broker.Partition log, int leaderEpoch) {
             this.log = log;
@@ -184,18 +200,67 @@ final class ProducerStates {
         }
 
         /**
-         * Records a transaction marker appended for a producer; call under {@link #lock} right after the append. A
-         * marker of a newer epoch than the producer's (a transaction aborted at its timeout, fencing the producer)
-         * starts that epoch: its next batch must be its first.
-         *
-         * @param markerOffset the marker's offset, or a lower bound of it above the producer's earlier batches
+         * @return why a transaction marker of this producer epoch and coordinator epoch may not be written, or NONE:
+         *     a marker of an older producer epoch than the producer's (INVALID_PRODUCER_EPOCH), or from a coordinator
+         *     of an older epoch than the last that wrote one for the producer (TRANSACTION_COORDINATOR_FENCED), comes
+         *     from a coordinator that lost its place and would end a transaction it does not know; call under
+         *     {@link #lock}
          */
-        void recordMarker(long producerId, short epoch, boolean committed, long markerOffset) {
+        Errors checkMarker(long producerId, short epoch, int coordinatorEpoch) {
+            Producer producer = producers().get(producerId);
+            if (producer != null && epoch < producer.epoch) {
+                return Errors.INVALID_PRODUCER_EPOCH;
+            }
+            Integer last = coordinatorEpochs.get(producerId);
+            if (last != null && coordinatorEpoch < last) {
+                return Errors.TRANSACTION_COORDINATOR_FENCED;
+            }
+            return Errors.NONE;
+        }
+
+        /**
+         * Records a transaction marker appended for a producer, the moment it is appended; call under {@link #lock}
+         * right after the append. A marker of a newer epoch than the producer's (a transaction aborted at its
+         * timeout, fencing the producer) starts that epoch at once: its next batch must be its first, and a batch of
+         * the old epoch is refused. The transaction stays open until {@link #recordMarkerCommitted}.
+         */
+        void recordMarkerAppended(long producerId, short epoch, int coordinatorEpoch) {
             Producer producer = producers().get(producerId);
             if (producer == null || epoch > producer.epoch) {
                 producers.put(producerId, new Producer(epoch));
             }
-            transactions().ended(producerId, committed, markerOffset);
+            coordinatorEpochs.merge(producerId, coordinatorEpoch, Math::max);
+            verifications.remove(producerId);
+        }
+
+        /**
+         * Ends the producer's open transaction at its marker, once the marker is committed (a replica that takes
+         * over has it): the last stable offset moves past it only then; an abort is listed with the marker's exact
+         * offset. Call under {@link #lock}.
+         */
+        void recordMarkerCommitted(long producerId, boolean committed, long markerOffset) {
+            if (transactions != null) {
+                transactions.ended(producerId, committed, markerOffset);
+            }
+        }
+
+        /**
+         * Starts a check of a transaction's first batch with its coordinator (KIP-890's verification): the token
+         * returned must still be the producer's at the append ({@link #stillVerified}); a marker written meanwhile
+         * (the transaction ended while the check was out) takes it away. Call under {@link #lock}.
+         */
+        Object startVerification(long producerId) {
+            Object token = new Object();
+            verifications.put(producerId, token);
+            return token;
+        }
+
+        /**
+         * @return whether a batch checked with {@code token} may be appended now: its transaction is open here, or no
+         *     marker of the producer came since the check began; call under {@link #lock}
+         */
+        boolean stillVerified(long producerId, Object token) {
+            return transactions().isOpen(producerId) || verifications.get(producerId) == token;
         }
 
         /**
@@ -207,6 +272,11 @@ final class ProducerStates {
          * @param openSince the first offset of its open transaction here, -1 if none
          */
         record Described(long producerId, short epoch, int lastSequence, long openSince) {
+        }
+
+        /** @return the last stable offset if the partition's transactions are known, else {@code highWatermark} */
+        long lastStableIfKnown(long highWatermark) {
+            return transactions == null ? highWatermark : transactions.lastStable(highWatermark);
         }
 
         /** @return the producers of the partition; call under {@link #lock} */

@@ -84,9 +84,9 @@ final class TransactionCoordinator implements AutoCloseable {
     /** The coordination epoch the states were loaded in (a cluster's metadata term; 0 for a broker alone). */
     private volatile long loadedEpoch = Long.MIN_VALUE;
 
-    /** One transactional id: its state, changed under the slot's lock. */
+    /** One transactional id: its state, changed under the slot's lock (and read without it: it is immutable). */
     private static final class Slot {
-        TransactionState state;
+        volatile TransactionState state;
     }
 
     /**
@@ -210,6 +210,12 @@ final class TransactionCoordinator implements AutoCloseable {
                 return saved != Errors.NONE ? response.setErrorCode(saved.code())
                         : response.setProducerId(created.producerId()).setProducerEpoch(created.epoch());
             }
+            if (request.producerId() >= 0 && request.producerId() == state.producerId()
+                    && request.producerEpoch() == state.epoch() - 1 && state.status() == TransactionState.Status.EMPTY
+                    && state.timeoutMs() == timeout) {
+                // The retry of a bump (KIP-360) whose answer was lost: the epoch it was given, again.
+                return response.setProducerId(state.producerId()).setProducerEpoch(state.epoch());
+            }
             if (request.producerId() >= 0 && (request.producerId() != state.producerId()
                     || request.producerEpoch() != state.epoch())) {
                 // A producer bumping its epoch (KIP-360) must hold the id's current producer id and epoch.
@@ -247,9 +253,14 @@ final class TransactionCoordinator implements AutoCloseable {
         return state.withProducer(state.producerId(), (short) (state.epoch() + 1), state.timeoutMs(), now);
     }
 
-    /** @return an open transaction's state with its producer fenced: the next epoch, the same transaction */
-    private TransactionState fenced(TransactionState state, long now) {
-        return bumped(state, now);
+    /**
+     * @return an open transaction's state with its producer fenced: the same producer id at the next epoch (up to
+     *     32767, which a fence may take), the same transaction, so that its markers end what the partitions hold open
+     *     under that id; a new id comes only at the producer's next InitProducerId
+     */
+    private static TransactionState fenced(TransactionState state, long now) {
+        short next = state.epoch() < Short.MAX_VALUE ? (short) (state.epoch() + 1) : state.epoch();
+        return state.withProducer(state.producerId(), next, state.timeoutMs(), now);
     }
 
     // ---- AddPartitionsToTxn, AddOffsetsToTxn ----
@@ -307,7 +318,7 @@ final class TransactionCoordinator implements AutoCloseable {
             // As Kafka answers a leader's check: a partition not in the transaction is TRANSACTION_ABORTABLE, a
             // fenced producer PRODUCER_FENCED.
             wanted.forEach(partition -> {
-                Errors verified = verify(id, producerId, epoch, partition.topic(), partition.index());
+                Errors verified = verifyHere(id, producerId, epoch, partition.topic(), partition.index());
                 errors.put(partition, verified == Errors.INVALID_TXN_STATE ? Errors.TRANSACTION_ABORTABLE
                         : verified == Errors.INVALID_PRODUCER_EPOCH ? Errors.PRODUCER_FENCED : verified);
             });
@@ -392,7 +403,20 @@ final class TransactionCoordinator implements AutoCloseable {
             return verifyRemotely(id, producerId, epoch, topic, index);
         }
         if (coordination != Errors.NONE) {
-            return Errors.INVALID_TXN_STATE;
+            // As Kafka's leaders answer when the coordinator cannot say now: retriable.
+            return Errors.NOT_ENOUGH_REPLICAS;
+        }
+        return verifyHere(id, producerId, epoch, topic, index);
+    }
+
+    /**
+     * The coordinator's side of a leader's check (AddPartitionsToTxn v4-5, verify only): NOT_COORDINATOR (or the like)
+     * when this broker does not coordinate now, rather than asking another.
+     */
+    private Errors verifyHere(String id, long producerId, short epoch, String topic, int index) {
+        Errors coordination = coordination();
+        if (coordination != Errors.NONE) {
+            return coordination;
         }
         Slot slot = id == null ? null : slots.get(id);
         if (slot == null) {
@@ -476,7 +500,7 @@ final class TransactionCoordinator implements AutoCloseable {
                     new AddPartitionsToTxnRequestData().setTransactions(transactions),
                     new AddPartitionsToTxnResponseData());
             if (response.errorCode() != Errors.NONE.code()) {
-                return Errors.INVALID_TXN_STATE;
+                return Errors.NOT_ENOUGH_REPLICAS;
             }
             for (AddPartitionsToTxnResponseData.AddPartitionsToTxnResult result : response.resultsByTransaction()) {
                 for (AddPartitionsToTxnTopicResult topicResult : result.topicResults()) {
@@ -485,7 +509,10 @@ final class TransactionCoordinator implements AutoCloseable {
                         if (error != Errors.NONE) {
                             return error == Errors.PRODUCER_FENCED || error == Errors.INVALID_PRODUCER_EPOCH
                                     ? Errors.INVALID_PRODUCER_EPOCH
-                                    : error == Errors.INVALID_PRODUCER_ID_MAPPING ? error : Errors.INVALID_TXN_STATE;
+                                    : error == Errors.INVALID_PRODUCER_ID_MAPPING ? error
+                                    : error == Errors.TRANSACTION_ABORTABLE || error == Errors.INVALID_TXN_STATE
+                                    ? Errors.INVALID_TXN_STATE
+                                    : Errors.NOT_ENOUGH_REPLICAS; // the coordinator moving or loading: retriable
                         }
                     }
                 }
@@ -578,20 +605,22 @@ final class TransactionCoordinator implements AutoCloseable {
 
     /** @return whether an open transaction has offsets of the group's partition to commit (OffsetFetch's stability) */
     boolean pendingOffset(String group, String topic, int partition) {
-        if (!loaded) {
+        if (!serves()) {
             return false;
         }
+        if (coordination() != Errors.NONE) {
+            // The states are not loaded (yet): a transaction may be about to commit this offset.
+            return true;
+        }
         for (Slot slot : slots.values()) {
-            synchronized (slot) {
-                TransactionState state = slot.state;
-                if (state != null && state.status() != TransactionState.Status.EMPTY
-                        && state.status() != TransactionState.Status.COMPLETE_COMMIT
-                        && state.status() != TransactionState.Status.COMPLETE_ABORT) {
-                    for (TransactionState.Offset offset : state.offsets()) {
-                        if (offset.group().equals(group) && offset.topic().equals(topic)
-                                && offset.partition() == partition) {
-                            return true;
-                        }
+            TransactionState state = slot.state;
+            if (state != null && !state.offsets().isEmpty() && state.status() != TransactionState.Status.EMPTY
+                    && state.status() != TransactionState.Status.COMPLETE_COMMIT
+                    && state.status() != TransactionState.Status.COMPLETE_ABORT) {
+                for (TransactionState.Offset offset : state.offsets()) {
+                    if (offset.group().equals(group) && offset.topic().equals(topic)
+                            && offset.partition() == partition) {
+                        return true;
                     }
                 }
             }
@@ -685,8 +714,13 @@ final class TransactionCoordinator implements AutoCloseable {
     private void complete(Slot slot) {
         TransactionState state = slot.state;
         boolean commit = state.status() == TransactionState.Status.PREPARE_COMMIT;
+        long epoch = loadedEpoch;
         for (TransactionState.Partition partition : state.partitions()) {
-            writeMarker(partition, state.producerId(), state.epoch(), commit);
+            // A coordinator that lost its place writes no more markers: the next one completes the transaction.
+            if (coordination() != Errors.NONE || loadedEpoch != epoch) {
+                throw new Partition.NotLeaderException("this broker no longer coordinates transactions");
+            }
+            writeMarker(partition, state.producerId(), state.epoch(), commit, (int) epoch);
         }
         if (commit) {
             Map<String, List<ClusterView.CommittedOffset>> byGroup = new LinkedHashMap<>();
@@ -709,30 +743,32 @@ final class TransactionCoordinator implements AutoCloseable {
      * Writes a transaction marker to a partition this broker leads, waiting until it is stored. A partition whose
      * topic went is passed over.
      */
-    private void writeMarker(TransactionState.Partition target, long producerId, short epoch, boolean commit) {
+    private void writeMarker(TransactionState.Partition target, long producerId, short epoch, boolean commit,
+                             int coordinatorEpoch) {
         Partition partition = partitions.partition(target.topic(), target.index());
         if (partition == null) {
             return; // the topic was deleted: nothing left to mark
         }
         if (!partition.leads()) {
-            writeMarkerRemotely(partition, producerId, epoch, commit);
+            writeMarkerRemotely(partition, producerId, epoch, commit, coordinatorEpoch);
             return;
         }
-        Errors error = writeMarkerHere(partition, producerId, epoch, commit);
+        Errors error = writeMarkerHere(partition, producerId, epoch, commit, coordinatorEpoch);
         if (error != Errors.NONE) {
             throw new IllegalStateException("the marker of " + target.topic() + "-" + target.index() + ": " + error);
         }
     }
 
     /** Sends the marker to the partition's leader (WriteTxnMarkers), waiting for its answer. */
-    private void writeMarkerRemotely(Partition partition, long producerId, short epoch, boolean commit) {
+    private void writeMarkerRemotely(Partition partition, long producerId, short epoch, boolean commit,
+                                     int coordinatorEpoch) {
         int leader = partition.leadership().leader();
         if (leader < 0) {
             throw new Partition.NotLeaderException("no leader of " + partition.topic() + "-" + partition.index());
         }
         WriteTxnMarkersRequestData.WritableTxnMarker marker = new WriteTxnMarkersRequestData.WritableTxnMarker()
                 .setProducerId(producerId).setProducerEpoch(epoch).setTransactionResult(commit)
-                .setCoordinatorEpoch(0).setTopics(List.of(new WriteTxnMarkersRequestData.WritableTxnMarkerTopic()
+                .setCoordinatorEpoch(coordinatorEpoch).setTopics(List.of(new WriteTxnMarkersRequestData.WritableTxnMarkerTopic()
                         .setName(partition.topic()).setPartitionIndexes(List.of(partition.index()))));
         WriteTxnMarkersResponseData response;
         try {
@@ -746,7 +782,8 @@ final class TransactionCoordinator implements AutoCloseable {
             for (WriteTxnMarkersResponseData.WritableTxnMarkerTopicResult topic : result.topics()) {
                 for (WriteTxnMarkersResponseData.WritableTxnMarkerPartitionResult answer : topic.partitions()) {
                     Errors error = Errors.forCode(answer.errorCode());
-                    if (error != Errors.NONE && error != Errors.UNKNOWN_TOPIC_OR_PARTITION) {
+                    // UNKNOWN_TOPIC_OR_PARTITION too is tried again: a leader whose metadata lags this broker's.
+                    if (error != Errors.NONE) {
                         throw new IllegalStateException("the marker of " + partition.topic() + "-"
                                 + partition.index() + " on broker " + leader + ": " + error);
                     }
@@ -775,7 +812,7 @@ final class TransactionCoordinator implements AutoCloseable {
                         error = Errors.NOT_LEADER_OR_FOLLOWER;
                     } else {
                         error = writeMarkerHere(partition, marker.producerId(), marker.producerEpoch(),
-                                marker.transactionResult());
+                                marker.transactionResult(), marker.coordinatorEpoch());
                     }
                     topicResult.partitions().add(new WriteTxnMarkersResponseData.WritableTxnMarkerPartitionResult()
                             .setPartitionIndex(index).setErrorCode(error.code()));
@@ -785,24 +822,40 @@ final class TransactionCoordinator implements AutoCloseable {
         return response;
     }
 
-    /** Writes a marker to a partition this broker leads, waiting until it is stored; @return NONE or the error */
-    private Errors writeMarkerHere(Partition partition, long producerId, short epoch, boolean commit) {
+    /**
+     * Writes a marker to a partition this broker leads, waiting until it is committed (in a cluster, a majority of
+     * the replicas have it: the replica that takes over holds it too). The producer's transaction ends in the
+     * partition's state only then, at the marker's offset, so the last stable offset never passes a marker that a
+     * new leader may not have.
+     *
+     * @return NONE, or the error: a marker from a coordinator that lost its place is refused
+     */
+    private Errors writeMarkerHere(Partition partition, long producerId, short epoch, boolean commit,
+                                   int coordinatorEpoch) {
         MemoryRecords marker = MemoryRecords.withEndTransactionMarker(0L, clock.getAsLong(), partition.leaderEpoch(),
                 producerId, epoch, new EndTransactionMarker(commit ? ControlRecordType.COMMIT : ControlRecordType.ABORT,
-                        0));
+                        coordinatorEpoch));
         KafkaBatch batch = KafkaBatch.check(MemorySegment.ofBuffer(marker.buffer()));
         ProducerStates.Producers state = producerStates.of(partition);
-        CompletableFuture<Long> stored;
+        CompletableFuture<Long> committed;
         synchronized (state.lock) {
-            long lowerBound = partition.logEndOffset();
+            Errors refused = state.checkMarker(producerId, epoch, coordinatorEpoch);
+            if (refused != Errors.NONE) {
+                LOG.warn("refused a marker of producer {} epoch {} from coordinator epoch {} to {}-{}: {}", producerId,
+                        epoch, coordinatorEpoch, partition.topic(), partition.index(), refused);
+                return refused;
+            }
             Partition.Appended appended = partition.append(batch, Durability.ACKNOWLEDGED);
-            stored = appended.stored();
-            if (!stored.isCompletedExceptionally()) {
-                state.recordMarker(producerId, epoch, commit, lowerBound);
+            committed = appended.committed();
+            if (!appended.stored().isCompletedExceptionally()) {
+                state.recordMarkerAppended(producerId, epoch, coordinatorEpoch);
             }
         }
         try {
-            await(stored);
+            long offset = await(committed);
+            synchronized (state.lock) {
+                state.recordMarkerCommitted(producerId, commit, offset);
+            }
             return Errors.NONE;
         } catch (RuntimeException e) {
             if (e.getCause() instanceof TopicDeletedException) {
@@ -846,15 +899,17 @@ final class TransactionCoordinator implements AutoCloseable {
     /** Saves a slot's next state, then takes it; call under the slot's lock. @return NONE, or the error to answer */
     private Errors save(Slot slot, TransactionState next) {
         try {
-            await(cluster.saveTransaction(next.transactionalId(), next.encode()));
+            // Stamped with the epoch the states were loaded in: a save by a coordinator that lost its place since
+            // (even one that came back in a later epoch, its states reloaded) is refused.
+            await(cluster.saveTransaction(next.transactionalId(), next.encode(), loadedEpoch));
             slot.state = next;
             return Errors.NONE;
         } catch (RuntimeException e) {
             LOG.warn("saving the state of transaction {} failed: {}", next.transactionalId(), e.toString());
             Throwable cause = e.getCause() != null ? e.getCause() : e;
-            return cause instanceof TimeoutException ? Errors.REQUEST_TIMED_OUT
-                    : cause instanceof Partition.NotLeaderException ? Errors.NOT_COORDINATOR
-                    : Errors.KAFKA_STORAGE_ERROR;
+            // As Kafka's coordinator answers a failed append to its log: the client finds the coordinator again.
+            return cause instanceof Partition.NotLeaderException ? Errors.NOT_COORDINATOR
+                    : Errors.COORDINATOR_NOT_AVAILABLE;
         }
     }
 
@@ -900,10 +955,7 @@ final class TransactionCoordinator implements AutoCloseable {
         long now = clock.getAsLong();
         List<ListTransactionsResponseData.TransactionState> listed = new ArrayList<>();
         for (Slot slot : slots.values()) {
-            TransactionState state;
-            synchronized (slot) {
-                state = slot.state;
-            }
+            TransactionState state = slot.state;
             if (state == null
                     || !request.stateFilters().isEmpty() && !request.stateFilters().contains(state.status().kafkaName())
                     || !request.producerIdFilters().isEmpty() && !request.producerIdFilters()
@@ -938,12 +990,7 @@ final class TransactionCoordinator implements AutoCloseable {
                 continue;
             }
             Slot slot = slots.get(id);
-            TransactionState state = null;
-            if (slot != null) {
-                synchronized (slot) {
-                    state = slot.state;
-                }
-            }
+            TransactionState state = slot == null ? null : slot.state;
             if (state == null) {
                 answer.setErrorCode(Errors.TRANSACTIONAL_ID_NOT_FOUND.code());
                 continue;

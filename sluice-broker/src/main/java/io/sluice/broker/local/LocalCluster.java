@@ -224,7 +224,7 @@ public final class LocalCluster implements ClusterView {
      * offset, the transactional id (Java's modified UTF-8, length first), then the state's bytes.
      */
     @Override
-    public CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state) {
+    public CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state, long epoch) {
         try {
             java.io.ByteArrayOutputStream bytes = new java.io.ByteArrayOutputStream();
             try (java.io.DataOutputStream out = new java.io.DataOutputStream(bytes)) {

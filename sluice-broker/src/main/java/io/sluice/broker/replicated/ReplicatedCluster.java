@@ -151,8 +151,8 @@ public final class ReplicatedCluster implements ClusterView {
     }
 
     @Override
-    public CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state) {
-        return notLeader(node.saveTransaction(transactionalId, state));
+    public CompletableFuture<Void> saveTransaction(String transactionalId, byte[] state, long epoch) {
+        return notLeader(node.saveTransaction(transactionalId, state, epoch));
     }
 
     @Override

@@ -91,7 +91,7 @@ class TransactionStatePowerCutTest {
                     for (int i = 0; i < SAVES; i++) {
                         String id = "tx-" + (i % IDS);
                         lastBegun.put(id, i);
-                        CompletableFuture<Void> saved = cluster.saveTransaction(id, state(i));
+                        CompletableFuture<Void> saved = cluster.saveTransaction(id, state(i), 0);
                         scheduler.settle(new SplittableRandom(i), 100);
                         if (!saved.isDone() || saved.isCompletedExceptionally()) {
                             break; // the power went
