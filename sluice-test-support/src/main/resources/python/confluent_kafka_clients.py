@@ -311,11 +311,16 @@ def produce_transaction(producer, args, deliveries, label, partitions):
 
 
 def kafka_error(exception):
-    """The KafkaError a call raised. confluent-kafka raises a fatal error from the poll or flush that serves it, and
-    when a delivery report is served in the same call, as a SystemError whose cause is the KafkaException."""
-    while exception is not None and not isinstance(exception, KafkaException):
+    """The KafkaError a call raised, or None. confluent-kafka raises a fatal error from the poll or flush that serves
+    it: a KafkaException, a KafkaError itself, or (when a delivery report is served in the same call) a SystemError
+    caused by one of those."""
+    while exception is not None:
+        if isinstance(exception, KafkaException):
+            return exception.args[0]
+        if isinstance(exception, KafkaError):
+            return exception
         exception = exception.__cause__
-    return None if exception is None else exception.args[0]
+    return None
 
 
 def expect_fenced(what, call):
@@ -323,7 +328,10 @@ def expect_fenced(what, call):
     fatal _FENCED error."""
     try:
         call()
-    except Exception as e:  # noqa: BLE001 - a fatal error may come wrapped in a SystemError, see kafka_error
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except:  # noqa: E722 - confluent-kafka may raise the fatal error as a KafkaError, which is no Exception
+        e = sys.exc_info()[1]
         error = kafka_error(e)
         check(error is not None, f"{what} of the fenced producer raised {e!r}, not a KafkaException")
         check(error.code() == KafkaError._FENCED and error.fatal(),
