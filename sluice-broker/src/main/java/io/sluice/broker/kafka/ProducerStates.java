@@ -184,6 +184,16 @@ final class ProducerStates {
         }
 
         /**
+         * @return whether a transaction marker of {@code epoch} is older than the producer's epoch here: Kafka's
+         *     replicas refuse such a marker (INVALID_PRODUCER_EPOCH), since it would end the transaction the producer
+         *     has open in its newer epoch; call under {@link #lock}
+         */
+        boolean staleMarker(long producerId, short epoch) {
+            Producer producer = producers().get(producerId);
+            return producer != null && epoch < producer.epoch;
+        }
+
+        /**
          * Records a transaction marker appended for a producer; call under {@link #lock} right after the append. A
          * marker of a newer epoch than the producer's (a transaction aborted at its timeout, fencing the producer)
          * starts that epoch: its next batch must be its first.

@@ -719,6 +719,12 @@ final class TransactionCoordinator implements AutoCloseable {
             return;
         }
         Errors error = writeMarkerHere(partition, producerId, epoch, commit);
+        if (error == Errors.INVALID_PRODUCER_EPOCH) {
+            // As Kafka's coordinator: the producer has moved to a newer epoch here, so this transaction is over there.
+            LOG.warn("the marker of producer {} epoch {} to {}-{} is older than the producer there: passed over",
+                    producerId, epoch, target.topic(), target.index());
+            return;
+        }
         if (error != Errors.NONE) {
             throw new IllegalStateException("the marker of " + target.topic() + "-" + target.index() + ": " + error);
         }
@@ -746,7 +752,10 @@ final class TransactionCoordinator implements AutoCloseable {
             for (WriteTxnMarkersResponseData.WritableTxnMarkerTopicResult topic : result.topics()) {
                 for (WriteTxnMarkersResponseData.WritableTxnMarkerPartitionResult answer : topic.partitions()) {
                     Errors error = Errors.forCode(answer.errorCode());
-                    if (error != Errors.NONE && error != Errors.UNKNOWN_TOPIC_OR_PARTITION) {
+                    // A topic gone, or a producer moved to a newer epoch there (as Kafka's coordinator): nothing
+                    // left for this transaction to mark.
+                    if (error != Errors.NONE && error != Errors.UNKNOWN_TOPIC_OR_PARTITION
+                            && error != Errors.INVALID_PRODUCER_EPOCH) {
                         throw new IllegalStateException("the marker of " + partition.topic() + "-"
                                 + partition.index() + " on broker " + leader + ": " + error);
                     }
@@ -785,7 +794,12 @@ final class TransactionCoordinator implements AutoCloseable {
         return response;
     }
 
-    /** Writes a marker to a partition this broker leads, waiting until it is stored; @return NONE or the error */
+    /**
+     * Writes a marker to a partition this broker leads, waiting until it is stored.
+     *
+     * @return NONE; INVALID_PRODUCER_EPOCH, with nothing written, for a marker older than the producer's epoch here (as
+     *     Kafka's replicas answer); or the error that stopped the write
+     */
     private Errors writeMarkerHere(Partition partition, long producerId, short epoch, boolean commit) {
         MemoryRecords marker = MemoryRecords.withEndTransactionMarker(0L, clock.getAsLong(), partition.leaderEpoch(),
                 producerId, epoch, new EndTransactionMarker(commit ? ControlRecordType.COMMIT : ControlRecordType.ABORT,
@@ -794,6 +808,9 @@ final class TransactionCoordinator implements AutoCloseable {
         ProducerStates.Producers state = producerStates.of(partition);
         CompletableFuture<Long> stored;
         synchronized (state.lock) {
+            if (state.staleMarker(producerId, epoch)) {
+                return Errors.INVALID_PRODUCER_EPOCH;
+            }
             long lowerBound = partition.logEndOffset();
             Partition.Appended appended = partition.append(batch, Durability.ACKNOWLEDGED);
             stored = appended.stored();
