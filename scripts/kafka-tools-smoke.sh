@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Kafka's own command-line tools (the pinned kafka-tools from Maven Central) against `sluice broker` on
 # 127.0.0.1: topics (create, list, describe, delete, configs), console producer and consumer, consumer groups, a
-# preferred leader election, producer and consumer perf tests, kafka-configs, kafka-delete-records. Each step's output is checked; the script stops at the first that fails.
+# preferred leader election, producer and consumer perf tests, kafka-configs, kafka-delete-records, kafka-transactions
+# (an open transaction listed, described, its producer described, aborted). Each step's output is checked; the
+# script stops at the first that fails.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
 tool() { java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$tools_cp" "$@"; }
@@ -92,6 +94,63 @@ grep -q "Invalid value soon for configuration retention.ms" "$scratch/bad-config
 tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --describe --topic configured \
   | tee "$scratch/describe-configured"
 grep -q "retention.ms=3600000" "$scratch/describe-configured" || fail "kafka-topics --describe does not show the configs"
+
+step kafka-transactions list, describe, describe-producers, abort
+# A transaction left open: Kafka's console producer is not transactional, so a small producer (Java's source launcher,
+# on the tools' classpath) writes 3 records to txn-0 in a transaction and exits without ending it.
+tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create --topic txn --partitions 1 \
+  --replication-factor 1
+tool "$here/scripts/kafka-tools/OpenTransaction.java" "$bootstrap" smoke-tx txn 0 3 | tee "$scratch/open"
+grep -qx "sent txn-0@2" "$scratch/open" || fail "the transactional producer did not write 3 records to txn-0"
+transactions() { tool org.apache.kafka.tools.TransactionsCommand --bootstrap-server "$bootstrap" "$@"; }
+# has_row FILE CONDITION: some row of the tool's table (columns split on blanks) meets the awk condition, in which
+# $id is the producer id.
+has_row() { awk -v id="${producer_id:-}" "$2 { found = 1 } END { exit !found }" "$1"; }
+transactions list | tee "$scratch/transactions"
+producer_id="$(awk '$1 == "smoke-tx" && $4 == "Ongoing" { print $3 }' "$scratch/transactions")"
+[ -n "$producer_id" ] || fail "kafka-transactions list does not show smoke-tx Ongoing"
+transactions describe --transactional-id smoke-tx | tee "$scratch/transaction"
+# CoordinatorId TransactionalId ProducerId ProducerEpoch TransactionState TransactionTimeoutMs ... TopicPartitions
+has_row "$scratch/transaction" '$2 == "smoke-tx" && $3 == id && $5 == "Ongoing" && $6 == "600000" && $9 == "txn-0"' \
+  || fail "kafka-transactions describe does not show smoke-tx Ongoing on txn-0"
+transactions describe-producers --topic txn --partition 0 | tee "$scratch/producers"
+# ProducerId ProducerEpoch LatestCoordinatorEpoch LastSequence LastTimestamp CurrentTransactionStartOffset
+has_row "$scratch/producers" '$1 == id && $2 == "0" && $4 == "2" && $6 == "0"' \
+  || fail "kafka-transactions describe-producers does not show the producer's transaction open from offset 0"
+# abort writes the ABORT marker itself, with WriteTxnMarkers to the partition's leader (how an operator ends a
+# transaction whose coordinator lost track of it): the partition's transaction ends after its 3 records, and the
+# coordinator still holds it Ongoing, as Kafka's does.
+transactions abort --topic txn --partition 0 --start-offset 0
+transactions describe-producers --topic txn --partition 0 | tee "$scratch/producers"
+has_row "$scratch/producers" '$1 == id && $2 == "0" && $6 == "None"' \
+  || fail "kafka-transactions describe-producers still shows a transaction open on txn-0 after abort"
+tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$bootstrap" --topic txn --time -1 | tee "$scratch/end"
+grep -qx "txn:0:4" "$scratch/end" || fail "txn-0 does not end after its 3 records and the abort marker"
+transactions list | tee "$scratch/transactions"
+has_row "$scratch/transactions" '$1 == "smoke-tx" && $3 == id && $4 == "Ongoing"' \
+  || fail "the coordinator no longer holds smoke-tx Ongoing after kafka-transactions abort"
+# A new producer of the transactional id (writing nothing) fences the old one, and the coordinator aborts its
+# transaction: an ABORT marker at offset 4, of the bumped epoch 1; the new producer gets epoch 2.
+tool "$here/scripts/kafka-tools/OpenTransaction.java" "$bootstrap" smoke-tx txn 0 0
+transactions describe --transactional-id smoke-tx | tee "$scratch/transaction"
+has_row "$scratch/transaction" '$2 == "smoke-tx" && $3 == id && $4 == "2" && $5 == "Empty"' \
+  || fail "kafka-transactions describe does not show smoke-tx Empty at epoch 2 after the new producer"
+transactions describe-producers --topic txn --partition 0 | tee "$scratch/producers"
+has_row "$scratch/producers" '$1 == id && $2 == "1" && $6 == "None"' \
+  || fail "kafka-transactions describe-producers does not show the producer at epoch 1 with no transaction open"
+tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$bootstrap" --topic txn --time -1 | tee "$scratch/end"
+grep -qx "txn:0:5" "$scratch/end" || fail "txn-0 does not end after the coordinator's abort marker"
+# A marker of an epoch the producer has left behind would end a transaction of its newer epoch: refused, as Kafka
+# refuses it, and nothing written.
+if transactions abort --topic txn --partition 0 --producer-id "$producer_id" --producer-epoch 0 \
+  --coordinator-epoch 0 > "$scratch/stale-abort" 2>&1; then
+  fail "kafka-transactions abort took a marker of epoch 0 from a producer at epoch 1"
+fi
+cat "$scratch/stale-abort"
+grep -q "failed due an invalid producer epoch" "$scratch/stale-abort" \
+  || fail "kafka-transactions abort of epoch 0 failed otherwise than for the epoch: $(cat "$scratch/stale-abort")"
+tool org.apache.kafka.tools.GetOffsetShell --bootstrap-server "$bootstrap" --topic txn --time -1 | tee "$scratch/end"
+grep -qx "txn:0:5" "$scratch/end" || fail "a refused marker was written to txn-0"
 
 step kafka-topics --delete
 tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --delete --topic perf

@@ -16,6 +16,12 @@ Checks:
   round-trip        an idempotent acks=all Producer sends --records records over the --partitions partitions of
                     --topic (made beforehand); a Consumer of group --group reads every one back once, at the offset
                     the delivery report gave, and commits
+  transactions      a transactional Producer (--transactional-id) commits and aborts transactions of --records records
+                    over the 2 partitions of --topic (made beforehand), each flushed before it ends; a newer producer
+                    of the id aborts the open transaction of the older and fences it (its commit_transaction, then its
+                    produce, fail with a fatal _FENCED); a read_committed Consumer reads every committed record once
+                    and no aborted one, a read_uncommitted one reads all; a Consumer of --group reads the committed
+                    records and send_offsets_to_transaction commits its positions with a commit, not with an abort
 
 Prints "ok: ..." lines and exits 0 when every assertion holds; prints "FAIL: ..." and exits 1 at the first that does
 not, 2 on a bad command line, 3 when it runs out of --seconds.
@@ -263,8 +269,209 @@ def round_trip(args):
     consumer.close()
 
 
+# A committed or aborted transaction of the first producer: its label, its partitions, and whether it commits. One of
+# them writes to a single partition, so that the other gets no marker of it.
+TRANSACTIONS = [("c0", (0, 1), True), ("a1", (0, 1), False), ("c2", (0, 1), True), ("a3", (1,), False),
+                ("c4", (0, 1), True), ("a5", (0, 1), False)]
+
+
+def transactional_producer(args):
+    return Producer({"bootstrap.servers": args.bootstrap, "transactional.id": args.transactional_id,
+                     "transaction.timeout.ms": 60000, "linger.ms": 5, "message.timeout.ms": 60000})
+
+
+class Deliveries:
+    """The delivery reports of a producer's records: each key's partition and offset, or its error."""
+
+    def __init__(self):
+        self.delivered = {}
+        self.errors = {}
+
+    def __call__(self, error, message):
+        key = message.key().decode()
+        if error is not None:
+            self.errors[key] = error
+        else:
+            self.delivered[key] = (message.partition(), message.offset())
+
+
+def produce_transaction(producer, args, deliveries, label, partitions):
+    """Produces --records records of a transaction, spread over its partitions, and flushes them to the log."""
+    keys = []
+    for i in range(args.records):
+        key = f"{label}-{i}"
+        producer.produce(args.topic, key=key.encode(), value=("value-" + key).encode(),
+                         partition=partitions[i % len(partitions)], on_delivery=deliveries)
+        keys.append(key)
+    left = producer.flush(60)
+    check(left == 0, f"{left} records of transaction {label} not delivered within 60 s")
+    check(set(keys) <= set(deliveries.delivered), f"records of transaction {label} not delivered:"
+          f" {dict(list(deliveries.errors.items())[:10])}")
+    return keys
+
+
+def kafka_error(exception):
+    """The KafkaError a call raised, or None. confluent-kafka raises a fatal error from the poll or flush that serves
+    it: a KafkaException, a KafkaError itself, or (when a delivery report is served in the same call) a SystemError
+    caused by one of those."""
+    while exception is not None:
+        if isinstance(exception, KafkaException):
+            return exception.args[0]
+        if isinstance(exception, KafkaError):
+            return exception
+        exception = exception.__cause__
+    return None
+
+
+def expect_fenced(what, call):
+    """Calls a fenced producer's operation, which must fail as librdkafka fails a producer fenced by a newer one: a
+    fatal _FENCED error."""
+    try:
+        call()
+    except (SystemExit, KeyboardInterrupt):
+        raise
+    except:  # noqa: E722 - confluent-kafka may raise the fatal error as a KafkaError, which is no Exception
+        e = sys.exc_info()[1]
+        error = kafka_error(e)
+        check(error is not None, f"{what} of the fenced producer raised {e!r}, not a KafkaException")
+        check(error.code() == KafkaError._FENCED and error.fatal(),
+              f"{what} of the fenced producer failed with {error}, not a fatal _FENCED")
+        ok(f"{what} of the fenced producer failed: {error.name()} (fatal): {error.str()}")
+        return
+    fail(f"{what} of the fenced producer succeeded")
+
+
+def read_to_end(args, isolation, group):
+    """Every record of --topic's partitions from their start to their end, as a consumer of the isolation reads them:
+    key to (partition, offset). Fails on a record read twice."""
+    consumer = Consumer({"bootstrap.servers": args.bootstrap, "group.id": group, "isolation.level": isolation,
+                         "enable.auto.commit": False, "enable.partition.eof": True})
+    consumer.assign([TopicPartition(args.topic, p, confluent_kafka.OFFSET_BEGINNING) for p in range(args.partitions)])
+    read = {}
+    at_end = set()
+    deadline = time.monotonic() + 60
+    while len(at_end) < args.partitions:
+        check(time.monotonic() < deadline, f"{isolation}: not at the end of every partition within 60 s;"
+              f" {len(read)} records read, at the end of {sorted(at_end)}")
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        if message.error() is not None:
+            check(message.error().code() == KafkaError._PARTITION_EOF, f"{isolation} consumer error: {message.error()}")
+            at_end.add(message.partition())
+            continue
+        key = message.key().decode()
+        check(key not in read, f"{isolation}: {key} read twice")
+        check(message.value() == ("value-" + key).encode(), f"{isolation}: {key} read with {message.value()!r}")
+        read[key] = (message.partition(), message.offset())
+    consumer.close()
+    return read
+
+
+def transactions(args):
+    check(args.partitions == 2, "transactions runs over 2 partitions")
+    deliveries = Deliveries()
+    committed, aborted = set(), set()
+    first = transactional_producer(args)
+    first.init_transactions(30)
+    for label, partitions, commit in TRANSACTIONS:
+        first.begin_transaction()
+        # Flushed first, so that even the aborted records reach the log (abort_transaction drops those not yet sent).
+        keys = produce_transaction(first, args, deliveries, label, partitions)
+        if commit:
+            first.commit_transaction(30)
+            committed.update(keys)
+        else:
+            first.abort_transaction(30)
+            aborted.update(keys)
+    check(not deliveries.errors, f"delivery errors: {dict(list(deliveries.errors.items())[:10])}")
+    ok(f"{sum(c for _, _, c in TRANSACTIONS)} transactions committed and {sum(not c for _, _, c in TRANSACTIONS)}"
+       f" aborted, {len(committed)} and {len(aborted)} records delivered")
+
+    # A newer producer of the transactional id, each time while the older one has a transaction open with records in
+    # the log: that transaction is aborted, and the older producer's next call to the broker is refused. First its
+    # EndTxn (the coordinator's check), then its Produce (the partition's).
+    first.begin_transaction()
+    aborted.update(produce_transaction(first, args, deliveries, "fenced-1", (0, 1)))
+    second = transactional_producer(args)
+    second.init_transactions(30)
+    ok("a second producer of the transactional id initialized while the first had a transaction open")
+    expect_fenced("commit_transaction", lambda: first.commit_transaction(30))
+    second.begin_transaction()
+    aborted.update(produce_transaction(second, args, deliveries, "fenced-2", (0, 1)))
+    third = transactional_producer(args)
+    third.init_transactions(30)
+    ok("a third producer of the transactional id initialized while the second had a transaction open")
+
+    def produce_late():
+        second.produce(args.topic, key=b"late", value=b"value-late", partition=0, on_delivery=deliveries)
+        second.flush(30)
+
+    expect_fenced("produce", produce_late)
+    check("late" not in deliveries.delivered, f"the fenced producer's record was stored at"
+          f" {deliveries.delivered.get('late')}")
+    third.begin_transaction()
+    committed.update(produce_transaction(third, args, deliveries, "third", (0, 1)))
+    third.commit_transaction(30)
+    ok("the third producer committed a transaction")
+
+    expected = {key: deliveries.delivered[key] for key in committed}
+    read = read_to_end(args, "read_committed", args.group + "-committed")
+    check(not (set(read) & aborted), f"read_committed read aborted records: {sorted(set(read) & aborted)[:10]}")
+    check(set(read) == committed, f"read_committed missed committed records: {sorted(committed - set(read))[:10]}")
+    check(read == expected, "read_committed read records at other offsets than delivered")
+    ok(f"read_committed read each of the {len(committed)} committed records once, none of the {len(aborted)} aborted")
+    everything = {key: deliveries.delivered[key] for key in committed | aborted}
+    read = read_to_end(args, "read_uncommitted", args.group + "-uncommitted")
+    check(read == everything, f"read_uncommitted read {len(read)} records, not the {len(everything)} written;"
+          f" missing {sorted(set(everything) - set(read))[:10]}")
+    ok(f"read_uncommitted read all {len(read)} records, committed and aborted, once each")
+    offsets_with_transactions(args, third, len(committed))
+
+
+def offsets_with_transactions(args, producer, records):
+    """A consumer of --group reads the committed records; their offsets, sent with a transaction, commit with a
+    commit only."""
+    consumer = Consumer({"bootstrap.servers": args.bootstrap, "group.id": args.group, "isolation.level":
+                         "read_committed", "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer.subscribe([args.topic])
+    read = 0
+    deadline = time.monotonic() + 60
+    while read < records:
+        check(time.monotonic() < deadline, f"the group's consumer read {read} of {records} records in 60 s")
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        check(message.error() is None, f"consumer error: {message.error()}")
+        read += 1
+    assignment = consumer.assignment()
+    check(len(assignment) == args.partitions, f"the group's consumer was assigned {assignment}")
+    positions = consumer.position(assignment)
+    sent = {tp.partition: tp.offset for tp in positions}
+    ok(f"group {args.group} read the {records} committed records, positions {sent}")
+    partitions = [TopicPartition(args.topic, p) for p in range(args.partitions)]
+
+    def committed_offsets():
+        return {tp.partition: tp.offset for tp in consumer.committed(partitions, timeout=30)}
+
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
+    producer.abort_transaction(30)
+    got = committed_offsets()
+    check(all(offset == confluent_kafka.OFFSET_INVALID for offset in got.values()),
+          f"offsets sent with an aborted transaction were committed: {got}")
+    ok("offsets sent with an aborted transaction are not committed")
+    producer.begin_transaction()
+    producer.send_offsets_to_transaction(positions, consumer.consumer_group_metadata(), 30)
+    producer.commit_transaction(30)
+    got = committed_offsets()
+    check(got == sent, f"offsets committed with the transaction: {got}, sent {sent}")
+    ok(f"offsets sent with a committed transaction are committed: {got}")
+    consumer.close()
+
+
 CHECKS = {"list-topics": list_topics, "create-topics": create_topics, "describe-configs": describe_configs,
-          "alter-configs": alter_configs, "round-trip": round_trip}
+          "alter-configs": alter_configs, "round-trip": round_trip, "transactions": transactions}
 
 
 def main():
@@ -279,6 +486,7 @@ def main():
     parser.add_argument("--config", action="append", default=[])
     parser.add_argument("--records", type=int, default=300)
     parser.add_argument("--group", default="confluent-round-trip")
+    parser.add_argument("--transactional-id", default="confluent-transactions")
     parser.add_argument("--seconds", type=int, default=150)
     args = parser.parse_args()
 

@@ -19,8 +19,9 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * confluent-kafka (librdkafka, through {@link PythonClients}) against one broker on 127.0.0.1: its AdminClient lists
- * topics, creates them, and describes a topic's configs; its Producer and Consumer carry records there and back. The
- * script asserts what the client gets; this test then checks the store.
+ * topics, creates them, and describes a topic's configs; its Producer and Consumer carry records there and back; its
+ * transactional Producer commits and aborts, is fenced, and commits a group's offsets, as read_committed and
+ * read_uncommitted Consumers see. The script asserts what the client gets; this test then checks the store.
  */
 class ConfluentKafkaClientsTest {
 
@@ -88,6 +89,26 @@ class ConfluentKafkaClientsTest {
                 .extracting(ConsumerPosition::queueId, ConsumerPosition::nextOffset)
                 .containsExactlyInAnyOrder(org.assertj.core.groups.Tuple.tuple(0, 100L),
                         org.assertj.core.groups.Tuple.tuple(1, 100L), org.assertj.core.groups.Tuple.tuple(2, 100L));
+    }
+
+    @Test
+    void transactionalProducerCommitsAbortsIsFencedAndCommitsAGroupsOffsetsWithATransaction() throws Exception {
+        store.createTopic("transacted", BrokerConfig.defaults().topicLayout(), 2);
+        assertSucceeds(run("transactions", "--topic", "transacted", "--partitions", "2", "--records", "20",
+                "--group", "transacted-readers", "--transactional-id", "confluent-tx"));
+        // Partition 0 has 8 transactions of 10 records, partition 1 the same 8 and one of 20 (the script's list, its
+        // two fenced producers' transactions and the third's); each ends in one marker, and the fenced producer's
+        // late record is not stored.
+        long[] ends = {8 * 11, 8 * 11 + 21};
+        for (int partition = 0; partition < 2; partition++) {
+            assertThat(store.maxOffset("transacted", partition)).as("partition %d's end", partition)
+                    .isEqualTo(ends[partition]);
+        }
+        // The group's offsets, committed with a transaction: past the last committed record, before or past the
+        // commit marker that ends each partition (where librdkafka's position is depends on how its fetches fell).
+        assertThat(store.consumerPositions()).filteredOn(position -> position.group().equals("transacted-readers"))
+                .hasSize(2).allSatisfy(position -> assertThat(position.nextOffset())
+                        .isBetween(ends[position.queueId()] - 1, ends[position.queueId()]));
     }
 
     private PythonClients.Result run(String check, String... args) throws Exception {

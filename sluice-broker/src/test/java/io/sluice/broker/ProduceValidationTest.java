@@ -136,10 +136,15 @@ class ProduceValidationTest {
             assertThat(produce(socket, request("t", 0, (short) 1, MemoryRecords.readableRecords(two))).errorCode())
                     .isEqualTo(Errors.INVALID_RECORD.code());
 
-            // A transactional batch.
+            // A transaction's batch sent without a transactional id, as Kafka answers it; a control batch.
             MemoryRecords transactional = MemoryRecords.withTransactionalRecords(Compression.NONE, 9L, (short) 0, 0,
                     records(1));
             assertThat(produce(socket, request("t", 0, (short) 1, transactional)).errorCode())
+                    .isEqualTo(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code());
+            MemoryRecords control = MemoryRecords.withEndTransactionMarker(0L, 0L, 0, 9L, (short) 0,
+                    new org.apache.kafka.common.record.internal.EndTransactionMarker(
+                            org.apache.kafka.common.record.internal.ControlRecordType.COMMIT, 0));
+            assertThat(produce(socket, request("t", 0, (short) 1, control)).errorCode())
                     .isEqualTo(Errors.INVALID_RECORD.code());
 
             assertThat(produce(socket, request("t", 0, (short) 2, good)).errorCode())

@@ -13,7 +13,9 @@ import java.util.Collection;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.AbortTransactionSpec;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -190,6 +192,40 @@ class TransactionsTest {
                 first.close(Duration.ofSeconds(5));
             }
             assertThat(readAll(broker, IsolationLevel.READ_COMMITTED, List.of(tp))).containsExactly("second");
+        }
+    }
+
+    @Test
+    void aMarkerOfAnOlderEpochIsRefusedAndLeavesTheProducersOpenTransactionAlone() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Admin admin = admin(broker)) {
+            createTopic(broker, "m", 1);
+            TopicPartition tp = new TopicPartition("m", 0);
+            try (KafkaProducer<String, String> earlier = producer(broker, "tx-m", 60_000)) {
+                earlier.initTransactions(); // epoch 0
+            }
+            try (KafkaProducer<String, String> producer = producer(broker, "tx-m", 60_000)) {
+                producer.initTransactions(); // epoch 1
+                producer.beginTransaction();
+                for (int i = 0; i < 3; i++) {
+                    producer.send(new ProducerRecord<>("m", 0, null, "v" + i)).get(10, TimeUnit.SECONDS);
+                }
+                ProducerState open = admin.describeProducers(List.of(tp)).partitionResult(tp)
+                        .get(10, TimeUnit.SECONDS).activeProducers().getFirst();
+                assertThat(open.producerEpoch()).isEqualTo(1);
+                // kafka-transactions abort with an epoch the producer has left behind (WriteTxnMarkers): refused, as
+                // Kafka 4.3.1 refuses it, so that it cannot end the producer's transaction of epoch 1.
+                AbortTransactionSpec stale = new AbortTransactionSpec(tp, open.producerId(), (short) 0, 0);
+                assertThatThrownBy(() -> admin.abortTransaction(stale).all().get(10, TimeUnit.SECONDS))
+                        .isInstanceOf(ExecutionException.class).hasCauseInstanceOf(InvalidProducerEpochException.class);
+                assertThat(admin.describeProducers(List.of(tp)).partitionResult(tp).get(10, TimeUnit.SECONDS)
+                        .activeProducers().getFirst().currentTransactionStartOffset()).hasValue(0);
+                producer.send(new ProducerRecord<>("m", 0, null, "v3")).get(10, TimeUnit.SECONDS);
+                producer.commitTransaction();
+            }
+            assertThat(readAll(broker, IsolationLevel.READ_COMMITTED, List.of(tp)))
+                    .containsExactly("v0", "v1", "v2", "v3");
         }
     }
 

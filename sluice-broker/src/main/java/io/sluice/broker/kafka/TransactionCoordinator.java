@@ -754,6 +754,12 @@ final class TransactionCoordinator implements AutoCloseable {
             return;
         }
         Errors error = writeMarkerHere(partition, producerId, epoch, commit, coordinatorEpoch);
+        if (error == Errors.INVALID_PRODUCER_EPOCH) {
+            // As Kafka's coordinator: the producer has moved to a newer epoch there, so this transaction is over there.
+            LOG.warn("the marker of producer {} epoch {} to {}-{} is older than the producer there: passed over",
+                    producerId, epoch, target.topic(), target.index());
+            return;
+        }
         if (error != Errors.NONE) {
             throw new IllegalStateException("the marker of " + target.topic() + "-" + target.index() + ": " + error);
         }
@@ -782,8 +788,9 @@ final class TransactionCoordinator implements AutoCloseable {
             for (WriteTxnMarkersResponseData.WritableTxnMarkerTopicResult topic : result.topics()) {
                 for (WriteTxnMarkersResponseData.WritableTxnMarkerPartitionResult answer : topic.partitions()) {
                     Errors error = Errors.forCode(answer.errorCode());
-                    // UNKNOWN_TOPIC_OR_PARTITION too is tried again: a leader whose metadata lags this broker's.
-                    if (error != Errors.NONE) {
+                    // UNKNOWN_TOPIC_OR_PARTITION too is tried again (a leader whose metadata lags this broker's); a
+                    // producer moved to a newer epoch there (as Kafka's coordinator) leaves nothing to mark.
+                    if (error != Errors.NONE && error != Errors.INVALID_PRODUCER_EPOCH) {
                         throw new IllegalStateException("the marker of " + partition.topic() + "-"
                                 + partition.index() + " on broker " + leader + ": " + error);
                     }
