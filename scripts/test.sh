@@ -1,7 +1,9 @@
 #!/usr/bin/env bash
 # Runs the whole test suite, including the SIGKILL crash rounds (more with -Dsluice.crash.rounds=N).
+# Two modules at a time where the modules' dependencies allow (-T 2): the simulation's tests run beside the
+# broker's, which need nothing of each other; the cluster's wait for both.
 set -euo pipefail
 here="$(cd "$(dirname "${BASH_SOURCE[0]}")/.." && pwd)"
 source "$here/scripts/java-env.sh"
 cd "$here"
-exec ./mvnw -B verify "$@"
+exec ./mvnw -B -T 2 verify "$@"

@@ -25,7 +25,7 @@ public final class Report extends Experiment {
 
     /** Experiments in report order. */
     static final List<String> ORDER = List.of("io-copy", "mmap-vs-channel", "small-io", "store", "peers",
-            "mmap-modes", "broker", "cluster");
+            "mmap-modes", "broker", "transactions", "cluster");
 
     /** What the background articles published, per experiment (../shared/docs/background.md). */
     static final Map<String, List<String>> PUBLISHED = Map.of(
@@ -65,6 +65,10 @@ public final class Report extends Experiment {
             "broker", List.of(
                     "Seed 004 (JMQ4 against Kafka as brokers with network clients): Kafka about 92,000 msg/s under "
                             + "sync flush with one message per request, 1,140,000 msg/s batched async."),
+            "transactions", List.of(
+                    "The background articles published no figures for transactions.",
+                    "Sluice's own targets against Kafka in the same run: transactional produce throughput at least "
+                            + "2x, broker CPU per record at most 0.5x."),
             "cluster", List.of(
                     "The background articles published no figures for replicated brokers (seed 003 names a "
                             + "Raft-replicated log store, Logstore, by its segment files only).",
