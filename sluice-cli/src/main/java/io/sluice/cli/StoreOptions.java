@@ -61,6 +61,11 @@ final class StoreOptions {
             + " are limited to a quarter of it. A store setting: given, it replaces the store's.")
     Long segmentSize;
 
+    @Option(names = "--max-message-bytes", description = "The largest message the store takes, in bytes: for a"
+            + " broker, the largest record batch, which caps every topic's max.message.bytes (default 4 MiB; with"
+            + " --segment-size below 16 MiB, a quarter of it). At most the segment size less a record's overhead.")
+    Integer maxMessageBytes;
+
     @Option(names = "--retention-hours", description = "Delete segments whose messages are all older (default 72)."
             + " A store setting: given, it replaces the store's; not given, the store keeps its own.")
     Long retentionHours;
@@ -114,6 +119,9 @@ final class StoreOptions {
             if (segmentSize < 16L << 20) {
                 builder.maxMessageBytes((int) Math.max(1, segmentSize / 4));
             }
+        }
+        if (maxMessageBytes != null) {
+            builder.maxMessageBytes(maxMessageBytes);
         }
         if (allocation != null) {
             builder.segmentAllocation(allocation);

@@ -36,6 +36,19 @@ class BrokerStoreConfigTest {
         assertThat(config.flushIntervalMillis()).isEqualTo(Broker.ASYNC_FLUSH_INTERVAL_MILLIS);
     }
 
+    /**
+     * The largest message the store takes caps every topic's max.message.bytes: given, a broker takes topics and
+     * batches larger than the default 4 MiB (franz-go's suite makes a topic of 10 MiB and produces 5 MiB).
+     */
+    @Test
+    void theLargestMessageIsTheUsersToSet() {
+        assertThat(parsed("--dir", "d").maxMessageBytes()).isEqualTo(StoreConfig.builder().build().maxMessageBytes());
+        assertThat(parsed("--dir", "d", "--max-message-bytes", "16777216").maxMessageBytes()).isEqualTo(16 << 20);
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> parsed("--dir", "d", "--segment-size", "16777216",
+                        "--max-message-bytes", "16777216"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxMessageBytes");
+    }
+
     @Test
     void syncKeepsTheMappedPathAndAGivenPathIsTaken() {
         assertThat(parsed("--dir", "d", "--flush", "sync").writePath()).isEqualTo(WritePath.MMAP);
