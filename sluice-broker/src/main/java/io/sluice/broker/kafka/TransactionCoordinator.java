@@ -443,49 +443,26 @@ final class TransactionCoordinator implements AutoCloseable {
      * @return NONE once added, or the error to answer the batch with
      */
     Errors addImplicitly(String id, long producerId, short epoch, String topic, int index) {
-        TransactionState.Partition partition = new TransactionState.Partition(topic, index);
         Errors coordination = coordination();
-        if (coordination == Errors.NONE) {
-            Errors added = add(id, producerId, epoch, Set.of(partition), Set.of());
-            return added == Errors.PRODUCER_FENCED ? Errors.INVALID_PRODUCER_EPOCH
-                    : added == Errors.CONCURRENT_TRANSACTIONS ? Errors.NOT_ENOUGH_REPLICAS : added;
-        }
-        if (coordination != Errors.NOT_COORDINATOR) {
-            return Errors.NOT_ENOUGH_REPLICAS; // retriable: the producer sends the batch again
-        }
-        AddPartitionsToTxnRequestData.AddPartitionsToTxnTopicCollection topics =
-                new AddPartitionsToTxnRequestData.AddPartitionsToTxnTopicCollection();
-        topics.add(new AddPartitionsToTxnRequestData.AddPartitionsToTxnTopic().setName(topic)
-                .setPartitions(List.of(index)));
-        AddPartitionsToTxnRequestData.AddPartitionsToTxnTransactionCollection transactions =
-                new AddPartitionsToTxnRequestData.AddPartitionsToTxnTransactionCollection();
-        transactions.add(new AddPartitionsToTxnRequestData.AddPartitionsToTxnTransaction().setTransactionalId(id)
-                .setProducerId(producerId).setProducerEpoch(epoch).setVerifyOnly(false).setTopics(topics));
-        try {
-            AddPartitionsToTxnResponseData response = brokers.send(cluster.controller(),
-                    org.apache.kafka.common.protocol.ApiKeys.ADD_PARTITIONS_TO_TXN, (short) 5,
-                    new AddPartitionsToTxnRequestData().setTransactions(transactions),
-                    new AddPartitionsToTxnResponseData());
-            for (AddPartitionsToTxnResponseData.AddPartitionsToTxnResult result : response.resultsByTransaction()) {
-                for (AddPartitionsToTxnTopicResult topicResult : result.topicResults()) {
-                    for (AddPartitionsToTxnPartitionResult answer : topicResult.resultsByPartition()) {
-                        Errors error = Errors.forCode(answer.partitionErrorCode());
-                        if (error != Errors.NONE) {
-                            return error == Errors.PRODUCER_FENCED ? Errors.INVALID_PRODUCER_EPOCH
-                                    : error == Errors.CONCURRENT_TRANSACTIONS ? Errors.NOT_ENOUGH_REPLICAS : error;
-                        }
-                    }
-                }
-            }
-            return response.errorCode() == Errors.NONE.code() ? Errors.NONE : Errors.forCode(response.errorCode());
-        } catch (java.io.IOException e) {
-            LOG.warn("adding a partition to transaction {} at the coordinator failed: {}", id, e.toString());
-            return Errors.NOT_ENOUGH_REPLICAS;
-        }
+        Errors added = coordination == Errors.NONE
+                ? add(id, producerId, epoch, Set.of(new TransactionState.Partition(topic, index)), Set.of())
+                : coordination == Errors.NOT_COORDINATOR ? askCoordinator(id, producerId, epoch, topic, index, false)
+                : null;
+        // No answer now (the coordinator loading, unreachable, or completing the last transaction) is retriable: the
+        // producer sends the batch again.
+        return added == null || added == Errors.CONCURRENT_TRANSACTIONS ? Errors.NOT_ENOUGH_REPLICAS
+                : added == Errors.PRODUCER_FENCED ? Errors.INVALID_PRODUCER_EPOCH : added;
     }
 
-    /** Asks the coordinator (the controller) with AddPartitionsToTxn v4, verify only, as Kafka's leaders ask. */
-    private Errors verifyRemotely(String id, long producerId, short epoch, String topic, int index) {
+    /**
+     * Asks the coordinator (the controller) about one partition of a producer's transaction, as Kafka's leaders ask:
+     * AddPartitionsToTxn v4 to check it is in the transaction ({@code verifyOnly}), v5 to add it.
+     *
+     * @return the coordinator's answer for the partition (its request's error if it refused the whole request), or
+     *     null if the coordinator could not be reached
+     */
+    private Errors askCoordinator(String id, long producerId, short epoch, String topic, int index,
+                                  boolean verifyOnly) {
         AddPartitionsToTxnRequestData.AddPartitionsToTxnTopicCollection topics =
                 new AddPartitionsToTxnRequestData.AddPartitionsToTxnTopicCollection();
         topics.add(new AddPartitionsToTxnRequestData.AddPartitionsToTxnTopic().setName(topic)
@@ -493,35 +470,43 @@ final class TransactionCoordinator implements AutoCloseable {
         AddPartitionsToTxnRequestData.AddPartitionsToTxnTransactionCollection transactions =
                 new AddPartitionsToTxnRequestData.AddPartitionsToTxnTransactionCollection();
         transactions.add(new AddPartitionsToTxnRequestData.AddPartitionsToTxnTransaction().setTransactionalId(id)
-                .setProducerId(producerId).setProducerEpoch(epoch).setVerifyOnly(true).setTopics(topics));
+                .setProducerId(producerId).setProducerEpoch(epoch).setVerifyOnly(verifyOnly).setTopics(topics));
+        AddPartitionsToTxnResponseData response;
         try {
-            AddPartitionsToTxnResponseData response = brokers.send(cluster.controller(),
-                    org.apache.kafka.common.protocol.ApiKeys.ADD_PARTITIONS_TO_TXN, (short) 4,
-                    new AddPartitionsToTxnRequestData().setTransactions(transactions),
+            response = brokers.send(cluster.controller(), org.apache.kafka.common.protocol.ApiKeys.ADD_PARTITIONS_TO_TXN,
+                    verifyOnly ? (short) 4 : (short) 5, new AddPartitionsToTxnRequestData().setTransactions(transactions),
                     new AddPartitionsToTxnResponseData());
-            if (response.errorCode() != Errors.NONE.code()) {
-                return Errors.NOT_ENOUGH_REPLICAS;
-            }
-            for (AddPartitionsToTxnResponseData.AddPartitionsToTxnResult result : response.resultsByTransaction()) {
-                for (AddPartitionsToTxnTopicResult topicResult : result.topicResults()) {
-                    for (AddPartitionsToTxnPartitionResult partition : topicResult.resultsByPartition()) {
-                        Errors error = Errors.forCode(partition.partitionErrorCode());
-                        if (error != Errors.NONE) {
-                            return error == Errors.PRODUCER_FENCED || error == Errors.INVALID_PRODUCER_EPOCH
-                                    ? Errors.INVALID_PRODUCER_EPOCH
-                                    : error == Errors.INVALID_PRODUCER_ID_MAPPING ? error
-                                    : error == Errors.TRANSACTION_ABORTABLE || error == Errors.INVALID_TXN_STATE
-                                    ? Errors.INVALID_TXN_STATE
-                                    : Errors.NOT_ENOUGH_REPLICAS; // the coordinator moving or loading: retriable
-                        }
+        } catch (java.io.IOException e) {
+            LOG.warn("asking the coordinator about partition {}-{} of transaction {} failed: {}", topic, index, id,
+                    e.toString());
+            return null;
+        }
+        if (response.errorCode() != Errors.NONE.code()) {
+            return Errors.forCode(response.errorCode());
+        }
+        for (AddPartitionsToTxnResponseData.AddPartitionsToTxnResult result : response.resultsByTransaction()) {
+            for (AddPartitionsToTxnTopicResult topicResult : result.topicResults()) {
+                for (AddPartitionsToTxnPartitionResult answer : topicResult.resultsByPartition()) {
+                    if (answer.partitionErrorCode() != Errors.NONE.code()) {
+                        return Errors.forCode(answer.partitionErrorCode());
                     }
                 }
             }
-            return Errors.NONE;
-        } catch (java.io.IOException e) {
-            LOG.warn("verifying a batch of transaction {} with the coordinator failed: {}", id, e.toString());
+        }
+        return Errors.NONE;
+    }
+
+    /** Checks with the coordinator (the controller), verify only, as Kafka's leaders check. */
+    private Errors verifyRemotely(String id, long producerId, short epoch, String topic, int index) {
+        Errors error = askCoordinator(id, producerId, epoch, topic, index, true);
+        if (error == null) {
             return Errors.NOT_ENOUGH_REPLICAS; // retriable: the producer sends the batch again
         }
+        return error == Errors.NONE ? Errors.NONE
+                : error == Errors.PRODUCER_FENCED || error == Errors.INVALID_PRODUCER_EPOCH ? Errors.INVALID_PRODUCER_EPOCH
+                : error == Errors.INVALID_PRODUCER_ID_MAPPING ? error
+                : error == Errors.TRANSACTION_ABORTABLE || error == Errors.INVALID_TXN_STATE ? Errors.INVALID_TXN_STATE
+                : Errors.NOT_ENOUGH_REPLICAS; // the coordinator moving or loading: retriable
     }
 
     // ---- TxnOffsetCommit ----
