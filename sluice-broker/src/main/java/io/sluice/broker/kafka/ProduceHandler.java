@@ -190,7 +190,7 @@ final class ProduceHandler {
             fail(response, Errors.UNSUPPORTED_COMPRESSION_TYPE, "zstd needs Produce v7 or later");
             return null;
         }
-        boolean transactional = RecordBatches.transactional(batch);
+        boolean transactional = checked.transactional();
         Object verification = null;
         if (transactional) {
             if (transactionalId == null) {

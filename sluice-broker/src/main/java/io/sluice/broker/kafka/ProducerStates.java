@@ -87,6 +87,10 @@ final class ProducerStates {
      */
     long lastStableIfKnown(io.sluice.broker.Partition partition, long highWatermark) {
         Producers state = of(partition);
+        if (state.transactions == null) {
+            // The common case of a partition no transaction wrote to: no lock the producers contend for.
+            return highWatermark;
+        }
         synchronized (state.lock) {
             return state.lastStableIfKnown(highWatermark);
         }
@@ -141,7 +145,8 @@ final class ProducerStates {
         private final io.sluice.broker.Partition log;
         private final int leaderEpoch;
         private Map<Long, Producer> producers;
-        private PartitionTransactions transactions;
+        /** Set and changed under {@link #lock}; volatile so that a fetch learns without the lock that there are none. */
+        private volatile PartitionTransactions transactions;
         /** The last coordinator epoch that wrote a marker for each producer. */
         private final Map<Long, Integer> coordinatorEpochs = new java.util.HashMap<>();
         /** The check of each producer's transaction under way, by producer (see {@link #startVerification}). */

@@ -31,9 +31,10 @@ final class RecordBatches {
      * @param firstRecordTimestamp the earliest timestamp of its records
      * @param lastRecordTimestamp the latest timestamp of its records
      * @param keyless whether one of its records has no key
+     * @param transactional whether it is a transaction's batch (bit 4 of its attributes)
      */
     record Checked(KafkaBatch batch, CompressionType compression, long firstRecordTimestamp, long lastRecordTimestamp,
-                   boolean keyless) {
+                   boolean keyless, boolean transactional) {
     }
 
     /** Bits 0-2 of the attributes: the compression codec's id. */
@@ -113,13 +114,7 @@ final class RecordBatches {
         }
         long base = bytes.getLong(bytes.position() + KafkaBatch.BASE_TIMESTAMP);
         return new Checked(checked, compression, base + walker.minTimestampDelta(), base + walker.maxTimestampDelta(),
-                walker.keyless());
-    }
-
-    /** @return whether the batch is part of a transaction (bit 4 of its attributes) */
-    static boolean transactional(KafkaBatch batch) {
-        return (batch.buffer().getShort(batch.buffer().position() + KafkaBatch.ATTRIBUTES)
-                & io.sluice.broker.ProducerHistory.TRANSACTIONAL_FLAG) != 0;
+                walker.keyless(), only.isTransactional());
     }
 
     /** Bit 3 of the attributes: the batch's timestamp type, set for LogAppendTime. */
@@ -142,7 +137,7 @@ final class RecordBatches {
         crc.update(copy.duplicate().position(KafkaBatch.CRC_START));
         copy.putInt(KafkaBatch.CRC, (int) crc.getValue());
         return new Checked(KafkaBatch.check(MemorySegment.ofBuffer(copy)), checked.compression(), now, now,
-                checked.keyless());
+                checked.keyless(), checked.transactional());
     }
 
     /** @return the one batch the records hold, whole */
