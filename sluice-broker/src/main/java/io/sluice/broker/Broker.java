@@ -2,6 +2,7 @@ package io.sluice.broker;
 
 import io.prometheus.metrics.exporter.httpserver.HTTPServer;
 import io.sluice.broker.kafka.KafkaApis;
+import io.sluice.broker.kafka.LogCleaner;
 import io.sluice.broker.local.LocalCluster;
 import io.sluice.broker.local.LocalPartitions;
 import io.sluice.broker.replicated.ReplicatedCluster;
@@ -132,12 +133,17 @@ public final class Broker implements AutoCloseable {
         KafkaApis kafka = new KafkaApis(partitions.apply(server.port()), cluster.apply(server.port()), store.config(),
                 new KafkaApis.Settings(config.nodeId(), config.host(), server.port(), config.clusterId(),
                         config.defaultPartitions(), config.autoCreateTopics(), config.topicLayout(),
-                        config.offsetsRetentionMinutes()),
+                        config.offsetsRetentionMinutes(), config.cleaner()),
                 executor, metrics);
 
         apis.set(kafka);
         LOG.info("Sluice broker listening on {}:{}", config.host(), server.port());
         return new Broker(server, executor, kafka, metricsServer);
+    }
+
+    /** @return the log cleaner, which compacts the partitions of compacted topics */
+    public LogCleaner cleaner() {
+        return apis.cleaner();
     }
 
     /** @return the port of the Prometheus endpoint, or -1 if none runs */

@@ -24,11 +24,20 @@ import java.util.Objects;
  * @param leaderImbalanceCheckSeconds in a cluster, how often a broker hands the partitions it leads to their
  *     preferred replicas (300 s by default, as Kafka's leader.imbalance.check.interval.seconds; 0: never, as Kafka's
  *     auto.leader.rebalance.enable=false); a new partition's leader hands over either way
+ * @param cleaner the log cleaner's settings (Kafka's log.cleaner.*)
  */
 public record BrokerConfig(String host, int port, int nodeId, String clusterId, int maxRequestBytes,
                            int maxConnections, int defaultPartitions, boolean autoCreateTopics,
                            TopicLayout topicLayout, int metricsPort, int offsetsRetentionMinutes,
-                           int leaderImbalanceCheckSeconds) {
+                           int leaderImbalanceCheckSeconds, CleanerSettings cleaner) {
+
+    /** A configuration with the log cleaner's defaults. */
+    public BrokerConfig(String host, int port, int nodeId, String clusterId, int maxRequestBytes, int maxConnections,
+                        int defaultPartitions, boolean autoCreateTopics, TopicLayout topicLayout, int metricsPort,
+                        int offsetsRetentionMinutes, int leaderImbalanceCheckSeconds) {
+        this(host, port, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions, autoCreateTopics,
+                topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds, CleanerSettings.DEFAULTS);
+    }
 
     /** Kafka's leader.imbalance.check.interval.seconds. */
     public static final int DEFAULT_LEADER_IMBALANCE_CHECK_SECONDS = 300;
@@ -38,6 +47,7 @@ public record BrokerConfig(String host, int port, int nodeId, String clusterId, 
         Objects.requireNonNull(host, "host");
         Objects.requireNonNull(clusterId, "clusterId");
         Objects.requireNonNull(topicLayout, "topicLayout");
+        Objects.requireNonNull(cleaner, "cleaner");
         if (port < 0 || port > 65_535) {
             throw new IllegalArgumentException("port must be between 0 and 65535, was " + port);
         }
@@ -79,18 +89,25 @@ public record BrokerConfig(String host, int port, int nodeId, String clusterId, 
     /** @return this configuration listening on {@code newPort} */
     public BrokerConfig withPort(int newPort) {
         return new BrokerConfig(host, newPort, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
-                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds);
+                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds, cleaner);
     }
 
     /** @return this configuration with node id {@code newNodeId} */
     public BrokerConfig withNodeId(int newNodeId) {
         return new BrokerConfig(host, port, newNodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
-                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds);
+                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds, cleaner);
+    }
+
+    /** @return this configuration with the log cleaner's settings {@code newCleaner} */
+    public BrokerConfig withCleaner(CleanerSettings newCleaner) {
+        return new BrokerConfig(host, port, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
+                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds,
+                newCleaner);
     }
 
     /** @return this configuration with its Prometheus endpoint on {@code newMetricsPort} (-1: none) */
     public BrokerConfig withMetricsPort(int newMetricsPort) {
         return new BrokerConfig(host, port, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
-                autoCreateTopics, topicLayout, newMetricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds);
+                autoCreateTopics, topicLayout, newMetricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds, cleaner);
     }
 }

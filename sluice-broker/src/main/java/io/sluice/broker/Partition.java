@@ -1,5 +1,7 @@
 package io.sluice.broker;
 
+import io.sluice.store.BatchCleaner;
+import io.sluice.store.CompactionReport;
 import io.sluice.store.Durability;
 import io.sluice.store.KafkaBatch;
 import io.sluice.store.OpaqueSlice;
@@ -125,6 +127,22 @@ public interface Partition {
      *     error
      */
     CompletableFuture<Long> deleteRecords(long offset);
+
+    /**
+     * Compacts this replica's log ({@link io.sluice.store.Store#compact}): each replica compacts its own, as Kafka's
+     * do, and keeps the same latest record per key, since each keeps every key's latest record.
+     *
+     * @param endOffset no batch at or past this offset is touched (the cleaner's first uncleanable offset)
+     * @return what it did; {@link CompactionReport#NONE} where this replica's log has no segment to compact
+     */
+    default CompactionReport compact(long endOffset, BatchCleaner cleaner) {
+        return CompactionReport.NONE;
+    }
+
+    /** @return the bytes of this replica's log from {@code offset} to its end ({@link io.sluice.store.Store#bytesFrom}) */
+    default long bytesFrom(long offset) {
+        return 0;
+    }
 
     /** @return the first offset whose store time is at or after {@code timestamp} (the store's time index) */
     long offsetForTimestamp(long timestamp);

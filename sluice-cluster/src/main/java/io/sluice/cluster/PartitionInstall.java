@@ -133,11 +133,9 @@ final class PartitionInstall {
             long copied = 0;
             while (from < end) {
                 ByteString chunk = LeaderSnapshots.ask(client, leader, "read " + from + " " + end);
-                if (chunk.isEmpty()) {
-                    throw new IOException("the leader of " + id + " returned no batch at offset " + from
-                            + " below its snapshot's " + end);
-                }
-                from = batches.appendCopied(chunk, from);
+                // No batch up to the snapshot's end, the leader's store starting at or below the copy's offset (it
+                // refuses a read below its start): its compaction dropped them, and the copy holds the same gap.
+                from = chunk.isEmpty() ? batches.appendGap(from, end, 0) : batches.appendCopied(chunk, from);
                 replica.copied(from);
                 copied += chunk.size();
             }

@@ -10,6 +10,7 @@ import io.sluice.store.Store;
 import io.sluice.store.StoredMessage;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.lang.foreign.ValueLayout;
 import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
@@ -33,6 +34,8 @@ import org.slf4j.LoggerFactory;
  */
 final class PartitionStore {
 
+    private static final ValueLayout.OfLong MAX_TIMESTAMP = ValueLayout.JAVA_LONG_UNALIGNED
+            .withOrder(ByteOrder.BIG_ENDIAN);
     private static final Logger LOG = LoggerFactory.getLogger(PartitionStore.class);
 
     /** The most a read-only query returns of the batches a replica installing a snapshot copies. */
@@ -226,15 +229,44 @@ final class PartitionStore {
             long base = all.getLong(at);
             int size = 12 + all.getInt(at + 8);
             MemorySegment batch = MemorySegment.ofBuffer(all.slice(at, size));
-            if (base != next || KafkaBatch.problem(batch) != null) {
+            if (base < next || KafkaBatch.problem(batch) != null) {
                 throw new IOException("a copied batch of " + id + " at offset " + base + " does not follow offset "
                         + next + " or is no batch: " + KafkaBatch.problem(batch));
+            }
+            if (base > next) {
+                // The leader's compaction dropped the batches between: the copy holds the same gap.
+                appendGap(appended, next, base, batch.get(MAX_TIMESTAMP, KafkaBatch.MAX_TIMESTAMP));
             }
             int count = KafkaBatch.offsetCount(batch);
             appended.put(base, store.appendOpaqueToDeclared(topic, partition, batch, count, Durability.FLUSH_MODE));
             next = base + count;
             at += size;
         }
+        checkPlaced(appended);
+        return next;
+    }
+
+    /**
+     * Appends a gap over the offsets {@code from} to {@code to} (exclusive), where a compacted leader holds no batch.
+     *
+     * @return the offset after it, {@code to}
+     */
+    long appendGap(long from, long to, long timestamp) throws IOException {
+        Map<Long, CompletableFuture<AppendResult>> appended = new LinkedHashMap<>();
+        appendGap(appended, from, to, timestamp);
+        checkPlaced(appended);
+        return to;
+    }
+
+    private void appendGap(Map<Long, CompletableFuture<AppendResult>> appended, long from, long to, long timestamp) {
+        for (long at = from; at < to; ) {
+            int count = (int) Math.min(to - at, Integer.MAX_VALUE);
+            appended.put(at, store.appendGap(topic, partition, count, timestamp, Durability.FLUSH_MODE));
+            at += count;
+        }
+    }
+
+    private void checkPlaced(Map<Long, CompletableFuture<AppendResult>> appended) throws IOException {
         for (Map.Entry<Long, CompletableFuture<AppendResult>> append : appended.entrySet()) {
             long offset = append.getValue().join().firstQueueOffset();
             if (offset != append.getKey()) {
@@ -242,7 +274,6 @@ final class PartitionStore {
                         + append.getKey());
             }
         }
-        return next;
     }
 
     /**

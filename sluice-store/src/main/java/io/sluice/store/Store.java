@@ -281,6 +281,35 @@ public final class Store implements AutoCloseable {
         return engine.deletion().deleteBefore(topic, queueId, offset);
     }
 
+    /**
+     * Compacts a BATCHES topic's queue: each sealed segment whose batches all lie below {@code endOffset} and were
+     * forced is read batch by batch, oldest first, and rewritten with what {@code cleaner} keeps of each, in place
+     * of the segment (docs/format.md, "Compaction"). Offsets do not change: a batch the cleaner drops leaves a gap
+     * that reads step over, and a fetch from an offset in it starts at the next batch kept. The rewrite is
+     * crash-safe: a crash at any point leaves the segment as it was or as rewritten, never a mix. Reads go on
+     * meanwhile, appends too (they pause only while a rewritten segment is swapped in).
+     *
+     * @param endOffset no batch holding an offset at or past this is touched (Kafka's first uncleanable offset), nor
+     *     one at or past a retention hold on the queue ({@link #holdRetention}: its holder reads them back as stored)
+     * @return what it did
+     * @throws IllegalArgumentException if the topic is not a BATCHES topic, or the cleaner returned a batch the
+     *     store refuses (the segment is then left as it was)
+     * @throws StoreException on an I/O error: before a copy took its segment's name nothing of the log changed;
+     *     after, the log turns read-only and the next open rebuilds its indexes
+     */
+    public CompactionReport compact(String topic, int queueId, long endOffset, BatchCleaner cleaner) {
+        return engine.compact(topic, queueId, endOffset, cleaner);
+    }
+
+    /**
+     * @return the bytes the log holding a queue keeps from the record of {@code fromOffset} (or the queue's first, if
+     *     later) to its end: for a BATCHES or QUEUE topic, whose queue has a log of its own, what the queue's records
+     *     from there take (with a compacted segment's unused tail, which takes no disk block); 0 for an unknown queue
+     */
+    public long bytesFrom(String topic, int queueId, long fromOffset) {
+        return engine.reads().bytesFrom(topic, queueId, fromOffset);
+    }
+
     /** @return the topic's layout (SHARED for a topic never created otherwise) */
     public TopicLayout layout(String topic) {
         return engine.topics().layout(topic);
@@ -347,6 +376,18 @@ public final class Store implements AutoCloseable {
     public CompletableFuture<AppendResult> appendOpaqueToDeclared(String topic, int queueId, MemorySegment body,
                                                                   int count, Durability durability) {
         return engine.appends().appendOpaque(topic, queueId, body, count, durability, true);
+    }
+
+    /**
+     * Appends a gap to a BATCHES topic's queue: its next {@code count} offsets hold no record, and reads step over
+     * them, as over the gap compaction leaves where it dropped batches ({@link #compact}). For a replica that copies
+     * a compacted log batch by batch.
+     *
+     * @param maxTimestamp the time its offsets are indexed at
+     */
+    public CompletableFuture<AppendResult> appendGap(String topic, int queueId, int count, long maxTimestamp,
+                                                     Durability durability) {
+        return engine.appends().appendGap(topic, queueId, count, maxTimestamp, durability);
     }
 
     /**

@@ -1,5 +1,6 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.broker.CleanerSettings;
 import io.sluice.broker.ClusterView;
 import io.sluice.broker.Partitions;
 import io.sluice.broker.metrics.BrokerMetrics;
@@ -89,11 +90,21 @@ public final class KafkaApis implements AutoCloseable {
      * @param layout where a new topic's partitions live in the store
      * @param offsetsRetentionMinutes how long the committed offsets of a group with no members outlive its last
      *     commit (offsets.retention.minutes)
+     * @param cleaner the log cleaner's settings
      */
     public record Settings(int nodeId, String host, int port, String clusterId, int defaultPartitions,
-                           boolean autoCreateTopics, TopicLayout layout, int offsetsRetentionMinutes) {
+                           boolean autoCreateTopics, TopicLayout layout, int offsetsRetentionMinutes,
+                           CleanerSettings cleaner) {
+        /** Settings with the log cleaner's defaults. */
+        public Settings(int nodeId, String host, int port, String clusterId, int defaultPartitions,
+                        boolean autoCreateTopics, TopicLayout layout, int offsetsRetentionMinutes) {
+            this(nodeId, host, port, clusterId, defaultPartitions, autoCreateTopics, layout, offsetsRetentionMinutes,
+                    CleanerSettings.DEFAULTS);
+        }
+
         /** Checks the fields. */
         public Settings {
+            Objects.requireNonNull(cleaner, "cleaner");
             Objects.requireNonNull(host, "host");
             Objects.requireNonNull(clusterId, "clusterId");
             Objects.requireNonNull(layout, "layout");
@@ -126,6 +137,8 @@ public final class KafkaApis implements AutoCloseable {
      * cluster once per group it forgets, and sessions must still expire and rebalances end on time meanwhile.
      */
     private final ScheduledExecutorService expiry;
+    /** Compacts the partitions of compacted topics. */
+    private final LogCleaner cleaner;
     /** Runs the transactions' timeout checks. */
     private final ScheduledExecutorService transactionTimer;
     private final GroupApis groups;
@@ -201,6 +214,9 @@ public final class KafkaApis implements AutoCloseable {
             }
         }, OFFSETS_RETENTION_CHECK_MILLIS, OFFSETS_RETENTION_CHECK_MILLIS, TimeUnit.MILLISECONDS);
         this.configs = new Configs(topicConfigs, cluster, storeConfig, settings, partitions::count);
+        this.cleaner = new LogCleaner(partitions, cluster, topicConfigs, producerStates, storeConfig.clock()::millis,
+                settings.cleaner());
+        cleaner.start();
         this.elections = new LeaderElections(partitions, cluster);
     }
 
@@ -216,11 +232,17 @@ public final class KafkaApis implements AutoCloseable {
     /** Stops the group sessions' timer and the offset expiry. */
     @Override
     public void close() {
+        cleaner.close();
         timer.shutdownNow();
         expiry.shutdownNow();
         transactionTimer.shutdownNow();
         transactions.close();
         partitions.close();
+    }
+
+    /** @return the log cleaner */
+    public LogCleaner cleaner() {
+        return cleaner;
     }
 
     /**

@@ -4,6 +4,8 @@ import io.sluice.broker.DurableFile;
 import io.sluice.broker.Partition;
 import io.sluice.broker.Partitions;
 import io.sluice.broker.ProducerHistory;
+import io.sluice.store.BatchCleaner;
+import io.sluice.store.CompactionReport;
 import io.sluice.store.Durability;
 import io.sluice.store.KafkaBatch;
 import io.sluice.store.OpaqueSlice;
@@ -216,6 +218,16 @@ public final class LocalPartitions implements Partitions {
         }
 
         /** Made in the store, durably, before the answer. */
+        @Override
+        public CompactionReport compact(long endOffset, BatchCleaner cleaner) {
+            return store.compact(topic, index, endOffset, cleaner);
+        }
+
+        @Override
+        public long bytesFrom(long offset) {
+            return store.bytesFrom(topic, index, offset);
+        }
+
         @Override
         public CompletableFuture<Long> deleteRecords(long offset) {
             try {

@@ -4,6 +4,8 @@ import io.sluice.broker.Partition;
 import io.sluice.broker.Partitions;
 import io.sluice.broker.ProducerHistory;
 import io.sluice.broker.Replication;
+import io.sluice.store.BatchCleaner;
+import io.sluice.store.CompactionReport;
 import io.sluice.store.Durability;
 import io.sluice.store.KafkaBatch;
 import io.sluice.store.OpaqueSlice;
@@ -175,6 +177,16 @@ public final class ReplicatedPartitions implements Partitions {
          * Not yet: a replicated partition's log start must move at one place of its Raft log on every replica, and a
          * follower behind it still be sent the batches below it; answered as a policy refusal.
          */
+        @Override
+        public CompactionReport compact(long endOffset, BatchCleaner cleaner) {
+            return store.compact(id.topic(), id.partition(), endOffset, cleaner);
+        }
+
+        @Override
+        public long bytesFrom(long offset) {
+            return store.bytesFrom(id.topic(), id.partition(), offset);
+        }
+
         @Override
         public CompletableFuture<Long> deleteRecords(long offset) {
             return CompletableFuture.failedFuture(new UnsupportedOperationException(

@@ -35,9 +35,22 @@ final class CachePage extends RefCounted {
         this.lastAccessMillis = nowMillis;
     }
 
-    /** The cache takes the memory back itself when it evicts the page. */
+    /** Set when the cache drops the page while a reader holds it: gives the memory back once the reader is done. */
+    private volatile Runnable whenFreed;
+
+    /** The cache takes the memory back itself when it evicts the page, or when told by {@link #whenFreed}. */
     @Override
     protected void free() {
+        Runnable then = whenFreed;
+        if (then != null) {
+            then.run();
+        }
+    }
+
+    /** Retires the page; {@code then} runs once its last reader lets go (at once if none holds it). */
+    void retireThen(Runnable then) {
+        whenFreed = then;
+        retire();
     }
 
     /** @return the bytes of [position, position + length), which must lie inside the page */

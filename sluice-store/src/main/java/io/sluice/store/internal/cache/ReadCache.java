@@ -69,6 +69,8 @@ public final class ReadCache implements AutoCloseable {
     /** Memory of retired pages, ready for reuse. */
     private final List<MemorySegment> spare = new ArrayList<>();
     private final Object loadLock = new Object();
+    /** Guarded by this: counts {@link #invalidate} calls, so a load that overlapped one keeps nothing. */
+    private long invalidations;
     /** Runs prefetches (the store's scheduler), or null for none. */
     private final Executor prefetcher;
     /** Prefetches run inside it; close waits for them. */
@@ -213,7 +215,9 @@ public final class ReadCache implements AutoCloseable {
             long start = position - Math.floorMod(position, BLOCK);
             long end = Math.min(start + pageBytes, rangeEnd);
             MemorySegment memory;
+            long invalidated;
             synchronized (this) {
+                invalidated = invalidations;
                 Map.Entry<Long, CachePage> below = pages.lowerEntry(position + 1);
                 if (below != null && below.getValue().end > start) {
                     start = below.getValue().end;
@@ -243,8 +247,9 @@ public final class ReadCache implements AutoCloseable {
                 if (closed) {
                     return null;
                 }
-                if (overlaps(start, end)) {
-                    // A write-buffer page covering part of the range was adopted while the file was read.
+                if (overlaps(start, end) || invalidations != invalidated) {
+                    // A write-buffer page covering part of the range was adopted while the file was read, or
+                    // compaction replaced log bytes meanwhile (perhaps these).
                     spare.add(memory);
                     return null;
                 }
@@ -326,6 +331,28 @@ public final class ReadCache implements AutoCloseable {
             return null; // pinned since it was looked at; the caller goes without
         }
         return chosen;
+    }
+
+    /**
+     * Compaction replaced the log bytes [from, to): forgets every page that overlaps them, pinned or not (a reader
+     * holding one goes on reading what it chose; the memory is reused once it lets go), and a load that read the
+     * file before this call does not put its page in.
+     */
+    public synchronized void invalidate(long from, long to) {
+        invalidations++;
+        Map.Entry<Long, CachePage> floor = pages.floorEntry(from);
+        long first = floor != null ? floor.getKey() : from;
+        for (CachePage page : List.copyOf(pages.subMap(first, true, to, false).values())) {
+            if (page.end > from && page.start < to) {
+                pages.remove(page.start, page);
+                MemorySegment memory = page.memory;
+                page.retireThen(() -> {
+                    synchronized (this) {
+                        spare.add(memory);
+                    }
+                });
+            }
+        }
     }
 
     /** Retention: forgets pages wholly below {@code position}; their memory is reused once unpinned. */

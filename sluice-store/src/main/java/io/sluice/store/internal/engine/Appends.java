@@ -6,6 +6,8 @@ import io.sluice.store.KafkaBatch;
 import io.sluice.store.Message;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicDeletedException;
+import io.sluice.store.TopicLayout;
+import io.sluice.store.internal.log.BatchFormat;
 import io.sluice.store.internal.log.PreparedMessage;
 import io.sluice.store.internal.recovery.TopicRegistry;
 import java.lang.foreign.MemorySegment;
@@ -63,6 +65,17 @@ public final class Appends {
         Objects.requireNonNull(body, "body");
         return append(topic, queueId, new PreparedMessage[] {PreparedMessage.opaque(body, count,
                 config.maxMessageBytes())}, durability, declaredOnly);
+    }
+
+    /** Appends a gap of {@code count} offsets to a BATCHES queue ({@code Store.appendGap}). */
+    public CompletableFuture<AppendResult> appendGap(String topic, int queueId, int count, long maxTimestamp,
+                                                     Durability durability) {
+        if (logs.registry().layout(topic) != TopicLayout.BATCHES) {
+            throw new IllegalArgumentException("only a BATCHES topic takes gaps; " + topic + " is not one");
+        }
+        MemorySegment gap = MemorySegment.ofArray(new byte[BatchFormat.HEADER_BYTES]);
+        BatchFormat.encodeGap(gap, 0, count, maxTimestamp, -1);
+        return append(topic, queueId, new PreparedMessage[] {PreparedMessage.gap(gap, count)}, durability, true);
     }
 
     /** Appends a checked Kafka record batch ({@code Store.appendKafkaBatch}): its CRC32C is not checked again. */

@@ -1,6 +1,8 @@
 package io.sluice.store.internal.engine;
 
 import io.sluice.store.AppendResult;
+import io.sluice.store.BatchCleaner;
+import io.sluice.store.CompactionReport;
 import io.sluice.store.Durability;
 import io.sluice.store.DiskFullException;
 import io.sluice.store.FlushMode;
@@ -17,6 +19,7 @@ import io.sluice.store.internal.index.KeyIndex;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
 import io.sluice.store.internal.io.DurabilityLedger;
+import io.sluice.store.internal.log.BatchLogFormat;
 import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.LogFormat;
 import io.sluice.store.internal.log.PreparedMessage;
@@ -78,6 +81,8 @@ final class LogStore implements AutoCloseable {
     /** What the log's records are. */
     private final LogFormat format;
     private final ReentrantLock appendLock = new ReentrantLock();
+    /** Held by a compaction for its whole run; closing the log waits for it after telling it to stop. */
+    private final ReentrantLock compactionLock = new ReentrantLock();
     private final AtomicBoolean closed = new AtomicBoolean();
     /** Set by the first {@link #close}: files are closed once. */
     private final AtomicBoolean released = new AtomicBoolean();
@@ -364,6 +369,62 @@ final class LogStore implements AutoCloseable {
     }
 
     /**
+     * Compacts a queue of this batch log ({@code Store.compact}, {@link Compaction}).
+     *
+     * @throws IllegalArgumentException if the log is not a batch log
+     */
+    CompactionReport compact(String topic, int queueId, long endOffset, BatchCleaner cleaner) {
+        if (!(format instanceof BatchLogFormat)) {
+            throw new IllegalArgumentException("only a BATCHES topic's queue can be compacted; " + topic + " is not one");
+        }
+        if (readOnly) {
+            throw new IllegalStateException("store " + root + " is open for reading only");
+        }
+        compactionLock.lock();
+        try {
+            checkTakesWrites();
+            QueueIndex index = indexes.get(topic, queueId);
+            if (index == null) {
+                return CompactionReport.NONE;
+            }
+            Compaction compaction = new Compaction(log, index, ledger, config.fileIO(), action -> {
+                appendLock.lock();
+                try {
+                    if (compactionStopped() || health.refusal() != null) {
+                        return false;
+                    }
+                    action.run();
+                    return true;
+                } finally {
+                    appendLock.unlock();
+                }
+            }, this::compactionStopped);
+            return compaction.run(endOffset, cleaner);
+        } catch (Compaction.SwapFailedException e) {
+            throw health.classify(e, "compaction");
+        } catch (IOException e) {
+            // Nothing of the log changed: the copy being written is gone, the log goes on as it was.
+            if (LogHealth.isDiskFull(e)) {
+                throw new DiskFullException("compaction of " + topic + "-" + queueId + " failed: disk full ("
+                        + e.getMessage() + ")", e);
+            }
+            throw new StoreException("compaction of " + topic + "-" + queueId + " failed: " + e.getMessage(), e);
+        } finally {
+            compactionLock.unlock();
+        }
+    }
+
+    private boolean compactionStopped() {
+        return closed.get() || deleted || replaced || broken != null;
+    }
+
+    /** Waits for a compaction on its way to see that the log is closing and stop. */
+    private void awaitCompaction() {
+        compactionLock.lock();
+        compactionLock.unlock();
+    }
+
+    /**
      * Runs {@code action} on the log's indexes under the append lock, once the log is open and takes writes: no
      * append runs meanwhile.
      *
@@ -580,6 +641,7 @@ final class LogStore implements AutoCloseable {
         if (!closed.compareAndSet(false, true)) {
             return -1;
         }
+        awaitCompaction();
         boolean healthy;
         appendLock.lock();
         try {
@@ -654,6 +716,7 @@ final class LogStore implements AutoCloseable {
         } finally {
             appendLock.unlock();
         }
+        awaitCompaction();
         log.abandonRetired();
         if (retention != null) {
             retention.abandonPending();
@@ -668,6 +731,7 @@ final class LogStore implements AutoCloseable {
             return;
         }
         if (closed.compareAndSet(false, true) && flusher != null) {
+            awaitCompaction();
             flusher.close();
             flusher.failWaiters(new StoreException("store closed before the append was durable"));
         }

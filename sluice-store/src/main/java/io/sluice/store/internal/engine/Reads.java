@@ -49,6 +49,11 @@ public final class Reads {
                 untilOffset));
     }
 
+    /** @return the bytes of the queue's log from an offset to its end ({@code Store.bytesFrom}) */
+    public long bytesFrom(String topic, int queueId, long fromOffset) {
+        return forReading(topic, queueId).readLong(reader -> reader.bytesFrom(topic, queueId, fromOffset));
+    }
+
     /** Reads the record at a position of the shared log ({@code Store.readAt}). */
     public ReadResult readAt(long logPosition) {
         return logs.shared().read(reader -> reader.readAt(logPosition));

@@ -1,10 +1,13 @@
 package io.sluice.store.internal.engine;
 
+import io.sluice.store.BatchCleaner;
+import io.sluice.store.CompactionReport;
 import io.sluice.store.RecoveryReport;
 import io.sluice.store.RetentionReport;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoreException;
 import io.sluice.store.StoreStatus;
+import io.sluice.store.TopicLayout;
 import io.sluice.store.internal.index.IndexGeometry;
 import io.sluice.store.internal.index.KeyGeometry;
 import io.sluice.store.internal.recovery.Checkpoint;
@@ -171,6 +174,33 @@ public final class StoreEngine implements AutoCloseable {
     /** @return records deleted on request (Kafka's DeleteRecords) */
     public RecordDeletion deletion() {
         return deletion;
+    }
+
+    /**
+     * Compacts a BATCHES topic's queue ({@code Store.compact}).
+     *
+     * @return what it did; {@link CompactionReport#NONE} for a queue that has no log yet
+     */
+    public CompactionReport compact(String topic, int queueId, long endOffset, BatchCleaner cleaner) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        logs.checkWritable();
+        if (logs.registry().layout(topic) != TopicLayout.BATCHES) {
+            throw new IllegalArgumentException("only a BATCHES topic can be compacted; " + topic + " is "
+                    + logs.registry().layout(topic));
+        }
+        LogStore log = logs.logFor(topic, queueId, false);
+        if (log == null) {
+            return CompactionReport.NONE;
+        }
+        // A retention hold keeps the batches from its offset on as they are: their holder reads them back.
+        long end = endOffset;
+        for (Map.Entry<ConsumerOffsets.Key, Long> hold : logs.consumers().protectedPositions(false).entrySet()) {
+            if (hold.getKey().topic().equals(topic) && hold.getKey().queueId() == queueId) {
+                end = Math.min(end, hold.getValue());
+            }
+        }
+        return log.compact(topic, queueId, end, cleaner);
     }
 
     /** @return queue truncation */

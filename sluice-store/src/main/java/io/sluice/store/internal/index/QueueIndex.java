@@ -210,6 +210,34 @@ public final class QueueIndex implements AutoCloseable {
         nextOffset = offset + 1;
     }
 
+    /**
+     * Writer, for compaction (with readers kept out): points entry {@code offset}, an existing entry below
+     * {@link #nextOffset()}, at the record that now holds it, keeping its store time.
+     *
+     * @return false if no file holds the entry any more (retention deleted it): nothing was written
+     */
+    public boolean rewrite(long offset, long logPosition, int recordSize, int messageCount, int indexInRecord) {
+        checkWritable();
+        if (offset >= nextOffset) {
+            throw new IllegalArgumentException("queue index " + topic + "-" + queueId + " has no entry " + offset
+                    + " to rewrite (it ends at " + nextOffset + ")");
+        }
+        IndexFile file = files.find(offset);
+        if (file == null || !file.tryRetain()) {
+            return false;
+        }
+        try {
+            long at = file.byteOf(offset);
+            long storeTimestamp = file.mapping.get(LONG, at + QueueIndexFormat.STORE_TIMESTAMP_OFFSET);
+            QueueIndexFormat.write(file.mapping, at, offset, logPosition, storeTimestamp, recordSize, messageCount,
+                    indexInRecord);
+            file.markWritten();
+            return true;
+        } finally {
+            file.release();
+        }
+    }
+
     /** Read-only open after a crash: shows only the entries below {@code end} (those the checkpoint claimed). */
     public void limitTo(long end) {
         nextOffset = Math.min(nextOffset, end);

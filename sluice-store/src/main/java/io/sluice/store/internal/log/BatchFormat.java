@@ -32,6 +32,7 @@ public final class BatchFormat {
 
     private static final ValueLayout.OfInt INT = ValueLayout.JAVA_INT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
     private static final ValueLayout.OfLong LONG = ValueLayout.JAVA_LONG_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
+    private static final ValueLayout.OfShort SHORT = ValueLayout.JAVA_SHORT_UNALIGNED.withOrder(ByteOrder.BIG_ENDIAN);
 
     // The fields the store reads, as KafkaBatch lays the header out.
     /** Bytes before and including batchLength, which batchLength does not count. */
@@ -42,6 +43,7 @@ public final class BatchFormat {
     static final int CRC_START = KafkaBatch.CRC_START;
     static final int LAST_OFFSET_DELTA_OFFSET = KafkaBatch.LAST_OFFSET_DELTA;
     static final int MAX_TIMESTAMP_OFFSET = KafkaBatch.MAX_TIMESTAMP;
+    static final int RECORDS_COUNT_OFFSET = KafkaBatch.RECORDS_COUNT;
     /** The smallest batch: its header, with no record. */
     public static final int HEADER_BYTES = KafkaBatch.HEADER_BYTES;
     /** Bytes a reader needs to check a batch against its index entry ({@link #matchesEntry}). */
@@ -63,6 +65,9 @@ public final class BatchFormat {
         String problem = headerProblem(body);
         if (problem != null) {
             return problem;
+        }
+        if (body.byteSize() == HEADER_BYTES) {
+            return "it holds no record";
         }
         if ((long) body.get(INT, LAST_OFFSET_DELTA_OFFSET) + 1 != count) {
             return "its lastOffsetDelta (" + body.get(INT, LAST_OFFSET_DELTA_OFFSET) + ") does not cover " + count
@@ -112,10 +117,11 @@ public final class BatchFormat {
         long size = (long) data.get(INT, offset + LENGTH_OFFSET) + LOG_OVERHEAD;
         long first = data.get(LONG, offset);
         long count = data.get(INT, offset + LAST_OFFSET_DELTA_OFFSET) + 1L;
-        // What an append accepts, no more: at least one offset and at most one per byte, offsets that do not overflow.
+        // What an append accepts, no more: at least one offset and at most one per byte (any number for a gap, which
+        // holds no record), offsets that do not overflow.
         if (size < HEADER_BYTES || size > remaining || data.get(ValueLayout.JAVA_BYTE, offset + MAGIC_OFFSET) != MAGIC
                 || first < 0 || (expectedFirst >= 0 && first != expectedFirst)
-                || count < 1 || count > size || first > Long.MAX_VALUE - count
+                || count < 1 || (count > size && !isGap(data, offset, size)) || first > Long.MAX_VALUE - count
                 || data.get(INT, offset + CRC_OFFSET) != RecordFormat.checksum(data, offset + CRC_START,
                         size - CRC_START)) {
             return -1;
@@ -133,6 +139,51 @@ public final class BatchFormat {
                 && batch.get(ValueLayout.JAVA_BYTE, MAGIC_OFFSET) == MAGIC
                 && batch.get(LONG, 0) == firstQueueOffset
                 && batch.get(INT, LAST_OFFSET_DELTA_OFFSET) + 1L == count;
+    }
+
+    /**
+     * @return true if the batch at {@code offset} of {@code data}, {@code size} bytes, is a gap: a header with no
+     *     record, which compaction leaves where the batches of a run of offsets were all removed
+     */
+    public static boolean isGap(MemorySegment data, long offset, long size) {
+        return size == HEADER_BYTES && data.get(INT, offset + RECORDS_COUNT_OFFSET) == 0;
+    }
+
+    /** @return true if {@code batch} (its first {@link #HEADER_BYTES} bytes at least) is a gap ({@link #isGap}) */
+    public static boolean isGap(MemorySegment batch) {
+        return batch.byteSize() >= HEADER_BYTES && isGap(batch, 0, batch.get(INT, LENGTH_OFFSET) + (long) LOG_OVERHEAD);
+    }
+
+    /**
+     * Writes a gap into {@code target} ({@link #HEADER_BYTES} bytes): a valid record batch (v2) of no record that
+     * covers the offsets {@code first} .. {@code first + count - 1}. Readers of the store skip it; were one sent, a
+     * Kafka client would skip it too, as it skips the empty batches Kafka's own cleaner keeps.
+     *
+     * @param maxTimestamp the latest timestamp of the batches it stands for
+     * @param leaderEpoch the partition leader epoch of the last of them
+     */
+    public static void encodeGap(MemorySegment target, long first, int count, long maxTimestamp, int leaderEpoch) {
+        if (count < 1) {
+            throw new IllegalArgumentException("a gap covers at least one offset, not " + count);
+        }
+        target.asSlice(0, HEADER_BYTES).fill((byte) 0);
+        target.set(LONG, 0, first);
+        target.set(INT, LENGTH_OFFSET, HEADER_BYTES - LOG_OVERHEAD);
+        target.set(INT, KafkaBatch.PARTITION_LEADER_EPOCH, leaderEpoch);
+        target.set(ValueLayout.JAVA_BYTE, MAGIC_OFFSET, MAGIC);
+        target.set(INT, LAST_OFFSET_DELTA_OFFSET, count - 1);
+        target.set(LONG, KafkaBatch.BASE_TIMESTAMP, maxTimestamp);
+        target.set(LONG, MAX_TIMESTAMP_OFFSET, maxTimestamp);
+        target.set(LONG, KafkaBatch.PRODUCER_ID, -1L);
+        target.set(SHORT, KafkaBatch.PRODUCER_EPOCH, (short) -1);
+        target.set(INT, KafkaBatch.BASE_SEQUENCE, -1);
+        target.set(INT, RECORDS_COUNT_OFFSET, 0);
+        target.set(INT, CRC_OFFSET, RecordFormat.checksum(target, CRC_START, HEADER_BYTES - CRC_START));
+    }
+
+    /** @return the batch's partition leader epoch */
+    public static int leaderEpoch(MemorySegment batch) {
+        return batch.get(INT, KafkaBatch.PARTITION_LEADER_EPOCH);
     }
 
     /** @return the batch's first queue offset */

@@ -94,7 +94,11 @@ public record BatchLogFormat(String topic, int queueId) implements LogFormat {
             throw new IllegalArgumentException("topic " + topic + " has layout BATCHES: it holds record batches"
                     + " appended with appendOpaque, not messages");
         }
-        String problem = BatchFormat.problem(messages[0].body(), messages[0].opaqueCount());
+        String problem = messages[0].gap()
+                ? BatchFormat.isGap(messages[0].body()) && messages[0].body().byteSize() == BatchFormat.HEADER_BYTES
+                        && BatchFormat.offsetCount(messages[0].body()) == messages[0].opaqueCount() ? null
+                        : "a gap must be a batch header of no record covering its count"
+                : BatchFormat.problem(messages[0].body(), messages[0].opaqueCount());
         if (problem != null) {
             throw new IllegalArgumentException("topic " + topic + " has layout BATCHES and takes Kafka record batches"
                     + " (v2) only: " + problem);
@@ -118,6 +122,12 @@ public record BatchLogFormat(String topic, int queueId) implements LogFormat {
     public boolean matchesHeader(MemorySegment header, long size, long position, byte[] topic, int queueId,
                                  long firstOffset, int count) {
         return BatchFormat.matchesEntry(header, size, firstOffset, count);
+    }
+
+    /** A batch of no record, and only such a batch, is a header alone ({@link BatchFormat#isGap}). */
+    @Override
+    public boolean isGap(int recordSize) {
+        return recordSize == BatchFormat.HEADER_BYTES;
     }
 
     /** A batch is all body: a fetch sends it whole. */

@@ -9,6 +9,7 @@ import io.sluice.store.internal.cache.ReadCache;
 import io.sluice.store.io.Scheduler;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
+import java.nio.ByteBuffer;
 import java.nio.channels.WritableByteChannel;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -16,6 +17,7 @@ import java.util.Arrays;
 import java.util.List;
 import java.util.Set;
 import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.locks.StampedLock;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -54,11 +56,19 @@ public final class CommitLog implements AutoCloseable {
     private final Object segmentsLock = new Object();
     /** Segments retention took out whose files are not deleted yet: a reader still holds them. */
     private final Set<Segment> retired = ConcurrentHashMap.newKeySet();
+    /** Segments compaction replaced, still open for the transfers chosen before (closed, never deleted). */
+    private final Set<Segment> replaced = ConcurrentHashMap.newKeySet();
     /** Serialises commits (the write buffer has one committer at a time). */
     private final Object commitLock = new Object();
     /** Serialises forces, so the flushed position only grows. */
     private final Object flushLock = new Object();
     private Segment active;
+    /**
+     * Held for reading while a reader turns index entries into log positions and reads the records there; held for
+     * writing while compaction puts a rewritten segment in place and rewrites the entries that point into it.
+     */
+    private final StampedLock layout = new StampedLock();
+    private final Scheduler scheduler;
     /** Writer-owned: the segment after the active one is being prepared. */
     private boolean nextPrepared;
 
@@ -84,6 +94,7 @@ public final class CommitLog implements AutoCloseable {
         this.sizes = sizes;
         this.directory = directory;
         this.segments = segments.toArray(Segment[]::new);
+        this.scheduler = scheduler;
         this.writePosition = endPosition;
         this.committedPosition = endPosition;
         this.flushedPosition = endPosition;
@@ -321,6 +332,101 @@ public final class CommitLog implements AutoCloseable {
     }
 
     /**
+     * Sends the log bytes [position, position + length) to {@code target} from the segment {@code chosen}, the one
+     * that held them when a reader chose them: if compaction has replaced it since, from its file still (a replaced
+     * segment stays open a while for this); otherwise as {@link #transfer(long, long, WritableByteChannel)}.
+     *
+     * @throws SegmentRetiredException if the segment is gone
+     */
+    public void transfer(long position, long length, WritableByteChannel target, Segment chosen) throws IOException {
+        if (chosen == null || segmentFor(position) == chosen) {
+            views.transfer(position, length, target);
+            return;
+        }
+        if (!chosen.tryRetain()) {
+            throw new SegmentRetiredException(position);
+        }
+        // Read through the segment's own descriptor: its path names the replacement now, and a transfer may open
+        // its file by path.
+        try {
+            ByteBuffer buffer = ByteBuffer.allocateDirect((int) Math.min(length, 64 * 1024));
+            long at = position - chosen.base();
+            long end = at + length;
+            while (at < end) {
+                buffer.clear().limit((int) Math.min(buffer.capacity(), end - at));
+                int n = chosen.file().read(buffer, at);
+                if (n < 0) {
+                    throw new IOException("segment " + chosen + " ends before log position " + (chosen.base() + end));
+                }
+                buffer.flip();
+                while (buffer.hasRemaining()) {
+                    target.write(buffer);
+                }
+                at += n;
+            }
+        } finally {
+            chosen.release();
+        }
+    }
+
+    /** @return a stamp to pass to {@link #unlockLayout}, once the layout lock is held for reading */
+    public long lockLayoutForReading() {
+        return layout.readLock();
+    }
+
+    /** @return a stamp to pass to {@link #unlockLayout}, once the layout lock is held for writing */
+    public long lockLayoutForWriting() {
+        return layout.writeLock();
+    }
+
+    public void unlockLayout(long stamp) {
+        layout.unlock(stamp);
+    }
+
+    /**
+     * Compaction: puts {@code replacement}, a rewritten copy of a sealed segment of the same base and size whose file
+     * was renamed over the old one's, in the old one's place. Call with the layout lock held for writing. The old
+     * segment's file (its name now the replacement's) is closed, never deleted, once its readers let go, and no
+     * sooner than {@code graceMillis} from now, so that a transfer chosen before the swap reads what it chose.
+     *
+     * @return false if {@code old} is no longer in the log (retention deleted it): nothing was changed
+     */
+    public boolean replaceSegment(Segment old, Segment replacement, long graceMillis) {
+        if (!layout.isWriteLocked()) {
+            throw new IllegalStateException("the layout lock must be held for writing");
+        }
+        if (old.base() != replacement.base() || old.size() != replacement.size() || old == active) {
+            throw new IllegalArgumentException("segment " + replacement + " cannot replace " + old);
+        }
+        synchronized (segmentsLock) {
+            Segment[] current = segments;
+            int at = Arrays.asList(current).indexOf(old);
+            if (at < 0) {
+                return false;
+            }
+            Segment[] next = current.clone();
+            next[at] = replacement;
+            segments = next;
+            old.abandon();
+            replaced.add(old);
+        }
+        if (cache != null) {
+            cache.invalidate(old.base(), old.end());
+        }
+        Runnable retire = () -> {
+            if (replaced.remove(old)) {
+                old.retire();
+            }
+        };
+        try {
+            scheduler.schedule(retire, graceMillis);
+        } catch (RuntimeException e) {
+            retire.run(); // the scheduler is shutting down: no transfer is on its way
+        }
+        return true;
+    }
+
+    /**
      * Sends the log bytes [position, position + length) to {@code target} ({@link LogViews#transfer}).
      *
      * @throws SegmentRetiredException if retention deleted the segment
@@ -450,6 +556,11 @@ public final class CommitLog implements AutoCloseable {
         }
         views.close();
         List<Throwable> errors = new ArrayList<>();
+        for (Segment segment : List.copyOf(replaced)) {
+            if (replaced.remove(segment)) {
+                segment.retire();
+            }
+        }
         for (Segment segment : segments) {
             try {
                 segment.close();

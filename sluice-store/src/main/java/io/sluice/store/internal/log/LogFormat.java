@@ -155,6 +155,14 @@ public sealed interface LogFormat permits RecordLogFormat, BatchLogFormat {
     long opaqueBodyOffset(MemorySegment header);
 
     /**
+     * @param recordSize the size of a record its index entry gives
+     * @return true if the record is a gap: it stands for offsets compaction removed, and readers skip it
+     */
+    default boolean isGap(int recordSize) {
+        return false;
+    }
+
+    /**
      * @param header the record's first {@link #headerBytes} bytes at least
      * @return the store time the record carries, or {@link #NO_STORE_TIME} (a batch's is in its index entries)
      */

@@ -18,9 +18,10 @@ import java.util.Map;
  * @param opaqueCount 0 for a message; for an opaque batch ({@link #opaque}), the queue offsets its body covers
  * @param checksumChecked an opaque batch checked with its CRC32C already ({@code KafkaBatch.check}): a batch log
  *     does not check it again
+ * @param gap a batch log's gap ({@link #gap}): a batch of no record standing for offsets a compaction removed
  */
 public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, MemorySegment body, List<String> keys,
-                              int opaqueCount, boolean checksumChecked) {
+                              int opaqueCount, boolean checksumChecked, boolean gap) {
 
     private static final byte[] EMPTY_METADATA = new byte[6];
     private static final int MAX_FIELD_BYTES = 0xFFFF;
@@ -72,7 +73,18 @@ public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, 
             throw new IllegalArgumentException("an opaque batch of " + body.byteSize() + " bytes cannot cover " + count
                     + " offsets (at most one per byte)");
         }
-        return new PreparedMessage(0, EMPTY_METADATA, 0, body, List.of(), count, checksumChecked);
+        return new PreparedMessage(0, EMPTY_METADATA, 0, body, List.of(), count, checksumChecked, false);
+    }
+
+    /**
+     * A gap for a batch log ({@code BatchFormat.encodeGap}): it covers {@code count} offsets, any number of them,
+     * as the gap of the compacted log it copies does.
+     */
+    public static PreparedMessage gap(MemorySegment body, int count) {
+        if (count < 1) {
+            throw new IllegalArgumentException("a gap covers 1 or more offsets, not " + count);
+        }
+        return new PreparedMessage(0, EMPTY_METADATA, 0, body, List.of(), count, true, true);
     }
 
     /** @return the queue offsets {@code messages} cover: their number, or an opaque batch's count */
@@ -94,7 +106,7 @@ public record PreparedMessage(long bornTimestamp, byte[] metadata, int tagHash, 
                     + maxMessageBytes + ")");
         }
         return new PreparedMessage(message.bornTimestamp(), metadata, tagHash(message.tag()), message.body(),
-                message.keys(), 0, false);
+                message.keys(), 0, false, false);
     }
 
     /** @param tag a tag @return its hash as stored in the queue index; 0 for no tag */

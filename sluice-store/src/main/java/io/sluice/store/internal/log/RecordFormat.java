@@ -159,6 +159,20 @@ public final class RecordFormat {
         return validate(data, offset, logPosition) > 0 && isFiller(data.asSlice(offset, FILLER_BYTES));
     }
 
+    /**
+     * @param header the first {@link #FILLER_BYTES} bytes at {@code logPosition}
+     * @return true if they are a valid filler's header claiming that position (its length is not checked against the
+     *     segment, which the caller knows)
+     */
+    public static boolean isFillerHeader(MemorySegment header, long logPosition) {
+        return header.byteSize() >= FILLER_BYTES && header.get(INT, MAGIC_OFFSET) == MAGIC
+                && header.get(ValueLayout.JAVA_BYTE, VERSION_OFFSET) == VERSION
+                && header.get(ValueLayout.JAVA_BYTE, TYPE_OFFSET) == TYPE_FILLER
+                && header.get(LONG, LOG_POSITION_OFFSET) == logPosition
+                && header.get(INT, LENGTH_OFFSET) >= FILLER_BYTES
+                && checksum(header, CRC_START, FILLER_BYTES - CRC_START) == header.get(INT, CRC_OFFSET);
+    }
+
     /** Writes a filler record covering {@code length} bytes; only its first {@link #FILLER_BYTES} are written. */
     public static void encodeFiller(MemorySegment target, long logPosition, int length) {
         target.set(INT, LENGTH_OFFSET, length);

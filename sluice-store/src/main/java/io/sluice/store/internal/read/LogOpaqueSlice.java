@@ -4,6 +4,7 @@ import io.sluice.store.OpaqueSlice;
 import io.sluice.store.ReadResult;
 import io.sluice.store.StoreException;
 import io.sluice.store.internal.log.CommitLog;
+import io.sluice.store.internal.log.Segment;
 import io.sluice.store.internal.log.SegmentRetiredException;
 import java.io.IOException;
 import java.nio.channels.WritableByteChannel;
@@ -15,6 +16,7 @@ import java.nio.channels.WritableByteChannel;
 public final class LogOpaqueSlice implements OpaqueSlice {
 
     private static final long[] NONE = new long[0];
+    private static final Segment[] NO_SEGMENTS = new Segment[0];
 
     private final ReadResult.Status status;
     private final long nextOffset;
@@ -23,11 +25,13 @@ public final class LogOpaqueSlice implements OpaqueSlice {
     private final CommitLog log;
     private final long[] positions;
     private final long[] lengths;
+    /** The segment each body lay in when chosen (or null): a transfer reads that file, even if compaction replaced it. */
+    private final Segment[] segments;
     private final int batches;
     private final long bytes;
 
     LogOpaqueSlice(ReadResult.Status status, long firstOffset, long nextOffset, boolean messagesNext, CommitLog log,
-                   long[] positions, long[] lengths, int batches) {
+                   long[] positions, long[] lengths, Segment[] segments, int batches) {
         this.status = status;
         this.firstOffset = firstOffset;
         this.nextOffset = nextOffset;
@@ -35,6 +39,7 @@ public final class LogOpaqueSlice implements OpaqueSlice {
         this.log = log;
         this.positions = positions;
         this.lengths = lengths;
+        this.segments = segments;
         this.batches = batches;
         long sum = 0;
         for (int i = 0; i < batches; i++) {
@@ -45,7 +50,7 @@ public final class LogOpaqueSlice implements OpaqueSlice {
 
     /** @return a slice of no batch, for a read that found nothing at the offset for {@code status} */
     static LogOpaqueSlice empty(ReadResult.Status status, long nextOffset) {
-        return new LogOpaqueSlice(status, nextOffset, nextOffset, false, null, NONE, NONE, 0);
+        return new LogOpaqueSlice(status, nextOffset, nextOffset, false, null, NONE, NONE, NO_SEGMENTS, 0);
     }
 
     @Override
@@ -87,7 +92,7 @@ public final class LogOpaqueSlice implements OpaqueSlice {
             int next = i + 1;
             // Bodies that lie back to back (a batch log's) in one segment file go in one transfer.
             long runEnd = -1;
-            while (next < batches && positions[next] == start + length) {
+            while (next < batches && positions[next] == start + length && segments[next] == segments[i]) {
                 if (runEnd < 0) {
                     runEnd = log.fileRunEnd(start);
                 }
@@ -98,7 +103,7 @@ public final class LogOpaqueSlice implements OpaqueSlice {
                 next++;
             }
             try {
-                log.transfer(start, length, target);
+                log.transfer(start, length, target, segments[i]);
             } catch (SegmentRetiredException e) {
                 throw new StoreException("retention deleted the data at log position " + start
                         + " while a transfer was on its way", e);

@@ -13,6 +13,7 @@ import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.LogFormat;
 import io.sluice.store.internal.log.RecordFormat;
 import io.sluice.store.internal.log.RecordView;
+import io.sluice.store.internal.log.Segment;
 import io.sluice.store.internal.log.SegmentRetiredException;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
@@ -83,6 +84,15 @@ public final class LogReader {
      * @throws IllegalArgumentException if an offset or a limit is out of range
      */
     public ReadResult read(String topic, int queueId, long fromOffset, int maxMessages, long maxBytes) {
+        long stamp = log.lockLayoutForReading();
+        try {
+            return readLocked(topic, queueId, fromOffset, maxMessages, maxBytes);
+        } finally {
+            log.unlockLayout(stamp);
+        }
+    }
+
+    private ReadResult readLocked(String topic, int queueId, long fromOffset, int maxMessages, long maxBytes) {
         if (fromOffset < 0 || maxMessages < 1 || maxBytes < 1) {
             throw new IllegalArgumentException("fromOffset must be >= 0 and maxMessages, maxBytes >= 1; were "
                     + fromOffset + ", " + maxMessages + ", " + maxBytes);
@@ -142,6 +152,15 @@ public final class LogReader {
 
     /** Chooses the opaque batches to send from a queue ({@code Store.sliceOpaque}). */
     public OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes, long untilOffset) {
+        long stamp = log.lockLayoutForReading();
+        try {
+            return sliceLocked(topic, queueId, fromOffset, maxBytes, untilOffset);
+        } finally {
+            log.unlockLayout(stamp);
+        }
+    }
+
+    private OpaqueSlice sliceLocked(String topic, int queueId, long fromOffset, long maxBytes, long untilOffset) {
         if (fromOffset < 0 || maxBytes < 1) {
             throw new IllegalArgumentException("fromOffset must be >= 0 and maxBytes >= 1; were " + fromOffset + ", "
                     + maxBytes);
@@ -170,6 +189,7 @@ public final class LogReader {
                                  int headerBytes) {
         long[] positions = new long[8];
         long[] lengths = new long[8];
+        Segment[] segments = new Segment[8];
         int batchCount = 0;
         long bytes = 0;
         long offset = from;
@@ -182,6 +202,10 @@ public final class LogReader {
             try (RecordView header = log.read(entry.logPosition(), Math.min(entry.recordSize(), headerBytes))) {
                 reader.checkRecord(header.bytes(), entry, first, offset);
                 bodyAt = format.opaqueBodyOffset(header.bytes());
+            }
+            if (format.isGap(entry.recordSize())) {
+                offset = first + entry.messageCount();
+                continue;
             }
             if (firstOffset < 0) {
                 firstOffset = first;
@@ -197,15 +221,19 @@ public final class LogReader {
             if (batchCount == positions.length) {
                 positions = Arrays.copyOf(positions, batchCount * 2);
                 lengths = Arrays.copyOf(lengths, batchCount * 2);
+                segments = Arrays.copyOf(segments, batchCount * 2);
             }
             positions[batchCount] = entry.logPosition() + bodyAt;
             lengths[batchCount] = length;
+            Segment previous = batchCount == 0 ? null : segments[batchCount - 1];
+            segments[batchCount] = previous != null && positions[batchCount] >= previous.base()
+                    && positions[batchCount] < previous.end() ? previous : log.segmentFor(positions[batchCount]);
             batchCount++;
             bytes += length;
             offset = first + entry.messageCount();
         }
         return new LogOpaqueSlice(ReadResult.Status.FOUND, batchCount == 0 ? offset : firstOffset, offset, messagesNext,
-                log, positions, lengths, batchCount);
+                log, positions, lengths, segments, batchCount);
     }
 
     /**
@@ -316,6 +344,29 @@ public final class LogReader {
             return low;
         } catch (IndexFileRetiredException e) {
             return index.minOffset();
+        }
+    }
+
+    /**
+     * @return the bytes of the log from the record holding the queue's offset {@code fromOffset} (or its first, if
+     *     that is later) to the log's end ({@code Store.bytesFrom}); 0 for an unknown queue or one that ends there
+     */
+    public long bytesFrom(String topic, int queueId, long fromOffset) {
+        QueueIndex index = index(topic, queueId);
+        if (index == null) {
+            return 0;
+        }
+        long stamp = log.lockLayoutForReading();
+        try (QueueIndex.Cursor cursor = index.cursor()) {
+            long offset = Math.max(fromOffset, index.minOffset());
+            if (offset >= index.publishedEnd()) {
+                return 0;
+            }
+            return Math.max(0, log.writePosition() - cursor.logPosition(offset));
+        } catch (IndexFileRetiredException e) {
+            return 0;
+        } finally {
+            log.unlockLayout(stamp);
         }
     }
 

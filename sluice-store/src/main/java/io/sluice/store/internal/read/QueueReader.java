@@ -51,6 +51,10 @@ final class QueueReader {
                 MemorySegment record = view.bytes();
                 long first = offset - entry.indexInRecord();
                 checkRecord(record, entry, first, offset);
+                if (format.isGap(entry.recordSize())) {
+                    offset = first + entry.messageCount();
+                    continue;
+                }
                 long bodyAt = format.opaqueBodyOffset(record);
                 if (bodyAt >= 0) {
                     MemorySegment body = record.asSlice(bodyAt).asReadOnly();

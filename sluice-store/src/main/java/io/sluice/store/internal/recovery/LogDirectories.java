@@ -15,6 +15,11 @@ import java.util.Map;
  */
 public final class LogDirectories {
 
+    /** A compacted segment's copy being written: {@code log/<base>.cleaned} (docs/format.md, "Compaction"). */
+    public static final String CLEANED_SUFFIX = ".cleaned";
+    /** Present while a compacted segment's index entries may not be forced: {@code log/<base>.reindex}. */
+    public static final String REINDEX_SUFFIX = ".reindex";
+
     /** The directory under the store that holds the logs of topics with logs of their own. */
     public static final String OWN_LOGS_DIRECTORY = "logs";
     /** The shared log's name in the checkpoint. */

@@ -79,6 +79,9 @@ import org.slf4j.LoggerFactory;
  * <tr><td>14</td><td>a segment wholly below the log's start as the checkpoint records it (retention deleted it;
  *     a power cut undid the deletion)</td><td>deleted again; its index files are still there, since they are
  *     deleted only after a checkpoint records the new start</td></tr>
+ * <tr><td>15</td><td>what a compaction left: a segment's copy ({@code <base>.cleaned}), or the marker of a swap
+ *     whose index entries may not be forced ({@code <base>.reindex})</td><td>the copy is deleted; with a marker,
+ *     every index is rebuilt from the log (as row 5), forced, and the marker deleted. Checked first</td></tr>
  * </table>
  * After a crash (rows 2-11) the recovered range, the erasure, the index files and the directories are forced
  * before the store opens; the caller then writes the new end into the checkpoint. A crash during recovery
@@ -194,6 +197,10 @@ public final class Recovery {
             long logStart = segments.isEmpty() ? 0 : segments.getFirst().base();
             long logEnd = segments.isEmpty() ? 0 : segments.getLast().end();
             long durable = target.durablePosition();
+            List<Path> compacting = files.compactionLeftovers();
+            if (!compacting.isEmpty()) {
+                return afterInterruptedCompaction(segments, logStart, compacting);
+            }
             if (target.clean() && durable >= logStart && durable <= logEnd) {
                 Result clean = tryCleanOpen(segments, durable);
                 if (clean != null) {
@@ -304,6 +311,22 @@ public final class Recovery {
                 + " recover what lies past it", target.root(), end);
         return new Result(segments, end, indexes, new RecoveryReport(Mode.READ_ONLY_TO_DURABLE, durable, -1, end, 0, -1, 0,
                 0, List.of(), null));
+    }
+
+    /** Row 15: a compaction's swap was interrupted; the indexes are rebuilt from the log, then its markers go. */
+    private Result afterInterruptedCompaction(List<Segment> segments, long logStart, List<Path> markers)
+            throws IOException {
+        if (target.readOnly()) {
+            throw new StoreException(target.root() + ": a compaction was interrupted; only a writable open rebuilds"
+                    + " its indexes");
+        }
+        LOG.warn("{}: a compaction was interrupted while swapping in a segment; rebuilding every index from the log",
+                target.root());
+        Result result = rebuildAll(segments, logStart);
+        if (target.writes()) {
+            files.deleteMarkers(markers);
+        }
+        return result;
     }
 
     /** Rows 5 and 9: every index of the log built again from its first segment. */

@@ -71,6 +71,36 @@ final class SegmentFiles {
     }
 
     /**
+     * Row 15: what an interrupted compaction left ({@code Compaction} in the engine): copies never swapped in
+     * ({@code <base>.cleaned}) are deleted; the markers of swaps whose index entries may not have been forced
+     * ({@code <base>.reindex}) are returned.
+     */
+    List<Path> compactionLeftovers() throws IOException {
+        if (!io.isDirectory(logDirectory)) {
+            return List.of();
+        }
+        List<Path> markers = new ArrayList<>();
+        for (Path file : io.list(logDirectory)) {
+            String name = file.getFileName().toString();
+            if (name.endsWith(LogDirectories.CLEANED_SUFFIX) && writes) {
+                io.delete(file);
+                ledger.markDirectory(logDirectory);
+            } else if (name.endsWith(LogDirectories.REINDEX_SUFFIX)) {
+                markers.add(file);
+            }
+        }
+        return markers;
+    }
+
+    /** Row 15, once the rebuilt indexes are forced: the markers go. */
+    void deleteMarkers(List<Path> markers) throws IOException {
+        for (Path marker : markers) {
+            io.delete(marker);
+        }
+        io.syncDirectory(logDirectory);
+    }
+
+    /**
      * Row 3: makes the log end at {@code end}: the rest of its segment is erased, later segments deleted
      * (newest first, so a crash midway leaves a contiguous run), and the index entries past it are gone already.
      *
