@@ -2,6 +2,7 @@ package io.sluice.cli;
 
 import io.sluice.broker.Broker;
 import io.sluice.broker.BrokerConfig;
+import io.sluice.broker.CleanerSettings;
 import io.sluice.cluster.ClusterBroker;
 import io.sluice.cluster.ClusterSpec;
 import io.sluice.store.FlushMode;
@@ -38,7 +39,9 @@ final class BrokerCommand implements Callable<Integer> {
     /** The keys a broker.properties may hold, named as Kafka names its own where one exists. */
     static final Set<String> KEYS = Set.of("listen", "node.id", "cluster.id", "cluster", "num.partitions",
             "auto.create.topics.enable", "socket.request.max.bytes", "max.connections", "topic.layout", "metrics.port",
-            "offsets.retention.minutes", "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds");
+            "offsets.retention.minutes", "auto.leader.rebalance.enable", "leader.imbalance.check.interval.seconds",
+            "log.cleaner.enable", "log.cleaner.backoff.ms", "log.cleaner.dedupe.buffer.size",
+            "log.cleaner.io.max.bytes.per.second", "log.cleaner.threads");
 
     @Mixin
     StoreOptions store;
@@ -50,7 +53,9 @@ final class BrokerCommand implements Callable<Integer> {
     @Option(names = "--config", description = "A broker.properties file: " + "listen, node.id, cluster.id, cluster,"
             + " num.partitions, auto.create.topics.enable, socket.request.max.bytes, max.connections, topic.layout"
             + " (queue, topic or shared), metrics.port, offsets.retention.minutes, auto.leader.rebalance.enable,"
-            + " leader.imbalance.check.interval.seconds. Options given here win over it.")
+            + " leader.imbalance.check.interval.seconds, log.cleaner.enable, log.cleaner.backoff.ms,"
+            + " log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second, log.cleaner.threads (1)."
+            + " Options given here win over it.")
     Path configFile;
 
     @Option(names = "--metrics-port", description = "Serve Prometheus metrics at http://<listen host>:<port>/metrics"
@@ -223,7 +228,40 @@ final class BrokerCommand implements Callable<Integer> {
                 integer("metrics.port", properties.getProperty("metrics.port", String.valueOf(defaults.metricsPort()))),
                 integer("offsets.retention.minutes", properties.getProperty("offsets.retention.minutes",
                         String.valueOf(defaults.offsetsRetentionMinutes()))),
-                leaderImbalanceCheckSeconds(properties, defaults));
+                leaderImbalanceCheckSeconds(properties, defaults), cleaner(properties));
+    }
+
+    /** Kafka's log.cleaner.* keys; one cleaner thread, as Kafka's default. */
+    private static CleanerSettings cleaner(Properties properties) {
+        CleanerSettings defaults = CleanerSettings.DEFAULTS;
+        int threads = integer("log.cleaner.threads", properties.getProperty("log.cleaner.threads", "1"));
+        if (threads != 1) {
+            throw new IllegalArgumentException("log.cleaner.threads must be 1 (one cleaner thread), was " + threads);
+        }
+        return new CleanerSettings(
+                bool("log.cleaner.enable", properties.getProperty("log.cleaner.enable", "true")),
+                longValue("log.cleaner.backoff.ms", properties.getProperty("log.cleaner.backoff.ms",
+                        String.valueOf(defaults.backoffMillis()))),
+                longValue("log.cleaner.dedupe.buffer.size", properties.getProperty("log.cleaner.dedupe.buffer.size",
+                        String.valueOf(defaults.dedupeBufferBytes()))),
+                doubleValue("log.cleaner.io.max.bytes.per.second", properties.getProperty(
+                        "log.cleaner.io.max.bytes.per.second", String.valueOf(defaults.ioMaxBytesPerSecond()))));
+    }
+
+    private static long longValue(String key, String value) {
+        try {
+            return Long.parseLong(value.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(key + " must be a whole number, was '" + value + "'");
+        }
+    }
+
+    private static double doubleValue(String key, String value) {
+        try {
+            return Double.parseDouble(value.trim());
+        } catch (NumberFormatException e) {
+            throw new IllegalArgumentException(key + " must be a number, was '" + value + "'");
+        }
     }
 
     /** Kafka's two keys: the check's interval, and whether it runs at all (0 here when it does not). */

@@ -100,4 +100,24 @@ class BrokerStoreConfigTest {
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> BrokerCommand.config(file, null))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("auto.leader.rebalance.enable");
     }
+
+    @Test
+    void theLogCleanerTakesKafkasKeys() throws Exception {
+        Path file = dir.resolve("broker.properties");
+        assertThat(BrokerCommand.config(null, null).cleaner()).isEqualTo(io.sluice.broker.CleanerSettings.DEFAULTS);
+        Files.writeString(file, "log.cleaner.enable=false\nlog.cleaner.backoff.ms=100\n"
+                + "log.cleaner.dedupe.buffer.size=8388608\nlog.cleaner.io.max.bytes.per.second=1048576\n");
+        io.sluice.broker.CleanerSettings cleaner = BrokerCommand.config(file, null).cleaner();
+        assertThat(cleaner.enabled()).isFalse();
+        assertThat(cleaner.backoffMillis()).isEqualTo(100);
+        assertThat(cleaner.dedupeBufferBytes()).isEqualTo(8 << 20);
+        assertThat(cleaner.ioMaxBytesPerSecond()).isEqualTo(1 << 20);
+        Files.writeString(file, "log.cleaner.dedupe.buffer.size=10\n");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> BrokerCommand.config(file, null))
+                .isInstanceOf(IllegalArgumentException.class)
+                .hasMessageContaining("log.cleaner.dedupe.buffer.size must be at least 1048576");
+        Files.writeString(file, "log.cleaner.threads=2\n");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> BrokerCommand.config(file, null))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("log.cleaner.threads must be 1");
+    }
 }

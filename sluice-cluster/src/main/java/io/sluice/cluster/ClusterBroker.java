@@ -89,7 +89,8 @@ public final class ClusterBroker implements AutoCloseable {
             BrokerConfig config = new BrokerConfig(self.host(), self.clientPort(), nodeId, brokerConfig.clusterId(),
                     brokerConfig.maxRequestBytes(), brokerConfig.maxConnections(), brokerConfig.defaultPartitions(),
                     brokerConfig.autoCreateTopics(), brokerConfig.topicLayout(), brokerConfig.metricsPort(),
-                    brokerConfig.offsetsRetentionMinutes(), brokerConfig.leaderImbalanceCheckSeconds());
+                    brokerConfig.offsetsRetentionMinutes(), brokerConfig.leaderImbalanceCheckSeconds(),
+                    brokerConfig.cleaner());
             Broker broker = Broker.start(store, config, node);
             phases.done("listening for clients");
             phases.log();

@@ -44,6 +44,7 @@ final class InProcessCluster implements AutoCloseable {
     private final IntFunction<StoreConfig> stores;
     private final ClusterSpec cluster;
     private final ClusterBroker[] brokers = new ClusterBroker[4];
+    private BrokerConfig brokerConfig = BrokerConfig.defaults();
 
     /**
      * @param stores each node's store configuration, by node id
@@ -76,7 +77,13 @@ final class InProcessCluster implements AutoCloseable {
     }
 
     void start(int id) throws IOException {
-        brokers[id] = ClusterBroker.start(directory(id), cluster, id, stores.apply(id), BrokerConfig.defaults(), tuning);
+        brokers[id] = ClusterBroker.start(directory(id), cluster, id, stores.apply(id), brokerConfig, tuning);
+    }
+
+    /** Brokers started from now on take {@code config} (its listener and node id aside). */
+    InProcessCluster withBrokerConfig(BrokerConfig config) {
+        this.brokerConfig = config;
+        return this;
     }
 
     void startAll() throws IOException {
