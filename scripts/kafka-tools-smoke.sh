@@ -47,6 +47,17 @@ tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-serv
 [ "$(awk '$1 == "smoke-group" && $2 == "smoke" && $6 == "0"' "$scratch/group" | wc -l)" = 3 ] \
   || fail "kafka-consumer-groups --describe does not show 3 partitions with lag 0"
 
+step kafka-consumer-groups --delete-offsets
+tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "$bootstrap" --delete-offsets \
+  --group smoke-group --topic smoke:0 | tee "$scratch/deleted"
+tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "$bootstrap" --describe \
+  --group smoke-group | tee "$scratch/group"
+# Partition 0's offset gone (no row with a current offset for it), the two others kept.
+[ "$(awk '$1 == "smoke-group" && $2 == "smoke" && $3 == "0" && $4 ~ /^[0-9]+$/' "$scratch/group" | wc -l)" = 0 ] \
+  || fail "kafka-consumer-groups --delete-offsets did not remove partition 0's offset"
+[ "$(awk '$1 == "smoke-group" && $2 == "smoke" && $6 == "0"' "$scratch/group" | wc -l)" = 2 ] \
+  || fail "kafka-consumer-groups --delete-offsets removed more than partition 0's offset"
+
 step kafka-producer-perf-test
 tool org.apache.kafka.tools.ProducerPerformance --topic perf --num-records 200000 --record-size 1024 \
   --throughput -1 --command-property "bootstrap.servers=$bootstrap" acks=all | tee "$scratch/pperf"

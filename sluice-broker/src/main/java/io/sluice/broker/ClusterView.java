@@ -155,6 +155,16 @@ public interface ClusterView {
      */
     CompletableFuture<Void> commitOffsets(String group, List<CommittedOffset> offsets);
 
+    /**
+     * Deletes a consumer group's committed offsets of some partitions on every broker of the cluster (Kafka's
+     * OffsetDelete), as {@link #commitOffsets} commits them.
+     *
+     * @param partitions the partitions (their offsets are not looked at)
+     */
+    default CompletableFuture<Void> deleteOffsets(String group, List<CommittedOffset> partitions) {
+        return CompletableFuture.failedFuture(new UnsupportedOperationException("offsets cannot be deleted here"));
+    }
+
     /** @return every group's committed offsets this broker holds */
     List<ConsumerPosition> committedOffsets();
 

@@ -158,6 +158,9 @@ public interface Replication {
     record CommittedOffset(String topic, int partition, long offset) {
     }
 
+    /** The offset {@link #commitOffsets} takes for a partition whose committed offset is deleted (OffsetDelete). */
+    long DELETED_OFFSET = -1;
+
     /**
      * Commits a consumer group's offsets in every broker of the cluster (each keeps them as its store's consumer
      * positions), so that they survive the coordinator. The group coordinator of every group is the

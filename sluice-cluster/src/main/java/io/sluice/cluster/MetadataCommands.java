@@ -175,6 +175,9 @@ final class MetadataCommands {
         return configs;
     }
 
+    /** The offset an offsets command gives a partition whose committed offset is deleted (OffsetDelete). */
+    static final long DELETED = io.sluice.broker.Replication.DELETED_OFFSET;
+
     /**
      * A consumer group's committed offsets.
      *

@@ -191,11 +191,14 @@ final class MetadataState {
         // Counted before the store takes them: a store that fails half way must not let a forget decided before this
         // commit wipe what it did take.
         committed.compute(offsets.group(), (group, before) -> {
-            if (before == null) {
-                return new Committed(index, offsets.byPartition());
+            Map<ClusterNode.PartitionId, Long> now = offsets.byPartition();
+            if (before != null) {
+                before.offsets().putAll(now);
+                now = before.offsets();
             }
-            before.offsets().putAll(offsets.byPartition());
-            return new Committed(index, before.offsets());
+            // Deleted offsets go; a group left with none is forgotten (a snapshot lists no empty group).
+            now.values().removeIf(offset -> offset == MetadataCommands.DELETED);
+            return now.isEmpty() ? null : new Committed(index, now);
         });
         onOffsets.accept(offsets);
         untracked |= members.isEmpty();

@@ -25,10 +25,17 @@ final class StoreOffsets {
         this.store = store;
     }
 
-    /** The metadata committed a group's offsets: this node's store keeps them as consumer positions. */
+    /**
+     * The metadata committed a group's offsets: this node's store keeps them as consumer positions, and forgets those
+     * deleted ({@link MetadataCommands#DELETED}, Kafka's OffsetDelete).
+     */
     void commit(MetadataCommands.Offsets offsets) {
         for (CommittedOffset offset : offsets.offsets()) {
-            store.commitOffset(offsets.group(), offset.topic(), offset.partition(), offset.offset());
+            if (offset.offset() == MetadataCommands.DELETED) {
+                store.removeCommittedOffset(offsets.group(), offset.topic(), offset.partition());
+            } else {
+                store.commitOffset(offsets.group(), offset.topic(), offset.partition(), offset.offset());
+            }
         }
     }
 

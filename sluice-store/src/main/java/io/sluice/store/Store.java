@@ -573,6 +573,15 @@ public final class Store implements AutoCloseable {
     }
 
     /**
+     * Forgets a consumer group's position on one queue (Kafka's OffsetDelete), saved as a commit is.
+     *
+     * @return true if the group had a position there and it is gone
+     */
+    public boolean removeCommittedOffset(String group, String topic, int queueId) {
+        return engine.consumers().removeOffset(group, topic, queueId);
+    }
+
+    /**
      * Forgets every position of a consumer group that has committed none since {@code cutoffMillis} (store clock), as
      * one step with respect to {@link #commitOffset}: a commit at or after the cutoff keeps the whole group. For
      * expiring the positions of groups nobody uses any more, which would otherwise hold retention back for ever.

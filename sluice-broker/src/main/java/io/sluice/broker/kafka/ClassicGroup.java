@@ -82,6 +82,41 @@ final class ClassicGroup {
     }
 
     /**
+     * What OffsetDelete asks of a group, as Kafka's classic groups answer it: the topics its members subscribe to.
+     *
+     * @return none for a group without members; the topics of the members' subscriptions in the protocol chosen for
+     *     a "consumer" group; null where they are not known (another protocol type, no protocol chosen yet, or
+     *     metadata that does not parse): then every topic counts as subscribed
+     */
+    synchronized java.util.Set<String> subscribedTopics() {
+        if (members.isEmpty()) {
+            return java.util.Set.of();
+        }
+        if (!"consumer".equals(protocolType) || protocol == null) {
+            return null;
+        }
+        java.util.Set<String> topics = new java.util.HashSet<>();
+        for (Member member : members.values()) {
+            byte[] metadata = member.protocols == null ? null : member.protocols.get(protocol);
+            if (metadata == null) {
+                return null;
+            }
+            try {
+                topics.addAll(org.apache.kafka.clients.consumer.internals.ConsumerProtocol.deserializeSubscription(
+                        java.nio.ByteBuffer.wrap(metadata)).topics());
+            } catch (RuntimeException e) {
+                return null;
+            }
+        }
+        return topics;
+    }
+
+    /** @return true if the group has members and is not a "consumer" group (OffsetDelete's NON_EMPTY_GROUP) */
+    synchronized boolean nonEmptyOtherThanConsumer() {
+        return !members.isEmpty() && protocolType != null && !"consumer".equals(protocolType);
+    }
+
+    /**
      * Kafka's check of a static member's identity: UNKNOWN_MEMBER_ID for an instance id no member holds,
      * FENCED_INSTANCE_ID for one another member id holds.
      *

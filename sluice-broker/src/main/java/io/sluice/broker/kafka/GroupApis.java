@@ -33,6 +33,8 @@ import org.apache.kafka.common.message.ListGroupsRequestData;
 import org.apache.kafka.common.message.ListGroupsResponseData;
 import org.apache.kafka.common.message.OffsetCommitRequestData;
 import org.apache.kafka.common.message.OffsetCommitResponseData;
+import org.apache.kafka.common.message.OffsetDeleteRequestData;
+import org.apache.kafka.common.message.OffsetDeleteResponseData;
 import org.apache.kafka.common.message.OffsetFetchRequestData;
 import org.apache.kafka.common.message.OffsetFetchResponseData;
 import org.apache.kafka.common.message.SyncGroupRequestData;
@@ -588,6 +590,65 @@ final class GroupApis {
             }
         }
         return new ListGroupsResponseData().setGroups(groups);
+    }
+
+    /**
+     * OffsetDelete (kafka-consumer-groups --delete-offsets): forgets a group's committed offsets of some partitions,
+     * except those of topics its members subscribe to (GROUP_SUBSCRIBED_TO_TOPIC, as Kafka answers); a partition the
+     * group committed nothing for is answered NONE, as Kafka does.
+     */
+    OffsetDeleteResponseData offsetDelete(OffsetDeleteRequestData request) {
+        OffsetDeleteResponseData response = new OffsetDeleteResponseData();
+        String id = request.groupId();
+        String name = id == null ? null : GroupNames.toStore(id);
+        if (name == null) {
+            return response.setErrorCode(Errors.INVALID_GROUP_ID.code());
+        }
+        Errors coordination = coordination();
+        if (coordination != Errors.NONE) {
+            return response.setErrorCode(coordination.code());
+        }
+        ClassicGroup group = coordinator.group(id);
+        if (group == null && !storedGroups().contains(id)) {
+            return response.setErrorCode(Errors.GROUP_ID_NOT_FOUND.code());
+        }
+        if (group != null && group.nonEmptyOtherThanConsumer()) {
+            return response.setErrorCode(Errors.NON_EMPTY_GROUP.code());
+        }
+        Set<String> subscribed = group == null ? Set.of() : group.subscribedTopics();
+        OffsetDeleteResponseData.OffsetDeleteResponseTopicCollection topics =
+                new OffsetDeleteResponseData.OffsetDeleteResponseTopicCollection();
+        List<ClusterView.CommittedOffset> deleted = new ArrayList<>();
+        for (OffsetDeleteRequestData.OffsetDeleteRequestTopic topic : request.topics()) {
+            OffsetDeleteResponseData.OffsetDeleteResponseTopic answered = topics.find(topic.name());
+            if (answered == null) {
+                answered = new OffsetDeleteResponseData.OffsetDeleteResponseTopic().setName(topic.name());
+                topics.add(answered);
+            }
+            boolean held = subscribed == null || subscribed.contains(topic.name());
+            for (OffsetDeleteRequestData.OffsetDeleteRequestPartition partition : topic.partitions()) {
+                if (answered.partitions().find(partition.partitionIndex()) != null) {
+                    continue;
+                }
+                answered.partitions().add(new OffsetDeleteResponseData.OffsetDeleteResponsePartition()
+                        .setPartitionIndex(partition.partitionIndex())
+                        .setErrorCode((held ? Errors.GROUP_SUBSCRIBED_TO_TOPIC : Errors.NONE).code()));
+                if (!held && topic.name() != null && partition.partitionIndex() >= 0) {
+                    deleted.add(new ClusterView.CommittedOffset(topic.name(), partition.partitionIndex(), -1));
+                }
+            }
+        }
+        if (!deleted.isEmpty()) {
+            try {
+                cluster.deleteOffsets(name, deleted).join();
+            } catch (java.util.concurrent.CompletionException e) {
+                Throwable cause = e.getCause() != null ? e.getCause() : e;
+                LOG.warn("deleting offsets of group {} failed: {}", id, cause.toString());
+                return new OffsetDeleteResponseData().setErrorCode((cause instanceof Partition.NotLeaderException
+                        ? Errors.NOT_COORDINATOR : Errors.COORDINATOR_NOT_AVAILABLE).code());
+            }
+        }
+        return response.setTopics(topics);
     }
 
     /**

@@ -48,6 +48,7 @@ import org.apache.kafka.common.message.JoinGroupRequestData;
 import org.apache.kafka.common.message.LeaveGroupRequestData;
 import org.apache.kafka.common.message.ListGroupsRequestData;
 import org.apache.kafka.common.message.OffsetCommitRequestData;
+import org.apache.kafka.common.message.OffsetDeleteRequestData;
 import org.apache.kafka.common.message.OffsetFetchRequestData;
 import org.apache.kafka.common.message.SyncGroupRequestData;
 import org.apache.kafka.common.message.IncrementalAlterConfigsRequestData;
@@ -370,6 +371,7 @@ public final class KafkaApis implements AutoCloseable {
             case DESCRIBE_GROUPS -> groups.describe((DescribeGroupsRequestData) request, version);
             case LIST_GROUPS -> groups.list((ListGroupsRequestData) request);
             case DELETE_GROUPS -> groups.delete((DeleteGroupsRequestData) request);
+            case OFFSET_DELETE -> groups.offsetDelete((OffsetDeleteRequestData) request);
             case DESCRIBE_CONFIGS -> configs.describe((DescribeConfigsRequestData) request);
             case INCREMENTAL_ALTER_CONFIGS -> configs.incrementalAlter((IncrementalAlterConfigsRequestData) request);
             case ALTER_CONFIGS -> configs.alter((AlterConfigsRequestData) request);

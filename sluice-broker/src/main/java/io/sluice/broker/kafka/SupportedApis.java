@@ -46,6 +46,7 @@ final class SupportedApis {
         serve(ApiKeys.DESCRIBE_GROUPS, 0, 6);
         serve(ApiKeys.LIST_GROUPS, 0, 5);
         serve(ApiKeys.DELETE_GROUPS, 0, 2);
+        serve(ApiKeys.OFFSET_DELETE, 0, 0);
         serve(ApiKeys.DESCRIBE_CONFIGS, 1, 4);
         serve(ApiKeys.ALTER_CONFIGS, 0, 2);
         serve(ApiKeys.INCREMENTAL_ALTER_CONFIGS, 0, 1);

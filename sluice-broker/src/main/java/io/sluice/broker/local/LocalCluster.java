@@ -180,6 +180,18 @@ public final class LocalCluster implements ClusterView {
     }
 
     @Override
+    public CompletableFuture<Void> deleteOffsets(String group, List<CommittedOffset> partitions) {
+        try {
+            for (CommittedOffset partition : partitions) {
+                store.removeCommittedOffset(group, partition.topic(), partition.partition());
+            }
+            return CompletableFuture.completedFuture(null);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    @Override
     public List<ConsumerPosition> committedOffsets() {
         return store.consumerPositions();
     }

@@ -217,7 +217,6 @@ public final class LocalPartitions implements Partitions {
             return store.maxOffset(topic, index);
         }
 
-        /** Made in the store, durably, before the answer. */
         @Override
         public CompactionReport compact(long endOffset, BatchCleaner cleaner) {
             return store.compact(topic, index, endOffset, cleaner);
@@ -228,6 +227,7 @@ public final class LocalPartitions implements Partitions {
             return store.bytesFrom(topic, index, offset);
         }
 
+        /** Made in the store, durably, before the answer. */
         @Override
         public CompletableFuture<Long> deleteRecords(long offset) {
             try {

@@ -135,6 +135,12 @@ public final class ReplicatedCluster implements ClusterView {
                 offset.topic(), offset.partition(), offset.offset())).toList()));
     }
 
+    @Override
+    public CompletableFuture<Void> deleteOffsets(String group, List<CommittedOffset> partitions) {
+        return notLeader(node.commitOffsets(group, partitions.stream().map(partition -> new Replication.CommittedOffset(
+                partition.topic(), partition.partition(), Replication.DELETED_OFFSET)).toList()));
+    }
+
     /** @return {@code result}, the cluster's not-leader exception told as the Kafka layer's */
     private static <T> CompletableFuture<T> notLeader(CompletableFuture<T> result) {
         return result.exceptionallyCompose(error -> {

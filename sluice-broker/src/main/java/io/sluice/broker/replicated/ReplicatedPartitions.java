@@ -173,10 +173,6 @@ public final class ReplicatedPartitions implements Partitions {
             return store.maxOffset(id.topic(), id.partition());
         }
 
-        /**
-         * Not yet: a replicated partition's log start must move at one place of its Raft log on every replica, and a
-         * follower behind it still be sent the batches below it; answered as a policy refusal.
-         */
         @Override
         public CompactionReport compact(long endOffset, BatchCleaner cleaner) {
             return store.compact(id.topic(), id.partition(), endOffset, cleaner);
@@ -187,6 +183,10 @@ public final class ReplicatedPartitions implements Partitions {
             return store.bytesFrom(id.topic(), id.partition(), offset);
         }
 
+        /**
+         * Not yet: a replicated partition's log start must move at one place of its Raft log on every replica, and a
+         * follower behind it still be sent the batches below it; answered as a policy refusal.
+         */
         @Override
         public CompletableFuture<Long> deleteRecords(long offset) {
             return CompletableFuture.failedFuture(new UnsupportedOperationException(

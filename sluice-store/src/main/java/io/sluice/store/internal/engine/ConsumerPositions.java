@@ -81,6 +81,17 @@ public final class ConsumerPositions {
         return removed;
     }
 
+    /** Forgets a group's position on one queue ({@code Store.removeCommittedOffset}). */
+    public boolean removeOffset(String group, String topic, int queueId) {
+        Names.checkGroup(group);
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        logs.checkWritable();
+        boolean removed = offsets.removeOffset(group, topic, queueId);
+        logs.checkpoints().changed();
+        return removed;
+    }
+
     /**
      * Forgets every position of a group that committed none since {@code cutoffMillis}
      * ({@code Store.removeConsumerGroupIfIdle}).

@@ -159,6 +159,12 @@ public final class ConsumerOffsets {
         return offset == null ? OptionalLong.empty() : OptionalLong.of(offset);
     }
 
+    /** Forgets a group's position on one queue. @return true if it had one */
+    public boolean removeOffset(String group, String topic, int queueId) {
+        Key key = new Key(group, topic, queueId);
+        return remove(key::equals);
+    }
+
     /** Forgets every position of a group. @return true if it had any */
     public boolean removeGroup(String group) {
         return remove(key -> key.group().equals(group));
