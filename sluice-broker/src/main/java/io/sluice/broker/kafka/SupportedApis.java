@@ -34,6 +34,8 @@ final class SupportedApis {
         // Fetch v13 names topics by id.
         serve(ApiKeys.FETCH, 4, 12);
         serve(ApiKeys.LIST_OFFSETS, 1, 10);
+        // Where a leader epoch ends: consumers validate their position after a change of leader (KIP-320).
+        serve(ApiKeys.OFFSET_FOR_LEADER_EPOCH, 2, 4);
         serve(ApiKeys.INIT_PRODUCER_ID, 0, 5);
         // The classic consumer-group protocol; OffsetCommit and OffsetFetch 10 name topics by id.
         serve(ApiKeys.FIND_COORDINATOR, 0, 6);
