@@ -341,7 +341,7 @@ public final class KafkaApis implements AutoCloseable {
             case CREATE_TOPICS -> topics.createTopics((CreateTopicsRequestData) request);
             case CREATE_PARTITIONS -> topics.createPartitions((CreatePartitionsRequestData) request);
             case DESCRIBE_CLUSTER -> topics.describeCluster((DescribeClusterRequestData) request);
-            case LIST_OFFSETS -> offsets.listOffsets((ListOffsetsRequestData) request);
+            case LIST_OFFSETS -> offsets.listOffsets((ListOffsetsRequestData) request, version);
             case OFFSET_FOR_LEADER_EPOCH -> epochs.handle((OffsetForLeaderEpochRequestData) request);
             case INIT_PRODUCER_ID -> initProducerId((InitProducerIdRequestData) request);
             case FIND_COORDINATOR -> groups.findCoordinator((FindCoordinatorRequestData) request, version);

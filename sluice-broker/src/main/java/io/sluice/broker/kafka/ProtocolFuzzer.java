@@ -259,11 +259,11 @@ public final class ProtocolFuzzer {
                             .setPartitions(List.of(new FetchRequestData.FetchPartition().setPartition(v % 2)
                                     .setFetchOffset(0).setPartitionMaxBytes(1 << 20))))));
         }
-        for (short v = 1; v <= 10; v++) {
+        for (short v = 1; v <= 11; v++) {
             add(ApiKeys.LIST_OFFSETS, v, new ListOffsetsRequestData().setTopics(List.of(
                     new ListOffsetsRequestData.ListOffsetsTopic().setName("fuzz").setPartitions(List.of(
                             new ListOffsetsRequestData.ListOffsetsPartition().setPartitionIndex(0)
-                                    .setTimestamp(v - 3))))));
+                                    .setTimestamp(v - 7))))));
         }
         for (short v = 2; v <= 4; v++) {
             OffsetForLeaderEpochRequestData.OffsetForLeaderTopicCollection topics =

@@ -33,7 +33,8 @@ final class SupportedApis {
         serve(ApiKeys.PRODUCE, 3, 12);
         // Fetch v13 names topics by id.
         serve(ApiKeys.FETCH, 4, 12);
-        serve(ApiKeys.LIST_OFFSETS, 1, 10);
+        // v11 takes EARLIEST_PENDING_UPLOAD (-6), answered as a broker without tiered storage answers it.
+        serve(ApiKeys.LIST_OFFSETS, 1, 11);
         // Where a leader epoch ends: consumers validate their position after a change of leader (KIP-320).
         serve(ApiKeys.OFFSET_FOR_LEADER_EPOCH, 2, 4);
         serve(ApiKeys.INIT_PRODUCER_ID, 0, 5);
