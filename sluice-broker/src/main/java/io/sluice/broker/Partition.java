@@ -68,6 +68,19 @@ public interface Partition {
     /** @return the leader epoch as this broker knows it (0 for a broker alone) */
     int leaderEpoch();
 
+    /**
+     * The leader epoch the batch holding {@code offset} was appended in: the partition's history of leaders, as its
+     * log tells it. Every batch carries the epoch of the leader that took it in its partitionLeaderEpoch field, which
+     * the leader sets as Kafka's does (a cluster's leader, the Raft term it submits the batch's entry in; a broker
+     * alone, 0, the only epoch it leads in); a broker alone answers 0 without reading the batch, since batches it took
+     * before it set the field carry whatever their producer sent. Along a partition's log the epochs never decrease,
+     * which is what lets a caller find where an epoch ends by bisection: Kafka's OffsetForLeaderEpoch.
+     *
+     * @return the epoch, or -1 if this replica holds no batch at {@code offset} (below its log start, or at or past
+     *     its end)
+     */
+    int leaderEpochAt(long offset);
+
     /** @return the first offset the partition still holds */
     long logStartOffset();
 

@@ -5,8 +5,10 @@ import static org.assertj.core.api.Assertions.assertThat;
 import io.sluice.store.Message;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
+import io.sluice.testsupport.KafkaWire;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
+import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
@@ -19,14 +21,20 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.message.ListOffsetsRequestData;
+import org.apache.kafka.common.message.ListOffsetsResponseData;
+import org.apache.kafka.common.protocol.ApiKeys;
+import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 import org.junit.jupiter.params.ParameterizedTest;
 import org.junit.jupiter.params.provider.ValueSource;
 
 /**
  * ListOffsets by time answers on the records' own timestamps, as Kafka does: back-filled records (created long
- * before they were appended) are found by the time their producer gave them, inside batches, compressed or not.
+ * before they were appended) are found by the time their producer gave them, inside batches, compressed or not. The
+ * special timestamps are taken, and answered, as Kafka 4.3.1 takes and answers them.
  */
 class ListOffsetsTest {
 
@@ -88,6 +96,73 @@ class ListOffsetsTest {
                         .get(partition).offset()).isEqualTo(101);
             }
         }
+    }
+
+    /**
+     * The special timestamps at every version, and what v11 answers for each, as Kafka 4.3.1 answered the same requests
+     * (a topic of three records, another empty; no remote storage): a special timestamp from the version that
+     * introduced it on (max timestamp v7, earliest local v8, latest tiered v9, earliest pending upload v11), any other
+     * negative one never, UNSUPPORTED_VERSION otherwise, before the partition is looked at; the tiered ones with no
+     * offset and no epoch; an offset found with its batch's leader epoch, none found with none.
+     */
+    @Test
+    void specialTimestampsAreTakenFromTheirVersionAndAnsweredAsKafkaAnswersThem() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0))) {
+            ProduceFetchTest.createTopic(broker, "three", 1);
+            ProduceFetchTest.createTopic(broker, "empty", 1);
+            try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(
+                    ProduceFetchTest.producerConfig(broker, "all", "none"), new ByteArraySerializer(),
+                    new ByteArraySerializer())) {
+                for (int i = 0; i < 3; i++) {
+                    producer.send(new ProducerRecord<>("three", 0, BASE + i, null, bytes("r" + i)))
+                            .get(20, TimeUnit.SECONDS);
+                }
+            }
+            Map<Long, Integer> introduced = Map.of(-3L, 7, -4L, 8, -5L, 9, -6L, 11, -7L, 99, -100L, 99);
+            for (short version = 1; version <= 11; version++) {
+                for (Map.Entry<Long, Integer> special : introduced.entrySet()) {
+                    Errors expected = version >= special.getValue() ? Errors.NONE : Errors.UNSUPPORTED_VERSION;
+                    assertThat(Errors.forCode(listOffset(broker, version, "three", 0, special.getKey()).errorCode()))
+                            .as("v%d timestamp %d", version, special.getKey()).isEqualTo(expected);
+                }
+            }
+            assertThat(Errors.forCode(listOffset(broker, (short) 11, "nosuch", 0, -7).errorCode()))
+                    .as("the timestamp is checked first").isEqualTo(Errors.UNSUPPORTED_VERSION);
+            assertThat(Errors.forCode(listOffset(broker, (short) 11, "nosuch", 0, -3).errorCode()))
+                    .isEqualTo(Errors.UNKNOWN_TOPIC_OR_PARTITION);
+            // error/offset/timestamp/epoch, at v11.
+            Map<String, String> kafka = new java.util.LinkedHashMap<>();
+            kafka.put("three -1", "NONE/3/-1/0");
+            kafka.put("three -2", "NONE/0/-1/0");
+            kafka.put("three -3", "NONE/2/" + (BASE + 2) + "/0");
+            kafka.put("three -4", "NONE/0/-1/0");
+            kafka.put("three -5", "NONE/-1/-1/-1");
+            kafka.put("three -6", "NONE/-1/-1/-1");
+            kafka.put("three 0", "NONE/0/" + BASE + "/0");
+            kafka.put("three 4000000000000", "NONE/-1/-1/-1");
+            kafka.put("empty -1", "NONE/0/-1/0");
+            kafka.put("empty -2", "NONE/0/-1/0");
+            kafka.put("empty -3", "NONE/-1/-1/-1");
+            kafka.put("empty -4", "NONE/0/-1/0");
+            kafka.put("empty 0", "NONE/-1/-1/-1");
+            for (Map.Entry<String, String> expected : kafka.entrySet()) {
+                String[] ask = expected.getKey().split(" ");
+                var answer = listOffset(broker, (short) 11, ask[0], 0, Long.parseLong(ask[1]));
+                assertThat(Errors.forCode(answer.errorCode()) + "/" + answer.offset() + "/" + answer.timestamp() + "/"
+                        + answer.leaderEpoch()).as(expected.getKey()).isEqualTo(expected.getValue());
+            }
+        }
+    }
+
+    private static ListOffsetsResponseData.ListOffsetsPartitionResponse listOffset(Broker broker, short version,
+            String topic, int partition, long timestamp) throws Exception {
+        ListOffsetsRequestData request = new ListOffsetsRequestData().setReplicaId(-1).setTopics(List.of(
+                new ListOffsetsRequestData.ListOffsetsTopic().setName(topic).setPartitions(List.of(
+                        new ListOffsetsRequestData.ListOffsetsPartition().setPartitionIndex(partition)
+                                .setTimestamp(timestamp)))));
+        return new ListOffsetsResponseData(KafkaWire.call(broker.port(), ApiKeys.LIST_OFFSETS, version, request),
+                version).topics().getFirst().partitions().getFirst();
     }
 
     private static byte[] bytes(String text) {

@@ -5,6 +5,8 @@ import io.sluice.cluster.ratis.OpenSegmentBelowSnapshot;
 import io.sluice.store.KafkaBatch;
 import io.sluice.store.Store;
 import java.io.IOException;
+import java.lang.foreign.ValueLayout;
+import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
@@ -342,7 +344,13 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         return submitted.submitting(callId, client, batches);
     }
 
-    /** In log order, under the log's lock: the batch's offset must still follow the log's last batch. */
+    /**
+     * In log order, under the log's lock: the batch's offset must still follow the log's last batch, and the leader
+     * epoch this node's batches were given as they were submitted must be the term the entry is appended in. Ratis
+     * calls this under the server's lock, where the term cannot change, just before it gives the entry its term; a
+     * batch submitted in a term this node lost and won again since would otherwise sit after batches of the terms
+     * between, and the epochs along the log, which OffsetForLeaderEpoch bisects, would not always grow.
+     */
     @Override
     public TransactionContext preAppendTransaction(TransactionContext trx) throws IOException {
         EntryHeader header = EntryHeader.decode(trx.getStateMachineLogEntry().getLogData());
@@ -351,6 +359,16 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
                 throw new StateMachineException("a batch of " + id + " was given offset " + header.baseOffset()
                         + " but the log's batches end at " + logEnd + " (batches submitted concurrently); send it"
                         + " again");
+            }
+        }
+        if (trx.getStateMachineContext() instanceof Submissions.Submission own && own.batches() != null
+                && !own.batches().isEmpty()) {
+            long term = server.getDivision(groupId).getInfo().getCurrentTerm();
+            int epoch = own.batches().getFirst().bytes().get(ValueLayout.JAVA_INT_UNALIGNED
+                    .withOrder(ByteOrder.BIG_ENDIAN), KafkaBatch.PARTITION_LEADER_EPOCH);
+            if (epoch != (int) Math.min(Integer.MAX_VALUE, term)) {
+                throw new StateMachineException("a batch of " + id + " was given leader epoch " + epoch
+                        + " but its entry is appended in term " + term + "; send it again");
             }
         }
         return trx;

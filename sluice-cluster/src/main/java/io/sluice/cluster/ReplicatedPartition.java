@@ -353,6 +353,9 @@ public final class ReplicatedPartition implements HandOverWatch.Replica {
         }
         var followers = role.getLeaderInfo().getFollowerInfoList();
         long[] matched = info.getFollowerMatchIndices();
+        if (matched == null) {
+            return inSync; // no longer the leader (Ratis gives no match indices then): it stepped down meanwhile
+        }
         for (int i = 0; i < followers.size() && i < matched.length; i++) {
             if (matched[i] >= committed) {
                 inSync.add(ClusterNode.nodeId(RaftPeerId.valueOf(followers.get(i).getId().getId())));

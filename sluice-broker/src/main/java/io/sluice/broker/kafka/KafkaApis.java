@@ -50,6 +50,7 @@ import org.apache.kafka.common.message.ListGroupsRequestData;
 import org.apache.kafka.common.message.OffsetCommitRequestData;
 import org.apache.kafka.common.message.OffsetDeleteRequestData;
 import org.apache.kafka.common.message.OffsetFetchRequestData;
+import org.apache.kafka.common.message.OffsetForLeaderEpochRequestData;
 import org.apache.kafka.common.message.SyncGroupRequestData;
 import org.apache.kafka.common.message.IncrementalAlterConfigsRequestData;
 import org.apache.kafka.common.message.InitProducerIdRequestData;
@@ -129,6 +130,7 @@ public final class KafkaApis implements AutoCloseable {
     private final ProduceHandler produce;
     private final FetchHandler fetch;
     private final ListOffsetsHandler offsets;
+    private final OffsetForLeaderEpochHandler epochs;
     private final DeleteRecordsHandler deleteRecords;
     private final TopicApis topics;
     private final ProducerIds producerIds;
@@ -185,6 +187,7 @@ public final class KafkaApis implements AutoCloseable {
         this.fetch = new FetchHandler(partitions, cluster, watch, Objects.requireNonNull(executor, "executor"),
                 producerStates);
         this.offsets = new ListOffsetsHandler(partitions, producerStates);
+        this.epochs = new OffsetForLeaderEpochHandler(partitions);
         this.deleteRecords = new DeleteRecordsHandler(partitions);
         this.topics = new TopicApis(partitions, cluster, settings, producerStates, topicConfigs);
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
@@ -361,7 +364,8 @@ public final class KafkaApis implements AutoCloseable {
             case CREATE_TOPICS -> topics.createTopics((CreateTopicsRequestData) request);
             case CREATE_PARTITIONS -> topics.createPartitions((CreatePartitionsRequestData) request);
             case DESCRIBE_CLUSTER -> topics.describeCluster((DescribeClusterRequestData) request);
-            case LIST_OFFSETS -> offsets.listOffsets((ListOffsetsRequestData) request);
+            case LIST_OFFSETS -> offsets.listOffsets((ListOffsetsRequestData) request, version);
+            case OFFSET_FOR_LEADER_EPOCH -> epochs.handle((OffsetForLeaderEpochRequestData) request);
             case INIT_PRODUCER_ID -> initProducerId((InitProducerIdRequestData) request);
             case FIND_COORDINATOR -> groups.findCoordinator((FindCoordinatorRequestData) request, version);
             case HEARTBEAT -> groups.heartbeat((HeartbeatRequestData) request);

@@ -27,6 +27,7 @@ import org.apache.kafka.common.message.ListOffsetsRequestData;
 import org.apache.kafka.common.message.MetadataRequestData;
 import org.apache.kafka.common.message.OffsetCommitRequestData;
 import org.apache.kafka.common.message.OffsetFetchRequestData;
+import org.apache.kafka.common.message.OffsetForLeaderEpochRequestData;
 import org.apache.kafka.common.message.ProduceRequestData;
 import org.apache.kafka.common.message.RequestHeaderData;
 import org.apache.kafka.common.message.SyncGroupRequestData;
@@ -258,11 +259,20 @@ public final class ProtocolFuzzer {
                             .setPartitions(List.of(new FetchRequestData.FetchPartition().setPartition(v % 2)
                                     .setFetchOffset(0).setPartitionMaxBytes(1 << 20))))));
         }
-        for (short v = 1; v <= 10; v++) {
+        for (short v = 1; v <= 11; v++) {
             add(ApiKeys.LIST_OFFSETS, v, new ListOffsetsRequestData().setTopics(List.of(
                     new ListOffsetsRequestData.ListOffsetsTopic().setName("fuzz").setPartitions(List.of(
                             new ListOffsetsRequestData.ListOffsetsPartition().setPartitionIndex(0)
-                                    .setTimestamp(v - 3))))));
+                                    .setTimestamp(v - 7))))));
+        }
+        for (short v = 2; v <= 4; v++) {
+            OffsetForLeaderEpochRequestData.OffsetForLeaderTopicCollection topics =
+                    new OffsetForLeaderEpochRequestData.OffsetForLeaderTopicCollection();
+            topics.add(new OffsetForLeaderEpochRequestData.OffsetForLeaderTopic().setTopic("fuzz")
+                    .setPartitions(List.of(new OffsetForLeaderEpochRequestData.OffsetForLeaderPartition()
+                            .setPartition(v % 2).setCurrentLeaderEpoch(v - 3).setLeaderEpoch(v - 3))));
+            add(ApiKeys.OFFSET_FOR_LEADER_EPOCH, v, new OffsetForLeaderEpochRequestData().setReplicaId(-1)
+                    .setTopics(topics));
         }
         for (short v = 1; v <= 13; v++) {
             add(ApiKeys.METADATA, v, new MetadataRequestData().setTopics(List.of(

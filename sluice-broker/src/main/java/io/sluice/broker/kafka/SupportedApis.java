@@ -33,9 +33,14 @@ final class SupportedApis {
         serve(ApiKeys.PRODUCE, 3, 12);
         // Fetch v13 names topics by id.
         serve(ApiKeys.FETCH, 4, 12);
-        serve(ApiKeys.LIST_OFFSETS, 1, 10);
+        // v11 takes EARLIEST_PENDING_UPLOAD (-6), answered as a broker without tiered storage answers it.
+        serve(ApiKeys.LIST_OFFSETS, 1, 11);
+        // Where a leader epoch ends: consumers validate their position after a change of leader (KIP-320).
+        serve(ApiKeys.OFFSET_FOR_LEADER_EPOCH, 2, 4);
         serve(ApiKeys.INIT_PRODUCER_ID, 0, 5);
-        // The classic consumer-group protocol; OffsetCommit and OffsetFetch 10 name topics by id.
+        // The classic consumer-group protocol. OffsetCommit and OffsetFetch 10 name topics by id only, and every topic
+        // id here is zero (Metadata's): Kafka 4.3.1 answers UNKNOWN_TOPIC_ID for such an id, and Kafka's clients send
+        // v10 only when they know every topic's id, so 9 is the highest.
         serve(ApiKeys.FIND_COORDINATOR, 0, 6);
         serve(ApiKeys.JOIN_GROUP, 0, 9);
         serve(ApiKeys.SYNC_GROUP, 0, 5);

@@ -25,8 +25,9 @@ import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
 /**
- * The partitions of a broker alone: its store's topics, each partition led by this broker in epoch 0, every append
- * committed once stored (a cluster of one with replication factor 1). Thread-safe.
+ * The partitions of a broker alone: its store's topics, each partition led by this broker in epoch 0 (which each
+ * appended batch carries), every append committed once stored (a cluster of one with replication factor 1).
+ * Thread-safe.
  *
  * <p>Each partition's idempotent producers ({@link ProducerHistory}) are read back from its log the first time the
  * Kafka layer asks for them, and kept from then on as its batches are stored. A clean close keeps them in the store's
@@ -207,6 +208,12 @@ public final class LocalPartitions implements Partitions {
             return 0;
         }
 
+        /** 0 throughout the log: a broker alone has led it in epoch 0 alone, whatever its batches' fields say. */
+        @Override
+        public int leaderEpochAt(long offset) {
+            return offset >= logStartOffset() && offset < logEndOffset() ? 0 : -1;
+        }
+
         @Override
         public long logStartOffset() {
             return store.minOffset(topic, index);
@@ -272,6 +279,9 @@ public final class LocalPartitions implements Partitions {
          */
         @Override
         public Appended append(KafkaBatch batch, Durability durability) {
+            // The leader's epoch in the batch, as Kafka's leader sets it (producers send -1): a consumer tracks the
+            // epoch of what it read from there and validates its position by it (OffsetForLeaderEpoch).
+            batch.setPartitionLeaderEpoch(0);
             // The Kafka layer asks for a partition's producers before its first idempotent batch: such a batch is
             // noted once stored, in log order (appends of a partition complete in the order they were made).
             Producers state = batch.producerId() >= 0 ? producers.get(key(topic, index)) : null;

@@ -11,6 +11,8 @@ import io.sluice.store.KafkaBatch;
 import io.sluice.store.OpaqueSlice;
 import io.sluice.store.ReadResult;
 import io.sluice.store.Store;
+import io.sluice.store.StoredMessage;
+import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -161,6 +163,26 @@ public final class ReplicatedPartitions implements Partitions {
         @Override
         public int leaderEpoch() {
             return node.leaderEpoch(id.topic(), id.partition());
+        }
+
+        /**
+         * The partitionLeaderEpoch of the batch holding {@code offset} in this broker's store: the term its leader
+         * submitted it in (each replica stores the leader's bytes).
+         */
+        @Override
+        public int leaderEpochAt(long offset) {
+            if (offset < 0) {
+                return -1;
+            }
+            try (ReadResult read = store.read(id.topic(), id.partition(), offset, 1, 1)) {
+                if (read.status() != ReadResult.Status.FOUND || read.messages().isEmpty()) {
+                    return -1;
+                }
+                StoredMessage message = read.messages().getFirst();
+                ByteBuffer body = message.opaque() ? message.bodyBuffer() : null;
+                return body == null || body.remaining() < KafkaBatch.HEADER_BYTES ? -1
+                        : body.getInt(body.position() + KafkaBatch.PARTITION_LEADER_EPOCH);
+            }
         }
 
         @Override
