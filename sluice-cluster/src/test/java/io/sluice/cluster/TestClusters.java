@@ -27,9 +27,16 @@ final class TestClusters {
      */
     static int freePort() throws IOException {
         int highest = Math.min(32_000, ephemeralLow());
+        // Test JVMs running at once (surefire's forks) each take a range of their own: one JVM's stopped server must
+        // not find its old peer's port owned by another JVM's new node.
+        int forks = Math.max(1, Integer.getInteger("sluice.test.forks", 1));
+        int fork = Math.min(forks, Math.max(1, parsedOr(System.getProperty("sluice.test.fork"), 1)));
+        int span = (highest - 10_000) / forks;
+        int lowest = 10_000 + (fork - 1) * span;
+        highest = lowest + span;
         java.util.concurrent.ThreadLocalRandom random = java.util.concurrent.ThreadLocalRandom.current();
         for (int attempt = 0; attempt < 1_000; attempt++) {
-            int port = random.nextInt(10_000, highest);
+            int port = random.nextInt(lowest, highest);
             if (!HANDED_OUT.add(port)) {
                 continue;
             }
@@ -39,7 +46,15 @@ final class TestClusters {
                 // In use by another process: another one.
             }
         }
-        throw new IOException("no free port on 127.0.0.1 between 10000 and " + highest);
+        throw new IOException("no free port on 127.0.0.1 between " + lowest + " and " + highest);
+    }
+
+    private static int parsedOr(String value, int otherwise) {
+        try {
+            return value == null ? otherwise : Integer.parseInt(value.trim());
+        } catch (NumberFormatException e) {
+            return otherwise; // run outside surefire's forks: the property is left as written
+        }
     }
 
     /** @return the lowest port Linux gives outgoing connections (32768 by default, and where it cannot be read) */
