@@ -8,6 +8,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.UUID;
 import java.util.OptionalLong;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
@@ -145,6 +146,52 @@ public final class Store implements AutoCloseable {
      */
     public boolean createTopic(String topic, TopicLayout layout, int queueCount, Map<String, String> configs) {
         return engine.topics().create(topic, layout, queueCount, configs);
+    }
+
+    /**
+     * Creates a topic with a declared number of queues, its configs and its id, durable together before this returns
+     * (one registry save). The id is the caller's (Kafka's topic id, chosen at random by the broker): the store keeps
+     * it with the topic, refuses it for another, and forgets it when the topic is deleted.
+     *
+     * @param topicId the topic's id; not the zero UUID, and no other topic's
+     * @return true if created; false if the topic already had a declared queue count (nothing changes, its id
+     *     included)
+     * @throws IllegalArgumentException as {@link #createTopic(String, TopicLayout, int, Map)}, or for an id that is
+     *     zero or another topic's
+     * @throws StoreException if the registry cannot be written
+     */
+    public boolean createTopic(String topic, TopicLayout layout, int queueCount, Map<String, String> configs,
+                               UUID topicId) {
+        Objects.requireNonNull(topicId, "topicId");
+        return engine.topics().create(topic, layout, queueCount, configs, topicId);
+    }
+
+    /**
+     * Gives topics created without an id (by a store from before ids, or without one) their ids, durable before this
+     * returns (one registry save for all of them). A topic that has the id given already is left as it is.
+     *
+     * @param topicIds the id of each topic, by topic
+     * @throws IllegalArgumentException if a topic has no declared queue count or another id, or an id is zero, given
+     *     twice or another topic's (nothing changes then)
+     * @throws StoreException if the registry cannot be written
+     */
+    public void setTopicIds(Map<String, UUID> topicIds) {
+        engine.topics().setIds(topicIds);
+    }
+
+    /** @return the topic's id, or null for a topic without one, or unknown */
+    public UUID topicId(String topic) {
+        return engine.topics().id(topic);
+    }
+
+    /** @return the topic whose id this is, or null if no topic has it */
+    public String topicWithId(UUID topicId) {
+        return engine.topics().topicOf(topicId);
+    }
+
+    /** @return every topic that has an id, and its id, sorted by name */
+    public Map<String, UUID> topicIds() {
+        return engine.topics().ids();
     }
 
     /** A topic config the store reads: how long a topic's messages are kept at least, in ms; -1 for ever. */

@@ -11,6 +11,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Objects;
+import java.util.UUID;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -72,6 +73,17 @@ public final class Topics {
      * @return true if created; false if the topic already had a declared queue count (nothing changes)
      */
     public boolean create(String topic, TopicLayout layout, int queueCount, Map<String, String> configs) {
+        return create(topic, layout, queueCount, configs, null);
+    }
+
+    /**
+     * Creates a topic with a declared number of queues, its configs and its id ({@code Store.createTopic(String,
+     * TopicLayout, int, Map, UUID)}), in one registry save.
+     *
+     * @param id the topic's id, or null for none
+     * @return true if created; false if the topic already had a declared queue count (nothing changes)
+     */
+    public boolean create(String topic, TopicLayout layout, int queueCount, Map<String, String> configs, UUID id) {
         Names.checkTopic(topic);
         Objects.requireNonNull(configs, "configs");
         Objects.requireNonNull(layout, "layout");
@@ -91,9 +103,57 @@ public final class Topics {
                             + ", so it cannot be declared with " + queueCount + " queues");
                 }
             }
-            register(topic, layout, queueCount, configs);
+            register(topic, new TopicRegistry.Entry(layout, queueCount, configs,
+                    id != null ? id : registry.id(topic)));
             return true;
         }
+    }
+
+    /**
+     * Gives declared topics without an id the ids given ({@code Store.setTopicIds}), in one registry save.
+     *
+     * @throws IllegalArgumentException if a topic has no declared queue count, has another id, or an id is another
+     *     topic's or given twice (nothing changes then)
+     */
+    public void setIds(Map<String, UUID> ids) {
+        Objects.requireNonNull(ids, "ids");
+        ids.forEach((topic, id) -> {
+            Names.checkTopic(topic);
+            Objects.requireNonNull(id, "id");
+        });
+        logs.checkWritable();
+        synchronized (logs.ownLock()) {
+            for (String topic : ids.keySet()) {
+                if (registry.queues(topic) == 0) {
+                    throw new IllegalArgumentException("topic " + topic + " was not created with a queue count, so it"
+                            + " has no id");
+                }
+            }
+            try {
+                registry.identify(config.fileIO(), root, ids);
+            } catch (TopicRegistry.UncertainSaveException e) {
+                throw stopWritingAfter(e, "cannot record the ids of topics " + ids.keySet());
+            } catch (IOException e) {
+                throw new StoreException("cannot record the ids of topics " + ids.keySet() + ": " + e.getMessage(), e);
+            }
+        }
+    }
+
+    /** @return the topic's id, or null for a topic without one, or unknown */
+    public UUID id(String topic) {
+        Names.checkTopic(topic);
+        return registry.id(topic);
+    }
+
+    /** @return the topic whose id this is, or null */
+    public String topicOf(UUID id) {
+        return registry.topicOf(id);
+    }
+
+    /** @return the id of every topic that has one, by topic, sorted */
+    public Map<String, UUID> ids() {
+        logs.checkOpen();
+        return registry.ids();
     }
 
     /** Raises a topic's declared queue count ({@code Store.increaseQueueCount}). */
@@ -161,8 +221,14 @@ public final class Topics {
         }
     }
 
-    /** Saves the registry with the topic's entry; called under the log-creation lock. */
+    /** Saves the registry with the topic's entry, keeping the id it has; called under the log-creation lock. */
     private void register(String topic, TopicLayout layout, int queueCount, Map<String, String> configs) {
+        register(topic, new TopicRegistry.Entry(layout, queueCount, configs, registry.id(topic)));
+    }
+
+    /** Saves the registry with the topic's entry; called under the log-creation lock. */
+    private void register(String topic, TopicRegistry.Entry entry) {
+        TopicLayout layout = entry.layout();
         try {
             boolean created;
             if (layout != TopicLayout.SHARED && registry.layout(topic) == TopicLayout.SHARED) {
@@ -174,9 +240,9 @@ public final class Topics {
                 // A log of its own only for a topic the shared log holds nothing of, checked and recorded under the
                 // shared log's append lock so that no append slips in between.
                 created = logs.shared().ifTopicAbsent(topic, () -> registry.register(config.fileIO(), root, topic,
-                        layout, queueCount, configs));
+                        entry));
             } else {
-                registry.register(config.fileIO(), root, topic, layout, queueCount, configs);
+                registry.register(config.fileIO(), root, topic, entry);
                 created = true;
             }
             if (!created) {
