@@ -32,25 +32,36 @@ public final class Broker implements AutoCloseable {
     private final ExecutorService executor;
     private final KafkaApis apis;
     private final HTTPServer metricsServer;
+    private final BrokerMetrics metrics;
 
-    private Broker(FrameServer server, ExecutorService executor, KafkaApis apis, HTTPServer metricsServer) {
+    private Broker(FrameServer server, ExecutorService executor, KafkaApis apis, HTTPServer metricsServer,
+                   BrokerMetrics metrics) {
         this.server = server;
         this.executor = executor;
         this.apis = apis;
         this.metricsServer = metricsServer;
+        this.metrics = metrics;
     }
 
     /**
      * Binds the listener and starts serving the store's topics, as a cluster of one: this broker leads every
-     * partition, in epoch 0, and is its own controller. The store stays the caller's to close, after the broker.
+     * partition, in epoch 0, and is its own controller. Declared topics without an id (from a store written before
+     * topic ids) are given one first, durably. The store stays the caller's to close, after the broker.
      *
      * @param store where topics and records live
      * @param config where to listen and the limits
      * @return the running broker
      * @throws IOException when the listener cannot be bound
+     * @throws io.sluice.store.StoreException when the topics without an id cannot be given one
      */
     public static Broker start(Store store, BrokerConfig config) throws IOException {
         Objects.requireNonNull(store, "store");
+        // Before anything is served: Kafka's clients name a topic by its id as soon as Metadata gives one, and a topic
+        // answered without one would be refused to the Java producer (its Produce v13 names the zero id).
+        var identified = TopicIds.identifyAll(store);
+        if (!identified.isEmpty()) {
+            LOG.info("gave {} topics from before topic ids their ids: {}", identified.size(), identified);
+        }
         LocalPartitions partitions = new LocalPartitions(store, config.nodeId());
         return start(store, config, port -> partitions, port -> new LocalCluster(store, partitions,
                 new ClusterView.Node(config.nodeId(), config.host(), port), config.topicLayout()));
@@ -138,7 +149,12 @@ public final class Broker implements AutoCloseable {
 
         apis.set(kafka);
         LOG.info("Sluice broker listening on {}:{}", config.host(), server.port());
-        return new Broker(server, executor, kafka, metricsServer);
+        return new Broker(server, executor, kafka, metricsServer, metrics);
+    }
+
+    /** @return the broker's metrics (tests read which request versions clients used) */
+    public BrokerMetrics metrics() {
+        return metrics;
     }
 
     /** @return the log cleaner, which compacts the partitions of compacted topics */

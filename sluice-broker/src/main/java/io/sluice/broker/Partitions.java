@@ -1,6 +1,7 @@
 package io.sluice.broker;
 
 import java.util.Map;
+import java.util.UUID;
 import java.util.function.BiConsumer;
 
 /**
@@ -28,6 +29,27 @@ public interface Partitions {
 
     /** @return every topic with its partition count, by name */
     Map<String, Integer> topics();
+
+    /**
+     * @return the topic's id ({@link TopicIds}), or null if it has none yet (a topic from before ids, in a cluster whose
+     *     controller has not given it one), does not exist, or its name is not a valid one (or null)
+     */
+    UUID topicId(String topic);
+
+    /** @return the topic whose id this is, or null if no topic this broker serves has it (or {@code id} is null) */
+    String topicNamed(UUID id);
+
+    /** @return {@code topic}'s id in {@code store}: null if it has none, or its name is not one (or null) */
+    static UUID idIn(io.sluice.store.Store store, String topic) {
+        if (topic == null) {
+            return null;
+        }
+        try {
+            return store.topicId(topic);
+        } catch (IllegalArgumentException e) {
+            return null; // not a name the store takes
+        }
+    }
 
     /**
      * @param listener told (topic, partition) when a partition gets records readable, its high watermark moves or

@@ -87,8 +87,9 @@ class BrokerProtocolTest {
             ApiVersionsResponseData response = apiVersions(socket, (short) 3);
             assertThat(response.errorCode()).isEqualTo(Errors.NONE.code());
             assertThat(response.apiKeys()).extracting(v -> v.apiKey() + ":" + v.minVersion() + "-" + v.maxVersion())
-                    .containsExactlyInAnyOrder("18:0-4", "3:0-13", "19:2-7", "37:0-3", "60:0-2", "0:0-12", "1:4-12",
-                            "2:1-11", "23:2-4", "22:0-5", "10:0-6", "11:0-9", "14:0-5", "12:0-4", "13:0-5", "8:2-9", "9:1-9",
+                    .containsExactlyInAnyOrder("18:0-4", "3:0-13", "19:2-7", "37:0-3", "60:0-2", "0:0-13", "1:4-18",
+                            "2:1-11", "23:2-4", "22:0-5", "10:0-6", "11:0-9", "14:0-5", "12:0-4", "13:0-5", "8:2-10",
+                            "9:1-10", "75:0-0",
                             "15:0-6", "16:0-5", "42:0-2", "47:0-0", "32:1-4", "33:0-2", "44:0-1", "20:1-6", "21:0-2", "43:0-2",
                             // Transactions, the markers between brokers, log directories.
                             "24:0-5", "25:0-4", "26:0-4", "28:0-4", "66:0-2", "65:0-0", "61:0-0", "27:1-2", "35:1-5");

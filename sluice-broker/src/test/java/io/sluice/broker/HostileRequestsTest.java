@@ -12,6 +12,8 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.message.DeleteTopicsRequestData;
+import org.apache.kafka.common.message.DeleteTopicsResponseData;
 import org.apache.kafka.common.message.MetadataRequestData;
 import org.apache.kafka.common.message.MetadataResponseData;
 import org.apache.kafka.common.protocol.ApiKeys;
@@ -22,8 +24,9 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * Small Metadata requests that cost time quadratic in their size when every name goes into the response's
- * collection keyed by name (a name repeated thousands of times, thousands of unnamed topics) are answered at once.
+ * Small Metadata and DeleteTopics requests that cost time quadratic in their size when every name goes into the
+ * response's collection keyed by name (a name repeated thousands of times, thousands of unnamed topics) are answered
+ * at once.
  * Each took minutes before: a Metadata v1 request naming a topic 8,000 times took 198 s.
  */
 class HostileRequestsTest {
@@ -73,5 +76,22 @@ class HostileRequestsTest {
             assertThat(response.topics()).isNotEmpty().allSatisfy(topic -> assertThat(topic.errorCode())
                     .isEqualTo(Errors.UNKNOWN_TOPIC_ID.code()));
         }
+    }
+
+    @Test
+    void deleteTopicsNamingThousandsOfUnknownIdsOrOneNameWithThousandsOfIdsIsAnswered() throws Exception {
+        List<DeleteTopicsRequestData.DeleteTopicState> topics = new ArrayList<>();
+        for (int i = 0; i < 10_000; i++) {
+            topics.add(new DeleteTopicsRequestData.DeleteTopicState().setName(null).setTopicId(new Uuid(1, i + 1)));
+            topics.add(new DeleteTopicsRequestData.DeleteTopicState().setName("t").setTopicId(new Uuid(2, i + 1)));
+        }
+        try (Socket socket = new Socket("127.0.0.1", broker.port())) {
+            DeleteTopicsResponseData response = new DeleteTopicsResponseData(KafkaWire.exchange(socket,
+                    ApiKeys.DELETE_TOPICS, (short) 6, new DeleteTopicsRequestData().setTopics(topics)
+                            .setTimeoutMs(1_000)), (short) 6);
+            assertThat(response.responses()).isNotEmpty().allSatisfy(topic -> assertThat(topic.errorCode())
+                    .isIn(Errors.UNKNOWN_TOPIC_ID.code(), Errors.INVALID_REQUEST.code()));
+        }
+        assertThat(store.queueCount("t")).isEqualTo(1);
     }
 }

@@ -16,7 +16,9 @@ import java.util.Map;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.Executor;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.compress.Compression;
+import org.apache.kafka.common.errors.UnknownServerException;
 import org.apache.kafka.common.header.Header;
 import org.apache.kafka.common.header.internals.RecordHeader;
 import org.apache.kafka.common.message.FetchRequestData;
@@ -35,7 +37,7 @@ import org.apache.kafka.common.requests.ResponseHeader;
  * a producer sent go from the page cache to the socket by {@code sendfile}; messages the store API appended are
  * turned into batches in memory. With fewer than {@code minBytes} ready, the fetch waits up to {@code maxWaitMs}
  * for an append to one of its partitions (a long poll). Fetch sessions are not kept: every response says session
- * 0, so clients send full fetches.
+ * 0, so clients send full fetches (from v13 naming each topic by its id, looked up once per request).
  */
 final class FetchHandler {
 
@@ -62,12 +64,33 @@ final class FetchHandler {
         this.executor = executor;
     }
 
+    /** The first Fetch version that names topics by id only. */
+    static final short TOPIC_IDS = 13;
+
     CompletableFuture<Outbound> handle(int correlationId, short version, FetchRequestData request) {
+        if (version >= TOPIC_IDS) {
+            nameTopics(request);
+        }
         // A long poll waits at most MAX_WAIT_MS whatever is asked: the client then simply fetches again.
         long wait = Math.min(MAX_WAIT_MS, Math.max(0, request.maxWaitMs()));
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(wait);
         return respond(request, deadline).thenApply(data -> outbound(correlationId, version,
                 LeaderHints.fetch(data, version, partitions, cluster)));
+    }
+
+    /**
+     * Fetch 13+ names topics by id only: each topic's name is looked up once, as the request arrives, and set in the
+     * request (where the version carries no name), null for an id no topic has (its partitions are answered
+     * UNKNOWN_TOPIC_ID). The zero id names no topic at all: Kafka 4.3.1 fails such a request as a whole
+     * (UNKNOWN_SERVER_ERROR), and so does this broker; Kafka's clients fetch by name (v12) until they hold every id.
+     */
+    private void nameTopics(FetchRequestData request) {
+        for (FetchRequestData.FetchTopic topic : request.topics()) {
+            if (Uuid.ZERO_UUID.equals(topic.topicId())) {
+                throw new UnknownServerException("a Fetch of version 13 or later names a topic by the zero id");
+            }
+            topic.setTopic(KafkaTopicIds.nameOf(partitions, topic.topicId()));
+        }
     }
 
     private CompletableFuture<FetchResponseData> respond(FetchRequestData request, long deadline) {
@@ -117,14 +140,21 @@ final class FetchHandler {
                         .setPartitionIndex(wanted.partition()).setHighWatermark(-1).setLastStableOffset(-1)
                         .setLogStartOffset(-1).setPreferredReadReplica(-1).setRecords(MemoryRecords.EMPTY)
                         .setAbortedTransactions(request.isolationLevel() == 1 ? List.of() : null);
+                if (topic.topic() == null) {
+                    // An id no topic has (Fetch 13+).
+                    partitions.add(data.setErrorCode(Errors.UNKNOWN_TOPIC_ID.code()));
+                    errors = true;
+                    continue;
+                }
                 long limit = Math.min(budget - bytes, wanted.partitionMaxBytes());
                 long sent = fill(topic.topic(), wanted, data, limit, bytes == 0, request.isolationLevel() == 1);
                 errors |= data.errorCode() != Errors.NONE.code();
                 bytes += sent;
                 partitions.add(data);
             }
+            // The name (v12 and below) or the id (13+) is what the version writes; each is the request's own.
             topics.add(new FetchResponseData.FetchableTopicResponse().setTopic(topic.topic())
-                    .setPartitions(partitions));
+                    .setTopicId(topic.topicId()).setPartitions(partitions));
         }
         return new Built(new FetchResponseData().setSessionId(0).setResponses(topics), bytes, errors);
     }

@@ -17,6 +17,7 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.message.DeleteGroupsRequestData;
 import org.apache.kafka.common.message.DeleteGroupsResponseData;
 import org.apache.kafka.common.message.DescribeGroupsRequestData;
@@ -244,7 +245,10 @@ final class GroupApis {
         return new LeaveGroupResponseData().setMembers(members);
     }
 
-    OffsetCommitResponseData commit(OffsetCommitRequestData request) {
+    /** The first OffsetCommit and OffsetFetch version that names topics by id only. */
+    static final short TOPIC_IDS = 10;
+
+    OffsetCommitResponseData commit(OffsetCommitRequestData request, short version) {
         String group = GroupNames.toStore(request.groupId());
         Errors groupError = group == null ? Errors.INVALID_GROUP_ID : coordination();
         if (groupError == Errors.NONE) {
@@ -256,16 +260,19 @@ final class GroupApis {
         List<OffsetCommitResponseData.OffsetCommitResponseTopic> topics = new ArrayList<>();
         for (OffsetCommitRequestData.OffsetCommitRequestTopic topic : request.topics()) {
             List<OffsetCommitResponseData.OffsetCommitResponsePartition> answers = new ArrayList<>();
-            int count = partitions.count(topic.name());
+            // v10 names a topic by its id only: one no topic has (the zero id too) is UNKNOWN_TOPIC_ID, whatever the
+            // group's state, as Kafka looks ids up before it asks the group.
+            String name = version >= TOPIC_IDS ? KafkaTopicIds.nameOf(partitions, topic.topicId()) : topic.name();
+            int count = partitions.count(name);
             for (OffsetCommitRequestData.OffsetCommitRequestPartition partition : topic.partitions()) {
-                Errors error = groupError;
+                Errors error = name == null ? Errors.UNKNOWN_TOPIC_ID : groupError;
                 if (error == Errors.NONE) {
                     if (partition.partitionIndex() < 0 || partition.partitionIndex() >= count) {
                         error = Errors.UNKNOWN_TOPIC_OR_PARTITION;
                     } else if (partition.committedOffset() < 0) {
                         error = Errors.INVALID_COMMIT_OFFSET_SIZE;
                     } else {
-                        offsets.add(new ClusterView.CommittedOffset(topic.name(), partition.partitionIndex(),
+                        offsets.add(new ClusterView.CommittedOffset(name, partition.partitionIndex(),
                                 partition.committedOffset()));
                     }
                 }
@@ -277,8 +284,8 @@ final class GroupApis {
                 }
                 answers.add(answer);
             }
-            topics.add(new OffsetCommitResponseData.OffsetCommitResponseTopic().setName(topic.name())
-                    .setPartitions(answers));
+            topics.add(new OffsetCommitResponseData.OffsetCommitResponseTopic().setName(name == null ? "" : name)
+                    .setTopicId(topic.topicId()).setPartitions(answers));
         }
         if (!offsets.isEmpty()) {
             Errors error = commit(group, offsets);
@@ -374,25 +381,73 @@ final class GroupApis {
         }
         List<OffsetFetchResponseData.OffsetFetchResponseGroup> groups = new ArrayList<>();
         for (OffsetFetchRequestData.OffsetFetchRequestGroup group : request.groups()) {
-            Map<String, List<Integer>> wanted = null;
-            if (group.topics() != null) {
-                wanted = new LinkedHashMap<>();
-                for (OffsetFetchRequestData.OffsetFetchRequestTopics topic : group.topics()) {
-                    wanted.put(topic.name(), topic.partitionIndexes());
-                }
-            }
-            List<OffsetFetchResponseData.OffsetFetchResponseTopics> topics = new ArrayList<>();
-            Errors error = committed(group.groupId(), wanted, (topic, partitions) -> {
-                List<OffsetFetchResponseData.OffsetFetchResponsePartitions> list = new ArrayList<>();
-                partitions.forEach((partition, offset) -> list.add(new OffsetFetchResponseData
-                        .OffsetFetchResponsePartitions().setPartitionIndex(partition).setCommittedOffset(offset)
-                        .setCommittedLeaderEpoch(-1).setMetadata("")));
-                topics.add(new OffsetFetchResponseData.OffsetFetchResponseTopics().setName(topic).setPartitions(list));
-            });
-            groups.add(new OffsetFetchResponseData.OffsetFetchResponseGroup().setGroupId(group.groupId())
-                    .setErrorCode(error.code()).setTopics(topics));
+            groups.add(version >= TOPIC_IDS ? groupOffsetsById(group) : groupOffsets(group));
         }
         return new OffsetFetchResponseData().setGroups(groups);
+    }
+
+    /** One group's committed offsets, its topics named (OffsetFetch v8-9). */
+    private OffsetFetchResponseData.OffsetFetchResponseGroup groupOffsets(
+            OffsetFetchRequestData.OffsetFetchRequestGroup group) {
+        Map<String, List<Integer>> wanted = null;
+        if (group.topics() != null) {
+            wanted = new LinkedHashMap<>();
+            for (OffsetFetchRequestData.OffsetFetchRequestTopics topic : group.topics()) {
+                wanted.put(topic.name(), topic.partitionIndexes());
+            }
+        }
+        List<OffsetFetchResponseData.OffsetFetchResponseTopics> topics = new ArrayList<>();
+        Errors error = committed(group.groupId(), wanted, (topic, offsets) -> topics.add(
+                new OffsetFetchResponseData.OffsetFetchResponseTopics().setName(topic).setPartitions(answers(offsets))));
+        return new OffsetFetchResponseData.OffsetFetchResponseGroup().setGroupId(group.groupId())
+                .setErrorCode(error.code()).setTopics(topics);
+    }
+
+    /**
+     * One group's committed offsets, its topics named by id (OffsetFetch v10), in the order asked: an id no topic has
+     * (the zero id too) is answered UNKNOWN_TOPIC_ID for each partition, as Kafka answers it. Asked for every topic, the
+     * group's offsets of topics without an id (none a client naming topics by id could use) are left out.
+     */
+    private OffsetFetchResponseData.OffsetFetchResponseGroup groupOffsetsById(
+            OffsetFetchRequestData.OffsetFetchRequestGroup group) {
+        List<OffsetFetchResponseData.OffsetFetchResponseTopics> topics = new ArrayList<>();
+        TopicOffsets out = (topic, offsets) -> {
+            Uuid id = KafkaTopicIds.of(partitions, topic);
+            if (!Uuid.ZERO_UUID.equals(id)) {
+                topics.add(new OffsetFetchResponseData.OffsetFetchResponseTopics().setName(topic).setTopicId(id)
+                        .setPartitions(answers(offsets)));
+            }
+        };
+        Errors error = Errors.NONE;
+        if (group.topics() == null) {
+            error = committed(group.groupId(), null, out);
+        } else {
+            for (OffsetFetchRequestData.OffsetFetchRequestTopics topic : group.topics()) {
+                String name = KafkaTopicIds.nameOf(partitions, topic.topicId());
+                if (name == null) {
+                    List<OffsetFetchResponseData.OffsetFetchResponsePartitions> unknown = new ArrayList<>();
+                    for (int partition : topic.partitionIndexes()) {
+                        unknown.add(new OffsetFetchResponseData.OffsetFetchResponsePartitions()
+                                .setPartitionIndex(partition).setCommittedOffset(-1).setCommittedLeaderEpoch(-1)
+                                .setMetadata("").setErrorCode(Errors.UNKNOWN_TOPIC_ID.code()));
+                    }
+                    topics.add(new OffsetFetchResponseData.OffsetFetchResponseTopics().setName("")
+                            .setTopicId(topic.topicId()).setPartitions(unknown));
+                } else {
+                    Errors topicError = committed(group.groupId(), Map.of(name, topic.partitionIndexes()), out);
+                    error = error == Errors.NONE ? topicError : error;
+                }
+            }
+        }
+        return new OffsetFetchResponseData.OffsetFetchResponseGroup().setGroupId(group.groupId())
+                .setErrorCode(error.code()).setTopics(error == Errors.NONE ? topics : List.of());
+    }
+
+    private static List<OffsetFetchResponseData.OffsetFetchResponsePartitions> answers(Map<Integer, Long> offsets) {
+        List<OffsetFetchResponseData.OffsetFetchResponsePartitions> list = new ArrayList<>();
+        offsets.forEach((partition, offset) -> list.add(new OffsetFetchResponseData.OffsetFetchResponsePartitions()
+                .setPartitionIndex(partition).setCommittedOffset(offset).setCommittedLeaderEpoch(-1).setMetadata("")));
+        return list;
     }
 
     /** Receives one topic's committed offsets (-1 where none). */

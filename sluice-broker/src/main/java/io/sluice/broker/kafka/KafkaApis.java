@@ -15,6 +15,7 @@ import java.util.concurrent.Executors;
 import java.util.concurrent.ScheduledExecutorService;
 import java.util.concurrent.TimeUnit;
 import java.util.List;
+import org.apache.kafka.common.errors.ApiException;
 import org.apache.kafka.common.message.AddOffsetsToTxnRequestData;
 import org.apache.kafka.common.message.AddPartitionsToTxnRequestData;
 import org.apache.kafka.common.message.AlterConfigsRequestData;
@@ -39,6 +40,7 @@ import org.apache.kafka.common.message.DeleteGroupsRequestData;
 import org.apache.kafka.common.message.DeleteRecordsRequestData;
 import org.apache.kafka.common.message.DeleteTopicsRequestData;
 import org.apache.kafka.common.message.DescribeConfigsRequestData;
+import org.apache.kafka.common.message.DescribeTopicPartitionsRequestData;
 import org.apache.kafka.common.message.DescribeGroupsRequestData;
 import org.apache.kafka.common.message.ElectLeadersRequestData;
 import org.apache.kafka.common.message.FetchRequestData;
@@ -265,10 +267,11 @@ public final class KafkaApis implements AutoCloseable {
         long arrived = System.nanoTime();
         long received = 4L + frame.remaining();
         short apiKey = frame.remaining() >= 2 ? frame.getShort(frame.position()) : -1;
+        short version = frame.remaining() >= 4 ? frame.getShort(frame.position() + 2) : -1;
         String api = ApiKeys.hasId(apiKey) ? ApiKeys.forId(apiKey).name : "unknown";
         CompletableFuture<Outbound> response = respond(frame);
-        return response.whenComplete((out, error) -> metrics.request(api, System.nanoTime() - arrived, received,
-                out == null ? 0 : out.size()));
+        return response.whenComplete((out, error) -> metrics.request(api, version, System.nanoTime() - arrived,
+                received, out == null ? 0 : out.size()));
     }
 
     private CompletableFuture<Outbound> respond(ByteBuffer frame) throws ProtocolException {
@@ -321,11 +324,16 @@ public final class KafkaApis implements AutoCloseable {
             return response; // no response to carry an error: a failure closes the connection, as Kafka's does
         }
         // A well-formed request is always answered: a fault no handler foresaw is answered as Kafka's broker
-        // answers one, with the API's error response (UNKNOWN_SERVER_ERROR), not by closing the connection.
+        // answers one, with the API's error response (UNKNOWN_SERVER_ERROR), not by closing the connection. A handler
+        // that refuses a request as a whole, as Kafka's does, throws the protocol's exception for its error.
         return response.exceptionallyCompose(error -> {
             Throwable cause = error instanceof java.util.concurrent.CompletionException && error.getCause() != null
                     ? error.getCause() : error;
-            LOG.warn("a {} v{} request failed; answering it with UNKNOWN_SERVER_ERROR", key.name, version, cause);
+            if (cause instanceof ApiException refused) {
+                LOG.debug("a {} v{} request is refused: {}", key.name, version, refused.toString());
+            } else {
+                LOG.warn("a {} v{} request failed; answering it with UNKNOWN_SERVER_ERROR", key.name, version, cause);
+            }
             return done(errorResponse(request, key, version, correlationId, cause));
         });
     }
@@ -361,6 +369,8 @@ public final class KafkaApis implements AutoCloseable {
             case API_VERSIONS -> SupportedApis.withFeatures(new ApiVersionsResponseData()
                     .setApiKeys(SupportedApis.advertised()));
             case METADATA -> topics.metadata((MetadataRequestData) request, version);
+            case DESCRIBE_TOPIC_PARTITIONS -> topics.describeTopicPartitions(
+                    (DescribeTopicPartitionsRequestData) request);
             case CREATE_TOPICS -> topics.createTopics((CreateTopicsRequestData) request);
             case CREATE_PARTITIONS -> topics.createPartitions((CreatePartitionsRequestData) request);
             case DESCRIBE_CLUSTER -> topics.describeCluster((DescribeClusterRequestData) request);
@@ -370,7 +380,7 @@ public final class KafkaApis implements AutoCloseable {
             case FIND_COORDINATOR -> groups.findCoordinator((FindCoordinatorRequestData) request, version);
             case HEARTBEAT -> groups.heartbeat((HeartbeatRequestData) request);
             case LEAVE_GROUP -> groups.leave((LeaveGroupRequestData) request, version);
-            case OFFSET_COMMIT -> groups.commit((OffsetCommitRequestData) request);
+            case OFFSET_COMMIT -> groups.commit((OffsetCommitRequestData) request, version);
             case OFFSET_FETCH -> groups.fetchOffsets((OffsetFetchRequestData) request, version);
             case DESCRIBE_GROUPS -> groups.describe((DescribeGroupsRequestData) request, version);
             case LIST_GROUPS -> groups.list((ListGroupsRequestData) request);
@@ -400,7 +410,8 @@ public final class KafkaApis implements AutoCloseable {
 
     /**
      * @param request the parsed request (its frame may be gone: it is written again to build the answer)
-     * @return the API's error response for {@code cause}, as kafka-clients builds it for every API
+     * @return the API's error response for {@code cause}, as kafka-clients builds it for every API: the error of a
+     *     protocol exception (a request refused as a whole), UNKNOWN_SERVER_ERROR for anything else
      */
     private static Outbound errorResponse(ApiMessage request, ApiKeys key, short version, int correlationId,
                                           Throwable cause) {
@@ -408,7 +419,8 @@ public final class KafkaApis implements AutoCloseable {
         ByteBuffer body = ByteBuffer.allocate(request.size(cache, version));
         request.write(new ByteBufferAccessor(body), cache, version);
         ApiMessage data = AbstractRequest.parseRequest(key, version, new ByteBufferAccessor(body.flip())).request
-                .getErrorResponse(0, Errors.UNKNOWN_SERVER_ERROR.exception(String.valueOf(cause.getMessage())))
+                .getErrorResponse(0, cause instanceof ApiException refused ? refused
+                        : Errors.UNKNOWN_SERVER_ERROR.exception(String.valueOf(cause.getMessage())))
                 .data();
         return encode(correlationId, key, version, data);
     }

@@ -18,8 +18,10 @@ final class LeaderHints {
 
     /** The first Produce version with CurrentLeader and NodeEndpoints. */
     private static final short PRODUCE_HINTS = 10;
-    /** The first Fetch version with CurrentLeader (NodeEndpoints come with 16, above the versions served). */
+    /** The first Fetch version with CurrentLeader. */
     private static final short FETCH_HINTS = 12;
+    /** The first Fetch version with NodeEndpoints: how to reach the leaders named. */
+    private static final short FETCH_ENDPOINTS = 16;
 
     private LeaderHints() {
     }
@@ -57,6 +59,7 @@ final class LeaderHints {
         if (version < FETCH_HINTS) {
             return response;
         }
+        Set<Integer> named = new HashSet<>();
         for (FetchResponseData.FetchableTopicResponse topic : response.responses()) {
             for (FetchResponseData.PartitionData partition : topic.partitions()) {
                 Partition.Leadership leader = elsewhere(partitions, cluster, topic.topic(),
@@ -64,6 +67,15 @@ final class LeaderHints {
                 if (leader != null) {
                     partition.setCurrentLeader(new FetchResponseData.LeaderIdAndEpoch()
                             .setLeaderId(leader.leader()).setLeaderEpoch(leader.epoch()));
+                    named.add(leader.leader());
+                }
+            }
+        }
+        if (version >= FETCH_ENDPOINTS) {
+            for (ClusterView.Node node : cluster.brokers()) {
+                if (named.contains(node.id())) {
+                    response.nodeEndpoints().add(new FetchResponseData.NodeEndpoint().setNodeId(node.id())
+                            .setHost(node.host()).setPort(node.port()));
                 }
             }
         }

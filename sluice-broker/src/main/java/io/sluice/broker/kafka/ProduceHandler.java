@@ -40,6 +40,9 @@ final class ProduceHandler {
     /** The record walker of each thread that checks batches. */
     private static final ThreadLocal<RecordWalker> WALKERS = ThreadLocal.withInitial(RecordWalker::new);
 
+    /** The first Produce version that names topics by id only. */
+    static final short TOPIC_IDS = 13;
+
     /** How long a produce waits for this broker, just elected leader, to be ready to append. */
     static final long LEADER_READY_WAIT_MILLIS = 2_000;
 
@@ -81,21 +84,25 @@ final class ProduceHandler {
                 new ProduceResponseData.TopicProduceResponseCollection();
         for (ProduceRequestData.TopicProduceData topic : request.topicData()) {
             List<PartitionProduceResponse> answers = new ArrayList<>();
+            // From v13 a topic is named by its id only; an id no topic has (the zero id too) is UNKNOWN_TOPIC_ID.
+            String name = version >= TOPIC_IDS ? KafkaTopicIds.nameOf(partitions, topic.topicId()) : topic.name();
             for (ProduceRequestData.PartitionProduceData data : topic.partitionData()) {
                 PartitionProduceResponse response = new PartitionProduceResponse().setIndex(data.index())
                         .setBaseOffset(-1).setLogAppendTimeMs(-1).setLogStartOffset(-1);
                 answers.add(response);
-                if (acks != 0 && acks != 1 && acks != -1) {
+                if (name == null) {
+                    response.setErrorCode(Errors.UNKNOWN_TOPIC_ID.code());
+                } else if (acks != 0 && acks != 1 && acks != -1) {
                     fail(response, Errors.INVALID_REQUIRED_ACKS, "acks must be 0, 1 or -1, not " + acks);
                 } else {
                     CompletableFuture<?> appended;
                     try {
-                        appended = produce(topic.name(), data, version, acks, request.timeoutMs(), response,
+                        appended = produce(name, data, version, acks, request.timeoutMs(), response,
                                 request.transactionalId());
                     } catch (RuntimeException e) {
                         // Whatever goes wrong with one partition is that partition's answer: the others were stored
                         // or refused already, and closing the connection would have the client send them again.
-                        LOG.warn("a produce to {}-{} failed", topic.name(), data.index(), e);
+                        LOG.warn("a produce to {}-{} failed", name, data.index(), e);
                         fail(response, Errors.UNKNOWN_SERVER_ERROR, String.valueOf(e.getMessage()));
                         appended = null;
                     }
@@ -104,7 +111,10 @@ final class ProduceHandler {
                     }
                 }
             }
-            topics.add(new TopicProduceResponse().setName(topic.name()).setPartitionResponses(answers));
+            // The name (v12 and below) or the id (13+) is what the version writes; the name is kept in memory for the
+            // leader hints.
+            topics.add(new TopicProduceResponse().setName(name == null ? "" : name).setTopicId(topic.topicId())
+                    .setPartitionResponses(answers));
         }
         ProduceResponseData response = new ProduceResponseData().setResponses(topics);
         CompletableFuture<Void> all = CompletableFuture.allOf(pending.toArray(new CompletableFuture<?>[0]));

@@ -23,31 +23,32 @@ final class SupportedApis {
         // Literal ranges: what the handlers implement, not what the pinned kafka-clients happens to know, so that
         // a version bump never advertises a version nobody wrote the handling of.
         serve(ApiKeys.API_VERSIONS, 0, 4);
-        // Metadata v10+ carries topic ids; this broker answers with the zero id, which keeps Kafka's consumer on
-        // Fetch versions that name topics.
+        // Metadata v10+ carries each topic's id (KIP-516), and v12+ asks for topics by id.
         serve(ApiKeys.METADATA, 0, 13);
+        // Admin's describeTopics by name (kafka-topics --describe) asks it rather than Metadata where it is served.
+        serve(ApiKeys.DESCRIBE_TOPIC_PARTITIONS, 0, 0);
         serve(ApiKeys.CREATE_TOPICS, 2, 7);
         serve(ApiKeys.CREATE_PARTITIONS, 0, 3);
         serve(ApiKeys.DESCRIBE_CLUSTER, 0, 2);
-        // Produce v13 names topics by id, so 12 is the highest. v0-2 are advertised too (see advertised()).
-        serve(ApiKeys.PRODUCE, 3, 12);
-        // Fetch v13 names topics by id.
-        serve(ApiKeys.FETCH, 4, 12);
+        // Produce v13 names topics by id. v0-2 are advertised too (see advertised()).
+        serve(ApiKeys.PRODUCE, 3, 13);
+        // Fetch v13+ names topics by id; v15, 17 and 18 add what only a follower sends (replica state, directory id,
+        // high watermark), v16 the leaders' endpoints in a NOT_LEADER_OR_FOLLOWER answer.
+        serve(ApiKeys.FETCH, 4, 18);
         // v11 takes EARLIEST_PENDING_UPLOAD (-6), answered as a broker without tiered storage answers it.
         serve(ApiKeys.LIST_OFFSETS, 1, 11);
         // Where a leader epoch ends: consumers validate their position after a change of leader (KIP-320).
         serve(ApiKeys.OFFSET_FOR_LEADER_EPOCH, 2, 4);
         serve(ApiKeys.INIT_PRODUCER_ID, 0, 5);
-        // The classic consumer-group protocol. OffsetCommit and OffsetFetch 10 name topics by id only, and every topic
-        // id here is zero (Metadata's): Kafka 4.3.1 answers UNKNOWN_TOPIC_ID for such an id, and Kafka's clients send
-        // v10 only when they know every topic's id, so 9 is the highest.
+        // The classic consumer-group protocol. OffsetCommit and OffsetFetch 10 name topics by id only (Kafka's own
+        // clients send it from the KIP-848 consumer, not served; the classic consumer and Admin stay on 9).
         serve(ApiKeys.FIND_COORDINATOR, 0, 6);
         serve(ApiKeys.JOIN_GROUP, 0, 9);
         serve(ApiKeys.SYNC_GROUP, 0, 5);
         serve(ApiKeys.HEARTBEAT, 0, 4);
         serve(ApiKeys.LEAVE_GROUP, 0, 5);
-        serve(ApiKeys.OFFSET_COMMIT, 2, 9);
-        serve(ApiKeys.OFFSET_FETCH, 1, 9);
+        serve(ApiKeys.OFFSET_COMMIT, 2, 10);
+        serve(ApiKeys.OFFSET_FETCH, 1, 10);
         serve(ApiKeys.DESCRIBE_GROUPS, 0, 6);
         serve(ApiKeys.LIST_GROUPS, 0, 5);
         serve(ApiKeys.DELETE_GROUPS, 0, 2);
@@ -55,7 +56,7 @@ final class SupportedApis {
         serve(ApiKeys.DESCRIBE_CONFIGS, 1, 4);
         serve(ApiKeys.ALTER_CONFIGS, 0, 2);
         serve(ApiKeys.INCREMENTAL_ALTER_CONFIGS, 0, 1);
-        // Topics named by id (v6) are unknown: every topic id here is zero.
+        // v6 names topics by name or by id.
         serve(ApiKeys.DELETE_TOPICS, 1, 6);
         serve(ApiKeys.DELETE_RECORDS, 0, 2);
         // Preferred elections (and unclean ones, answered as Raft allows).

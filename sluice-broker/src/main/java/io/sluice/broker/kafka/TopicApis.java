@@ -16,6 +16,8 @@ import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.errors.InvalidConfigurationException;
+import org.apache.kafka.common.errors.InvalidRequestException;
+import org.apache.kafka.common.errors.UnknownServerException;
 import org.apache.kafka.common.message.CreatePartitionsRequestData;
 import org.apache.kafka.common.message.CreatePartitionsRequestData.CreatePartitionsTopic;
 import org.apache.kafka.common.message.CreatePartitionsResponseData;
@@ -31,6 +33,8 @@ import org.apache.kafka.common.message.DescribeClusterRequestData;
 import org.apache.kafka.common.message.DescribeClusterResponseData;
 import org.apache.kafka.common.message.DescribeClusterResponseData.DescribeClusterBroker;
 import org.apache.kafka.common.message.DescribeClusterResponseData.DescribeClusterBrokerCollection;
+import org.apache.kafka.common.message.DescribeTopicPartitionsRequestData;
+import org.apache.kafka.common.message.DescribeTopicPartitionsResponseData;
 import org.apache.kafka.common.message.MetadataRequestData;
 import org.apache.kafka.common.message.MetadataResponseData;
 import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseBroker;
@@ -41,9 +45,9 @@ import org.apache.kafka.common.message.MetadataResponseData.MetadataResponseTopi
 import org.apache.kafka.common.protocol.Errors;
 
 /**
- * The topic APIs: Metadata (with auto-creation), CreateTopics, CreatePartitions, DeleteTopics and DescribeCluster,
- * over the broker's {@link Partitions} and its {@link ClusterView}, the same code for a broker alone and for one of a
- * cluster. Thread-safe.
+ * The topic APIs: Metadata (with auto-creation), DescribeTopicPartitions, CreateTopics, CreatePartitions, DeleteTopics
+ * and DescribeCluster, over the broker's {@link Partitions} and its {@link ClusterView}, the same code for a broker
+ * alone and for one of a cluster. Thread-safe.
  */
 final class TopicApis {
 
@@ -98,30 +102,78 @@ final class TopicApis {
         if (request.topics() == null || version == 0 && request.topics().isEmpty()) {
             partitions.topics().forEach((topic, count) -> topics.add(topic(topic, count, deadline)));
         } else {
-            // Before v4 a request cannot say whether to create; Kafka creates then.
-            boolean create = settings.autoCreateTopics() && (version < 4 || request.allowAutoTopicCreation());
             // Each topic once, however often it is named, as Kafka answers: the response's collection is keyed by
             // name, and adding a name again costs a walk over every earlier copy (quadratic in the request).
             Set<String> names = new LinkedHashSet<>();
             Set<Uuid> ids = new LinkedHashSet<>();
+            boolean unnamed = false;
             for (MetadataRequestData.MetadataRequestTopic wanted : request.topics()) {
-                if (wanted.name() == null) {
+                checkNamedAsVersionAllows(wanted, version);
+                if (!Uuid.ZERO_UUID.equals(wanted.topicId())) {
                     ids.add(wanted.topicId());
+                } else if (wanted.name() == null) {
+                    unnamed = true;
                 } else {
                     names.add(wanted.name());
                 }
             }
-            // Every topic id is unknown here (topics are named), and every answer to one has no name: the collection
-            // puts them all in one chain, each costing a walk of the others (minutes for 10,000). A client that asks
-            // by id finds a missing answer unknown too (Kafka's Admin does), so only the first few are answered.
-            ids.stream().limit(MAX_UNKNOWN_TOPIC_IDS_ANSWERED).forEach(id -> topics.add(new MetadataResponseTopic()
-                    .setTopicId(id).setErrorCode(Errors.UNKNOWN_TOPIC_ID.code())));
-            for (String name : names) {
-                topics.add(metadataOf(name, create, deadline));
+            if (!ids.isEmpty()) {
+                // As Kafka: a request naming any topic by id is answered for its ids alone (the names it also gives
+                // are not looked at, and nothing is created).
+                answerIds(ids, topics, deadline);
+            } else if (unnamed) {
+                // Neither a name nor an id: Kafka 4.3.1 fails such a request as a whole (UNKNOWN_SERVER_ERROR).
+                throw new UnknownServerException("a topic is named neither by name nor by id");
+            } else {
+                // Before v4 a request cannot say whether to create; Kafka creates then.
+                boolean create = settings.autoCreateTopics() && (version < 4 || request.allowAutoTopicCreation());
+                for (String name : names) {
+                    topics.add(metadataOf(name, create, deadline));
+                }
             }
         }
         return new MetadataResponseData().setBrokers(brokers).setClusterId(settings.clusterId())
                 .setControllerId(controller()).setTopics(topics);
+    }
+
+    /**
+     * Metadata v10 and v11 carry a topic id but cannot name a topic by it, nor leave its name out: Kafka refuses such a
+     * request as a whole (INVALID_REQUEST).
+     */
+    private static void checkNamedAsVersionAllows(MetadataRequestData.MetadataRequestTopic wanted, short version) {
+        if (version >= 12) {
+            return;
+        }
+        if (wanted.name() == null) {
+            throw new InvalidRequestException("Topic name can not be null for version " + version);
+        }
+        if (!Uuid.ZERO_UUID.equals(wanted.topicId())) {
+            throw new InvalidRequestException("Topic IDs are not supported in requests for version " + version);
+        }
+    }
+
+    /**
+     * Answers topics asked for by id: each known one as if named, an unknown one UNKNOWN_TOPIC_ID without a name. The
+     * answers to unknown ids have no name, so the response's collection (keyed by name) puts them all in one chain,
+     * each costing a walk of the others (minutes for 10,000): only the first few are answered, and a client that asks
+     * by id finds a missing answer unknown too (Kafka's Admin does).
+     */
+    private void answerIds(Set<Uuid> ids, MetadataResponseTopicCollection topics, long deadline) {
+        Set<String> known = new LinkedHashSet<>();
+        int unknown = 0;
+        for (Uuid id : ids) {
+            String name = KafkaTopicIds.nameOf(partitions, id);
+            if (name != null) {
+                known.add(name);
+            } else if (unknown++ < MAX_UNKNOWN_TOPIC_IDS_ANSWERED) {
+                topics.add(new MetadataResponseTopic().setName(null).setTopicId(id)
+                        .setErrorCode(Errors.UNKNOWN_TOPIC_ID.code()));
+            }
+        }
+        for (String name : known) {
+            int count = partitions.count(name);
+            topics.add(count == 0 ? topicError(name, Errors.UNKNOWN_TOPIC_OR_PARTITION) : topic(name, count, deadline));
+        }
     }
 
     private static MetadataResponseTopic topicError(String name, Errors error) {
@@ -157,23 +209,114 @@ final class TopicApis {
     private MetadataResponseTopic topic(String name, int count, long deadline) {
         List<MetadataResponsePartition> list = new ArrayList<>(count);
         for (int p = 0; p < count; p++) {
-            Partition partition = partitions.partition(name, p);
-            MetadataResponsePartition answer = new MetadataResponsePartition().setPartitionIndex(p)
-                    .setOfflineReplicas(List.of());
-            if (partition == null) {
-                answer.setErrorCode(Errors.LEADER_NOT_AVAILABLE.code()).setLeaderId(-1).setLeaderEpoch(-1)
-                        .setReplicaNodes(List.of()).setIsrNodes(List.of());
-            } else {
-                awaitLeader(partition, deadline);
-                Partition.Leadership leadership = partition.leadership();
-                answer.setErrorCode(leadership.leader() < 0 ? Errors.LEADER_NOT_AVAILABLE.code() : Errors.NONE.code())
-                        .setLeaderId(leadership.leader()).setLeaderEpoch(leadership.epoch())
-                        .setReplicaNodes(leadership.replicas()).setIsrNodes(leadership.inSync());
-            }
-            list.add(answer);
+            list.add(partitionAnswer(name, p, deadline));
         }
-        // The zero topic id: this broker names topics, and Kafka's clients then keep to versions that do too.
-        return new MetadataResponseTopic().setName(name).setTopicId(Uuid.ZERO_UUID).setPartitions(list);
+        // Its id (v10+): clients then name it by id in Fetch, Produce and the offset APIs.
+        return new MetadataResponseTopic().setName(name).setTopicId(KafkaTopicIds.of(partitions, name))
+                .setPartitions(list);
+    }
+
+    /** @return a partition's leader, epoch, replicas and those in sync, once its leader is out of doubt here */
+    private MetadataResponsePartition partitionAnswer(String name, int index, long deadline) {
+        Partition partition = partitions.partition(name, index);
+        MetadataResponsePartition answer = new MetadataResponsePartition().setPartitionIndex(index)
+                .setOfflineReplicas(List.of());
+        if (partition == null) {
+            return answer.setErrorCode(Errors.LEADER_NOT_AVAILABLE.code()).setLeaderId(-1).setLeaderEpoch(-1)
+                    .setReplicaNodes(List.of()).setIsrNodes(List.of());
+        }
+        awaitLeader(partition, deadline);
+        Partition.Leadership leadership = partition.leadership();
+        return answer.setErrorCode(leadership.leader() < 0 ? Errors.LEADER_NOT_AVAILABLE.code() : Errors.NONE.code())
+                .setLeaderId(leadership.leader()).setLeaderEpoch(leadership.epoch())
+                .setReplicaNodes(leadership.replicas()).setIsrNodes(leadership.inSync());
+    }
+
+    /** Kafka's max.request.partition.size.limit: the most partitions one DescribeTopicPartitions answer lists. */
+    static final int MAX_DESCRIBED_PARTITIONS = 2_000;
+    /**
+     * The operations on a topic a client may perform, as Kafka answers them without an authorizer: READ, WRITE, CREATE,
+     * DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS and ALTER_CONFIGS, each the bit of its ACL operation code.
+     */
+    static final int TOPIC_OPERATIONS = 1 << 3 | 1 << 4 | 1 << 5 | 1 << 6 | 1 << 7 | 1 << 8 | 1 << 10 | 1 << 11;
+
+    /**
+     * DescribeTopicPartitions (Admin's describeTopics by name, kafka-topics --describe): the topics asked for (or every
+     * topic), by name, from the request's cursor on, each with its id and its partitions as Metadata gives them, at
+     * most {@code response_partition_limit} (and {@link #MAX_DESCRIBED_PARTITIONS}) partitions in all; the answer's
+     * cursor says where the next request starts. As Kafka's handler answers it: a topic asked for that does not exist
+     * is UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for a name no topic may have), and a cursor outside the
+     * topics asked for, or with a negative partition, refuses the request (INVALID_REQUEST).
+     */
+    DescribeTopicPartitionsResponseData describeTopicPartitions(DescribeTopicPartitionsRequestData request) {
+        boolean all = request.topics().isEmpty();
+        DescribeTopicPartitionsRequestData.Cursor cursor = request.cursor();
+        String from = cursor != null ? cursor.topicName() : "";
+        java.util.TreeSet<String> names = new java.util.TreeSet<>();
+        if (all) {
+            partitions.topics().keySet().stream().filter(name -> name.compareTo(from) >= 0).forEach(names::add);
+        } else {
+            request.topics().stream().map(DescribeTopicPartitionsRequestData.TopicRequest::name)
+                    .filter(name -> name.compareTo(from) >= 0).forEach(names::add);
+            if (cursor != null && !names.contains(cursor.topicName())) {
+                throw new InvalidRequestException("DescribeTopicPartitionsRequest topic list should contain the cursor"
+                        + " topic: " + cursor.topicName());
+            }
+        }
+        if (cursor != null && cursor.partitionIndex() < 0) {
+            throw new InvalidRequestException("DescribeTopicPartitionsRequest cursor partition must be valid: "
+                    + cursor);
+        }
+        long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(LEADER_DOUBT_WAIT_MILLIS);
+        int remaining = Math.max(Math.min(MAX_DESCRIBED_PARTITIONS, request.responsePartitionLimit()), 1);
+        DescribeTopicPartitionsResponseData response = new DescribeTopicPartitionsResponseData();
+        for (String name : names) {
+            if (remaining == 0) {
+                // Every partition of the topics before is answered: the next request starts at this one.
+                response.setNextCursor(new DescribeTopicPartitionsResponseData.Cursor().setTopicName(name)
+                        .setPartitionIndex(0));
+                break;
+            }
+            int count = partitions.count(name);
+            DescribeTopicPartitionsResponseData.DescribeTopicPartitionsResponseTopic topic =
+                    new DescribeTopicPartitionsResponseData.DescribeTopicPartitionsResponseTopic().setName(name)
+                            .setTopicId(Uuid.ZERO_UUID).setIsInternal(false)
+                            .setTopicAuthorizedOperations(TOPIC_OPERATIONS);
+            if (count == 0) {
+                if (!all) {
+                    response.topics().add(topic.setErrorCode(validName(name)
+                            ? Errors.UNKNOWN_TOPIC_OR_PARTITION.code() : Errors.INVALID_TOPIC_EXCEPTION.code()));
+                }
+                continue;
+            }
+            int start = name.equals(from) ? cursor.partitionIndex() : 0;
+            int end = (int) Math.min(count, (long) start + remaining);
+            for (int p = start; p < end; p++) {
+                MetadataResponsePartition answer = partitionAnswer(name, p, deadline);
+                topic.partitions().add(new DescribeTopicPartitionsResponseData.DescribeTopicPartitionsResponsePartition()
+                        .setErrorCode(answer.errorCode()).setPartitionIndex(p).setLeaderId(answer.leaderId())
+                        .setLeaderEpoch(answer.leaderEpoch()).setReplicaNodes(answer.replicaNodes())
+                        .setIsrNodes(answer.isrNodes()).setEligibleLeaderReplicas(List.of())
+                        .setLastKnownElr(List.of()).setOfflineReplicas(List.of()));
+            }
+            response.topics().add(topic.setTopicId(KafkaTopicIds.of(partitions, name)));
+            if (end < count) {
+                response.setNextCursor(new DescribeTopicPartitionsResponseData.Cursor().setTopicName(name)
+                        .setPartitionIndex(end));
+                break;
+            }
+            remaining -= Math.max(0, end - start);
+        }
+        return response;
+    }
+
+    private boolean validName(String name) {
+        try {
+            cluster.checkTopicName(name);
+            return true;
+        } catch (ClusterView.TopicRefusedException e) {
+            return false;
+        }
     }
 
     /**
@@ -267,7 +410,9 @@ final class TopicApis {
             return failed(result, Errors.INVALID_CONFIG, e.getMessage());
         }
         if (validateOnly) {
-            return created(result, count, factor, configs);
+            // Kafka's controller answers the id it would have given, though nothing keeps it.
+            return created(result.setTopicId(KafkaTopicIds.kafka(io.sluice.broker.TopicIds.random())), count, factor,
+                    configs);
         }
         try {
             // Carried to the metadata's leader, whichever broker this is; with none known, the cluster elects one
@@ -286,7 +431,7 @@ final class TopicApis {
         } catch (RuntimeException e) {
             return failed(result, Errors.KAFKA_STORAGE_ERROR, e.getMessage());
         }
-        return created(result, count, factor, configs);
+        return created(result.setTopicId(KafkaTopicIds.of(partitions, topic.name())), count, factor, configs);
     }
 
     /** @return the result of a topic created (or that would be), with every topic config's value (CreateTopics v5+) */
@@ -381,52 +526,105 @@ final class TopicApis {
     }
 
     /**
-     * Deletes each named topic, with its records, committed offsets and producer state; fetches waiting on it wake up
-     * and find it gone. Where the cluster cannot delete it (a replicated topic, a topic in the store's shared layout)
-     * Kafka's TOPIC_DELETION_DISABLED, with the reason; topics named only by id are unknown here (every id is zero).
+     * Deletes each topic named (by name, or from v6 by id), with its records, committed offsets and producer state;
+     * fetches waiting on it wake up and find it gone. Where the cluster cannot delete it (a replicated topic, a topic in
+     * the store's shared layout) Kafka's TOPIC_DELETION_DISABLED, with the reason. The request is read as Kafka's
+     * controller reads it: a topic named twice, by name or by id, or both ways at once, is answered INVALID_REQUEST and
+     * not deleted; one named by both a name and an id in one entry, or by neither, is INVALID_REQUEST; an id no topic
+     * has is UNKNOWN_TOPIC_ID. Each topic deleted is answered with its name and id.
      */
     DeleteTopicsResponseData deleteTopics(DeleteTopicsRequestData request, short version) {
-        DeleteTopicsResponseData.DeletableTopicResultCollection results =
-                new DeleteTopicsResponseData.DeletableTopicResultCollection();
-        List<String> names = new ArrayList<>();
-        if (version >= 6) {
-            for (DeleteTopicsRequestData.DeleteTopicState topic : request.topics()) {
-                names.add(topic.name());
+        List<DeleteTopicsResponseData.DeletableTopicResult> answers = new ArrayList<>();
+        Set<String> names = new LinkedHashSet<>();
+        Set<String> duplicateNames = new LinkedHashSet<>();
+        Set<Uuid> ids = new LinkedHashSet<>();
+        Set<Uuid> duplicateIds = new LinkedHashSet<>();
+        if (version < 6) {
+            request.topicNames().forEach(name -> provide(name, names, duplicateNames));
+        }
+        for (DeleteTopicsRequestData.DeleteTopicState topic : request.topics()) {
+            boolean byId = !Uuid.ZERO_UUID.equals(topic.topicId());
+            if (topic.name() == null && !byId) {
+                answers.add(deleteAnswer(null, Uuid.ZERO_UUID, Errors.INVALID_REQUEST,
+                        "Neither topic name nor id were specified."));
+            } else if (topic.name() == null) {
+                provide(topic.topicId(), ids, duplicateIds);
+            } else if (byId) {
+                answers.add(deleteAnswer(topic.name(), topic.topicId(), Errors.INVALID_REQUEST,
+                        "You may not specify both topic name and topic id."));
+            } else {
+                provide(topic.name(), names, duplicateNames);
             }
-        } else {
-            names.addAll(request.topicNames());
+        }
+        duplicateNames.forEach(name -> answers.add(deleteAnswer(name, Uuid.ZERO_UUID, Errors.INVALID_REQUEST,
+                "Duplicate topic name.")));
+        duplicateIds.forEach(id -> answers.add(deleteAnswer(null, id, Errors.INVALID_REQUEST, "Duplicate topic id.")));
+        // The topics to delete, by name, with the id each was named by (or has).
+        Map<String, Uuid> doomed = new java.util.LinkedHashMap<>();
+        for (Uuid id : ids) {
+            String name = KafkaTopicIds.nameOf(partitions, id);
+            if (name == null) {
+                answers.add(deleteAnswer(null, id, Errors.UNKNOWN_TOPIC_ID, null));
+            } else {
+                doomed.put(name, id);
+            }
         }
         for (String name : names) {
-            if (name != null && results.find(name) != null) {
-                continue;
-            }
-            DeleteTopicsResponseData.DeletableTopicResult result = new DeleteTopicsResponseData.DeletableTopicResult()
-                    .setName(name).setTopicId(Uuid.ZERO_UUID);
-            if (name == null) {
-                result.setErrorCode(Errors.UNKNOWN_TOPIC_ID.code()).setErrorMessage("topics are named here, not by id");
-            } else if (partitions.count(name) == 0) {
-                result.setErrorCode(Errors.UNKNOWN_TOPIC_OR_PARTITION.code()).setErrorMessage("no topic " + name);
+            Uuid id = KafkaTopicIds.of(partitions, name);
+            if (partitions.count(name) == 0) {
+                answers.add(deleteAnswer(name, Uuid.ZERO_UUID, Errors.UNKNOWN_TOPIC_OR_PARTITION, null));
+            } else if (doomed.containsKey(name)) {
+                // Named by its id as well: neither is deleted, as Kafka's controller answers.
+                doomed.remove(name);
+                answers.add(deleteAnswer(name, id, Errors.INVALID_REQUEST,
+                        "The provided topic name maps to an ID that was already supplied."));
             } else {
-                deleteTopic(name, result);
+                doomed.put(name, id);
             }
-            results.add(result);
+        }
+        doomed.forEach((name, id) -> answers.add(deleteTopic(name, id)));
+        // The response's collection is keyed by name, and answers of one name (those without one: ids no topic has,
+        // entries naming nothing; or one name given with many ids) share one chain of it: 2,000 without a name took
+        // 10 s to add. As for Metadata, only the first few of a name are answered; a client that asked by id finds a
+        // missing answer unknown too.
+        DeleteTopicsResponseData.DeletableTopicResultCollection results =
+                new DeleteTopicsResponseData.DeletableTopicResultCollection(answers.size());
+        Map<String, Integer> perName = new java.util.HashMap<>();
+        for (DeleteTopicsResponseData.DeletableTopicResult answer : answers) {
+            if (perName.merge(answer.name(), 1, Integer::sum) <= MAX_UNKNOWN_TOPIC_IDS_ANSWERED) {
+                results.add(answer);
+            }
         }
         return new DeleteTopicsResponseData().setResponses(results);
     }
 
-    private void deleteTopic(String name, DeleteTopicsResponseData.DeletableTopicResult result) {
+    /** Notes a topic named in a DeleteTopics request: one named again is a duplicate, and only that. */
+    private static <T> void provide(T topic, Set<T> provided, Set<T> duplicates) {
+        if (duplicates.contains(topic) || !provided.add(topic)) {
+            duplicates.add(topic);
+            provided.remove(topic);
+        }
+    }
+
+    /** @param message the answer's message, or null for the error's own (Kafka's default) */
+    private static DeleteTopicsResponseData.DeletableTopicResult deleteAnswer(String name, Uuid id, Errors error,
+                                                                              String message) {
+        return new DeleteTopicsResponseData.DeletableTopicResult().setName(name).setTopicId(id)
+                .setErrorCode(error.code())
+                .setErrorMessage(error == Errors.NONE ? null : message != null ? message : error.message());
+    }
+
+    private DeleteTopicsResponseData.DeletableTopicResult deleteTopic(String name, Uuid id) {
         try {
             cluster.deleteTopic(name).join();
-            result.setErrorCode(Errors.NONE.code());
+            return deleteAnswer(name, id, Errors.NONE, null);
         } catch (java.util.concurrent.CompletionException e) {
             Throwable cause = e.getCause() != null ? e.getCause() : e;
             if (cause instanceof ClusterView.TopicRefusedException refused) {
-                result.setErrorCode((refused.refusal() == ClusterView.Refusal.NO_TOPIC
-                        ? Errors.UNKNOWN_TOPIC_OR_PARTITION : Errors.TOPIC_DELETION_DISABLED).code())
-                        .setErrorMessage(refused.getMessage());
-            } else {
-                result.setErrorCode(Errors.KAFKA_STORAGE_ERROR.code()).setErrorMessage(cause.getMessage());
+                return deleteAnswer(name, id, refused.refusal() == ClusterView.Refusal.NO_TOPIC
+                        ? Errors.UNKNOWN_TOPIC_OR_PARTITION : Errors.TOPIC_DELETION_DISABLED, refused.getMessage());
             }
+            return deleteAnswer(name, id, Errors.KAFKA_STORAGE_ERROR, cause.getMessage());
         } finally {
             // Only for a topic that is gone: a refused deletion keeps its producers' state, in-flight batches too.
             if (partitions.count(name) == 0) {

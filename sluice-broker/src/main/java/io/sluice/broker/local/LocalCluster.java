@@ -1,6 +1,7 @@
 package io.sluice.broker.local;
 
 import io.sluice.broker.ClusterView;
+import io.sluice.broker.TopicIds;
 import io.sluice.store.ConsumerPosition;
 import io.sluice.store.Store;
 import io.sluice.store.TopicLayout;
@@ -79,7 +80,7 @@ public final class LocalCluster implements ClusterView {
             }
             // A store topic with messages but no declared count (appended through the store's API) exists too.
             if (store.queueCount(topic) > 0 || !store.queues(topic).isEmpty()
-                    || !store.createTopic(topic, layout, count, configs)) {
+                    || !store.createTopic(topic, layout, count, configs, TopicIds.random())) {
                 throw new TopicRefusedException(Refusal.EXISTS, "topic " + topic + " already exists");
             }
             return CompletableFuture.completedFuture(null);

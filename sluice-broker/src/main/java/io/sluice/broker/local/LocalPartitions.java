@@ -16,6 +16,7 @@ import java.io.IOException;
 import java.nio.file.Path;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
@@ -140,6 +141,16 @@ public final class LocalPartitions implements Partitions {
     @Override
     public Map<String, Integer> topics() {
         return store.declaredTopics();
+    }
+
+    @Override
+    public UUID topicId(String topic) {
+        return Partitions.idIn(store, topic);
+    }
+
+    @Override
+    public String topicNamed(UUID id) {
+        return id == null ? null : store.topicWithId(id);
     }
 
     @Override

@@ -24,6 +24,7 @@ public final class BrokerMetrics {
 
     private final PrometheusRegistry registry = new PrometheusRegistry();
     private final Counter requests;
+    private final Counter requestsByVersion;
     private final Histogram latency;
     private final Counter bytesIn;
     private final Counter bytesOut;
@@ -36,6 +37,10 @@ public final class BrokerMetrics {
     public BrokerMetrics(Store store, IntSupplier connections) {
         requests = Counter.builder().name("sluice_broker_requests").help("Requests answered, by API")
                 .labelNames("api").register(registry);
+        // As Kafka's RequestsPerSec has a version tag: which versions clients use (after a broker serves new ones,
+        // whether they moved to them, e.g. to Fetch and Produce naming topics by id).
+        requestsByVersion = Counter.builder().name("sluice_broker_requests_by_version")
+                .help("Requests answered, by API and version").labelNames("api", "version").register(registry);
         latency = Histogram.builder().name("sluice_broker_request_duration_seconds")
                 .help("From a request's arrival to its response being ready, by API (a long poll's wait included)")
                 .labelNames("api").classicOnly().classicUpperBounds(LATENCY_BUCKETS).register(registry);
@@ -79,17 +84,24 @@ public final class BrokerMetrics {
      * Records one request.
      *
      * @param api the API's name, as Kafka names it
+     * @param version the request's version
      * @param nanos from arrival to response ready
      * @param received request bytes, size prefix included
      * @param sent response bytes (0 if none)
      */
-    public void request(String api, long nanos, long received, long sent) {
+    public void request(String api, int version, long nanos, long received, long sent) {
         requests.labelValues(api).inc();
+        requestsByVersion.labelValues(api, String.valueOf(version)).inc();
         latency.labelValues(api).observe(nanos / 1e9);
         bytesIn.inc(received);
         if (sent > 0) {
             bytesOut.inc(sent);
         }
+    }
+
+    /** @return how many requests of the API at that version were answered (tests: the versions clients chose) */
+    public long requests(String api, int version) {
+        return (long) requestsByVersion.labelValues(api, String.valueOf(version)).get();
     }
 
     /** @param nanos from a batch's append to the store's acknowledgement */

@@ -15,6 +15,7 @@ import io.sluice.store.StoredMessage;
 import java.nio.ByteBuffer;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.Set;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
@@ -94,6 +95,16 @@ public final class ReplicatedPartitions implements Partitions {
     @Override
     public Map<String, Integer> topics() {
         return store.declaredTopics();
+    }
+
+    @Override
+    public UUID topicId(String topic) {
+        return Partitions.idIn(store, topic);
+    }
+
+    @Override
+    public String topicNamed(UUID id) {
+        return id == null ? null : store.topicWithId(id);
     }
 
     @Override
