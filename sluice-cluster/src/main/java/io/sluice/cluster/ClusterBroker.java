@@ -156,6 +156,11 @@ public final class ClusterBroker implements AutoCloseable {
         stopped.await();
     }
 
+    /** @return the broker's Kafka listener (tests read which request versions clients used) */
+    Broker broker() {
+        return broker;
+    }
+
     /** @return the broker's Raft node */
     public ClusterNode node() {
         return node;

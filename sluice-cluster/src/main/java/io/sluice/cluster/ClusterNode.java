@@ -180,7 +180,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.tasks = new ScheduledTasks("node-" + nodeId + "-tasks");
         StoreOffsets offsets = new StoreOffsets(store);
         this.metadata = new MetadataStateMachine(this::onTopic, this::hostPartitions, offsets::commit,
-                offsets::forget, offsets::keepOnly, this::keepConfigs, groups::peer);
+                offsets::forget, offsets::keepOnly, this::keepConfigs, this::keepId, groups::peer);
         this.metadataClient = new MetadataClient(groups, metadata, () -> closed, store.config().maxQueuesPerTopic());
         ShortReplicas shorts = new ShortReplicas(groups, store, metadataClient::asker);
         metadata.answerShortQueries(shorts::answer);
@@ -211,9 +211,15 @@ public final class ClusterNode implements Replication, AutoCloseable {
         }
     }
 
+    /** How often a controller looks for topics created before ids, which it then gives theirs. */
+    static final long TOPIC_IDS_CHECK_MILLIS = 1_000;
+
     /** Starts the node's recurring duties, each a task. */
     private void startDuties(Tuning tuning) {
         membership.start();
+        // While this node is the controller, topics created before ids get theirs (KIP-516) through the metadata.
+        tasks.every("node-" + self.id() + "-topic-ids", Duration.ofMillis(TOPIC_IDS_CHECK_MILLIS),
+                metadataClient::identifyTopics);
         replicas.startRetentionHolds(tasks);
         new HandOverWatch(self.id(), tasks, replicas::known, id -> replicas.replicaOf(id.topic(), id.partition()),
                 leadership::stepDown, Leadership.HAND_OVER_MILLIS).start();
@@ -271,6 +277,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
     /** The metadata created a topic (or this node replays its creation): take this node's part. */
     private void keepConfigs(MetadataCommands.Topic topic) {
         replicas.keepConfigs(topic);
+    }
+
+    /** The metadata gave a topic created before ids its id (or this node replays it): the store keeps it. */
+    private void keepId(MetadataCommands.Topic topic) {
+        replicas.keepId(topic);
     }
 
     private void onTopic(MetadataCommands.Topic topic, long index) {

@@ -352,7 +352,10 @@ final class Membership {
             }
             try {
                 if (rejoin == null) {
-                    replicas.ensureTopic(topic);
+                    // With the id the metadata gave it since its creation was applied, if any (KIP-516).
+                    MetadataCommands.Topic now = metadata.state().topic(topic.name());
+                    replicas.ensureTopic(topic.id() == null && now != null && now.id() != null
+                            ? topic.withId(now.id()) : topic);
                     rejoin = new GroupRejoin(groups, group, partition.toString(), index -> { }, false,
                             tasks::nanoTime);
                 }

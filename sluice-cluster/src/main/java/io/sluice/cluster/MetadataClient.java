@@ -1,6 +1,7 @@
 package io.sluice.cluster;
 
 import io.sluice.broker.Replication.CommittedOffset;
+import io.sluice.broker.TopicIds;
 import io.sluice.broker.Replication.GroupsCoordination;
 import io.sluice.broker.Replication.NotLeaderException;
 import io.sluice.cluster.MetadataCommands.Topic;
@@ -229,7 +230,9 @@ final class MetadataClient implements AutoCloseable {
         for (int p = 0; p < partitions; p++) {
             replicas.add(placement(topic, p, replicationFactor));
         }
-        return answer(new Topic(topic, replicas, configs).command()).thenCompose(answer -> {
+        // The id is chosen here, by the broker that takes the request, and logged with the topic: every node keeps
+        // the one the log holds.
+        return answer(new Topic(topic, replicas, configs, TopicIds.random()).command()).thenCompose(answer -> {
             if (answer.equals("exists")) {
                 return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic
                         + " already exists"));
@@ -239,6 +242,38 @@ final class MetadataClient implements AutoCloseable {
             }
             return metadata.state().awaitTopic(topic).thenApply(created -> null);
         });
+    }
+
+    /** How long the controller waits for the metadata to take a topic's id. */
+    private static final long IDENTIFY_TIMEOUT_MILLIS = 10_000;
+
+    /**
+     * One round of the controller's duty to give topics created before ids (KIP-516) theirs: while this node is the
+     * controller and has applied what its predecessors committed, each topic it knows without an id is given a random
+     * one through the metadata ({@code topicid}), so that every node keeps the same. A second controller that gives
+     * one too is refused by the log (the first logged stays); a node that is not the controller does nothing.
+     */
+    void identifyTopics() {
+        if (!controllerReady()) {
+            return;
+        }
+        for (String topic : metadata.state().topicsWithoutIds()) {
+            Topic named = new Topic(topic, List.of(), Map.of(), TopicIds.random());
+            try {
+                String answer = answer(named.idCommand()).get(IDENTIFY_TIMEOUT_MILLIS, TimeUnit.MILLISECONDS);
+                if (answer.equals(MetadataState.IDENTIFIED)) {
+                    LOG.info("topic {}, created before topic ids, has the id {}", topic, named.id());
+                } else {
+                    LOG.debug("topic {} was not given the id {}: {}", topic, named.id(), answer);
+                }
+            } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException e) {
+                LOG.warn("topic {} could not be given an id now (tried again later): {}", topic, e.toString());
+                return;
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                return;
+            }
+        }
     }
 
     /** How many times a change of a topic's configs is made again after another change came first. */

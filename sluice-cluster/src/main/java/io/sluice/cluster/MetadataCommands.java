@@ -11,14 +11,17 @@ import java.util.List;
 import java.util.Map;
 import java.util.SortedMap;
 import java.util.TreeMap;
+import java.util.UUID;
 
 /**
  * The metadata group's commands, one per entry of its log, as text (docs/format.md, "Cluster"), and their answers.
  *
- * <p>Commands: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;... [<configs>]} with
- * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}, and the topic's configs, if it has any,
+ * <p>Commands: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;... [<configs> [<id>]]} with
+ * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}, the topic's configs, if it has any,
  * as {@code name=value} pairs joined by {@code &}, each name and value URL-encoded (UTF-8), e.g.
- * {@code cleanup.policy=compact&retention.ms=1000}; {@code configs <name> <configs> [<expected>]}, which replaces a topic's
+ * {@code cleanup.policy=compact&retention.ms=1000} ({@code -} for none when an id follows), and its id (a UUID's text),
+ * which every topic created since ids has; {@code topicid <name> <id>}, which gives a topic created before ids (its
+ * command has none) its id, once; {@code configs <name> <configs> [<expected>]}, which replaces a topic's
  * configs ({@code -} for none) if it has the expected ones (or whatever it has, without them: a snapshot's command);
  * {@code partitions <name> <partitions>
  * <replicas of 0>;...}, which gives a topic more partitions (the replicas of those it has unchanged, each node hosting
@@ -45,15 +48,21 @@ final class MetadataCommands {
      * @param name its name
      * @param replicas for each partition, the node ids of its replicas
      * @param configs its configs (Kafka's topic configs it was given), by name
+     * @param id its id (KIP-516), or null for a topic created before ids that the controller has not given one yet
      */
-    record Topic(String name, List<List<Integer>> replicas, Map<String, String> configs) {
+    record Topic(String name, List<List<Integer>> replicas, Map<String, String> configs, UUID id) {
 
         Topic {
             replicas = replicas.stream().map(List::copyOf).toList();
             configs = Collections.unmodifiableSortedMap(new TreeMap<>(configs));
         }
 
-        /** A topic without configs of its own. */
+        /** A topic without an id. */
+        Topic(String name, List<List<Integer>> replicas, Map<String, String> configs) {
+            this(name, replicas, configs, null);
+        }
+
+        /** A topic without configs of its own, nor an id. */
         Topic(String name, List<List<Integer>> replicas) {
             this(name, replicas, Map.of());
         }
@@ -64,13 +73,44 @@ final class MetadataCommands {
 
         /** @return this topic with other configs */
         Topic withConfigs(Map<String, String> other) {
-            return new Topic(name, replicas, other);
+            return new Topic(name, replicas, other, id);
         }
 
-        /** @return the command creating the topic, with its configs (none: the four words of logs before configs) */
+        /** @return this topic with an id */
+        Topic withId(UUID other) {
+            return new Topic(name, replicas, configs, other);
+        }
+
+        /**
+         * @return the command creating the topic, with its configs and id (neither: the four words of logs before
+         *     configs; configs only: the five words of logs before ids)
+         */
         String command() {
-            String configured = configs.isEmpty() ? "" : " " + encode(configs);
+            String configured = id != null ? " " + word(configs) + " " + id
+                    : configs.isEmpty() ? "" : " " + encode(configs);
             return "topic " + name + " " + replicas.size() + " " + replicaLists() + configured;
+        }
+
+        /** @return the command giving the topic, created before ids, its id */
+        String idCommand() {
+            return "topicid " + name + " " + id;
+        }
+
+        /** @throws IllegalArgumentException if the text is not a topicid command */
+        static Topic parseIdCommand(String command) {
+            String[] parts = command.split(" ");
+            if (parts.length != 3 || !parts[0].equals("topicid")) {
+                throw new IllegalArgumentException("not a topicid command: " + command);
+            }
+            return new Topic(parts[1], List.of(), Map.of(), parseId(parts[2]));
+        }
+
+        private static UUID parseId(String text) {
+            UUID id = UUID.fromString(text);
+            if (id.getMostSignificantBits() == 0 && id.getLeastSignificantBits() == 0) {
+                throw new IllegalArgumentException("a topic id cannot be the zero UUID");
+            }
+            return id;
         }
 
         private String replicaLists() {
@@ -105,7 +145,7 @@ final class MetadataCommands {
         /** @throws IllegalArgumentException if the text is not a topic command */
         static Topic parse(String command) {
             String[] parts = command.split(" ");
-            if (parts.length != 4 && parts.length != 5 || !parts[0].equals("topic")) {
+            if (parts.length < 4 || parts.length > 6 || !parts[0].equals("topic")) {
                 throw new IllegalArgumentException("not a metadata command: " + command);
             }
             int partitions = Integer.parseInt(parts[2]);
@@ -121,6 +161,9 @@ final class MetadataCommands {
                     nodes.add(Integer.parseInt(node));
                 }
                 replicas.add(nodes);
+            }
+            if (parts.length == 6) {
+                return new Topic(parts[1], replicas, unword(parts[4]), parseId(parts[5]));
             }
             return new Topic(parts[1], replicas, parts.length == 5 ? decode(parts[4]) : Map.of());
         }

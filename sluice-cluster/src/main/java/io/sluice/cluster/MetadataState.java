@@ -64,6 +64,7 @@ final class MetadataState {
     private final Consumer<String> onForget;
     private final Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups;
     private final Consumer<Topic> onConfigs;
+    private final Consumer<Topic> onId;
 
     /** A group's offsets as the log's commits left them, and the log index of its latest commit. */
     private record Committed(long index, Map<ClusterNode.PartitionId, Long> offsets) {
@@ -82,11 +83,14 @@ final class MetadataState {
      *     (the log that follows commits it again); the snapshot's commits follow
      * @param onConfigs told of each topic whose configs changed, as it is now, as this node applies the change (and
      *     again as it replays its log)
+     * @param onId told of each topic created before ids that was given one, as it is now, as this node applies it (and
+     *     again as it replays its log)
      */
     MetadataState(BiConsumer<Topic, Long> onTopic, PartitionsAdded onPartitions, Consumer<Offsets> onOffsets,
                   Consumer<String> onForget, Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups,
-                  Consumer<Topic> onConfigs) {
+                  Consumer<Topic> onConfigs, Consumer<Topic> onId) {
         this.onConfigs = onConfigs;
+        this.onId = onId;
         this.onTopic = onTopic;
         this.onPartitions = onPartitions;
         this.onOffsets = onOffsets;
@@ -109,6 +113,11 @@ final class MetadataState {
     /** @return the topic, or null if the cluster has none of that name (as far as this node has applied) */
     Topic topic(String name) {
         return topics.get(name);
+    }
+
+    /** @return the topics created before ids that have none yet, as far as this node has applied the log */
+    List<String> topicsWithoutIds() {
+        return topics.values().stream().filter(topic -> topic.id() == null).map(Topic::name).sorted().toList();
     }
 
     /** @return the nodes recorded as having taken part, as far as this node has applied the log */
@@ -160,6 +169,8 @@ final class MetadataState {
                 return applyPartitions(Topic.parse("topic" + command.substring("partitions".length())), index);
             } else if (command.startsWith("configs ")) {
                 return applyConfigs(Topic.parseConfigs(command), index);
+            } else if (command.startsWith("topicid ")) {
+                return applyId(Topic.parseIdCommand(command));
             } else {
                 return applyTopic(Topic.parse(command), index);
             }
@@ -258,7 +269,7 @@ final class MetadataState {
         if (!grown.replicas().subList(0, current.partitions()).equals(current.replicas())) {
             return "refused: the replicas of " + grown.name() + "'s partitions are not " + current.replicas();
         }
-        grown = grown.withConfigs(current.configs());
+        grown = grown.withConfigs(current.configs()).withId(current.id());
         topics.put(grown.name(), grown);
         topicEntries.computeIfAbsent(grown.name(), n -> new CopyOnWriteArrayList<>())
                 .add(new Logged(index, grown.growCommand()));
@@ -338,8 +349,60 @@ final class MetadataState {
         due.clear();
     }
 
+    /** The answer to a topicid command that gave the topic its id (or one that names the id it has). */
+    static final String IDENTIFIED = "identified";
+
+    /**
+     * A topic created before ids is given its id, once: the entry kept for snapshots, its creation, carries the id from
+     * then on. A second id for it (two controllers in turn each gave one) is refused, so the first one logged stays on
+     * every node; so is an id another topic has.
+     */
+    private String applyId(Topic named) {
+        Topic current = topics.get(named.name());
+        if (current == null) {
+            return "refused: no topic " + named.name();
+        }
+        if (named.id().equals(current.id())) {
+            return IDENTIFIED;
+        }
+        if (current.id() != null) {
+            return "refused: topic " + current.name() + " has the id " + current.id();
+        }
+        String holder = topicWithId(named.id());
+        if (holder != null) {
+            return "refused: the id " + named.id() + " is topic " + holder + "'s";
+        }
+        Topic identified = current.withId(named.id());
+        topics.put(identified.name(), identified);
+        List<Logged> entries = topicEntries.get(identified.name());
+        if (entries != null && !entries.isEmpty() && entries.getFirst().command().startsWith("topic ")) {
+            Logged creation = entries.getFirst();
+            entries.set(0, new Logged(creation.index(), Topic.parse(creation.command()).withId(named.id()).command()));
+        }
+        try {
+            onId.accept(identified);
+        } catch (RuntimeException e) {
+            // The cluster has the id; this node's store could not take it (a full disk, a closed store).
+            LOG.error("node cannot keep topic {}'s id: {}", identified.name(), e.toString());
+        }
+        return IDENTIFIED;
+    }
+
+    /** @return the topic that has the id, or null */
+    private String topicWithId(java.util.UUID id) {
+        for (Topic topic : topics.values()) {
+            if (id.equals(topic.id())) {
+                return topic.name();
+            }
+        }
+        return null;
+    }
+
     private String applyTopic(Topic topic, long index) {
         String answer;
+        if (topic.id() != null && !topics.containsKey(topic.name()) && topicWithId(topic.id()) != null) {
+            return "refused: the id " + topic.id() + " is topic " + topicWithId(topic.id()) + "'s";
+        }
         if (topics.putIfAbsent(topic.name(), topic) == null) {
             untracked |= members.isEmpty();
             topicEntries.put(topic.name(), new CopyOnWriteArrayList<>(
@@ -412,7 +475,16 @@ final class MetadataState {
         // The store may hold more than this node applied: positions of a start's earlier run, forced in its store.
         keepGroups.accept(Map.copyOf(kept));
         for (Logged line : snapshot.lines()) {
-            String answer = apply(line.command(), -1, line.index());
+            String command = line.command();
+            if (command.startsWith("topic ")) {
+                // A topic this node applied before it was given its id (the snapshot's creation line carries it).
+                Topic logged = Topic.parse(command);
+                Topic known = topics.get(logged.name());
+                if (known != null && known.id() == null && logged.id() != null) {
+                    command = logged.idCommand();
+                }
+            }
+            String answer = apply(command, -1, line.index());
             if (answer.startsWith("refused")) {
                 // A growth this node had applied already.
                 LOG.debug("metadata snapshot line {} {} not applied: {}", line.index(), line.command(), answer);

@@ -73,13 +73,14 @@ final class MetadataStateMachine extends BaseStateMachine {
      * @param keepGroups told, before a snapshot's commands are applied, of the groups that have offsets in it, each with
      *     its partitions ({@link MetadataState})
      * @param onConfigs told of each topic whose configs changed, as this node applies the change
+     * @param onId told of each topic created before ids that was given one, as this node applies it
      * @param peers a node's Raft address by its id (a node installing a snapshot asks the leader for it)
      */
     MetadataStateMachine(BiConsumer<Topic, Long> onTopic, MetadataState.PartitionsAdded onPartitions,
                          Consumer<Offsets> onOffsets, Consumer<String> onForget,
                          Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups, Consumer<Topic> onConfigs,
-                         Function<RaftPeerId, RaftPeer> peers) {
-        this.state = new MetadataState(onTopic, onPartitions, onOffsets, onForget, keepGroups, onConfigs);
+                         Consumer<Topic> onId, Function<RaftPeerId, RaftPeer> peers) {
+        this.state = new MetadataState(onTopic, onPartitions, onOffsets, onForget, keepGroups, onConfigs, onId);
         this.peers = peers;
     }
 

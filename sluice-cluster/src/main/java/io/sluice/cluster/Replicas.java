@@ -103,9 +103,32 @@ final class Replicas {
         synchronized (topicsInStore) {
             int count = store.queueCount(topic.name());
             if (count == 0) {
-                store.createTopic(topic.name(), TopicLayout.BATCHES, topic.partitions(), topic.configs());
-            } else if (count < topic.partitions()) {
+                if (topic.id() != null) {
+                    store.createTopic(topic.name(), TopicLayout.BATCHES, topic.partitions(), topic.configs(),
+                            topic.id());
+                } else {
+                    store.createTopic(topic.name(), TopicLayout.BATCHES, topic.partitions(), topic.configs());
+                }
+                return;
+            }
+            if (count < topic.partitions()) {
                 store.increaseQueueCount(topic.name(), topic.partitions());
+            }
+            keepId(topic);
+        }
+    }
+
+    /**
+     * Gives the store's topic the id the cluster gave it, if it has none yet (created before ids). A topic the store
+     * does not have yet (a rejoin creates it later) gets it with its creation.
+     */
+    void keepId(MetadataCommands.Topic topic) {
+        if (topic.id() == null) {
+            return;
+        }
+        synchronized (topicsInStore) {
+            if (store.queueCount(topic.name()) > 0 && store.topicId(topic.name()) == null) {
+                store.setTopicIds(Map.of(topic.name(), topic.id()));
             }
         }
     }

@@ -106,5 +106,19 @@ class LeaderHintsTest {
         assertThat(partition.errorCode()).isEqualTo(Errors.NOT_LEADER_OR_FOLLOWER.code());
         assertThat(partition.currentLeader().leaderId()).as("the leader named").isEqualTo(next);
         assertThat(partition.currentLeader().leaderEpoch()).as("its epoch").isEqualTo(epoch);
+
+        // From Fetch 16 (here 18, naming the topic by its id) the answer also says how to reach the leader.
+        java.util.UUID id = cluster.broker(old).store().topicId("t");
+        short byId = ApiKeys.FETCH.latestVersion();
+        fetch.topics().getFirst().setTopicId(new org.apache.kafka.common.Uuid(id.getMostSignificantBits(),
+                id.getLeastSignificantBits()));
+        var fetchedById = new FetchResponseData(KafkaWire.call(oldPort, ApiKeys.FETCH, byId, fetch), byId);
+        var partitionById = fetchedById.responses().getFirst().partitions().getFirst();
+        assertThat(partitionById.errorCode()).isEqualTo(Errors.NOT_LEADER_OR_FOLLOWER.code());
+        assertThat(partitionById.currentLeader().leaderId()).as("the leader named").isEqualTo(next);
+        var fetchEndpoint = fetchedById.nodeEndpoints().find(next);
+        assertThat(fetchEndpoint).as("the leader's endpoint").isNotNull();
+        assertThat(fetchEndpoint.port()).isEqualTo(cluster.broker(next).port());
+        assertThat(fetchedById.nodeEndpoints()).hasSize(1);
     }
 }

@@ -10,6 +10,7 @@ import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
+import java.util.UUID;
 import java.util.concurrent.ExecutionException;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
@@ -42,7 +43,8 @@ class MetadataSnapshotTest {
                 (topic, before, index) -> told.add("grown " + topic.name() + " " + before + "->"
                         + topic.partitions() + " @" + index),
                 offsets -> told.add(offsets.command()), group -> told.add("forget " + group), kept::add,
-                topic -> told.add("configs " + topic.name() + " " + topic.configs()), peer -> null);
+                topic -> told.add("configs " + topic.name() + " " + topic.configs()),
+                topic -> told.add("id " + topic.name() + " " + topic.id()), peer -> null);
         long index;
 
         String apply(String command) throws Exception {
@@ -165,6 +167,79 @@ class MetadataSnapshotTest {
         fresh.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()));
         assertThat(fresh.machine.state().topic("c").configs()).isEqualTo(Map.of("retention.ms", "5"));
         assertThat(fresh.machine.state().topic("c").partitions()).isEqualTo(2);
+    }
+
+    /**
+     * Topic ids (KIP-516): a topic created since ids carries its id in its command; one created before (its command
+     * has none, as old logs and snapshots hold it) is given one once ({@code topicid}), never a second, never another
+     * topic's; a snapshot holds each topic's creation with its id, which a node that applied the topic before its id
+     * takes when it installs the snapshot.
+     */
+    @Test
+    void topicIdsGoThroughTheLogOnceAndIntoSnapshots() throws Exception {
+        UUID first = UUID.fromString("6a0c3f5e-1d2b-4c8a-9e7f-0123456789ab");
+        UUID second = UUID.fromString("0f1e2d3c-4b5a-4968-8776-5a4b3c2d1e0f");
+        UUID fresh = UUID.fromString("11111111-2222-4333-8444-555555555555");
+        Node behind = new Node();
+        Node writer = new Node();
+        for (Node node : List.of(behind, writer)) {
+            node.apply(MetadataCommands.memberCommand(1));
+            node.apply("topic old 2 1,2,3;2,3,1 cleanup.policy=compact");
+            node.apply("topic plain 1 1");
+        }
+        MetadataCommands.Topic created = new MetadataCommands.Topic("new", List.of(List.of(1)), Map.of(), fresh);
+        assertThat(created.command()).isEqualTo("topic new 1 1 - " + fresh);
+        assertThat(MetadataCommands.Topic.parse(created.command())).isEqualTo(created);
+        MetadataCommands.Topic configured = created.withConfigs(Map.of("retention.ms", "5"));
+        assertThat(MetadataCommands.Topic.parse(configured.command())).isEqualTo(configured);
+        assertThat(writer.apply(created.command())).isEqualTo("created");
+        assertThat(writer.machine.state().topic("new").id()).isEqualTo(fresh);
+        assertThat(writer.machine.state().topicsWithoutIds()).containsExactly("old", "plain");
+
+        assertThat(writer.apply("topicid old " + first)).isEqualTo(MetadataState.IDENTIFIED);
+        assertThat(writer.told).endsWith("id old " + first);
+        assertThat(writer.apply("topicid old " + second)).as("a second id").startsWith("refused");
+        assertThat(writer.apply("topicid old " + first)).as("the same id again").isEqualTo(MetadataState.IDENTIFIED);
+        assertThat(writer.apply("topicid plain " + fresh)).as("another topic's id").startsWith("refused");
+        assertThat(writer.apply("topicid nosuch " + second)).startsWith("refused: no topic");
+        assertThat(writer.apply("topicid plain 00000000-0000-0000-0000-000000000000")).startsWith("refused");
+        assertThat(writer.apply(new MetadataCommands.Topic("other", List.of(List.of(1)), Map.of(), first).command()))
+                .as("a creation with another topic's id").startsWith("refused");
+        writer.apply("partitions old 3 1,2,3;2,3,1;3,1,2");
+        assertThat(writer.machine.state().topic("old").id()).as("kept through a growth").isEqualTo(first);
+        assertThat(writer.machine.state().topic("old").configs()).containsEntry("cleanup.policy", "compact");
+        assertThat(writer.machine.state().topicsWithoutIds()).containsExactly("plain");
+
+        String text = writer.machine.state().snapshot().text();
+        assertThat(text).contains("1 topic old 2 1,2,3;2,3,1 cleanup.policy=compact " + first + "\n")
+                .contains("topic new 1 1 - " + fresh + "\n");
+        Node reader = new Node();
+        reader.machine.state().applySnapshot(MetadataSnapshot.parse(text));
+        assertThat(reader.machine.state().topic("old").id()).isEqualTo(first);
+        assertThat(reader.machine.state().topic("new").id()).isEqualTo(fresh);
+        assertThat(reader.machine.state().snapshot().text()).isEqualTo(text);
+
+        behind.told.clear();
+        behind.machine.state().applySnapshot(MetadataSnapshot.parse(text));
+        assertThat(behind.told).contains("id old " + first);
+        assertThat(behind.machine.state().topic("old").id()).isEqualTo(first);
+        assertThat(behind.machine.state().topic("old").partitions()).isEqualTo(3);
+        assertThat(behind.machine.state().snapshot().text()).isEqualTo(text);
+    }
+
+    /** A snapshot written before ids (topic lines of four and five words) is read as topics without one. */
+    @Test
+    void aSnapshotFromBeforeIdsIsReadAsTopicsWithoutOne() throws Exception {
+        Node old = new Node();
+        old.apply(MetadataCommands.memberCommand(1));
+        old.apply("topic t 1 1");
+        old.apply("topic c 1 1 cleanup.policy=compact");
+        String text = old.machine.state().snapshot().text();
+        assertThat(text).contains("1 topic t 1 1\n").contains("2 topic c 1 1 cleanup.policy=compact\n");
+        Node reader = new Node();
+        reader.machine.state().applySnapshot(MetadataSnapshot.parse(text));
+        assertThat(reader.machine.state().topicsWithoutIds()).containsExactly("c", "t");
+        assertThat(reader.machine.state().topic("c").configs()).containsEntry("cleanup.policy", "compact");
     }
 
     @Test
