@@ -73,6 +73,13 @@ class FranzGoClientsTest {
         assertThat(positions).extracting(ConsumerPosition::topic, ConsumerPosition::queueId)
                 .containsExactlyInAnyOrder(tuple("in", 0), tuple("in", 1));
         assertThat(positions).allSatisfy(position -> assertThat(position.nextOffset()).isBetween(122L, 123L));
+        // franz-go names topics by id wherever both sides can (KIP-516): it fetches at 18 and fetches the group's
+        // offsets at OffsetFetch 10.
+        assertThat(broker.metrics().requests("Fetch", 18)).isPositive();
+        assertThat(broker.metrics().requests("OffsetFetch", 10)).isPositive();
+        for (int version = 4; version < 13; version++) {
+            assertThat(broker.metrics().requests("Fetch", version)).as("fetches of v" + version).isZero();
+        }
     }
 
     private GoClients.Result run(String check, String... args) throws Exception {
