@@ -1,6 +1,7 @@
 package io.sluice.broker.kafka;
 
 import io.sluice.broker.ClusterView;
+import io.sluice.broker.TopicIds;
 import io.sluice.broker.local.LocalCluster;
 import io.sluice.broker.local.LocalPartitions;
 import io.sluice.broker.net.Outbound;
@@ -18,9 +19,11 @@ import java.util.concurrent.ExecutorService;
 import java.util.concurrent.Executors;
 import java.util.concurrent.TimeUnit;
 import java.util.function.LongConsumer;
+import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.compress.Compression;
 import org.apache.kafka.common.message.ApiVersionsRequestData;
 import org.apache.kafka.common.message.CreateTopicsRequestData;
+import org.apache.kafka.common.message.DescribeTopicPartitionsRequestData;
 import org.apache.kafka.common.message.FetchRequestData;
 import org.apache.kafka.common.message.JoinGroupRequestData;
 import org.apache.kafka.common.message.ListOffsetsRequestData;
@@ -80,7 +83,9 @@ public final class ProtocolFuzzer {
     public static Report run(Store store, long inputs, long seed, LongConsumer progress) {
         ProtocolFuzzer fuzzer = new ProtocolFuzzer(seed);
         store.createTopic("fuzz", TopicLayout.BATCHES, 2);
-        fuzzer.buildCorpus();
+        // As a broker alone gives it at its start: the requests that name topics by id name this one.
+        TopicIds.identifyAll(store);
+        fuzzer.buildCorpus(KafkaTopicIds.kafka(store.topicId("fuzz")));
         LocalPartitions partitions = new LocalPartitions(store, 0);
         LocalCluster cluster = new LocalCluster(store, partitions, new ClusterView.Node(0, "127.0.0.1", 9092),
                 TopicLayout.BATCHES);
@@ -231,8 +236,12 @@ public final class ProtocolFuzzer {
         return frame;
     }
 
-    /** Valid requests: each served API's default request at each served version, and populated ones. */
-    private void buildCorpus() {
+    /**
+     * Valid requests: each served API's default request at each served version, and populated ones.
+     *
+     * @param fuzzId the id of topic {@code fuzz}, which the requests that name topics by id name
+     */
+    private void buildCorpus(Uuid fuzzId) {
         for (ApiKeys key : ApiKeys.values()) {
             for (short v = key.oldestVersion(); v <= key.latestVersion(); v++) {
                 if (SupportedApis.accepts(key, v)) {
@@ -253,12 +262,31 @@ public final class ProtocolFuzzer {
                         .setTopicData(topics));
             }
         }
-        for (short v = 4; v <= 12; v++) {
+        for (short v = 4; v <= 18; v++) {
             add(ApiKeys.FETCH, v, new FetchRequestData().setMaxWaitMs(v % 2 == 0 ? 0 : 5).setMinBytes(1)
                     .setMaxBytes(1 << 20).setTopics(List.of(new FetchRequestData.FetchTopic().setTopic("fuzz")
-                            .setPartitions(List.of(new FetchRequestData.FetchPartition().setPartition(v % 2)
-                                    .setFetchOffset(0).setPartitionMaxBytes(1 << 20))))));
+                            .setTopicId(fuzzId).setPartitions(List.of(new FetchRequestData.FetchPartition()
+                                    .setPartition(v % 2).setFetchOffset(0).setPartitionMaxBytes(1 << 20))))));
         }
+        ProduceRequestData.TopicProduceDataCollection byId = new ProduceRequestData.TopicProduceDataCollection();
+        byId.add(new ProduceRequestData.TopicProduceData().setTopicId(fuzzId).setPartitionData(List.of(
+                new ProduceRequestData.PartitionProduceData().setIndex(1).setRecords(records))));
+        add(ApiKeys.PRODUCE, (short) 13, new ProduceRequestData().setAcks((short) 1).setTimeoutMs(1000)
+                .setTopicData(byId));
+        add(ApiKeys.METADATA, (short) 12, new MetadataRequestData().setTopics(List.of(
+                new MetadataRequestData.MetadataRequestTopic().setName(null).setTopicId(fuzzId))));
+        add(ApiKeys.OFFSET_COMMIT, (short) 10, new OffsetCommitRequestData().setGroupId("fg")
+                .setGenerationIdOrMemberEpoch(-1).setTopics(List.of(new OffsetCommitRequestData
+                        .OffsetCommitRequestTopic().setTopicId(fuzzId).setPartitions(List.of(new OffsetCommitRequestData
+                        .OffsetCommitRequestPartition().setPartitionIndex(0).setCommittedOffset(1))))));
+        OffsetFetchRequestData.OffsetFetchRequestGroup byIdGroup = new OffsetFetchRequestData.OffsetFetchRequestGroup()
+                .setGroupId("fg").setTopics(List.of(new OffsetFetchRequestData.OffsetFetchRequestTopics()
+                        .setTopicId(fuzzId).setPartitionIndexes(List.of(0))));
+        add(ApiKeys.OFFSET_FETCH, (short) 10, new OffsetFetchRequestData().setGroups(List.of(byIdGroup)));
+        add(ApiKeys.DESCRIBE_TOPIC_PARTITIONS, (short) 0, new DescribeTopicPartitionsRequestData()
+                .setResponsePartitionLimit(1).setTopics(List.of(new DescribeTopicPartitionsRequestData.TopicRequest()
+                        .setName("fuzz"))).setCursor(new DescribeTopicPartitionsRequestData.Cursor().setTopicName("fuzz")
+                        .setPartitionIndex(1)));
         for (short v = 1; v <= 11; v++) {
             add(ApiKeys.LIST_OFFSETS, v, new ListOffsetsRequestData().setTopics(List.of(
                     new ListOffsetsRequestData.ListOffsetsTopic().setName("fuzz").setPartitions(List.of(
