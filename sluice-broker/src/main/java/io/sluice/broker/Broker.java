@@ -52,15 +52,20 @@ public final class Broker implements AutoCloseable {
      * @param config where to listen and the limits
      * @return the running broker
      * @throws IOException when the listener cannot be bound
-     * @throws io.sluice.store.StoreException when the topics without an id cannot be given one
      */
     public static Broker start(Store store, BrokerConfig config) throws IOException {
         Objects.requireNonNull(store, "store");
         // Before anything is served: Kafka's clients name a topic by its id as soon as Metadata gives one, and a topic
-        // answered without one would be refused to the Java producer (its Produce v13 names the zero id).
-        var identified = TopicIds.identifyAll(store);
-        if (!identified.isEmpty()) {
-            LOG.info("gave {} topics from before topic ids their ids: {}", identified.size(), identified);
+        // answered without one would be refused to the Java producer (its Produce v13 names the zero id). A topic this
+        // fails for, or declared later through the store's API, gets one when first asked for (LocalPartitions).
+        try {
+            var identified = TopicIds.identifyAll(store);
+            if (!identified.isEmpty()) {
+                LOG.info("gave {} topics from before topic ids their ids: {}", identified.size(), identified);
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("the topics without an id could not be given one now (each is when first asked for): {}",
+                    e.toString());
         }
         LocalPartitions partitions = new LocalPartitions(store, config.nodeId());
         return start(store, config, port -> partitions, port -> new LocalCluster(store, partitions,

@@ -147,7 +147,7 @@ class TopicIdsTest {
     }
 
     @Test
-    void idsOutliveTheBrokerAndATopicFromBeforeIdsGetsOneOnceAtTheFirstStart() throws Exception {
+    void idsOutliveTheBrokerAndATopicWithoutOneGetsOneOnceAtTheFirstStartOrWhenFirstAskedFor() throws Exception {
         Uuid created;
         try (Store store = open()) {
             // As a store written before ids holds them: declared, without an id.
@@ -160,13 +160,25 @@ class TopicIdsTest {
             }
         }
         UUID old;
+        UUID later;
         try (Store store = open()) {
             old = store.topicId("old");
             try (Broker broker = start(store)) {
                 assertThat(metadataId(broker.port(), "old")).isEqualTo(kafka(old));
                 assertThat(metadataId(broker.port(), "new")).isEqualTo(created);
+                // Declared through the store's API while the broker runs: given an id when first asked for.
+                store.createTopic("later", TopicLayout.QUEUE, 1);
+                assertThat(store.topicId("later")).isNull();
+                Uuid answered = metadataId(broker.port(), "later");
+                assertThat(answered).isNotEqualTo(Uuid.ZERO_UUID);
+                later = store.topicId("later");
+                assertThat(kafka(later)).isEqualTo(answered);
+                assertThat(metadataId(broker.port(), "later")).isEqualTo(answered);
             }
             assertThat(store.topicId("old")).as("given once, not again at the next start").isEqualTo(old);
+        }
+        try (Store store = open(); Broker broker = start(store)) {
+            assertThat(metadataId(broker.port(), "later")).isEqualTo(kafka(later));
         }
     }
 

@@ -140,15 +140,19 @@ final class FetchHandler {
                         .setPartitionIndex(wanted.partition()).setHighWatermark(-1).setLastStableOffset(-1)
                         .setLogStartOffset(-1).setPreferredReadReplica(-1).setRecords(MemoryRecords.EMPTY)
                         .setAbortedTransactions(request.isolationLevel() == 1 ? List.of() : null);
+                long sent = 0;
                 if (topic.topic() == null) {
                     // An id no topic has (Fetch 13+).
-                    partitions.add(data.setErrorCode(Errors.UNKNOWN_TOPIC_ID.code()));
-                    errors = true;
-                    continue;
+                    data.setErrorCode(Errors.UNKNOWN_TOPIC_ID.code());
+                } else {
+                    long limit = Math.min(budget - bytes, wanted.partitionMaxBytes());
+                    sent = fill(topic.topic(), wanted, data, limit, bytes == 0, request.isolationLevel() == 1);
                 }
-                long limit = Math.min(budget - bytes, wanted.partitionMaxBytes());
-                long sent = fill(topic.topic(), wanted, data, limit, bytes == 0, request.isolationLevel() == 1);
-                errors |= data.errorCode() != Errors.NONE.code();
+                if (data.errorCode() != Errors.NONE.code()) {
+                    // Kafka answers a partition in error with an empty list here, whatever the isolation level.
+                    data.setAbortedTransactions(List.of());
+                    errors = true;
+                }
                 bytes += sent;
                 partitions.add(data);
             }

@@ -443,7 +443,9 @@ final class TopicApis {
                     .setValue(config.value()).setReadOnly(false).setConfigSource(config.source())
                     .setIsSensitive(false));
         }
-        return result.setNumPartitions(count).setReplicationFactor((short) factor).setConfigs(described);
+        // No message, as Kafka's controller answers a success (null, not empty).
+        return result.setErrorMessage(null).setNumPartitions(count).setReplicationFactor((short) factor)
+                .setConfigs(described);
     }
 
     /** The cluster did not do what a request asked before the request's timeout: REQUEST_TIMED_OUT. */

@@ -4,6 +4,7 @@ import io.sluice.broker.DurableFile;
 import io.sluice.broker.Partition;
 import io.sluice.broker.Partitions;
 import io.sluice.broker.ProducerHistory;
+import io.sluice.broker.TopicIds;
 import io.sluice.store.BatchCleaner;
 import io.sluice.store.CompactionReport;
 import io.sluice.store.Durability;
@@ -50,6 +51,8 @@ public final class LocalPartitions implements Partitions {
     /** What the last clean close kept, by topic and partition, until asked for. */
     private final Map<String, ProducerHistory.Saved> kept = new ConcurrentHashMap<>();
     private final AtomicInteger producerRebuilds = new AtomicInteger();
+    /** Held while a topic without an id is given one, so that concurrent requests give it one save, not several. */
+    private final Object identifying = new Object();
 
     /** A partition's producers, and the appends of idempotent batches not stored yet. */
     private static final class Producers {
@@ -143,9 +146,31 @@ public final class LocalPartitions implements Partitions {
         return store.declaredTopics();
     }
 
+    /**
+     * A topic declared without an id (through the store's API while this broker runs, or one the start could not give
+     * an id) is given one the first time it is asked for, durably, so that no topic is answered without one: Kafka's
+     * Java producer would name it by the zero id (Produce 13), which is refused.
+     */
     @Override
     public UUID topicId(String topic) {
-        return Partitions.idIn(store, topic);
+        UUID id = Partitions.idIn(store, topic);
+        if (id != null || count(topic) == 0) {
+            return id;
+        }
+        synchronized (identifying) {
+            id = Partitions.idIn(store, topic);
+            if (id == null) {
+                try {
+                    store.setTopicIds(Map.of(topic, TopicIds.random()));
+                    LOG.info("topic {}, declared without an id, is given the id {}", topic, store.topicId(topic));
+                } catch (RuntimeException e) {
+                    // A read-only store: the topic is answered without an id until it can be given one.
+                    LOG.warn("topic {} has no id and cannot be given one now: {}", topic, e.toString());
+                }
+                id = Partitions.idIn(store, topic);
+            }
+            return id;
+        }
     }
 
     @Override
