@@ -36,6 +36,18 @@ public interface Partitions {
      */
     UUID topicId(String topic);
 
+    /**
+     * The topic's id for an answer that hands ids to clients (Metadata, DescribeTopicPartitions, CreateTopics): a broker
+     * alone gives a topic declared without one (through the store's API while it runs) its id now, durably, since a
+     * client told the zero id would name the topic by it in Produce 13. Other answers ask {@link #topicId}, which never
+     * writes.
+     *
+     * @return the topic's id, or null as {@link #topicId} says
+     */
+    default UUID identify(String topic) {
+        return topicId(topic);
+    }
+
     /** @return the topic whose id this is, or null if no topic this broker serves has it (or {@code id} is null) */
     String topicNamed(UUID id);
 

@@ -29,6 +29,14 @@ final class KafkaTopicIds {
         return kafka(partitions.topicId(topic));
     }
 
+    /**
+     * @return the topic's id for an answer that hands ids to clients (Metadata, DescribeTopicPartitions, CreateTopics),
+     *     given now if a broker alone's topic has none ({@link Partitions#identify}); the zero id if it does not exist
+     */
+    static Uuid handedOut(Partitions partitions, String topic) {
+        return kafka(partitions.identify(topic));
+    }
+
     /** @return the topic the id names, or null if none this broker serves has it (the zero id names none) */
     static String nameOf(Partitions partitions, Uuid id) {
         UUID broker = broker(id);

@@ -212,7 +212,7 @@ final class TopicApis {
             list.add(partitionAnswer(name, p, deadline));
         }
         // Its id (v10+): clients then name it by id in Fetch, Produce and the offset APIs.
-        return new MetadataResponseTopic().setName(name).setTopicId(KafkaTopicIds.of(partitions, name))
+        return new MetadataResponseTopic().setName(name).setTopicId(KafkaTopicIds.handedOut(partitions, name))
                 .setPartitions(list);
     }
 
@@ -299,7 +299,7 @@ final class TopicApis {
                         .setIsrNodes(answer.isrNodes()).setEligibleLeaderReplicas(List.of())
                         .setLastKnownElr(List.of()).setOfflineReplicas(List.of()));
             }
-            response.topics().add(topic.setTopicId(KafkaTopicIds.of(partitions, name)));
+            response.topics().add(topic.setTopicId(KafkaTopicIds.handedOut(partitions, name)));
             if (end < count) {
                 response.setNextCursor(new DescribeTopicPartitionsResponseData.Cursor().setTopicName(name)
                         .setPartitionIndex(end));
@@ -431,7 +431,7 @@ final class TopicApis {
         } catch (RuntimeException e) {
             return failed(result, Errors.KAFKA_STORAGE_ERROR, e.getMessage());
         }
-        return created(result.setTopicId(KafkaTopicIds.of(partitions, topic.name())), count, factor, configs);
+        return created(result.setTopicId(KafkaTopicIds.handedOut(partitions, topic.name())), count, factor, configs);
     }
 
     /** @return the result of a topic created (or that would be), with every topic config's value (CreateTopics v5+) */

@@ -146,13 +146,18 @@ public final class LocalPartitions implements Partitions {
         return store.declaredTopics();
     }
 
-    /**
-     * A topic declared without an id (through the store's API while this broker runs, or one the start could not give
-     * an id) is given one the first time it is asked for, durably, so that no topic is answered without one: Kafka's
-     * Java producer would name it by the zero id (Produce 13), which is refused.
-     */
     @Override
     public UUID topicId(String topic) {
+        return Partitions.idIn(store, topic);
+    }
+
+    /**
+     * A topic declared without an id (through the store's API while this broker runs, or one the start could not give
+     * an id) is given one the first time an answer hands it to a client, durably (a registry save), so that no topic is
+     * answered without one: Kafka's Java producer would name it by the zero id (Produce 13), which is refused.
+     */
+    @Override
+    public UUID identify(String topic) {
         UUID id = Partitions.idIn(store, topic);
         if (id != null || count(topic) == 0) {
             return id;
