@@ -231,6 +231,94 @@ class CompactionReviewTest {
     }
 
     /**
+     * Retention takes segments out without the append lock (CommitLog.retireOldest), and a retired segment's last
+     * release deletes its file by path. Compaction checks under the append lock that retention has not taken the
+     * segment, then renames its copy over the segment's path, forces the directory and opens the copy. If retention
+     * retires the old segment in between (compact,delete: both start from the oldest segment), the old segment's
+     * release deletes the path, which now names the copy: the open fails, Compaction wraps it as SwapFailedException
+     * and LogStore.compact turns the whole log read-only, refusing appends until the store is opened again. The hook
+     * pauses the swap right after the rename (at its directory force) while a retention pass runs.
+     */
+    @Test
+    void retentionTakingTheSegmentBeingSwappedLeavesTheLogWritable() throws Exception {
+        HookedFileIO io = new HookedFileIO();
+        AtomicReference<Store> opened = new AtomicReference<>();
+        AtomicBoolean renamed = new AtomicBoolean();
+        AtomicBoolean triggered = new AtomicBoolean();
+        AtomicReference<Thread> retention = new AtomicReference<>();
+        AtomicReference<Throwable> retentionFailure = new AtomicReference<>();
+        io.hook((op, path) -> {
+            if (op == HookedFileIO.Op.RENAME && HookedFileIO.isSegment(path)) {
+                renamed.set(true);
+            } else if (op == HookedFileIO.Op.SYNC_DIRECTORY && renamed.get() && triggered.compareAndSet(false, true)) {
+                retention.set(Thread.ofPlatform().start(() -> {
+                    try {
+                        opened.get().enforceRetention();
+                    } catch (Throwable t) {
+                        retentionFailure.set(t);
+                    }
+                }));
+                Path first = path.resolve(String.format("%020d", 0));
+                long deadline = System.nanoTime() + 10_000_000_000L;
+                while (Files.exists(first) && System.nanoTime() < deadline) {
+                    try {
+                        Thread.sleep(5);
+                    } catch (InterruptedException e) {
+                        Thread.currentThread().interrupt();
+                        return;
+                    }
+                }
+            }
+        });
+        // At most 300,000 bytes of log (segments of 64, 128 and 256 KiB): the first segments go; no pass of its own.
+        StoreConfig config = TestStores.small(WritePath.CHANNEL, FlushMode.ASYNC).clock(clock).fileIO(io)
+                .retention(new RetentionPolicy(72L * 3_600_000, 300_000, 0.99, 0.99, 1.0, 3_600_000, false)).build();
+        try (Store store = Store.open(dir, config)) {
+            opened.set(store);
+            store.createTopic("c", TopicLayout.BATCHES, 1);
+            fill(store, 600, 3);
+            store.sync();
+            Throwable compaction = null;
+            try {
+                store.compact("c", 0, Long.MAX_VALUE, THIRDS);
+            } catch (RuntimeException e) {
+                compaction = e;
+            }
+            if (retention.get() != null) {
+                retention.get().join(20_000);
+            }
+            assertThat(triggered.get()).as("retention ran during the swap").isTrue();
+            assertThat(retentionFailure.get()).isNull();
+            byte[] batch = KafkaBatch.of(1_800_000_000_000L, List.of(new byte[] {1}));
+            String thrown = String.valueOf(compaction);
+            assertThat(store.appendOpaque("c", 0, MemorySegment.ofArray(batch), 1))
+                    .as("an append after the compaction, which threw %s", thrown)
+                    .succeedsWithin(java.time.Duration.ofSeconds(10));
+        }
+    }
+
+    /**
+     * Store.transferTo ("a queue's records, as stored, to a channel") walks the index in RecordTransfer, which neither
+     * steps over gaps, as every other read does, nor takes the layout lock (so a swap between reading an entry and
+     * sending its bytes sends the rewritten file at the old position). A BATCHES queue's gap reaches the channel.
+     */
+    @Test
+    void aTransferOfABatchQueueSendsNoGap() throws Exception {
+        try (Store store = Store.open(dir, config(WritePath.CHANNEL, FlushMode.ASYNC))) {
+            store.createTopic("c", TopicLayout.BATCHES, 1);
+            byte[] before = KafkaBatch.of(1_700_000_000_000L, List.of(new byte[] {1}));
+            byte[] after = KafkaBatch.of(1_700_000_000_001L, List.of(new byte[] {2}));
+            store.appendOpaque("c", 0, MemorySegment.ofArray(before), 1).join();
+            store.appendGap("c", 0, 10, 1_700_000_000_000L, Durability.ACKNOWLEDGED).join();
+            store.appendOpaque("c", 0, MemorySegment.ofArray(after), 1).join();
+            ByteArrayOutputStream sink = new ByteArrayOutputStream();
+            store.transferTo("c", 0, 0, 1 << 20, Channels.newChannel(sink));
+            assertThat(split(sink.toByteArray())).as("batches sent").extracting(batch -> batch.length)
+                    .containsExactly(before.length, after.length);
+        }
+    }
+
+    /**
      * A log whose last append filled its active segment to the byte: the segment stays active (the roll comes with the
      * next append) while its end equals the write position, so once forced it passes Compaction.run's test ("end <=
      * flushed and <= written") and is rewritten. The swap renames the copy over the active segment's file, and only
