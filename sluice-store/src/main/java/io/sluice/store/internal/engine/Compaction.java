@@ -21,6 +21,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -89,7 +90,10 @@ final class Compaction {
     CompactionReport run(long endOffset, BatchCleaner cleaner) throws IOException {
         Totals totals = new Totals();
         long floor = index.minOffset();
-        for (Segment segment : log.segments()) {
+        List<Segment> segments = log.segments();
+        // Never the last: the active segment, which may end exactly at the write position (an append filled it and
+        // the roll waits for the next), and which replaceSegment refuses only after the rename.
+        for (Segment segment : segments.subList(0, Math.max(0, segments.size() - 1))) {
             if (stopped.getAsBoolean() || segment.end() > log.flushedPosition()
                     || segment.end() > log.writePosition()) {
                 break;
@@ -261,7 +265,7 @@ final class Compaction {
             if (firstOffset < 0) {
                 return true; // an empty segment: nothing to rewrite
             }
-            endOffset = expected;
+            this.endOffset = expected; // the field: the parameter of that name is the caller's bound
             totals.segmentsRead++;
             endGap();
             if (!changed) {
