@@ -113,9 +113,14 @@ class CleanerReviewTest {
             send(broker, "g", 4_000, "k", 200, "v" + PADDING);
             int before = readAll(broker, "g").size();
             assertThat(before).isEqualTo(44_000);
-            int rewritten = broker.cleaner().cleanRound();
+            // Rounds go on from where the last stopped (the key map fills before the log's end), as the cleaner's thread
+            // runs them back to back while they get on.
+            int rounds = 0;
+            while (broker.cleaner().cleanRound() > 0 && rounds < 10) {
+                rounds++;
+            }
             int after = readAll(broker, "g").size();
-            assertThat(rewritten).as("partitions rewritten").isEqualTo(1);
+            assertThat(rounds).as("rounds that got on").isBetween(1, 9);
             assertThat(after).as("records left of %d (the updates of 200 keys cleaned)", before)
                     .isLessThan(before - 2_000);
         }

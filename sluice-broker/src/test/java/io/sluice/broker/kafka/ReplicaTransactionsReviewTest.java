@@ -20,8 +20,8 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * The transaction state the log cleaner bounds and filters a cleaning with ({@code ProducerStates.lastStable} and
- * {@code aborted}), on a replica that does not lead its partition: LogCleaner cleans every replica hosted here
+ * The transaction state the log cleaner bounds and filters a cleaning with ({@code ProducerStates.forCleaning}), on a
+ * replica that does not lead its partition: LogCleaner cleans every replica hosted here
  * ({@code Partition.hostedHere}), but a follower's batches reach its store through the Raft apply, which never tells
  * ProducerStates. Its state is read from the log once (the cleaner's first round) and kept for the leader epoch, so
  * a transaction opened or aborted later is unknown to it: the follower's cleaner cleans past an open transaction's
@@ -44,25 +44,40 @@ class ReplicaTransactionsReviewTest {
         return new SimpleRecord(key.getBytes(StandardCharsets.UTF_8), value.getBytes(StandardCharsets.UTF_8));
     }
 
+    /** The partition as a follower's broker sees it: it does not lead. */
+    private static Partition following(Partition partition) {
+        return (Partition) java.lang.reflect.Proxy.newProxyInstance(Partition.class.getClassLoader(),
+                new Class<?>[] {Partition.class}, (proxy, method, args) -> {
+                    if (method.getName().equals("leads")) {
+                        return false;
+                    }
+                    try {
+                        return method.invoke(partition, args);
+                    } catch (java.lang.reflect.InvocationTargetException e) {
+                        throw e.getCause();
+                    }
+                });
+    }
+
     @Test
     void aReplicaThatDoesNotLeadKnowsTheTransactionsItsLogHolds() {
         try (Store store = Store.open(dir, StoreConfig.builder().build())) {
             store.createTopic("t", TopicLayout.BATCHES, 1);
-            Partition partition = new LocalPartitions(store, 0).partition("t", 0);
+            Partition partition = following(new LocalPartitions(store, 0).partition("t", 0));
             ProducerStates states = new ProducerStates();
             appendAsReplica(store, MemoryRecords.withRecords(Compression.NONE, record("k", "committed")));
             // The cleaner's first round on this replica: no transaction yet.
-            assertThat(states.lastStable(partition, store.maxOffset("t", 0))).isEqualTo(1);
+            assertThat(states.forCleaning(partition, store.maxOffset("t", 0)).lastStable()).isEqualTo(1);
 
             long first = appendAsReplica(store, MemoryRecords.withTransactionalRecords(Compression.NONE, 9L,
                     (short) 0, 0, record("k", "aborted")));
-            assertThat(states.lastStable(partition, store.maxOffset("t", 0)))
+            assertThat(states.forCleaning(partition, store.maxOffset("t", 0)).lastStable())
                     .as("the last stable offset with producer 9's transaction open from offset %d", first)
                     .isEqualTo(first);
 
             appendAsReplica(store, MemoryRecords.withEndTransactionMarker(0L, 0L, 0, 9L, (short) 0,
                     new EndTransactionMarker(ControlRecordType.ABORT, 0)));
-            assertThat(states.aborted(partition, 0, store.maxOffset("t", 0)))
+            assertThat(states.forCleaning(partition, store.maxOffset("t", 0)).aborted())
                     .as("the transactions aborted in the log").hasSize(1);
         }
     }
