@@ -27,10 +27,10 @@ import org.apache.kafka.common.serialization.StringSerializer;
  * <p>With {@code updates} updates over {@code keys} keys and {@code deleted} keys deleted, the partition holds
  * {@code updates + 2 * deleted} records. From offset {@code updates / 2} on, {@code 2 * deleted} records delete keys:
  * offset {@code updates / 2 + 2j} has key {@code d<j>} and value {@code doomed}, the next one key {@code d<j>} and no
- * value (a tombstone). Every other offset {@code o} has value {@code v<o>} followed by {@link #PADDING} x's, which fill
- * the store's segments so that the cleaner has sealed ones to compact, and key {@code k<o % keys>} before the deletions,
- * {@code k<o % (keys / 2)>} after them: half the keys have their latest record early in the log, where the cleaner
- * keeps it among the gaps of what it dropped, the other half late, where the producer's last batches are.
+ * value (a tombstone). Every other offset {@code o} has value {@code v<o>} followed by {@link #PADDING} x's, which
+ * fill the store's segments so that the cleaner has sealed ones to compact, and key {@code k<o % keys>} before the
+ * deletions, {@code k<o % (keys / 2)>} after them: half the keys have their latest record early in the log, where the
+ * cleaner keeps it among the gaps of what it dropped, the other half late, where the producer's last batches are.
  *
  * <p>Immutable; {@link #create} and {@link #produce} may be called from any thread.
  */
