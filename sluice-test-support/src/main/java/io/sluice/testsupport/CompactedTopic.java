@@ -110,8 +110,10 @@ public final class CompactedTopic {
     }
 
     /**
-     * Produces every record, in offset order, with Kafka's Java producer (idempotent, acks=all), and checks that each
-     * was stored at its offset.
+     * Produces every record, in offset order, with Kafka's Java producer (idempotent, acks=all, one request in flight),
+     * and checks that each was stored at its offset. One request at a time makes each batch an entry of its own in a
+     * cluster's Raft log, hundreds of them, so that the replicas snapshot and purge their logs, below which they
+     * compact; with more in flight, how many entries there are depends on the run's speed.
      *
      * @param bootstrap the brokers to send to
      * @param topic the topic, created by {@link #create} and empty
@@ -123,6 +125,7 @@ public final class CompactedTopic {
         properties.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         properties.put(ProducerConfig.ACKS_CONFIG, "all");
         properties.put(ProducerConfig.LINGER_MS_CONFIG, 5);
+        properties.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 1);
         properties.put(ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, (int) TimeUnit.SECONDS.toMillis(TIMEOUT_SECONDS));
         try (KafkaProducer<String, String> producer = new KafkaProducer<>(properties, new StringSerializer(),
                 new StringSerializer())) {
