@@ -22,6 +22,13 @@ Checks:
                     produce, fail with a fatal _FENCED); a read_committed Consumer reads every committed record once
                     and no aborted one, a read_uncommitted one reads all; a Consumer of --group reads the committed
                     records and send_offsets_to_transaction commits its positions with a commit, not with an abort
+  compacted         a Consumer reads partition 0 of --topic (made beforehand with CompactedTopic of
+                    sluice-test-support: --records updates over --keys keys and --deleted keys deleted, then
+                    compacted, so that its offsets jump where the cleaner dropped batches) from its start to its end:
+                    it gets there (no stall at a gap), its offsets only increase, each record is the one produced at
+                    its offset, each key's last record is its latest (a deleted key's a tombstone, a null value), and
+                    it reads fewer than a quarter of the records produced (or at most --most-read, for a log the
+                    cleaner compacted only in part)
 
 Prints "ok: ..." lines and exits 0 when every assertion holds; prints "FAIL: ..." and exits 1 at the first that does
 not, 2 on a bad command line, 3 when it runs out of --seconds.
@@ -470,7 +477,89 @@ def offsets_with_transactions(args, producer, records):
     consumer.close()
 
 
-CHECKS = {"list-topics": list_topics, "create-topics": create_topics, "describe-configs": describe_configs,
+class Compacted:
+    """What CompactedTopic (sluice-test-support) produced: each offset's key and value, a function of the offset."""
+
+    PADDING = "x" * 400
+
+    def __init__(self, updates, keys, deleted):
+        self.updates, self.keys, self.deleted = updates, keys, deleted
+
+    def records(self):
+        return self.updates + 2 * self.deleted
+
+    def key(self, offset):
+        deletion = offset - self.updates // 2
+        if deletion < 0:
+            return f"k{offset % self.keys}"
+        return f"d{deletion // 2}" if deletion < 2 * self.deleted else f"k{offset % (self.keys // 2)}"
+
+    def value(self, offset):
+        deletion = offset - self.updates // 2
+        if 0 <= deletion < 2 * self.deleted:
+            return "doomed" if deletion % 2 == 0 else None
+        return f"v{offset}{self.PADDING}"
+
+    def latest(self):
+        """Each key's latest offset."""
+        return {self.key(offset): offset for offset in range(self.records())}
+
+
+def check_compacted(produced, read, most_read=None):
+    """Checks the records read of a compacted partition, (offset, key, value) in the order read, against what was
+    produced: fewer than a quarter of them read, or at most most_read."""
+    check(read, "no record read")
+    for (before, _, _), (after, _, _) in zip(read, read[1:]):
+        check(before < after, f"offset {after} read after {before}")
+    check(read[-1][0] == produced.records() - 1, f"the last record read is at {read[-1][0]}, not at the end"
+          f" {produced.records() - 1}")
+    for offset, key, value in read:
+        check((key, value) == (produced.key(offset), produced.value(offset)),
+              f"offset {offset} read as {key}={value!r:.20}, produced as {produced.key(offset)}="
+              f"{produced.value(offset)!r:.20}")
+    last = {key: offset for offset, key, _ in read}
+    latest = produced.latest()
+    check(last == latest, "keys whose last record read is not their latest: "
+          + str({key: (last.get(key), offset) for key, offset in latest.items() if last.get(key) != offset}))
+    if most_read is None:
+        check(len(read) < produced.records() / 4, f"{len(read)} records read of the {produced.records()} produced:"
+              " not compacted")
+    else:
+        check(len(read) <= most_read, f"{len(read)} records read of the {produced.records()} produced, more than the"
+              f" {most_read} expected at most")
+    ok(f"read {len(read)} of the {produced.records()} records produced, offsets {read[0][0]} to {read[-1][0]}, each"
+       f" as produced, each of the {len(latest)} keys' latest, {sum(v is None for _, _, v in read)} tombstones")
+
+
+def compacted(args):
+    produced = Compacted(args.records, args.keys, args.deleted)
+    partition = TopicPartition(args.topic, 0)
+    consumer = Consumer({"bootstrap.servers": args.bootstrap, "group.id": args.group, "enable.auto.commit": False,
+                         "enable.partition.eof": True})
+    low, high = consumer.get_watermark_offsets(partition, timeout=30)
+    check((low, high) == (0, produced.records()), f"watermarks {low} to {high}, not 0 to {produced.records()}")
+    consumer.assign([TopicPartition(args.topic, 0, confluent_kafka.OFFSET_BEGINNING)])
+    read = []
+    deadline = time.monotonic() + 60
+    while True:
+        check(time.monotonic() < deadline, f"not at the end {high} within 60 s: {len(read)} records read, the last"
+              f" at {read[-1][0] if read else None}")
+        message = consumer.poll(0.5)
+        if message is None:
+            continue
+        if message.error() is not None:
+            check(message.error().code() == KafkaError._PARTITION_EOF, f"consumer error: {message.error()}")
+            break
+        value = message.value()
+        read.append((message.offset(), message.key().decode(), None if value is None else value.decode()))
+    position = consumer.position([partition])[0].offset
+    check(position == high, f"at the end of the partition, the position is {position}, not {high}")
+    ok(f"at the end {high} of {args.topic}")
+    check_compacted(produced, read, args.most_read)
+    consumer.close()
+
+
+CHECKS = {"compacted": compacted, "list-topics": list_topics, "create-topics": create_topics, "describe-configs": describe_configs,
           "alter-configs": alter_configs, "round-trip": round_trip, "transactions": transactions}
 
 
@@ -485,6 +574,9 @@ def main():
     parser.add_argument("--partitions", type=int, default=3)
     parser.add_argument("--config", action="append", default=[])
     parser.add_argument("--records", type=int, default=300)
+    parser.add_argument("--keys", type=int, default=200)
+    parser.add_argument("--deleted", type=int, default=10)
+    parser.add_argument("--most-read", type=int)
     parser.add_argument("--group", default="confluent-round-trip")
     parser.add_argument("--transactional-id", default="confluent-transactions")
     parser.add_argument("--seconds", type=int, default=150)

@@ -11,6 +11,12 @@ Checks:
                     read_committed KafkaConsumer reads every committed record once and no aborted one, a
                     read_uncommitted one reads all; a consumer of --group reads the committed records and
                     send_offsets_to_transaction commits its positions with a commit, not with an abort
+  compacted         a KafkaConsumer reads partition 0 of --topic (made beforehand with CompactedTopic of
+                    sluice-test-support: --records updates over --keys keys and --deleted keys deleted, then
+                    compacted, so that its offsets jump where the cleaner dropped batches) from its start to its end:
+                    it gets there (no stall at a gap), its offsets only increase, each record is the one produced at
+                    its offset, each key's last record is its latest (a deleted key's a tombstone, a None value), and
+                    it reads fewer than a quarter of the records produced
 
 Prints "ok: ..." lines and exits 0 when every assertion holds; prints "FAIL: ..." and exits 1 at the first that does
 not, 2 on a bad command line, 3 when it runs out of --seconds.
@@ -206,7 +212,81 @@ def offsets_with_transactions(args, producer, records):
     consumer.close()
 
 
-CHECKS = {"transactions": transactions}
+class Compacted:
+    """What CompactedTopic (sluice-test-support) produced: each offset's key and value, a function of the offset."""
+
+    PADDING = "x" * 400
+
+    def __init__(self, updates, keys, deleted):
+        self.updates, self.keys, self.deleted = updates, keys, deleted
+
+    def records(self):
+        return self.updates + 2 * self.deleted
+
+    def key(self, offset):
+        deletion = offset - self.updates // 2
+        if deletion < 0:
+            return f"k{offset % self.keys}"
+        return f"d{deletion // 2}" if deletion < 2 * self.deleted else f"k{offset % (self.keys // 2)}"
+
+    def value(self, offset):
+        deletion = offset - self.updates // 2
+        if 0 <= deletion < 2 * self.deleted:
+            return "doomed" if deletion % 2 == 0 else None
+        return f"v{offset}{self.PADDING}"
+
+    def latest(self):
+        """Each key's latest offset."""
+        return {self.key(offset): offset for offset in range(self.records())}
+
+
+def check_compacted(produced, read):
+    """Checks the records read of a compacted partition, (offset, key, value) in the order read, against what was
+    produced."""
+    check(read, "no record read")
+    for (before, _, _), (after, _, _) in zip(read, read[1:]):
+        check(before < after, f"offset {after} read after {before}")
+    check(read[-1][0] == produced.records() - 1, f"the last record read is at {read[-1][0]}, not at the end"
+          f" {produced.records() - 1}")
+    for offset, key, value in read:
+        check((key, value) == (produced.key(offset), produced.value(offset)),
+              f"offset {offset} read as {key}={value!r:.20}, produced as {produced.key(offset)}="
+              f"{produced.value(offset)!r:.20}")
+    last = {key: offset for offset, key, _ in read}
+    latest = produced.latest()
+    check(last == latest, "keys whose last record read is not their latest: "
+          + str({key: (last.get(key), offset) for key, offset in latest.items() if last.get(key) != offset}))
+    check(len(read) < produced.records() / 4, f"{len(read)} records read of the {produced.records()} produced:"
+          " not compacted")
+    ok(f"read {len(read)} of the {produced.records()} records produced, offsets {read[0][0]} to {read[-1][0]}, each"
+       f" as produced, each of the {len(latest)} keys' latest, {sum(v is None for _, _, v in read)} tombstones")
+
+
+def compacted(args):
+    produced = Compacted(args.records, args.keys, args.deleted)
+    partition = TopicPartition(args.topic, 0)
+    consumer = KafkaConsumer(bootstrap_servers=args.bootstrap, group_id=None, enable_auto_commit=False,
+                             auto_offset_reset="earliest")
+    consumer.assign([partition])
+    consumer.seek_to_beginning(partition)
+    end = consumer.end_offsets([partition])[partition]
+    check(end == produced.records(), f"the end offset is {end}, not {produced.records()}")
+    read = []
+    deadline = time.monotonic() + 60
+    while consumer.position(partition) < end:
+        check(time.monotonic() < deadline, f"not at the end {end} within 60 s: at {consumer.position(partition)},"
+              f" {len(read)} records read")
+        for records in consumer.poll(timeout_ms=500).values():
+            for record in records:
+                value = record.value
+                read.append((record.offset, record.key.decode(), None if value is None else value.decode()))
+    check(consumer.position(partition) == end, f"the position {consumer.position(partition)} is past the end {end}")
+    ok(f"at the end {end} of {args.topic}")
+    check_compacted(produced, read)
+    consumer.close()
+
+
+CHECKS = {"compacted": compacted, "transactions": transactions}
 
 
 def main():
@@ -219,6 +299,8 @@ def main():
     parser.add_argument("--topic", required=True)
     parser.add_argument("--partitions", type=int, default=2)
     parser.add_argument("--records", type=int, default=20)
+    parser.add_argument("--keys", type=int, default=200)
+    parser.add_argument("--deleted", type=int, default=10)
     parser.add_argument("--group", default="kafka-python-transactions")
     parser.add_argument("--transactional-id", default="kafka-python-transactions")
     parser.add_argument("--seconds", type=int, default=150)

@@ -3,8 +3,10 @@
 //
 //	franzgo transactions --bootstrap 127.0.0.1:9092 --topic t --transactions 12 --records 40
 //	franzgo eos --bootstrap 127.0.0.1:9092 --input in --output out --group g --records 200
+//	franzgo compacted --bootstrap 127.0.0.1:9092 --topic c --records 20000 --keys 200 --deleted 10
 //
-// Each check creates its topics with 2 partitions (and --replicas replicas) unless they exist; it writes to both.
+// The transactions and eos checks create their topics with 2 partitions (and --replicas replicas) unless they exist;
+// they write to both.
 //
 // transactions: a transactional producer (kgo.TransactionalID) writes --transactions transactions of --records
 // records over both partitions, committing two of every three and aborting the third after flushing it (so the
@@ -17,6 +19,12 @@
 // input record and commits the group's offsets with it; every third transaction is aborted after its output was
 // flushed, so those inputs come back and are done again. The output read read_committed must hold each committed
 // input exactly once, and the group's committed offsets must stand past every input record.
+//
+// compacted: reads partition 0 of --topic, made and filled beforehand with CompactedTopic of sluice-test-support
+// (--records updates over --keys keys, --deleted keys deleted) and then compacted, so that its offsets jump where the
+// cleaner dropped batches. It must get to the partition's end, its offsets only increasing, each record the one
+// produced at its offset, each key's last record its latest (a deleted key's a tombstone), fewer than a quarter of
+// the records produced read (compacted.go).
 package main
 
 import (
@@ -42,14 +50,18 @@ const phaseTimeout = 60 * time.Second
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: franzgo transactions|eos --bootstrap HOST:PORT ..."))
+		fail(errors.New("usage: franzgo transactions|eos|compacted --bootstrap HOST:PORT ..."))
 	}
 	check := os.Args[1]
 	flags := flag.NewFlagSet(check, flag.ExitOnError)
 	bootstrap := flags.String("bootstrap", "127.0.0.1:9092", "the broker to start from")
-	topic := flags.String("topic", "franzgo-transactions", "transactions: the topic (2 partitions)")
+	topic := flags.String("topic", "franzgo-transactions", "transactions: the topic (2 partitions); compacted: the"+
+		" compacted topic (1 partition)")
 	transactions := flags.Int("transactions", 12, "transactions: how many transactions")
-	records := flags.Int("records", 40, "records per transaction (transactions), or input records (eos)")
+	records := flags.Int("records", 40, "records per transaction (transactions), input records (eos), or updates"+
+		" (compacted)")
+	keys := flags.Int("keys", 200, "compacted: the keys updated")
+	deleted := flags.Int("deleted", 10, "compacted: the keys deleted")
 	input := flags.String("input", "franzgo-input", "eos: the topic read (2 partitions)")
 	output := flags.String("output", "franzgo-output", "eos: the topic written (2 partitions)")
 	group := flags.String("group", "franzgo-eos", "eos: the consumer group")
@@ -72,8 +84,10 @@ func main() {
 		err = checkTransactions(*bootstrap, *topic, *transactions, *records)
 	case "eos":
 		err = checkExactlyOnce(*bootstrap, *input, *output, *group, *records)
+	case "compacted":
+		err = checkCompacted(*bootstrap, *topic, compacted{int64(*records), int64(*keys), int64(*deleted)})
 	default:
-		err = fmt.Errorf("unknown check %q (transactions or eos)", check)
+		err = fmt.Errorf("unknown check %q (transactions, eos or compacted)", check)
 	}
 	if err != nil {
 		fail(err)
@@ -226,7 +240,7 @@ func checkTransactions(bootstrap, topic string, transactions, perTransaction int
 	if err != nil {
 		return fmt.Errorf("the open transaction: %w", err)
 	}
-	stable, err := endOffsets(bootstrap, topic, kgo.ReadCommitted())
+	stable, err := endOffsets(bootstrap, topic, kgo.ReadCommitted(), partitions)
 	if err != nil {
 		return err
 	}
@@ -305,7 +319,7 @@ func sample(values []string) string {
 // control records. Control records are kept so that the read sees where it stands even where a partition ends with
 // a marker.
 func readToEnd(bootstrap, topic string, isolation kgo.IsolationLevel) ([]string, error) {
-	ends, err := endOffsets(bootstrap, topic, isolation)
+	ends, err := endOffsets(bootstrap, topic, isolation, partitions)
 	if err != nil {
 		return nil, err
 	}
@@ -366,8 +380,8 @@ func fetchErrors(fetches kgo.Fetches) error {
 	return errors.Join(errs...)
 }
 
-// endOffsets asks ListOffsets for the end of every partition at the isolation level.
-func endOffsets(bootstrap, topic string, isolation kgo.IsolationLevel) (map[int32]int64, error) {
+// endOffsets asks ListOffsets for the end of each of the topic's count partitions at the isolation level.
+func endOffsets(bootstrap, topic string, isolation kgo.IsolationLevel, count int32) (map[int32]int64, error) {
 	cl, err := kgo.NewClient(kgo.SeedBrokers(bootstrap))
 	if err != nil {
 		return nil, err
@@ -380,7 +394,7 @@ func endOffsets(bootstrap, topic string, isolation kgo.IsolationLevel) (map[int3
 	}
 	requested := kmsg.NewListOffsetsRequestTopic()
 	requested.Topic = topic
-	for p := range int32(partitions) {
+	for p := range count {
 		partition := kmsg.NewListOffsetsRequestTopicPartition()
 		partition.Partition = p
 		partition.Timestamp = -1 // the end
@@ -393,7 +407,7 @@ func endOffsets(bootstrap, topic string, isolation kgo.IsolationLevel) (map[int3
 	if err != nil {
 		return nil, fmt.Errorf("list offsets of %s: %w", topic, err)
 	}
-	ends := make(map[int32]int64, partitions)
+	ends := make(map[int32]int64, count)
 	for _, t := range response.Topics {
 		for _, p := range t.Partitions {
 			if err := kerr.ErrorForCode(p.ErrorCode); err != nil {
@@ -402,8 +416,8 @@ func endOffsets(bootstrap, topic string, isolation kgo.IsolationLevel) (map[int3
 			ends[p.Partition] = p.Offset
 		}
 	}
-	if len(ends) != partitions {
-		return nil, fmt.Errorf("list offsets of %s answered %d partitions, not %d", topic, len(ends), partitions)
+	if len(ends) != int(count) {
+		return nil, fmt.Errorf("list offsets of %s answered %d partitions, not %d", topic, len(ends), count)
 	}
 	return ends, nil
 }

@@ -2,6 +2,7 @@ package io.sluice.apps;
 
 import io.sluice.broker.Broker;
 import io.sluice.broker.BrokerConfig;
+import io.sluice.broker.CleanerSettings;
 import io.sluice.cluster.ClusterBroker;
 import io.sluice.cluster.ClusterSpec;
 import io.sluice.store.FlushMode;
@@ -19,14 +20,38 @@ import java.util.concurrent.ThreadLocalRandom;
 /**
  * What an application runs against: a Sluice broker alone, or a cluster of three on loopback (replication factor 3),
  * started in this JVM. Closing it stops every broker.
+ *
+ * <p>A broker alone compacts what an application writes to a compacted topic (a Streams changelog) within a test: its
+ * store has small segments and its log cleaner runs every {@link #CLEANER_BACKOFF_MILLIS}. A cluster's replica
+ * compacts only what its Raft log no longer names, below its latest snapshot, taken every 100,000 entries
+ * (ClusterNode.Tuning), which a test's few hundred entries do not reach ({@link #compacts()}); snapshots every few
+ * entries let it compact a part, but each forces the store, which slows the brokers.
  */
 abstract class Target implements AutoCloseable {
+
+    /** A broker alone's segments: 64 KiB, the least a store takes, so that a few hundred kilobytes fill several. */
+    static final long SEGMENT_BYTES = 64 * 1024;
+    /** The largest batch a broker alone takes, which must fit a segment: twice a producer's default batch.size. */
+    static final int MAX_MESSAGE_BYTES = 32 * 1024;
+    /** How long a broker alone's log cleaner waits after a round that cleaned nothing. */
+    static final long CLEANER_BACKOFF_MILLIS = 200;
 
     /** @return the clients' bootstrap string */
     abstract String bootstrap();
 
     /** @return the replication factor of the topics an application creates here */
     abstract int replicas();
+
+    /**
+     * Runs a round of each broker's log cleaner at once (each replica compacts its own log), besides the rounds the
+     * cleaners run by themselves.
+     *
+     * @return the partitions, over every broker, whose cleaning rewrote a segment
+     */
+    abstract int cleanRound();
+
+    /** @return whether the cleaners compact the sealed segments of a compacted topic within a test, by themselves */
+    abstract boolean compacts();
 
     @Override
     public abstract void close() throws IOException;
@@ -42,8 +67,20 @@ abstract class Target implements AutoCloseable {
         private final Broker broker;
 
         Alone(Path dir) throws IOException {
-            this.store = Store.open(dir.resolve("store"), StoreConfig.builder().build());
-            this.broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+            this.store = Store.open(dir.resolve("store"), StoreConfig.builder().segmentSizeBytes(SEGMENT_BYTES)
+                    .maxMessageBytes(MAX_MESSAGE_BYTES).build());
+            this.broker = Broker.start(store, BrokerConfig.defaults().withPort(0)
+                    .withCleaner(CleanerSettings.DEFAULTS.withBackoffMillis(CLEANER_BACKOFF_MILLIS)));
+        }
+
+        @Override
+        int cleanRound() {
+            return broker.cleaner().cleanRound();
+        }
+
+        @Override
+        boolean compacts() {
+            return true;
         }
 
         @Override
@@ -103,6 +140,20 @@ abstract class Target implements AutoCloseable {
         @Override
         int replicas() {
             return 3;
+        }
+
+        @Override
+        int cleanRound() {
+            int rewritten = 0;
+            for (ClusterBroker broker : brokers) {
+                rewritten += broker.cleaner().cleanRound();
+            }
+            return rewritten;
+        }
+
+        @Override
+        boolean compacts() {
+            return false;
         }
 
         @Override

@@ -1,13 +1,15 @@
 package io.sluice.broker;
 
+import io.sluice.store.FlushMode;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
 import java.nio.file.Path;
 
 /**
- * A broker alone in a process of its own, for tests that kill it: {@code BrokerChild <store dir> <port>} opens the
- * store with the broker's ASYNC settings, starts the broker on 127.0.0.1:port, prints {@code ready} and serves until
- * killed.
+ * A broker alone in a process of its own, for tests that kill it: {@code BrokerChild <store dir> <port> [option=value
+ * ...]} opens the store with the broker's ASYNC settings, starts the broker on 127.0.0.1:port, prints {@code ready} and
+ * serves until killed. Options: {@code segmentSizeBytes} and {@code maxMessageBytes} (the store's), and
+ * {@code cleanerBackoffMillis} (the log cleaner's pause between rounds that cleaned nothing).
  */
 public final class BrokerChild {
 
@@ -15,8 +17,22 @@ public final class BrokerChild {
     }
 
     public static void main(String[] args) throws Exception {
-        Store store = Store.open(Path.of(args[0]), Broker.asyncFlushing(StoreConfig.builder().flushMode(io.sluice.store.FlushMode.ASYNC).writePath(Broker.ASYNC_WRITE_PATH)).build());
-        Broker.start(store, BrokerConfig.defaults().withPort(Integer.parseInt(args[1])));
+        StoreConfig.Builder store = Broker.asyncFlushing(StoreConfig.builder().flushMode(FlushMode.ASYNC)
+                .writePath(Broker.ASYNC_WRITE_PATH));
+        BrokerConfig broker = BrokerConfig.defaults().withPort(Integer.parseInt(args[1]));
+        for (int i = 2; i < args.length; i++) {
+            String name = args[i].substring(0, args[i].indexOf('='));
+            long value = Long.parseLong(args[i].substring(name.length() + 1));
+            switch (name) {
+                case "segmentSizeBytes" -> store.segmentSizeBytes(value);
+                case "maxMessageBytes" -> store.maxMessageBytes(Math.toIntExact(value));
+                case "cleanerBackoffMillis" -> broker = broker.withCleaner(
+                        CleanerSettings.DEFAULTS.withBackoffMillis(value));
+                default -> throw new IllegalArgumentException("unknown option " + args[i]);
+            }
+        }
+        Store opened = Store.open(Path.of(args[0]), store.build());
+        Broker.start(opened, broker);
         System.out.println("ready");
         System.out.flush();
         Thread.currentThread().join();

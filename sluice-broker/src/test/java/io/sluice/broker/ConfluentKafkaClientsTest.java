@@ -6,6 +6,7 @@ import io.sluice.store.ConsumerPosition;
 import io.sluice.store.RetentionPolicy;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
+import io.sluice.testsupport.CompactedTopic;
 import io.sluice.testsupport.PythonClients;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -21,15 +22,22 @@ import org.junit.jupiter.api.io.TempDir;
  * confluent-kafka (librdkafka, through {@link PythonClients}) against one broker on 127.0.0.1: its AdminClient lists
  * topics, creates them, and describes a topic's configs; its Producer and Consumer carry records there and back; its
  * transactional Producer commits and aborts, is fenced, and commits a group's offsets, as read_committed and
- * read_uncommitted Consumers see. The script asserts what the client gets; this test then checks the store.
+ * read_uncommitted Consumers see; its Consumer reads a compacted partition over the gaps the log cleaner left. The
+ * script asserts what the client gets; this test then checks the store.
  */
 class ConfluentKafkaClientsTest {
 
     private static final String SCRIPT = "python/confluent_kafka_clients.py";
     private static final Duration SCRIPT_TIMEOUT = Duration.ofMinutes(3);
-    /** Settings other than the defaults, so that the configs described are seen to come from this store. */
-    private static final long SEGMENT_BYTES = 8L << 20;
-    private static final int MAX_MESSAGE_BYTES = 3 << 20;
+    /**
+     * Settings other than the defaults, so that the configs described are seen to come from this store; segments small
+     * enough that a compacted topic's first megabytes are sealed, for the cleaner to compact.
+     */
+    private static final long SEGMENT_BYTES = 1L << 20;
+    private static final int MAX_MESSAGE_BYTES = 256 * 1024;
+    /** The cleaner runs when a test says so. */
+    private static final CleanerSettings MANUAL_CLEANER = new CleanerSettings(false, 15_000, 1 << 20,
+            Double.MAX_VALUE);
     private static final long RETENTION_MILLIS = 3_600_000;
 
     @TempDir
@@ -42,7 +50,7 @@ class ConfluentKafkaClientsTest {
     void start() throws IOException {
         store = Store.open(dir, StoreConfig.builder().segmentSizeBytes(SEGMENT_BYTES).maxMessageBytes(MAX_MESSAGE_BYTES)
                 .retention(RetentionPolicy.defaults().withRetentionMillis(RETENTION_MILLIS)).build());
-        broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+        broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withCleaner(MANUAL_CLEANER));
     }
 
     @AfterEach
@@ -109,6 +117,19 @@ class ConfluentKafkaClientsTest {
         assertThat(store.consumerPositions()).filteredOn(position -> position.group().equals("transacted-readers"))
                 .hasSize(2).allSatisfy(position -> assertThat(position.nextOffset())
                         .isBetween(ends[position.queueId()] - 1, ends[position.queueId()]));
+    }
+
+    @Test
+    void consumerReadsACompactedPartitionToItsEndOverTheCleanersGaps() throws Exception {
+        CompactedTopic compacted = new CompactedTopic(20_000, 200, 10);
+        String bootstrap = "127.0.0.1:" + broker.port();
+        CompactedTopic.create(bootstrap, "compacted", 1);
+        compacted.produce(bootstrap, "compacted");
+        assertThat(broker.cleaner().cleanRound()).as("partitions compacted").isOne();
+        List<String> args = new ArrayList<>(List.of("--topic", "compacted", "--group", "compacted-reader"));
+        args.addAll(compacted.arguments());
+        assertSucceeds(run("compacted", args.toArray(String[]::new)));
+        assertThat(store.maxOffset("compacted", 0)).isEqualTo(compacted.records());
     }
 
     private PythonClients.Result run(String check, String... args) throws Exception {

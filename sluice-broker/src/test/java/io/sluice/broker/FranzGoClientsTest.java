@@ -7,6 +7,7 @@ import static org.junit.jupiter.api.Assumptions.assumeTrue;
 import io.sluice.store.ConsumerPosition;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
+import io.sluice.testsupport.CompactedTopic;
 import io.sluice.testsupport.GoClients;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -23,12 +24,19 @@ import org.junit.jupiter.api.io.TempDir;
  * franz-go (a Kafka client written in Go alone, through {@link GoClients}) runs transactions against one broker on
  * 127.0.0.1: a transactional producer commits and aborts over two partitions and a read_committed consumer reads each
  * committed record once and no aborted one; a GroupTransactSession consumes, transforms and produces exactly once,
- * its aborted transactions done again. The program asserts what the client gets; this test then checks the store.
- * Skipped, saying so, on a machine without Go.
+ * its aborted transactions done again; a consumer reads a compacted partition over the gaps the log cleaner left. The
+ * program asserts what the client gets; this test then checks the store. Skipped, saying so, on a machine without
+ * Go.
  */
 class FranzGoClientsTest {
 
     private static final Duration PROGRAM_TIMEOUT = Duration.ofMinutes(3);
+    /** Segments small enough that a compacted topic's first megabytes are sealed, for the cleaner to compact. */
+    private static final StoreConfig STORE = StoreConfig.builder().segmentSizeBytes(1 << 20)
+            .maxMessageBytes(256 * 1024).build();
+    /** The cleaner runs when a test says so. */
+    private static final CleanerSettings MANUAL_CLEANER = new CleanerSettings(false, 15_000, 1 << 20,
+            Double.MAX_VALUE);
 
     @TempDir
     Path dir;
@@ -43,8 +51,8 @@ class FranzGoClientsTest {
 
     @BeforeEach
     void start() throws IOException {
-        store = Store.open(dir, StoreConfig.builder().build());
-        broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+        store = Store.open(dir, STORE);
+        broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withCleaner(MANUAL_CLEANER));
     }
 
     @AfterEach
@@ -80,6 +88,19 @@ class FranzGoClientsTest {
         for (int version = 4; version < 13; version++) {
             assertThat(broker.metrics().requests("Fetch", version)).as("fetches of v" + version).isZero();
         }
+    }
+
+    @Test
+    void consumerReadsACompactedPartitionToItsEndOverTheCleanersGaps() throws Exception {
+        CompactedTopic compacted = new CompactedTopic(20_000, 200, 10);
+        String bootstrap = "127.0.0.1:" + broker.port();
+        CompactedTopic.create(bootstrap, "compacted", 1);
+        compacted.produce(bootstrap, "compacted");
+        assertThat(broker.cleaner().cleanRound()).as("partitions compacted").isOne();
+        List<String> args = new ArrayList<>(List.of("--topic", "compacted"));
+        args.addAll(compacted.arguments());
+        assertSucceeds(run("compacted", args.toArray(String[]::new)));
+        assertThat(store.maxOffset("compacted", 0)).isEqualTo(compacted.records());
     }
 
     private GoClients.Result run(String check, String... args) throws Exception {

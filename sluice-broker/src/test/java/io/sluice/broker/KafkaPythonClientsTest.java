@@ -4,6 +4,7 @@ import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
+import io.sluice.testsupport.CompactedTopic;
 import io.sluice.testsupport.PythonClients;
 import java.io.IOException;
 import java.nio.file.Path;
@@ -19,13 +20,19 @@ import org.junit.jupiter.api.io.TempDir;
  * kafka-python (a Kafka client written in Python alone, through {@link PythonClients}) against one broker on 127.0.0.1:
  * its transactional KafkaProducer commits and aborts, is fenced, and commits a group's offsets, as read_committed and
  * read_uncommitted KafkaConsumers see. A third implementation of the transaction protocol beside Kafka's Java clients
- * and librdkafka, with its own state machine. The script asserts what the client gets; this test then checks the
- * store.
+ * and librdkafka, with its own state machine. Its KafkaConsumer reads a compacted partition over the gaps the log
+ * cleaner left. The script asserts what the client gets; this test then checks the store.
  */
 class KafkaPythonClientsTest {
 
     private static final String SCRIPT = "python/kafka_python_clients.py";
     private static final Duration SCRIPT_TIMEOUT = Duration.ofMinutes(3);
+    /** Segments small enough that a compacted topic's first megabytes are sealed, for the cleaner to compact. */
+    private static final StoreConfig STORE = StoreConfig.builder().segmentSizeBytes(1 << 20)
+            .maxMessageBytes(256 * 1024).build();
+    /** The cleaner runs when a test says so. */
+    private static final CleanerSettings MANUAL_CLEANER = new CleanerSettings(false, 15_000, 1 << 20,
+            Double.MAX_VALUE);
 
     @TempDir
     Path dir;
@@ -35,8 +42,8 @@ class KafkaPythonClientsTest {
 
     @BeforeEach
     void start() throws IOException {
-        store = Store.open(dir, StoreConfig.builder().build());
-        broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+        store = Store.open(dir, STORE);
+        broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withCleaner(MANUAL_CLEANER));
     }
 
     @AfterEach
@@ -63,6 +70,19 @@ class KafkaPythonClientsTest {
         assertThat(store.consumerPositions()).filteredOn(position -> position.group().equals("transacted-readers"))
                 .hasSize(2).allSatisfy(position -> assertThat(position.nextOffset())
                         .isBetween(ends[position.queueId()] - 1, ends[position.queueId()]));
+    }
+
+    @Test
+    void consumerReadsACompactedPartitionToItsEndOverTheCleanersGaps() throws Exception {
+        CompactedTopic compacted = new CompactedTopic(20_000, 200, 10);
+        String bootstrap = "127.0.0.1:" + broker.port();
+        CompactedTopic.create(bootstrap, "compacted", 1);
+        compacted.produce(bootstrap, "compacted");
+        assertThat(broker.cleaner().cleanRound()).as("partitions compacted").isOne();
+        List<String> args = new ArrayList<>(List.of("--topic", "compacted"));
+        args.addAll(compacted.arguments());
+        assertSucceeds(run("compacted", args.toArray(String[]::new)));
+        assertThat(store.maxOffset("compacted", 0)).isEqualTo(compacted.records());
     }
 
     private PythonClients.Result run(String check, String... args) throws Exception {

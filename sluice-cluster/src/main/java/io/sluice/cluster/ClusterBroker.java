@@ -3,6 +3,7 @@ package io.sluice.cluster;
 import io.sluice.broker.Broker;
 import io.sluice.broker.BrokerConfig;
 import io.sluice.broker.kafka.KafkaApis;
+import io.sluice.broker.kafka.LogCleaner;
 import io.sluice.store.FlushMode;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
@@ -164,6 +165,11 @@ public final class ClusterBroker implements AutoCloseable {
     /** @return the broker's Raft node */
     public ClusterNode node() {
         return node;
+    }
+
+    /** @return the log cleaner of this broker's replicas of compacted topics */
+    public LogCleaner cleaner() {
+        return broker.cleaner();
     }
 
     /** @return the broker's store */

@@ -201,6 +201,12 @@ final class PartitionStore {
         }
         ByteString.Output out = ByteString.newOutput();
         try (ReadResult read = store.read(topic, partition, from, 1000, COPY_CHUNK_BYTES)) {
+            if (read.status() != ReadResult.Status.FOUND) {
+                // Retention moved the start meanwhile, or the store ends before: not a gap, which a found read with
+                // no batch below the end is (the installing replica fills one where it gets no batch).
+                throw new IllegalStateException("the store of " + id + " has no batch to copy at offset " + from
+                        + " (" + read.status() + ")");
+            }
             for (StoredMessage message : read.messages()) {
                 if (message.queueOffset() >= until) {
                     break;

@@ -3,14 +3,23 @@ package io.sluice.cluster;
 import static org.assertj.core.api.Assertions.assertThat;
 
 import io.sluice.broker.BrokerConfig;
+import io.sluice.broker.CleanerSettings;
 import io.sluice.store.ConsumerPosition;
+import io.sluice.store.FlushMode;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import io.sluice.store.WritePath;
+import io.sluice.testsupport.CompactedTopic;
 import io.sluice.testsupport.PythonClients;
 import java.io.IOException;
+import java.nio.ByteBuffer;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
+import org.apache.kafka.common.record.internal.MemoryRecords;
+import org.apache.kafka.common.record.internal.RecordBatch;
 import org.junit.jupiter.api.AfterAll;
 import org.junit.jupiter.api.BeforeAll;
 import org.junit.jupiter.api.Test;
@@ -21,7 +30,8 @@ import org.junit.jupiter.api.io.TempDir;
  * confluent-kafka (librdkafka, through {@link PythonClients}) against three brokers of one cluster in this JVM: its
  * AdminClient lists the three brokers and a replicated topic, creates a topic whose partitions get three replicas
  * each, and describes a topic's configs; its Producer and Consumer carry records there and back through the
- * partitions' leaders. The script asserts what the client gets; this test then checks every broker's store.
+ * partitions' leaders; its Consumer reads a replicated partition over the gaps its leader's cleaner left. The script
+ * asserts what the client gets; this test then checks every broker's store.
  *
  * <p>The first test to run a script may make the clients' virtual environment, which {@link PythonClients} allows up
  * to 20 minutes (pip fetching the clients), so these tests have a longer limit than the module's default.
@@ -37,10 +47,17 @@ class ConfluentKafkaClusterTest {
 
     private static InProcessCluster cluster;
 
-    /** One cluster for every test here; each test has topics of its own. */
+    /**
+     * One cluster for every test here; each test has topics of its own. Its replicas can compact: their stores have
+     * small segments, and they take snapshots every 100 entries, since a replica compacts only what its Raft log no
+     * longer names. Their cleaners run when a test says so.
+     */
     @BeforeAll
     static void start() throws Exception {
-        cluster = new InProcessCluster(dir, ClusterNode.Tuning.DEFAULT);
+        StoreConfig small = StoreConfig.builder().writePath(WritePath.CHANNEL).flushMode(FlushMode.ASYNC)
+                .segmentSizeBytes(1 << 20).maxMessageBytes(256 * 1024).build();
+        cluster = new InProcessCluster(dir, new ClusterNode.Tuning(100, 8192, 1), id -> small).withBrokerConfig(
+                BrokerConfig.defaults().withCleaner(new CleanerSettings(false, 15_000, 1 << 20, Double.MAX_VALUE)));
         cluster.startAll();
         cluster.awaitMembers();
     }
@@ -96,6 +113,37 @@ class ConfluentKafkaClusterTest {
                                 .map(ConsumerPosition::nextOffset).toList().equals(List.of(100L, 100L, 100L));
                     });
         }
+    }
+
+    /** The leader's cleaner compacts what its Raft log no longer names, about the first half of the partition here. */
+    @Test
+    void consumerReadsACompactedReplicatedPartitionToItsEndOverTheCleanersGaps() throws Exception {
+        CompactedTopic compacted = new CompactedTopic(20_000, 200, 10);
+        CompactedTopic.create(cluster.bootstrap(), "compacted", 3);
+        compacted.produce(cluster.bootstrap(), "compacted");
+        ClusterBroker leader = cluster.broker(cluster.leaderOf("compacted"));
+        long[] left = new long[1];
+        InProcessCluster.await("the leader compacted a quarter of the partition at least", 90, () -> {
+            leader.cleaner().cleanRound();
+            left[0] = records(leader.store(), "compacted");
+            return left[0] < compacted.records() * 3 / 4;
+        });
+        List<String> args = new ArrayList<>(List.of("--topic", "compacted", "--group", "compacted-reader",
+                "--most-read", Long.toString(left[0])));
+        args.addAll(compacted.arguments());
+        assertSucceeds(run("compacted", args.toArray(String[]::new)));
+    }
+
+    /** @return the records of a store's partition 0 of {@code topic} */
+    private static long records(Store store, String topic) {
+        long records = 0;
+        for (byte[] batch : InProcessCluster.batches(store, topic, store.nextOffset(topic, 0))) {
+            for (RecordBatch each : MemoryRecords.readableRecords(ByteBuffer.wrap(batch)).batches()) {
+                Integer count = each.countOrNull();
+                records += count == null ? 0 : count;
+            }
+        }
+        return records;
     }
 
     private static PythonClients.Result run(String check, String... args) throws Exception {

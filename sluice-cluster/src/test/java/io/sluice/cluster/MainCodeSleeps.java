@@ -37,6 +37,9 @@ public final class MainCodeSleeps {
             Map.entry("io.sluice.broker.net.FrameServer", "backs off between failed accepts (out of file"
                     + " descriptors, say) and paces the reaper of idle and stuck connections: a scheduled task would"
                     + " do both"),
+            Map.entry("io.sluice.broker.kafka.LogCleaner", "holds its own thread back to"
+                    + " log.cleaner.io.max.bytes.per.second, when one is set, as Kafka's cleaner's throttler does: a"
+                    + " pause of the one thread that reads and writes, not a poll"),
             Map.entry("io.sluice.broker.kafka.TopicApis", "looks every 10 ms, before it answers Metadata, whether a"
                     + " partition's leader is still in doubt: a doubt is a matter of time (a leader silent too long),"
                     + " which no change notification tells"),

@@ -265,6 +265,28 @@ class SimFileSystemTest {
     }
 
     @Test
+    void aCopyHoldsWhatTheProcessSawAsDurableAndLeavesTheOriginalAsItWas() throws IOException {
+        SimFileSystem fs = fresh();
+        byte[] forced = pattern(PAGE, 13);
+        write(fs, FILE, forced, 0);
+        force(fs, FILE);
+        fs.syncDirectory(DIR);
+        byte[] unforced = pattern(PAGE, 14);
+        write(fs, FILE, unforced, 0);
+        Path other = DIR.resolve("g");
+        write(fs, other, pattern(10, 15), 0);
+        SimFileSystem copy = track(fs.copy());
+        write(copy, FILE, pattern(PAGE, 16), 0);
+        SimFileSystem afterCopy = track(copy.crash(new SplittableRandom(1), CrashModel.LOSE_ALL));
+        assertThat(read(afterCopy, FILE)).as("the copy's image is durable").isEqualTo(unforced);
+        assertThat(afterCopy.exists(other)).as("and so are its names").isTrue();
+        assertThat(read(fs, FILE)).as("the original goes on").isEqualTo(unforced);
+        SimFileSystem original = track(fs.crash(new SplittableRandom(1), CrashModel.LOSE_ALL));
+        assertThat(read(original, FILE)).as("with what it forced, and no more").isEqualTo(forced);
+        assertThat(original.exists(other)).isFalse();
+    }
+
+    @Test
     void theSameSeedCutsTheSameWay() throws IOException {
         byte[][] results = new byte[2][];
         for (int run = 0; run < 2; run++) {

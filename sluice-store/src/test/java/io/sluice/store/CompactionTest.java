@@ -255,6 +255,41 @@ class CompactionTest {
         }
     }
 
+    /**
+     * A fetch that chooses its batches after a copy was renamed over their segment, before the copy is swapped in (its
+     * directory being forced), sends the batches its index entries point at: the old file's. Before a9f7c4c it sent the
+     * copy's bytes at the old positions (CompactionKillTest's consumer read a corrupt record): the segment's file, never
+     * sent from before, opened its channel for transfers by its name, which named the copy by then. Unlike
+     * CompactionReviewTest's paused transfer, the batches here are chosen inside the window.
+     */
+    @Test
+    void aSliceChosenBetweenTheRenameAndTheSwapSendsTheOldFilesBatches() throws Exception {
+        AtomicReference<Store> opened = new AtomicReference<>();
+        AtomicBoolean renamed = new AtomicBoolean();
+        AtomicReference<List<byte[]>> sent = new AtomicReference<>();
+        HookedFileIO io = new HookedFileIO().hook((op, path) -> {
+            if (op == HookedFileIO.Op.RENAME && HookedFileIO.isSegment(path)) {
+                renamed.set(true);
+            } else if (op == HookedFileIO.Op.SYNC_DIRECTORY && renamed.getAndSet(false) && sent.get() == null) {
+                sent.set(sliceAll(opened.get(), 0)); // the directory force after the first rename
+            }
+        });
+        try (Store store = Store.open(dir, TestStores.small(WritePath.CHANNEL, FlushMode.ASYNC).clock(clock)
+                .fileIO(io).build())) {
+            opened.set(store);
+            store.createTopic("c", TopicLayout.BATCHES, 1);
+            List<Stored> stored = fill(store, 600, 23);
+            store.sync();
+            assertThat(store.compact("c", 0, Long.MAX_VALUE, THIRDS).segmentsRewritten()).isPositive();
+            assertThat(sent.get()).as("batches sent while the first copy was renamed but not swapped in")
+                    .hasSize(stored.size());
+            for (int i = 0; i < stored.size(); i++) {
+                assertThat(sent.get().get(i)).as("batch %d", i).isEqualTo(stored.get(i).bytes());
+            }
+            checkCompacted(store, stored);
+        }
+    }
+
     @Test
     void readsGoOnWhileSegmentsAreSwapped() throws Exception {
         try (Store store = Store.open(dir, config(WritePath.WRITE_BUFFER, FlushMode.ASYNC))) {

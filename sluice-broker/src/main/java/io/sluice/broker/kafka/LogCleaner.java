@@ -95,8 +95,9 @@ public final class LogCleaner implements AutoCloseable {
     /** Runs rounds back to back while they clean something, then waits the backoff. */
     private void rounds() {
         try {
-            while (!thread.isShutdown() && cleanRound() > 0) {
-                // On at once: more may be due.
+            // On at once while rounds get on (more may be due), a bounded number of times between two backoffs.
+            for (int round = 0; round < 100 && !thread.isShutdown() && cleanRound() > 0; round++) {
+                LOG.debug("log cleaner round {} got on", round);
             }
         } catch (RuntimeException e) {
             LOG.warn("a log cleaner round failed: {}", e.toString(), e);
@@ -110,7 +111,8 @@ public final class LogCleaner implements AutoCloseable {
     /**
      * Cleans, once, every partition of a compacted topic hosted here that is due.
      *
-     * @return the partitions whose cleaning rewrote at least one segment
+     * @return the partitions whose cleaning got on: rewrote a segment, or cleaned further than before (a round whose
+     *     key map filled stops there, and the next goes on from there)
      */
     public synchronized int cleanRound() {
         int rewritten = 0;
@@ -135,8 +137,10 @@ public final class LogCleaner implements AutoCloseable {
                     continue;
                 }
                 try {
+                    Cleaned before = cleaned.get(partition.topic() + "\u0000" + partition.index());
                     CompactionReport report = clean(partition, policy);
-                    if (report != null && report.segmentsRewritten() > 0) {
+                    if (report != null && (report.segmentsRewritten() > 0
+                            || report.endOffset() > (before == null ? -1 : before.endOffset()))) {
                         rewritten++;
                     }
                 } catch (RuntimeException e) {
@@ -173,9 +177,10 @@ public final class LogCleaner implements AutoCloseable {
         }
         long started = System.nanoTime();
         long highWatermark = partition.highWatermark();
-        long uncleanable = producerStates.lastStable(partition, highWatermark);
+        ProducerStates.ForCleaning transactions = producerStates.forCleaning(partition, highWatermark);
+        long uncleanable = transactions.lastStable();
         Map<Long, List<PartitionTransactions.Aborted>> aborted = new HashMap<>();
-        for (PartitionTransactions.Aborted each : producerStates.aborted(partition, start, uncleanable)) {
+        for (PartitionTransactions.Aborted each : transactions.aborted()) {
             aborted.computeIfAbsent(each.producerId(), ignored -> new ArrayList<>()).add(each);
         }
         if (map == null) {
@@ -298,6 +303,8 @@ public final class LogCleaner implements AutoCloseable {
         private final Map<Long, List<PartitionTransactions.Aborted>> aborted;
         /** The latest delete horizon of a tombstone kept, 0 if none was. */
         long horizon;
+        /** The batch being filtered again so that it does not grow: a tombstone without a horizon goes by its time. */
+        private boolean byTime;
 
         Filter(long now, long deleteRetentionMs, Map<Long, List<PartitionTransactions.Aborted>> aborted) {
             super(now, deleteRetentionMs);
@@ -319,6 +326,30 @@ public final class LogCleaner implements AutoCloseable {
             if (output.capacity() < in.remaining()) {
                 output = ByteBuffer.allocate(Math.max(in.remaining(), output.capacity() * 2));
             }
+            byTime = false;
+            ByteBuffer written = filter(records);
+            if (written != null && written.remaining() > stored.byteSize()) {
+                // Setting a kept tombstone's delete horizon rebases the records' timestamps on it, which can make the
+                // batch larger, and a segment's copy must fit in the segment. Again without setting one: tombstones
+                // go once their own time is delete.retention.ms past.
+                byTime = true;
+                written = filter(MemoryRecords.readableRecords(stored.asByteBuffer()));
+                if (written != null && written.remaining() > stored.byteSize()) {
+                    return stored; // kept whole until its tombstones' time has passed
+                }
+            }
+            if (written == null) {
+                return null;
+            }
+            if (written.remaining() == stored.byteSize() && written.equals(stored.asByteBuffer())) {
+                return stored;
+            }
+            throttle(written.remaining());
+            return MemorySegment.ofBuffer(written);
+        }
+
+        /** @return what filterTo keeps of the batch, flipped for reading, or null if it keeps no record */
+        private ByteBuffer filter(MemoryRecords records) {
             output.clear();
             MemoryRecords.FilterResult result = records.filterTo(this, output, BufferSupplier.NO_CACHING);
             if (result.messagesRetained() == 0) {
@@ -329,11 +360,7 @@ public final class LogCleaner implements AutoCloseable {
                 output = written; // filterTo grew it
             }
             written.flip();
-            if (written.remaining() == stored.byteSize() && written.equals(stored.asByteBuffer())) {
-                return stored;
-            }
-            throttle(written.remaining());
-            return MemorySegment.ofBuffer(written);
+            return written;
         }
 
         @Override
@@ -353,15 +380,22 @@ public final class LogCleaner implements AutoCloseable {
             if (!record.hasValue()) {
                 // A tombstone stays until its batch's delete horizon, which filterTo sets at its first cleaning.
                 OptionalLong set = batch.deleteHorizonMs();
-                boolean keep = set.isEmpty() || currentTime < set.getAsLong();
+                long due = set.isPresent() ? set.getAsLong()
+                        : byTime ? saturatedAdd(batch.maxTimestamp(), deleteRetentionMs)
+                        : saturatedAdd(currentTime, deleteRetentionMs);
+                boolean keep = set.isEmpty() && !byTime || currentTime < due;
                 if (keep) {
-                    long due = set.isPresent() ? set.getAsLong() : currentTime + deleteRetentionMs;
                     horizon = Math.max(horizon, Math.max(1, due));
                 }
                 return keep;
             }
             return true;
         }
+    }
+
+    private static long saturatedAdd(long a, long b) {
+        long sum = a + b;
+        return ((a ^ sum) & (b ^ sum)) < 0 ? Long.MAX_VALUE : sum;
     }
 
     @Override

@@ -96,6 +96,32 @@ final class ProducerStates {
         }
     }
 
+    /**
+     * The transactions a cleaning of the partition's log is bounded and filtered by: on the leader, those it keeps as
+     * it appends; on a replica that does not lead, read from its log now (its batches reach the store through the
+     * replication, which tells no producer state, so what was read earlier may be stale).
+     *
+     * @param highWatermark the partition's high watermark as read by the caller
+     * @param lastStable the last stable offset, below the oldest open transaction, at most {@code highWatermark}
+     * @param aborted the transactions aborted in the log
+     */
+    record ForCleaning(long lastStable, java.util.List<PartitionTransactions.Aborted> aborted) {
+    }
+
+    /** @return the partition's transactions for a cleaning of its log ({@link ForCleaning}) */
+    ForCleaning forCleaning(io.sluice.broker.Partition partition, long highWatermark) {
+        if (!partition.leads()) {
+            PartitionTransactions read = PartitionTransactions.readFrom(partition);
+            return new ForCleaning(read.lastStable(highWatermark), read.abortedBetween(0, Long.MAX_VALUE));
+        }
+        Producers state = of(partition);
+        synchronized (state.lock) {
+            PartitionTransactions transactions = state.transactions();
+            return new ForCleaning(transactions.lastStable(highWatermark),
+                    transactions.abortedBetween(0, Long.MAX_VALUE));
+        }
+    }
+
     /** @return the transactions aborted in the partition that a read_committed fetch of offsets from-to must list */
     java.util.List<PartitionTransactions.Aborted> aborted(io.sluice.broker.Partition partition, long from, long to) {
         Producers state = of(partition);

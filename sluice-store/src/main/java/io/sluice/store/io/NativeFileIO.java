@@ -297,7 +297,9 @@ final class NativeFileIO extends ChannelFileIO {
                     throw new ClosedChannelException();
                 }
                 if (transfers == null || !transfers.isOpen()) {
-                    transfers = FileChannel.open(path, StandardOpenOption.READ);
+                    // Through this file's own descriptor, not its name: the name may be another file's by now (a
+                    // compacted segment's copy renamed over it), and a transfer must read the file it holds.
+                    transfers = FileChannel.open(Path.of("/proc/self/fd/" + fd), StandardOpenOption.READ);
                 }
                 return transfers;
             }

@@ -71,6 +71,8 @@ public final class ReadCache implements AutoCloseable {
     private final Object loadLock = new Object();
     /** Guarded by this: counts {@link #invalidate} calls, so a load that overlapped one keeps nothing. */
     private long invalidations;
+    /** Guarded by this: the log ranges compaction replaced, start to end, merged; no page of them is adopted. */
+    private final java.util.TreeMap<Long, Long> replacedRanges = new java.util.TreeMap<>();
     /** Runs prefetches (the store's scheduler), or null for none. */
     private final Executor prefetcher;
     /** Prefetches run inside it; close waits for them. */
@@ -178,7 +180,9 @@ public final class ReadCache implements AutoCloseable {
             return memory;
         }
         synchronized (this) {
-            if (overlaps(start, end)) {
+            if (overlaps(start, end) || replaced(start, end)) {
+                // An overlapping page, or a write-buffer page of log bytes compaction has replaced since (a reader
+                // held it through the swap): its bytes are not the log's any more.
                 return memory;
             }
             MemorySegment replacement = takeMemory();
@@ -281,6 +285,12 @@ public final class ReadCache implements AutoCloseable {
         });
     }
 
+    /** Under the lock: whether [start, end) overlaps a range compaction replaced. */
+    private boolean replaced(long start, long end) {
+        Map.Entry<Long, Long> below = replacedRanges.lowerEntry(end);
+        return below != null && below.getValue() > start;
+    }
+
     private boolean overlaps(long start, long end) {
         Map.Entry<Long, CachePage> below = pages.lowerEntry(end);
         return below != null && below.getValue().end > start;
@@ -340,6 +350,20 @@ public final class ReadCache implements AutoCloseable {
      */
     public synchronized void invalidate(long from, long to) {
         invalidations++;
+        // Kept merged with the ranges it touches: compaction replaces whole segments, so they stay few.
+        long mergedFrom = from;
+        long mergedTo = to;
+        Map.Entry<Long, Long> before = replacedRanges.floorEntry(from);
+        if (before != null && before.getValue() >= from) {
+            mergedFrom = before.getKey();
+            mergedTo = Math.max(mergedTo, before.getValue());
+        }
+        for (Map.Entry<Long, Long> after : List.copyOf(replacedRanges.subMap(mergedFrom, true, mergedTo, true)
+                .entrySet())) {
+            mergedTo = Math.max(mergedTo, after.getValue());
+            replacedRanges.remove(after.getKey());
+        }
+        replacedRanges.put(mergedFrom, mergedTo);
         Map.Entry<Long, CachePage> floor = pages.floorEntry(from);
         long first = floor != null ? floor.getKey() : from;
         for (CachePage page : List.copyOf(pages.subMap(first, true, to, false).values())) {

@@ -21,6 +21,7 @@ import java.nio.ByteBuffer;
 import java.nio.ByteOrder;
 import java.nio.file.Path;
 import java.util.Arrays;
+import java.util.List;
 import java.util.function.BooleanSupplier;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
@@ -89,7 +90,10 @@ final class Compaction {
     CompactionReport run(long endOffset, BatchCleaner cleaner) throws IOException {
         Totals totals = new Totals();
         long floor = index.minOffset();
-        for (Segment segment : log.segments()) {
+        List<Segment> segments = log.segments();
+        // Never the last: the active segment, which may end exactly at the write position (an append filled it and
+        // the roll waits for the next), and which replaceSegment refuses only after the rename.
+        for (Segment segment : segments.subList(0, Math.max(0, segments.size() - 1))) {
             if (stopped.getAsBoolean() || segment.end() > log.flushedPosition()
                     || segment.end() > log.writePosition()) {
                 break;
@@ -126,29 +130,14 @@ final class Compaction {
         boolean ran;
         try {
             ran = target.underAppendLock(() -> {
-                if (log.segmentFor(old.base()) != old) {
+                if (!log.beginSwap(old)) {
                     return; // retention deleted it
                 }
-                io.rename(rewrite.path, path);
-                rewrite.renamed = true;
-                Segment replacement;
                 try {
-                    io.syncDirectory(directory);
-                    replacement = Segment.open(io, path, old.base(), false, false);
-                } catch (IOException e) {
-                    throw new SwapFailedException(e);
-                }
-                long stamp = log.lockLayoutForWriting();
-                try {
-                    if (!log.replaceSegment(old, replacement, REPLACED_GRACE_MILLIS)) {
-                        replacement.retire();
-                        return;
-                    }
-                    rewrite.reindex(index);
+                    swapLocked(old, rewrite, path, swapped);
                 } finally {
-                    log.unlockLayout(stamp);
+                    log.endSwap();
                 }
-                swapped[0] = true;
             });
         } finally {
             if (!rewrite.renamed) {
@@ -156,7 +145,36 @@ final class Compaction {
                 io.syncDirectory(directory);
             }
         }
-        if (!swapped[0]) {
+        return finishSwap(old, rewrite, marker, swapped[0], ran, totals);
+    }
+
+    /** Step 3, under the append lock, retention holding off the segment. */
+    private void swapLocked(Segment old, Rewrite rewrite, Path path, boolean[] swapped) throws IOException {
+        io.rename(rewrite.path, path);
+        rewrite.renamed = true;
+        Segment replacement;
+        try {
+            io.syncDirectory(directory);
+            replacement = Segment.open(io, path, old.base(), false, false);
+        } catch (IOException e) {
+            throw new SwapFailedException(e);
+        }
+        long stamp = log.lockLayoutForWriting();
+        try {
+            if (!log.replaceSegment(old, replacement, REPLACED_GRACE_MILLIS)) {
+                replacement.retire(); // cannot be: retention leaves a segment being swapped alone
+                return;
+            }
+            rewrite.reindex(index);
+        } finally {
+            log.unlockLayout(stamp);
+        }
+        swapped[0] = true;
+    }
+
+    private boolean finishSwap(Segment old, Rewrite rewrite, Path marker, boolean swapped, boolean ran, Totals totals)
+            throws IOException {
+        if (!swapped) {
             return false; // a renamed copy whose segment retention took meanwhile leaves the marker: rebuilt at open
         }
         try {
@@ -188,6 +206,8 @@ final class Compaction {
         StoreFile file;
         boolean renamed;
         boolean changed;
+        /** The items written before the first change: they lie where they lay, and their entries stay. */
+        int unchangedItems = -1;
         long bytesBefore;
         long bytesAfter;
         long dropped;
@@ -261,7 +281,7 @@ final class Compaction {
             if (firstOffset < 0) {
                 return true; // an empty segment: nothing to rewrite
             }
-            endOffset = expected;
+            this.endOffset = expected; // the field: the parameter of that name is the caller's bound
             totals.segmentsRead++;
             endGap();
             if (!changed) {
@@ -278,9 +298,9 @@ final class Compaction {
             if (kept == null) {
                 if (!gap) {
                     dropped++;
-                    changed = true;
+                    change();
                 } else if (gapFirst >= 0) {
-                    changed = true; // two gaps in a row become one
+                    change(); // two gaps in a row become one
                 }
                 if (gapFirst < 0) {
                     gapFirst = first;
@@ -295,10 +315,17 @@ final class Compaction {
             if (kept != batch) {
                 checkCleaned(batch, kept);
                 cleaned++;
-                changed = true;
+                change();
             }
             endGap();
             put(kept, count);
+        }
+
+        private void change() {
+            if (!changed) {
+                changed = true;
+                unchangedItems = itemCount;
+            }
         }
 
         private void checkCleaned(MemorySegment original, MemorySegment kept) {
@@ -408,7 +435,7 @@ final class Compaction {
             for (int i = 0; i < itemCount; i++) {
                 int size = (int) (items[i] >>> 32);
                 int count = (int) items[i];
-                for (int k = 0; k < count; k++) {
+                for (int k = 0; k < count && i >= unchangedItems; k++) {
                     index.rewrite(offset + k, position, size, count, k);
                 }
                 offset += count;

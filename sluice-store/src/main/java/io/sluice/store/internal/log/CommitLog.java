@@ -9,7 +9,6 @@ import io.sluice.store.internal.cache.ReadCache;
 import io.sluice.store.io.Scheduler;
 import java.io.IOException;
 import java.lang.foreign.MemorySegment;
-import java.nio.ByteBuffer;
 import java.nio.channels.WritableByteChannel;
 import java.nio.file.Path;
 import java.util.ArrayList;
@@ -56,6 +55,8 @@ public final class CommitLog implements AutoCloseable {
     private final Object segmentsLock = new Object();
     /** Segments retention took out whose files are not deleted yet: a reader still holds them. */
     private final Set<Segment> retired = ConcurrentHashMap.newKeySet();
+    /** Guarded by segmentsLock: the segment compaction is swapping a copy in for, which retention leaves alone. */
+    private Segment swapping;
     /** Segments compaction replaced, still open for the transfers chosen before (closed, never deleted). */
     private final Set<Segment> replaced = ConcurrentHashMap.newKeySet();
     /** Serialises commits (the write buffer has one committer at a time). */
@@ -333,39 +334,36 @@ public final class CommitLog implements AutoCloseable {
 
     /**
      * Sends the log bytes [position, position + length) to {@code target} from the segment {@code chosen}, the one
-     * that held them when a reader chose them: if compaction has replaced it since, from its file still (a replaced
-     * segment stays open a while for this); otherwise as {@link #transfer(long, long, WritableByteChannel)}.
+     * that held them when a reader chose them, even if compaction has replaced it since (a replaced segment stays open
+     * a while for this): {@link LogViews#transfer(long, long, WritableByteChannel, Segment)}.
      *
+     * @param chosen the segment, or null to take the one holding the position now
      * @throws SegmentRetiredException if the segment is gone
      */
     public void transfer(long position, long length, WritableByteChannel target, Segment chosen) throws IOException {
-        if (chosen == null || segmentFor(position) == chosen) {
-            views.transfer(position, length, target);
-            return;
-        }
-        if (!chosen.tryRetain()) {
-            throw new SegmentRetiredException(position);
-        }
-        // Read through the segment's own descriptor: its path names the replacement now, and a transfer may open
-        // its file by path.
-        try {
-            ByteBuffer buffer = ByteBuffer.allocateDirect((int) Math.min(length, 64 * 1024));
-            long at = position - chosen.base();
-            long end = at + length;
-            while (at < end) {
-                buffer.clear().limit((int) Math.min(buffer.capacity(), end - at));
-                int n = chosen.file().read(buffer, at);
-                if (n < 0) {
-                    throw new IOException("segment " + chosen + " ends before log position " + (chosen.base() + end));
-                }
-                buffer.flip();
-                while (buffer.hasRemaining()) {
-                    target.write(buffer);
-                }
-                at += n;
+        views.transfer(position, length, target, chosen);
+    }
+
+    /**
+     * Compaction, before it renames a copy over {@code segment}'s file: retention leaves the segment alone until
+     * {@link #endSwap} (its release would delete the file by its name, the copy's by then).
+     *
+     * @return false if the segment is no longer in the log
+     */
+    public boolean beginSwap(Segment segment) {
+        synchronized (segmentsLock) {
+            if (!Arrays.asList(segments).contains(segment)) {
+                return false;
             }
-        } finally {
-            chosen.release();
+            swapping = segment;
+            return true;
+        }
+    }
+
+    /** Compaction's swap is over: retention may take the segment again. */
+    public void endSwap() {
+        synchronized (segmentsLock) {
+            swapping = null;
         }
     }
 
@@ -484,7 +482,8 @@ public final class CommitLog implements AutoCloseable {
         Segment oldest;
         synchronized (segmentsLock) {
             Segment[] current = segments;
-            if (current.length < 2 || current[0].end() > flushedPosition || current[0].end() > writePosition) {
+            if (current.length < 2 || current[0].end() > flushedPosition || current[0].end() > writePosition
+                    || current[0] == swapping) {
                 return null;
             }
             oldest = current[0];

@@ -171,6 +171,16 @@ final class LogViews implements AutoCloseable {
      * @throws IOException if writing to {@code target} or reading the file failed
      */
     public void transfer(long position, long length, WritableByteChannel target) throws IOException {
+        transfer(position, length, target, null);
+    }
+
+    /**
+     * {@link #transfer(long, long, WritableByteChannel)} from the segment {@code chosen} (when not null): the bytes a
+     * reader chose there, sent from that segment's file even if compaction replaced it since. A write-buffer page
+     * holds only the active segment's bytes, which compaction never takes; a cache page of a replaced range is either
+     * gone or holds the bytes chosen.
+     */
+    public void transfer(long position, long length, WritableByteChannel target, Segment chosen) throws IOException {
         if (buffered && length <= Integer.MAX_VALUE) {
             Pin pin = null;
             MemorySegment bytes = null;
@@ -180,6 +190,11 @@ final class LogViews implements AutoCloseable {
                 bytes = pinned.bytes();
             } else if (cache != null) {
                 ReadCache.Hit hit = cache.read(position, (int) length, null, log.committedPosition());
+                if (hit != null && chosen != null && chosen.isAbandoned()) {
+                    // The chosen segment was replaced: a page now may hold the copy's bytes. Its file is sure.
+                    hit.pin().release();
+                    hit = null;
+                }
                 if (hit != null) {
                     pin = hit.pin();
                     bytes = hit.bytes();
@@ -197,7 +212,7 @@ final class LogViews implements AutoCloseable {
                 }
             }
         }
-        Segment segment = log.segmentFor(position);
+        Segment segment = chosen != null ? chosen : log.segmentFor(position);
         if (segment == null || !segment.tryRetain()) {
             throw new SegmentRetiredException(position);
         }

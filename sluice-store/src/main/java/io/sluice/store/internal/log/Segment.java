@@ -199,6 +199,11 @@ public final class Segment extends RefCounted implements AutoCloseable {
         abandoned = true;
     }
 
+    /** @return true once the segment's file is no longer its to delete: compaction replaced it, or its log went */
+    public synchronized boolean isAbandoned() {
+        return abandoned;
+    }
+
     /**
      * Retention: drops the log's reference. The file is unmapped and deleted now if no reader holds the
      * segment, else when the last one lets go.

@@ -9,6 +9,7 @@ import io.sluice.store.internal.index.IndexEntry;
 import io.sluice.store.internal.index.IndexFileRetiredException;
 import io.sluice.store.internal.index.QueueIndex;
 import io.sluice.store.internal.index.QueueIndexes;
+import io.sluice.store.internal.log.BatchLogFormat;
 import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.LogFormat;
 import io.sluice.store.internal.log.RecordFormat;
@@ -129,6 +130,18 @@ public final class LogReader {
                     + maxBytes);
         }
         checkOpen();
+        if (format instanceof BatchLogFormat) {
+            // A batch log's batches go as a slice's do: gaps stepped over, positions taken under the layout lock, and
+            // each batch sent from the segment it was chosen in, whatever compaction did since.
+            OpaqueSlice slice = sliceOpaque(topic, queueId, fromOffset, maxBytes, Long.MAX_VALUE);
+            try {
+                slice.transferTo(target);
+            } catch (IOException e) {
+                throw new StoreException("transfer of " + topic + "-" + queueId + " from offset " + fromOffset
+                        + " failed: " + e.getMessage(), e);
+            }
+            return new TransferResult(slice.status(), slice.nextOffset(), slice.bytes(), slice.batches());
+        }
         QueueIndex index = indexes.get(topic, queueId);
         if (index == null) {
             return new TransferResult(ReadResult.Status.NO_SUCH_QUEUE, 0, 0, 0);
