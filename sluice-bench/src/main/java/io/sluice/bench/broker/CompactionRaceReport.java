@@ -166,12 +166,13 @@ final class CompactionRaceReport {
                 + " that call to the cleaning's end).", sizes.liveRate(), sizes.baselineSeconds(),
                 CompactionRaceRun.DIRTY_RATIO));
         lab.note(String.format(Locale.ROOT, "The cleaning's end: the partition directory's blocks on disk (du,"
-                + " Kafka's *.deleted files left out) are polled every 0.5 s; the end is the first poll that saw"
+                + " Kafka's *.deleted files left out) are polled every 0.2 s; the end is the first poll that saw"
                 + " the final size, once the size fell, the cleaner logged a cleaning of the partition, and the size"
                 + " then stayed put %d s. CPU is read from /proc at the start and at that poll: the cleaner thread's"
                 + " (sluice-log-cleaner; kafka-log-cleaner-thread-0), and the whole broker's less what the paced"
                 + " load took a second before the start. \"cleaner cores after\" is the cleaner thread's CPU a"
-                + " second over the settle time after the end.", sizes.settleSeconds()));
+                + " second over the settle time after the end. A cleaner that starts another round at once after its"
+                + " last swap (Sluice's does) has up to one poll of that round counted in.", sizes.settleSeconds()));
         lab.note("MiB cleaned: the bytes in the partition's sealed segments before cleaning (all but the active one,"
                 + " which neither cleaner rewrites): Kafka's .log files' sizes; Sluice's segment positions (fillers"
                 + " at the segments' ends included). Log MiB is the whole partition as each broker reports it"

@@ -32,7 +32,7 @@ public final class CompactionRaceRun {
     static final double DIRTY_RATIO = 0.01;
     /** The keys' draw: the same updates in every round and on both brokers. */
     static final long SEED = 36;
-    private static final long POLL_MILLIS = 500;
+    private static final long POLL_MILLIS = 200;
     private static final long TIMEOUT_SECONDS = 1_800;
 
     /**
