@@ -35,9 +35,9 @@ record CleaningWatch(String broker, String cleanerThread, List<String> loggerOpt
                     "-Dorg.slf4j.simpleLogger.log.org.apache.kafka.storage.internals.log.LogCleaner$CleanerThread"
                             + "=info"));
 
-    private static final Pattern SLUICE_REPORT = Pattern.compile("cleaned (\\S+)-0 below offset (-?\\d+): (\\d+) keys"
-            + " mapped, (\\d+) of (\\d+) segments rewritten, (\\d+) bytes of batches read, (\\d+) -> (\\d+) bytes in the"
-            + " segments rewritten, (\\d+) ms");
+    private static final Pattern SLUICE_REPORT = Pattern.compile("cleaned (\\S+)-0 below offset (-?\\d+):"
+            + " (\\d+) keys mapped, (\\d+) of (\\d+) segments rewritten, (\\d+) bytes of batches read,"
+            + " (\\d+) -> (\\d+) bytes in the segments rewritten, (\\d+) ms");
     private static final Pattern KAFKA_REPORT = Pattern.compile("cleaned log (\\S+)-0 \\(dirty section = \\[(\\d+),"
             + " (\\d+)\\]\\)\\s+([\\d,.]+) MB of log processed in ([\\d,.]+) seconds");
 

@@ -159,12 +159,12 @@ final class CompactionRaceReport {
                 CompactionRaceRun.RECORD_BYTES, sizes.keys(), CompactionRaceRun.SEED,
                 io.sluice.bench.lab.Sizes.format(sizes.segmentBytes())));
         lab.note(String.format(Locale.ROOT, "Then the file system is synced (sync -f: the load's writeback done,"
-                + " Kafka's left to the kernel, Sluice's forced as it went) and a paced producer sends %,d records of 1 KiB a second to another"
-                + " topic (acks=1; latency from when each was due to its acknowledgement); after its first second and"
-                + " %d s more (\"before\"), IncrementalAlterConfigs sets min.compaction.lag.ms=0 and"
-                + " min.cleanable.dirty.ratio=%s on the compacted topic, and the cleaning starts (\"during\": from"
-                + " that call to the cleaning's end).", sizes.liveRate(), sizes.baselineSeconds(),
-                CompactionRaceRun.DIRTY_RATIO));
+                + " Kafka's left to the kernel, Sluice's forced as it went) and a paced producer sends %,d records of"
+                + " 1 KiB a second to another topic (acks=1; latency from when each was due to its"
+                + " acknowledgement); after its first second and %d s more (\"before\"), IncrementalAlterConfigs"
+                + " sets min.compaction.lag.ms=0 and min.cleanable.dirty.ratio=%s on the compacted topic, and the"
+                + " cleaning starts (\"during\": from that call to the cleaning's end).", sizes.liveRate(),
+                sizes.baselineSeconds(), CompactionRaceRun.DIRTY_RATIO));
         lab.note(String.format(Locale.ROOT, "The cleaning's end: the partition directory's blocks on disk (du,"
                 + " Kafka's *.deleted files left out) are polled every 0.2 s; the end is the first poll that saw"
                 + " the final size, once the size fell, the cleaner logged a cleaning of the partition, and the size"

@@ -99,8 +99,9 @@ public final class CompactionRaceRun {
         CleaningWatch watch = broker.equals(SLUICE) ? CleaningWatch.SLUICE : CleaningWatch.KAFKA;
         List<String> jvm = new ArrayList<>(watch.loggerOptions());
         if (sizes.flightRecordings() != null) {
-            jvm.add("-XX:StartFlightRecording=settings=profile,dumponexit=true,filename="
-                    + sizes.flightRecordings().resolve("compaction-" + broker + "-round" + round + ".jfr"));
+            jvm.add("-XX:StartFlightRecording=settings=profile,jdk.ExecutionSample#period=1ms,dumponexit=true,"
+                    + "filename=" + sizes.flightRecordings().resolve("compaction-" + broker + "-round" + round
+                    + ".jfr"));
         }
         Brokers.Tuning tuning = new Brokers.Tuning(sizes.segmentBytes(), CLEANER_BACKOFF_MILLIS, jvm);
         return broker.equals(SLUICE) ? Brokers.sluice(dir, false, tuning) : Brokers.kafka(dir, false, tuning);
@@ -191,9 +192,9 @@ public final class CompactionRaceRun {
                 break;
             }
             if (sample.nanos() - c.start.nanos() > TimeUnit.SECONDS.toNanos(TIMEOUT_SECONDS)) {
-                throw new IOException(what + ": the partition was not cleaned within " + TIMEOUT_SECONDS + " s (on disk "
-                        + c.start.diskBytes() + " -> " + sample.diskBytes() + " bytes; cleaner reports: "
-                        + watch.report(process.log(), UPDATES) + ")");
+                throw new IOException(what + ": the partition was not cleaned within " + TIMEOUT_SECONDS
+                        + " s (on disk " + c.start.diskBytes() + " -> " + sample.diskBytes()
+                        + " bytes; cleaner reports: " + watch.report(process.log(), UPDATES) + ")");
             }
         }
         lab.check(last.cleanerThreads() == 1, what + ": one cleaner thread (" + watch.cleanerThread() + "...) found");
