@@ -161,11 +161,10 @@ final class Load {
                     long start = System.nanoTime();
                     for (long i = 0; !stopping && failure.get() == null; i++) {
                         long due = start + i * 1_000_000_000L / rate;
-                        while (System.nanoTime() < due) {
-                            Thread.onSpinWait();
-                            if (due - System.nanoTime() > 200_000) {
-                                Thread.sleep(0, 100_000);
-                            }
+                        // Sleep, never spin: on a machine of two cores a spinning client would take CPU from the
+                        // broker it measures. A send late by the sleep's overshoot counts it in its latency.
+                        for (long now = System.nanoTime(); now < due; now = System.nanoTime()) {
+                            Thread.sleep(Duration.ofNanos(due - now));
                         }
                         producer.send(new ProducerRecord<>(topic, 0, null, value), (metadata, error) -> {
                             if (error != null) {
