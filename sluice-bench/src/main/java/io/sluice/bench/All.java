@@ -3,6 +3,7 @@ package io.sluice.bench;
 import io.sluice.bench.experiments.BrokerRace;
 import io.sluice.bench.experiments.TransactionRace;
 import io.sluice.bench.experiments.ClusterRace;
+import io.sluice.bench.experiments.CompactionRace;
 import io.sluice.bench.experiments.IoCopy;
 import io.sluice.bench.experiments.MmapModes;
 import io.sluice.bench.experiments.MmapVsChannel;
@@ -28,7 +29,7 @@ import picocli.CommandLine.Spec;
  */
 @Command(name = "all", mixinStandardHelpOptions = true,
         description = "Run every experiment (io-copy, mmap-vs-channel, small-io, store, peers, mmap-modes, broker, transactions, "
-                + "cluster), then report.")
+                + "compaction, cluster), then report.")
 final class All implements Callable<Integer> {
 
     @Mixin
@@ -43,7 +44,7 @@ final class All implements Callable<Integer> {
         var err = spec.commandLine().getErr();
         List<Experiment> experiments = List.of(new IoCopy(), new MmapVsChannel(), new SmallIo(), new StoreRun(),
                 new Peers(), new MmapModes(), new BrokerRace(), new TransactionRace(),
-                new ClusterRace());
+                new CompactionRace(), new ClusterRace());
         String command = "sluice bench " + String.join(" ", spec.commandLine().getParseResult().originalArgs());
         for (Experiment experiment : experiments) {
             experiment.options().copyFrom(options);

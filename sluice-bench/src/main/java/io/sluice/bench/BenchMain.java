@@ -3,6 +3,7 @@ package io.sluice.bench;
 import io.sluice.bench.experiments.BrokerRace;
 import io.sluice.bench.experiments.TransactionRace;
 import io.sluice.bench.experiments.ClusterRace;
+import io.sluice.bench.experiments.CompactionRace;
 import io.sluice.bench.experiments.IoCopy;
 import io.sluice.bench.experiments.MmapModes;
 import io.sluice.bench.experiments.MmapVsChannel;
@@ -20,7 +21,8 @@ import picocli.CommandLine.Command;
 @Command(name = "sluice bench", mixinStandardHelpOptions = true, version = "sluice bench 0.1.0",
         description = "Reproduce the I/O experiments Sluice is designed from on this machine, and race Sluice "
                 + "against peer stores.",
-        subcommands = {All.class, IoCopy.class, MmapVsChannel.class, SmallIo.class, StoreRun.class, Peers.class, MmapModes.class, BrokerRace.class, TransactionRace.class, ClusterRace.class,
+        subcommands = {All.class, IoCopy.class, MmapVsChannel.class, SmallIo.class, StoreRun.class, Peers.class, MmapModes.class, BrokerRace.class, TransactionRace.class, CompactionRace.class,
+                ClusterRace.class,
                 Report.class})
 public final class BenchMain {
 

@@ -132,11 +132,22 @@ class BenchCommandsTest {
 
     @Test
     @Order(9)
+    void compaction() throws IOException {
+        assertThat(bench("compaction", "--quick", "--bytes", "24m", "--keys", "1000")).isZero();
+        assertPublished("compaction", 2);
+        assertThat(results().resolve("compaction/result.json")).content()
+                .contains("kafka round 1: every one of 1000 keys read back with its latest value after cleaning")
+                .contains("sluice round 1: every one of 1000 keys read back with its latest value after cleaning")
+                .contains("compaction-bytes-per-cleaner-cpu-ratio");
+    }
+
+    @Test
+    @Order(10)
     void reportGathersEveryExperiment() throws IOException {
         assertThat(bench("report")).isZero();
         String html = Files.readString(results().resolve("index.html"));
         for (String experiment : List.of("io-copy", "mmap-vs-channel", "small-io", "store", "peers",
-                "mmap-modes", "broker", "transactions")) {
+                "mmap-modes", "broker", "transactions", "compaction")) {
             assertThat(html).contains("<section id=\"" + experiment + "\">");
         }
         assertThat(results().resolve("REPORT.md")).content().contains("## peers").contains("Published (background)")

@@ -53,6 +53,9 @@ public final class MainCodeSleeps {
                     + " consumer a second to connect"),
             Map.entry("io.sluice.bench.broker.ClusterRaceRun", "paces the failover producer and polls the clusters it"
                     + " races (leaders, in-sync replicas, the first acknowledgement after a kill)"),
+            Map.entry("io.sluice.bench.broker.CompactionRaceRun", "holds a paced producer's baseline window and"
+                    + " polls a child broker's cleaner thread (/proc) and partition directory (du) until its cleaning"
+                    + " is over: neither process has a notification to wait on"),
             Map.entry("io.sluice.bench.tools.FailoverTimeline", "paces a producer at a steady rate through a leader's"
                     + " kill and polls the cluster's processes for the new leader, timing what a client sees"),
             Map.entry("io.sluice.bench.tools.RestartTimes", "waits between a broker's kill and its restart, and polls the"

@@ -26,11 +26,13 @@ final class BrokerProcess implements Load.Target, AutoCloseable {
     private final String name;
     private final Process process;
     private final int port;
+    private final Path log;
 
-    private BrokerProcess(String name, Process process, int port) {
+    private BrokerProcess(String name, Process process, int port, Path log) {
         this.name = name;
         this.process = process;
         this.port = port;
+        this.log = log;
     }
 
     /** Runs a Java main class of this classpath in a child JVM and waits for it to exit; @return its exit code */
@@ -60,9 +62,20 @@ final class BrokerProcess implements Load.Target, AutoCloseable {
     /** Starts a broker's main class and waits (up to 90 s) until it serves an admin request on {@code port}. */
     static BrokerProcess start(String name, Path log, int port, String mainClass, String... args)
             throws IOException, InterruptedException {
-        Process p = new ProcessBuilder(command(JVM, mainClass, args)).redirectErrorStream(true)
+        return start(name, log, port, List.of(), mainClass, args);
+    }
+
+    /**
+     * Starts a broker's main class with {@code jvmOptions} added to {@link #JVM} and waits (up to 90 s) until it
+     * serves an admin request on {@code port}.
+     */
+    static BrokerProcess start(String name, Path log, int port, List<String> jvmOptions, String mainClass,
+                               String... args) throws IOException, InterruptedException {
+        List<String> jvm = new ArrayList<>(JVM);
+        jvm.addAll(jvmOptions);
+        Process p = new ProcessBuilder(command(jvm, mainClass, args)).redirectErrorStream(true)
                 .redirectOutput(log.toFile()).start();
-        BrokerProcess broker = new BrokerProcess(name, p, port);
+        BrokerProcess broker = new BrokerProcess(name, p, port, log);
         try {
             broker.awaitReady(log);
         } catch (IOException | RuntimeException e) {
@@ -115,6 +128,11 @@ final class BrokerProcess implements Load.Target, AutoCloseable {
     @Override
     public short replicationFactor() {
         return 1;
+    }
+
+    /** @return the file the broker's standard output and error go to */
+    Path log() {
+        return log;
     }
 
     /** @return the broker's process id */

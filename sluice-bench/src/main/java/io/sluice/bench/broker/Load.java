@@ -3,6 +3,7 @@ package io.sluice.bench.broker;
 import java.io.IOException;
 import java.nio.ByteBuffer;
 import java.time.Duration;
+import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -70,7 +71,7 @@ final class Load {
         }
     }
 
-    private static Map<String, Object> producerConfig(String bootstrap, String acks) {
+    static Map<String, Object> producerConfig(String bootstrap, String acks) {
         Map<String, Object> config = new HashMap<>();
         config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         config.put(ProducerConfig.ACKS_CONFIG, acks);
@@ -134,7 +135,102 @@ final class Load {
                 latency.getValueAtPercentile(99) / 1e3, clientCpu, brokerCpu);
     }
 
-    private static KafkaConsumer<byte[], byte[]> consumer(String bootstrap) {
+    /**
+     * A producer (acks=1) that sends {@code rate} records of {@code size} bytes a second from a thread of its own until
+     * closed, each timed from when it was due to be sent (so a send that blocks delays the ones after it and counts in
+     * their latency) to its acknowledgement. The latencies are kept with their due times, so a caller picks the
+     * window it reports afterwards ({@link #latencies}).
+     */
+    static final class PacedProducer implements AutoCloseable {
+        private final Thread thread;
+        private final AtomicReference<Exception> failure = new AtomicReference<>();
+        private final AtomicLong sent = new AtomicLong();
+        private final AtomicLong acknowledged = new AtomicLong();
+        private volatile boolean stopping;
+        /** Pairs of (due time, latency) in nanoseconds, in acknowledgement order; guarded by itself. */
+        private final List<long[]> timings = new ArrayList<>();
+
+        PacedProducer(Target broker, String topic, int rate, int size) throws Exception {
+            createTopic(broker, topic);
+            byte[] value = new byte[size];
+            new SplittableRandom(size).nextBytes(value);
+            KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(broker.bootstrap(), "1"),
+                    new ByteArraySerializer(), new ByteArraySerializer());
+            thread = Thread.ofPlatform().name("paced-producer").start(() -> {
+                try (producer) {
+                    long start = System.nanoTime();
+                    for (long i = 0; !stopping && failure.get() == null; i++) {
+                        long due = start + i * 1_000_000_000L / rate;
+                        // Sleep, never spin: on a machine of two cores a spinning client would take CPU from the
+                        // broker it measures. A send late by the sleep's overshoot counts it in its latency.
+                        for (long now = System.nanoTime(); now < due; now = System.nanoTime()) {
+                            Thread.sleep(Duration.ofNanos(due - now));
+                        }
+                        producer.send(new ProducerRecord<>(topic, 0, null, value), (metadata, error) -> {
+                            if (error != null) {
+                                failure.compareAndSet(null, error);
+                                return;
+                            }
+                            long latency = System.nanoTime() - due;
+                            synchronized (timings) {
+                                timings.add(new long[] {due, latency});
+                            }
+                            acknowledged.incrementAndGet();
+                        });
+                        sent.incrementAndGet();
+                    }
+                    producer.flush();
+                } catch (Exception e) {
+                    failure.compareAndSet(null, e);
+                }
+            });
+        }
+
+        /**
+         * @param fromNanos the first due time counted ({@link System#nanoTime})
+         * @param toNanos the first due time not counted
+         * @return the latencies of the records due in that window, in microseconds
+         */
+        Histogram latencies(long fromNanos, long toNanos) {
+            Histogram histogram = new Histogram(TimeUnit.SECONDS.toMicros(60), 3);
+            synchronized (timings) {
+                for (long[] timing : timings) {
+                    if (timing[0] >= fromNanos && timing[0] < toNanos) {
+                        histogram.recordValue(Math.max(1, Math.min(timing[1] / 1_000,
+                                histogram.getHighestTrackableValue())));
+                    }
+                }
+            }
+            return histogram;
+        }
+
+        /** @return records sent so far */
+        long sent() {
+            return sent.get();
+        }
+
+        /** @return records acknowledged so far */
+        long acknowledged() {
+            return acknowledged.get();
+        }
+
+        /** Stops sending, waits until every record sent was answered, and throws the first failure if any. */
+        @Override
+        public void close() throws IOException {
+            stopping = true;
+            try {
+                thread.join();
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+                throw new IOException("interrupted while the paced producer stopped", e);
+            }
+            if (failure.get() != null) {
+                throw new IOException("the paced producer failed: " + failure.get(), failure.get());
+            }
+        }
+    }
+
+    static KafkaConsumer<byte[], byte[]> consumer(String bootstrap) {
         Map<String, Object> config = new HashMap<>();
         config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
