@@ -92,7 +92,11 @@ class BrokerProtocolTest {
                             "9:1-10", "75:0-0",
                             "15:0-6", "16:0-5", "42:0-2", "47:0-0", "32:1-4", "33:0-2", "44:0-1", "20:1-6", "21:0-2", "43:0-2",
                             // Transactions, the markers between brokers, log directories.
-                            "24:0-5", "25:0-4", "26:0-4", "28:0-4", "66:0-2", "65:0-0", "61:0-0", "27:1-2", "35:1-5");
+                            "24:0-5", "25:0-4", "26:0-4", "28:0-4", "66:0-2", "65:0-0", "61:0-0", "27:1-2", "35:1-5",
+                            // KIP-848 consumer groups.
+                            "68:0-1", "69:0-1");
+            // As Kafka 4 finalizes it by default: the consumer group protocol is on.
+            assertThat(response.finalizedFeatures().find("group.version").maxVersionLevel()).isEqualTo((short) 1);
         }
     }
 

@@ -18,6 +18,10 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
 import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.message.ConsumerGroupDescribeRequestData;
+import org.apache.kafka.common.message.ConsumerGroupDescribeResponseData;
+import org.apache.kafka.common.message.ConsumerGroupHeartbeatRequestData;
+import org.apache.kafka.common.message.ConsumerGroupHeartbeatResponseData;
 import org.apache.kafka.common.message.DeleteGroupsRequestData;
 import org.apache.kafka.common.message.DeleteGroupsResponseData;
 import org.apache.kafka.common.message.DescribeGroupsRequestData;
@@ -64,6 +68,7 @@ final class GroupApis {
     private final ClusterView cluster;
     private final java.util.function.LongSupplier clock;
     private final GroupCoordinator coordinator;
+    private final ConsumerGroups consumerGroups;
     private final KafkaApis.Settings settings;
     /** When this broker started, store clock: offsets expire no sooner than a retention after it. */
     private final long startedMillis;
@@ -76,11 +81,12 @@ final class GroupApis {
     private long coordinatingSinceMillis;
 
     /** @param clock the store's clock, in milliseconds: what committed offsets' times are read on */
-    GroupApis(Partitions partitions, ClusterView cluster, GroupCoordinator coordinator, KafkaApis.Settings settings,
-              java.util.function.LongSupplier clock) {
+    GroupApis(Partitions partitions, ClusterView cluster, GroupCoordinator coordinator, ConsumerGroups consumerGroups,
+              KafkaApis.Settings settings, java.util.function.LongSupplier clock) {
         this.partitions = partitions;
         this.cluster = cluster;
         this.coordinator = coordinator;
+        this.consumerGroups = consumerGroups;
         this.settings = settings;
         this.clock = clock;
         this.startedMillis = clock.getAsLong();
@@ -143,6 +149,9 @@ final class GroupApis {
         if (generation < 0 && (memberId == null || memberId.isEmpty())) {
             return Errors.NONE;
         }
+        if (consumerGroups.exists(groupId)) {
+            return consumerGroups.checkCommit(groupId, memberId, generation, true, (short) 0);
+        }
         if (!coordinator.hasMembers(groupId)) {
             // A member named in a group with none, as Kafka answers it.
             return Errors.UNKNOWN_MEMBER_ID;
@@ -200,6 +209,10 @@ final class GroupApis {
 
     CompletableFuture<JoinGroupResponseData> join(JoinGroupRequestData request, short version, String clientId) {
         Errors error = GroupNames.toStore(request.groupId()) == null ? Errors.INVALID_GROUP_ID : coordination();
+        if (error == Errors.NONE && !consumerGroups.removeIfEmpty(request.groupId())) {
+            // A consumer group with members holds the id (Kafka would take the member into it; Sluice does not).
+            error = Errors.INCONSISTENT_GROUP_PROTOCOL;
+        }
         if (error != Errors.NONE) {
             return CompletableFuture.completedFuture(new JoinGroupResponseData()
                     .setErrorCode(error.code()).setGenerationId(-1).setMemberId(request.memberId())
@@ -245,6 +258,20 @@ final class GroupApis {
         return new LeaveGroupResponseData().setMembers(members);
     }
 
+    /** A KIP-848 consumer group member's heartbeat ({@link ConsumerGroups}), at the coordinator only. */
+    ConsumerGroupHeartbeatResponseData consumerHeartbeat(ConsumerGroupHeartbeatRequestData request, String clientId) {
+        Errors error = coordination();
+        if (error != Errors.NONE) {
+            return new ConsumerGroupHeartbeatResponseData().setErrorCode(error.code()).setMemberId(request.memberId())
+                    .setMemberEpoch(request.memberEpoch());
+        }
+        return consumerGroups.heartbeat(request, clientId, "/127.0.0.1");
+    }
+
+    ConsumerGroupDescribeResponseData consumerDescribe(ConsumerGroupDescribeRequestData request) {
+        return consumerGroups.describe(request, coordination());
+    }
+
     /** The first OffsetCommit and OffsetFetch version that names topics by id only. */
     static final short TOPIC_IDS = 10;
 
@@ -252,8 +279,11 @@ final class GroupApis {
         String group = GroupNames.toStore(request.groupId());
         Errors groupError = group == null ? Errors.INVALID_GROUP_ID : coordination();
         if (groupError == Errors.NONE) {
-            groupError = coordinator.checkCommit(request.groupId(), request.memberId(), request.groupInstanceId(),
-                    request.generationIdOrMemberEpoch());
+            groupError = consumerGroups.exists(request.groupId())
+                    ? consumerGroups.checkCommit(request.groupId(), request.memberId(),
+                            request.generationIdOrMemberEpoch(), false, version)
+                    : coordinator.checkCommit(request.groupId(), request.memberId(), request.groupInstanceId(),
+                            request.generationIdOrMemberEpoch());
         }
         List<ClusterView.CommittedOffset> offsets = new ArrayList<>();
         List<OffsetCommitResponseData.OffsetCommitResponsePartition> pending = new ArrayList<>();
@@ -381,7 +411,11 @@ final class GroupApis {
         }
         List<OffsetFetchResponseData.OffsetFetchResponseGroup> groups = new ArrayList<>();
         for (OffsetFetchRequestData.OffsetFetchRequestGroup group : request.groups()) {
-            groups.add(version >= TOPIC_IDS ? groupOffsetsById(group) : groupOffsets(group));
+            Errors member = consumerGroups.exists(group.groupId())
+                    ? consumerGroups.checkFetch(group.groupId(), group.memberId(), group.memberEpoch()) : Errors.NONE;
+            groups.add(member != Errors.NONE ? new OffsetFetchResponseData.OffsetFetchResponseGroup()
+                    .setGroupId(group.groupId()).setErrorCode(member.code())
+                    : version >= TOPIC_IDS ? groupOffsetsById(group) : groupOffsets(group));
         }
         return new OffsetFetchResponseData().setGroups(groups);
     }
@@ -593,7 +627,13 @@ final class GroupApis {
                     .setGroupId(id).setProtocolData("").setProtocolType("").setGroupState("Dead")
                     .setMembers(new ArrayList<>());
             ClassicGroup group = coordinator.group(id);
-            if (group != null) {
+            if (consumerGroups.exists(id)) {
+                // As Kafka: DescribeGroups describes classic groups; Admin asks ConsumerGroupDescribe first.
+                if (version >= 6) {
+                    result.setErrorCode(Errors.GROUP_ID_NOT_FOUND.code())
+                            .setErrorMessage("Group " + id + " is not a classic group.");
+                }
+            } else if (group != null) {
                 synchronized (group) {
                     result.setGroupState(group.state.kafkaName)
                             .setProtocolType(group.protocolType == null ? (stored.contains(id) ? CONSUMER : "")
@@ -634,6 +674,8 @@ final class GroupApis {
                         .setGroupState(group.state.kafkaName).setGroupType("classic"));
             }
         }
+        consumerGroups.states().forEach((id, state) -> listed.put(id, new ListGroupsResponseData.ListedGroup()
+                .setGroupId(id).setProtocolType(CONSUMER).setGroupState(state).setGroupType(CONSUMER)));
         List<ListGroupsResponseData.ListedGroup> groups = new ArrayList<>();
         for (ListGroupsResponseData.ListedGroup group : listed.values()) {
             boolean stateOk = request.statesFilter() == null || request.statesFilter().isEmpty()
@@ -664,13 +706,15 @@ final class GroupApis {
             return response.setErrorCode(coordination.code());
         }
         ClassicGroup group = coordinator.group(id);
-        if (group == null && !storedGroups().contains(id)) {
+        boolean consumerGroup = consumerGroups.exists(id);
+        if (group == null && !consumerGroup && !storedGroups().contains(id)) {
             return response.setErrorCode(Errors.GROUP_ID_NOT_FOUND.code());
         }
         if (group != null && group.nonEmptyOtherThanConsumer()) {
             return response.setErrorCode(Errors.NON_EMPTY_GROUP.code());
         }
-        Set<String> subscribed = group == null ? Set.of() : group.subscribedTopics();
+        Set<String> subscribed = consumerGroup ? consumerGroups.subscribedTopics(id)
+                : group == null ? Set.of() : group.subscribedTopics();
         OffsetDeleteResponseData.OffsetDeleteResponseTopicCollection topics =
                 new OffsetDeleteResponseData.OffsetDeleteResponseTopicCollection();
         List<ClusterView.CommittedOffset> deleted = new ArrayList<>();
@@ -723,6 +767,8 @@ final class GroupApis {
                 error = Errors.INVALID_GROUP_ID;
             } else if (coordination != Errors.NONE) {
                 error = coordination;
+            } else if (!consumerGroups.removeIfEmpty(id)) {
+                error = Errors.NON_EMPTY_GROUP;
             } else if (group == null && !stored.contains(id)) {
                 error = Errors.GROUP_ID_NOT_FOUND;
             } else {

@@ -36,6 +36,8 @@ import org.apache.kafka.common.message.CreatePartitionsRequestData;
 import org.apache.kafka.common.message.CreateTopicsRequestData;
 import org.apache.kafka.common.message.DescribeClusterRequestData;
 import org.apache.kafka.common.message.MetadataRequestData;
+import org.apache.kafka.common.message.ConsumerGroupDescribeRequestData;
+import org.apache.kafka.common.message.ConsumerGroupHeartbeatRequestData;
 import org.apache.kafka.common.message.DeleteGroupsRequestData;
 import org.apache.kafka.common.message.DeleteRecordsRequestData;
 import org.apache.kafka.common.message.DeleteTopicsRequestData;
@@ -194,8 +196,9 @@ public final class KafkaApis implements AutoCloseable {
         this.topics = new TopicApis(partitions, cluster, settings, producerStates, topicConfigs);
         this.timer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform().name("sluice-broker-groups")
                 .daemon().factory());
-        this.groups = new GroupApis(partitions, cluster, new GroupCoordinator(timer, storeConfig.clock()::millis),
-                settings, storeConfig.clock()::millis);
+        GroupCoordinator classicGroups = new GroupCoordinator(timer, storeConfig.clock()::millis);
+        this.groups = new GroupApis(partitions, cluster, classicGroups,
+                new ConsumerGroups(partitions, classicGroups, timer), settings, storeConfig.clock()::millis);
         groups.pendingOffsets(transactions::pendingOffset);
         // A thread of its own: a check waits on markers, which must not hold up group sessions and rebalances.
         this.transactionTimer = Executors.newSingleThreadScheduledExecutor(Thread.ofPlatform()
@@ -386,6 +389,9 @@ public final class KafkaApis implements AutoCloseable {
             case LIST_GROUPS -> groups.list((ListGroupsRequestData) request);
             case DELETE_GROUPS -> groups.delete((DeleteGroupsRequestData) request);
             case OFFSET_DELETE -> groups.offsetDelete((OffsetDeleteRequestData) request);
+            case CONSUMER_GROUP_HEARTBEAT -> groups.consumerHeartbeat((ConsumerGroupHeartbeatRequestData) request,
+                    header.clientId());
+            case CONSUMER_GROUP_DESCRIBE -> groups.consumerDescribe((ConsumerGroupDescribeRequestData) request);
             case DESCRIBE_CONFIGS -> configs.describe((DescribeConfigsRequestData) request);
             case INCREMENTAL_ALTER_CONFIGS -> configs.incrementalAlter((IncrementalAlterConfigsRequestData) request);
             case ALTER_CONFIGS -> configs.alter((AlterConfigsRequestData) request);

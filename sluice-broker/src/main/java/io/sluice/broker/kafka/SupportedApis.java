@@ -41,7 +41,7 @@ final class SupportedApis {
         serve(ApiKeys.OFFSET_FOR_LEADER_EPOCH, 2, 4);
         serve(ApiKeys.INIT_PRODUCER_ID, 0, 5);
         // The classic consumer-group protocol. OffsetCommit and OffsetFetch 10 name topics by id only (Kafka's own
-        // clients send it from the KIP-848 consumer, not served; the classic consumer and Admin stay on 9).
+        // clients send it from the KIP-848 consumer; the classic consumer and Admin stay on 9).
         serve(ApiKeys.FIND_COORDINATOR, 0, 6);
         serve(ApiKeys.JOIN_GROUP, 0, 9);
         serve(ApiKeys.SYNC_GROUP, 0, 5);
@@ -53,6 +53,9 @@ final class SupportedApis {
         serve(ApiKeys.LIST_GROUPS, 0, 5);
         serve(ApiKeys.DELETE_GROUPS, 0, 2);
         serve(ApiKeys.OFFSET_DELETE, 0, 0);
+        // KIP-848 consumer groups (group.protocol=consumer); v1 takes a subscription by pattern.
+        serve(ApiKeys.CONSUMER_GROUP_HEARTBEAT, 0, 1);
+        serve(ApiKeys.CONSUMER_GROUP_DESCRIBE, 0, 1);
         serve(ApiKeys.DESCRIBE_CONFIGS, 1, 4);
         serve(ApiKeys.ALTER_CONFIGS, 0, 2);
         serve(ApiKeys.INCREMENTAL_ALTER_CONFIGS, 0, 1);
@@ -100,24 +103,33 @@ final class SupportedApis {
         return range != null && version >= range.min && version <= range.max;
     }
 
+    /** The group version offered and finalized: 1, the KIP-848 consumer group protocol. */
+    static final short GROUP_VERSION = 1;
+    private static final String GROUP_VERSION_FEATURE = "group.version";
+
     /** The transaction version offered and finalized: 1 (KIP-890 part 2's version 2 is not offered). */
     static final short TRANSACTION_VERSION = 1;
 
     /**
      * @return {@code response} with the features this broker supports and has finalized (what {@code kafka-features
-     *     describe} prints, and what clients choose their transaction protocol by): transaction.version 1. Features of
-     *     Kafka's own metadata (metadata.version, kraft.version) and of protocols not served (group.version,
-     *     share.version, streams.version) are not listed. The epoch is 0: they never change.
+     *     describe} prints, and what clients choose their transaction protocol by): transaction.version 1, and
+     *     group.version 1 (KIP-848 consumer groups, which Kafka 4 finalizes by default). Features of Kafka's own
+     *     metadata (metadata.version, kraft.version) and of protocols not served (share.version, streams.version) are
+     *     not listed. The epoch is 0: they never change.
      */
     static ApiVersionsResponseData withFeatures(ApiVersionsResponseData response) {
         ApiVersionsResponseData.SupportedFeatureKeyCollection supported =
                 new ApiVersionsResponseData.SupportedFeatureKeyCollection();
         supported.add(new ApiVersionsResponseData.SupportedFeatureKey().setName("transaction.version")
                 .setMinVersion((short) 0).setMaxVersion(TRANSACTION_VERSION));
+        supported.add(new ApiVersionsResponseData.SupportedFeatureKey().setName(GROUP_VERSION_FEATURE)
+                .setMinVersion((short) 0).setMaxVersion(GROUP_VERSION));
         ApiVersionsResponseData.FinalizedFeatureKeyCollection finalized =
                 new ApiVersionsResponseData.FinalizedFeatureKeyCollection();
         finalized.add(new ApiVersionsResponseData.FinalizedFeatureKey().setName("transaction.version")
                 .setMinVersionLevel(TRANSACTION_VERSION).setMaxVersionLevel(TRANSACTION_VERSION));
+        finalized.add(new ApiVersionsResponseData.FinalizedFeatureKey().setName(GROUP_VERSION_FEATURE)
+                .setMinVersionLevel(GROUP_VERSION).setMaxVersionLevel(GROUP_VERSION));
         return response.setSupportedFeatures(supported).setFinalizedFeaturesEpoch(0).setFinalizedFeatures(finalized);
     }
 

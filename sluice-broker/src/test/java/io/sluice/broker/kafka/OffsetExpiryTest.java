@@ -75,7 +75,7 @@ class OffsetExpiryTest {
         io.sluice.broker.local.LocalPartitions partitions = new io.sluice.broker.local.LocalPartitions(store, 0);
         return new GroupApis(partitions, new io.sluice.broker.local.LocalCluster(store, partitions,
                 new io.sluice.broker.ClusterView.Node(0, "127.0.0.1", 9092), TopicLayout.QUEUE), coordinator,
-                new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1, false, TopicLayout.QUEUE, 60),
+                new ConsumerGroups(partitions, coordinator, timer), new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1, false, TopicLayout.QUEUE, 60),
                 store.config().clock()::millis);
     }
 
@@ -283,9 +283,10 @@ class OffsetExpiryTest {
     }
 
     private GroupApis clusterGroups(Store store, Cluster cluster) {
-        return new GroupApis(new io.sluice.broker.replicated.ReplicatedPartitions(cluster, store),
-                new io.sluice.broker.replicated.ReplicatedCluster(cluster, store), coordinator,
-                new KafkaApis.Settings(1, "127.0.0.1", 9092, "c", 1, false, TopicLayout.QUEUE, 60),
+        io.sluice.broker.replicated.ReplicatedPartitions partitions =
+                new io.sluice.broker.replicated.ReplicatedPartitions(cluster, store);
+        return new GroupApis(partitions, new io.sluice.broker.replicated.ReplicatedCluster(cluster, store),
+                coordinator, new ConsumerGroups(partitions, coordinator, timer), new KafkaApis.Settings(1, "127.0.0.1", 9092, "c", 1, false, TopicLayout.QUEUE, 60),
                 store.config().clock()::millis);
     }
 

@@ -1,0 +1,622 @@
+package io.sluice.broker.kafka;
+
+import io.sluice.broker.Partitions;
+import io.sluice.broker.kafka.ConsumerGroup.Member;
+import io.sluice.broker.kafka.ConsumerGroup.MemberState;
+import io.sluice.broker.kafka.ConsumerGroup.TopicShape;
+import java.util.ArrayList;
+import java.util.HashMap;
+import java.util.HashSet;
+import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.ConcurrentHashMap;
+import java.util.concurrent.ScheduledExecutorService;
+import java.util.concurrent.TimeUnit;
+import java.util.regex.Pattern;
+import java.util.regex.PatternSyntaxException;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.message.ConsumerGroupDescribeRequestData;
+import org.apache.kafka.common.message.ConsumerGroupDescribeResponseData;
+import org.apache.kafka.common.message.ConsumerGroupHeartbeatRequestData;
+import org.apache.kafka.common.message.ConsumerGroupHeartbeatResponseData;
+import org.apache.kafka.common.protocol.Errors;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
+
+/**
+ * KIP-848 consumer groups (group.protocol=consumer), beside the classic ones of {@link GroupCoordinator}: the
+ * coordinator computes the assignment ({@link ServerAssignors}) and hands it to each member through its heartbeats
+ * (ConsumerGroupHeartbeat), which carry what the member owns and where it is, so there is no group-wide join barrier
+ * and no client-side leader. ConsumerGroupDescribe answers what {@code kafka-consumer-groups --describe} prints.
+ *
+ * <p>A group id is a classic group or a consumer group at any one time: a consumer group takes the place of a classic
+ * group only when that one has no members (and the other way round, {@link #removeIfEmpty}); a member of the other
+ * protocol is refused while the group has members (GROUP_ID_NOT_FOUND here, INCONSISTENT_GROUP_PROTOCOL to a
+ * JoinGroup). Kafka can also convert a group with members from one protocol to the other; Sluice does not.
+ *
+ * <p>Membership lives in memory, like the classic groups': committed offsets are shared with them and kept and
+ * replicated as theirs are. After a restart, or when a cluster's coordinator moves, a member's next heartbeat is
+ * answered UNKNOWN_MEMBER_ID and the member joins again from epoch 0 (giving its partitions up first, as a fenced
+ * member does); Kafka, which writes membership to __consumer_offsets, would keep it. A group left with no members is
+ * forgotten by the timer; it then reads as an empty group with committed offsets.
+ *
+ * <p>Each group is used under its own lock. Thread-safe.
+ */
+final class ConsumerGroups {
+
+    private static final Logger LOG = LoggerFactory.getLogger(ConsumerGroups.class);
+
+    static final int JOIN_EPOCH = 0;
+    static final int LEAVE_EPOCH = -1;
+    static final int STATIC_LEAVE_EPOCH = -2;
+    /** Kafka's group.consumer.heartbeat.interval.ms default. */
+    static final int HEARTBEAT_INTERVAL_MS = 5_000;
+    /** Kafka's group.consumer.session.timeout.ms default. */
+    static final int SESSION_TIMEOUT_MS = 45_000;
+    /** Members per group (Kafka's group.consumer.max.size is unbounded; a hostile client is not). */
+    static final int MAX_MEMBERS = GroupCoordinator.MAX_MEMBERS;
+    /** ConsumerGroupDescribe v1's member type of a member on the consumer protocol. */
+    private static final byte CONSUMER_MEMBER = 1;
+
+    private final Map<String, ConsumerGroup> groups = new ConcurrentHashMap<>();
+    private final Partitions partitions;
+    private final GroupCoordinator classic;
+    private final int heartbeatIntervalMs;
+    private final long sessionTimeoutNanos;
+
+    ConsumerGroups(Partitions partitions, GroupCoordinator classic, ScheduledExecutorService timer) {
+        this(partitions, classic, timer, HEARTBEAT_INTERVAL_MS, SESSION_TIMEOUT_MS);
+    }
+
+    ConsumerGroups(Partitions partitions, GroupCoordinator classic, ScheduledExecutorService timer,
+                   int heartbeatIntervalMs, int sessionTimeoutMs) {
+        this.partitions = partitions;
+        this.classic = classic;
+        this.heartbeatIntervalMs = heartbeatIntervalMs;
+        this.sessionTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(sessionTimeoutMs);
+        timer.scheduleWithFixedDelay(this::expire, 100, 100, TimeUnit.MILLISECONDS);
+    }
+
+    /** A refusal with Kafka's error and message. */
+    private static final class Refused extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+        final transient Errors error;
+
+        Refused(Errors error, String message) {
+            super(message, null, false, false);
+            this.error = error;
+        }
+    }
+
+    ConsumerGroupHeartbeatResponseData heartbeat(ConsumerGroupHeartbeatRequestData request, String clientId,
+                                                 String clientHost) {
+        try {
+            validate(request);
+            if (request.memberEpoch() == LEAVE_EPOCH || request.memberEpoch() == STATIC_LEAVE_EPOCH) {
+                return leave(request);
+            }
+            while (true) {
+                ConsumerGroup group = request.memberEpoch() == JOIN_EPOCH ? joinable(request.groupId())
+                        : groups.get(request.groupId());
+                if (group == null) {
+                    throw unknownMember(request.memberId(), request.groupId());
+                }
+                synchronized (group) {
+                    if (groups.get(request.groupId()) == group) {
+                        return heartbeat(group, request, clientId, clientHost);
+                    }
+                }
+            }
+        } catch (Refused refused) {
+            return new ConsumerGroupHeartbeatResponseData().setErrorCode(refused.error.code())
+                    .setErrorMessage(refused.getMessage()).setMemberId(request.memberId());
+        }
+    }
+
+    /** Kafka's checks of a heartbeat's fields, before the group is looked at. */
+    private static void validate(ConsumerGroupHeartbeatRequestData request) {
+        if (request.groupId().isEmpty() || GroupNames.toStore(request.groupId()) == null) {
+            throw new Refused(request.groupId().isEmpty() ? Errors.INVALID_REQUEST : Errors.INVALID_GROUP_ID,
+                    request.groupId().isEmpty() ? "GroupId can't be empty." : "not a group id this broker keeps");
+        }
+        if ("".equals(request.instanceId())) {
+            throw new Refused(Errors.INVALID_REQUEST, "InstanceId can't be empty.");
+        }
+        if ("".equals(request.rackId())) {
+            throw new Refused(Errors.INVALID_REQUEST, "RackId can't be empty.");
+        }
+        int epoch = request.memberEpoch();
+        if (epoch > 0 || epoch == LEAVE_EPOCH) {
+            requireMemberId(request);
+        } else if (epoch == JOIN_EPOCH) {
+            if (request.rebalanceTimeoutMs() == -1) {
+                throw new Refused(Errors.INVALID_REQUEST, "RebalanceTimeoutMs must be provided in first request.");
+            }
+            if (request.topicPartitions() == null || !request.topicPartitions().isEmpty()) {
+                throw new Refused(Errors.INVALID_REQUEST, "TopicPartitions must be empty when (re-)joining.");
+            }
+            boolean names = request.subscribedTopicNames() != null;
+            if (!names && request.subscribedTopicRegex() == null) {
+                throw new Refused(Errors.INVALID_REQUEST,
+                        "Either SubscribedTopicNames or SubscribedTopicRegex must be non-null when (re-)joining.");
+            }
+        } else if (epoch == STATIC_LEAVE_EPOCH) {
+            requireMemberId(request);
+            if (request.instanceId() == null) {
+                throw new Refused(Errors.INVALID_REQUEST, "InstanceId can't be null.");
+            }
+        } else {
+            throw new Refused(Errors.INVALID_REQUEST, "MemberEpoch is invalid.");
+        }
+        if (request.serverAssignor() != null && !ServerAssignors.NAMES.contains(request.serverAssignor())) {
+            throw new Refused(Errors.UNSUPPORTED_ASSIGNOR, "ServerAssignor " + request.serverAssignor()
+                    + " is not supported. Supported assignors: " + String.join(", ", ServerAssignors.NAMES) + ".");
+        }
+        if (request.subscribedTopicRegex() != null) {
+            compile(request.subscribedTopicRegex());
+        }
+    }
+
+    private static void requireMemberId(ConsumerGroupHeartbeatRequestData request) {
+        if (request.memberId().isEmpty()) {
+            throw new Refused(Errors.INVALID_REQUEST, "MemberId can't be empty.");
+        }
+    }
+
+    private static Pattern compile(String regex) {
+        try {
+            return Pattern.compile(regex);
+        } catch (PatternSyntaxException e) {
+            throw new Refused(Errors.INVALID_REGULAR_EXPRESSION, "SubscribedTopicRegex `" + regex
+                    + "` is not a valid regular expression: " + e.getDescription() + ".");
+        }
+    }
+
+    private static Refused unknownMember(String memberId, String groupId) {
+        return new Refused(Errors.UNKNOWN_MEMBER_ID, "Member " + memberId + " is not a member of group " + groupId
+                + ".");
+    }
+
+    /**
+     * @return the consumer group a member may join: the existing one, or a new one if no classic group with members
+     *     holds the id (an empty classic group is forgotten in its favour)
+     */
+    private ConsumerGroup joinable(String id) {
+        ConsumerGroup group = groups.get(id);
+        if (group != null) {
+            return group;
+        }
+        if (classic.group(id) == null) {
+            return groups.computeIfAbsent(id, ConsumerGroup::new);
+        }
+        // Under the classic group's lock, so that no classic member joins between the check and the creation.
+        ConsumerGroup[] created = new ConsumerGroup[1];
+        if (!classic.ifIdle(id, Long.MAX_VALUE, () -> {
+            classic.remove(id);
+            created[0] = groups.computeIfAbsent(id, ConsumerGroup::new);
+            return true;
+        })) {
+            throw new Refused(Errors.GROUP_ID_NOT_FOUND, "Group " + id + " is not a consumer group.");
+        }
+        return created[0];
+    }
+
+    private ConsumerGroupHeartbeatResponseData heartbeat(ConsumerGroup group, ConsumerGroupHeartbeatRequestData request,
+                                                         String clientId, String clientHost) {
+        Map<Uuid, Set<Integer>> owned = owned(request.topicPartitions());
+        Member member = member(group, request, owned);
+        Map<Uuid, Set<Integer>> before = ConsumerGroup.copy(member.assigned);
+        boolean changed = update(member, request, clientId, clientHost);
+        if (!group.members.containsKey(member.id)) {
+            group.put(member);
+            changed = true;
+        }
+        member.lastSeenNanos = System.nanoTime();
+        Map<String, TopicShape> shapes = subscribedTopics(group);
+        if (changed || !shapes.equals(group.subscribedTopics)) {
+            group.subscribedTopics = shapes;
+            group.groupEpoch++;
+        }
+        if (group.groupEpoch > group.assignmentEpoch) {
+            assign(group);
+        }
+        group.reconcile(member, owned);
+        ConsumerGroupHeartbeatResponseData response = new ConsumerGroupHeartbeatResponseData().setMemberId(member.id)
+                .setMemberEpoch(member.epoch).setHeartbeatIntervalMs(heartbeatIntervalMs);
+        boolean full = request.memberEpoch() == JOIN_EPOCH || request.rebalanceTimeoutMs() != -1
+                && request.subscribedTopicNames() != null && request.topicPartitions() != null;
+        if (full || !before.equals(member.assigned)) {
+            response.setAssignment(assignment(member.assigned));
+        }
+        return response;
+    }
+
+    /** @return the member the heartbeat is from, new (not yet in the group) if it joins; checked as Kafka checks it */
+    private Member member(ConsumerGroup group, ConsumerGroupHeartbeatRequestData request,
+                          Map<Uuid, Set<Integer>> owned) {
+        int epoch = request.memberEpoch();
+        String memberId = request.memberId().isEmpty() ? Uuid.randomUuid().toString() : request.memberId();
+        String instanceId = request.instanceId();
+        boolean joining = epoch == JOIN_EPOCH;
+        if (joining && !group.members.containsKey(memberId) && group.members.size() >= MAX_MEMBERS
+                && (instanceId == null || !group.staticMembers.containsKey(instanceId))) {
+            throw new Refused(Errors.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity of "
+                    + MAX_MEMBERS + " members.");
+        }
+        if (instanceId != null) {
+            Member existing = group.members.get(group.staticMembers.get(instanceId));
+            if (joining) {
+                if (existing == null) {
+                    return fresh(group, memberId, epoch, owned);
+                }
+                if (existing.id.equals(memberId)) {
+                    return fresh(group, memberId, epoch, owned); // the same incarnation, rejoining
+                }
+                if (existing.epoch != STATIC_LEAVE_EPOCH) {
+                    throw new Refused(Errors.UNRELEASED_INSTANCE_ID, "Static member " + memberId + " with instance id "
+                            + instanceId + " cannot join the group because the instance id is owned by "
+                            + existing.id + " member.");
+                }
+                Member member = existing.renamed(memberId);
+                group.replace(existing, member);
+                LOG.info("static member {} of consumer group {} rejoined as {}", instanceId, group.id, memberId);
+                return member;
+            }
+            if (existing == null) {
+                throw new Refused(Errors.UNKNOWN_MEMBER_ID, "Instance id " + instanceId + " is unknown.");
+            }
+            if (!existing.id.equals(memberId)) {
+                throw new Refused(Errors.FENCED_INSTANCE_ID, "Static member " + memberId + " with instance id "
+                        + instanceId + " was fenced by member " + existing.id + ".");
+            }
+        }
+        return fresh(group, memberId, epoch, owned);
+    }
+
+    /** @return the known member (its epoch checked), or a new one if it joins */
+    private static Member fresh(ConsumerGroup group, String memberId, int epoch, Map<Uuid, Set<Integer>> owned) {
+        Member member = group.members.get(memberId);
+        if (member == null || epoch == JOIN_EPOCH) {
+            if (epoch != JOIN_EPOCH) {
+                throw unknownMember(memberId, group.id);
+            }
+            if (member != null) {
+                // A member that keeps its id (as clients from KIP-1082 on do) joins again after it was fenced: it
+                // gave its partitions up, and starts afresh.
+                group.remove(member);
+            }
+            return new Member(memberId);
+        }
+        if (epoch > member.epoch) {
+            throw new Refused(Errors.FENCED_MEMBER_EPOCH, "The consumer group member has a greater member epoch ("
+                    + epoch + ") than the one known by the group coordinator (" + member.epoch
+                    + "). The member must abandon all its partitions and rejoin.");
+        }
+        if (epoch < member.epoch && (epoch != member.previousEpoch || !ConsumerGroup.subset(owned, member.assigned))) {
+            // The previous epoch with a subset of the current partitions is taken: the answer that bumped it was lost.
+            throw new Refused(Errors.FENCED_MEMBER_EPOCH, "The consumer group member has a smaller member epoch ("
+                    + epoch + ") than the one known by the group coordinator (" + member.epoch
+                    + "). The member must abandon all its partitions and rejoin.");
+        }
+        return member;
+    }
+
+    /** Takes what the heartbeat says of the member; @return whether its subscription changed */
+    private static boolean update(Member member, ConsumerGroupHeartbeatRequestData request, String clientId,
+                                  String clientHost) {
+        if (request.instanceId() != null) {
+            member.instanceId = request.instanceId();
+        }
+        if (request.rackId() != null) {
+            member.rackId = request.rackId();
+        }
+        if (request.rebalanceTimeoutMs() != -1) {
+            member.rebalanceTimeoutMs = request.rebalanceTimeoutMs();
+        }
+        member.clientId = clientId == null ? "" : clientId;
+        member.clientHost = clientHost;
+        boolean changed = false;
+        if (request.serverAssignor() != null && !request.serverAssignor().equals(member.assignor)) {
+            member.assignor = request.serverAssignor();
+            changed = true;
+        }
+        if (request.subscribedTopicNames() != null) {
+            List<String> names = List.copyOf(new TreeSet<>(request.subscribedTopicNames()));
+            changed |= !names.equals(member.topicNames);
+            member.topicNames = names;
+        }
+        if (request.subscribedTopicRegex() != null) {
+            String regex = request.subscribedTopicRegex().isEmpty() ? null : request.subscribedTopicRegex();
+            changed |= !java.util.Objects.equals(regex, member.topicRegex);
+            member.topicRegex = regex;
+        }
+        return changed;
+    }
+
+    /** @return the topics some member subscribes to that exist, with their ids and partition counts */
+    private Map<String, TopicShape> subscribedTopics(ConsumerGroup group) {
+        Map<String, TopicShape> shapes = new TreeMap<>();
+        Map<String, Integer> all = null;
+        for (Member member : group.members.values()) {
+            for (String name : member.topicNames) {
+                shape(shapes, name, partitions.count(name));
+            }
+            if (member.topicRegex != null) {
+                if (all == null) {
+                    all = partitions.topics();
+                }
+                Pattern pattern = compile(member.topicRegex);
+                all.forEach((name, count) -> {
+                    if (!name.startsWith("__") && pattern.matcher(name).matches()) {
+                        shape(shapes, name, count);
+                    }
+                });
+            }
+        }
+        return shapes;
+    }
+
+    private void shape(Map<String, TopicShape> shapes, String name, int count) {
+        if (count > 0 && !shapes.containsKey(name)) {
+            Uuid id = KafkaTopicIds.handedOut(partitions, name);
+            if (!Uuid.ZERO_UUID.equals(id)) {
+                shapes.put(name, new TopicShape(id, count));
+            }
+        }
+    }
+
+    /** Computes the group's target assignment at its group epoch. */
+    private static void assign(ConsumerGroup group) {
+        Map<String, Set<Uuid>> subscriptions = new HashMap<>();
+        Map<Uuid, Integer> counts = new HashMap<>();
+        Map<String, Integer> votes = new TreeMap<>();
+        for (Member member : group.members.values()) {
+            Set<Uuid> topics = new HashSet<>();
+            Pattern pattern = member.topicRegex == null ? null : Pattern.compile(member.topicRegex);
+            group.subscribedTopics.forEach((name, shape) -> {
+                if (member.topicNames.contains(name) || pattern != null && !name.startsWith("__")
+                        && pattern.matcher(name).matches()) {
+                    topics.add(shape.id());
+                    counts.put(shape.id(), shape.partitions());
+                }
+            });
+            subscriptions.put(member.id, topics);
+            if (member.assignor != null) {
+                votes.merge(member.assignor, 1, Integer::sum);
+            }
+        }
+        // As Kafka: the assignor most members asked for, else the first configured.
+        group.assignor = votes.entrySet().stream().max(Map.Entry.comparingByValue()).map(Map.Entry::getKey)
+                .orElse(ServerAssignors.UNIFORM);
+        group.target = ServerAssignors.assign(group.assignor, subscriptions, counts, group.target);
+        group.assignmentEpoch = group.groupEpoch;
+    }
+
+    private ConsumerGroupHeartbeatResponseData leave(ConsumerGroupHeartbeatRequestData request) {
+        ConsumerGroup group = groups.get(request.groupId());
+        if (group == null) {
+            throw unknownMember(request.memberId(), request.groupId());
+        }
+        synchronized (group) {
+            Member member;
+            if (request.instanceId() == null) {
+                member = group.members.get(request.memberId());
+                if (member == null) {
+                    throw unknownMember(request.memberId(), request.groupId());
+                }
+            } else {
+                member = group.members.get(group.staticMembers.get(request.instanceId()));
+                if (member == null) {
+                    throw new Refused(Errors.UNKNOWN_MEMBER_ID, "Instance id " + request.instanceId()
+                            + " is unknown.");
+                }
+                if (!member.id.equals(request.memberId())) {
+                    throw new Refused(Errors.FENCED_INSTANCE_ID, "Static member " + request.memberId()
+                            + " with instance id " + request.instanceId() + " was fenced by member " + member.id
+                            + ".");
+                }
+            }
+            ConsumerGroupHeartbeatResponseData response = new ConsumerGroupHeartbeatResponseData()
+                    .setMemberId(member.id).setMemberEpoch(request.memberEpoch());
+            if (request.memberEpoch() == STATIC_LEAVE_EPOCH) {
+                // Gone for a while: it keeps its partitions for its session, to take them back when it returns.
+                member.previousEpoch = member.epoch;
+                member.epoch = STATIC_LEAVE_EPOCH;
+                member.state = MemberState.STABLE;
+                member.revoking = new HashMap<>();
+                return response;
+            }
+            group.remove(member);
+            LOG.info("member {} left consumer group {}", member.id, group.id);
+            return response;
+        }
+    }
+
+    private static Map<Uuid, Set<Integer>> owned(List<ConsumerGroupHeartbeatRequestData.TopicPartitions> reported) {
+        if (reported == null) {
+            return null;
+        }
+        Map<Uuid, Set<Integer>> owned = new HashMap<>();
+        for (ConsumerGroupHeartbeatRequestData.TopicPartitions topic : reported) {
+            owned.computeIfAbsent(topic.topicId(), t -> new TreeSet<>()).addAll(topic.partitions());
+        }
+        return owned;
+    }
+
+    private static ConsumerGroupHeartbeatResponseData.Assignment assignment(Map<Uuid, Set<Integer>> assigned) {
+        List<ConsumerGroupHeartbeatResponseData.TopicPartitions> topics = new ArrayList<>();
+        assigned.forEach((topic, partitions) -> topics.add(new ConsumerGroupHeartbeatResponseData.TopicPartitions()
+                .setTopicId(topic).setPartitions(new ArrayList<>(partitions))));
+        return new ConsumerGroupHeartbeatResponseData.Assignment().setTopicPartitions(topics);
+    }
+
+    /** Fences members whose session expired or who did not revoke within their rebalance time-out. */
+    private void expire() {
+        long now = System.nanoTime();
+        for (ConsumerGroup group : groups.values()) {
+            synchronized (group) {
+                for (Member member : List.copyOf(group.members.values())) {
+                    boolean session = now - member.lastSeenNanos > sessionTimeoutNanos;
+                    boolean revoking = member.state == MemberState.UNREVOKED_PARTITIONS
+                            && now - member.revokingSinceNanos > TimeUnit.MILLISECONDS.toNanos(
+                                    member.rebalanceTimeoutMs);
+                    if (session || revoking) {
+                        group.remove(member);
+                        LOG.info("member {} fenced from consumer group {}: {}", member.id, group.id,
+                                session ? "its session expired" : "it did not revoke its partitions in time");
+                    }
+                }
+                if (group.members.isEmpty()) {
+                    groups.remove(group.id, group);
+                }
+            }
+        }
+    }
+
+    ConsumerGroupDescribeResponseData describe(ConsumerGroupDescribeRequestData request, Errors coordination) {
+        List<ConsumerGroupDescribeResponseData.DescribedGroup> described = new ArrayList<>();
+        for (String id : request.groupIds()) {
+            ConsumerGroupDescribeResponseData.DescribedGroup result =
+                    new ConsumerGroupDescribeResponseData.DescribedGroup().setGroupId(id);
+            ConsumerGroup group = groups.get(id);
+            if (coordination != Errors.NONE) {
+                result.setErrorCode(coordination.code());
+            } else if (group == null) {
+                result.setErrorCode(Errors.GROUP_ID_NOT_FOUND.code()).setErrorMessage(classic.group(id) != null
+                        ? "Group " + id + " is not a consumer group." : "Group " + id + " not found.");
+            } else {
+                synchronized (group) {
+                    describe(group, result);
+                }
+            }
+            described.add(result);
+        }
+        return new ConsumerGroupDescribeResponseData().setGroups(described);
+    }
+
+    private void describe(ConsumerGroup group, ConsumerGroupDescribeResponseData.DescribedGroup result) {
+        result.setGroupState(group.stateName()).setGroupEpoch(group.groupEpoch)
+                .setAssignmentEpoch(group.assignmentEpoch).setAssignorName(group.assignor);
+        Map<Uuid, String> names = new HashMap<>();
+        group.subscribedTopics.forEach((name, shape) -> names.put(shape.id(), name));
+        for (Member member : group.members.values()) {
+            result.members().add(new ConsumerGroupDescribeResponseData.Member().setMemberId(member.id)
+                    .setInstanceId(member.instanceId).setRackId(member.rackId).setMemberEpoch(member.epoch)
+                    .setClientId(member.clientId).setClientHost(member.clientHost)
+                    .setSubscribedTopicNames(new ArrayList<>(member.topicNames))
+                    .setSubscribedTopicRegex(member.topicRegex)
+                    .setAssignment(described(member.assigned, names))
+                    .setTargetAssignment(described(group.target.getOrDefault(member.id, Map.of()), names))
+                    .setMemberType(CONSUMER_MEMBER));
+        }
+    }
+
+    private ConsumerGroupDescribeResponseData.Assignment described(Map<Uuid, Set<Integer>> assignment,
+                                                                   Map<Uuid, String> names) {
+        List<ConsumerGroupDescribeResponseData.TopicPartitions> topics = new ArrayList<>();
+        assignment.forEach((topic, partitionSet) -> {
+            String name = names.get(topic);
+            topics.add(new ConsumerGroupDescribeResponseData.TopicPartitions().setTopicId(topic)
+                    .setTopicName(name != null ? name : String.valueOf(KafkaTopicIds.nameOf(partitions, topic)))
+                    .setPartitions(new ArrayList<>(partitionSet)));
+        });
+        return new ConsumerGroupDescribeResponseData.Assignment().setTopicPartitions(topics);
+    }
+
+    /** @return whether the id names a consumer group (kept in memory while it has had members) */
+    boolean exists(String id) {
+        return groups.containsKey(id);
+    }
+
+    /** @return each consumer group's id and Kafka state name */
+    Map<String, String> states() {
+        Map<String, String> states = new TreeMap<>();
+        for (ConsumerGroup group : groups.values()) {
+            synchronized (group) {
+                states.put(group.id, group.stateName());
+            }
+        }
+        return states;
+    }
+
+    /**
+     * Forgets a consumer group with no members, so that a classic member may take the id (or DeleteGroups deletes
+     * it). @return false if it has members
+     */
+    boolean removeIfEmpty(String id) {
+        ConsumerGroup group = groups.get(id);
+        if (group == null) {
+            return true;
+        }
+        synchronized (group) {
+            if (!group.members.isEmpty()) {
+                return false;
+            }
+            groups.remove(id, group);
+            return true;
+        }
+    }
+
+    /** @return the topics the group's members subscribe to now, by name (a pattern's matches included) */
+    Set<String> subscribedTopics(String id) {
+        ConsumerGroup group = groups.get(id);
+        if (group == null) {
+            return Set.of();
+        }
+        synchronized (group) {
+            return group.members.isEmpty() ? Set.of() : Set.copyOf(group.subscribedTopics.keySet());
+        }
+    }
+
+    /**
+     * Kafka's check of an offset commit to a consumer group: a commit with no member epoch (the admin client, a
+     * consumer outside the group) only while the group is empty; else from a member, at its current epoch, with
+     * OffsetCommit v9 or later unless it comes with a transaction.
+     *
+     * @return NONE, or the error
+     */
+    Errors checkCommit(String id, String memberId, int memberEpoch, boolean transactional, short version) {
+        ConsumerGroup group = groups.get(id);
+        if (group == null) {
+            return memberEpoch < 0 ? Errors.NONE : Errors.UNKNOWN_MEMBER_ID;
+        }
+        synchronized (group) {
+            if (memberEpoch < 0 && group.members.isEmpty()) {
+                return Errors.NONE;
+            }
+            Member member = memberId == null ? null : group.members.get(memberId);
+            if (member == null) {
+                return Errors.UNKNOWN_MEMBER_ID;
+            }
+            if (!transactional && version < 9) {
+                return Errors.UNSUPPORTED_VERSION;
+            }
+            return memberEpoch == member.epoch ? Errors.NONE : Errors.STALE_MEMBER_EPOCH;
+        }
+    }
+
+    /**
+     * Kafka's check of an offset fetch that names a member (OffsetFetch v9+): one that names none is answered.
+     *
+     * @return NONE, or the error
+     */
+    Errors checkFetch(String id, String memberId, int memberEpoch) {
+        if (memberId == null && memberEpoch < 0) {
+            return Errors.NONE;
+        }
+        ConsumerGroup group = groups.get(id);
+        if (group == null) {
+            return Errors.UNKNOWN_MEMBER_ID;
+        }
+        synchronized (group) {
+            Member member = group.members.get(memberId);
+            if (member == null) {
+                return Errors.UNKNOWN_MEMBER_ID;
+            }
+            return memberEpoch == member.epoch ? Errors.NONE : Errors.STALE_MEMBER_EPOCH;
+        }
+    }
+}
