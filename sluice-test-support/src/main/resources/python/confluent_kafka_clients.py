@@ -14,8 +14,8 @@ Checks:
                     bad value refused with INVALID_CONFIG) and alter_configs() (the whole set replaced), each change
                     seen by describe_configs() as the topic's own
   round-trip        an idempotent acks=all Producer sends --records records over the --partitions partitions of
-                    --topic (made beforehand); a Consumer of group --group reads every one back once, at the offset
-                    the delivery report gave, and commits
+                    --topic (made beforehand); a Consumer of group --group (of --group-protocol) reads every one
+                    back once, at the offset the delivery report gave, and commits
   transactions      a transactional Producer (--transactional-id) commits and aborts transactions of --records records
                     over the 2 partitions of --topic (made beforehand), each flushed before it ends; a newer producer
                     of the id aborts the open transaction of the older and fences it (its commit_transaction, then its
@@ -248,8 +248,11 @@ def round_trip(args):
               f"partition {partition}: offsets {sorted(offsets)[:10]}... are not 0 to {len(offsets) - 1}")
     ok(f"produced {args.records} records to {len(per_partition)} partitions")
 
-    consumer = Consumer({"bootstrap.servers": args.bootstrap, "group.id": args.group,
-                         "auto.offset.reset": "earliest", "enable.auto.commit": False})
+    consumer_config = {"bootstrap.servers": args.bootstrap, "group.id": args.group,
+                       "auto.offset.reset": "earliest", "enable.auto.commit": False}
+    if args.group_protocol is not None:
+        consumer_config["group.protocol"] = args.group_protocol
+    consumer = Consumer(consumer_config)
     consumer.subscribe([args.topic])
     read = {}
     deadline = time.monotonic() + 60
@@ -578,6 +581,8 @@ def main():
     parser.add_argument("--deleted", type=int, default=10)
     parser.add_argument("--most-read", type=int)
     parser.add_argument("--group", default="confluent-round-trip")
+    parser.add_argument("--group-protocol", choices=["classic", "consumer"],
+                        help="round-trip: the consumer's group.protocol (librdkafka's default if not given)")
     parser.add_argument("--transactional-id", default="confluent-transactions")
     parser.add_argument("--seconds", type=int, default=150)
     args = parser.parse_args()

@@ -80,6 +80,18 @@ class ConfluentKafkaClientsTest {
     }
 
     @Test
+    void aConsumerOfTheKip848ProtocolReadsEveryRecordAndCommits() throws Exception {
+        store.createTopic("trip848", BrokerConfig.defaults().topicLayout(), 3);
+        assertSucceeds(run("round-trip", "--topic", "trip848", "--partitions", "3", "--records", "300",
+                "--group", "trip848-readers", "--group-protocol", "consumer"));
+        assertThat(broker.metrics().requests("ConsumerGroupHeartbeat", 0)
+                + broker.metrics().requests("ConsumerGroupHeartbeat", 1)).as("heartbeats of the KIP-848 protocol")
+                .isPositive();
+        assertThat(store.consumerPositions()).filteredOn(position -> position.group().equals("trip848-readers"))
+                .extracting(ConsumerPosition::nextOffset).containsExactly(100L, 100L, 100L);
+    }
+
+    @Test
     void adminClientCreatesATopicWithConfigsAndChangesThem() throws Exception {
         assertSucceeds(run("alter-configs", "--topic", "configured"));
         assertThat(store.topicConfigs("configured")).isEqualTo(java.util.Map.of("retention.bytes", "100000"));

@@ -95,6 +95,19 @@ class ConfluentKafkaClusterTest {
     }
 
     @Test
+    void aConsumerOfTheKip848ProtocolReadsThroughTheLeadersAndCommitsOnEveryBroker() throws Exception {
+        cluster.createTopic("trip848", 3);
+        assertSucceeds(run("round-trip", "--topic", "trip848", "--partitions", "3", "--records", "300",
+                "--group", "trip848-readers", "--group-protocol", "consumer"));
+        for (int id = 1; id <= 3; id++) {
+            int node = id;
+            InProcessCluster.await("broker " + node + " holds the group's commits", 30, () -> cluster.broker(node)
+                    .store().consumerPositions().stream().filter(position -> position.group().equals("trip848-readers"))
+                    .map(ConsumerPosition::nextOffset).toList().equals(List.of(100L, 100L, 100L)));
+        }
+    }
+
+    @Test
     void producerAndConsumerCarryRecordsThereAndBackThroughTheLeaders() throws Exception {
         cluster.createTopic("trip", 3);
         assertSucceeds(run("round-trip", "--topic", "trip", "--partitions", "3", "--records", "300",
