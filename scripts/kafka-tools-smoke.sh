@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Kafka's own command-line tools (the pinned kafka-tools from Maven Central) against `sluice broker` on
-# 127.0.0.1: topics (create, list, describe, delete, configs), console producer and consumer, consumer groups, a
+# 127.0.0.1: topics (create, list, describe, delete, configs), console producer and consumer, consumer groups (the
+# classic protocol and KIP-848's), a
 # preferred leader election, producer and consumer perf tests, kafka-configs, kafka-delete-records, kafka-transactions
 # (an open transaction listed, described, its producer described, aborted). Each step's output is checked; the
 # script stops at the first that fails.
@@ -46,6 +47,28 @@ tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-serv
 # Every partition committed to its end: lag 0 on each of the 3 rows.
 [ "$(awk '$1 == "smoke-group" && $2 == "smoke" && $6 == "0"' "$scratch/group" | wc -l)" = 3 ] \
   || fail "kafka-consumer-groups --describe does not show 3 partitions with lag 0"
+
+step "kafka-console-consumer with group.protocol=consumer (KIP-848), kafka-consumer-groups --describe --members, --state"
+tool org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$bootstrap" --topic smoke \
+  --group smoke-848 --from-beginning --consumer-property group.protocol=consumer --timeout-ms 60000 \
+  > "$scratch/received-848" 2> "$scratch/consumer-848.err" &
+consumer_pid=$!
+for _ in $(seq 1 150); do
+  tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "$bootstrap" --describe \
+    --group smoke-848 --members > "$scratch/members" 2>/dev/null || true
+  [ "$(awk '$1 == "smoke-848" && $5 == "3"' "$scratch/members" | wc -l)" = 1 ] && break
+  sleep 0.2
+done
+cat "$scratch/members"
+[ "$(awk '$1 == "smoke-848" && $5 == "3"' "$scratch/members" | wc -l)" = 1 ] \
+  || fail "kafka-consumer-groups --describe --members does not show one member holding the 3 partitions"
+tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "$bootstrap" --describe \
+  --group smoke-848 --state | tee "$scratch/state"
+grep -Eq "^smoke-848 .* uniform +Stable +1 *$" "$scratch/state" \
+  || fail "kafka-consumer-groups --describe --state does not show a Stable group of 1 member with the uniform assignor"
+kill "$consumer_pid"; wait "$consumer_pid" || true
+grep '^line-' "$scratch/received-848" | sort > "$scratch/received-848.sorted"
+cmp -s "$scratch/sent.sorted" "$scratch/received-848.sorted" || fail "the KIP-848 console consumer did not get the 1000 lines"
 
 step kafka-consumer-groups --delete-offsets
 tool org.apache.kafka.tools.consumer.group.ConsumerGroupCommand --bootstrap-server "$bootstrap" --delete-offsets \

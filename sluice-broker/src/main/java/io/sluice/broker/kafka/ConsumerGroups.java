@@ -350,7 +350,8 @@ final class ConsumerGroups {
                 }
                 Pattern pattern = compile(member.topicRegex);
                 all.forEach((name, count) -> {
-                    if (!name.startsWith("__") && pattern.matcher(name).matches()) {
+                    // Internal topics too, as Kafka resolves a pattern: one that names them means them.
+                    if (pattern.matcher(name).matches()) {
                         shape(shapes, name, count);
                     }
                 });
@@ -377,8 +378,7 @@ final class ConsumerGroups {
             Set<Uuid> topics = new HashSet<>();
             Pattern pattern = member.topicRegex == null ? null : Pattern.compile(member.topicRegex);
             group.subscribedTopics.forEach((name, shape) -> {
-                if (member.topicNames.contains(name) || pattern != null && !name.startsWith("__")
-                        && pattern.matcher(name).matches()) {
+                if (member.topicNames.contains(name) || pattern != null && pattern.matcher(name).matches()) {
                     topics.add(shape.id());
                     counts.put(shape.id(), shape.partitions());
                 }
