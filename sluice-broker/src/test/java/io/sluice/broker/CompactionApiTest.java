@@ -225,4 +225,103 @@ class CompactionApiTest {
             assertThat(after.stream().filter(record -> record.value().startsWith("committed")).count()).isOne();
         }
     }
+
+    /** @return the transaction markers (control batches) of partition 0 of {@code topic}, in the store */
+    private static int markers(Store store, String topic) {
+        int markers = 0;
+        long offset = store.minOffset(topic, 0);
+        long end = store.maxOffset(topic, 0);
+        while (offset < end) {
+            try (io.sluice.store.ReadResult read = store.read(topic, 0, offset, 500, 1 << 20)) {
+                if (read.messages().isEmpty()) {
+                    break;
+                }
+                for (io.sluice.store.StoredMessage message : read.messages()) {
+                    for (org.apache.kafka.common.record.internal.RecordBatch batch : org.apache.kafka.common.record.internal.MemoryRecords
+                            .readableRecords(message.body().asByteBuffer()).batches()) {
+                        if (batch.isControlBatch()) {
+                            markers++;
+                        }
+                    }
+                }
+                offset = read.nextOffset();
+            }
+        }
+        return markers;
+    }
+
+    /**
+     * As Kafka's cleaner: a transaction's marker stays while a record of the transaction does, and goes once none does
+     * and delete.retention.ms has passed; read_committed readers and the producer's next transactions are unaffected,
+     * also after a restart rebuilt the partition's transactions from what is left.
+     */
+    @Test
+    void theMarkersOfTransactionsLeftWithoutRecordsGoAfterDeleteRetention() throws Exception {
+        BrokerConfig manual = BrokerConfig.defaults().withPort(0)
+                .withCleaner(new CleanerSettings(false, 15_000, 1 << 20, Double.MAX_VALUE));
+        try (Store store = Store.open(dir, store())) {
+            try (Broker broker = Broker.start(store, manual);
+                 Admin admin = admin(broker)) {
+                admin.createTopics(List.of(new NewTopic("t", 1, (short) 1).configs(Map.of("cleanup.policy", "compact",
+                        "min.cleanable.dirty.ratio", "0.01", "delete.retention.ms", "1000")))).all()
+                        .get(20, TimeUnit.SECONDS);
+                try (KafkaProducer<String, String> producer = producer(broker, "tx")) {
+                    producer.initTransactions();
+                    for (int t = 0; t < 20; t++) {
+                        producer.beginTransaction();
+                        // Keys the updates below supersede: these transactions are left with no record.
+                        producer.send(new ProducerRecord<>("t", 0, "k" + t, "superseded" + PADDING));
+                        producer.commitTransaction();
+                    }
+                    producer.beginTransaction();
+                    producer.send(new ProducerRecord<>("t", 0, "kept", "committed" + PADDING));
+                    producer.commitTransaction();
+                    producer.beginTransaction();
+                    producer.send(new ProducerRecord<>("t", 0, "never", "aborted" + PADDING));
+                    producer.flush();
+                    producer.abortTransaction();
+                }
+                update(broker, "t", 5_000);
+                assertThat(markers(store, "t")).isEqualTo(22);
+                broker.cleaner().cleanRound();
+                // Every superseded or aborted record went, but their markers stay for delete.retention.ms.
+                assertThat(markers(store, "t")).isEqualTo(22);
+                Thread.sleep(1_100);
+                broker.cleaner().cleanRound();
+                assertThat(markers(store, "t")).as("only the marker of the transaction whose record is left")
+                        .isEqualTo(1);
+                List<ConsumerRecord<String, String>> left = readAll(broker, "t");
+                assertThat(left).filteredOn(r -> !r.value().startsWith("v")).extracting(ConsumerRecord::key)
+                        .containsExactly("kept");
+            }
+            // After a restart the partition's transactions are read back from what is left; the producer goes on.
+            try (Broker broker = Broker.start(store, manual)) {
+                try (KafkaProducer<String, String> producer = producer(broker, "tx")) {
+                    producer.initTransactions();
+                    producer.beginTransaction();
+                    producer.send(new ProducerRecord<>("t", 0, "after", "committed" + PADDING));
+                    producer.commitTransaction();
+                }
+                TopicPartition p0 = new TopicPartition("t", 0);
+                try (KafkaConsumer<String, String> consumer = new KafkaConsumer<>(Map.of(
+                        ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + broker.port(),
+                        ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed"), new StringDeserializer(),
+                        new StringDeserializer())) {
+                    consumer.assign(List.of(p0));
+                    consumer.seekToBeginning(List.of(p0));
+                    long end = consumer.endOffsets(List.of(p0)).get(p0);
+                    List<String> keys = new ArrayList<>();
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                    while (consumer.position(p0) < end && System.nanoTime() < deadline) {
+                        consumer.poll(Duration.ofMillis(200)).forEach(r -> {
+                            if (!r.value().startsWith("v")) {
+                                keys.add(r.key());
+                            }
+                        });
+                    }
+                    assertThat(keys).containsExactly("kept", "after");
+                }
+            }
+        }
+    }
 }

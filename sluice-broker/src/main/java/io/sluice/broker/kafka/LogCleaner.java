@@ -39,7 +39,8 @@ import org.slf4j.LoggerFactory;
  * latest offset; then the store rewrites each sealed segment below that offset ({@code Store.compact}) with what
  * Kafka's cleaner keeps of each batch ({@code MemoryRecords.filterTo}): records whose key has no later offset,
  * tombstones until their batch's delete horizon (set at the first cleaning to the time plus delete.retention.ms)
- * has passed, no record without a key, and no record of an aborted transaction. Control batches are kept.
+ * has passed, no record without a key, and no record of an aborted transaction. A transaction's marker stays while a
+ * record of its transaction does, and goes delete.retention.ms after its own time once none does.
  *
  * <p>Where each partition's last cleaning ended is kept in memory: after a restart, the first cleaning of each
  * compacted partition reads its whole log (and rewrites only the segments it changes).
@@ -301,7 +302,12 @@ public final class LogCleaner implements AutoCloseable {
     /** What a cleaning keeps of each batch: Kafka's cleaner's choice, made by {@code MemoryRecords.filterTo}. */
     private final class Filter extends MemoryRecords.RecordFilter implements BatchCleaner {
         private final Map<Long, List<PartitionTransactions.Aborted>> aborted;
-        /** The latest delete horizon of a tombstone kept, 0 if none was. */
+        /**
+         * Whether the transaction each producer has open at this point of the pass (batches come in log order, from
+         * the log start) kept a record: its marker must stay if it did.
+         */
+        private final Map<Long, Boolean> transactionKept = new HashMap<>();
+        /** The latest delete horizon of a tombstone or marker kept, 0 if none was. */
         long horizon;
         /** The batch being filtered again so that it does not grow: a tombstone without a horizon goes by its time. */
         private boolean byTime;
@@ -318,11 +324,45 @@ public final class LogCleaner implements AutoCloseable {
             MemoryRecords records = MemoryRecords.readableRecords(in);
             MutableRecordBatch batch = records.batches().iterator().next();
             if (batch.isControlBatch()) {
-                return stored;
+                return marker(stored, batch);
             }
             if (isAborted(batch, aborted)) {
+                transaction(batch, false);
                 return null;
             }
+            MemorySegment kept = filtered(stored, records, in);
+            transaction(batch, kept != null);
+            return kept;
+        }
+
+        private void transaction(RecordBatch batch, boolean kept) {
+            if (batch.isTransactional()) {
+                transactionKept.merge(batch.producerId(), kept, Boolean::logicalOr);
+            }
+        }
+
+        /**
+         * A transaction's marker: kept while a record of its transaction is (a reader of those records needs the
+         * marker to know how the transaction ended); once none is, kept until its own time plus delete.retention.ms,
+         * then dropped, as Kafka's cleaner removes the markers of empty transactions. Kafka counts that time from the
+         * cleaning that found the transaction empty (it sets the batch's delete horizon); setting one here would make
+         * the marker batch larger than its place in the segment, so its time counts, which lets it go no sooner than
+         * delete.retention.ms after the transaction ended.
+         */
+        private MemorySegment marker(MemorySegment stored, RecordBatch batch) {
+            if (Boolean.TRUE.equals(transactionKept.remove(batch.producerId()))) {
+                return stored;
+            }
+            long due = saturatedAdd(batch.maxTimestamp(), deleteRetentionMs);
+            if (currentTime >= due) {
+                return null;
+            }
+            horizon = Math.max(horizon, due);
+            return stored;
+        }
+
+        /** @return what filterTo keeps of a data batch: itself, a cleaned copy, or null for nothing */
+        private MemorySegment filtered(MemorySegment stored, MemoryRecords records, ByteBuffer in) {
             if (output.capacity() < in.remaining()) {
                 output = ByteBuffer.allocate(Math.max(in.remaining(), output.capacity() * 2));
             }
