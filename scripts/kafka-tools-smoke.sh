@@ -4,26 +4,44 @@
 # classic protocol and KIP-848's), a
 # preferred leader election, producer and consumer perf tests, kafka-configs, kafka-delete-records, kafka-transactions
 # (an open transaction listed, described, its producer described, aborted). Each step's output is checked; the
-# script stops at the first that fails.
+# script stops at the first that fails. Usage: kafka-tools-smoke.sh [broker|cluster]: against `sluice broker` (the
+# default), or against `sluice cluster` (three brokers, topics of replication factor 3).
 set -euo pipefail
+mode="${1:-broker}"
 source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
 tool() { java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$tools_cp" "$@"; }
 
-bootstrap="127.0.0.1:$port"
-"$here/sluice" broker --dir "$scratch/store" --listen "$bootstrap" > "$scratch/broker.out" 2>&1 &
+if [ "$mode" = cluster ]; then
+  bootstrap="127.0.0.1:$port,127.0.0.1:$((port + 1)),127.0.0.1:$((port + 2))"
+  replicas=3
+  "$here/sluice" cluster --dir "$scratch/store" --port "$port" --raft-port "$((port + 100))" > "$scratch/broker.out" 2>&1 &
+  started="Sluice cluster of 3 brokers"
+  # Each node's store: where a deleted topic's files must be gone and a clean close leaves its marker.
+  stores=("$scratch/store/node-1/store" "$scratch/store/node-2/store" "$scratch/store/node-3/store")
+elif [ "$mode" = broker ]; then
+  bootstrap="127.0.0.1:$port"
+  replicas=1
+  "$here/sluice" broker --dir "$scratch/store" --listen "$bootstrap" > "$scratch/broker.out" 2>&1 &
+  started="started in"
+  stores=("$scratch/store")
+else
+  echo "usage: kafka-tools-smoke.sh [broker|cluster]" >&2
+  exit 2
+fi
 broker_pid=$!
-for _ in $(seq 1 100); do
-  grep -q "started in" "$scratch/broker.out" 2>/dev/null && break
+for _ in $(seq 1 150); do
+  grep -q "$started" "$scratch/broker.out" 2>/dev/null && break
   sleep 0.2
 done
-grep "started in" "$scratch/broker.out" || { echo "kafka-tools smoke: the broker did not start" >&2; cat "$scratch/broker.out" >&2; exit 1; }
+grep "$started" "$scratch/broker.out" || { echo "kafka-tools smoke: the $mode did not start" >&2; cat "$scratch/broker.out" >&2; exit 1; }
+echo "== against a $mode: $bootstrap"
 
 step() { echo "== $*"; }
 fail() { echo "kafka-tools smoke: $*" >&2; exit 1; }
 
 step kafka-topics --create, --list, --describe
 tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create --topic smoke --partitions 3 \
-  --replication-factor 1
+  --replication-factor "$replicas"
 tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --list | tee "$scratch/list"
 grep -qx smoke "$scratch/list" || fail "kafka-topics --list does not show the topic"
 tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --describe --topic smoke | tee "$scratch/describe"
@@ -93,11 +111,15 @@ awk -F, '/^[0-9][0-9][0-9][0-9]-/ { gsub(/ /, "", $5); n = $5 + 0 } END { if (n 
   || fail "the consumer perf test did not consume 200000 records"
 
 step kafka-leader-election --election-type preferred
-# A broker alone is every partition's preferred (and only) replica: nothing to elect.
+# A broker alone is every partition's preferred (and only) replica: nothing to elect. On a cluster the preferred
+# replica leads already, or is elected.
 tool org.apache.kafka.tools.LeaderElectionCommand --bootstrap-server "$bootstrap" --election-type preferred \
   --topic smoke --partition 0 | tee "$scratch/election"
-grep -q "Valid replica already elected for partitions smoke-0" "$scratch/election" \
-  || fail "kafka-leader-election did not find smoke-0 led by its preferred replica"
+grep -Eq "Valid replica already elected for partitions smoke-0|Successfully completed leader election \(PREFERRED\) for partitions smoke-0" \
+  "$scratch/election" || fail "kafka-leader-election did not find smoke-0 led by its preferred replica"
+if [ "$mode" = broker ]; then
+  grep -q "Valid replica already elected" "$scratch/election" || fail "a broker alone elected a leader"
+fi
 
 step kafka-delete-records
 # perf has one partition of 200000 records (the producer perf test's).
@@ -111,7 +133,7 @@ grep -qx "perf:0:1000" "$scratch/earliest" || fail "the earliest offset of perf-
 
 step kafka-topics --create --config, kafka-configs --alter and --describe
 tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create --topic configured --partitions 1 \
-  --replication-factor 1 --config cleanup.policy=compact --config retention.ms=86400000
+  --replication-factor "$replicas" --config cleanup.policy=compact --config retention.ms=86400000
 tool kafka.admin.ConfigCommand --bootstrap-server "$bootstrap" --entity-type topics --entity-name configured \
   --alter --add-config max.message.bytes=2000000,retention.ms=3600000 --delete-config cleanup.policy
 tool kafka.admin.ConfigCommand --bootstrap-server "$bootstrap" --entity-type topics --entity-name configured \
@@ -133,7 +155,7 @@ step kafka-transactions list, describe, describe-producers, abort
 # A transaction left open: Kafka's console producer is not transactional, so a small producer (Java's source launcher,
 # on the tools' classpath) writes 3 records to txn-0 in a transaction and exits without ending it.
 tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create --topic txn --partitions 1 \
-  --replication-factor 1
+  --replication-factor "$replicas"
 tool "$here/scripts/kafka-tools/OpenTransaction.java" "$bootstrap" smoke-tx txn 0 3 | tee "$scratch/open"
 grep -qx "sent txn-0@2" "$scratch/open" || fail "the transactional producer did not write 3 records to txn-0"
 transactions() { tool org.apache.kafka.tools.TransactionsCommand --bootstrap-server "$bootstrap" "$@"; }
@@ -191,10 +213,14 @@ tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --delet
 tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --list | tee "$scratch/list"
 grep -qx perf "$scratch/list" && fail "kafka-topics --list still shows the deleted topic"
 grep -qx smoke "$scratch/list" || fail "kafka-topics --delete took another topic with it"
-[ ! -e "$scratch/store/logs/perf" ] || fail "the deleted topic's files are still there"
+for store in "${stores[@]}"; do
+  [ ! -e "$store/logs/perf" ] || fail "the deleted topic's files are still in $store"
+done
 
 kill -TERM "$broker_pid"
 wait "$broker_pid" || true
 broker_pid=""
-test -f "$scratch/store/clean-shutdown" || fail "the broker did not close the store cleanly on SIGTERM"
-echo "kafka-tools smoke: OK"
+for store in "${stores[@]}"; do
+  test -f "$store/clean-shutdown" || fail "the $mode did not close $store cleanly on SIGTERM"
+done
+echo "kafka-tools smoke ($mode): OK"
