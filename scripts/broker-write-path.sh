@@ -3,7 +3,9 @@
 # store with the given write path, on 127.0.0.1; prints records/s, p99 and the broker's CPU seconds per million
 # records (/proc/<pid>/stat, from topic creation to the end of the run). CLI_JAR= names another sluice-cli.jar (another
 # checkout's build) to compare builds, run by run in turn. With PROFILE=1 it also records the
-# broker with `perf record -g` for 8 s into <scratch>/perf.data (start the JVM's perf map with jcmd).
+# broker with `perf record -g` for 8 s into <scratch>/perf.data (start the JVM's perf map with jcmd). With CONSUME=1
+# kafka-consumer-perf-test then reads the records back from the page cache, and the consumer's records/s and the
+# broker's CPU seconds per million records read are printed too.
 # usage: scripts/broker-write-path.sh <mmap|channel|write-buffer|direct> [acks] [record bytes] [records]
 set -euo pipefail
 path=$1; acks=${2:-1}; size=${3:-1024}; records=${4:-3000000}
@@ -33,3 +35,12 @@ line=$(grep "records sent" "$scratch/perf.out" | tail -1)
 echo "$path acks=$acks ${size} B: $(echo "$line" | sed -E 's/.*sent, ([0-9.]+) records.*/\1/') records/s," \
   "p99 $(echo "$line" | sed -E 's/.* ([0-9]+) ms 99th.*/\1/') ms," \
   "broker CPU $(echo "scale=2; ($after - $before) / 100 / ($records / 1000000)" | bc) s per M records"
+if [ "${CONSUME:-0}" = 1 ]; then
+  before=$(ticks)
+  java -cp "$tools_cp" org.apache.kafka.tools.ConsumerPerformance --bootstrap-server "127.0.0.1:$port" --topic p \
+    --num-records "$records" --timeout 120000 > "$scratch/consume.out" 2>&1
+  after=$(ticks)
+  # The data line: start, end, MB, MB/s, records, records/s, ...
+  rate=$(awk -F, '/^[0-9][0-9][0-9][0-9]-/ { gsub(/ /, "", $6); print $6 }' "$scratch/consume.out" | tail -1)
+  echo "consume ${size} B: ${rate} records/s, broker CPU $(echo "scale=2; ($after - $before) / 100 / ($records / 1000000)" | bc) s per M records"
+fi
