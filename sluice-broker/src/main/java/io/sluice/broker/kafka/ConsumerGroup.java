@@ -101,6 +101,14 @@ final class ConsumerGroup {
     Map<String, TopicShape> subscribedTopics = Map.of();
     /** The assignor the last target was computed with. */
     String assignor = ServerAssignors.UNIFORM;
+    /** Whether a member came, went or changed its subscription since {@link #subscribedNames} was taken. */
+    boolean subscriptionsChanged = true;
+    /** The topic names the members subscribe to, and their patterns: what a heartbeat looks the topics up by. */
+    Set<String> subscribedNames = Set.of();
+    List<java.util.regex.Pattern> patterns = List.of();
+    /** The topics the patterns matched when last resolved, and when (System.nanoTime()). */
+    Set<String> patternMatches = Set.of();
+    long patternsResolvedNanos;
 
     /** A subscribed topic's id and partition count. */
     record TopicShape(Uuid id, int partitions) {
@@ -128,6 +136,7 @@ final class ConsumerGroup {
 
     /** Adds a member, or puts one in the place of another (a static member's restart). */
     void put(Member member) {
+        subscriptionsChanged = true;
         members.put(member.id, member);
         if (member.instanceId != null) {
             staticMembers.put(member.instanceId, member.id);
@@ -148,6 +157,7 @@ final class ConsumerGroup {
 
     /** Removes a member: its partitions are free, and the group's assignment must be computed again. */
     void remove(Member member) {
+        subscriptionsChanged = true;
         release(member);
         members.remove(member.id);
         target.remove(member.id);

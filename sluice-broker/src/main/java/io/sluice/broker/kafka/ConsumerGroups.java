@@ -58,6 +58,8 @@ final class ConsumerGroups {
     static final int SESSION_TIMEOUT_MS = 45_000;
     /** Members per group (Kafka's group.consumer.max.size is unbounded; a hostile client is not). */
     static final int MAX_MEMBERS = GroupCoordinator.MAX_MEMBERS;
+    /** How often a group's subscribed patterns are matched against the topics again, at most. */
+    static final long PATTERN_REFRESH_NANOS = TimeUnit.SECONDS.toNanos(1);
     /** ConsumerGroupDescribe v1's member type of a member on the consumer protocol. */
     private static final byte CONSUMER_MEMBER = 1;
 
@@ -210,6 +212,9 @@ final class ConsumerGroups {
         Member member = member(group, request, owned);
         Map<Uuid, Set<Integer>> before = ConsumerGroup.copy(member.assigned);
         boolean changed = update(member, request, clientId, clientHost);
+        if (changed) {
+            group.subscriptionsChanged = true;
+        }
         if (!group.members.containsKey(member.id)) {
             group.put(member);
             changed = true;
@@ -323,39 +328,62 @@ final class ConsumerGroups {
             member.assignor = request.serverAssignor();
             changed = true;
         }
+        boolean subscription = false;
         if (request.subscribedTopicNames() != null) {
             List<String> names = List.copyOf(new TreeSet<>(request.subscribedTopicNames()));
-            changed |= !names.equals(member.topicNames);
+            subscription = !names.equals(member.topicNames);
             member.topicNames = names;
         }
         if (request.subscribedTopicRegex() != null) {
             String regex = request.subscribedTopicRegex().isEmpty() ? null : request.subscribedTopicRegex();
-            changed |= !java.util.Objects.equals(regex, member.topicRegex);
+            subscription |= !java.util.Objects.equals(regex, member.topicRegex);
             member.topicRegex = regex;
         }
-        return changed;
+        return changed || subscription;
     }
 
-    /** @return the topics some member subscribes to that exist, with their ids and partition counts */
+    /**
+     * @return the topics some member subscribes to that exist, with their ids and partition counts. Looked at on every
+     *     heartbeat, so that a subscribed topic that appears or grows is assigned at once: the members' names and
+     *     patterns are gathered again only when a subscription or the membership changed, and patterns are matched
+     *     against every topic at most every {@link #PATTERN_REFRESH_NANOS}, so a heartbeat costs a lookup per
+     *     subscribed topic, not per member and topic
+     */
     private Map<String, TopicShape> subscribedTopics(ConsumerGroup group) {
-        Map<String, TopicShape> shapes = new TreeMap<>();
-        Map<String, Integer> all = null;
-        for (Member member : group.members.values()) {
-            for (String name : member.topicNames) {
-                shape(shapes, name, partitions.count(name));
-            }
-            if (member.topicRegex != null) {
-                if (all == null) {
-                    all = partitions.topics();
+        long now = System.nanoTime();
+        boolean changed = group.subscriptionsChanged;
+        if (changed) {
+            Set<String> names = new TreeSet<>();
+            Set<String> regexes = new TreeSet<>();
+            for (Member member : group.members.values()) {
+                names.addAll(member.topicNames);
+                if (member.topicRegex != null) {
+                    regexes.add(member.topicRegex);
                 }
-                Pattern pattern = compile(member.topicRegex);
-                all.forEach((name, count) -> {
-                    // Internal topics too, as Kafka resolves a pattern: one that names them means them.
-                    if (pattern.matcher(name).matches()) {
-                        shape(shapes, name, count);
-                    }
-                });
             }
+            group.subscribedNames = names;
+            group.patterns = regexes.stream().map(ConsumerGroups::compile).toList();
+            group.subscriptionsChanged = false;
+        }
+        if (group.patterns.isEmpty()) {
+            group.patternMatches = Set.of();
+        } else if (changed || now - group.patternsResolvedNanos > PATTERN_REFRESH_NANOS) {
+            Set<String> matches = new TreeSet<>();
+            for (String name : partitions.topics().keySet()) {
+                // Internal topics too, as Kafka resolves a pattern: one that names them means them.
+                if (group.patterns.stream().anyMatch(pattern -> pattern.matcher(name).matches())) {
+                    matches.add(name);
+                }
+            }
+            group.patternMatches = matches;
+            group.patternsResolvedNanos = now;
+        }
+        Map<String, TopicShape> shapes = new TreeMap<>();
+        for (String name : group.subscribedNames) {
+            shape(shapes, name, partitions.count(name));
+        }
+        for (String name : group.patternMatches) {
+            shape(shapes, name, partitions.count(name));
         }
         return shapes;
     }

@@ -132,36 +132,76 @@ final class ServerAssignors {
     }
 
     /**
-     * Moves one partition at a time from a member to one with at least two fewer that subscribes to its topic, until
-     * none can move. Every move lowers the sum of the squared loads, so it ends; a group with one subscription (the
-     * usual case) is balanced before it and moves nothing.
+     * Moves partitions until no member has two more than another it could pass one to, directly or along a chain: a
+     * member may give a partition of a topic only some others subscribe to, to one of them, which gives one of
+     * another topic on, and so on, so that only the first loses one and only the last gains one (with mixed
+     * subscriptions a direct move is often impossible where a chain balances). Each chain is the shortest found from a
+     * most loaded member (breadth first), and each lowers the sum of the squared loads, so it ends; a group with one
+     * subscription (the usual case) is balanced before it and moves nothing.
      */
     private static void balance(Map<String, Set<Uuid>> subscriptions, Map<String, List<TopicPartition>> owned,
                                 Comparator<String> byLoad) {
+        Map<Uuid, List<String>> subscribers = new HashMap<>();
+        new TreeMap<>(subscriptions).forEach((member, topics) -> topics.forEach(topic ->
+                subscribers.computeIfAbsent(topic, t -> new ArrayList<>()).add(member)));
         boolean moved = true;
         while (moved) {
             moved = false;
             List<String> order = new ArrayList<>(owned.keySet());
             order.sort(byLoad.reversed());
-            search:
             for (String from : order) {
-                for (int i = order.size() - 1; i >= 0; i--) {
-                    String to = order.get(i);
-                    if (owned.get(from).size() - owned.get(to).size() < 2) {
-                        break;
-                    }
-                    Set<Uuid> topics = subscriptions.get(to);
-                    List<TopicPartition> candidates = owned.get(from);
-                    for (int j = candidates.size() - 1; j >= 0; j--) {
-                        if (topics.contains(candidates.get(j).topic())) {
-                            owned.get(to).add(candidates.remove(j));
-                            moved = true;
-                            break search;
-                        }
-                    }
+                if (chain(from, subscribers, owned)) {
+                    moved = true;
+                    break;
                 }
             }
         }
+    }
+
+    /** One step of a chain: the member reached, and the topic of the partition it was passed. */
+    private record Step(String from, Uuid topic) {
+    }
+
+    /**
+     * Looks breadth first for a chain from {@code from} to a member with at least two fewer partitions, and moves one
+     * partition along each link of it.
+     *
+     * @return whether a chain was found (and moved)
+     */
+    private static boolean chain(String from, Map<Uuid, List<String>> subscribers,
+                                 Map<String, List<TopicPartition>> owned) {
+        int limit = owned.get(from).size() - 2;
+        Map<String, Step> reached = new HashMap<>();
+        reached.put(from, null);
+        java.util.ArrayDeque<String> queue = new java.util.ArrayDeque<>(List.of(from));
+        while (!queue.isEmpty()) {
+            String member = queue.poll();
+            Set<Uuid> topics = new TreeSet<>();
+            owned.get(member).forEach(partition -> topics.add(partition.topic()));
+            for (Uuid topic : topics) {
+                for (String next : subscribers.getOrDefault(topic, List.of())) {
+                    if (reached.containsKey(next)) {
+                        continue;
+                    }
+                    reached.put(next, new Step(member, topic));
+                    if (owned.get(next).size() <= limit) {
+                        for (String to = next; reached.get(to) != null; to = reached.get(to).from()) {
+                            Step step = reached.get(to);
+                            List<TopicPartition> giving = owned.get(step.from());
+                            for (int i = giving.size() - 1; i >= 0; i--) {
+                                if (giving.get(i).topic().equals(step.topic())) {
+                                    owned.get(to).add(giving.remove(i));
+                                    break;
+                                }
+                            }
+                        }
+                        return true;
+                    }
+                    queue.add(next);
+                }
+            }
+        }
+        return false;
     }
 
     private static Map<String, Map<Uuid, Set<Integer>>> empty(Map<String, Set<Uuid>> subscriptions) {
