@@ -231,12 +231,14 @@ final class Replicas {
 
     /**
      * Starts moving each partition's retention hold to the first batch its Raft log names, every few seconds: the
-     * log's start moves up as Ratis purges it after a snapshot, on a partition written to or not.
+     * log's start moves up as Ratis purges it after a snapshot, on a partition written to or not. The store's first
+     * offset follows the partition's log start (Kafka's DeleteRecords) as far as the hold lets it.
      */
     void startRetentionHolds(Tasks tasks) {
         tasks.every("node-" + groups.selfId() + "-retention-holds", Duration.ofMillis(RETENTION_HOLD_MILLIS), () -> {
             for (ReplicatedPartition partition : partitions.values()) {
                 partition.machine().holdRetentionAtLog();
+                partition.machine().deleteBelowLogStart();
             }
         });
     }
