@@ -394,6 +394,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     @Override
+    public long logStartOffset(String topic, int partition) {
+        return partitions.logStart(topic, partition);
+    }
+
+    @Override
+    public CompletableFuture<Long> deleteRecords(String topic, int partition, long offset) {
+        return partitions.deleteRecords(topic, partition, offset);
+    }
+
+    @Override
     public CompletableFuture<Void> createTopic(String topic, int partitionCount, int replicationFactor,
                                                Map<String, String> configs) {
         return metadataClient.createTopic(topic, partitionCount, replicationFactor, configs);
