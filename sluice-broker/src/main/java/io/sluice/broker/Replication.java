@@ -148,6 +148,15 @@ public interface Replication {
     }
 
     /**
+     * Deletes a topic from every broker of the cluster, with its records, its groups' committed offsets and producer
+     * state.
+     *
+     * @return completes once the cluster deleted it and this broker's part of it is gone; fails with
+     *     {@link IllegalArgumentException} saying the topic "does not exist" if the cluster has no such topic
+     */
+    CompletableFuture<Void> deleteTopic(String topic);
+
+    /**
      * Changes a topic's configs in every broker of the cluster, as {@code ClusterView.alterTopicConfigs} describes:
      * made again on what the topic has if another change came first.
      *

@@ -170,6 +170,12 @@ class ReplicatedProduceTest {
         }
 
         @Override
+        public CompletableFuture<Void> deleteTopic(String topic) {
+            return store.deleteTopic(topic) ? CompletableFuture.completedFuture(null) : CompletableFuture.failedFuture(
+                    new IllegalArgumentException("topic " + topic + " does not exist"));
+        }
+
+        @Override
         public CompletableFuture<Void> alterTopicConfigs(String topic,
                                                          java.util.function.UnaryOperator<Map<String, String>> change) {
             store.setTopicConfigs(topic, change.apply(store.topicConfigs(topic)));

@@ -235,6 +235,11 @@ class OffsetExpiryTest {
         }
 
         @Override
+        public CompletableFuture<Void> deleteTopic(String topic) {
+            return CompletableFuture.failedFuture(new UnsupportedOperationException("no topics here"));
+        }
+
+        @Override
         public CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor,
                                                    java.util.Map<String, String> configs) {
             return CompletableFuture.failedFuture(new UnsupportedOperationException("no topics here"));
