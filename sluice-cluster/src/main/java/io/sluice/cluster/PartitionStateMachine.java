@@ -210,9 +210,15 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
 
     /**
      * Raises the store's first offset to the log start, as far as the retention hold lets it
-     * ({@link RetentionHold#deleteBelow}); the store is forced first.
+     * ({@link RetentionHold#deleteBelow}); the store is forced first. Nothing once the group left the server (its topic
+     * deleted): the store's partition of that name may be another topic's by then.
      */
     void deleteBelowLogStart() {
+        try {
+            server.getDivision(groupId);
+        } catch (IOException | RuntimeException gone) {
+            return;
+        }
         retention.deleteBelow(logStart);
     }
 
