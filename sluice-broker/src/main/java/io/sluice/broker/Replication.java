@@ -116,6 +116,23 @@ public interface Replication {
     long highWatermark(String topic, int partition);
 
     /**
+     * @return the offset below which the partition's records were deleted (Kafka's DeleteRecords), as this broker's
+     *     replica applied the deletions, 0 if none were or it holds no replica; its store may still hold batches below
+     *     it, which the cluster sends a replica behind, but clients are answered as if it held none
+     */
+    long logStartOffset(String topic, int partition);
+
+    /**
+     * Deletes a partition's records below {@code offset} on every replica, if this broker leads the partition: its log
+     * start moves there at one place of the partition's replicated log.
+     *
+     * @param offset the new log start, at most the high watermark (the caller checks)
+     * @return completes with the partition's log start after the deletion once it is committed and this broker applied
+     *     it; fails with {@link NotLeaderException} if this broker does not (or no longer) lead the partition
+     */
+    CompletableFuture<Long> deleteRecords(String topic, int partition, long offset);
+
+    /**
      * Creates a topic in every broker of the cluster, each partition on {@code replicationFactor} brokers, with its
      * configs (every broker's store keeps them with the topic).
      *
@@ -129,6 +146,15 @@ public interface Replication {
     default CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor) {
         return createTopic(topic, partitions, replicationFactor, Map.of());
     }
+
+    /**
+     * Deletes a topic from every broker of the cluster, with its records, its groups' committed offsets and producer
+     * state.
+     *
+     * @return completes once the cluster deleted it and this broker's part of it is gone; fails with
+     *     {@link IllegalArgumentException} saying the topic "does not exist" if the cluster has no such topic
+     */
+    CompletableFuture<Void> deleteTopic(String topic);
 
     /**
      * Changes a topic's configs in every broker of the cluster, as {@code ClusterView.alterTopicConfigs} describes:

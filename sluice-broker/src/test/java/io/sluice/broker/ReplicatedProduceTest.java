@@ -158,6 +158,23 @@ class ReplicatedProduceTest {
             return highWatermark.get();
         }
 
+        /** The store's own first offset is the log start here ({@link #deleteRecords}). */
+        @Override
+        public long logStartOffset(String topic, int partition) {
+            return 0;
+        }
+
+        @Override
+        public CompletableFuture<Long> deleteRecords(String topic, int partition, long offset) {
+            return CompletableFuture.completedFuture(store.deleteRecords(topic, partition, offset));
+        }
+
+        @Override
+        public CompletableFuture<Void> deleteTopic(String topic) {
+            return store.deleteTopic(topic) ? CompletableFuture.completedFuture(null) : CompletableFuture.failedFuture(
+                    new IllegalArgumentException("topic " + topic + " does not exist"));
+        }
+
         @Override
         public CompletableFuture<Void> alterTopicConfigs(String topic,
                                                          java.util.function.UnaryOperator<Map<String, String>> change) {

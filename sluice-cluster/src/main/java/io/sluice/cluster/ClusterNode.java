@@ -39,8 +39,9 @@ import org.slf4j.LoggerFactory;
  * ({@link ReplicaViews}). Here they are wired together, and the {@link Replication} methods delegate to them. Their
  * recurring duties are named tasks on the node's {@link Tasks}.
  *
- * <p>Group ids are derived from the cluster id (and the topic and partition), so every node names a group alike,
- * and a node started with another cluster id cannot take part in this cluster's groups. Thread-safe.
+ * <p>Group ids are derived from the cluster id (and the topic's id, or for a topic from before deletions its name,
+ * and the partition), so every node names a group alike, and a node started with another cluster id cannot take part
+ * in this cluster's groups. Thread-safe.
  */
 public final class ClusterNode implements Replication, AutoCloseable {
 
@@ -130,6 +131,9 @@ public final class ClusterNode implements Replication, AutoCloseable {
     private final Membership membership;
     private final ReplicaViews partitions;
     private final Leadership leadership;
+    private final TopicDeletions deletions;
+    /** This start's barrier in the metadata log: once applied here, what is left of deleted topics goes. */
+    private final MetadataCommands.Barrier barrier;
     /** Runs this node's asks of other nodes (who leads, a hand-over elsewhere), a virtual thread each. */
     private final ExecutorService askers = Executors.newThreadPerTaskExecutor(
             Thread.ofVirtual().name("leaders-elsewhere-", 0).factory());
@@ -179,8 +183,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.groups = new RaftGroups(clusterId, cluster, self, raftDirectory);
         this.tasks = new ScheduledTasks("node-" + nodeId + "-tasks");
         StoreOffsets offsets = new StoreOffsets(store);
+        this.barrier = new MetadataCommands.Barrier(nodeId, new java.security.SecureRandom().nextLong());
         this.metadata = new MetadataStateMachine(this::onTopic, this::hostPartitions, offsets::commit,
-                offsets::forget, offsets::keepOnly, this::keepConfigs, this::keepId, groups::peer);
+                offsets::forget, offsets::keepOnly, this::keepConfigs, this::keepId, this::onDeleted,
+                this::onBarrier, groups::peer);
         this.metadataClient = new MetadataClient(groups, metadata, () -> closed, store.config().maxQueuesPerTopic());
         ShortReplicas shorts = new ShortReplicas(groups, store, metadataClient::asker);
         metadata.answerShortQueries(shorts::answer);
@@ -188,6 +194,10 @@ public final class ClusterNode implements Replication, AutoCloseable {
         // The partition groups found in the Raft directory start with the server: name them before it starts.
         replicas.nameStoredPartitions();
         this.restarts = new ReplicaRestarts(groups, replicas, shorts, metadata.state(), store, tasks, () -> closed);
+        this.deletions = new TopicDeletions(groups, replicas, restarts, store, topic -> {
+            hostPartitions(topic, 0, metadata.state().createdAt(topic.name()));
+            replicas.keepConfigs(topic);
+        });
         this.membership = new Membership(groups, metadataClient, metadata, replicas, tasks, () -> closed);
         LeadersElsewhere leadersElsewhere = new LeadersElsewhere((node, partition) -> metadataClient.asker()
                 .getGroupManagementApi(peerId(node)).info(groups.groupId(partition)).getRoleInfoProto(),
@@ -221,11 +231,46 @@ public final class ClusterNode implements Replication, AutoCloseable {
         tasks.every("node-" + self.id() + "-topic-ids", Duration.ofMillis(TOPIC_IDS_CHECK_MILLIS),
                 metadataClient::identifyTopics);
         replicas.startRetentionHolds(tasks);
+        tasks.start("node-" + self.id() + "-barrier", Duration.ZERO, this::submitBarrier);
         new HandOverWatch(self.id(), tasks, replicas::known, id -> replicas.replicaOf(id.topic(), id.partition()),
                 leadership::stepDown, Leadership.HAND_OVER_MILLIS).start();
         if (tuning.preferredLeaders()) {
             leadership.keepPreferredLeaders(tuning.leaderImbalanceCheck());
         }
+    }
+
+    /** How long the barrier's submission waits for an answer before it is sent again. */
+    private static final long BARRIER_TIMEOUT_SECONDS = 30;
+
+    /**
+     * One round of submitting this start's barrier ({@link MetadataCommands.Barrier}), until the metadata answers it:
+     * once a leader is known (before, a request only fails).
+     */
+    private Tasks.Next submitBarrier() throws InterruptedException {
+        RaftServer.Division here = groups.divisionOrNull(groups.metadataGroupId());
+        if (here == null || here.getInfo().getLeaderId() == null) {
+            return Tasks.Next.inMillis(100);
+        }
+        try {
+            metadataClient.answer(barrier.command()).get(BARRIER_TIMEOUT_SECONDS, TimeUnit.SECONDS);
+            return Tasks.Next.DONE;
+        } catch (java.util.concurrent.ExecutionException | java.util.concurrent.TimeoutException
+                 | RuntimeException e) {
+            LOG.debug("node {}: its barrier was not answered, sent again: {}", self.id(), e.toString());
+            return Tasks.Next.inMillis(300);
+        }
+    }
+
+    /** A barrier applied here: this node's own, of this start, has it sweep what is left of deleted topics. */
+    private void onBarrier(MetadataCommands.Barrier applied) {
+        if (applied.equals(barrier)) {
+            deletions.sweep(metadata.state());
+        }
+    }
+
+    /** The metadata deleted a topic (or this node replays it, or finds it deleted): this node deletes its part. */
+    private void onDeleted(MetadataCommands.Topic topic) {
+        deletions.deleted(topic);
     }
 
     private void closeAfterFailedStart(RuntimeException failure) {
@@ -274,9 +319,11 @@ public final class ClusterNode implements Replication, AutoCloseable {
                 (machine, cause) -> restarts.logFailed(partition, machine, cause), hooks);
     }
 
-    /** The metadata created a topic (or this node replays its creation): take this node's part. */
+    /** The metadata changed a topic's configs (or this node replays it): the store keeps them. */
     private void keepConfigs(MetadataCommands.Topic topic) {
-        replicas.keepConfigs(topic);
+        if (!deletions.storeHoldsAnother(topic)) {
+            replicas.keepConfigs(topic);
+        }
     }
 
     /** The metadata gave a topic created before ids its id (or this node replays it): the store keeps it. */
@@ -284,15 +331,21 @@ public final class ClusterNode implements Replication, AutoCloseable {
         replicas.keepId(topic);
     }
 
+    /** The metadata created a topic (or this node replays its creation): take this node's part. */
     private void onTopic(MetadataCommands.Topic topic, long index) {
         hostPartitions(topic, 0, index);
     }
 
     /**
      * Hosts this node's replicas of the topic's partitions from {@code from} on (or rejoins them, if older than this
-     * node's rejoin): all of a topic just created, the new ones of a topic that gained partitions.
+     * node's rejoin): all of a topic just created, the new ones of a topic that gained partitions. Not while the store
+     * holds another topic of its name ({@link TopicDeletions#storeHoldsAnother}).
      */
     private void hostPartitions(MetadataCommands.Topic topic, int from, long index) {
+        if (deletions.storeHoldsAnother(topic)) {
+            return;
+        }
+        groups.nameGroups(topic);
         boolean older = membership.rejoins(index);
         if (!older) {
             replicas.ensureTopic(topic);
@@ -394,9 +447,24 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     @Override
+    public long logStartOffset(String topic, int partition) {
+        return partitions.logStart(topic, partition);
+    }
+
+    @Override
+    public CompletableFuture<Long> deleteRecords(String topic, int partition, long offset) {
+        return partitions.deleteRecords(topic, partition, offset);
+    }
+
+    @Override
     public CompletableFuture<Void> createTopic(String topic, int partitionCount, int replicationFactor,
                                                Map<String, String> configs) {
         return metadataClient.createTopic(topic, partitionCount, replicationFactor, configs);
+    }
+
+    @Override
+    public CompletableFuture<Void> deleteTopic(String topic) {
+        return metadataClient.deleteTopic(topic);
     }
 
     @Override

@@ -344,6 +344,12 @@ final class Membership {
 
         @Override
         public Next run() {
+            MetadataCommands.Topic now = metadata.state().topic(topic.name());
+            if (now == null || !now.is(topic.id())) {
+                LOG.info("node {}: the rejoin of {} ends: its topic was deleted", groups.selfId(), partition);
+                rejoining.decrementAndGet();
+                return Next.DONE;
+            }
             if (!slot) {
                 if (!rejoinSlots.tryAcquire()) {
                     return Next.inMillis(SLOT_MILLIS);
@@ -353,9 +359,7 @@ final class Membership {
             try {
                 if (rejoin == null) {
                     // With the id the metadata gave it since its creation was applied, if any (KIP-516).
-                    MetadataCommands.Topic now = metadata.state().topic(topic.name());
-                    replicas.ensureTopic(topic.id() == null && now != null && now.id() != null
-                            ? topic.withId(now.id()) : topic);
+                    replicas.ensureTopic(topic.id() == null && now.id() != null ? topic.withId(now.id()) : topic);
                     rejoin = new GroupRejoin(groups, group, partition.toString(), index -> { }, false,
                             tasks::nanoTime);
                 }

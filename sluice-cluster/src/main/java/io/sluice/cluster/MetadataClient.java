@@ -136,12 +136,27 @@ final class MetadataClient implements AutoCloseable {
      * @return the answer's text, once the cluster applied the command; fails if the cluster did not take it
      */
     CompletableFuture<String> answer(String command) {
+        return answerAt(command).thenApply(Answer::text);
+    }
+
+    /**
+     * A command's answer, and the index of the entry that logged it.
+     *
+     * @param text the answer
+     * @param index the log index of the command's entry, which this node applies in its turn
+     */
+    record Answer(String text, long index) {
+    }
+
+    /** As {@link #answer}, with the index of the command's entry. */
+    CompletableFuture<Answer> answerAt(String command) {
         // Once a record is applied (all but the first moments of a new cluster), sent at once, in the caller's order;
         // before, async: the record's apply ends the wait, and a send must not hold the metadata's apply thread.
         CompletableFuture<Void> recorded = metadata.state().awaitMembers();
         return (recorded.isDone() ? send(command) : recorded.thenComposeAsync(any -> send(command)))
                 .thenCompose(reply -> reply.isSuccess()
-                        ? CompletableFuture.completedFuture(reply.getMessage().getContent().toStringUtf8())
+                        ? CompletableFuture.completedFuture(new Answer(reply.getMessage().getContent().toStringUtf8(),
+                                reply.getLogIndex()))
                         : CompletableFuture.failedFuture(reply.getException()));
     }
 
@@ -214,7 +229,10 @@ final class MetadataClient implements AutoCloseable {
         return nodes;
     }
 
-    /** Creates a replicated topic with its configs; completes once this node applied its creation. */
+    /**
+     * Creates a replicated topic with its configs, its groups named by its id; completes once this node applied its
+     * creation (the entry itself: a topic of that name this node has not yet seen deleted is another).
+     */
     CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor,
                                         Map<String, String> configs) {
         int brokers = groups.cluster().nodes().size();
@@ -232,15 +250,48 @@ final class MetadataClient implements AutoCloseable {
         }
         // The id is chosen here, by the broker that takes the request, and logged with the topic: every node keeps
         // the one the log holds.
-        return answer(new Topic(topic, replicas, configs, TopicIds.random()).command()).thenCompose(answer -> {
-            if (answer.equals("exists")) {
+        return answerAt(new Topic(topic, replicas, configs, TopicIds.random(), true).command()).thenCompose(answer -> {
+            if (answer.text().equals("exists")) {
                 return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic
                         + " already exists"));
             }
-            if (!answer.equals("created")) {
-                return CompletableFuture.failedFuture(new IllegalArgumentException(answer));
+            if (!answer.text().equals("created")) {
+                return CompletableFuture.failedFuture(new IllegalArgumentException(answer.text()));
             }
-            return metadata.state().awaitTopic(topic).thenApply(created -> null);
+            return metadata.state().awaitApplied(answer.index());
+        });
+    }
+
+    /** How many times a deletion is sent again after the topic was given an id between its decision and its entry. */
+    private static final int DELETE_ATTEMPTS = 3;
+
+    /**
+     * Deletes a replicated topic: the topic of that name this node applied, by its id, so that a deletion never takes a
+     * topic created under the name since. Completes once this node applied the deletion (its part of the topic gone).
+     */
+    CompletableFuture<Void> deleteTopic(String topic) {
+        return deleteTopic(topic, DELETE_ATTEMPTS);
+    }
+
+    private CompletableFuture<Void> deleteTopic(String topic, int attempts) {
+        Topic current = metadata.state().topic(topic);
+        if (current == null) {
+            return CompletableFuture.failedFuture(new IllegalArgumentException("topic " + topic + " does not exist"));
+        }
+        return answerAt(current.deleteCommand()).thenCompose(answer -> {
+            if (answer.text().equals(MetadataCommands.TOPIC_DELETED)) {
+                return metadata.state().awaitApplied(answer.index());
+            }
+            if (answer.text().startsWith(MetadataState.ANOTHER_ID) && attempts > 1) {
+                // Given its id (a topic from before ids), or deleted and created again, before the entry: decided
+                // again on what this node applied by then.
+                return metadata.state().awaitApplied(answer.index())
+                        .thenComposeAsync(applied -> deleteTopic(topic, attempts - 1));
+            }
+            return CompletableFuture.failedFuture(answer.text().startsWith("refused: no topic")
+                    || answer.text().startsWith(MetadataState.ANOTHER_ID)
+                    ? new IllegalArgumentException("topic " + topic + " does not exist")
+                    : new IllegalStateException("topic " + topic + " was not deleted: " + answer.text()));
         });
     }
 

@@ -16,12 +16,15 @@ import java.util.UUID;
 /**
  * The metadata group's commands, one per entry of its log, as text (docs/format.md, "Cluster"), and their answers.
  *
- * <p>Commands: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;... [<configs> [<id>]]} with
- * each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}, the topic's configs, if it has any,
- * as {@code name=value} pairs joined by {@code &}, each name and value URL-encoded (UTF-8), e.g.
- * {@code cleanup.policy=compact&retention.ms=1000} ({@code -} for none when an id follows), and its id (a UUID's text),
- * which every topic created since ids has; {@code topicid <name> <id>}, which gives a topic created before ids (its
- * command has none) its id, once; {@code configs <name> <configs> [<expected>]}, which replaces a topic's
+ * <p>Commands: {@code topic <name> <partitions> <replicas of 0>;<replicas of 1>;... [<configs> [<id>
+ * [groups-by-id]]]} with each replica list comma separated, e.g. {@code topic orders 2 1,2,3;2,3,1}, the topic's
+ * configs, if it has any, as {@code name=value} pairs joined by {@code &}, each name and value URL-encoded (UTF-8),
+ * e.g. {@code cleanup.policy=compact&retention.ms=1000} ({@code -} for none when an id follows), its id (a UUID's
+ * text), which every topic created since ids has, and {@value #GROUPS_BY_ID} for a topic whose partitions' Raft groups
+ * are named by its id (every topic created since topics can be deleted; before, by its name);
+ * {@code topicid <name> <id>}, which gives a topic created before ids (its command has none) its id, once;
+ * {@code delete <name> [<id>]}, which deletes the topic of that name if it has that id (or, without one, if it has
+ * none); {@code configs <name> <configs> [<expected>]}, which replaces a topic's
  * configs ({@code -} for none) if it has the expected ones (or whatever it has, without them: a snapshot's command);
  * {@code partitions <name> <partitions>
  * <replicas of 0>;...}, which gives a topic more partitions (the replicas of those it has unchanged, each node hosting
@@ -42,6 +45,9 @@ final class MetadataCommands {
     private MetadataCommands() {
     }
 
+    /** The last word of the command creating a topic whose partitions' Raft groups are named by its id. */
+    static final String GROUPS_BY_ID = "groups-by-id";
+
     /**
      * A topic as the cluster knows it.
      *
@@ -49,12 +55,24 @@ final class MetadataCommands {
      * @param replicas for each partition, the node ids of its replicas
      * @param configs its configs (Kafka's topic configs it was given), by name
      * @param id its id (KIP-516), or null for a topic created before ids that the controller has not given one yet
+     * @param groupsById whether its partitions' Raft groups are named by its id (every topic created since topics can
+     *     be deleted, so that one created again under a deleted topic's name has other groups); false for a topic
+     *     created before, whose groups are named by its name and keep those names
      */
-    record Topic(String name, List<List<Integer>> replicas, Map<String, String> configs, UUID id) {
+    record Topic(String name, List<List<Integer>> replicas, Map<String, String> configs, UUID id,
+                 boolean groupsById) {
 
         Topic {
             replicas = replicas.stream().map(List::copyOf).toList();
             configs = Collections.unmodifiableSortedMap(new TreeMap<>(configs));
+            if (groupsById && id == null) {
+                throw new IllegalArgumentException("topic " + name + "'s groups cannot be named by an id it lacks");
+            }
+        }
+
+        /** A topic whose groups are named by its name. */
+        Topic(String name, List<List<Integer>> replicas, Map<String, String> configs, UUID id) {
+            this(name, replicas, configs, id, false);
         }
 
         /** A topic without an id. */
@@ -73,22 +91,44 @@ final class MetadataCommands {
 
         /** @return this topic with other configs */
         Topic withConfigs(Map<String, String> other) {
-            return new Topic(name, replicas, other, id);
+            return new Topic(name, replicas, other, id, groupsById);
         }
 
         /** @return this topic with an id */
         Topic withId(UUID other) {
-            return new Topic(name, replicas, configs, other);
+            return new Topic(name, replicas, configs, other, groupsById);
+        }
+
+        /** @return this topic, its groups named as {@code other}'s are (a growth's command does not say) */
+        Topic withGroupsOf(Topic other) {
+            return new Topic(name, replicas, configs, id, other.groupsById);
         }
 
         /**
-         * @return the command creating the topic, with its configs and id (neither: the four words of logs before
-         *     configs; configs only: the five words of logs before ids)
+         * Whether a topic of this name with the id {@code otherId} is this topic rather than another one of the same
+         * name, deleted before this one was created or created after it was deleted. Ids tell topics apart; a topic
+         * with no id was created before ids, before topics could be deleted, and so before any topic named by its id.
+         *
+         * @param otherId the other's id, or null for none
+         */
+        boolean is(UUID otherId) {
+            return otherId == null ? !groupsById : otherId.equals(id);
+        }
+
+        /**
+         * @return the command creating the topic, with its configs, id and the naming of its groups (none of them: the
+         *     four words of logs before configs; configs only: the five words of logs before ids; no naming: the six
+         *     words of logs before topics could be deleted)
          */
         String command() {
-            String configured = id != null ? " " + word(configs) + " " + id
+            String configured = id != null ? " " + word(configs) + " " + id + (groupsById ? " " + GROUPS_BY_ID : "")
                     : configs.isEmpty() ? "" : " " + encode(configs);
             return "topic " + name + " " + replicas.size() + " " + replicaLists() + configured;
+        }
+
+        /** @return the command deleting this topic (and no other of its name) */
+        String deleteCommand() {
+            return "delete " + name + (id == null ? "" : " " + id);
         }
 
         /** @return the command giving the topic, created before ids, its id */
@@ -145,7 +185,8 @@ final class MetadataCommands {
         /** @throws IllegalArgumentException if the text is not a topic command */
         static Topic parse(String command) {
             String[] parts = command.split(" ");
-            if (parts.length < 4 || parts.length > 6 || !parts[0].equals("topic")) {
+            if (parts.length < 4 || parts.length > 7 || !parts[0].equals("topic")
+                    || parts.length == 7 && !parts[6].equals(GROUPS_BY_ID)) {
                 throw new IllegalArgumentException("not a metadata command: " + command);
             }
             int partitions = Integer.parseInt(parts[2]);
@@ -162,8 +203,8 @@ final class MetadataCommands {
                 }
                 replicas.add(nodes);
             }
-            if (parts.length == 6) {
-                return new Topic(parts[1], replicas, unword(parts[4]), parseId(parts[5]));
+            if (parts.length >= 6) {
+                return new Topic(parts[1], replicas, unword(parts[4]), parseId(parts[5]), parts.length == 7);
             }
             return new Topic(parts[1], replicas, parts.length == 5 ? decode(parts[4]) : Map.of());
         }
@@ -182,6 +223,44 @@ final class MetadataCommands {
 
         private static Map<String, String> unword(String word) {
             return word.equals("-") ? Map.of() : decode(word);
+        }
+
+        /**
+         * @return the topic a {@code delete <name> [<id>]} command deletes: its name and id (null for none), nothing
+         *     else known
+         * @throws IllegalArgumentException if the text is not a delete command
+         */
+        static Topic parseDeleteCommand(String command) {
+            String[] parts = command.split(" ");
+            if (parts.length != 2 && parts.length != 3 || !parts[0].equals("delete") || parts[1].isEmpty()) {
+                throw new IllegalArgumentException("not a delete command: " + command);
+            }
+            return new Topic(parts[1], List.of(), Map.of(), parts.length == 3 ? parseId(parts[2]) : null);
+        }
+    }
+
+    /**
+     * A node's barrier in the metadata log: {@code barrier <node> <token>}, submitted once a node starts, with a token
+     * it chose for that start. When the node applies it, it has applied everything committed before it, as every
+     * node that started since then has: what its metadata lacks was deleted, and its store and Raft directory may be
+     * rid of what is left of it ({@link TopicDeletions#sweep}). Every other node applies it as nothing.
+     *
+     * @param node the node that submitted it
+     * @param token the token its start chose
+     */
+    record Barrier(int node, long token) {
+
+        String command() {
+            return "barrier " + node + " " + token;
+        }
+
+        /** @throws IllegalArgumentException if the text is not a barrier command */
+        static Barrier parse(String command) {
+            String[] parts = command.split(" ");
+            if (parts.length != 3 || !parts[0].equals("barrier")) {
+                throw new IllegalArgumentException("not a barrier command: " + command);
+            }
+            return new Barrier(Integer.parseInt(parts[1]), Long.parseLong(parts[2]));
         }
     }
 
@@ -333,6 +412,12 @@ final class MetadataCommands {
             return new Forget(parts[1], Long.parseLong(parts[2]), Long.parseLong(parts[3]));
         }
     }
+
+    /** The answer to a delete command that deleted its topic. */
+    static final String TOPIC_DELETED = "deleted";
+
+    /** The answer to a barrier command. */
+    static final String PASSED = "passed";
 
     /** The answer to a forget command whose group's offsets are gone on every node. */
     static final String FORGOTTEN = "forgotten";

@@ -22,9 +22,9 @@ import org.slf4j.LoggerFactory;
 /**
  * What a node applied of the metadata log ({@link MetadataCommands}): the topics and their replicas, the nodes that
  * took part, and each consumer group's committed offsets, with the callbacks that act on them in the node (create a
- * topic in the store and host its replicas, keep a group's offsets in the store or forget them). Every node applies
- * the same commands in the same order, so every node's state is alike; a snapshot ({@link #snapshot}) holds the
- * commands that rebuild it.
+ * topic in the store and host its replicas, delete them, keep a group's offsets in the store or forget them). Every
+ * node applies the same commands in the same order, so every node's state is alike; a snapshot ({@link #snapshot})
+ * holds the commands that rebuild it.
  *
  * <p>Thread-safe: commands are applied by the metadata group's one applying thread (and a start's snapshot before
  * it, {@link MetadataStateMachine#applyStartSnapshot}); any thread reads.
@@ -50,7 +50,6 @@ final class MetadataState {
     private final CompletableFuture<Void> anyMember = new CompletableFuture<>();
     /** The log held topics or offsets before any member record (a cluster from before the records). */
     private volatile boolean untracked;
-    private final Map<String, CompletableFuture<Topic>> awaited = new ConcurrentHashMap<>();
     /** Futures waiting for a topic to have at least a number of partitions here, by topic. */
     private final Map<String, List<Map.Entry<Integer, CompletableFuture<Topic>>>> awaitedGrowth =
             new ConcurrentHashMap<>();
@@ -65,6 +64,8 @@ final class MetadataState {
     private final Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups;
     private final Consumer<Topic> onConfigs;
     private final Consumer<Topic> onId;
+    private final Consumer<Topic> onDeleted;
+    private final Consumer<MetadataCommands.Barrier> onBarrier;
 
     /** A group's offsets as the log's commits left them, and the log index of its latest commit. */
     private record Committed(long index, Map<ClusterNode.PartitionId, Long> offsets) {
@@ -85,12 +86,18 @@ final class MetadataState {
      *     again as it replays its log)
      * @param onId told of each topic created before ids that was given one, as it is now, as this node applies it (and
      *     again as it replays its log)
+     * @param onDeleted told of each topic deleted, as it was, as this node applies the deletion (and again as it
+     *     replays its log), or finds in a snapshot it installs that the topic was deleted before it
+     * @param onBarrier told of each barrier as this node applies it (any node's)
      */
     MetadataState(BiConsumer<Topic, Long> onTopic, PartitionsAdded onPartitions, Consumer<Offsets> onOffsets,
                   Consumer<String> onForget, Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups,
-                  Consumer<Topic> onConfigs, Consumer<Topic> onId) {
+                  Consumer<Topic> onConfigs, Consumer<Topic> onId, Consumer<Topic> onDeleted,
+                  Consumer<MetadataCommands.Barrier> onBarrier) {
         this.onConfigs = onConfigs;
         this.onId = onId;
+        this.onDeleted = onDeleted;
+        this.onBarrier = onBarrier;
         this.onTopic = onTopic;
         this.onPartitions = onPartitions;
         this.onOffsets = onOffsets;
@@ -115,6 +122,17 @@ final class MetadataState {
         return topics.get(name);
     }
 
+    /** @return the topics, as far as this node has applied the log */
+    List<Topic> topics() {
+        return List.copyOf(topics.values());
+    }
+
+    /** @return the log index of a topic's creation, or -1 if the cluster has no topic of that name here */
+    long createdAt(String name) {
+        List<Logged> entries = topicEntries.get(name);
+        return entries == null || entries.isEmpty() ? -1 : entries.getFirst().index();
+    }
+
     /** @return the topics created before ids that have none yet, as far as this node has applied the log */
     List<String> topicsWithoutIds() {
         return topics.values().stream().filter(topic -> topic.id() == null).map(Topic::name).sorted().toList();
@@ -133,15 +151,6 @@ final class MetadataState {
         return anyMember;
     }
 
-    /** @return completes once this node has applied the topic's creation */
-    CompletableFuture<Topic> awaitTopic(String name) {
-        CompletableFuture<Topic> future = awaited.computeIfAbsent(name, n -> new CompletableFuture<>());
-        Topic known = topics.get(name);
-        if (known != null) {
-            future.complete(known);
-        }
-        return future;
-    }
 
     /** Applies a command logged at {@code index} in {@code term}; @return its answer */
     String apply(String command, long term, long index) {
@@ -171,6 +180,11 @@ final class MetadataState {
                 return applyConfigs(Topic.parseConfigs(command), index);
             } else if (command.startsWith("topicid ")) {
                 return applyId(Topic.parseIdCommand(command));
+            } else if (command.startsWith("delete ")) {
+                return applyDelete(Topic.parseDeleteCommand(command));
+            } else if (command.startsWith("barrier ")) {
+                onBarrier.accept(MetadataCommands.Barrier.parse(command));
+                return MetadataCommands.PASSED;
             } else {
                 return applyTopic(Topic.parse(command), index);
             }
@@ -269,7 +283,7 @@ final class MetadataState {
         if (!grown.replicas().subList(0, current.partitions()).equals(current.replicas())) {
             return "refused: the replicas of " + grown.name() + "'s partitions are not " + current.replicas();
         }
-        grown = grown.withConfigs(current.configs()).withId(current.id());
+        grown = grown.withConfigs(current.configs()).withId(current.id()).withGroupsOf(current);
         topics.put(grown.name(), grown);
         topicEntries.computeIfAbsent(grown.name(), n -> new CopyOnWriteArrayList<>())
                 .add(new Logged(index, grown.growCommand()));
@@ -417,8 +431,53 @@ final class MetadataState {
         } else {
             answer = "exists";
         }
-        awaitTopic(topic.name()).complete(topics.get(topic.name()));
         return answer;
+    }
+
+    /**
+     * A topic deleted: refused unless the topic of that name has the id named (or, without one, has none), so that a
+     * deletion decided on one topic never deletes another created under its name since.
+     */
+    private String applyDelete(Topic named) {
+        Topic current = topics.get(named.name());
+        if (current == null) {
+            return "refused: no topic " + named.name();
+        }
+        if (!java.util.Objects.equals(current.id(), named.id())) {
+            return ANOTHER_ID + current.id();
+        }
+        delete(current);
+        return MetadataCommands.TOPIC_DELETED;
+    }
+
+    /** How the answer to a delete command naming another id than the topic has begins; the topic's id follows. */
+    static final String ANOTHER_ID = "refused: the topic has the id ";
+
+    /**
+     * Forgets a topic the cluster deleted, with every group's committed offsets of its partitions (a snapshot keeps
+     * neither), and has the node delete its part. Growths waited for fail.
+     */
+    private void delete(Topic topic) {
+        topics.remove(topic.name());
+        topicEntries.remove(topic.name());
+        var waiting = awaitedGrowth.remove(topic.name());
+        if (waiting != null) {
+            waiting.forEach(wait -> wait.getValue().completeExceptionally(new IllegalArgumentException("topic "
+                    + topic.name() + " does not exist")));
+        }
+        for (String group : List.copyOf(committed.keySet())) {
+            committed.computeIfPresent(group, (name, last) -> {
+                last.offsets().keySet().removeIf(partition -> partition.topic().equals(topic.name()));
+                return last.offsets().isEmpty() ? null : last;
+            });
+        }
+        try {
+            onDeleted.accept(topic);
+        } catch (RuntimeException e) {
+            // The cluster deleted it; this node could not delete its part (a closed store, a failed disk): what is
+            // left goes once the node has caught up after its next start (TopicDeletions.sweep).
+            LOG.error("node cannot delete its part of topic {}: {}", topic.name(), e.toString());
+        }
     }
 
     /**
@@ -453,11 +512,32 @@ final class MetadataState {
 
     /**
      * Applies a snapshot's commands over what this node applied before (nothing at a start; less than the snapshot
-     * after a node behind the leader's log installs it): a topic, partition or member known already stays; a group
-     * whose offsets the snapshot lacks, or holds fewer partitions of, was forgotten before it (and, for the latter,
-     * committed again) and is forgotten here first, as is such a group in the store ({@code keepGroups}).
+     * after a node behind the leader's log installs it): a topic, partition or member known already stays; a topic
+     * created at or below the snapshot's index that the snapshot lacks (or holds another topic of its name) was deleted
+     * before it, and is deleted here first; a group whose offsets the snapshot lacks, or holds fewer partitions of, was
+     * forgotten before it (and, for the latter, committed again) and is forgotten here first, as is such a group in the
+     * store ({@code keepGroups}). A topic created past the snapshot's index (a node that rejoins may have applied more
+     * of an earlier log than the snapshot holds) is left to the log that follows.
+     *
+     * @param index the index of the snapshot's last entry
      */
-    void applySnapshot(MetadataSnapshot snapshot) {
+    void applySnapshot(MetadataSnapshot snapshot, long index) {
+        Map<String, Topic> inSnapshot = new HashMap<>();
+        for (Logged line : snapshot.lines()) {
+            if (line.command().startsWith("topic ")) {
+                Topic topic = Topic.parse(line.command());
+                inSnapshot.put(topic.name(), topic);
+            }
+        }
+        for (Topic known : topics()) {
+            Topic there = inSnapshot.get(known.name());
+            long created = createdAt(known.name());
+            if (created >= 0 && created <= index && (there == null || !there.is(known.id()))) {
+                LOG.info("metadata: topic {} (id {}) was deleted before the snapshot at index {}", known.name(),
+                        known.id(), index);
+                delete(known);
+            }
+        }
         untracked |= snapshot.untracked();
         Map<String, Set<ClusterNode.PartitionId>> kept = new HashMap<>();
         for (Logged line : snapshot.lines()) {

@@ -56,6 +56,8 @@ final class MetadataStateMachine extends BaseStateMachine {
     private volatile SnapshotStorage snapshots = new SnapshotStorage();
     /** The snapshot this node started from, read at its start and not applied yet ({@link #applyStartSnapshot}). */
     private volatile MetadataSnapshot startSnapshot;
+    /** The index of {@link #startSnapshot}'s last entry. */
+    private volatile long startSnapshotIndex;
     private final Object snapshotLock = new Object();
     private volatile RaftServer server;
     /** The group started here before (it is started again when a rejoin adds it again). */
@@ -74,13 +76,17 @@ final class MetadataStateMachine extends BaseStateMachine {
      *     its partitions ({@link MetadataState})
      * @param onConfigs told of each topic whose configs changed, as this node applies the change
      * @param onId told of each topic created before ids that was given one, as this node applies it
+     * @param onDeleted told of each topic deleted, as this node applies the deletion ({@link MetadataState})
+     * @param onBarrier told of each barrier as this node applies it
      * @param peers a node's Raft address by its id (a node installing a snapshot asks the leader for it)
      */
     MetadataStateMachine(BiConsumer<Topic, Long> onTopic, MetadataState.PartitionsAdded onPartitions,
                          Consumer<Offsets> onOffsets, Consumer<String> onForget,
                          Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups, Consumer<Topic> onConfigs,
-                         Consumer<Topic> onId, Function<RaftPeerId, RaftPeer> peers) {
-        this.state = new MetadataState(onTopic, onPartitions, onOffsets, onForget, keepGroups, onConfigs, onId);
+                         Consumer<Topic> onId, Consumer<Topic> onDeleted, Consumer<MetadataCommands.Barrier> onBarrier,
+                         Function<RaftPeerId, RaftPeer> peers) {
+        this.state = new MetadataState(onTopic, onPartitions, onOffsets, onForget, keepGroups, onConfigs, onId,
+                onDeleted, onBarrier);
         this.peers = peers;
     }
 
@@ -145,6 +151,7 @@ final class MetadataStateMachine extends BaseStateMachine {
             // Applied before any entry after it, or by the node as it starts (its callbacks host partitions, which
             // the Raft server starting this group cannot do yet).
             startSnapshot = MetadataSnapshot.read(latest.getFile().getPath());
+            startSnapshotIndex = latest.getIndex();
             setLastAppliedTermIndex(latest.getTermIndex());
             LOG.info("metadata: starting from the snapshot at {}", latest.getTermIndex());
         } else if (started) {
@@ -178,7 +185,7 @@ final class MetadataStateMachine extends BaseStateMachine {
             MetadataSnapshot snapshot = startSnapshot;
             if (snapshot != null) {
                 try {
-                    state.applySnapshot(snapshot);
+                    state.applySnapshot(snapshot, startSnapshotIndex);
                 } finally {
                     // Only now: a caller that found it set waits on the lock until it is applied.
                     startSnapshot = null;
@@ -294,7 +301,7 @@ final class MetadataStateMachine extends BaseStateMachine {
         if (latest != null) {
             MetadataSnapshot snapshot = MetadataSnapshot.read(latest.getFile().getPath());
             applyStartSnapshot();
-            state.applySnapshot(snapshot);
+            state.applySnapshot(snapshot, latest.getIndex());
             setLastAppliedTermIndex(latest.getTermIndex());
         }
         if (getLifeCycleState() == LifeCycle.State.PAUSED) {

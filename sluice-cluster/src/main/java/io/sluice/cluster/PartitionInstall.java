@@ -45,8 +45,11 @@ final class PartitionInstall {
         /** Notes the end of the batches copied so far. */
         void copied(long end);
 
-        /** Records the snapshot, its batches forced: the replica's state is the snapshot's from now on. */
-        void installed(TermIndex at, long end) throws IOException;
+        /**
+         * Records the snapshot, its batches forced: the replica's state is the snapshot's from now on, its log start
+         * {@code logStart}.
+         */
+        void installed(TermIndex at, long end, long logStart) throws IOException;
     }
 
     private final Store store;
@@ -73,7 +76,8 @@ final class PartitionInstall {
 
     /**
      * Read-only queries, answered by the leader for a replica installing its snapshot ({@link PartitionInstall}):
-     * {@code snapshot} gives the latest snapshot's term, index and offset ({@code none} without one); {@code first}
+     * {@code snapshot} gives the latest snapshot's term, index, offset and log start ({@code none} without one);
+     * {@code first}
      * gives the first offset the store holds; {@code read <from> <until>} gives the stored batches from offset
      * {@code from} on, below {@code until}, at most about {@link PartitionStore#COPY_CHUNK_BYTES}, one after the
      * other.
@@ -86,7 +90,8 @@ final class PartitionInstall {
             if (words.length == 1 && words[0].equals("snapshot")) {
                 PartitionSnapshot mark = latest;
                 return CompletableFuture.completedFuture(Message.valueOf(mark == null ? "none"
-                        : mark.at().getTerm() + " " + mark.at().getIndex() + " " + mark.end()));
+                        : mark.at().getTerm() + " " + mark.at().getIndex() + " " + mark.end() + " "
+                                + mark.logStart()));
             }
             if (words.length == 1 && words[0].equals("first")) {
                 return CompletableFuture.completedFuture(Message.valueOf(Long.toString(
@@ -119,11 +124,13 @@ final class PartitionInstall {
         }
         try (RaftClient client = LeaderSnapshots.clientOf(replica.groupId(), peers.apply(leader))) {
             String[] answer = LeaderSnapshots.ask(client, leader, "snapshot").toStringUtf8().split(" ");
-            if (answer.length != 3) {
+            if (answer.length != 3 && answer.length != 4) {
                 throw new IOException("the leader of " + id + " has no snapshot yet");
             }
             TermIndex at = TermIndex.valueOf(Long.parseLong(answer[0]), Long.parseLong(answer[1]));
             long end = Long.parseLong(answer[2]);
+            // A leader of an earlier version answers no log start: its partitions' records were never deleted.
+            long logStart = answer.length == 4 ? Long.parseLong(answer[3]) : 0;
             long leaderStart = Math.min(leaderFirstOffset(client, leader), end);
             if (at.getIndex() + 1 < firstInLog.getIndex()) {
                 throw new IOException("the leader's snapshot at " + at + " does not reach its log's first entry "
@@ -140,9 +147,9 @@ final class PartitionInstall {
                 copied += chunk.size();
             }
             store.sync();
-            replica.installed(at, end);
-            LOG.info("{}: installed the snapshot at {} from node {}: batches up to offset {} ({} bytes copied)", id, at,
-                    ClusterNode.nodeId(leader), end, copied);
+            replica.installed(at, end, logStart);
+            LOG.info("{}: installed the snapshot at {} from node {}: batches up to offset {} ({} bytes copied), log"
+                    + " start {}", id, at, ClusterNode.nodeId(leader), end, copied, logStart);
             return at;
         }
     }

@@ -12,22 +12,28 @@ import org.apache.ratis.server.storage.FileInfo;
 import org.apache.ratis.statemachine.impl.SingleFileSnapshotInfo;
 
 /**
- * A partition replica's snapshot: the log index (and term) it covers up to, and the offset the batches of the entries
- * up to there end at. The batches themselves are in the store, forced before the snapshot is written; the file only
- * says how far (docs/format.md, "Cluster"):
+ * A partition replica's snapshot: the log index (and term) it covers up to, the offset the batches of the entries
+ * up to there end at, and the partition's log start there (Kafka's DeleteRecords moves it through the log, whose
+ * entries up to the snapshot's index are purged). The batches themselves are in the store, forced before the snapshot
+ * is written; the file only says how far (docs/format.md, "Cluster"):
  *
  * <pre>
  *   offset.end=&lt;end&gt;\n
- *   crc32c=&lt;hex of the CRC32C of the line before&gt;\n
+ *   log.start=&lt;log start&gt;\n          only if above 0
+ *   crc32c=&lt;hex of the CRC32C of the lines before&gt;\n
  * </pre>
  *
  * written aside, forced, renamed into place, its directory forced ({@link DurableFile}), under the name Ratis's
- * snapshot storage gives the term and index.
+ * snapshot storage gives the term and index. The log start's line is left out at 0, so that the snapshot of a
+ * partition whose records were never deleted is the file earlier versions wrote and read (a file without it is read as
+ * a log start of 0).
  *
  * @param at the last entry the snapshot covers
  * @param end the offset its batches end at
+ * @param logStart the partition's log start there: records below it are deleted for clients (a replica may still
+ *     hold them)
  */
-record PartitionSnapshot(TermIndex at, long end) {
+record PartitionSnapshot(TermIndex at, long end, long logStart) {
 
     /** The temporary file a snapshot is written to first, beside the snapshots. */
     private static final String TEMPORARY = "partition-snapshot.tmp";
@@ -43,13 +49,15 @@ record PartitionSnapshot(TermIndex at, long end) {
      * @param snapshots the group's snapshot storage
      * @param at the last entry it covers
      * @param end the offset its batches end at; the store must hold them forced
+     * @param logStart the partition's log start there
      * @return the snapshot
      */
-    static PartitionSnapshot write(SnapshotStorage snapshots, TermIndex at, long end) throws IOException {
+    static PartitionSnapshot write(SnapshotStorage snapshots, TermIndex at, long end, long logStart)
+            throws IOException {
         Path path = snapshots.getSnapshotFile(at.getTerm(), at.getIndex()).toPath();
-        DurableFile.write(FileIO.DEFAULT, path, path.resolveSibling(TEMPORARY), text(end));
+        DurableFile.write(FileIO.DEFAULT, path, path.resolveSibling(TEMPORARY), text(end, logStart));
         snapshots.updateLatestSnapshot(new SingleFileSnapshotInfo(new FileInfo(path, null), at));
-        return new PartitionSnapshot(at, end);
+        return new PartitionSnapshot(at, end, logStart);
     }
 
     /**
@@ -62,21 +70,26 @@ record PartitionSnapshot(TermIndex at, long end) {
             throws IOException {
         Path path = snapshot.getFile().getPath();
         String text = Files.readString(path, StandardCharsets.US_ASCII);
-        int newline = text.indexOf('\n');
-        long end = newline < 0 || !text.startsWith("offset.end=") ? -1
-                : parseEnd(text.substring("offset.end=".length(), newline));
-        if (end < 0 || !text.equals(text(end))) {
+        String[] lines = text.split("\n", -1);
+        long end = lines.length < 3 ? -1 : valueOf(lines[0], "offset.end=");
+        long logStart = lines.length == 4 ? valueOf(lines[1], "log.start=") : 0;
+        if (end < 0 || logStart < 0 || !text.equals(text(end, logStart))) {
             throw new IOException("the snapshot file " + path + " of " + partition + " is damaged");
         }
-        return new PartitionSnapshot(snapshot.getTermIndex(), end);
+        return new PartitionSnapshot(snapshot.getTermIndex(), end, logStart);
     }
 
-    /** @return the file's content for a snapshot whose batches end at {@code end} */
-    static String text(long end) {
-        String body = "offset.end=" + end + "\n";
+    /** @return the file's content for a snapshot whose batches end at {@code end}, the log start at {@code logStart} */
+    static String text(long end, long logStart) {
+        String body = "offset.end=" + end + "\n" + (logStart > 0 ? "log.start=" + logStart + "\n" : "");
         CRC32C crc = new CRC32C();
         crc.update(body.getBytes(StandardCharsets.US_ASCII));
         return body + "crc32c=" + Long.toHexString(crc.getValue()) + "\n";
+    }
+
+    /** @return the number after {@code name} on the line, or -1 if the line is not that */
+    private static long valueOf(String line, String name) {
+        return line.startsWith(name) ? parseEnd(line.substring(name.length())) : -1;
     }
 
     private static long parseEnd(String digits) {

@@ -67,6 +67,13 @@ import org.slf4j.LoggerFactory;
  * A batch is committed once Raft commits its entry; {@link #applyTransaction} (in log order) moves the high watermark
  * to its end. Consumers read below it only.
  *
+ * <h2>Log start</h2>
+ * Kafka's DeleteRecords moves the partition's log start through the log: the leader appends an entry naming no batch
+ * ({@link EntryHeader#logStart(long, long)}), and every replica moves its log start as it applies it, at the same place
+ * of the log; a snapshot records the log start at its index. Clients read nothing below it. A replica's store keeps
+ * the batches below it that the Raft log still names, since a replica behind is sent them as entries; the store's own
+ * first offset follows it as far as the retention hold lets it ({@link RetentionHold}).
+ *
  * <h2>Snapshots</h2>
  * The state up to a log index is the partition's batches up to the high watermark there, which the store already
  * holds: a snapshot ({@link #takeSnapshot}) forces the store ({@link Store#sync}) and then records the index, its term
@@ -110,6 +117,11 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     /** The offset after the last batch written to this replica's log; -1 until the store agrees with the log. */
     private volatile long logEnd = -1;
     private volatile long highWatermark;
+    /**
+     * The partition's log start as this replica applied it (Kafka's DeleteRecords): clients read nothing below it,
+     * though the store may still hold batches below it for a replica behind. Never lowered by an entry.
+     */
+    private volatile long logStart;
     /**
      * Batches being stored, by log index: under SYNC the store shows a batch to readers once it is forced, and a
      * follower may need it before that.
@@ -196,6 +208,20 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         retention.holdAtLog(log, latest);
     }
 
+    /**
+     * Raises the store's first offset to the log start, as far as the retention hold lets it
+     * ({@link RetentionHold#deleteBelow}); the store is forced first. Nothing once the group left the server (its topic
+     * deleted): the store's partition of that name may be another topic's by then.
+     */
+    void deleteBelowLogStart() {
+        try {
+            server.getDivision(groupId);
+        } catch (IOException | RuntimeException gone) {
+            return;
+        }
+        retention.deleteBelow(logStart);
+    }
+
     @Override
     public SimpleStateMachineStorage getStateMachineStorage() {
         return snapshots;
@@ -227,6 +253,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         synchronized (lock) {
             latest = read;
             highWatermark = read.end();
+            logStart = read.logStart();
             // The store is made to agree with the log (which now starts after the snapshot) at the next write, and the
             // producers are rebuilt from it then.
             logEnd = -1;
@@ -247,13 +274,14 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
             return RaftLog.INVALID_LOG_INDEX;
         }
         long end = highWatermark;
+        long start = logStart;
         try {
             store.sync();
         } catch (RuntimeException e) {
             throw new IOException("the store of " + id + " could not be forced for a snapshot at " + last + ": "
                     + e.getMessage(), e);
         }
-        latest = PartitionSnapshot.write(snapshots, last, end);
+        latest = PartitionSnapshot.write(snapshots, last, end, start);
         holdRetentionAtLog();
         return last.getIndex();
     }
@@ -261,6 +289,11 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
     /** @return the offset below which every batch is committed */
     public long highWatermark() {
         return highWatermark;
+    }
+
+    /** @return the partition's log start as this replica applied it: records below it are deleted for clients */
+    public long logStart() {
+        return logStart;
     }
 
     /** @return how many installs leaders' notices began on this replica since it started */
@@ -315,13 +348,18 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      * Leader: gives the batches the next offsets. The request's message is one batch or several, one after the other:
      * those this node submitted were checked as the broker took them and are not parsed again; a request from another
      * client's batches are checked here ({@link PartitionStore#split}). The transaction's context completes with the
-     * first one's base offset once this replica stored them all (acks=1).
+     * first one's base offset once this replica stored them all (acks=1). A request for a log start entry
+     * ({@link EntryHeader#logStartRequest}) makes one, after the log's batches.
      */
     @Override
     public TransactionContext startTransaction(RaftClientRequest request) throws IOException {
         ByteString data = request.getMessage().getContent();
         TransactionContext.Builder builder = TransactionContext.newBuilder().setStateMachine(this)
                 .setClientRequest(request);
+        long askedStart = EntryHeader.requestedLogStart(data);
+        if (askedStart >= 0) {
+            return startLogStart(builder, askedStart);
+        }
         Submissions.Submission own = submitted.of(request);
         int[][] sizes;
         try {
@@ -339,13 +377,33 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         return builder.setLogData(header.encode()).setStateMachineData(data).setStateMachineContext(own).build();
     }
 
+    /**
+     * A log start entry, after the log's batches: no state-machine data, so Ratis neither hands it to {@link #write} nor
+     * asks {@link #read} for it; refused if it would start the log past its batches.
+     */
+    private TransactionContext startLogStart(TransactionContext.Builder builder, long asked) throws IOException {
+        settle();
+        EntryHeader header;
+        try {
+            synchronized (lock) {
+                header = EntryHeader.logStart(logEnd, asked);
+            }
+        } catch (IllegalArgumentException e) {
+            TransactionContext refused = builder.build();
+            refused.setException(e);
+            return refused;
+        }
+        return builder.setLogData(header.encode()).build();
+    }
+
     /** @see Submissions#submitting */
     CompletableFuture<Long> submitting(long callId, ClientId client, List<KafkaBatch> batches) {
         return submitted.submitting(callId, client, batches);
     }
 
     /**
-     * In log order, under the log's lock: the batch's offset must still follow the log's last batch, and the leader
+     * In log order, under the log's lock: the batch's offset (or where a log start entry takes the batches to end)
+     * must still follow the log's last batch, and the leader
      * epoch this node's batches were given as they were submitted must be the term the entry is appended in. Ratis
      * calls this under the server's lock, where the term cannot change, just before it gives the entry its term; a
      * batch submitted in a term this node lost and won again since would otherwise sit after batches of the terms
@@ -513,6 +571,10 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         onCommit.accept(highWatermark);
     }
 
+    /**
+     * In log order, once committed: a batch entry moves the high watermark to its end and is answered with its base
+     * offset; a log start entry moves the log start (never down) and is answered with the log start after it.
+     */
     @Override
     public CompletableFuture<Message> applyTransaction(TransactionContext trx) {
         LogEntryProto entry = trx.getLogEntry();
@@ -520,11 +582,15 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         if (header.end() > highWatermark) {
             highWatermark = header.end();
         }
+        long answer = header.baseOffset();
+        if (header.logStart() >= 0) {
+            logStart = Math.max(logStart, header.logStart());
+            answer = logStart;
+        }
         updateLastAppliedTermIndex(TermIndex.valueOf(entry));
         sending.remove(entry.getIndex());
         onCommit.accept(header.end());
-        return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(
-                Long.toString(header.baseOffset()))));
+        return CompletableFuture.completedFuture(Message.valueOf(ByteString.copyFromUtf8(Long.toString(answer))));
     }
 
     /** Read-only queries, answered by the leader for a replica installing its snapshot ({@link PartitionInstall}). */
@@ -579,8 +645,8 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         }
 
         @Override
-        public void installed(TermIndex at, long end) throws IOException {
-            latest = PartitionSnapshot.write(snapshots, at, end);
+        public void installed(TermIndex at, long end, long logStart) throws IOException {
+            latest = PartitionSnapshot.write(snapshots, at, end, logStart);
             installed.incrementAndGet();
         }
     }

@@ -7,7 +7,9 @@ import java.net.ServerSocket;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.List;
+import java.util.Map;
 import java.util.UUID;
+import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
 import org.apache.ratis.conf.RaftProperties;
@@ -25,9 +27,15 @@ import org.apache.ratis.util.FileUtils;
 
 /**
  * A node's Ratis server and the Raft groups it hosts: the metadata group, which every node belongs to, and one group
- * per partition it has a replica of (multi-Raft). It names the groups (a group id is a name-based UUID of the cluster
- * id, and the topic and partition, so every node names a group alike and a node of another cluster cannot join it) and
- * the peers (a node's peer id is {@code n<id>}), and adds, removes and looks up this node's members of them.
+ * per partition it has a replica of (multi-Raft). It names the groups and the peers (a node's peer id is
+ * {@code n<id>}), and adds, removes and looks up this node's members of them.
+ *
+ * <p>A group id is a name-based UUID of the cluster id and the partition: of the topic's id and the partition for a
+ * topic created since topics can be deleted, so that a topic created again under a deleted topic's name has other
+ * groups, which a node that was away during the deletion cannot take for the old ones; of the topic's name and the
+ * partition for a topic created before, whose groups keep their names. Every node names a group alike, and a node of
+ * another cluster cannot join it. Which topics name their groups by id this node learns from the metadata as it hosts
+ * them ({@link #nameGroups}), and, as it starts, from the group directories it finds ({@link Replicas}).
  *
  * <p>Thread-safe once {@link #start started}.
  */
@@ -42,6 +50,8 @@ final class RaftGroups implements AutoCloseable {
     /** The client id and call ids of the requests this node makes of its own server. */
     private final ClientId clientId = ClientId.randomId();
     private final AtomicLong callIds = new AtomicLong();
+    /** The id of each topic whose groups are named by its id, by the topic's name. */
+    private final Map<String, UUID> namedById = new ConcurrentHashMap<>();
     private volatile RaftServer server;
 
     /**
@@ -120,10 +130,58 @@ final class RaftGroups implements AutoCloseable {
         return metadataGroup;
     }
 
-    /** @return the group id of a partition in this cluster */
+    /**
+     * @return the group id of a partition in this cluster: named by its topic's id if this node knows the topic names
+     *     its groups so, else by its topic's name
+     */
     RaftGroupId groupId(ClusterNode.PartitionId partition) {
-        return RaftGroupId.valueOf(UUID.nameUUIDFromBytes((clusterId + "\u0000" + partition.topic() + "\u0000"
-                + partition.partition()).getBytes(StandardCharsets.UTF_8)));
+        UUID topicId = namedById.get(partition.topic());
+        return topicId != null ? groupIdById(topicId, partition.partition())
+                : groupIdByName(partition.topic(), partition.partition());
+    }
+
+    /** @return the group id of a topic's partition, named as the topic names its groups */
+    RaftGroupId groupId(MetadataCommands.Topic topic, int partition) {
+        return topic.groupsById() ? groupIdById(topic.id(), partition) : groupIdByName(topic.name(), partition);
+    }
+
+    /** @return the group id of a partition of a topic whose groups are named by its name (created before deletions) */
+    RaftGroupId groupIdByName(String topic, int partition) {
+        return RaftGroupId.valueOf(UUID.nameUUIDFromBytes((clusterId + "\u0000" + topic + "\u0000" + partition)
+                .getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /**
+     * @return the group id of a partition of the topic with this id, whose groups are named by it: the word
+     *     {@code topic-id} between the cluster id and the id keeps it from the id of a topic named as the id's text
+     */
+    RaftGroupId groupIdById(UUID topicId, int partition) {
+        return RaftGroupId.valueOf(UUID.nameUUIDFromBytes((clusterId + "\u0000topic-id\u0000" + topicId + "\u0000"
+                + partition).getBytes(StandardCharsets.UTF_8)));
+    }
+
+    /** This node names the topic's groups as the topic does from now on ({@link #groupId(ClusterNode.PartitionId)}). */
+    void nameGroups(MetadataCommands.Topic topic) {
+        nameGroups(topic.name(), topic.groupsById() ? topic.id() : null);
+    }
+
+    /** This node names the groups of the topic by {@code topicId} from now on, or by its name if null. */
+    void nameGroups(String topic, UUID topicId) {
+        if (topicId == null) {
+            namedById.remove(topic);
+        } else {
+            namedById.put(topic, topicId);
+        }
+    }
+
+    /** @return the id this node names the topic's groups by, or null if by its name */
+    UUID groupsNamedBy(String topic) {
+        return namedById.get(topic);
+    }
+
+    /** @return whether the group's directory is in the Raft directory */
+    boolean hasDirectory(RaftGroupId id) {
+        return java.nio.file.Files.isDirectory(raftDirectory.resolve(id.getUuid().toString()));
     }
 
     /** @return the members of a group of these nodes, each with its Raft address */

@@ -77,6 +77,8 @@ final class ReplicaRestarts {
     private final Set<PartitionId> lostBatches = ConcurrentHashMap.newKeySet();
     /** Partitions whose replica is stopped here, as the other replicas report them: who leads, in which term. */
     private final Map<PartitionId, PartitionView> elsewhere = new ConcurrentHashMap<>();
+    /** The groups of stopped replicas whose topic was deleted meanwhile: their restarts end at their next round. */
+    private final Set<RaftGroupId> deleted = ConcurrentHashMap.newKeySet();
 
     /**
      * @param groups the node's groups
@@ -143,6 +145,23 @@ final class ReplicaRestarts {
     }
 
     /**
+     * The partition's group {@code id} is gone with its topic: a restart of its replica under way ends, and what this
+     * node kept of its failures goes.
+     */
+    void forget(PartitionId partition, RaftGroupId id) {
+        Object machine = stopped.get(partition);
+        if (machine != null && (machine == RESUMED || machine instanceof PartitionStateMachine m
+                && id.equals(m.getGroupId()))) {
+            deleted.add(id);
+            stopped.remove(partition, machine);
+            failedAgain.remove(partition);
+            logFailures.remove(partition);
+            lostBatches.remove(partition);
+            elsewhere.remove(partition);
+        }
+    }
+
+    /**
      * At start, a partition whose replica was stopped after its log failed and had not rejoined: the rejoin goes on
      * (the group, started from its directory with the server, may have been left out of its configuration).
      */
@@ -202,6 +221,11 @@ final class ReplicaRestarts {
 
         @Override
         public Next run() {
+            if (deleted.remove(id)) {
+                LOG.info("node {}: the restart of the replica of {} ends: its topic was deleted", groups.selfId(),
+                        partition);
+                return Next.DONE;
+            }
             if (replicaIds == null && !begin()) {
                 return Next.inMillis(STARTING_MILLIS);
             }

@@ -206,6 +206,24 @@ final class ReplicaViews {
         return new Appended(appended.stored(), appended.committed());
     }
 
+    /**
+     * Moves a partition's log start through this node's replica, which must lead ({@link ReplicatedPartition#deleteRecords}).
+     */
+    CompletableFuture<Long> deleteRecords(String topic, int partition, long offset) {
+        ReplicatedPartition replica = replicas.replicaOf(topic, partition);
+        if (replica == null) {
+            return CompletableFuture.failedFuture(new NotLeaderException("node " + self + " holds no replica of "
+                    + topic + "-" + partition));
+        }
+        return replica.deleteRecords(offset);
+    }
+
+    /** @return the partition's log start as this node's replica applied it, 0 without one */
+    long logStart(String topic, int partition) {
+        ReplicatedPartition replica = replicas.replicaOf(topic, partition);
+        return replica == null ? 0 : replica.machine().logStart();
+    }
+
     /** @return the offset below which this node's replica knows the partition committed, 0 without one */
     long highWatermark(String topic, int partition) {
         ReplicatedPartition replica = replicas.replicaOf(topic, partition);

@@ -8,6 +8,7 @@ import java.time.Duration;
 import java.util.Collection;
 import java.util.List;
 import java.util.Map;
+import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CopyOnWriteArrayList;
 import java.util.function.BiConsumer;
@@ -65,12 +66,21 @@ final class Replicas {
 
     /**
      * Names the partition groups the Raft directory may hold, before the server starts them: the store has every
-     * topic this node took part in (created before its groups are). Retention keeps each whole partition until its
-     * group has read its Raft log.
+     * topic this node took part in (created before its groups are). A topic whose groups are named by its id has their
+     * directories under those names (its id, the store keeps); the metadata, which says how each topic names its
+     * groups, is read only once the server runs. Retention keeps each whole partition until its group has read its
+     * Raft log.
      */
     void nameStoredPartitions() {
         store.declaredTopics().forEach((topic, count) -> {
             if (store.layout(topic) == TopicLayout.BATCHES) {
+                UUID id = store.topicId(topic);
+                for (int p = 0; p < count && id != null; p++) {
+                    if (groups.hasDirectory(groups.groupIdById(id, p))) {
+                        groups.nameGroups(topic, id);
+                        break;
+                    }
+                }
                 for (int p = 0; p < count; p++) {
                     PartitionId partition = new PartitionId(topic, p);
                     name(partition);
@@ -203,6 +213,26 @@ final class Replicas {
         partitions.remove(partition);
     }
 
+    /**
+     * Forgets the partition's group {@code id}, whose topic was deleted: its name, the replica looked up for it (if
+     * that is this group's, not the group of a topic of the same name created since) and when it was added.
+     */
+    void forget(PartitionId partition, RaftGroupId id) {
+        known.remove(id, partition);
+        ReplicatedPartition replica = partitions.get(partition);
+        if (replica != null && replica.division().getGroup().getGroupId().equals(id)) {
+            partitions.remove(partition, replica);
+            added.remove(partition);
+        }
+    }
+
+    /** A topic's data left the store: the broker's listeners look again at its partitions (told as partition -1). */
+    void topicGone(String topic) {
+        for (BiConsumer<String, Integer> listener : listeners) {
+            listener.accept(topic, -1);
+        }
+    }
+
     /** @return the replicas looked up so far */
     Collection<ReplicatedPartition> running() {
         return partitions.values();
@@ -231,12 +261,14 @@ final class Replicas {
 
     /**
      * Starts moving each partition's retention hold to the first batch its Raft log names, every few seconds: the
-     * log's start moves up as Ratis purges it after a snapshot, on a partition written to or not.
+     * log's start moves up as Ratis purges it after a snapshot, on a partition written to or not. The store's first
+     * offset follows the partition's log start (Kafka's DeleteRecords) as far as the hold lets it.
      */
     void startRetentionHolds(Tasks tasks) {
         tasks.every("node-" + groups.selfId() + "-retention-holds", Duration.ofMillis(RETENTION_HOLD_MILLIS), () -> {
             for (ReplicatedPartition partition : partitions.values()) {
                 partition.machine().holdRetentionAtLog();
+                partition.machine().deleteBelowLogStart();
             }
         });
     }

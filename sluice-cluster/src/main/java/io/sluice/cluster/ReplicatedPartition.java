@@ -209,6 +209,32 @@ public final class ReplicatedPartition implements HandOverWatch.Replica {
         }
     }
 
+    /**
+     * Moves the partition's log start to {@code offset} (Kafka's DeleteRecords), if this replica leads it: an entry
+     * naming no batch, which every replica applies at the same place of the log ({@link EntryHeader#logStart}). It is
+     * submitted under the submit lock, so that it is given the end of the batches submitted before it, which the
+     * state machine checks as Ratis appends it; batches waiting for an entry go after it.
+     *
+     * @param offset the new log start, at most the high watermark
+     * @return completes with the log start after the entry once it is committed and applied here; fails with
+     *     {@link Replication.NotLeaderException} if this replica does not lead, or the reason it was refused
+     */
+    CompletableFuture<Long> deleteRecords(long offset) {
+        CompletableFuture<RaftClientReply> submitted;
+        synchronized (submitLock) {
+            RaftClientRequest request = RaftClientRequest.newBuilder().setClientId(clientId)
+                    .setServerId(division.getId()).setGroupId(division.getGroup().getGroupId())
+                    .setCallId(callIds.incrementAndGet()).setMessage(Message.valueOf(EntryHeader.logStartRequest(offset)))
+                    .setType(RaftClientRequest.writeRequestType()).build();
+            try {
+                submitted = division.getRaftServer().submitClientRequestAsync(request);
+            } catch (IOException e) {
+                submitted = CompletableFuture.failedFuture(e);
+            }
+        }
+        return submitted.thenApply(this::offsetOf);
+    }
+
     /** An entry was answered: each of its batches learns its offset (or why it failed), and waiting ones go out. */
     private void answered(List<Waiting> entry, CompletableFuture<Long> stored, CompletableFuture<RaftClientReply> reply,
                           boolean thenSubmit) {
@@ -262,6 +288,7 @@ public final class ReplicatedPartition implements HandOverWatch.Replica {
         }
     }
 
+    /** @return the offset a successful reply names (a batch entry's base offset, a log start entry's log start) */
     private long offsetOf(RaftClientReply reply) {
         if (reply.isSuccess()) {
             stuckHandOver.ended();

@@ -16,6 +16,11 @@ import org.slf4j.LoggerFactory;
  * Nothing is held above the latest snapshot's end: after an install the log may still hold the tail of a leader of an
  * earlier term, whose batches lie past it.
  *
+ * <p>The partition's log start (Kafka's DeleteRecords, moved through the Raft log) is carried to the store's own first
+ * offset ({@link Store#deleteRecords}, {@link #deleteBelow}), but never past the hold: the store reads nothing below its
+ * first offset, and a leader must still read back the batches its log names. So the store's first offset follows the
+ * log start as far as the hold lets it, and retention deletes the segments below it at its next pass.
+ *
  * <p>Thread-safe: a hold read from an older log start or snapshot is lower, so one that lost a race with a newer read
  * only keeps more until the next.
  */
@@ -31,6 +36,8 @@ final class RetentionHold {
     /** The log start and snapshot the hold was last read from. */
     private volatile long heldFromIndex = -1;
     private volatile PartitionSnapshot heldWith;
+    /** The offset held from, -1 before the log was read. */
+    private volatile long held = -1;
 
     /**
      * @param store the node's store
@@ -84,10 +91,30 @@ final class RetentionHold {
         first = first < 0 ? snapshotEnd : latest == null ? first : Math.min(first, snapshotEnd);
         try {
             store.holdRetention(HOLDER, partition.topic(), partition.partition(), first);
+            held = first;
             heldFromIndex = start;
             heldWith = latest;
         } catch (RuntimeException e) {
             LOG.debug("{}: the retention hold could not be set: {}", partition, e.toString());
+        }
+    }
+
+    /**
+     * Raises the store's first offset to the partition's log start, or to the hold if that is lower; nothing before the
+     * log was read. The store forces what it holds first ({@link Store#deleteRecords}), so this is for the node's
+     * recurring duty, not for Ratis's threads.
+     *
+     * @param logStart the partition's log start as the replica applied it
+     */
+    void deleteBelow(long logStart) {
+        long below = Math.min(logStart, held);
+        try {
+            if (below > store.minOffset(partition.topic(), partition.partition())) {
+                store.deleteRecords(partition.topic(), partition.partition(), below);
+            }
+        } catch (RuntimeException e) {
+            LOG.warn("{}: the store's records below offset {} could not be deleted now (tried again later): {}",
+                    partition, below, e.toString());
         }
     }
 }

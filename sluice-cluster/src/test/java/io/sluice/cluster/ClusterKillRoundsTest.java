@@ -30,6 +30,8 @@ import java.util.concurrent.atomic.AtomicReference;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.admin.OffsetSpec;
+import org.apache.kafka.clients.admin.RecordsToDelete;
 import org.apache.kafka.clients.consumer.ConsumerConfig;
 import org.apache.kafka.clients.consumer.ConsumerRecord;
 import org.apache.kafka.clients.consumer.KafkaConsumer;
@@ -38,6 +40,8 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Node;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.message.ListOffsetsRequestData;
+import org.apache.kafka.common.message.ListOffsetsResponseData;
 import org.apache.kafka.common.message.MetadataRequestData;
 import org.apache.kafka.common.message.MetadataResponseData;
 import org.apache.kafka.common.protocol.ApiKeys;
@@ -61,7 +65,10 @@ import org.junit.jupiter.api.io.TempDir;
  * is what the coordinator answers at the end, and what every node's store holds. And a transactional producer runs
  * transactions over another topic, alternately committed and aborted, through the transaction coordinator the kills
  * move: a read_committed consumer then reads every record of each transaction whose commit was acknowledged exactly
- * once, none of one whose abort was, and of one whose end its producer never learnt all or none.
+ * once, none of one whose abort was, and of one whose end its producer never learnt all or none. Halfway through the
+ * rounds the records of partition {@value #DELETED_PARTITION} are deleted up to its high watermark (DeleteRecords, -1):
+ * at the end the cluster answers that log start, and so does every replica from its own log, after the restarts that
+ * followed; the records below it are not read back, every other acknowledged one is.
  * {@code -Dsluice.cluster.rounds} sets the rounds (20 by default; each is a SIGKILL and a restart).
  * {@code -Dsluice.cluster.snapshotEvery=200} has every node snapshot its logs every 200 entries (the metadata's and the
  * partitions'; 100,000 by default), so nodes restart from their snapshots and followers behind a purged log install
@@ -73,6 +80,8 @@ class ClusterKillRoundsTest {
     private static final String TOPIC = "k";
     private static final int PARTITIONS = 3;
     private static final String GROUP = "kill-rounds-offsets";
+    /** The partition whose records are deleted halfway through the rounds. */
+    private static final int DELETED_PARTITION = 2;
     /** Entries each replica applies between snapshots, if set: small, so the rounds restart nodes from snapshots. */
     private static final Integer SNAPSHOT_EVERY = Integer.getInteger("sluice.cluster.snapshotEvery");
 
@@ -194,6 +203,7 @@ class ClusterKillRoundsTest {
         long began = System.nanoTime();
         List<String> roundSeconds = new ArrayList<>();
         long roundsEnded;
+        long deletedBelow = -1;
         try (Admin admin = Admin.create(adminProperties)) {
             admin.createTopics(List.of(new NewTopic(TOPIC, PARTITIONS, (short) 3))).all().get(60, TimeUnit.SECONDS);
             // Committed once, before the rounds: after the first snapshots, only they hold it.
@@ -210,6 +220,12 @@ class ClusterKillRoundsTest {
             for (int round = 0; round < rounds; round++) {
                 long roundBegan = System.nanoTime();
                 Thread.sleep(500);
+                if (round == rounds / 2) {
+                    // -1: up to the high watermark; the Admin client retries through a leader just killed.
+                    TopicPartition deleted = new TopicPartition(TOPIC, DELETED_PARTITION);
+                    deletedBelow = admin.deleteRecords(Map.of(deleted, RecordsToDelete.beforeOffset(-1L)))
+                            .lowWatermarks().get(deleted).get(60, TimeUnit.SECONDS).lowWatermark();
+                }
                 int victim = round % 2 == 0 ? leaderOfPartition0(admin) : 1 + random.nextInt(3);
                 leaderKills += round % 2 == 0 ? 1 : 0;
                 if (round % 4 == 3) {
@@ -235,6 +251,7 @@ class ClusterKillRoundsTest {
         assertThat(leaderKills).as("rounds that killed partition 0's leader").isGreaterThanOrEqualTo(rounds / 2);
         assertThat(acked).as("acknowledged records").hasSizeGreaterThan(1_000);
         assertThat(commitsAcknowledged.get()).as("offset commits acknowledged").isGreaterThan(300);
+        assertThat(deletedBelow).as("the log start the deletion answered").isPositive();
         if (rounds >= 4) {
             assertThat(restartLogsContaining("took the producers its last clean close kept"))
                     .as("restarts after a clean stop that took the producers kept").isPositive();
@@ -256,10 +273,17 @@ class ClusterKillRoundsTest {
                 found.put(value, new Acked(record.partition(), record.offset()));
             }
         }
+        long deleted = 0;
         for (var entry : acked.entrySet()) {
-            assertThat(found.get(entry.getKey())).as("acknowledged record %s", entry.getKey())
-                    .isEqualTo(entry.getValue());
+            if (entry.getValue().partition() == DELETED_PARTITION && entry.getValue().offset() < deletedBelow) {
+                deleted++;
+                assertThat(found).as("deleted record %s", entry.getKey()).doesNotContainKey(entry.getKey());
+            } else {
+                assertThat(found.get(entry.getKey())).as("acknowledged record %s", entry.getKey())
+                        .isEqualTo(entry.getValue());
+            }
         }
+        assertThat(deleted).as("acknowledged records deleted").isPositive();
 
         // Transactions: a read_committed consumer sees every record of each transaction whose commit was
         // acknowledged, exactly once, none of one whose abort was, and of any other all records or none.
@@ -285,6 +309,17 @@ class ClusterKillRoundsTest {
         // the replicas must hold the same batches.
         awaitAllInSync();
         long inSync = System.nanoTime();
+        try (Admin admin = Admin.create(adminProperties)) {
+            TopicPartition partition = new TopicPartition(TOPIC, DELETED_PARTITION);
+            assertThat(admin.listOffsets(Map.of(partition, OffsetSpec.earliest())).partitionResult(partition)
+                    .get(60, TimeUnit.SECONDS).offset()).as("the earliest offset the cluster answers")
+                    .isEqualTo(deletedBelow);
+        }
+        for (ClusterSpec.Node node : cluster.nodes()) {
+            long expected = deletedBelow;
+            InProcessCluster.await("broker " + node.id() + "'s replica starts at " + expected, 60,
+                    () -> earliestOnReplica(node.clientPort()) == expected);
+        }
         // The group's offset: the last acknowledged commit, or one tried after it (unacknowledged, but maybe
         // committed); every node's store holds the same once stopped.
         long committed;
@@ -311,10 +346,16 @@ class ClusterKillRoundsTest {
                     .hasValue(7);
         }
         for (int p = 0; p < PARTITIONS; p++) {
-            List<byte[]> first = batches(1, p);
+            // From where every replica's store starts: each raises its first offset to the log start as far as its
+            // own Raft log lets it.
+            long from = 0;
+            for (int id = 1; id <= 3; id++) {
+                from = Math.max(from, firstStored(id, p));
+            }
+            List<byte[]> first = batches(1, p, from);
             assertThat(first).as("partition %d on node 1", p).isNotEmpty();
             for (int id = 2; id <= 3; id++) {
-                List<byte[]> other = batches(id, p);
+                List<byte[]> other = batches(id, p, from);
                 assertThat(other).as("partition %d: node %d's batches against node 1's", p, id)
                         .hasSameSizeAs(first);
                 for (int i = 0; i < first.size(); i++) {
@@ -402,6 +443,25 @@ class ClusterKillRoundsTest {
             }
         }
         return tails.toString();
+    }
+
+    /**
+     * @return the earliest offset of {@link #DELETED_PARTITION} as the broker on {@code port} answers it from its own
+     *     replica's log (ListOffsets from the debugging replica id, -2), or -1 if it does not answer
+     */
+    private static long earliestOnReplica(int port) {
+        short version = 10;
+        var request = new ListOffsetsRequestData().setReplicaId(-2).setTopics(List.of(
+                new ListOffsetsRequestData.ListOffsetsTopic().setName(TOPIC).setPartitions(List.of(
+                        new ListOffsetsRequestData.ListOffsetsPartition().setPartitionIndex(DELETED_PARTITION)
+                                .setTimestamp(-2)))));
+        try {
+            var answer = new ListOffsetsResponseData(KafkaWire.call(port, ApiKeys.LIST_OFFSETS, version, request),
+                    version).topics().getFirst().partitions().getFirst();
+            return answer.errorCode() == 0 ? answer.offset() : -1;
+        } catch (IOException | RuntimeException e) {
+            return -1;
+        }
     }
 
     /** @return partition {@code p} as the broker on {@code port} itself describes it (one Metadata request), or null */
@@ -643,12 +703,20 @@ class ClusterKillRoundsTest {
         }
     }
 
-    /** @return the batches of a partition in a stopped node's store, in order */
-    private List<byte[]> batches(int id, int partition) {
+    /** @return the first offset a stopped node's store holds of a partition */
+    private long firstStored(int id, int partition) {
+        try (Store store = Store.openReadOnly(dir.resolve("node-" + id).resolve("store"),
+                StoreConfig.builder().build())) {
+            return store.minOffset(TOPIC, partition);
+        }
+    }
+
+    /** @return the batches of a partition in a stopped node's store from offset {@code from} on, in order */
+    private List<byte[]> batches(int id, int partition, long from) {
         List<byte[]> all = new ArrayList<>();
         try (Store store = Store.openReadOnly(dir.resolve("node-" + id).resolve("store"),
                 StoreConfig.builder().build())) {
-            long offset = store.minOffset(TOPIC, partition);
+            long offset = from;
             while (offset < store.maxOffset(TOPIC, partition)) {
                 try (ReadResult result = store.read(TOPIC, partition, offset, 500, 8 << 20)) {
                     for (StoredMessage message : result.messages()) {

@@ -47,7 +47,7 @@ import org.junit.jupiter.api.io.TempDir;
  * Topic ids (KIP-516) in a cluster of three brokers: a topic's id goes through the metadata group with its creation, so
  * every broker answers the same one, across a broker's restart and changes of controller; a topic created before ids
  * (its creation logged without one) is given one by the controller, once, through the metadata. Kafka's Java clients
- * then fetch and produce naming topics by id, through every broker.
+ * then fetch and produce naming topics by id, through every broker, and a topic deleted by its id goes from every one.
  */
 class ClusterTopicIdsTest {
 
@@ -186,7 +186,7 @@ class ClusterTopicIdsTest {
         awaitSameIdEverywhere("orders", orders);
         awaitSameIdEverywhere("legacy", legacy[0]);
 
-        // Ids no topic has; deletion by id, refused in a cluster as by name.
+        // Ids no topic has; deletion by id (DeleteTopics v6), through any broker, deletes the topic on every one.
         Uuid unknown = Uuid.randomUuid();
         FetchRequestData fetch = new FetchRequestData().setMaxWaitMs(0).setMinBytes(0).setMaxBytes(1 << 20)
                 .setSessionEpoch(-1);
@@ -204,8 +204,13 @@ class ClusterTopicIdsTest {
                         new DeleteTopicsRequestData.DeleteTopicState().setName(null).setTopicId(unknown)))),
                 (short) 6);
         assertThat(deleted.responses()).extracting(DeleteTopicsResponseData.DeletableTopicResult::errorCode)
-                .containsExactlyInAnyOrder(Errors.TOPIC_DELETION_DISABLED.code(), Errors.UNKNOWN_TOPIC_ID.code());
-        awaitSameIdEverywhere("orders", orders);
+                .containsExactlyInAnyOrder(Errors.NONE.code(), Errors.UNKNOWN_TOPIC_ID.code());
+        for (int id = 1; id <= 3; id++) {
+            int broker = id;
+            await("node " + broker + " no longer has orders", 60, () -> answeredId(broker, "orders")
+                    .equals(Uuid.ZERO_UUID) && cluster.broker(broker).store().queueCount("orders") == 0);
+        }
+        awaitSameIdEverywhere("legacy", legacy[0]);
     }
 
     /** @return the controller, asked of node {@code id}'s view, or {@code id} itself while none is known */

@@ -54,6 +54,34 @@ class EntryHeaderTest {
     }
 
     @Test
+    void aLogStartEntryNamesNoBatchAndEndsWhereTheBatchesBeforeItEnd() {
+        EntryHeader header = EntryHeader.logStart(500, 120);
+        EntryHeader read = EntryHeader.decode(header.encode());
+
+        assertThat(read).isEqualTo(header).isNotEqualTo(EntryHeader.single(500, 1, 100));
+        assertThat(read.logStart()).isEqualTo(120);
+        assertThat(read.batches()).isZero();
+        assertThat(read.size()).isZero();
+        assertThat(read.baseOffset()).isEqualTo(500);
+        assertThat(read.end()).isEqualTo(500);
+        assertThat(header.encode().size()).isEqualTo(17);
+        assertThat(EntryHeader.single(42, 5, 700).logStart()).isEqualTo(-1);
+        assertThatThrownBy(() -> EntryHeader.logStart(100, 101)).hasMessageContaining("log start 101");
+    }
+
+    @Test
+    void aRequestForALogStartEntryIsNoBatchAndNoBatchIsTakenForOne() {
+        assertThat(EntryHeader.requestedLogStart(EntryHeader.logStartRequest(77))).isEqualTo(77);
+        assertThat(EntryHeader.requestedLogStart(EntryHeader.logStartRequest(0))).isZero();
+        byte[] batch = KafkaBatch.of(1L, List.of(new byte[10]));
+        batch[0] = 3;
+        assertThat(EntryHeader.requestedLogStart(ByteString.copyFrom(batch))).isEqualTo(-1);
+        assertThat(EntryHeader.requestedLogStart(ByteString.EMPTY)).isEqualTo(-1);
+        assertThatThrownBy(() -> PartitionStore.split(EntryHeader.logStartRequest(77)))
+                .hasMessageContaining("batch 0");
+    }
+
+    @Test
     void anEntrysDataIsCutIntoItsBatches() {
         byte[] one = KafkaBatch.of(1L, List.of(new byte[10], new byte[20], new byte[30]));
         byte[] two = KafkaBatch.of(2L, List.of(new byte[100]));

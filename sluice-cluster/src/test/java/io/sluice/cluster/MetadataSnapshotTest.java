@@ -44,7 +44,8 @@ class MetadataSnapshotTest {
                         + topic.partitions() + " @" + index),
                 offsets -> told.add(offsets.command()), group -> told.add("forget " + group), kept::add,
                 topic -> told.add("configs " + topic.name() + " " + topic.configs()),
-                topic -> told.add("id " + topic.name() + " " + topic.id()), peer -> null);
+                topic -> told.add("id " + topic.name() + " " + topic.id()),
+                topic -> told.add("deleted " + topic.name() + " " + topic.id()), barrier -> { }, peer -> null);
         long index;
 
         String apply(String command) throws Exception {
@@ -80,7 +81,7 @@ class MetadataSnapshotTest {
         Node writer = written();
         String text = writer.machine.state().snapshot().text();
         Node reader = new Node();
-        reader.machine.state().applySnapshot(MetadataSnapshot.parse(text));
+        reader.machine.state().applySnapshot(MetadataSnapshot.parse(text), Long.MAX_VALUE);
 
         assertThat(reader.told).containsExactly("topic t 1 @2", "grown t 1->3 @4", "offsets g t:0=5;t:1=7",
                 "topic u 1 @9");
@@ -122,7 +123,8 @@ class MetadataSnapshotTest {
         writer.apply(MetadataCommands.joinCommand(3));
         writer.apply("topic u 1 2");
 
-        behind.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()));
+        behind.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()),
+                Long.MAX_VALUE);
 
         assertThat(behind.told).containsExactly("forget h", "forget k", "grown t 1->3 @6", "offsets g t:0=5;t:1=7",
                 "offsets k t:0=9", "topic u 1 @12");
@@ -160,11 +162,13 @@ class MetadataSnapshotTest {
         assertThat(writer.apply("configs nosuch - -")).startsWith("refused: no topic");
 
         behind.told.clear();
-        behind.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()));
+        behind.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()),
+                Long.MAX_VALUE);
         assertThat(behind.told).containsExactly("grown c 1->2 @2", "configs c {retention.ms=5}");
         assertThat(behind.machine.state().topic("c").configs()).isEqualTo(Map.of("retention.ms", "5"));
         Node fresh = new Node();
-        fresh.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()));
+        fresh.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()),
+                Long.MAX_VALUE);
         assertThat(fresh.machine.state().topic("c").configs()).isEqualTo(Map.of("retention.ms", "5"));
         assertThat(fresh.machine.state().topic("c").partitions()).isEqualTo(2);
     }
@@ -214,17 +218,103 @@ class MetadataSnapshotTest {
         assertThat(text).contains("1 topic old 2 1,2,3;2,3,1 cleanup.policy=compact " + first + "\n")
                 .contains("topic new 1 1 - " + fresh + "\n");
         Node reader = new Node();
-        reader.machine.state().applySnapshot(MetadataSnapshot.parse(text));
+        reader.machine.state().applySnapshot(MetadataSnapshot.parse(text), Long.MAX_VALUE);
         assertThat(reader.machine.state().topic("old").id()).isEqualTo(first);
         assertThat(reader.machine.state().topic("new").id()).isEqualTo(fresh);
         assertThat(reader.machine.state().snapshot().text()).isEqualTo(text);
 
         behind.told.clear();
-        behind.machine.state().applySnapshot(MetadataSnapshot.parse(text));
+        behind.machine.state().applySnapshot(MetadataSnapshot.parse(text), Long.MAX_VALUE);
         assertThat(behind.told).contains("id old " + first);
         assertThat(behind.machine.state().topic("old").id()).isEqualTo(first);
         assertThat(behind.machine.state().topic("old").partitions()).isEqualTo(3);
         assertThat(behind.machine.state().snapshot().text()).isEqualTo(text);
+    }
+
+    /**
+     * Deleting a topic: only the topic of that name with the id named (or, without one, with none), never one created
+     * under its name since; with it go every group's committed offsets of its partitions, in the state and its
+     * snapshots; the node is told. A topic created since deletions names its groups by its id, in its command and its
+     * snapshot line, kept through a growth.
+     */
+    @Test
+    void aDeletionTakesTheTopicWithItsIdAndItsOffsetsAndNoOther() throws Exception {
+        UUID first = UUID.fromString("6a0c3f5e-1d2b-4c8a-9e7f-0123456789ab");
+        UUID second = UUID.fromString("0f1e2d3c-4b5a-4968-8776-5a4b3c2d1e0f");
+        Node writer = new Node();
+        writer.apply(MetadataCommands.memberCommand(1));
+        MetadataCommands.Topic created = new MetadataCommands.Topic("d", List.of(List.of(1, 2)), Map.of(), first,
+                true);
+        assertThat(created.command()).isEqualTo("topic d 1 1,2 - " + first + " groups-by-id");
+        assertThat(MetadataCommands.Topic.parse(created.command())).isEqualTo(created);
+        assertThat(writer.apply(created.command())).isEqualTo("created");
+        writer.apply("partitions d 2 1,2;2,1");
+        assertThat(writer.machine.state().topic("d").groupsById()).as("kept through a growth").isTrue();
+        writer.apply("topic legacy 1 1");
+        writer.apply("offsets g d:0=5;d:1=6;legacy:0=2");
+        writer.apply("offsets h d:1=1");
+
+        assertThat(writer.apply("delete d " + second)).as("another id").startsWith(MetadataState.ANOTHER_ID);
+        assertThat(writer.apply("delete d")).as("no id, for a topic with one").startsWith(MetadataState.ANOTHER_ID);
+        assertThat(writer.apply("delete nosuch")).startsWith("refused: no topic");
+        assertThat(writer.apply(writer.machine.state().topic("d").deleteCommand()))
+                .isEqualTo(MetadataCommands.TOPIC_DELETED);
+        assertThat(writer.told).endsWith("deleted d " + first);
+        assertThat(writer.machine.state().topic("d")).isNull();
+        assertThat(writer.apply("delete legacy")).isEqualTo(MetadataCommands.TOPIC_DELETED);
+        String text = writer.machine.state().snapshot().text();
+        assertThat(text).doesNotContain("topic d ").doesNotContain("topic legacy").doesNotContain("offsets h")
+                .doesNotContain("d:");
+
+        // Created again under its name: another topic, which the first's deletion does not take.
+        MetadataCommands.Topic again = created.withId(second);
+        assertThat(writer.apply(again.command())).isEqualTo("created");
+        assertThat(writer.apply("delete d " + first)).startsWith(MetadataState.ANOTHER_ID);
+        assertThat(writer.machine.state().topic("d").id()).isEqualTo(second);
+        assertThat(again.is(second)).isTrue();
+        assertThat(again.is(first)).isFalse();
+        assertThat(again.is(null)).as("a topic from before ids is older").isFalse();
+        assertThat(writer.machine.state().topic("legacy")).isNull();
+    }
+
+    /**
+     * A node behind installs a snapshot taken after topics it knows were deleted: those created at or below the
+     * snapshot's index that it lacks, or holds another topic of the name for, are deleted here first; one created past
+     * its index (a node that applied more of an earlier log) is left to the log that follows.
+     */
+    @Test
+    void aNodeBehindInstallingASnapshotDeletesTheTopicsDeletedBeforeIt() throws Exception {
+        UUID first = UUID.fromString("6a0c3f5e-1d2b-4c8a-9e7f-0123456789ab");
+        UUID second = UUID.fromString("0f1e2d3c-4b5a-4968-8776-5a4b3c2d1e0f");
+        UUID kept = UUID.fromString("11111111-2222-4333-8444-555555555555");
+        Node behind = new Node();
+        Node writer = new Node();
+        for (Node node : List.of(behind, writer)) {
+            node.apply(MetadataCommands.memberCommand(1));
+            node.apply(new MetadataCommands.Topic("gone", List.of(List.of(1)), Map.of(), first, true).command());
+            node.apply(new MetadataCommands.Topic("again", List.of(List.of(1)), Map.of(), kept, true).command());
+            node.apply(new MetadataCommands.Topic("stays", List.of(List.of(1)), Map.of(), second, true).command());
+        }
+        writer.apply("delete gone " + first);
+        writer.apply("delete again " + kept);
+        UUID recreated = UUID.fromString("22222222-3333-4444-8555-666666666666");
+        writer.apply(new MetadataCommands.Topic("again", List.of(List.of(1)), Map.of(), recreated, true).command());
+        long snapshotIndex = writer.index - 1;
+        // Applied by the node behind only, past the snapshot's index: the snapshot cannot say it was deleted.
+        behind.index = writer.index;
+        behind.apply(new MetadataCommands.Topic("later", List.of(List.of(1)), Map.of(), UUID.randomUUID(), true)
+                .command());
+        behind.told.clear();
+
+        behind.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()),
+                snapshotIndex);
+
+        assertThat(behind.told).containsExactlyInAnyOrder("deleted gone " + first, "deleted again " + kept,
+                "topic again 1 @" + (snapshotIndex));
+        assertThat(behind.machine.state().topic("again").id()).isEqualTo(recreated);
+        assertThat(behind.machine.state().topic("stays").id()).isEqualTo(second);
+        assertThat(behind.machine.state().topic("gone")).isNull();
+        assertThat(behind.machine.state().topic("later")).isNotNull();
     }
 
     /** A snapshot written before ids (topic lines of four and five words) is read as topics without one. */
@@ -237,7 +327,7 @@ class MetadataSnapshotTest {
         String text = old.machine.state().snapshot().text();
         assertThat(text).contains("1 topic t 1 1\n").contains("2 topic c 1 1 cleanup.policy=compact\n");
         Node reader = new Node();
-        reader.machine.state().applySnapshot(MetadataSnapshot.parse(text));
+        reader.machine.state().applySnapshot(MetadataSnapshot.parse(text), Long.MAX_VALUE);
         assertThat(reader.machine.state().topicsWithoutIds()).containsExactly("c", "t");
         assertThat(reader.machine.state().topic("c").configs()).containsEntry("cleanup.policy", "compact");
     }
@@ -248,7 +338,8 @@ class MetadataSnapshotTest {
         writer.apply("topic t 1 1");
         writer.apply(MetadataCommands.memberCommand(1));
         Node reader = new Node();
-        reader.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()));
+        reader.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()),
+                Long.MAX_VALUE);
         assertThat(reader.apply(MetadataCommands.joinCommand(3))).isEqualTo(MetadataCommands.TOOK_PART);
     }
 

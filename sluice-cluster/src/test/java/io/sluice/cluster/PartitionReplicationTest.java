@@ -818,6 +818,104 @@ class PartitionReplicationTest {
         ByteBuffer.wrap(batch).putInt(KafkaBatch.CRC, (int) crc.getValue());
     }
 
+    /** @return the offset after a stored batch's last */
+    private static long endOf(byte[] stored) {
+        return ByteBuffer.wrap(stored).getLong(0) + ByteBuffer.wrap(stored).getInt(23) + 1;
+    }
+
+    /**
+     * The log start (DeleteRecords) moves through the log: every replica applies it, the leader's store raises its
+     * first offset only as far as its retention hold (the first batch its Raft log names), so a follower behind the
+     * log start is still sent the batches below it as entries, and it ends with the same log start and batches. A
+     * follower behind the leader's purged log installs the snapshot, which carries the log start, and a leader
+     * started again takes it from its snapshot file (the entry that moved it is purged).
+     */
+    @Test
+    void aFollowerBehindTheLogStartIsSentTheBatchesBelowItAndAnInstallCarriesTheLogStart() throws Exception {
+        startCluster();
+        Random random = new Random(17);
+        List<byte[]> expected = new ArrayList<>(produce(leader(), 120, random, "a"));
+        Node leader = leader();
+        await("the leader's log purged below its first snapshot", () -> {
+            try {
+                return leader.partition().division().getRaftLog().getStartIndex() > 0;
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        Node away = nodes[leader.id % 3 + 1];
+        assertEveryReplicaHolds(expected);
+        long awayEnd = endOf(expected.getLast());
+        away.stop();
+        // Fewer than the entries between snapshots: the leader's log still names every batch the follower lacks.
+        expected.addAll(produce(leader, 20, random, "b"));
+        long logStart = ByteBuffer.wrap(expected.get(130)).getLong(0);
+        assertThat(leader.partition().deleteRecords(logStart).get(30, TimeUnit.SECONDS)).isEqualTo(logStart);
+        assertThat(leader.partition().deleteRecords(logStart - 1).get(30, TimeUnit.SECONDS))
+                .as("a log start never goes down").isEqualTo(logStart);
+        leader.partition().machine().holdRetentionAtLog();
+        leader.partition().machine().deleteBelowLogStart();
+        long leaderFirst = leader.store.minOffset("t", 0);
+        assertThat(leaderFirst).as("the leader's first stored offset, raised to its retention hold")
+                .isPositive().isLessThanOrEqualTo(awayEnd).isLessThan(logStart);
+
+        away.start();
+        expected.addAll(produce(leader(), 5, random, "c"));
+        long end = endOf(expected.getLast());
+        await("the away replica caught up", () -> {
+            try {
+                return away.partition().highWatermark() >= end;
+            } catch (IOException e) {
+                return false;
+            }
+        });
+        assertThat(away.partition().machine().snapshotsInstalled()).as("snapshots installed").isZero();
+        for (int id = 1; id <= 3; id++) {
+            Node node = nodes[id];
+            await("replica " + id + " applied the log start", () -> {
+                try {
+                    return node.partition().machine().logStart() == logStart;
+                } catch (IOException e) {
+                    return false;
+                }
+            });
+            InProcessCluster.assertSameBatches(node.store, leader.store, "t", leaderFirst, end);
+        }
+
+        // Away past the leader's purge: the install carries the log start.
+        Node behind = nodes[leader().id % 3 + 1];
+        behind.stop();
+        expected.addAll(produce(leader(), 200, random, "d"));
+        Node now = leader();
+        await("the leader's log purged past the log start's entry", () -> {
+            try {
+                return now.partition().division().getRaftLog().getStartIndex() > 160
+                        && now.partition().machine().latestSnapshot().logStart() == logStart;
+            } catch (IOException e) {
+                throw new IllegalStateException(e);
+            }
+        });
+        behind.start();
+        expected.addAll(produce(leader(), 5, random, "e"));
+        long last = endOf(expected.getLast());
+        await("the replica behind caught up", () -> {
+            try {
+                return behind.partition().highWatermark() >= last;
+            } catch (IOException e) {
+                return false;
+            }
+        });
+        assertThat(behind.partition().machine().snapshotsInstalled()).as("snapshots installed").isEqualTo(1);
+        assertThat(behind.partition().machine().logStart()).as("the installed log start").isEqualTo(logStart);
+
+        // A replica started again takes the log start from its snapshot before it applies anything.
+        Node restarted = leader();
+        restarted.stop();
+        restarted.start();
+        assertThat(restarted.partition().machine().logStart()).as("the log start after a restart")
+                .isEqualTo(logStart);
+    }
+
     /** @return a batch as the broker hands it on, checked */
     private static KafkaBatch checked(byte[] batch) {
         return KafkaBatch.check(java.lang.foreign.MemorySegment.ofArray(batch));

@@ -19,8 +19,7 @@ import org.apache.kafka.common.protocol.Errors;
  * partition's leader, as Kafka's broker does; answered with the partition's low watermark once its leader's replica
  * has it (durably, and in a cluster once a majority applied it). An offset past the high watermark is
  * OFFSET_OUT_OF_RANGE, a partition led elsewhere NOT_LEADER_OR_FOLLOWER, one that does not exist
- * UNKNOWN_TOPIC_OR_PARTITION; each partition is answered on its own. A replicated partition's records cannot be
- * deleted yet: POLICY_VIOLATION (the response carries no message).
+ * UNKNOWN_TOPIC_OR_PARTITION; each partition is answered on its own.
  */
 final class DeleteRecordsHandler {
 
@@ -82,8 +81,7 @@ final class DeleteRecordsHandler {
                                 ? error.getCause() : error;
                         result.setErrorCode((cause instanceof Partition.NotLeaderException
                                 ? Errors.NOT_LEADER_OR_FOLLOWER : cause instanceof TimeoutException
-                                ? Errors.REQUEST_TIMED_OUT : cause instanceof UnsupportedOperationException
-                                ? Errors.POLICY_VIOLATION : Errors.KAFKA_STORAGE_ERROR).code());
+                                ? Errors.REQUEST_TIMED_OUT : Errors.KAFKA_STORAGE_ERROR).code());
                     }
                     return null;
                 });

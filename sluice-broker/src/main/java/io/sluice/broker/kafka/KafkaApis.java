@@ -173,14 +173,18 @@ public final class KafkaApis implements AutoCloseable {
         this.producerIds = new ProducerIds(cluster.brokers().stream().map(ClusterView.Node::id).sorted().toList()
                 .indexOf(cluster.self()));
         PartitionWatch watch = new PartitionWatch();
+        ProducerStates producerStates = new ProducerStates();
         partitions.onChange((topic, partition) -> {
             if (partition < 0) {
+                // A topic deleted (in a cluster, through whichever broker): one created again starts with no producers.
+                if (partitions.count(topic) == 0) {
+                    producerStates.forget(topic);
+                }
                 watch.signalTopic(topic);
             } else {
                 watch.signal(topic, partition);
             }
         });
-        ProducerStates producerStates = new ProducerStates();
         this.producerStates = producerStates;
         TopicConfigs topicConfigs = new TopicConfigs(Configs.brokerValues(storeConfig));
         this.transactions = new TransactionCoordinator(cluster, partitions, producerStates, producerIds,

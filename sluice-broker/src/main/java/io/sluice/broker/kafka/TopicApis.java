@@ -529,11 +529,13 @@ final class TopicApis {
 
     /**
      * Deletes each topic named (by name, or from v6 by id), with its records, committed offsets and producer state;
-     * fetches waiting on it wake up and find it gone. Where the cluster cannot delete it (a replicated topic, a topic in
-     * the store's shared layout) Kafka's TOPIC_DELETION_DISABLED, with the reason. The request is read as Kafka's
-     * controller reads it: a topic named twice, by name or by id, or both ways at once, is answered INVALID_REQUEST and
-     * not deleted; one named by both a name and an id in one entry, or by neither, is INVALID_REQUEST; an id no topic
-     * has is UNKNOWN_TOPIC_ID. Each topic deleted is answered with its name and id.
+     * fetches waiting on it wake up and find it gone. In a cluster the deletion goes through the cluster's metadata,
+     * whichever broker takes it, and is answered once the cluster deleted it and this broker's part is gone
+     * (REQUEST_TIMED_OUT after the request's timeout: it may still be deleted). Where the cluster cannot delete it (a
+     * topic in the store's shared layout) Kafka's TOPIC_DELETION_DISABLED, with the reason. The request is read as
+     * Kafka's controller reads it: a topic named twice, by name or by id, or both ways at once, is answered
+     * INVALID_REQUEST and not deleted; one named by both a name and an id in one entry, or by neither, is
+     * INVALID_REQUEST; an id no topic has is UNKNOWN_TOPIC_ID. Each topic deleted is answered with its name and id.
      */
     DeleteTopicsResponseData deleteTopics(DeleteTopicsRequestData request, short version) {
         List<DeleteTopicsResponseData.DeletableTopicResult> answers = new ArrayList<>();
@@ -584,7 +586,8 @@ final class TopicApis {
                 doomed.put(name, id);
             }
         }
-        doomed.forEach((name, id) -> answers.add(deleteTopic(name, id)));
+        long deadline = deadline(request.timeoutMs());
+        doomed.forEach((name, id) -> answers.add(deleteTopic(name, id, deadline)));
         // The response's collection is keyed by name, and answers of one name (those without one: ids no topic has,
         // entries naming nothing; or one name given with many ids) share one chain of it: 2,000 without a name took
         // 10 s to add. As for Metadata, only the first few of a name are answered; a client that asked by id finds a
@@ -616,17 +619,17 @@ final class TopicApis {
                 .setErrorMessage(error == Errors.NONE ? null : message != null ? message : error.message());
     }
 
-    private DeleteTopicsResponseData.DeletableTopicResult deleteTopic(String name, Uuid id) {
+    private DeleteTopicsResponseData.DeletableTopicResult deleteTopic(String name, Uuid id, long deadline) {
         try {
-            cluster.deleteTopic(name).join();
+            awaitCluster(cluster.deleteTopic(name), deadline, "delete topic " + name);
             return deleteAnswer(name, id, Errors.NONE, null);
-        } catch (java.util.concurrent.CompletionException e) {
-            Throwable cause = e.getCause() != null ? e.getCause() : e;
-            if (cause instanceof ClusterView.TopicRefusedException refused) {
-                return deleteAnswer(name, id, refused.refusal() == ClusterView.Refusal.NO_TOPIC
-                        ? Errors.UNKNOWN_TOPIC_OR_PARTITION : Errors.TOPIC_DELETION_DISABLED, refused.getMessage());
-            }
-            return deleteAnswer(name, id, Errors.KAFKA_STORAGE_ERROR, cause.getMessage());
+        } catch (ClusterView.TopicRefusedException refused) {
+            return deleteAnswer(name, id, refused.refusal() == ClusterView.Refusal.NO_TOPIC
+                    ? Errors.UNKNOWN_TOPIC_OR_PARTITION : Errors.TOPIC_DELETION_DISABLED, refused.getMessage());
+        } catch (ClusterTimeoutException e) {
+            return deleteAnswer(name, id, Errors.REQUEST_TIMED_OUT, e.getMessage());
+        } catch (RuntimeException e) {
+            return deleteAnswer(name, id, Errors.KAFKA_STORAGE_ERROR, e.getMessage());
         } finally {
             // Only for a topic that is gone: a refused deletion keeps its producers' state, in-flight batches too.
             if (partitions.count(name) == 0) {

@@ -119,14 +119,10 @@ public final class ReplicatedCluster implements ClusterView {
         return error instanceof CompletionException && error.getCause() != null ? error.getCause() : error;
     }
 
-    /**
-     * Not yet: a replicated topic's Raft groups are named after the topic and partition, so a topic deleted and created
-     * again would need other names for its groups, lest a node that was down start the old group's log.
-     */
+    /** Through the cluster's metadata: every broker deletes its part, this one before the answer. */
     @Override
     public CompletableFuture<Void> deleteTopic(String topic) {
-        return CompletableFuture.failedFuture(new TopicRefusedException(Refusal.DELETION_DISABLED,
-                "deleting a replicated topic is not supported yet"));
+        return refused(node.deleteTopic(topic), Refusal.NO_TOPIC);
     }
 
     @Override

@@ -196,9 +196,14 @@ public final class ReplicatedPartitions implements Partitions {
             }
         }
 
+        /**
+         * The partition's log start (Kafka's DeleteRecords, moved through the cluster), or the store's first offset if
+         * that is later (retention): the store keeps batches below the log start that a replica behind is still sent.
+         */
         @Override
         public long logStartOffset() {
-            return store.minOffset(id.topic(), id.partition());
+            return Math.max(store.minOffset(id.topic(), id.partition()),
+                    node.logStartOffset(id.topic(), id.partition()));
         }
 
         @Override
@@ -217,13 +222,14 @@ public final class ReplicatedPartitions implements Partitions {
         }
 
         /**
-         * Not yet: a replicated partition's log start must move at one place of its Raft log on every replica, and a
-         * follower behind it still be sent the batches below it; answered as a policy refusal.
+         * Through the cluster: the log start moves at one place of the partition's replicated log, on every replica,
+         * and the answer comes once that is committed; the low watermark is the log start after it, or the store's
+         * first offset if retention took more.
          */
         @Override
         public CompletableFuture<Long> deleteRecords(long offset) {
-            return CompletableFuture.failedFuture(new UnsupportedOperationException(
-                    "deleting the records of a replicated partition is not supported yet"));
+            return notLeader(node.deleteRecords(id.topic(), id.partition(), offset))
+                    .thenApply(start -> Math.max(start, store.minOffset(id.topic(), id.partition())));
         }
 
         @Override

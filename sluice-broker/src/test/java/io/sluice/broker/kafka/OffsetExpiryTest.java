@@ -225,6 +225,21 @@ class OffsetExpiryTest {
         }
 
         @Override
+        public long logStartOffset(String topic, int partition) {
+            return 0;
+        }
+
+        @Override
+        public CompletableFuture<Long> deleteRecords(String topic, int partition, long offset) {
+            return CompletableFuture.failedFuture(new UnsupportedOperationException("no records here"));
+        }
+
+        @Override
+        public CompletableFuture<Void> deleteTopic(String topic) {
+            return CompletableFuture.failedFuture(new UnsupportedOperationException("no topics here"));
+        }
+
+        @Override
         public CompletableFuture<Void> createTopic(String topic, int partitions, int replicationFactor,
                                                    java.util.Map<String, String> configs) {
             return CompletableFuture.failedFuture(new UnsupportedOperationException("no topics here"));
