@@ -108,6 +108,13 @@ class ClusterTransactionsTest {
             }
             assertThat(readCommitted(bootstrap, "tx", 3, 12)).hasSize(12)
                     .allMatch(v -> v.startsWith("a0-") || v.startsWith("a2-")).doesNotHaveDuplicates();
+            // Admin asks every broker for its transactions (kafka-transactions list): the others answer none.
+            try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap,
+                    AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 60_000))) {
+                assertThat(admin.listTransactions().all().get(60, TimeUnit.SECONDS))
+                        .extracting(org.apache.kafka.clients.admin.TransactionListing::transactionalId)
+                        .containsExactly("etl");
+            }
 
             // The coordinator's broker stops: the next controller has the id's state from the metadata.
             byte[] before = cluster.broker(controller == 1 ? 2 : 1).node().savedTransactions().get("etl");

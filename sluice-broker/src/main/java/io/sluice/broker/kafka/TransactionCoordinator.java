@@ -920,12 +920,12 @@ final class TransactionCoordinator implements AutoCloseable {
 
     // ---- ListTransactions, DescribeTransactions ----
 
+    /**
+     * ListTransactions, which Admin asks every broker: a broker that coordinates none (in a cluster, one that is not
+     * the controller) answers an empty list, as a Kafka broker leading no partition of __transaction_state does.
+     */
     ListTransactionsResponseData list(ListTransactionsRequestData request) {
         ListTransactionsResponseData response = new ListTransactionsResponseData();
-        Errors coordination = coordination();
-        if (coordination != Errors.NONE) {
-            return response.setErrorCode(coordination.code());
-        }
         Set<String> known = new HashSet<>();
         for (TransactionState.Status status : TransactionState.Status.values()) {
             known.add(status.kafkaName());
@@ -935,6 +935,13 @@ final class TransactionCoordinator implements AutoCloseable {
             if (!known.contains(filter)) {
                 unknownStates.add(filter);
             }
+        }
+        Errors coordination = coordination();
+        if (coordination == Errors.NOT_COORDINATOR) {
+            return response.setUnknownStateFilters(unknownStates);
+        }
+        if (coordination != Errors.NONE) {
+            return response.setErrorCode(coordination.code());
         }
         Pattern pattern = null;
         if (request.transactionalIdPattern() != null && !request.transactionalIdPattern().isEmpty()) {
