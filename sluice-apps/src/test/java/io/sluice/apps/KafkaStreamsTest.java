@@ -40,7 +40,8 @@ import org.junit.jupiter.api.io.TempDir;
 
 /**
  * Kafka Streams 4.3.1, unchanged, against a broker alone and a cluster of three: a word count with a repartition and
- * a state store whose changelog Streams creates compacted. The counts are exact; with the local state wiped, a new
+ * a state store whose changelog Streams creates compacted. The counts are exact, and Streams purges the repartition
+ * topic as it commits (DeleteRecords up to its committed offsets); with the local state wiped, a new
  * instance restores the store from the changelog, every record left in it, and counts on from there. On the broker
  * alone the log cleaner has compacted the changelog to less than half its updates first, so the restore steps over
  * the cleaner's gaps; a cluster's replicas compact only below their Raft snapshots, which these few entries do not
@@ -59,6 +60,7 @@ class KafkaStreamsTest {
     private static final int LINES_COMPACTED = 6_000;
     private static final int LINES = 600;
     private static final String CHANGELOG = "word-count-counts-changelog";
+    private static final String REPARTITION = "word-count-counts-repartition";
 
     @TempDir
     Path dir;
@@ -123,6 +125,31 @@ class KafkaStreamsTest {
             }
         }
         return latest;
+    }
+
+    /**
+     * Waits until Streams has purged what it consumed of its repartition topic (DeleteRecords up to its committed
+     * offsets, every repartition.purge.interval.ms): every partition's log start has moved past 0.
+     *
+     * @return each partition's log start
+     */
+    private static Map<Integer, Long> awaitPurged(String bootstrap) throws Exception {
+        Map<Integer, Long> starts = new HashMap<>();
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            Map<TopicPartition, org.apache.kafka.clients.admin.OffsetSpec> earliest = Map.of(
+                    new TopicPartition(REPARTITION, 0), org.apache.kafka.clients.admin.OffsetSpec.earliest(),
+                    new TopicPartition(REPARTITION, 1), org.apache.kafka.clients.admin.OffsetSpec.earliest());
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            do {
+                admin.listOffsets(earliest).all().get(30, TimeUnit.SECONDS)
+                        .forEach((partition, info) -> starts.put(partition.partition(), info.offset()));
+                if (starts.values().stream().allMatch(start -> start > 0)) {
+                    break;
+                }
+                Thread.sleep(200);
+            } while (System.nanoTime() < deadline);
+        }
+        return starts;
     }
 
     /** What a consumer read of the changelog, read_committed as a restore reads it, from its start to its end. */
@@ -200,6 +227,8 @@ class KafkaStreamsTest {
             try (KafkaStreams streams = wordCount(bootstrap, replicas, dir.resolve("state-1"), guarantee,
                     new Restored())) {
                 assertThat(awaitCounts(bootstrap, expected)).isEqualTo(expected);
+                assertThat(awaitPurged(bootstrap)).as("the repartition topic's log start, each partition")
+                        .allSatisfy((partition, start) -> assertThat(start).isPositive());
                 // Leaving the group, so that the next instance need not wait out this one's session (45 s).
                 streams.close(CloseOptions.groupMembershipOperation(
                         CloseOptions.GroupMembershipOperation.LEAVE_GROUP).withTimeout(Duration.ofSeconds(30)));
