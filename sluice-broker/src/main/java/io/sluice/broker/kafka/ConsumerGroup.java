@@ -101,13 +101,15 @@ final class ConsumerGroup {
     Map<String, TopicShape> subscribedTopics = Map.of();
     /** The assignor the last target was computed with. */
     String assignor = ServerAssignors.UNIFORM;
+    /** When (store clock) the group was left without members; -1 while it has had none. */
+    long emptiedMillis = -1;
     /** Whether a member came, went or changed its subscription since {@link #subscribedNames} was taken. */
     boolean subscriptionsChanged = true;
     /** The topic names the members subscribe to, and their patterns: what a heartbeat looks the topics up by. */
     Set<String> subscribedNames = Set.of();
     List<java.util.regex.Pattern> patterns = List.of();
-    /** The topics the patterns matched when last resolved, and when (System.nanoTime()). */
-    Set<String> patternMatches = Set.of();
+    /** The topics each pattern matched when last resolved, by pattern, and when (System.nanoTime()). */
+    Map<String, Set<String>> patternMatches = Map.of();
     long patternsResolvedNanos;
 
     /** A subscribed topic's id and partition count. */
@@ -153,6 +155,19 @@ final class ConsumerGroup {
             target.put(member.id, oldTarget);
         }
         put(member);
+    }
+
+    /**
+     * A static member leaving for a while (epoch -2): it keeps its partitions for its session, to take them back when
+     * it returns, but those it was giving up are free at once.
+     */
+    void leaveForAWhile(Member member) {
+        release(member);
+        member.previousEpoch = member.epoch;
+        member.epoch = -2;
+        member.state = MemberState.STABLE;
+        member.revoking = new HashMap<>();
+        hold(member);
     }
 
     /** Removes a member: its partitions are free, and the group's assignment must be computed again. */

@@ -60,6 +60,8 @@ final class ConsumerGroups {
     static final int MAX_MEMBERS = GroupCoordinator.MAX_MEMBERS;
     /** How often a group's subscribed patterns are matched against the topics again, at most. */
     static final long PATTERN_REFRESH_NANOS = TimeUnit.SECONDS.toNanos(1);
+    /** How long one matching of a group's patterns against the topics may take. */
+    static final long PATTERN_BUDGET_NANOS = TimeUnit.MILLISECONDS.toNanos(100);
     /** ConsumerGroupDescribe v1's member type of a member on the consumer protocol. */
     private static final byte CONSUMER_MEMBER = 1;
 
@@ -79,7 +81,28 @@ final class ConsumerGroups {
         this.classic = classic;
         this.heartbeatIntervalMs = heartbeatIntervalMs;
         this.sessionTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(sessionTimeoutMs);
+        classic.heldElsewhere(id -> !removeIfEmpty(id));
         timer.scheduleWithFixedDelay(this::expire, 100, 100, TimeUnit.MILLISECONDS);
+    }
+
+    /** When each consumer group forgotten for want of members last had some (store clock), for offset expiry. */
+    private final Map<String, Long> occupiedMillis = new ConcurrentHashMap<>();
+
+    /** @return now if the consumer group has members, else when it last had some (-1: not known) */
+    long lastOccupiedMillis(String id) {
+        ConsumerGroup group = groups.get(id);
+        if (group != null) {
+            synchronized (group) {
+                return group.members.isEmpty() ? group.emptiedMillis : classic.millis();
+            }
+        }
+        return occupiedMillis.getOrDefault(id, -1L);
+    }
+
+    /** Forgets last-occupied times that can no longer decide an expiry (see GroupCoordinator#forgetOccupied). */
+    void forgetOccupied(long cutoffMillis, Set<String> committed) {
+        occupiedMillis.entrySet().removeIf(e -> !groups.containsKey(e.getKey())
+                && (e.getValue() < cutoffMillis || !committed.contains(e.getKey())));
     }
 
     /** A refusal with Kafka's error and message. */
@@ -93,10 +116,10 @@ final class ConsumerGroups {
         }
     }
 
-    ConsumerGroupHeartbeatResponseData heartbeat(ConsumerGroupHeartbeatRequestData request, String clientId,
-                                                 String clientHost) {
+    ConsumerGroupHeartbeatResponseData heartbeat(ConsumerGroupHeartbeatRequestData request, short version,
+                                                 String clientId, String clientHost) {
         try {
-            validate(request);
+            validate(request, version);
             if (request.memberEpoch() == LEAVE_EPOCH || request.memberEpoch() == STATIC_LEAVE_EPOCH) {
                 return leave(request);
             }
@@ -119,18 +142,22 @@ final class ConsumerGroups {
     }
 
     /** Kafka's checks of a heartbeat's fields, before the group is looked at. */
-    private static void validate(ConsumerGroupHeartbeatRequestData request) {
-        if (request.groupId().isEmpty() || GroupNames.toStore(request.groupId()) == null) {
-            throw new Refused(request.groupId().isEmpty() ? Errors.INVALID_REQUEST : Errors.INVALID_GROUP_ID,
-                    request.groupId().isEmpty() ? "GroupId can't be empty." : "not a group id this broker keeps");
+    private static void validate(ConsumerGroupHeartbeatRequestData request, short version) {
+        if (request.groupId().isBlank() || GroupNames.toStore(request.groupId()) == null) {
+            throw new Refused(request.groupId().isBlank() ? Errors.INVALID_REQUEST : Errors.INVALID_GROUP_ID,
+                    request.groupId().isBlank() ? "GroupId can't be empty." : "not a group id this broker keeps");
         }
-        if ("".equals(request.instanceId())) {
+        if (request.instanceId() != null && request.instanceId().isBlank()) {
             throw new Refused(Errors.INVALID_REQUEST, "InstanceId can't be empty.");
         }
-        if ("".equals(request.rackId())) {
+        if (request.rackId() != null && request.rackId().isBlank()) {
             throw new Refused(Errors.INVALID_REQUEST, "RackId can't be empty.");
         }
         int epoch = request.memberEpoch();
+        // From v1 the client makes its member id (KIP-1082), also for its first heartbeat.
+        if (version >= 1 && epoch == JOIN_EPOCH) {
+            requireMemberId(request);
+        }
         if (epoch > 0 || epoch == LEAVE_EPOCH) {
             requireMemberId(request);
         } else if (epoch == JOIN_EPOCH) {
@@ -163,7 +190,7 @@ final class ConsumerGroups {
     }
 
     private static void requireMemberId(ConsumerGroupHeartbeatRequestData request) {
-        if (request.memberId().isEmpty()) {
+        if (request.memberId().isBlank()) {
             throw new Refused(Errors.INVALID_REQUEST, "MemberId can't be empty.");
         }
     }
@@ -191,10 +218,8 @@ final class ConsumerGroups {
         if (group != null) {
             return group;
         }
-        if (classic.group(id) == null) {
-            return groups.computeIfAbsent(id, ConsumerGroup::new);
-        }
-        // Under the classic group's lock, so that no classic member joins between the check and the creation.
+        // Under the classic group's lock (an empty one stands in while there is none), which a classic member's join,
+        // DeleteGroups and offset expiry take too: none of them runs between the check and the creation.
         ConsumerGroup[] created = new ConsumerGroup[1];
         if (!classic.ifIdle(id, Long.MAX_VALUE, () -> {
             classic.remove(id);
@@ -232,7 +257,8 @@ final class ConsumerGroups {
         ConsumerGroupHeartbeatResponseData response = new ConsumerGroupHeartbeatResponseData().setMemberId(member.id)
                 .setMemberEpoch(member.epoch).setHeartbeatIntervalMs(heartbeatIntervalMs);
         boolean full = request.memberEpoch() == JOIN_EPOCH || request.rebalanceTimeoutMs() != -1
-                && request.subscribedTopicNames() != null && request.topicPartitions() != null;
+                && (request.subscribedTopicNames() != null || request.subscribedTopicRegex() != null)
+                && request.topicPartitions() != null;
         if (full || !before.equals(member.assigned)) {
             response.setAssignment(assignment(member.assigned));
         }
@@ -366,26 +392,92 @@ final class ConsumerGroups {
             group.subscriptionsChanged = false;
         }
         if (group.patterns.isEmpty()) {
-            group.patternMatches = Set.of();
+            group.patternMatches = Map.of();
         } else if (changed || now - group.patternsResolvedNanos > PATTERN_REFRESH_NANOS) {
-            Set<String> matches = new TreeSet<>();
-            for (String name : partitions.topics().keySet()) {
-                // Internal topics too, as Kafka resolves a pattern: one that names them means them.
-                if (group.patterns.stream().anyMatch(pattern -> pattern.matcher(name).matches())) {
-                    matches.add(name);
-                }
-            }
-            group.patternMatches = matches;
+            group.patternMatches = resolve(group, now + PATTERN_BUDGET_NANOS);
             group.patternsResolvedNanos = now;
         }
         Map<String, TopicShape> shapes = new TreeMap<>();
         for (String name : group.subscribedNames) {
             shape(shapes, name, partitions.count(name));
         }
-        for (String name : group.patternMatches) {
-            shape(shapes, name, partitions.count(name));
+        for (Set<String> names : group.patternMatches.values()) {
+            for (String name : names) {
+                shape(shapes, name, partitions.count(name));
+            }
         }
         return shapes;
+    }
+
+    /**
+     * @return the topics the group's patterns match, internal topics too, as Kafka resolves a pattern (one that names
+     *     them means them); what was matched by {@code deadlineNanos}, when a pattern backtracks that long
+     */
+    private Map<String, Set<String>> resolve(ConsumerGroup group, long deadlineNanos) {
+        Map<String, Set<String>> matches = new HashMap<>();
+        group.patterns.forEach(pattern -> matches.put(pattern.pattern(), new TreeSet<>()));
+        try {
+            for (String name : partitions.topics().keySet()) {
+                for (Pattern pattern : group.patterns) {
+                    if (pattern.matcher(new Bounded(name, deadlineNanos)).matches()) {
+                        matches.get(pattern.pattern()).add(name);
+                    }
+                }
+            }
+        } catch (OutOfTime e) {
+            LOG.warn("the subscription patterns of consumer group {} took more than {} ms to match the topics: {}"
+                    + " matched so far", group.id, TimeUnit.NANOSECONDS.toMillis(PATTERN_BUDGET_NANOS),
+                    matches.values().stream().mapToInt(Set::size).sum());
+        }
+        return matches;
+    }
+
+    /** A pattern's match ran out of its time. */
+    private static final class OutOfTime extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        OutOfTime() {
+            super(null, null, false, false);
+        }
+    }
+
+    /**
+     * A topic name a pattern is matched against, that stops the match once its time is up: java.util.regex can
+     * backtrack for a time exponential in the name's length (Kafka's RE2/J cannot), and matching runs under the
+     * group's lock.
+     */
+    private static final class Bounded implements CharSequence {
+        private final String name;
+        private final long deadlineNanos;
+        private int reads;
+
+        Bounded(String name, long deadlineNanos) {
+            this.name = name;
+            this.deadlineNanos = deadlineNanos;
+        }
+
+        @Override
+        public char charAt(int index) {
+            if ((++reads & 1023) == 0 && System.nanoTime() > deadlineNanos) {
+                throw new OutOfTime();
+            }
+            return name.charAt(index);
+        }
+
+        @Override
+        public int length() {
+            return name.length();
+        }
+
+        @Override
+        public CharSequence subSequence(int start, int end) {
+            return new Bounded(name.substring(start, end), deadlineNanos);
+        }
+
+        @Override
+        public String toString() {
+            return name;
+        }
     }
 
     private void shape(Map<String, TopicShape> shapes, String name, int count) {
@@ -399,14 +491,19 @@ final class ConsumerGroups {
 
     /** Computes the group's target assignment at its group epoch. */
     private static void assign(ConsumerGroup group) {
-        Map<String, Set<Uuid>> subscriptions = new HashMap<>();
+        Map<String, Set<Uuid>> subscriptions = new java.util.LinkedHashMap<>();
         Map<Uuid, Integer> counts = new HashMap<>();
         Map<String, Integer> votes = new TreeMap<>();
-        for (Member member : group.members.values()) {
+        // The order the range assignor hands ranges out in: static members by instance id, then the others by id.
+        List<Member> ordered = new ArrayList<>(group.members.values());
+        ordered.sort(java.util.Comparator.comparing((Member m) -> m.instanceId == null)
+                .thenComparing(m -> m.instanceId == null ? m.id : m.instanceId));
+        for (Member member : ordered) {
             Set<Uuid> topics = new HashSet<>();
-            Pattern pattern = member.topicRegex == null ? null : Pattern.compile(member.topicRegex);
+            Set<String> matched = member.topicRegex == null ? Set.of()
+                    : group.patternMatches.getOrDefault(member.topicRegex, Set.of());
             group.subscribedTopics.forEach((name, shape) -> {
-                if (member.topicNames.contains(name) || pattern != null && pattern.matcher(name).matches()) {
+                if (member.topicNames.contains(name) || matched.contains(name)) {
                     topics.add(shape.id());
                     counts.put(shape.id(), shape.partitions());
                 }
@@ -451,13 +548,10 @@ final class ConsumerGroups {
                     .setMemberId(member.id).setMemberEpoch(request.memberEpoch());
             if (request.memberEpoch() == STATIC_LEAVE_EPOCH) {
                 // Gone for a while: it keeps its partitions for its session, to take them back when it returns.
-                member.previousEpoch = member.epoch;
-                member.epoch = STATIC_LEAVE_EPOCH;
-                member.state = MemberState.STABLE;
-                member.revoking = new HashMap<>();
+                group.leaveForAWhile(member);
                 return response;
             }
-            group.remove(member);
+            remove(group, member);
             LOG.info("member {} left consumer group {}", member.id, group.id);
             return response;
         }
@@ -481,6 +575,14 @@ final class ConsumerGroups {
         return new ConsumerGroupHeartbeatResponseData.Assignment().setTopicPartitions(topics);
     }
 
+    /** Removes a member, noting when the group was left empty (for offset expiry). */
+    private void remove(ConsumerGroup group, Member member) {
+        group.remove(member);
+        if (group.members.isEmpty()) {
+            group.emptiedMillis = classic.millis();
+        }
+    }
+
     /** Fences members whose session expired or who did not revoke within their rebalance time-out. */
     private void expire() {
         long now = System.nanoTime();
@@ -492,13 +594,13 @@ final class ConsumerGroups {
                             && now - member.revokingSinceNanos > TimeUnit.MILLISECONDS.toNanos(
                                     member.rebalanceTimeoutMs);
                     if (session || revoking) {
-                        group.remove(member);
+                        remove(group, member);
                         LOG.info("member {} fenced from consumer group {}: {}", member.id, group.id,
                                 session ? "its session expired" : "it did not revoke its partitions in time");
                     }
                 }
-                if (group.members.isEmpty()) {
-                    groups.remove(group.id, group);
+                if (group.members.isEmpty() && groups.remove(group.id, group)) {
+                    occupiedMillis.put(group.id, group.emptiedMillis);
                 }
             }
         }
@@ -583,7 +685,9 @@ final class ConsumerGroups {
             if (!group.members.isEmpty()) {
                 return false;
             }
-            groups.remove(id, group);
+            if (groups.remove(id, group)) {
+                occupiedMillis.put(id, group.emptiedMillis);
+            }
             return true;
         }
     }
@@ -622,7 +726,10 @@ final class ConsumerGroups {
             if (!transactional && version < 9) {
                 return Errors.UNSUPPORTED_VERSION;
             }
-            return memberEpoch == member.epoch ? Errors.NONE : Errors.STALE_MEMBER_EPOCH;
+            // A transactional commit is told ILLEGAL_GENERATION, as Kafka tells it: the producer takes that one as
+            // abortable, any other as fatal.
+            return memberEpoch == member.epoch ? Errors.NONE
+                    : transactional ? Errors.ILLEGAL_GENERATION : Errors.STALE_MEMBER_EPOCH;
         }
     }
 

@@ -209,10 +209,6 @@ final class GroupApis {
 
     CompletableFuture<JoinGroupResponseData> join(JoinGroupRequestData request, short version, String clientId) {
         Errors error = GroupNames.toStore(request.groupId()) == null ? Errors.INVALID_GROUP_ID : coordination();
-        if (error == Errors.NONE && !consumerGroups.removeIfEmpty(request.groupId())) {
-            // A consumer group with members holds the id (Kafka would take the member into it; Sluice does not).
-            error = Errors.INCONSISTENT_GROUP_PROTOCOL;
-        }
         if (error != Errors.NONE) {
             return CompletableFuture.completedFuture(new JoinGroupResponseData()
                     .setErrorCode(error.code()).setGenerationId(-1).setMemberId(request.memberId())
@@ -259,13 +255,14 @@ final class GroupApis {
     }
 
     /** A KIP-848 consumer group member's heartbeat ({@link ConsumerGroups}), at the coordinator only. */
-    ConsumerGroupHeartbeatResponseData consumerHeartbeat(ConsumerGroupHeartbeatRequestData request, String clientId) {
+    ConsumerGroupHeartbeatResponseData consumerHeartbeat(ConsumerGroupHeartbeatRequestData request, short version,
+                                                         String clientId) {
         Errors error = coordination();
         if (error != Errors.NONE) {
             return new ConsumerGroupHeartbeatResponseData().setErrorCode(error.code()).setMemberId(request.memberId())
                     .setMemberEpoch(request.memberEpoch());
         }
-        return consumerGroups.heartbeat(request, clientId, "/127.0.0.1");
+        return consumerGroups.heartbeat(request, version, clientId, "/127.0.0.1");
     }
 
     ConsumerGroupDescribeResponseData consumerDescribe(ConsumerGroupDescribeRequestData request) {
@@ -564,9 +561,12 @@ final class GroupApis {
             if (id == null) {
                 return;
             }
-            long active = Math.max(Math.max(committed, startedOrCoordinating), coordinator.lastOccupiedMillis(id));
+            long active = Math.max(Math.max(committed, startedOrCoordinating), Math.max(
+                    coordinator.lastOccupiedMillis(id), consumerGroups.lastOccupiedMillis(id)));
             try {
-                if (active < cutoff && coordinator.ifIdle(id, cutoff, () -> forget(name, decision, cutoff))) {
+                // Under the classic group's lock, which a consumer group's first member takes too.
+                if (active < cutoff && coordinator.ifIdle(id, cutoff,
+                        () -> consumerGroups.removeIfEmpty(id) && forget(name, decision, cutoff))) {
                     expired.add(id);
                     LOG.info("forgot the committed offsets of group {}: no members and no commit for {} minutes", id,
                             TimeUnit.MILLISECONDS.toMinutes(retentionMillis));
@@ -578,6 +578,7 @@ final class GroupApis {
             kept.add(id);
         });
         coordinator.forgetOccupied(cutoff, kept);
+        consumerGroups.forgetOccupied(cutoff, kept);
         return expired;
     }
 
@@ -767,9 +768,7 @@ final class GroupApis {
                 error = Errors.INVALID_GROUP_ID;
             } else if (coordination != Errors.NONE) {
                 error = coordination;
-            } else if (!consumerGroups.removeIfEmpty(id)) {
-                error = Errors.NON_EMPTY_GROUP;
-            } else if (group == null && !stored.contains(id)) {
+            } else if (group == null && !consumerGroups.exists(id) && !stored.contains(id)) {
                 error = Errors.GROUP_ID_NOT_FOUND;
             } else {
                 error = delete(id, name);
@@ -789,6 +788,10 @@ final class GroupApis {
         boolean[] forgotten = new boolean[1];
         try {
             if (!coordinator.ifIdle(id, Long.MAX_VALUE, () -> {
+                // Under the classic group's lock, which a consumer group's first member takes too.
+                if (!consumerGroups.removeIfEmpty(id)) {
+                    return false;
+                }
                 forgotten[0] = forget(name, decision, -1);
                 coordinator.remove(id);
                 return true;

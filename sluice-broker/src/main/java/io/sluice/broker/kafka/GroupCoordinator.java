@@ -60,6 +60,21 @@ final class GroupCoordinator {
         timer.scheduleWithFixedDelay(this::expire, 100, 100, TimeUnit.MILLISECONDS);
     }
 
+    /** @return the store clock's time, in milliseconds, that offset expiry reads */
+    long millis() {
+        return millis.getAsLong();
+    }
+
+    /**
+     * Whether a group id is held by a group of the other protocol (a KIP-848 consumer group with members), asked under
+     * the classic group's lock at each join: a consumer group that has none is forgotten by the check.
+     */
+    private volatile java.util.function.Predicate<String> heldElsewhere = id -> false;
+
+    void heldElsewhere(java.util.function.Predicate<String> check) {
+        this.heldElsewhere = check;
+    }
+
     /** @return now if the group has members, else when it last had some (-1: not since this broker started) */
     long lastOccupiedMillis(String id) {
         ClassicGroup group = groups.get(id);
@@ -157,6 +172,10 @@ final class GroupCoordinator {
         }
         ClassicGroup group = groups.computeIfAbsent(request.groupId(), this::newGroup);
         synchronized (group) {
+            if (group.members.isEmpty() && group.pendingIds.isEmpty() && heldElsewhere.test(request.groupId())) {
+                // A consumer group with members holds the id (Kafka would take the member into it; Sluice does not).
+                return done(failed.setErrorCode(Errors.INCONSISTENT_GROUP_PROTOCOL.code()));
+            }
             if (group.state != State.EMPTY) {
                 // The member must be of the group's type and share a protocol with every other member.
                 boolean shared = protocols.keySet().stream().anyMatch(p -> group.members.values().stream()

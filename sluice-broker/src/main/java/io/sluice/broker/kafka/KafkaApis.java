@@ -394,7 +394,7 @@ public final class KafkaApis implements AutoCloseable {
             case DELETE_GROUPS -> groups.delete((DeleteGroupsRequestData) request);
             case OFFSET_DELETE -> groups.offsetDelete((OffsetDeleteRequestData) request);
             case CONSUMER_GROUP_HEARTBEAT -> groups.consumerHeartbeat((ConsumerGroupHeartbeatRequestData) request,
-                    header.clientId());
+                    version, header.clientId());
             case CONSUMER_GROUP_DESCRIBE -> groups.consumerDescribe((ConsumerGroupDescribeRequestData) request);
             case DESCRIBE_CONFIGS -> configs.describe((DescribeConfigsRequestData) request);
             case INCREMENTAL_ALTER_CONFIGS -> configs.incrementalAlter((IncrementalAlterConfigsRequestData) request);

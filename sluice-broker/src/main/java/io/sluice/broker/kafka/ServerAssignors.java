@@ -19,7 +19,8 @@ import org.apache.kafka.common.Uuid;
  *       more than another that could take one of them, and keeps a partition where it was when the balance allows
  *       (fewer partitions move, so fewer are revoked and handed over). Members with other subscriptions are balanced
  *       over the partitions they can take.</li>
- *   <li>{@value #RANGE} gives each topic's subscribers, ordered by member id, contiguous ranges of its partitions, the
+ *   <li>{@value #RANGE} gives each topic's subscribers, static members first by instance id (so that a restarted one
+ *       gets its ranges back) and then the others by member id, contiguous ranges of its partitions, the
  *       first ones one more where they do not divide evenly: co-partitioned topics of the same subscribers land
  *       together, as the classic range assignor places them.</li>
  * </ul>
@@ -42,7 +43,8 @@ final class ServerAssignors {
 
     /**
      * @param assignor {@value #UNIFORM} or {@value #RANGE}
-     * @param subscriptions each member's subscribed topics (by id, only topics that exist)
+     * @param subscriptions each member's subscribed topics (by id, only topics that exist), in the order
+     *     {@value #RANGE} hands the ranges out
      * @param partitionCounts the partition count of every topic subscribed
      * @param previous the group's last target assignment (for stickiness)
      * @return each member's partitions (every member has an entry, maybe empty)
@@ -61,7 +63,7 @@ final class ServerAssignors {
                                                               Map<Uuid, Integer> partitionCounts) {
         Map<String, Map<Uuid, Set<Integer>>> result = empty(subscriptions);
         Map<Uuid, List<String>> subscribers = new TreeMap<>();
-        new TreeMap<>(subscriptions).forEach((member, topics) -> topics.forEach(topic ->
+        subscriptions.forEach((member, topics) -> topics.forEach(topic ->
                 subscribers.computeIfAbsent(topic, t -> new ArrayList<>()).add(member)));
         subscribers.forEach((topic, members) -> {
             int count = partitionCounts.getOrDefault(topic, 0);
@@ -149,7 +151,14 @@ final class ServerAssignors {
             moved = false;
             List<String> order = new ArrayList<>(owned.keySet());
             order.sort(byLoad.reversed());
+            if (order.isEmpty()) {
+                return;
+            }
+            int least = owned.get(order.getLast()).size();
             for (String from : order) {
+                if (owned.get(from).size() - least < 2) {
+                    return; // balanced: nothing from here on can give to anyone (usually at once)
+                }
                 if (chain(from, subscribers, owned)) {
                     moved = true;
                     break;

@@ -77,7 +77,7 @@ class ConsumerGroupsTest {
     }
 
     private ConsumerGroupHeartbeatResponseData send(ConsumerGroupHeartbeatRequestData request) {
-        return groups.heartbeat(request, "client", "/127.0.0.1");
+        return groups.heartbeat(request, (short) 1, "client", "/127.0.0.1");
     }
 
     /** @return the partitions of "events" the answer assigns, or null if it carries no assignment */
@@ -176,6 +176,9 @@ class ConsumerGroupsTest {
                 .contains("SubscribedTopicNames");
         assertThat(send(join("a", "events").setInstanceId("")).errorCode()).isEqualTo(Errors.INVALID_REQUEST.code());
         assertThat(send(beat("", 3)).errorCode()).isEqualTo(Errors.INVALID_REQUEST.code());
+        // From v1 the client names itself, also when it joins; a v0 client is given an id.
+        assertThat(send(join("", "events")).errorMessage()).isEqualTo("MemberId can't be empty.");
+        assertThat(send(join(" ", "events")).errorMessage()).isEqualTo("MemberId can't be empty.");
         assertThat(send(beat("a", -3)).errorMessage()).isEqualTo("MemberEpoch is invalid.");
         ConsumerGroupHeartbeatResponseData assignor = send(join("a", "events").setServerAssignor("sticky"));
         assertThat(assignor.errorCode()).isEqualTo(Errors.UNSUPPORTED_ASSIGNOR.code());
@@ -184,6 +187,9 @@ class ConsumerGroupsTest {
                 .isEqualTo(Errors.INVALID_REGULAR_EXPRESSION.code());
         // Nothing was created by the refused joins.
         assertThat(groups.exists("g")).isFalse();
+        ConsumerGroupHeartbeatResponseData v0 = groups.heartbeat(join("", "events"), (short) 0, "client", "/h");
+        assertThat(v0.errorCode()).isZero();
+        assertThat(v0.memberId()).isNotEmpty();
     }
 
     @Test
@@ -222,6 +228,13 @@ class ConsumerGroupsTest {
         assertThat(refused.errorMessage()).isEqualTo("Group g is not a consumer group.");
         assertThat(groups.describe(new ConsumerGroupDescribeRequestData().setGroupIds(List.of("g")), Errors.NONE)
                 .groups().getFirst().errorMessage()).isEqualTo("Group g is not a consumer group.");
+
+        // And the other way round: a classic member is refused while a consumer group has members.
+        send(join("a", "events").setGroupId("modern"));
+        assertThat(classic.join(new JoinGroupRequestData().setGroupId("modern").setMemberId("")
+                .setSessionTimeoutMs(30_000).setRebalanceTimeoutMs(30_000).setProtocolType("consumer")
+                .setProtocols(protocols), (short) 3, "c", "h").get(10, TimeUnit.SECONDS).errorCode())
+                .isEqualTo(Errors.INCONSISTENT_GROUP_PROTOCOL.code());
     }
 
     @Test
@@ -231,6 +244,8 @@ class ConsumerGroupsTest {
         assertThat(groups.checkCommit("g", "a", 0, false, (short) 9)).isEqualTo(Errors.STALE_MEMBER_EPOCH);
         assertThat(groups.checkCommit("g", "a", 1, false, (short) 8)).isEqualTo(Errors.UNSUPPORTED_VERSION);
         assertThat(groups.checkCommit("g", "a", 1, true, (short) 3)).isEqualTo(Errors.NONE);
+        // A transactional commit of a stale epoch is ILLEGAL_GENERATION, which the producer takes as abortable.
+        assertThat(groups.checkCommit("g", "a", 0, true, (short) 3)).isEqualTo(Errors.ILLEGAL_GENERATION);
         assertThat(groups.checkCommit("g", "", -1, false, (short) 9)).isEqualTo(Errors.UNKNOWN_MEMBER_ID);
         assertThat(groups.checkFetch("g", null, -1)).isEqualTo(Errors.NONE);
         assertThat(groups.checkFetch("g", "a", 1)).isEqualTo(Errors.NONE);
@@ -326,5 +341,90 @@ class ConsumerGroupsTest {
         List<String> seen = new ArrayList<>();
         assignment.values().forEach(a -> a.forEach((topic, ps) -> ps.forEach(p -> seen.add(topic + "-" + p))));
         assertThat(seen).doesNotHaveDuplicates().hasSize(counts.values().stream().mapToInt(Integer::intValue).sum());
+    }
+
+    /**
+     * A heartbeat answer lost: the member sends a full request (its previous epoch, subscription and partitions), and
+     * is given its assignment again, whether it subscribes by names or by a pattern.
+     */
+    @Test
+    void aFullRequestAfterALostAnswerGetsTheAssignmentAgain() {
+        send(join("n", "events"));
+        ConsumerGroupHeartbeatResponseData patterned = send(join("p").setSubscribedTopicNames(null)
+                .setSubscribedTopicRegex("ev.*"));
+        assertThat(patterned.errorCode()).isZero();
+        // n is asked to give up partitions for p (that answer is "lost"), then sends a full request with epoch 1.
+        Set<Integer> kept = assigned(send(beat("n", 1, 0, 1, 2, 3)));
+        ConsumerGroupHeartbeatResponseData full = send(beat("n", 1, 0, 1, 2, 3).setRebalanceTimeoutMs(60_000)
+                .setSubscribedTopicNames(List.of("events")));
+        assertThat(assigned(full)).isEqualTo(kept);
+        // p's answer giving it its partitions is "lost" too; its full request carries its pattern, not names.
+        send(beat("n", 1, kept.toArray(Integer[]::new)));
+        ConsumerGroupHeartbeatResponseData handed = send(beat("p", 2));
+        Set<Integer> got = assigned(handed);
+        assertThat(got).hasSize(2);
+        ConsumerGroupHeartbeatResponseData again = send(beat("p", 2).setRebalanceTimeoutMs(60_000)
+                .setSubscribedTopicRegex("ev.*").setTopicPartitions(List.of()));
+        assertThat(again.errorCode()).isZero();
+        assertThat(assigned(again)).isEqualTo(got);
+    }
+
+    /** A static member leaving for a while keeps what it owns, but what it was giving up is free at once. */
+    @Test
+    void aStaticMemberLeavingWhileItRevokesFreesWhatItWasGivingUp() {
+        send(join("a", "events").setInstanceId("i"));
+        send(join("b", "events"));
+        // a is asked to revoke two partitions, and leaves for a while before it has.
+        Set<Integer> kept = assigned(send(beat("a", 1, 0, 1, 2, 3)));
+        assertThat(send(beat("a", -2).setInstanceId("i")).memberEpoch()).isEqualTo(-2);
+        Set<Integer> released = new TreeSet<>(Set.of(0, 1, 2, 3));
+        released.removeAll(kept);
+        assertThat(assigned(send(beat("b", 2)))).isEqualTo(released);
+    }
+
+    /** The range assignor orders static members by instance id, so a restarted one gets its ranges back. */
+    @Test
+    void theRangeAssignorOrdersStaticMembersByInstanceId() {
+        send(join("zzz", "events").setInstanceId("first").setServerAssignor("range"));
+        send(join("aaa", "events").setInstanceId("second").setServerAssignor("range"));
+        ConsumerGroupDescribeResponseData.DescribedGroup described = groups.describe(
+                new ConsumerGroupDescribeRequestData().setGroupIds(List.of("g")), Errors.NONE).groups().getFirst();
+        assertThat(described.assignorName()).isEqualTo("range");
+        assertThat(described.members()).filteredOn(m -> m.instanceId().equals("first")).singleElement()
+                .satisfies(m -> assertThat(m.targetAssignment().topicPartitions().getFirst().partitions())
+                        .containsExactly(0, 1));
+    }
+
+    /**
+     * A pattern that backtracks for ever (java.util.regex, unlike Kafka's RE2/J, can) stops at its time budget: the
+     * heartbeat is answered, and the group goes on.
+     */
+    @Test
+    void aPatternThatBacktracksStopsAtItsBudget() {
+        store.createTopic("a".repeat(60), TopicLayout.BATCHES, 1);
+        ConsumerGroupHeartbeatResponseData joined = send(join("a").setSubscribedTopicNames(null)
+                .setSubscribedTopicRegex("(.*a){12}-x"));
+        assertThat(joined.errorCode()).isZero();
+        assertThat(joined.memberEpoch()).isEqualTo(1);
+    }
+
+    /** A large group: every partition once, loads within one of each other, and a newcomer takes its share. */
+    @Test
+    void theUniformAssignorSpreadsAThousandPartitionsOverAThousandMembers() {
+        Uuid topic = new Uuid(1, 2);
+        Map<String, Set<Uuid>> subscriptions = new java.util.LinkedHashMap<>();
+        for (int m = 0; m < 1_000; m++) {
+            subscriptions.put("m" + m, Set.of(topic));
+        }
+        Map<Uuid, Integer> counts = Map.of(topic, 1_000);
+        Map<String, Map<Uuid, Set<Integer>>> first = ServerAssignors.assign("uniform", subscriptions, counts,
+                Map.of());
+        assertEveryPartitionOnce(first, counts);
+        assertThat(first.values().stream().mapToInt(ConsumerGroupsTest::size)).containsOnly(1);
+        subscriptions.put("late", Set.of(topic));
+        Map<String, Map<Uuid, Set<Integer>>> second = ServerAssignors.assign("uniform", subscriptions, counts,
+                first);
+        assertEveryPartitionOnce(second, counts);
+        assertThat(second.values().stream().mapToInt(ConsumerGroupsTest::size)).containsOnly(0, 1);
     }
 }

@@ -48,6 +48,8 @@ class OffsetExpiryTest {
     private final InstantSource clock = () -> Instant.ofEpochMilli(now.get());
     private final ScheduledExecutorService timer = Executors.newSingleThreadScheduledExecutor();
     private final GroupCoordinator coordinator = new GroupCoordinator(timer, now::get);
+    /** The KIP-848 groups of the last {@link #groups} made. */
+    private ConsumerGroups consumerGroups;
 
     @AfterEach
     void stop() {
@@ -73,9 +75,10 @@ class OffsetExpiryTest {
     /** @return the group APIs over the store and the test's coordinator (offsets.retention.minutes 60) */
     private GroupApis groups(Store store) {
         io.sluice.broker.local.LocalPartitions partitions = new io.sluice.broker.local.LocalPartitions(store, 0);
+        consumerGroups = new ConsumerGroups(partitions, coordinator, timer);
         return new GroupApis(partitions, new io.sluice.broker.local.LocalCluster(store, partitions,
                 new io.sluice.broker.ClusterView.Node(0, "127.0.0.1", 9092), TopicLayout.QUEUE), coordinator,
-                new ConsumerGroups(partitions, coordinator, timer), new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1, false, TopicLayout.QUEUE, 60),
+                consumerGroups, new KafkaApis.Settings(0, "127.0.0.1", 9092, "c", 1, false, TopicLayout.QUEUE, 60),
                 store.config().clock()::millis);
     }
 
@@ -116,6 +119,33 @@ class OffsetExpiryTest {
             assertThat(groups.expireOffsets(RETENTION)).isEmpty();
             now.addAndGet(RETENTION / 2);
             assertThat(groups.expireOffsets(RETENTION)).containsExactly("recent");
+        }
+    }
+
+    /**
+     * A KIP-848 consumer group is as a classic one: while it has members its offsets stay, however old its last
+     * commit; once its last member left, they go a retention later.
+     */
+    @Test
+    void aConsumerGroupKeepsItsOffsetsWhileItHasMembersAndLosesThemARetentionAfter() throws Exception {
+        try (Store store = openStore()) {
+            GroupApis groups = groups(store);
+            store.commitOffset(GroupNames.toStore("modern"), "t", 0, 3);
+            org.apache.kafka.common.message.ConsumerGroupHeartbeatResponseData joined = consumerGroups.heartbeat(
+                    new org.apache.kafka.common.message.ConsumerGroupHeartbeatRequestData().setGroupId("modern")
+                            .setMemberId("m").setMemberEpoch(0).setRebalanceTimeoutMs(30_000)
+                            .setSubscribedTopicNames(List.of("t")).setTopicPartitions(List.of()),
+                    (short) 1, "c", "h");
+            assertThat(joined.errorCode()).isZero();
+            now.addAndGet(3 * RETENTION);
+            assertThat(groups.expireOffsets(RETENTION)).as("it has a member").isEmpty();
+            consumerGroups.heartbeat(new org.apache.kafka.common.message.ConsumerGroupHeartbeatRequestData()
+                    .setGroupId("modern").setMemberId("m").setMemberEpoch(-1), (short) 1, "c", "h");
+            now.addAndGet(RETENTION / 2);
+            assertThat(groups.expireOffsets(RETENTION)).as("empty for half a retention").isEmpty();
+            now.addAndGet(RETENTION / 2 + 1);
+            assertThat(groups.expireOffsets(RETENTION)).containsExactly("modern");
+            assertThat(store.committedOffset(GroupNames.toStore("modern"), "t", 0)).isEmpty();
         }
     }
 
