@@ -107,6 +107,27 @@ class ConfluentKafkaClusterTest {
         }
     }
 
+    /**
+     * librdkafka's transactional producer through the cluster: transactions committed and aborted, a newer producer of
+     * the id fencing the older, read_committed reading each committed record once, and a group's offsets committed with
+     * a transaction; every broker ends each partition where a broker alone does.
+     */
+    @Test
+    void transactionalProducerCommitsAbortsIsFencedAndCommitsAGroupsOffsetsThroughTheCluster() throws Exception {
+        cluster.createTopic("transacted", 2);
+        assertSucceeds(run("transactions", "--topic", "transacted", "--partitions", "2", "--records", "20",
+                "--group", "transacted-readers", "--transactional-id", "confluent-tx"));
+        // As on a broker alone (ConfluentKafkaClientsTest): 8 transactions of 10 records on partition 0, the same 8
+        // and one of 20 on partition 1, each ending in a marker.
+        long[] ends = {8 * 11, 8 * 11 + 21};
+        for (int id = 1; id <= 3; id++) {
+            int node = id;
+            InProcessCluster.await("broker " + node + " holds both partitions of transacted to their ends", 30,
+                    () -> cluster.broker(node).store().maxOffset("transacted", 0) == ends[0]
+                            && cluster.broker(node).store().maxOffset("transacted", 1) == ends[1]);
+        }
+    }
+
     @Test
     void producerAndConsumerCarryRecordsThereAndBackThroughTheLeaders() throws Exception {
         cluster.createTopic("trip", 3);
