@@ -202,7 +202,12 @@ class ConsumerGroupsTest {
 
         // Leaves with -2: its partitions are kept for it, and another instance cannot take its place meanwhile.
         assertThat(send(beat("a1", -2).setInstanceId("i")).memberEpoch()).isEqualTo(-2);
-        assertThat(send(join("b2", "events").setInstanceId("i")).errorCode()).isZero();
+        // The new incarnation takes the old one's place with no rebalance: the group epoch stays, and it is
+        // answered the old one's partitions at that epoch.
+        ConsumerGroupHeartbeatResponseData back = send(join("b2", "events").setInstanceId("i"));
+        assertThat(back.errorCode()).isZero();
+        assertThat(back.memberEpoch()).isEqualTo(2);
+        assertThat(assigned(back)).containsExactlyInAnyOrder(kept);
         assertThat(send(join("b3", "events").setInstanceId("i")).errorCode())
                 .isEqualTo(Errors.UNRELEASED_INSTANCE_ID.code());
         assertThat(send(beat("a1", 2).setInstanceId("i")).errorCode()).isEqualTo(Errors.FENCED_INSTANCE_ID.code());
