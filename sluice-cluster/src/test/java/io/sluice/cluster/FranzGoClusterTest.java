@@ -64,8 +64,8 @@ class FranzGoClusterTest {
         // The program checked what its clients saw. The brokers: each partition holds at least what it holds on a
         // broker alone (20 records from each of 12 transactions, 2 from the one left open then committed, and 13
         // markers: 255 offsets), the same on every broker. On three brokers a partition can end 2 or 3 offsets
-        // further: a transaction's marker stored again while its first write was in flight, which readers skip
-        // (docs/cluster.md, "Transactions").
+        // further: a transaction's marker stored more than once (most likely resent while in flight), which readers
+        // skip (docs/cluster.md, "Transactions").
         awaitSameEnds("txn", 255);
     }
 
