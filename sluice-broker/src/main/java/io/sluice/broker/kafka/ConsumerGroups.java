@@ -648,9 +648,10 @@ final class ConsumerGroups {
                                                                    Map<Uuid, String> names) {
         List<ConsumerGroupDescribeResponseData.TopicPartitions> topics = new ArrayList<>();
         assignment.forEach((topic, partitionSet) -> {
-            String name = names.get(topic);
+            String name = names.containsKey(topic) ? names.get(topic) : KafkaTopicIds.nameOf(partitions, topic);
+            // A topic deleted since it was assigned has no name any more: "", not the string "null".
             topics.add(new ConsumerGroupDescribeResponseData.TopicPartitions().setTopicId(topic)
-                    .setTopicName(name != null ? name : String.valueOf(KafkaTopicIds.nameOf(partitions, topic)))
+                    .setTopicName(name != null ? name : "")
                     .setPartitions(new ArrayList<>(partitionSet)));
         });
         return new ConsumerGroupDescribeResponseData.Assignment().setTopicPartitions(topics);
