@@ -8,7 +8,13 @@ import io.sluice.broker.local.LocalPartitions;
 import io.sluice.broker.replicated.ReplicatedCluster;
 import io.sluice.broker.replicated.ReplicatedPartitions;
 import io.sluice.broker.metrics.BrokerMetrics;
+import io.sluice.broker.kafka.security.Authenticator;
+import io.sluice.broker.kafka.security.SecuritySettings;
 import io.sluice.broker.net.FrameServer;
+import java.util.ArrayList;
+import java.util.LinkedHashMap;
+import java.util.List;
+import java.util.Map;
 import io.sluice.store.RetentionPolicy;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
@@ -28,15 +34,18 @@ public final class Broker implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(Broker.class);
 
-    private final FrameServer server;
+    /** One per listener, the first listener's first. */
+    private final List<FrameServer> servers;
+    private final List<String> listenerNames;
     private final ExecutorService executor;
     private final KafkaApis apis;
     private final HTTPServer metricsServer;
     private final BrokerMetrics metrics;
 
-    private Broker(FrameServer server, ExecutorService executor, KafkaApis apis, HTTPServer metricsServer,
+    private Broker(List<FrameServer> servers, List<String> listenerNames, ExecutorService executor, KafkaApis apis, HTTPServer metricsServer,
                    BrokerMetrics metrics) {
-        this.server = server;
+        this.servers = List.copyOf(servers);
+        this.listenerNames = List.copyOf(listenerNames);
         this.executor = executor;
         this.apis = apis;
         this.metricsServer = metricsServer;
@@ -69,7 +78,7 @@ public final class Broker implements AutoCloseable {
         }
         LocalPartitions partitions = new LocalPartitions(store, config.nodeId());
         return start(store, config, port -> partitions, port -> new LocalCluster(store, partitions,
-                new ClusterView.Node(config.nodeId(), config.host(), port), config.topicLayout()));
+                new ClusterView.Node(config.nodeId(), config.host(), port), config.topicLayout()), false);
     }
 
     /**
@@ -87,7 +96,7 @@ public final class Broker implements AutoCloseable {
             throws IOException {
         Objects.requireNonNull(partitions, "partitions");
         Objects.requireNonNull(cluster, "cluster");
-        return start(store, config, port -> partitions, port -> cluster);
+        return start(store, config, port -> partitions, port -> cluster, true);
     }
 
     /**
@@ -110,51 +119,80 @@ public final class Broker implements AutoCloseable {
      * @param cluster the cluster, given the port bound (a broker alone advertises it)
      */
     private static Broker start(Store store, BrokerConfig config, IntFunction<Partitions> partitions,
-                                IntFunction<ClusterView> cluster) throws IOException {
+                                IntFunction<ClusterView> cluster, boolean oneListener) throws IOException {
         Objects.requireNonNull(store, "store");
         Objects.requireNonNull(config, "config");
-        InetSocketAddress address = new InetSocketAddress(config.host(), config.port());
-        if (!address.getAddress().isLoopbackAddress()) {
-            LOG.warn("listening on {}, beyond this machine: the broker has no authentication yet", address);
+        SecuritySettings security = SecuritySettings.parse(config.security(), config.host(), config.port());
+        List<SecuritySettings.Listener> listeners = security.listeners();
+        if (oneListener && (listeners.size() != 1 || listeners.getFirst().port() != config.port())) {
+            throw new IllegalArgumentException("a cluster's broker has one listener, on the client port its cluster"
+                    + " entry names (" + config.port() + "); listeners names " + listeners.size() + ": "
+                    + config.security().get("listeners"));
+        }
+        for (SecuritySettings.Listener listener : listeners) {
+            InetSocketAddress address = new InetSocketAddress(listener.host(), listener.port());
+            if (!address.getAddress().isLoopbackAddress() && !listener.sasl() && !listener.tls()) {
+                LOG.warn("listener {} on {} is PLAINTEXT and reachable beyond this machine: anyone who reaches it"
+                        + " can connect without authentication", listener.name(), address);
+            }
         }
         // With port 0 the advertised port is known only once bound, so the protocol handler is set after binding;
         // a request that arrives before cannot be answered yet and closes its connection.
         AtomicReference<KafkaApis> apis = new AtomicReference<>();
+        AtomicReference<Authenticator.Shared> shared = new AtomicReference<>();
         ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
-        FrameServer server;
+        List<FrameServer> servers = new ArrayList<>();
         try {
-            server = new FrameServer(address, frame -> {
-                KafkaApis ready = apis.get();
-                if (ready == null) {
-                    throw new IllegalStateException("the broker is still starting");
-                }
-                return ready.handle(frame);
-            }, FrameServer.Limits.of(config.maxRequestBytes(), config.maxConnections()));
+            for (SecuritySettings.Listener listener : listeners) {
+                AtomicReference<SecuritySettings.Listener> bound = new AtomicReference<>();
+                servers.add(new FrameServer(new InetSocketAddress(listener.host(), listener.port()), peer -> {
+                    KafkaApis ready = apis.get();
+                    if (ready == null) {
+                        return frame -> {
+                            throw new IllegalStateException("the broker is still starting");
+                        };
+                    }
+                    return ready.connections(bound.get(), shared.get()).open(peer);
+                }, FrameServer.Limits.of(config.maxRequestBytes(), config.maxConnections()), listener.engines()));
+                bound.set(listener.withPort(servers.getLast().port()));
+            }
         } catch (IOException | RuntimeException e) {
+            for (FrameServer server : servers) {
+                server.close();
+            }
             executor.close();
             throw e;
         }
-        BrokerMetrics metrics = new BrokerMetrics(store, server::connections);
+        FrameServer server = servers.getFirst();
+        BrokerMetrics metrics = new BrokerMetrics(store, () -> servers.stream().mapToInt(FrameServer::connections)
+                .sum());
         HTTPServer metricsServer = null;
         if (config.metricsPort() >= 0) {
             try {
                 metricsServer = metrics.serve(config.host(), config.metricsPort());
             } catch (IOException | RuntimeException e) {
-                server.close();
+                for (FrameServer each : servers) {
+                    each.close();
+                }
                 executor.close();
                 throw e;
             }
             LOG.info("Prometheus metrics on http://{}:{}/metrics", config.host(), metricsServer.getPort());
         }
+        SecuritySettings.Listener first = listeners.getFirst().withPort(server.port());
         KafkaApis kafka = new KafkaApis(partitions.apply(server.port()), cluster.apply(server.port()), store.config(),
-                new KafkaApis.Settings(config.nodeId(), config.host(), server.port(), config.clusterId(),
-                        config.defaultPartitions(), config.autoCreateTopics(), config.topicLayout(),
-                        config.offsetsRetentionMinutes(), config.cleaner()),
+                new KafkaApis.Settings(config.nodeId(), first.advertisedHost(), first.advertisedPortOrBound(),
+                        config.clusterId(), config.defaultPartitions(), config.autoCreateTopics(),
+                        config.topicLayout(), config.offsetsRetentionMinutes(), config.cleaner()),
                 executor, metrics);
-
+        shared.set(new Authenticator.Shared(security, kafka::scramCredentials));
         apis.set(kafka);
-        LOG.info("Sluice broker listening on {}:{}", config.host(), server.port());
-        return new Broker(server, executor, kafka, metricsServer, metrics);
+        for (int i = 0; i < servers.size(); i++) {
+            LOG.info("Sluice broker listening on {}:{} ({}, {})", listeners.get(i).host(), servers.get(i).port(),
+                    listeners.get(i).name(), listeners.get(i).protocolName());
+        }
+        return new Broker(servers, listeners.stream().map(SecuritySettings.Listener::name).toList(), executor, kafka,
+                metricsServer, metrics);
     }
 
     /** @return the broker's metrics (tests read which request versions clients used) */
@@ -216,21 +254,32 @@ public final class Broker implements AutoCloseable {
      */
     public static final WritePath ASYNC_WRITE_PATH = WritePath.CHANNEL;
 
-    /** @return the port the broker listens on */
+    /** @return the port the broker's first listener listens on */
     public int port() {
-        return server.port();
+        return servers.getFirst().port();
     }
 
-    /** @return connections open now */
+    /** @return the port of each listener, by its name, in the order {@code listeners} names them */
+    public Map<String, Integer> ports() {
+        Map<String, Integer> ports = new LinkedHashMap<>();
+        for (int i = 0; i < servers.size(); i++) {
+            ports.put(listenerNames.get(i), servers.get(i).port());
+        }
+        return ports;
+    }
+
+    /** @return connections open now, on every listener */
     public int connections() {
-        return server.connections();
+        return servers.stream().mapToInt(FrameServer::connections).sum();
     }
 
     /** Stops listening and closes every connection. */
     @Override
     public void close() throws IOException {
         try {
-            server.close();
+            for (FrameServer server : servers) {
+                server.close();
+            }
         } finally {
             apis.close();
             executor.shutdownNow();

@@ -2,6 +2,7 @@ package io.sluice.broker;
 
 import io.sluice.broker.kafka.KafkaApis;
 import io.sluice.store.TopicLayout;
+import java.util.Map;
 import java.util.Objects;
 
 /**
@@ -25,11 +26,22 @@ import java.util.Objects;
  *     preferred replicas (300 s by default, as Kafka's leader.imbalance.check.interval.seconds; 0: never, as Kafka's
  *     auto.leader.rebalance.enable=false); a new partition's leader hands over either way
  * @param cleaner the log cleaner's settings (Kafka's log.cleaner.*)
+ * @param security Kafka's listener, TLS, SASL and authorizer settings by name ({@code listeners}, {@code ssl.*},
+ *     {@code sasl.enabled.mechanisms}, {@code super.users}, ...), checked when the broker starts; none: one PLAINTEXT
+ *     listener on {@code host:port}
  */
 public record BrokerConfig(String host, int port, int nodeId, String clusterId, int maxRequestBytes,
                            int maxConnections, int defaultPartitions, boolean autoCreateTopics,
                            TopicLayout topicLayout, int metricsPort, int offsetsRetentionMinutes,
-                           int leaderImbalanceCheckSeconds, CleanerSettings cleaner) {
+                           int leaderImbalanceCheckSeconds, CleanerSettings cleaner, Map<String, String> security) {
+
+    /** A configuration without security settings: one PLAINTEXT listener. */
+    public BrokerConfig(String host, int port, int nodeId, String clusterId, int maxRequestBytes, int maxConnections,
+                        int defaultPartitions, boolean autoCreateTopics, TopicLayout topicLayout, int metricsPort,
+                        int offsetsRetentionMinutes, int leaderImbalanceCheckSeconds, CleanerSettings cleaner) {
+        this(host, port, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions, autoCreateTopics,
+                topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds, cleaner, Map.of());
+    }
 
     /** A configuration with the log cleaner's defaults. */
     public BrokerConfig(String host, int port, int nodeId, String clusterId, int maxRequestBytes, int maxConnections,
@@ -48,6 +60,7 @@ public record BrokerConfig(String host, int port, int nodeId, String clusterId, 
         Objects.requireNonNull(clusterId, "clusterId");
         Objects.requireNonNull(topicLayout, "topicLayout");
         Objects.requireNonNull(cleaner, "cleaner");
+        security = Map.copyOf(Objects.requireNonNull(security, "security"));
         if (port < 0 || port > 65_535) {
             throw new IllegalArgumentException("port must be between 0 and 65535, was " + port);
         }
@@ -89,25 +102,35 @@ public record BrokerConfig(String host, int port, int nodeId, String clusterId, 
     /** @return this configuration listening on {@code newPort} */
     public BrokerConfig withPort(int newPort) {
         return new BrokerConfig(host, newPort, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
-                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds, cleaner);
+                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds,
+                cleaner, security);
     }
 
     /** @return this configuration with node id {@code newNodeId} */
     public BrokerConfig withNodeId(int newNodeId) {
         return new BrokerConfig(host, port, newNodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
-                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds, cleaner);
+                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds,
+                cleaner, security);
     }
 
     /** @return this configuration with the log cleaner's settings {@code newCleaner} */
     public BrokerConfig withCleaner(CleanerSettings newCleaner) {
         return new BrokerConfig(host, port, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
                 autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds,
-                newCleaner);
+                newCleaner, security);
+    }
+
+    /** @return this configuration with the security settings {@code newSecurity} */
+    public BrokerConfig withSecurity(Map<String, String> newSecurity) {
+        return new BrokerConfig(host, port, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
+                autoCreateTopics, topicLayout, metricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds,
+                cleaner, newSecurity);
     }
 
     /** @return this configuration with its Prometheus endpoint on {@code newMetricsPort} (-1: none) */
     public BrokerConfig withMetricsPort(int newMetricsPort) {
         return new BrokerConfig(host, port, nodeId, clusterId, maxRequestBytes, maxConnections, defaultPartitions,
-                autoCreateTopics, topicLayout, newMetricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds, cleaner);
+                autoCreateTopics, topicLayout, newMetricsPort, offsetsRetentionMinutes, leaderImbalanceCheckSeconds,
+                cleaner, security);
     }
 }

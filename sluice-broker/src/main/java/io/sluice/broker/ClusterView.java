@@ -244,4 +244,27 @@ public interface ClusterView {
      *     not have
      */
     CompletableFuture<Election> electPreferredLeader(String topic, int partition, long timeoutMillis);
+
+    /**
+     * A security record of the cluster, as text: the SCRAM credentials ({@code "scram"}) or the ACLs ({@code "acls"}),
+     * each in its owner's encoding.
+     *
+     * @return the record's text as this broker has it, or "" if there is none
+     */
+    default String securityRecord(String kind) {
+        return "";
+    }
+
+    /**
+     * Changes a security record on every broker of the cluster: {@code change} is given the text the record has and
+     * answers the one it is to have, and the record gets it only if it still had the one given (else the change is
+     * made again on what it has now), as {@link #alterTopicConfigs} changes a topic's configs. Durable once it
+     * completes, whatever the flush mode.
+     *
+     * @param change from the text to the new text; may throw to refuse the change
+     * @return completes once this broker has the new text; fails with what {@code change} threw, or the store's error
+     */
+    default CompletableFuture<Void> alterSecurityRecord(String kind, UnaryOperator<String> change) {
+        return CompletableFuture.failedFuture(new UnsupportedOperationException("security records are not kept here"));
+    }
 }

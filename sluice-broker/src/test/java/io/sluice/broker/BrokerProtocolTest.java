@@ -94,7 +94,9 @@ class BrokerProtocolTest {
                             // Transactions, the markers between brokers, log directories.
                             "24:0-5", "25:0-4", "26:0-4", "28:0-4", "66:0-2", "65:0-0", "61:0-0", "27:1-2", "35:1-5",
                             // KIP-848 consumer groups.
-                            "68:0-1", "69:0-1");
+                            "68:0-1", "69:0-1",
+                            // Authentication and SCRAM credentials.
+                            "17:0-1", "36:0-2", "50:0-0", "51:0-0");
             // As Kafka 4 finalizes it by default: the consumer group protocol is on.
             assertThat(response.finalizedFeatures().find("group.version").maxVersionLevel()).isEqualTo((short) 1);
         }

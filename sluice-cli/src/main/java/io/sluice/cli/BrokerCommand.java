@@ -3,6 +3,7 @@ package io.sluice.cli;
 import io.sluice.broker.Broker;
 import io.sluice.broker.BrokerConfig;
 import io.sluice.broker.CleanerSettings;
+import io.sluice.broker.kafka.security.SecuritySettings;
 import io.sluice.cluster.ClusterBroker;
 import io.sluice.cluster.ClusterSpec;
 import io.sluice.store.FlushMode;
@@ -17,8 +18,10 @@ import java.io.PrintWriter;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.Locale;
+import java.util.Map;
 import java.util.Properties;
 import java.util.Set;
+import java.util.TreeMap;
 import java.util.TreeSet;
 import java.util.concurrent.Callable;
 import java.util.concurrent.CountDownLatch;
@@ -46,15 +49,19 @@ final class BrokerCommand implements Callable<Integer> {
     @Mixin
     StoreOptions store;
 
-    @Option(names = "--listen", description = "host:port to listen on (default 127.0.0.1:9092). Anything but loopback"
-            + " is reachable from other machines, and the broker has no authentication yet.")
+    @Option(names = "--listen", description = "host:port to listen on (default 127.0.0.1:9092), one PLAINTEXT"
+            + " listener. Anything but loopback is reachable from other machines: for TLS, SASL and several listeners"
+            + " use Kafka's listeners and ssl.*/sasl.* keys in --config.")
     String listen;
 
     @Option(names = "--config", description = "A broker.properties file: " + "listen, node.id, cluster.id, cluster,"
             + " num.partitions, auto.create.topics.enable, socket.request.max.bytes, max.connections, topic.layout"
             + " (queue, topic or shared), metrics.port, offsets.retention.minutes, auto.leader.rebalance.enable,"
             + " leader.imbalance.check.interval.seconds, log.cleaner.enable, log.cleaner.backoff.ms,"
-            + " log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second, log.cleaner.threads (1)."
+            + " log.cleaner.dedupe.buffer.size, log.cleaner.io.max.bytes.per.second, log.cleaner.threads (1);"
+            + " Kafka's security keys: listeners, advertised.listeners, listener.security.protocol.map, ssl.*,"
+            + " sasl.enabled.mechanisms, listener.name.<listener>.<key>, connections.max.reauth.ms, super.users,"
+            + " allow.everyone.if.no.acl.found, authorizer.class.name (docs/broker.md, Security)."
             + " Options given here win over it.")
     Path configFile;
 
@@ -194,6 +201,7 @@ final class BrokerCommand implements Callable<Integer> {
             }
             Set<String> unknown = new TreeSet<>(properties.stringPropertyNames());
             unknown.removeAll(KEYS);
+            unknown.removeIf(SecuritySettings::isKey);
             if (!unknown.isEmpty()) {
                 throw new IllegalArgumentException(file + ": unknown keys " + unknown + "; known are " + new TreeSet<>(KEYS));
             }
@@ -228,7 +236,18 @@ final class BrokerCommand implements Callable<Integer> {
                 integer("metrics.port", properties.getProperty("metrics.port", String.valueOf(defaults.metricsPort()))),
                 integer("offsets.retention.minutes", properties.getProperty("offsets.retention.minutes",
                         String.valueOf(defaults.offsetsRetentionMinutes()))),
-                leaderImbalanceCheckSeconds(properties, defaults), cleaner(properties));
+                leaderImbalanceCheckSeconds(properties, defaults), cleaner(properties), security(properties));
+    }
+
+    /** Kafka's listener, TLS, SASL and authorizer keys, as given (checked when the broker starts). */
+    private static Map<String, String> security(Properties properties) {
+        Map<String, String> security = new TreeMap<>();
+        for (String key : properties.stringPropertyNames()) {
+            if (SecuritySettings.isKey(key)) {
+                security.put(key, properties.getProperty(key));
+            }
+        }
+        return security;
     }
 
     /** Kafka's log.cleaner.* keys; one cleaner thread, as Kafka's default. */

@@ -91,7 +91,7 @@ public final class ClusterBroker implements AutoCloseable {
                     brokerConfig.maxRequestBytes(), brokerConfig.maxConnections(), brokerConfig.defaultPartitions(),
                     brokerConfig.autoCreateTopics(), brokerConfig.topicLayout(), brokerConfig.metricsPort(),
                     brokerConfig.offsetsRetentionMinutes(), brokerConfig.leaderImbalanceCheckSeconds(),
-                    brokerConfig.cleaner());
+                    brokerConfig.cleaner(), brokerConfig.security());
             Broker broker = Broker.start(store, config, node);
             phases.done("listening for clients");
             phases.log();

@@ -299,7 +299,7 @@ final class FetchHandler {
             }
 
             @Override
-            public void writeTo(SocketChannel channel) throws IOException {
+            public void writeTo(java.nio.channels.GatheringByteChannel channel) throws IOException {
                 StoreRecords.SocketTransfer transfer = new StoreRecords.SocketTransfer(channel);
                 while (!send.completed()) {
                     send.writeTo(transfer);

@@ -4,7 +4,16 @@ import io.sluice.broker.CleanerSettings;
 import io.sluice.broker.ClusterView;
 import io.sluice.broker.Partitions;
 import io.sluice.broker.metrics.BrokerMetrics;
+import io.sluice.broker.kafka.security.Authenticator;
+import io.sluice.broker.kafka.security.ScramCredentials;
+import io.sluice.broker.kafka.security.SecuritySettings;
+import io.sluice.broker.kafka.security.Session;
+import io.sluice.broker.net.FrameHandler;
 import io.sluice.broker.net.Outbound;
+import java.util.concurrent.atomic.AtomicReference;
+import org.apache.kafka.common.message.AlterUserScramCredentialsRequestData;
+import org.apache.kafka.common.message.AlterUserScramCredentialsResponseData;
+import org.apache.kafka.common.message.DescribeUserScramCredentialsRequestData;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.TopicLayout;
 import java.nio.ByteBuffer;
@@ -131,6 +140,7 @@ public final class KafkaApis implements AutoCloseable {
 
     private final Settings settings;
     private final Partitions partitions;
+    private final ClusterView cluster;
     private final ProduceHandler produce;
     private final FetchHandler fetch;
     private final ListOffsetsHandler offsets;
@@ -166,7 +176,7 @@ public final class KafkaApis implements AutoCloseable {
     public KafkaApis(Partitions partitions, ClusterView cluster, StoreConfig storeConfig, Settings settings,
                      Executor executor, BrokerMetrics metrics) {
         this.partitions = Objects.requireNonNull(partitions, "partitions");
-        Objects.requireNonNull(cluster, "cluster");
+        this.cluster = Objects.requireNonNull(cluster, "cluster");
         this.settings = Objects.requireNonNull(settings, "settings");
         this.metrics = metrics;
         // The broker's place among the brokers sorted by id: unique modulo 64, as a node id need not be.
@@ -268,20 +278,65 @@ public final class KafkaApis implements AutoCloseable {
      * @throws ProtocolException when the request cannot be answered; the caller closes the connection
      */
     public CompletableFuture<Outbound> handle(ByteBuffer frame) throws ProtocolException {
+        return handle(frame, null);
+    }
+
+    /**
+     * The handler of each connection to a listener: it authenticates as the listener says, then has its requests
+     * answered here as its principal.
+     *
+     * @param listener the listener, its port bound
+     * @param shared what the listener's connections share
+     */
+    public FrameHandler.Factory connections(SecuritySettings.Listener listener, Authenticator.Shared shared) {
+        return peer -> new ClientConnection(this, listener, peer, shared);
+    }
+
+    /** @return the SCRAM credentials as the cluster has them now (decoded again only when they changed) */
+    public ScramCredentials scramCredentials() {
+        String text = cluster.securityRecord(SCRAM_RECORD);
+        ScramCredentials[] cached = scramCache;
+        if (cached != null && scramCacheText == text) {
+            return cached[0];
+        }
+        ScramCredentials decoded = ScramCredentials.decode(text);
+        scramCacheText = text;
+        scramCache = new ScramCredentials[] {decoded};
+        return decoded;
+    }
+
+    /** The cluster's security record of SCRAM credentials. */
+    static final String SCRAM_RECORD = "scram";
+    private volatile String scramCacheText;
+    private volatile ScramCredentials[] scramCache;
+
+    CompletableFuture<Outbound> handle(ByteBuffer frame, ClientConnection connection) throws ProtocolException {
         if (metrics == null) {
-            return respond(frame);
+            return respond(frame, connection);
         }
         long arrived = System.nanoTime();
         long received = 4L + frame.remaining();
         short apiKey = frame.remaining() >= 2 ? frame.getShort(frame.position()) : -1;
         short version = frame.remaining() >= 4 ? frame.getShort(frame.position() + 2) : -1;
         String api = ApiKeys.hasId(apiKey) ? ApiKeys.forId(apiKey).name : "unknown";
-        CompletableFuture<Outbound> response = respond(frame);
+        CompletableFuture<Outbound> response = respond(frame, connection);
         return response.whenComplete((out, error) -> metrics.request(api, version, System.nanoTime() - arrived,
                 received, out == null ? 0 : out.size()));
     }
 
-    private CompletableFuture<Outbound> respond(ByteBuffer frame) throws ProtocolException {
+    private CompletableFuture<Outbound> respond(ByteBuffer frame, ClientConnection connection)
+            throws ProtocolException {
+        Authenticator authentication = connection == null ? null : connection.authentication;
+        if (authentication != null && authentication.rawTokens()) {
+            // After a SaslHandshake v0 the client's tokens come bare, and so go the broker's.
+            byte[] token = new byte[frame.remaining()];
+            frame.get(token);
+            byte[] answer = authentication.rawToken(token);
+            if (answer == null) {
+                throw new ProtocolException("SASL authentication failed");
+            }
+            return done(Outbound.of(ByteBuffer.allocate(4 + answer.length).putInt(answer.length).put(answer).flip()));
+        }
         if (frame.remaining() < MIN_HEADER_BYTES) {
             throw new ProtocolException("a request of " + frame.remaining() + " bytes is shorter than a request header");
         }
@@ -321,9 +376,23 @@ public final class KafkaApis implements AutoCloseable {
             throw new ProtocolException("malformed " + key.name + " v" + version + " request", e);
         }
         int correlationId = header.correlationId();
+        Session session = Session.ANONYMOUS;
+        if (authentication != null) {
+            Authenticator.Step step = authentication.onRequest(key, version, request);
+            if (step != null) {
+                if (step.response() == null) {
+                    throw new ProtocolException(key.name + " is not taken from a connection that has not"
+                            + " authenticated, or whose session expired");
+                }
+                Outbound answer = encode(correlationId, key, version, step.response(), step.close());
+                return step.delayMillis() <= 0 ? done(answer) : CompletableFuture.supplyAsync(() -> answer,
+                        CompletableFuture.delayedExecutor(step.delayMillis(), TimeUnit.MILLISECONDS));
+            }
+            session = authentication.session();
+        }
         CompletableFuture<Outbound> response;
         try {
-            response = dispatch(key, version, header, request);
+            response = dispatch(key, version, header, request, session);
         } catch (RuntimeException e) {
             response = CompletableFuture.failedFuture(e);
         }
@@ -347,7 +416,7 @@ public final class KafkaApis implements AutoCloseable {
 
     /** @return the response of a parsed request, once it is ready */
     private CompletableFuture<Outbound> dispatch(ApiKeys key, short version, RequestHeaderData header,
-                                                 ApiMessage request) {
+                                                 ApiMessage request, Session session) {
         int correlationId = header.correlationId();
         if (key == ApiKeys.PRODUCE) {
             return produce.handle((ProduceRequestData) request, version).thenApply(response -> response == null
@@ -366,6 +435,10 @@ public final class KafkaApis implements AutoCloseable {
         }
         if (key == ApiKeys.DELETE_RECORDS) {
             return deleteRecords.handle((DeleteRecordsRequestData) request)
+                    .thenApply(response -> encode(correlationId, key, version, response));
+        }
+        if (key == ApiKeys.ALTER_USER_SCRAM_CREDENTIALS) {
+            return alterScramCredentials((AlterUserScramCredentialsRequestData) request)
                     .thenApply(response -> encode(correlationId, key, version, response));
         }
         if (key == ApiKeys.SYNC_GROUP) {
@@ -413,8 +486,16 @@ public final class KafkaApis implements AutoCloseable {
             case DESCRIBE_PRODUCERS -> describeProducers((DescribeProducersRequestData) request);
             case WRITE_TXN_MARKERS -> transactions.writeMarkers((WriteTxnMarkersRequestData) request);
             case DESCRIBE_LOG_DIRS -> describeLogDirs((DescribeLogDirsRequestData) request);
+            case DESCRIBE_USER_SCRAM_CREDENTIALS -> scramCredentials().describe(
+                    (DescribeUserScramCredentialsRequestData) request);
+            case SASL_HANDSHAKE -> new org.apache.kafka.common.message.SaslHandshakeResponseData()
+                    .setErrorCode(Errors.ILLEGAL_SASL_STATE.code());
+            case SASL_AUTHENTICATE -> new org.apache.kafka.common.message.SaslAuthenticateResponseData()
+                    .setErrorCode(Errors.ILLEGAL_SASL_STATE.code())
+                    .setErrorMessage("SaslAuthenticate request received after successful authentication");
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
+        advertise(response, session);
         return done(encode(correlationId, key, version, response));
     }
 
@@ -534,7 +615,66 @@ public final class KafkaApis implements AutoCloseable {
         return response;
     }
 
+    /**
+     * Tells a client on a listener other than the first this broker's address on its own listener, as Kafka answers
+     * each listener with its advertised endpoints (the other brokers of a cluster have one listener each).
+     */
+    private void advertise(ApiMessage response, Session session) {
+        SecuritySettings.Listener listener = session.listener();
+        if (listener == null || listener.advertisedHost().equals(settings.host())
+                && listener.advertisedPortOrBound() == settings.port()) {
+            return;
+        }
+        String host = listener.advertisedHost();
+        int port = listener.advertisedPortOrBound();
+        int self = settings.nodeId();
+        switch (response) {
+            case org.apache.kafka.common.message.MetadataResponseData metadata -> metadata.brokers().forEach(node -> {
+                if (node.nodeId() == self) {
+                    node.setHost(host).setPort(port);
+                }
+            });
+            case org.apache.kafka.common.message.DescribeClusterResponseData cluster -> cluster.brokers()
+                    .forEach(node -> {
+                        if (node.brokerId() == self) {
+                            node.setHost(host).setPort(port);
+                        }
+                    });
+            case org.apache.kafka.common.message.FindCoordinatorResponseData found -> {
+                if (found.nodeId() == self) {
+                    found.setHost(host).setPort(port);
+                }
+                found.coordinators().forEach(coordinator -> {
+                    if (coordinator.nodeId() == self) {
+                        coordinator.setHost(host).setPort(port);
+                    }
+                });
+            }
+            default -> {
+            }
+        }
+    }
+
+    /**
+     * AlterUserScramCredentials: the change is made on the credentials the cluster has when it applies it, and the
+     * answer is that application's.
+     */
+    private CompletableFuture<AlterUserScramCredentialsResponseData> alterScramCredentials(
+            AlterUserScramCredentialsRequestData request) {
+        AtomicReference<AlterUserScramCredentialsResponseData> answer = new AtomicReference<>();
+        return cluster.alterSecurityRecord(SCRAM_RECORD, text -> {
+            ScramCredentials.Altered altered = ScramCredentials.decode(text).alter(request);
+            answer.set(altered.response());
+            return altered.credentials().encode();
+        }).thenApply(ignored -> answer.get());
+    }
+
     private static Outbound encode(int correlationId, ApiKeys key, short version, ApiMessage response) {
+        return encode(correlationId, key, version, response, false);
+    }
+
+    private static Outbound encode(int correlationId, ApiKeys key, short version, ApiMessage response,
+                                   boolean thenClose) {
         // ApiVersions answers with header v0 whatever the version, so that any client can read it.
         short headerVersion = key.responseHeaderVersion(version);
         ResponseHeaderData header = new ResponseHeaderData().setCorrelationId(correlationId);
@@ -545,6 +685,6 @@ public final class KafkaApis implements AutoCloseable {
         ByteBufferAccessor writer = new ByteBufferAccessor(out);
         header.write(writer, cache, headerVersion);
         response.write(writer, cache, version);
-        return Outbound.of(out.flip());
+        return Outbound.of(out.flip(), thenClose);
     }
 }

@@ -50,6 +50,20 @@ final class StoreRecords implements BaseRecords {
                 if (previouslyWritten != 0 || !(channel instanceof SocketTransfer socket)) {
                     throw new IOException("store records are written whole to a socket");
                 }
+                if (!(socket.channel instanceof SocketChannel)) {
+                    // TLS: the bytes are encrypted in memory anyway; gather them in large writes, since a file
+                    // region copied to a channel that is not a socket comes in 8 KiB pieces.
+                    Coalescing coalescing = new Coalescing(socket.channel);
+                    for (Object part : parts) {
+                        if (part instanceof OpaqueSlice slice) {
+                            slice.transferTo(coalescing);
+                        } else {
+                            coalescing.write(((ByteBuffer) part).duplicate());
+                        }
+                    }
+                    coalescing.flush();
+                    return remaining;
+                }
                 for (Object part : parts) {
                     if (part instanceof OpaqueSlice slice) {
                         slice.transferTo(socket.channel);
@@ -65,15 +79,56 @@ final class StoreRecords implements BaseRecords {
         };
     }
 
+    /** Writes through a 64 KiB buffer to a blocking channel. */
+    private static final class Coalescing implements java.nio.channels.WritableByteChannel {
+        private final java.nio.channels.WritableByteChannel target;
+        private final ByteBuffer buffer = ByteBuffer.allocate(64 * 1024);
+
+        Coalescing(java.nio.channels.WritableByteChannel target) {
+            this.target = target;
+        }
+
+        @Override
+        public int write(ByteBuffer source) throws IOException {
+            int taken = source.remaining();
+            while (source.hasRemaining()) {
+                if (!buffer.hasRemaining()) {
+                    flush();
+                }
+                int n = Math.min(buffer.remaining(), source.remaining());
+                buffer.put(source.slice(source.position(), n));
+                source.position(source.position() + n);
+            }
+            return taken;
+        }
+
+        void flush() throws IOException {
+            buffer.flip();
+            while (buffer.hasRemaining()) {
+                target.write(buffer);
+            }
+            buffer.clear();
+        }
+
+        @Override
+        public boolean isOpen() {
+            return target.isOpen();
+        }
+
+        @Override
+        public void close() {
+        }
+    }
+
     /**
      * The socket under Kafka's channel interface; record slices go to the {@link SocketChannel} itself, so that
      * {@link FileChannel#transferTo} sees a socket and uses {@code sendfile}.
      */
     static final class SocketTransfer implements TransferableChannel {
 
-        final SocketChannel channel;
+        final java.nio.channels.GatheringByteChannel channel;
 
-        SocketTransfer(SocketChannel channel) {
+        SocketTransfer(java.nio.channels.GatheringByteChannel channel) {
             this.channel = channel;
         }
 

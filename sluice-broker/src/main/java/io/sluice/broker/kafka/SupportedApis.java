@@ -78,6 +78,12 @@ final class SupportedApis {
         serve(ApiKeys.WRITE_TXN_MARKERS, 1, 2);
         // kafka-log-dirs: the store's directory and each hosted partition's bytes.
         serve(ApiKeys.DESCRIBE_LOG_DIRS, 1, 5);
+        // Authentication (answered on every listener; on one without SASL with ILLEGAL_SASL_STATE, as Kafka does) and
+        // the SCRAM credentials kafka-configs --entity-type users manages.
+        serve(ApiKeys.SASL_HANDSHAKE, 0, 1);
+        serve(ApiKeys.SASL_AUTHENTICATE, 0, 2);
+        serve(ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0);
+        serve(ApiKeys.ALTER_USER_SCRAM_CREDENTIALS, 0, 0);
     }
 
 

@@ -299,4 +299,62 @@ public final class LocalCluster implements ClusterView {
     public CompletableFuture<Election> electPreferredLeader(String topic, int partition, long timeoutMillis) {
         return CompletableFuture.completedFuture(Election.NOT_NEEDED);
     }
+
+    /** The directory of the security records, beside the store's own files. */
+    static final String SECURITY_DIRECTORY = "security";
+
+    private final Object securityLock = new Object();
+    private final Map<String, String> security = new java.util.concurrent.ConcurrentHashMap<>();
+
+    /** Reads a record from its file once; "" when there is none. */
+    @Override
+    public String securityRecord(String kind) {
+        checkKind(kind);
+        String known = security.get(kind);
+        if (known != null) {
+            return known;
+        }
+        synchronized (securityLock) {
+            return security.computeIfAbsent(kind, k -> {
+                java.nio.file.Path file = securityFile(k);
+                io.sluice.store.io.FileIO files = store.config().fileIO();
+                try {
+                    return files.exists(file) ? io.sluice.broker.DurableFile.read(files, file) : "";
+                } catch (java.io.IOException e) {
+                    throw new java.io.UncheckedIOException("reading " + file + " failed", e);
+                }
+            });
+        }
+    }
+
+    /**
+     * Writes the record's file whole (written aside, forced, renamed, its directory forced), under one lock, so changes
+     * apply one after the other and each is durable before it is seen.
+     */
+    @Override
+    public CompletableFuture<Void> alterSecurityRecord(String kind, UnaryOperator<String> change) {
+        try {
+            synchronized (securityLock) {
+                String changed = change.apply(securityRecord(kind));
+                io.sluice.store.io.FileIO files = store.config().fileIO();
+                java.nio.file.Path file = securityFile(kind);
+                io.sluice.broker.DurableFile.createDirectories(files, file.getParent());
+                io.sluice.broker.DurableFile.write(files, file, file.resolveSibling(kind + ".tmp"), changed);
+                security.put(kind, changed);
+            }
+            return CompletableFuture.completedFuture(null);
+        } catch (java.io.IOException | RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    private java.nio.file.Path securityFile(String kind) {
+        return store.directory().resolve(SECURITY_DIRECTORY).resolve(kind);
+    }
+
+    private static void checkKind(String kind) {
+        if (!kind.matches("[a-z]{1,16}")) {
+            throw new IllegalArgumentException("a security record's kind is a short lowercase word, was '" + kind + "'");
+        }
+    }
 }

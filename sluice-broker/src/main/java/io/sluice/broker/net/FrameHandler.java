@@ -18,4 +18,31 @@ public interface FrameHandler {
      * @throws Exception when the request cannot be answered: the connection is closed after one log line
      */
     CompletableFuture<Outbound> handle(ByteBuffer frame) throws Exception;
+
+    /**
+     * @return the largest request this connection takes now, within the server's own limit (a connection that has not
+     *     authenticated takes small ones only)
+     */
+    default int maxFrameBytes() {
+        return Integer.MAX_VALUE;
+    }
+
+    /**
+     * A connection as the server accepted it.
+     *
+     * @param remote the client's address
+     * @param tls the TLS session the handshake agreed, or null on a plaintext listener
+     */
+    record Peer(java.net.InetSocketAddress remote, javax.net.ssl.SSLSession tls) {
+    }
+
+    /** Makes the handler of each new connection. */
+    @FunctionalInterface
+    interface Factory {
+        /**
+         * @param peer the connection, its TLS handshake done
+         * @return the handler of its requests
+         */
+        FrameHandler open(Peer peer);
+    }
 }

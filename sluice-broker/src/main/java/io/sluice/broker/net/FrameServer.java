@@ -5,7 +5,10 @@ import java.io.IOException;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
+import java.nio.channels.ByteChannel;
 import java.nio.channels.ClosedChannelException;
+import java.nio.channels.GatheringByteChannel;
+import java.nio.channels.ReadableByteChannel;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
 import java.util.Objects;
@@ -17,6 +20,10 @@ import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.Semaphore;
 import java.util.concurrent.TimeUnit;
+import java.util.function.Supplier;
+import javax.net.ssl.SSLEngine;
+import javax.net.ssl.SSLException;
+import javax.net.ssl.SSLSession;
 import org.slf4j.Logger;
 import org.slf4j.LoggerFactory;
 
@@ -77,7 +84,9 @@ public final class FrameServer implements AutoCloseable {
     }
 
     private final ServerSocketChannel server;
-    private final FrameHandler handler;
+    private final FrameHandler.Factory handlers;
+    /** Makes each connection's TLS engine, or null on a plaintext listener. */
+    private final Supplier<SSLEngine> tls;
     private final Limits limits;
     private final Semaphore connectionSlots;
     /** Permits are kilobytes of request bodies (a permit per started KiB), so the count fits an int. */
@@ -96,7 +105,23 @@ public final class FrameServer implements AutoCloseable {
      * @throws IOException when the address cannot be bound
      */
     public FrameServer(InetSocketAddress address, FrameHandler handler, Limits limits) throws IOException {
-        this.handler = Objects.requireNonNull(handler, "handler");
+        this(address, peer -> handler, limits, null);
+        Objects.requireNonNull(handler, "handler");
+    }
+
+    /**
+     * Binds and starts accepting, each connection with a handler of its own, over TLS if asked.
+     *
+     * @param address where to listen (port 0: any free port, see {@link #port()})
+     * @param handlers makes each connection's handler once its TLS handshake (if any) is done
+     * @param limits what is accepted
+     * @param tls makes a server-side engine for each connection, or null for plaintext
+     * @throws IOException when the address cannot be bound
+     */
+    public FrameServer(InetSocketAddress address, FrameHandler.Factory handlers, Limits limits,
+                       Supplier<SSLEngine> tls) throws IOException {
+        this.handlers = Objects.requireNonNull(handlers, "handlers");
+        this.tls = tls;
         this.limits = Objects.requireNonNull(limits, "limits");
         this.connectionSlots = new Semaphore(limits.maxConnections());
         // Not fair: a small request may pass a large one waiting for room, so that clients who announce large
@@ -181,6 +206,10 @@ public final class FrameServer implements AutoCloseable {
     private final class Connection {
 
         private final SocketChannel channel;
+        /** What requests are read from and responses written to: the socket, or TLS over it. */
+        private ByteChannel io;
+        private GatheringByteChannel out;
+        private FrameHandler handler;
         private final BlockingQueue<CompletableFuture<Outbound>> pending;
         /**
          * Responses queued or taken by the writer and not yet written. Order: the reader writes a response itself
@@ -199,6 +228,8 @@ public final class FrameServer implements AutoCloseable {
 
         Connection(SocketChannel channel) {
             this.channel = channel;
+            this.io = channel;
+            this.out = channel;
             this.pending = new ArrayBlockingQueue<>(limits.maxInFlight());
         }
 
@@ -236,18 +267,22 @@ public final class FrameServer implements AutoCloseable {
         private void read() {
             try {
                 channel.setOption(StandardSocketOptions.TCP_NODELAY, true);
+                if (!open()) {
+                    return;
+                }
                 // Reads take what the socket has, up to 64 KiB, so that a pipelining client's frames (and a frame's
                 // size with its body) come in one system call; a larger frame gets a buffer of its own.
                 ByteBuffer in = ByteBuffer.allocate(READ_BUFFER_BYTES).flip();
                 while (!closed) {
-                    if (!fill(channel, in, 4, true)) {
+                    if (!fill(io, in, 4, true)) {
                         return; // the client closed between requests
                     }
                     lastActive = System.nanoTime();
                     int bytes = in.getInt(in.position());
-                    if (bytes < 0 || bytes > limits.maxFrameBytes()) {
+                    int most = Math.min(limits.maxFrameBytes(), handler.maxFrameBytes());
+                    if (bytes < 0 || bytes > most) {
                         LOG.warn("closing the connection from {}: a request of {} bytes (at most {} accepted)",
-                                remote(channel), bytes, limits.maxFrameBytes());
+                                remote(channel), bytes, most);
                         return;
                     }
                     // A frame that fits the connection's read buffer needs no room beyond it; a larger one takes
@@ -263,7 +298,7 @@ public final class FrameServer implements AutoCloseable {
                     try {
                         ByteBuffer frame;
                         if (4 + bytes <= in.capacity()) {
-                            fill(channel, in, 4 + bytes, false);
+                            fill(io, in, 4 + bytes, false);
                             frame = in.slice(in.position() + 4, bytes);
                             in.position(in.position() + 4 + bytes);
                         } else {
@@ -272,7 +307,7 @@ public final class FrameServer implements AutoCloseable {
                             int buffered = Math.min(in.remaining(), bytes);
                             frame.put(in.slice(in.position(), buffered));
                             in.position(in.position() + buffered);
-                            readFully(channel, frame, false);
+                            readFully(io, frame, false);
                             frame.flip();
                         }
                         bodyStarted = 0;
@@ -347,9 +382,39 @@ public final class FrameServer implements AutoCloseable {
                 return;
             }
             writeStarted = System.nanoTime();
-            response.writeTo(channel);
+            response.writeTo(out);
             writeStarted = 0;
             lastActive = System.nanoTime();
+            if (response.closesConnection()) {
+                closeQuietly(channel);
+            }
+        }
+
+        /**
+         * Runs the TLS handshake if the listener has TLS (timed as a request body is), then makes the handler.
+         *
+         * @return false if the connection is refused
+         */
+        private boolean open() throws IOException {
+            SSLSession session = null;
+            if (tls != null) {
+                TlsChannel secured = new TlsChannel(channel, tls.get());
+                bodyStarted = System.nanoTime();
+                try {
+                    secured.handshake();
+                } catch (SSLException e) {
+                    LOG.info("closing the connection from {}: the TLS handshake failed: {}", remote(channel),
+                            e.getMessage());
+                    return false;
+                } finally {
+                    bodyStarted = 0;
+                }
+                session = secured.session();
+                io = secured;
+                out = secured;
+            }
+            handler = handlers.open(new FrameHandler.Peer((InetSocketAddress) channel.getRemoteAddress(), session));
+            return true;
         }
 
         private void write() {
@@ -425,7 +490,7 @@ public final class FrameServer implements AutoCloseable {
      * @return false at end of stream with nothing buffered when {@code endAllowed}, else true
      * @throws EOFException at end of stream inside a frame
      */
-    private static boolean fill(SocketChannel channel, ByteBuffer in, int wanted, boolean endAllowed)
+    private static boolean fill(ReadableByteChannel channel, ByteBuffer in, int wanted, boolean endAllowed)
             throws IOException {
         if (in.remaining() >= wanted) {
             return true;
@@ -447,7 +512,7 @@ public final class FrameServer implements AutoCloseable {
     }
 
     /** @return false at end of stream before the first byte when {@code endAllowed}, else true once full */
-    private static boolean readFully(SocketChannel connection, ByteBuffer buffer, boolean endAllowed)
+    private static boolean readFully(ReadableByteChannel connection, ByteBuffer buffer, boolean endAllowed)
             throws IOException {
         while (buffer.hasRemaining()) {
             if (connection.read(buffer) < 0) {

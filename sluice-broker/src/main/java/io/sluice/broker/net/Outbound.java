@@ -2,7 +2,7 @@ package io.sluice.broker.net;
 
 import java.io.IOException;
 import java.nio.ByteBuffer;
-import java.nio.channels.SocketChannel;
+import java.nio.channels.GatheringByteChannel;
 
 /**
  * One response on its way to a client: its bytes in memory, or partly in files sent with {@code sendfile}.
@@ -17,13 +17,29 @@ public interface Outbound {
      *
      * @throws IOException if the connection failed
      */
-    void writeTo(SocketChannel channel) throws IOException;
+    void writeTo(GatheringByteChannel channel) throws IOException;
+
+    /**
+     * @return true if the connection is to be closed once this response is written (an authentication refused, say)
+     */
+    default boolean closesConnection() {
+        return false;
+    }
 
     /**
      * @param bytes a response with its size prefix
      * @return it as an outbound response
      */
     static Outbound of(ByteBuffer bytes) {
+        return of(bytes, false);
+    }
+
+    /**
+     * @param bytes a response with its size prefix
+     * @param thenClose whether the connection closes once it is written
+     * @return it as an outbound response
+     */
+    static Outbound of(ByteBuffer bytes, boolean thenClose) {
         return new Outbound() {
             @Override
             public long size() {
@@ -31,7 +47,12 @@ public interface Outbound {
             }
 
             @Override
-            public void writeTo(SocketChannel channel) throws IOException {
+            public boolean closesConnection() {
+                return thenClose;
+            }
+
+            @Override
+            public void writeTo(GatheringByteChannel channel) throws IOException {
                 while (bytes.hasRemaining()) {
                     channel.write(bytes);
                 }

@@ -1,0 +1,254 @@
+package io.sluice.broker.kafka.security;
+
+import io.sluice.broker.net.FrameHandler;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.function.Supplier;
+import javax.net.ssl.SSLPeerUnverifiedException;
+import javax.security.sasl.SaslException;
+import javax.security.sasl.SaslServer;
+import org.apache.kafka.common.errors.SaslAuthenticationException;
+import org.apache.kafka.common.message.SaslAuthenticateRequestData;
+import org.apache.kafka.common.message.SaslAuthenticateResponseData;
+import org.apache.kafka.common.message.SaslHandshakeRequestData;
+import org.apache.kafka.common.message.SaslHandshakeResponseData;
+import org.apache.kafka.common.protocol.ApiKeys;
+import org.apache.kafka.common.protocol.ApiMessage;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.security.auth.KafkaPrincipal;
+
+/**
+ * A connection's authentication, as Kafka's broker runs it: on a SASL listener a client may send ApiVersions, then
+ * SaslHandshake naming an enabled mechanism, then its tokens in SaslAuthenticate requests (or, after a v0 handshake,
+ * as bare frames); anything else before it has authenticated closes the connection. A refused authentication is
+ * answered with SASL_AUTHENTICATION_FAILED after {@code connection.failed.authentication.delay.ms}, and the connection
+ * closed. With {@code connections.max.reauth.ms}, a client that can re-authenticate (SaslAuthenticate v1 and later)
+ * is told its session's lifetime and must re-authenticate, as the same principal with the same mechanism, before it
+ * ends (KIP-368); a request after the end closes the connection. On an SSL listener the principal is the client
+ * certificate's distinguished name, User:ANONYMOUS without one; on PLAINTEXT, User:ANONYMOUS.
+ */
+public final class Authenticator {
+
+    /** Kafka's sasl.server.max.receive.size: the largest frame taken before authentication. */
+    static final int MAX_UNAUTHENTICATED_FRAME = 524_288;
+
+    /** What every connection's authentication shares. */
+    public static final class Shared {
+        private final Supplier<ScramCredentials> scram;
+        private final long failedDelayMillis;
+        private final Map<String, Map<String, String>> plainUsers = new HashMap<>();
+
+        /**
+         * @param settings the listeners
+         * @param scram the SCRAM credentials as the cluster has them now
+         */
+        public Shared(SecuritySettings settings, Supplier<ScramCredentials> scram) {
+            this.scram = scram;
+            this.failedDelayMillis = settings.failedAuthenticationDelayMillis();
+            for (SecuritySettings.Listener listener : settings.listeners()) {
+                if (listener.sasl() && listener.mechanisms().contains("PLAIN")) {
+                    plainUsers.put(listener.name(), Map.copyOf(listener.plainUsers()));
+                }
+            }
+        }
+    }
+
+    /**
+     * What a request in the authentication's hands comes to.
+     *
+     * @param response the answer, or null for none
+     * @param close whether the connection closes (after the answer, if any)
+     * @param delayMillis how long to hold the answer back
+     */
+    public record Step(ApiMessage response, boolean close, long delayMillis) {
+    }
+
+    private enum State { HANDSHAKE_OR_VERSIONS, HANDSHAKE, AUTHENTICATE, RAW_TOKENS, COMPLETE }
+
+    private final SecuritySettings.Listener listener;
+    private final FrameHandler.Peer peer;
+    private final Shared shared;
+    private State state;
+    private SaslServer server;
+    private String mechanism;
+    private volatile Session session;
+    /** When the session ends (System.nanoTime), or 0 if it does not. */
+    private long expiresAt;
+    private boolean reauthenticating;
+    private boolean clientReauthenticates;
+
+    /**
+     * @param listener the connection's listener
+     * @param peer the connection
+     * @param shared what all connections share
+     */
+    public Authenticator(SecuritySettings.Listener listener, FrameHandler.Peer peer, Shared shared) {
+        this.listener = listener;
+        this.peer = peer;
+        this.shared = shared;
+        if (listener.sasl()) {
+            state = State.HANDSHAKE_OR_VERSIONS;
+        } else {
+            state = State.COMPLETE;
+            session = new Session(tlsPrincipal(), peer.remote().getAddress(), listener);
+        }
+    }
+
+    private KafkaPrincipal tlsPrincipal() {
+        if (peer.tls() == null) {
+            return KafkaPrincipal.ANONYMOUS;
+        }
+        try {
+            return new KafkaPrincipal(KafkaPrincipal.USER_TYPE, peer.tls().getPeerPrincipal().getName());
+        } catch (SSLPeerUnverifiedException e) {
+            return KafkaPrincipal.ANONYMOUS;
+        }
+    }
+
+    /** @return the session; before the client authenticated, User:ANONYMOUS's (only ApiVersions is answered then) */
+    public Session session() {
+        Session now = session;
+        return now != null ? now : new Session(KafkaPrincipal.ANONYMOUS, peer.remote().getAddress(), listener);
+    }
+
+    /** @return the largest request taken now */
+    public int maxFrameBytes() {
+        return state == State.COMPLETE ? Integer.MAX_VALUE : MAX_UNAUTHENTICATED_FRAME;
+    }
+
+    /** @return true if the next frame is a bare SASL token (after a v0 handshake) */
+    public boolean rawTokens() {
+        return state == State.RAW_TOKENS;
+    }
+
+    /**
+     * @return null if a request of this API goes to its handler as usual; else what it comes to (the connection
+     *     closed for a request not allowed now, its session expired, or the answer of a SASL request)
+     */
+    public Step onRequest(ApiKeys key, short version, ApiMessage request) {
+        if (state == State.COMPLETE && !reauthenticating) {
+            if (key == ApiKeys.SASL_HANDSHAKE && listener.sasl() && version >= 1) {
+                return handshake((SaslHandshakeRequestData) request, version, true);
+            }
+            if (key == ApiKeys.SASL_HANDSHAKE) {
+                return new Step(new SaslHandshakeResponseData().setErrorCode(Errors.ILLEGAL_SASL_STATE.code()),
+                        false, 0);
+            }
+            if (key == ApiKeys.SASL_AUTHENTICATE) {
+                return new Step(new SaslAuthenticateResponseData().setErrorCode(Errors.ILLEGAL_SASL_STATE.code())
+                        .setErrorMessage("SaslAuthenticate request received after successful authentication"),
+                        false, 0);
+            }
+            if (expiresAt != 0 && System.nanoTime() - expiresAt > 0) {
+                return new Step(null, true, 0);
+            }
+            return null;
+        }
+        switch (state) {
+            case HANDSHAKE_OR_VERSIONS, HANDSHAKE -> {
+                if (key == ApiKeys.API_VERSIONS && state == State.HANDSHAKE_OR_VERSIONS) {
+                    state = State.HANDSHAKE;
+                    return null;
+                }
+                if (key == ApiKeys.SASL_HANDSHAKE) {
+                    return handshake((SaslHandshakeRequestData) request, version, false);
+                }
+                return new Step(null, true, 0);
+            }
+            case AUTHENTICATE, COMPLETE -> {
+                if (key != ApiKeys.SASL_AUTHENTICATE) {
+                    return new Step(null, true, 0);
+                }
+                if (version > 0) {
+                    clientReauthenticates = true;
+                }
+                byte[] token = ((SaslAuthenticateRequestData) request).authBytes();
+                try {
+                    byte[] answer = evaluate(token);
+                    return new Step(new SaslAuthenticateResponseData().setAuthBytes(answer)
+                            .setSessionLifetimeMs(server.isComplete() ? completed() : 0), false, 0);
+                } catch (SaslAuthenticationException e) {
+                    return refused(e.getMessage());
+                } catch (SaslException | RuntimeException e) {
+                    return refused("Authentication failed during " + (reauthenticating ? "re-authentication"
+                            : "authentication") + " due to invalid credentials with SASL mechanism " + mechanism);
+                }
+            }
+            default -> {
+                return new Step(null, true, 0);
+            }
+        }
+    }
+
+    /** Answers a bare token (after a v0 handshake): the server's token, or a close when refused. */
+    public byte[] rawToken(byte[] token) {
+        try {
+            byte[] answer = evaluate(token);
+            if (server.isComplete()) {
+                completed();
+            }
+            return answer == null ? new byte[0] : answer;
+        } catch (SaslException | RuntimeException e) {
+            return null;
+        }
+    }
+
+    private byte[] evaluate(byte[] token) throws SaslException {
+        byte[] answer = server.evaluateResponse(token);
+        if (server.isComplete()) {
+            KafkaPrincipal principal = new KafkaPrincipal(KafkaPrincipal.USER_TYPE, server.getAuthorizationID());
+            if (reauthenticating && !principal.equals(session.principal())) {
+                throw new SaslAuthenticationException("Cannot change principals during re-authentication from "
+                        + session.principal() + ": " + principal);
+            }
+        }
+        return answer == null ? new byte[0] : answer;
+    }
+
+    /** @return the session's lifetime told to the client (0: none) */
+    private long completed() {
+        KafkaPrincipal principal = new KafkaPrincipal(KafkaPrincipal.USER_TYPE, server.getAuthorizationID());
+        session = new Session(principal, peer.remote().getAddress(), listener);
+        state = State.COMPLETE;
+        reauthenticating = false;
+        try {
+            server.dispose();
+        } catch (SaslException e) {
+            // nothing held
+        }
+        long lifetime = listener.reauthMillis();
+        if (lifetime > 0 && clientReauthenticates) {
+            expiresAt = System.nanoTime() + lifetime * 1_000_000;
+            return lifetime;
+        }
+        expiresAt = 0;
+        return 0;
+    }
+
+    private Step refused(String message) {
+        state = State.HANDSHAKE;
+        return new Step(new SaslAuthenticateResponseData().setErrorCode(Errors.SASL_AUTHENTICATION_FAILED.code())
+                .setErrorMessage(message), true, shared.failedDelayMillis);
+    }
+
+    private Step handshake(SaslHandshakeRequestData request, short version, boolean again) {
+        List<String> enabled = listener.mechanisms();
+        String asked = request.mechanism();
+        SaslHandshakeResponseData response = new SaslHandshakeResponseData().setMechanisms(enabled);
+        if (!enabled.contains(asked) || again && !asked.equals(mechanism)) {
+            return new Step(response.setErrorCode(Errors.UNSUPPORTED_SASL_MECHANISM.code()), true,
+                    again ? 0 : shared.failedDelayMillis);
+        }
+        mechanism = asked;
+        server = switch (asked) {
+            case "PLAIN" -> new PlainServer(shared.plainUsers.getOrDefault(listener.name(), Map.of()));
+            default -> new ScramServer(asked, (m, user) -> shared.scram.get().get(m, user));
+        };
+        reauthenticating = again;
+        if (!again) {
+            state = version >= 1 ? State.AUTHENTICATE : State.RAW_TOKENS;
+        }
+        return new Step(response, false, 0);
+    }
+}

@@ -1,0 +1,88 @@
+package io.sluice.broker;
+
+import java.io.IOException;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
+
+/**
+ * Key and trust stores for TLS tests, made with the JDK's keytool: a certificate authority, and certificates it signs
+ * (EC P-256, valid for 127.0.0.1 and localhost), in PKCS12 files, with PEM copies of the certificates.
+ */
+final class TestCertificates {
+
+    static final String PASSWORD = "test-password";
+
+    private final Path dir;
+    private final String ca;
+
+    /** Makes a certificate authority named {@code ca} in {@code dir}. */
+    TestCertificates(Path dir, String ca) throws IOException, InterruptedException {
+        this.dir = dir;
+        this.ca = ca;
+        Files.createDirectories(dir);
+        keytool("-genkeypair", "-alias", ca, "-keyalg", "EC", "-groupname", "secp256r1", "-dname", "CN=" + ca,
+                "-ext", "bc:c", "-validity", "30", "-keystore", store(ca).toString(), "-storetype", "PKCS12",
+                "-storepass", PASSWORD);
+        keytool("-exportcert", "-rfc", "-alias", ca, "-keystore", store(ca).toString(), "-storepass", PASSWORD,
+                "-file", pem(ca).toString());
+        keytool("-importcert", "-noprompt", "-alias", ca, "-file", pem(ca).toString(), "-keystore",
+                trustStore().toString(), "-storetype", "PKCS12", "-storepass", PASSWORD);
+    }
+
+    /** @return the PKCS12 trust store holding this authority's certificate */
+    Path trustStore() {
+        return dir.resolve(ca + "-trust.p12");
+    }
+
+    /** @return the authority's certificate, PEM */
+    Path caPem() {
+        return pem(ca);
+    }
+
+    /**
+     * Makes a key store holding a key and its certificate signed by this authority, with the chain.
+     *
+     * @param name the file's name and the certificate's common name
+     * @return the PKCS12 key store
+     */
+    Path sign(String name, String distinguishedName) throws IOException, InterruptedException {
+        Path store = store(name);
+        keytool("-genkeypair", "-alias", name, "-keyalg", "EC", "-groupname", "secp256r1", "-dname",
+                distinguishedName, "-validity", "30", "-keystore", store.toString(), "-storetype", "PKCS12",
+                "-storepass", PASSWORD);
+        Path request = dir.resolve(name + ".csr");
+        keytool("-certreq", "-alias", name, "-keystore", store.toString(), "-storepass", PASSWORD, "-file",
+                request.toString());
+        Path signed = dir.resolve(name + ".crt");
+        keytool("-gencert", "-alias", ca, "-keystore", store(ca).toString(), "-storepass", PASSWORD, "-infile",
+                request.toString(), "-outfile", signed.toString(), "-rfc", "-validity", "30", "-ext",
+                "SAN=ip:127.0.0.1,dns:localhost");
+        keytool("-importcert", "-noprompt", "-alias", ca, "-file", pem(ca).toString(), "-keystore", store.toString(),
+                "-storepass", PASSWORD);
+        keytool("-importcert", "-alias", name, "-file", signed.toString(), "-keystore", store.toString(),
+                "-storepass", PASSWORD);
+        return store;
+    }
+
+    private Path store(String name) {
+        return dir.resolve(name + ".p12");
+    }
+
+    private Path pem(String name) {
+        return dir.resolve(name + ".pem");
+    }
+
+    private static void keytool(String... args) throws IOException, InterruptedException {
+        List<String> command = new ArrayList<>();
+        command.add(Path.of(System.getProperty("java.home"), "bin", "keytool").toString());
+        command.addAll(List.of(args));
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
+        String output = new String(process.getInputStream().readAllBytes());
+        if (!process.waitFor(60, TimeUnit.SECONDS) || process.exitValue() != 0) {
+            throw new IOException("keytool " + String.join(" ", args) + " failed: " + output);
+        }
+    }
+}
