@@ -124,10 +124,16 @@ public final class Broker implements AutoCloseable {
         Objects.requireNonNull(config, "config");
         SecuritySettings security = SecuritySettings.parse(config.security(), config.host(), config.port());
         List<SecuritySettings.Listener> listeners = security.listeners();
-        if (oneListener && (listeners.size() != 1 || listeners.getFirst().port() != config.port())) {
-            throw new IllegalArgumentException("a cluster's broker has one listener, on the client port its cluster"
-                    + " entry names (" + config.port() + "); listeners names " + listeners.size() + ": "
-                    + config.security().get("listeners"));
+        if (oneListener) {
+            // A cluster's broker listens where the cluster string says: its listener's port is that one, or 0 for
+            // "the cluster string's", so that one configuration serves every broker.
+            SecuritySettings.Listener only = listeners.getFirst();
+            if (listeners.size() != 1 || only.port() != 0 && only.port() != config.port()) {
+                throw new IllegalArgumentException("a cluster's broker has one listener, on the client port its"
+                        + " cluster entry names (" + config.port() + ", or 0 for it); listeners is "
+                        + config.security().get("listeners"));
+            }
+            listeners = List.of(only.at(config.host(), config.port()));
         }
         for (SecuritySettings.Listener listener : listeners) {
             InetSocketAddress address = new InetSocketAddress(listener.host(), listener.port());

@@ -272,4 +272,14 @@ public interface Replication {
      *     that fetches waiting for data look again
      */
     void onChange(BiConsumer<String, Integer> listener);
+
+    /** @return the cluster's security record of {@code kind}, as {@code ClusterView.securityRecord} describes it */
+    default String securityRecord(String kind) {
+        return "";
+    }
+
+    /** Changes a security record on every broker, as {@code ClusterView.alterSecurityRecord} describes it. */
+    default CompletableFuture<Void> alterSecurityRecord(String kind, java.util.function.UnaryOperator<String> change) {
+        return CompletableFuture.failedFuture(new UnsupportedOperationException("security records are not kept here"));
+    }
 }

@@ -473,6 +473,16 @@ public final class ClusterNode implements Replication, AutoCloseable {
     }
 
     @Override
+    public String securityRecord(String kind) {
+        return metadataClient.securityRecord(kind);
+    }
+
+    @Override
+    public CompletableFuture<Void> alterSecurityRecord(String kind, UnaryOperator<String> change) {
+        return metadataClient.alterSecurityRecord(kind, change);
+    }
+
+    @Override
     public CompletableFuture<Void> addPartitions(String topic, int partitionCount) {
         return metadataClient.addPartitions(topic, partitionCount);
     }

@@ -369,6 +369,43 @@ final class MetadataClient implements AutoCloseable {
         });
     }
 
+    /** @return the security record's text as this node applied it */
+    String securityRecord(String kind) {
+        return metadata.state().security(kind);
+    }
+
+    /**
+     * Changes a security record through the metadata log: made on the text this node has, taken only if the log's
+     * text is still that one, else made again once this node applied the change that came first.
+     */
+    CompletableFuture<Void> alterSecurityRecord(String kind, UnaryOperator<String> change) {
+        return alterSecurityRecord(kind, change, CONFIGS_ATTEMPTS);
+    }
+
+    private CompletableFuture<Void> alterSecurityRecord(String kind, UnaryOperator<String> change, int attempts) {
+        String current = metadata.state().security(kind);
+        String next;
+        try {
+            next = change.apply(current);
+        } catch (RuntimeException e) {
+            return CompletableFuture.failedFuture(e);
+        }
+        return answer(new MetadataCommands.Security(kind, MetadataCommands.Security.digest(current), next).command())
+                .thenCompose(answer -> {
+                    if (answer.startsWith(MetadataState.SECURED)) {
+                        return metadata.state().awaitApplied(Long.parseLong(answer.substring(
+                                MetadataState.SECURED.length())));
+                    }
+                    if (answer.startsWith(MetadataState.SECURITY_CHANGED) && attempts > 1) {
+                        return metadata.state().awaitApplied(Long.parseLong(answer.substring(
+                                MetadataState.SECURITY_CHANGED.length())))
+                                .thenComposeAsync(applied -> alterSecurityRecord(kind, change, attempts - 1));
+                    }
+                    return CompletableFuture.failedFuture(new IllegalStateException("the security record " + kind
+                            + " was not changed: " + answer));
+                });
+    }
+
     /** Gives a replicated topic more partitions; completes once this node applied the growth. */
     CompletableFuture<Void> addPartitions(String topic, int partitions) {
         Topic current = metadata.state().topic(topic);

@@ -389,6 +389,46 @@ final class MetadataCommands {
     }
 
     /**
+     * A security record of the cluster (the SCRAM credentials, the ACLs) set whole: {@code security <kind> <expected>
+     * <text>}, the text base64 (URL-safe, unpadded; "-" for the empty text), applied only if the record's text had the
+     * SHA-256 {@code expected} (hex), or whatever it had when {@code expected} is "-" (a snapshot's lines), so that
+     * changes made through several brokers at once all count (a refused one is made again on the newer text).
+     *
+     * @param kind the record's kind, a short lowercase word
+     * @param expected the digest of the text the change was made on, or null for none
+     * @param text the record's new text
+     */
+    record Security(String kind, String expected, String text) {
+
+        String command() {
+            String encoded = text.isEmpty() ? "-" : java.util.Base64.getUrlEncoder().withoutPadding().encodeToString(
+                    text.getBytes(java.nio.charset.StandardCharsets.UTF_8));
+            return "security " + kind + " " + (expected == null ? "-" : expected) + " " + encoded;
+        }
+
+        /** @throws IllegalArgumentException if the text is not a security command */
+        static Security parse(String command) {
+            String[] parts = command.split(" ");
+            if (parts.length != 4 || !parts[0].equals("security") || !parts[1].matches("[a-z]{1,16}")) {
+                throw new IllegalArgumentException("not a security command: " + command);
+            }
+            String text = parts[3].equals("-") ? "" : new String(java.util.Base64.getUrlDecoder().decode(parts[3]),
+                    java.nio.charset.StandardCharsets.UTF_8);
+            return new Security(parts[1], parts[2].equals("-") ? null : parts[2], text);
+        }
+
+        /** @return the digest a change made on {@code text} names */
+        static String digest(String text) {
+            try {
+                return java.util.HexFormat.of().formatHex(java.security.MessageDigest.getInstance("SHA-256")
+                        .digest(text.getBytes(java.nio.charset.StandardCharsets.UTF_8)));
+            } catch (java.security.NoSuchAlgorithmException e) {
+                throw new IllegalStateException("SHA-256 is missing from the JDK", e);
+            }
+        }
+    }
+
+    /**
      * A coordinator's decision to forget a consumer group's committed offsets (a group deleted or expired).
      *
      * @param group the group's store name

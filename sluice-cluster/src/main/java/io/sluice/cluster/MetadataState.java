@@ -172,6 +172,8 @@ final class MetadataState {
                 return applyOffsets(Offsets.parse(command), term, index);
             } else if (command.startsWith("txn ")) {
                 return applyTransaction(MetadataCommands.Transaction.parse(command), term, index);
+            } else if (command.startsWith("security ")) {
+                return applySecurity(MetadataCommands.Security.parse(command), index);
             } else if (command.startsWith("forget ")) {
                 return applyForget(Forget.parse(command), term);
             } else if (command.startsWith("partitions ")) {
@@ -240,6 +242,31 @@ final class MetadataState {
         transactions.put(transaction.transactionalId(), new Logged(index,
                 new MetadataCommands.Transaction(transaction.transactionalId(), transaction.state(), -1).command()));
         return SAVED;
+    }
+
+    /** The security records by kind, each with the index of its entry and its text. */
+    private final Map<String, Logged> security = new java.util.concurrent.ConcurrentHashMap<>();
+    private final Map<String, String> securityTexts = new java.util.concurrent.ConcurrentHashMap<>();
+
+    private String applySecurity(MetadataCommands.Security change, long index) {
+        String current = securityTexts.getOrDefault(change.kind(), "");
+        if (change.expected() != null && !change.expected().equals(MetadataCommands.Security.digest(current))) {
+            return SECURITY_CHANGED + index;
+        }
+        securityTexts.put(change.kind(), change.text());
+        security.put(change.kind(), new Logged(index, new MetadataCommands.Security(change.kind(), null,
+                change.text()).command()));
+        return SECURED + index;
+    }
+
+    /** The answer to a security command taken, before its entry's index. */
+    static final String SECURED = "secured ";
+    /** The answer to a security command made on a text the record no longer has, before its entry's index. */
+    static final String SECURITY_CHANGED = "refused: the security record changed before entry ";
+
+    /** @return the security record's text as this node applied it, "" if none */
+    String security(String kind) {
+        return securityTexts.getOrDefault(kind, "");
     }
 
     /** The answer to a txn command taken. */
@@ -505,6 +532,7 @@ final class MetadataState {
             logged.add(new Logged(last.index(), new Offsets(group, list).command()));
         });
         logged.addAll(transactions.values());
+        logged.addAll(security.values());
         logged.sort(Comparator.comparingLong(Logged::index));
         lines.addAll(logged);
         return new MetadataSnapshot(untracked, lines);

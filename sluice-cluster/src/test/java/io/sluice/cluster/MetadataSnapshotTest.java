@@ -133,6 +133,35 @@ class MetadataSnapshotTest {
     }
 
     /**
+     * A security record (SCRAM credentials, ACLs): replaced only when the change was made on the text the record has,
+     * kept in a snapshot as its last text, which a node behind takes over its older one.
+     */
+    @Test
+    void securityRecordsAreReplacedAsExpectedAndKeptInASnapshot() throws Exception {
+        Node writer = new Node();
+        Node behind = new Node();
+        String first = new MetadataCommands.Security("scram", MetadataCommands.Security.digest(""), "v1\nalice\n")
+                .command();
+        assertThat(writer.apply(first)).startsWith(MetadataState.SECURED);
+        assertThat(behind.apply(first)).startsWith(MetadataState.SECURED);
+        // Made on the empty text again, by a broker that had not applied the first change yet: refused.
+        assertThat(writer.apply(new MetadataCommands.Security("scram", MetadataCommands.Security.digest(""),
+                "v1\nbob\n").command())).startsWith(MetadataState.SECURITY_CHANGED);
+        assertThat(writer.machine.state().security("scram")).isEqualTo("v1\nalice\n");
+        assertThat(writer.apply(new MetadataCommands.Security("scram", MetadataCommands.Security.digest(
+                "v1\nalice\n"), "v1\nalice\nbob\n").command())).startsWith(MetadataState.SECURED);
+        assertThat(writer.apply(new MetadataCommands.Security("acls", MetadataCommands.Security.digest(""), "")
+                .command())).startsWith(MetadataState.SECURED);
+        assertThat(writer.apply("security scram nothex !!!")).startsWith("refused");
+
+        behind.machine.state().applySnapshot(MetadataSnapshot.parse(writer.machine.state().snapshot().text()),
+                Long.MAX_VALUE);
+        assertThat(behind.machine.state().security("scram")).isEqualTo("v1\nalice\nbob\n");
+        assertThat(behind.machine.state().security("acls")).isEmpty();
+        assertThat(behind.machine.state().snapshot().text()).isEqualTo(writer.machine.state().snapshot().text());
+    }
+
+    /**
      * A topic's configs: given at creation, kept through a growth, replaced only when the change expected what the
      * topic had, and in a snapshot as its latest change, which a node behind applies over what it had.
      */

@@ -96,6 +96,16 @@ public final class ReplicatedCluster implements ClusterView {
     }
 
     @Override
+    public String securityRecord(String kind) {
+        return node.securityRecord(kind);
+    }
+
+    @Override
+    public CompletableFuture<Void> alterSecurityRecord(String kind, UnaryOperator<String> change) {
+        return node.alterSecurityRecord(kind, change);
+    }
+
+    @Override
     public CompletableFuture<Void> alterTopicConfigs(String topic, UnaryOperator<Map<String, String>> change) {
         return refused(node.alterTopicConfigs(topic, change), Refusal.NO_TOPIC);
     }

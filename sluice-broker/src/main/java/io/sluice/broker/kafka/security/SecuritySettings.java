@@ -67,6 +67,11 @@ public final class SecuritySettings {
             return new Listener(name, protocol, host, boundPort, advertisedHost, advertisedPort, settings);
         }
 
+        /** @return this listener bound to {@code boundHost:boundPort} and advertising them */
+        public Listener at(String boundHost, int boundPort) {
+            return new Listener(name, protocol, boundHost, boundPort, boundHost, 0, settings);
+        }
+
         /** @return the port clients are told */
         public int advertisedPortOrBound() {
             return advertisedPort != 0 ? advertisedPort : port;

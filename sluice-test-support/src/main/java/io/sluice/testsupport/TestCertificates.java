@@ -1,4 +1,4 @@
-package io.sluice.broker;
+package io.sluice.testsupport;
 
 import java.io.IOException;
 import java.nio.file.Files;
@@ -11,15 +11,15 @@ import java.util.concurrent.TimeUnit;
  * Key and trust stores for TLS tests, made with the JDK's keytool: a certificate authority, and certificates it signs
  * (EC P-256, valid for 127.0.0.1 and localhost), in PKCS12 files, with PEM copies of the certificates.
  */
-final class TestCertificates {
+public final class TestCertificates {
 
-    static final String PASSWORD = "test-password";
+    public static final String PASSWORD = "test-password";
 
     private final Path dir;
     private final String ca;
 
     /** Makes a certificate authority named {@code ca} in {@code dir}. */
-    TestCertificates(Path dir, String ca) throws IOException, InterruptedException {
+    public TestCertificates(Path dir, String ca) throws IOException, InterruptedException {
         this.dir = dir;
         this.ca = ca;
         Files.createDirectories(dir);
@@ -33,22 +33,23 @@ final class TestCertificates {
     }
 
     /** @return the PKCS12 trust store holding this authority's certificate */
-    Path trustStore() {
+    public Path trustStore() {
         return dir.resolve(ca + "-trust.p12");
     }
 
     /** @return the authority's certificate, PEM */
-    Path caPem() {
+    public Path caPem() {
         return pem(ca);
     }
 
     /**
      * Makes a key store holding a key and its certificate signed by this authority, with the chain.
      *
-     * @param name the file's name and the certificate's common name
+     * @param name the file's name and the key's alias
+     * @param distinguishedName the certificate's subject
      * @return the PKCS12 key store
      */
-    Path sign(String name, String distinguishedName) throws IOException, InterruptedException {
+    public Path sign(String name, String distinguishedName) throws IOException, InterruptedException {
         Path store = store(name);
         keytool("-genkeypair", "-alias", name, "-keyalg", "EC", "-groupname", "secp256r1", "-dname",
                 distinguishedName, "-validity", "30", "-keystore", store.toString(), "-storetype", "PKCS12",
