@@ -159,7 +159,8 @@ public final class Broker implements AutoCloseable {
                         };
                     }
                     return ready.connections(bound.get(), shared.get()).open(peer);
-                }, FrameServer.Limits.of(config.maxRequestBytes(), config.maxConnections()), listener.engines()));
+                }, FrameServer.Limits.of(config.maxRequestBytes(), config.maxConnections()).withPerIp(
+                        security.maxConnectionsPerIp(), security.perIpOverrides()), listener.engines()));
                 bound.set(listener.withPort(servers.getLast().port()));
             }
         } catch (IOException | RuntimeException e) {

@@ -32,6 +32,20 @@ final class ClientConnection implements FrameHandler {
         return authentication.maxFrameBytes();
     }
 
+    /**
+     * A produce request is mostly its records, kept as bytes; any other request is charged {@link #PARSED_FACTOR} times
+     * its bytes: its lists become objects (a Metadata request naming topics of one letter takes about 30 times its
+     * bytes once parsed, more with the response that answers each).
+     */
+    @Override
+    public long memoryOf(ByteBuffer frame) {
+        boolean produce = frame.remaining() >= 2 && frame.getShort(frame.position()) == 0;
+        return produce ? frame.remaining() : (long) frame.remaining() * PARSED_FACTOR;
+    }
+
+    /** What a request other than a produce is taken to grow by once parsed and answered. */
+    static final int PARSED_FACTOR = 64;
+
     Session session() {
         return authentication.session();
     }

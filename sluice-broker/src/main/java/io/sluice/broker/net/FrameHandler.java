@@ -28,6 +28,15 @@ public interface FrameHandler {
     }
 
     /**
+     * @param frame a request about to be handled (not to be consumed)
+     * @return about how many bytes of memory the request takes while it is handled: its own bytes, or more for one whose
+     *     parsing makes many objects of few bytes
+     */
+    default long memoryOf(ByteBuffer frame) {
+        return frame.remaining();
+    }
+
+    /**
      * A connection as the server accepted it.
      *
      * @param remote the client's address

@@ -2,6 +2,7 @@ package io.sluice.broker.net;
 
 import java.io.EOFException;
 import java.io.IOException;
+import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.StandardSocketOptions;
 import java.nio.ByteBuffer;
@@ -11,6 +12,7 @@ import java.nio.channels.GatheringByteChannel;
 import java.nio.channels.ReadableByteChannel;
 import java.nio.channels.ServerSocketChannel;
 import java.nio.channels.SocketChannel;
+import java.util.Map;
 import java.util.Objects;
 import java.util.Set;
 import java.util.concurrent.ArrayBlockingQueue;
@@ -61,9 +63,28 @@ public final class FrameServer implements AutoCloseable {
      * @param writeTimeoutMillis a response the client does not take within this is abandoned with its connection
      */
     public record Limits(int maxFrameBytes, int maxConnections, int maxInFlight, long maxQueuedBytes, long idleMillis,
-                         long writeTimeoutMillis, long bodyTimeoutMillis) {
+                         long writeTimeoutMillis, long bodyTimeoutMillis, int maxConnectionsPerIp,
+                         Map<InetAddress, Integer> perIpOverrides) {
+
+        /** Limits without a cap per client address. */
+        public Limits(int maxFrameBytes, int maxConnections, int maxInFlight, long maxQueuedBytes, long idleMillis,
+                      long writeTimeoutMillis, long bodyTimeoutMillis) {
+            this(maxFrameBytes, maxConnections, maxInFlight, maxQueuedBytes, idleMillis, writeTimeoutMillis,
+                    bodyTimeoutMillis, Integer.MAX_VALUE, Map.of());
+        }
+
+        /** @return these limits with at most {@code perIp} connections from one address, {@code overrides} aside */
+        public Limits withPerIp(int perIp, Map<InetAddress, Integer> overrides) {
+            return new Limits(maxFrameBytes, maxConnections, maxInFlight, maxQueuedBytes, idleMillis,
+                    writeTimeoutMillis, bodyTimeoutMillis, perIp, overrides);
+        }
+
         /** Checks the fields. */
         public Limits {
+            perIpOverrides = Map.copyOf(perIpOverrides);
+            if (maxConnectionsPerIp < 0 || perIpOverrides.values().stream().anyMatch(n -> n < 0)) {
+                throw new IllegalArgumentException("connections per address must not be negative");
+            }
             if (maxFrameBytes < 16 || maxConnections < 1 || maxInFlight < 1 || maxQueuedBytes < maxFrameBytes
                     || idleMillis < 1 || writeTimeoutMillis < 1 || bodyTimeoutMillis < 1) {
                 throw new IllegalArgumentException("invalid limits " + maxFrameBytes + ", " + maxConnections + ", "
@@ -73,13 +94,13 @@ public final class FrameServer implements AutoCloseable {
         }
 
         /**
-         * @return Kafka-like defaults around a frame size: 8 in flight per connection, queued bytes 4 frames or
-         *     512 MiB, 10 minutes idle, 2 minutes to take a response, 30 s to send a request's body once its size
+         * @return Kafka-like defaults around a frame size: 8 in flight per connection, requests taking at most a
+         *     quarter of the heap at once (at most 512 MiB, at least a frame), 10 minutes idle, 2 minutes to take a response, 30 s to send a request's body once its size
          *     has come (Kafka's request.timeout.ms)
          */
         public static Limits of(int maxFrameBytes, int maxConnections) {
-            return new Limits(maxFrameBytes, maxConnections, 8, Math.max(4L * maxFrameBytes, 512L << 20), 600_000,
-                    120_000, 30_000);
+            return new Limits(maxFrameBytes, maxConnections, 8, Math.max(maxFrameBytes,
+                    Math.min(512L << 20, Runtime.getRuntime().maxMemory() / 4)), 600_000, 120_000, 30_000);
         }
     }
 
@@ -92,6 +113,8 @@ public final class FrameServer implements AutoCloseable {
     /** Permits are kilobytes of request bodies (a permit per started KiB), so the count fits an int. */
     private final Semaphore queuedKib;
     private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
+    /** Connections open now by client address. */
+    private final Map<InetAddress, Integer> perAddress = new ConcurrentHashMap<>();
     private final Thread acceptor;
     private final Thread reaper;
     private volatile boolean closed;
@@ -169,15 +192,41 @@ public final class FrameServer implements AutoCloseable {
                 sleep(backoffMillis);
                 continue;
             }
+            InetAddress address = address(channel);
+            if (address == null) {
+                closeQuietly(channel);
+                continue;
+            }
+            int allowed = limits.perIpOverrides().getOrDefault(address, limits.maxConnectionsPerIp());
+            if (perAddress.merge(address, 1, Integer::sum) > allowed) {
+                release(address);
+                LOG.warn("closing a connection from {}: it already has its maximum of {} connections"
+                        + " (max.connections.per.ip)", remote(channel), allowed);
+                closeQuietly(channel);
+                continue;
+            }
             if (!connectionSlots.tryAcquire()) {
+                release(address);
                 LOG.warn("closing a connection from {}: the broker already serves its maximum of {} connections",
                         remote(channel), limits.maxConnections());
                 closeQuietly(channel);
                 continue;
             }
-            Connection connection = new Connection(channel);
+            Connection connection = new Connection(channel, address);
             connections.add(connection);
             connection.start();
+        }
+    }
+
+    private void release(InetAddress address) {
+        perAddress.computeIfPresent(address, (a, n) -> n <= 1 ? null : n - 1);
+    }
+
+    private static InetAddress address(SocketChannel channel) {
+        try {
+            return ((InetSocketAddress) channel.getRemoteAddress()).getAddress();
+        } catch (IOException e) {
+            return null; // gone already
         }
     }
 
@@ -226,8 +275,14 @@ public final class FrameServer implements AutoCloseable {
         private Thread reader;
         private Thread writer;
 
-        Connection(SocketChannel channel) {
+        private final InetAddress address;
+        /** Bytes of responses completed and not yet written: the reader takes no request while they are too many. */
+        private final java.util.concurrent.atomic.AtomicLong unsent = new java.util.concurrent.atomic.AtomicLong();
+        private final Object unsentLock = new Object();
+
+        Connection(SocketChannel channel, InetAddress address) {
             this.channel = channel;
+            this.address = address;
             this.io = channel;
             this.out = channel;
             this.pending = new ArrayBlockingQueue<>(limits.maxInFlight());
@@ -274,7 +329,8 @@ public final class FrameServer implements AutoCloseable {
                 // size with its body) come in one system call; a larger frame gets a buffer of its own.
                 ByteBuffer in = ByteBuffer.allocate(READ_BUFFER_BYTES).flip();
                 while (!closed) {
-                    if (!fill(io, in, 4, true)) {
+                    awaitRoomForResponses();
+                    if (!fillHeader(in)) {
                         return; // the client closed between requests
                     }
                     lastActive = System.nanoTime();
@@ -312,16 +368,36 @@ public final class FrameServer implements AutoCloseable {
                         }
                         bodyStarted = 0;
                         lastActive = System.nanoTime();
+                        // What the request becomes once parsed may be many times its bytes (a list of short names
+                        // becomes objects): that too is taken from the shared room while it is handled.
+                        long memory = handler.memoryOf(frame);
+                        int more = memory <= READ_BUFFER_BYTES ? 0
+                                : (int) Math.max(0, Math.min(Integer.MAX_VALUE, (memory + 1023) >>> 10) - kib);
+                        if (more > 0 && (long) more + kib > limits.maxQueuedBytes() >> 10) {
+                            LOG.warn("closing the connection from {}: a request of {} bytes would take about {} MiB"
+                                    + " of memory, more than the broker lets all requests take ({} MiB)",
+                                    remote(channel), bytes, memory >> 20, limits.maxQueuedBytes() >> 20);
+                            return;
+                        }
+                        if (more > 0 && !queuedKib.tryAcquire(more, limits.bodyTimeoutMillis(),
+                                TimeUnit.MILLISECONDS)) {
+                            LOG.warn("closing the connection from {}: no room for its request of {} bytes within {}"
+                                    + " ms", remote(channel), bytes, limits.bodyTimeoutMillis());
+                            return;
+                        }
                         try {
                             response = handler.handle(frame);
                         } catch (Exception | Error e) {
                             // Whatever a request does wrong ends its connection, never the broker or this thread
                             // without its writer knowing.
                             response = CompletableFuture.failedFuture(e);
+                        } finally {
+                            queuedKib.release(more);
                         }
                     } finally {
                         queuedKib.release(kib);
                     }
+                    countUnsent(response);
                     if (!writeNowIfFirst(response)) {
                         inFlight.incrementAndGet();
                         pending.put(response);
@@ -355,6 +431,68 @@ public final class FrameServer implements AutoCloseable {
         }
 
         /**
+         * Reads a request's size; once its first byte has come, the rest of the size and the body are timed (a
+         * client that sends part of a size and stops is closed as one that stops inside a body is).
+         *
+         * @return false if the client closed between requests
+         */
+        private boolean fillHeader(ByteBuffer in) throws IOException {
+            if (in.remaining() >= 4) {
+                return true;
+            }
+            if (in.hasRemaining()) {
+                bodyStarted = System.nanoTime();
+            }
+            in.compact();
+            try {
+                while (in.position() < 4) {
+                    if (io.read(in) < 0) {
+                        if (in.position() == 0) {
+                            return false;
+                        }
+                        throw new EOFException("the connection ended inside a request's size");
+                    }
+                    if (bodyStarted == 0 && in.position() > 0) {
+                        bodyStarted = System.nanoTime();
+                    }
+                }
+            } finally {
+                in.flip();
+            }
+            return true;
+        }
+
+        /** Counts a response's bytes as unsent from when it completes until it is written. */
+        private void countUnsent(CompletableFuture<Outbound> response) {
+            response.thenAccept(out -> {
+                if (out != null) {
+                    unsent.addAndGet(out.size());
+                }
+            });
+        }
+
+        private void sent(Outbound out) {
+            if (out != null && unsent.addAndGet(-out.size()) <= MAX_UNSENT_BYTES) {
+                synchronized (unsentLock) {
+                    unsentLock.notifyAll();
+                }
+            }
+        }
+
+        /**
+         * Waits, before reading another request, while the client has more than {@link #MAX_UNSENT_BYTES} of responses
+         * it has not taken: a client that sends and does not read is held to that much (and closed after the write
+         * timeout), not to as many responses as it can ask for.
+         */
+        private void awaitRoomForResponses() throws InterruptedException {
+            synchronized (unsentLock) {
+                while (unsent.get() > MAX_UNSENT_BYTES && channel.isOpen()) {
+                    unsentLock.wait(100);
+                }
+            }
+        }
+
+        /**
          * The reader's shortcut: a response ready at once, with nothing queued before it, is written by the reader
          * itself, sparing a hand-off to the writer thread (the common case: an ASYNC produce, a metadata request).
          *
@@ -382,7 +520,11 @@ public final class FrameServer implements AutoCloseable {
                 return;
             }
             writeStarted = System.nanoTime();
-            response.writeTo(out);
+            try {
+                response.writeTo(out);
+            } finally {
+                sent(response);
+            }
             writeStarted = 0;
             lastActive = System.nanoTime();
             if (response.closesConnection()) {
@@ -460,6 +602,7 @@ public final class FrameServer implements AutoCloseable {
                     Thread.currentThread().interrupt();
                 }
                 connections.remove(this);
+                release(address);
                 connectionSlots.release();
             }
         }
@@ -480,6 +623,12 @@ public final class FrameServer implements AutoCloseable {
 
     /** Marks the end of a connection's requests in its queue of responses. */
     private static final CompletableFuture<Outbound> END = CompletableFuture.completedFuture(null);
+
+    /**
+     * Bytes of completed responses a client may leave untaken before its connection reads no more requests (Kafka's
+     * broker reads no request of a connection while a response to it is waiting).
+     */
+    static final long MAX_UNSENT_BYTES = 4L << 20;
 
     /** Bytes a connection reads at once; frames up to this size (with their size) are read through it. */
     private static final int READ_BUFFER_BYTES = 64 * 1024;

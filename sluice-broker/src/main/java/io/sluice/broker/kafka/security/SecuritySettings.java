@@ -37,7 +37,8 @@ public final class SecuritySettings {
             "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
             "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols", "ssl.protocol",
             "ssl.cipher.suites", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
-            "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules");
+            "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules", "max.connections.per.ip",
+            "max.connections.per.ip.overrides");
 
     /** The mechanisms served. */
     static final List<String> MECHANISMS = List.of("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512");
@@ -214,6 +215,8 @@ public final class SecuritySettings {
     private final boolean allowEveryoneIfNoAclFound;
     private final boolean authorizer;
     private final long failedAuthenticationDelayMillis;
+    private int maxConnectionsPerIp = Integer.MAX_VALUE;
+    private Map<java.net.InetAddress, Integer> perIpOverrides = Map.of();
 
     private SecuritySettings(List<Listener> listeners, Set<String> superUsers, boolean allowEveryoneIfNoAclFound,
                              boolean authorizer, long failedAuthenticationDelayMillis) {
@@ -351,6 +354,27 @@ public final class SecuritySettings {
         SecuritySettings settings = new SecuritySettings(List.copyOf(listeners), Set.copyOf(superUsers),
                 bool("allow.everyone.if.no.acl.found", all.getOrDefault("allow.everyone.if.no.acl.found", "false")),
                 !authorizerClass.isEmpty(), Math.max(0, delay));
+        settings.maxConnectionsPerIp = (int) parseLong("max.connections.per.ip",
+                all.getOrDefault("max.connections.per.ip", String.valueOf(Integer.MAX_VALUE)));
+        if (settings.maxConnectionsPerIp < 0) {
+            throw new IllegalArgumentException("max.connections.per.ip must not be negative");
+        }
+        Map<java.net.InetAddress, Integer> overrides = new HashMap<>();
+        for (String entry : list(all.get("max.connections.per.ip.overrides"), "")) {
+            int colon = entry.lastIndexOf(':');
+            if (colon <= 0) {
+                throw new IllegalArgumentException("max.connections.per.ip.overrides: '" + entry
+                        + "' is not host:count");
+            }
+            try {
+                overrides.put(java.net.InetAddress.getByName(entry.substring(0, colon)),
+                        (int) parseLong("max.connections.per.ip.overrides", entry.substring(colon + 1)));
+            } catch (java.net.UnknownHostException e) {
+                throw new IllegalArgumentException("max.connections.per.ip.overrides: unknown host in '" + entry
+                        + "'");
+            }
+        }
+        settings.perIpOverrides = Map.copyOf(overrides);
         // Checked now, so that a wrong setting stops the start rather than the first client.
         for (Listener listener : listeners) {
             listener.reauthMillis();
@@ -410,6 +434,16 @@ public final class SecuritySettings {
             case "false" -> false;
             default -> throw new IllegalArgumentException(key + " must be true or false, was '" + value + "'");
         };
+    }
+
+    /** @return max.connections.per.ip (Kafka's default: no cap) */
+    public int maxConnectionsPerIp() {
+        return maxConnectionsPerIp;
+    }
+
+    /** @return max.connections.per.ip.overrides: {@code host:count} pairs, by address */
+    public Map<java.net.InetAddress, Integer> perIpOverrides() {
+        return perIpOverrides;
     }
 
     /** @return the listeners, in the order {@code listeners} names them */

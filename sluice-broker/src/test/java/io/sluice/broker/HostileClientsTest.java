@@ -1,0 +1,253 @@
+package io.sluice.broker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+
+import io.sluice.broker.net.FrameServer;
+import io.sluice.broker.net.Outbound;
+import java.io.DataInputStream;
+import java.io.DataOutputStream;
+import java.io.IOException;
+import java.io.OutputStream;
+import java.net.InetAddress;
+import java.net.InetSocketAddress;
+import java.net.ServerSocket;
+import java.net.Socket;
+import java.nio.ByteBuffer;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.TimeUnit;
+import java.util.concurrent.atomic.AtomicInteger;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.clients.producer.KafkaProducer;
+import org.apache.kafka.clients.producer.ProducerConfig;
+import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.apache.kafka.common.serialization.ByteArraySerializer;
+import org.junit.jupiter.api.AfterEach;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * Clients that misbehave on purpose, over real sockets, while an honest one is served: a request whose parsing would
+ * take the broker's heap (a broker in a process with a 256 MiB heap), a size header left unfinished, more connections
+ * from one address than it may have, and a client that asks and never reads its answers.
+ */
+class HostileClientsTest {
+
+    @TempDir
+    Path dir;
+
+    private Process process;
+
+    @AfterEach
+    void kill() throws InterruptedException {
+        if (process != null) {
+            process.destroyForcibly();
+            process.waitFor(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /** A Metadata v1 request naming {@code topics} distinct topics of one to three letters, as its frame. */
+    private static byte[] metadataBomb(int topics) {
+        ByteBuffer body = ByteBuffer.allocate(64 + topics * 6);
+        body.putShort((short) 3).putShort((short) 1).putInt(7).putShort((short) 4).put("bomb".getBytes());
+        body.putInt(topics);
+        for (int i = 0; i < topics; i++) {
+            String name = Integer.toString(i, 36);
+            body.putShort((short) name.length()).put(name.getBytes(StandardCharsets.US_ASCII));
+        }
+        body.flip();
+        ByteBuffer frame = ByteBuffer.allocate(4 + body.remaining()).putInt(body.remaining()).put(body);
+        return frame.array();
+    }
+
+    @Test
+    void requestsThatWouldTakeTheHeapOnceParsedLeaveTheBrokerUpForHonestClients() throws Exception {
+        int port;
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            port = socket.getLocalPort();
+        }
+        Path log = dir.resolve("broker.log");
+        String java = ProcessHandle.current().info().command().orElse("java");
+        process = new ProcessBuilder(java, "-Xmx256m", "-XX:TieredStopAtLevel=1",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "--enable-native-access=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path"), BrokerChild.class.getName(),
+                dir.resolve("store").toString(), Integer.toString(port))
+                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!Files.readString(log).contains("ready")) {
+            assertThat(process.isAlive() && System.nanoTime() < deadline).as(Files.readString(log)).isTrue();
+            Thread.sleep(20);
+        }
+        String bootstrap = "127.0.0.1:" + port;
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            admin.createTopics(List.of(new NewTopic("honest", 1, (short) 1))).all().get(30, TimeUnit.SECONDS);
+        }
+        // Three attackers, each with a 6 MiB Metadata request naming 1.1 million topics (about 400 MB of objects
+        // once parsed and answered), sent again as soon as a connection is closed, for the honest client's run.
+        byte[] bomb = metadataBomb(1_100_000);
+        AtomicInteger closed = new AtomicInteger();
+        List<Thread> attackers = new ArrayList<>();
+        java.util.concurrent.atomic.AtomicBoolean stop = new java.util.concurrent.atomic.AtomicBoolean();
+        for (int i = 0; i < 3; i++) {
+            attackers.add(Thread.ofPlatform().start(() -> {
+                while (!stop.get()) {
+                    try (Socket socket = new Socket("127.0.0.1", port)) {
+                        socket.setSoTimeout(60_000);
+                        socket.getOutputStream().write(bomb);
+                        if (socket.getInputStream().read() < 0) {
+                            closed.incrementAndGet();
+                        }
+                    } catch (IOException e) {
+                        closed.incrementAndGet();
+                    }
+                }
+            }));
+        }
+        int records = 2_000;
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap, ProducerConfig.DELIVERY_TIMEOUT_MS_CONFIG, 60_000,
+                ProducerConfig.REQUEST_TIMEOUT_MS_CONFIG, 30_000), new ByteArraySerializer(),
+                new ByteArraySerializer())) {
+            for (int i = 0; i < records; i++) {
+                producer.send(new ProducerRecord<>("honest", ("r" + i).getBytes(StandardCharsets.UTF_8)));
+                if (i % 100 == 0) {
+                    producer.flush();
+                }
+            }
+            producer.flush();
+        }
+        int read = 0;
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap, ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"),
+                new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            consumer.assign(List.of(new TopicPartition("honest", 0)));
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (read < records && System.nanoTime() < until) {
+                read += consumer.poll(Duration.ofMillis(200)).count();
+            }
+        }
+        stop.set(true);
+        for (Thread attacker : attackers) {
+            attacker.join(70_000);
+        }
+        assertThat(read).isEqualTo(records);
+        assertThat(process.isAlive()).as(Files.readString(log)).isTrue();
+        assertThat(Files.readString(log)).doesNotContain("OutOfMemoryError").contains("would take about");
+        assertThat(closed.get()).as("the attackers' connections were closed").isGreaterThanOrEqualTo(3);
+    }
+
+    private static FrameServer echoServer(FrameServer.Limits limits, AtomicInteger handled, int responseBytes)
+            throws IOException {
+        return new FrameServer(new InetSocketAddress("127.0.0.1", 0), frame -> {
+            handled.incrementAndGet();
+            // A request whose first byte is 9 is answered with responseBytes (if set); any other is echoed.
+            int size = responseBytes > 0 && frame.get(frame.position()) == 9 ? responseBytes : frame.remaining();
+            ByteBuffer echo = ByteBuffer.allocate(4 + size).putInt(size);
+            echo.put(frame.slice(frame.position(), Math.min(size, frame.remaining())));
+            return CompletableFuture.completedFuture(Outbound.of(echo.position(4 + size).flip()));
+        }, limits);
+    }
+
+    private static void assertEchoes(Socket socket) throws IOException {
+        socket.setSoTimeout(10_000);
+        DataOutputStream out = new DataOutputStream(socket.getOutputStream());
+        out.writeInt(3);
+        out.write(new byte[] {1, 2, 3});
+        DataInputStream in = new DataInputStream(socket.getInputStream());
+        assertThat(in.readInt()).isEqualTo(3);
+        in.readFully(new byte[3]);
+    }
+
+    @Test
+    void aSizeLeftUnfinishedIsTimedAsABodyIs() throws Exception {
+        FrameServer.Limits limits = new FrameServer.Limits(1 << 20, 10, 8, 2 << 20, 600_000, 120_000, 1_000);
+        try (FrameServer server = echoServer(limits, new AtomicInteger(), 0);
+             Socket partial = new Socket("127.0.0.1", server.port());
+             Socket honest = new Socket("127.0.0.1", server.port())) {
+            partial.getOutputStream().write(new byte[] {0, 0, 1}); // three bytes of four
+            partial.setSoTimeout(10_000);
+            long start = System.nanoTime();
+            assertThat(partial.getInputStream().read()).as("closed").isEqualTo(-1);
+            assertThat((System.nanoTime() - start) / 1e9).as("after the body timeout, not the idle one").isLessThan(8);
+            assertEchoes(honest);
+        }
+    }
+
+    @Test
+    void anAddressGetsAtMostItsConnections() throws Exception {
+        FrameServer.Limits limits = FrameServer.Limits.of(1 << 20, 100).withPerIp(3,
+                Map.of(InetAddress.getByName("127.0.0.3"), 5));
+        try (FrameServer server = echoServer(limits, new AtomicInteger(), 0)) {
+            List<Socket> sockets = new ArrayList<>();
+            try {
+                for (int i = 0; i < 3; i++) {
+                    sockets.add(new Socket("127.0.0.1", server.port()));
+                }
+                Socket fourth = new Socket("127.0.0.1", server.port());
+                sockets.add(fourth);
+                fourth.setSoTimeout(10_000);
+                assertThat(fourth.getInputStream().read()).as("the fourth from one address is closed").isEqualTo(-1);
+                // Another address has its own count; an overridden one its own cap.
+                Socket other = new Socket(InetAddress.getLoopbackAddress(), server.port(),
+                        InetAddress.getByName("127.0.0.2"), 0);
+                sockets.add(other);
+                assertEchoes(other);
+                for (int i = 0; i < 5; i++) {
+                    Socket overridden = new Socket(InetAddress.getLoopbackAddress(), server.port(),
+                            InetAddress.getByName("127.0.0.3"), 0);
+                    sockets.add(overridden);
+                    assertEchoes(overridden);
+                }
+                // A closed connection gives its place back.
+                sockets.get(0).close();
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(10);
+                while (true) {
+                    Socket again = new Socket("127.0.0.1", server.port());
+                    sockets.add(again);
+                    try {
+                        assertEchoes(again);
+                        break;
+                    } catch (IOException e) {
+                        assertThat(System.nanoTime()).as("the place came back").isLessThan(deadline);
+                        Thread.sleep(50);
+                    }
+                }
+            } finally {
+                for (Socket socket : sockets) {
+                    socket.close();
+                }
+            }
+        }
+    }
+
+    @Test
+    void aClientThatDoesNotReadItsAnswersIsNotAnsweredMore() throws Exception {
+        AtomicInteger handled = new AtomicInteger();
+        int answer = 8 << 20; // 8 MiB each
+        try (FrameServer server = echoServer(FrameServer.Limits.of(1 << 20, 10), handled, answer);
+             Socket greedy = new Socket("127.0.0.1", server.port());
+             Socket honest = new Socket("127.0.0.1", server.port())) {
+            OutputStream out = greedy.getOutputStream();
+            for (int i = 0; i < 40; i++) {
+                out.write(new byte[] {0, 0, 0, 1, 9});
+            }
+            out.flush();
+            Thread.sleep(2_000);
+            // One answer in the socket's buffers being written, one waiting: not forty (320 MiB), nor eight.
+            assertThat(handled.get()).as("requests answered for a client that reads nothing").isLessThanOrEqualTo(3);
+            assertEchoes(honest);
+        }
+    }
+}
