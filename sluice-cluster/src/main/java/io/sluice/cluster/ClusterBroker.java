@@ -47,8 +47,19 @@ public final class ClusterBroker implements AutoCloseable {
      */
     public static ClusterBroker start(Path directory, ClusterSpec cluster, int nodeId, StoreConfig storeConfig,
                                       BrokerConfig brokerConfig) throws IOException {
+        return start(directory, cluster, nodeId, storeConfig, brokerConfig, (RaftTls) null);
+    }
+
+    /**
+     * As the method above, the broker's Raft node speaking mutual TLS on its Raft port and to the other nodes':
+     * only peers whose certificate {@code raftTls} trusts reach it (docs/cluster.md, "Raft over mutual TLS").
+     *
+     * @param raftTls the node's key, certificate chain and trusted certificates; null for plain text
+     */
+    public static ClusterBroker start(Path directory, ClusterSpec cluster, int nodeId, StoreConfig storeConfig,
+                                      BrokerConfig brokerConfig, RaftTls raftTls) throws IOException {
         return start(directory, cluster, nodeId, storeConfig, brokerConfig, ClusterNode.Tuning.DEFAULT
-                .withPreferredLeaders(Duration.ofSeconds(brokerConfig.leaderImbalanceCheckSeconds())));
+                .withPreferredLeaders(Duration.ofSeconds(brokerConfig.leaderImbalanceCheckSeconds())), raftTls);
     }
 
     /**
@@ -77,6 +88,13 @@ public final class ClusterBroker implements AutoCloseable {
     /** As the public one, with the partitions' Raft logs kept per {@code tuning}. */
     static ClusterBroker start(Path directory, ClusterSpec cluster, int nodeId, StoreConfig storeConfig,
                                BrokerConfig brokerConfig, ClusterNode.Tuning tuning) throws IOException {
+        return start(directory, cluster, nodeId, storeConfig, brokerConfig, tuning, null);
+    }
+
+    /** As the public one, with the partitions' Raft logs kept per {@code tuning}, and Raft TLS (null: none). */
+    static ClusterBroker start(Path directory, ClusterSpec cluster, int nodeId, StoreConfig storeConfig,
+                               BrokerConfig brokerConfig, ClusterNode.Tuning tuning, RaftTls raftTls)
+            throws IOException {
         ClusterSpec.Node self = cluster.node(nodeId);
         StartPhases phases = new StartPhases(nodeId);
         KafkaApis.warmUp();
@@ -86,7 +104,7 @@ public final class ClusterBroker implements AutoCloseable {
         try {
             node = new ClusterNode(brokerConfig.clusterId(), cluster, nodeId, -1, tuning,
                     directory.resolve(RAFT_DIRECTORY),
-                    store, phases, NodeHooks.NONE);
+                    store, phases, NodeHooks.NONE, raftTls);
             BrokerConfig config = new BrokerConfig(self.host(), self.clientPort(), nodeId, brokerConfig.clusterId(),
                     brokerConfig.maxRequestBytes(), brokerConfig.maxConnections(), brokerConfig.defaultPartitions(),
                     brokerConfig.autoCreateTopics(), brokerConfig.topicLayout(), brokerConfig.metricsPort(),

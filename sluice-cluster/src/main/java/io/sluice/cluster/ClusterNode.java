@@ -152,7 +152,18 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     public ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, Path raftDirectory, Store store)
             throws IOException {
-        this(clusterId, cluster, nodeId, -1, Tuning.DEFAULT, raftDirectory, store);
+        this(clusterId, cluster, nodeId, raftDirectory, store, null);
+    }
+
+    /**
+     * As the constructor above, speaking Raft over mutual TLS with {@code raftTls}: its server takes connections only
+     * from peers whose certificate {@code raftTls} trusts, and its clients present the node's certificate
+     * (docs/cluster.md, "Raft over mutual TLS"); null for plain text.
+     */
+    public ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, Path raftDirectory, Store store,
+                       RaftTls raftTls) throws IOException {
+        this(clusterId, cluster, nodeId, -1, Tuning.DEFAULT, raftDirectory, store, new StartPhases(nodeId),
+                NodeHooks.NONE, raftTls);
     }
 
     /**
@@ -171,6 +182,12 @@ public final class ClusterNode implements Replication, AutoCloseable {
      */
     ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, int listenPort, Tuning tuning, Path raftDirectory,
                 Store store, StartPhases phases, NodeHooks hooks) throws IOException {
+        this(clusterId, cluster, nodeId, listenPort, tuning, raftDirectory, store, phases, hooks, null);
+    }
+
+    /** As above, speaking Raft over mutual TLS with {@code raftTls} (null: plain text). */
+    ClusterNode(String clusterId, ClusterSpec cluster, int nodeId, int listenPort, Tuning tuning, Path raftDirectory,
+                Store store, StartPhases phases, NodeHooks hooks, RaftTls raftTls) throws IOException {
         Objects.requireNonNull(clusterId, "clusterId");
         this.hooks = Objects.requireNonNull(hooks, "hooks");
         this.cluster = cluster;
@@ -180,13 +197,13 @@ public final class ClusterNode implements Replication, AutoCloseable {
         this.store = store;
         this.force = store.config().flushMode() == FlushMode.SYNC;
         NodeIdentity.check(FileIO.DEFAULT, raftDirectory, clusterId, nodeId);
-        this.groups = new RaftGroups(clusterId, cluster, self, raftDirectory);
+        this.groups = new RaftGroups(clusterId, cluster, self, raftDirectory, raftTls);
         this.tasks = new ScheduledTasks("node-" + nodeId + "-tasks");
         StoreOffsets offsets = new StoreOffsets(store);
         this.barrier = new MetadataCommands.Barrier(nodeId, new java.security.SecureRandom().nextLong());
         this.metadata = new MetadataStateMachine(this::onTopic, this::hostPartitions, offsets::commit,
                 offsets::forget, offsets::keepOnly, this::keepConfigs, this::keepId, this::onDeleted,
-                this::onBarrier, groups::peer);
+                this::onBarrier, groups::leaderClient);
         this.metadataClient = new MetadataClient(groups, metadata, () -> closed, store.config().maxQueuesPerTopic());
         ShortReplicas shorts = new ShortReplicas(groups, store, metadataClient::asker);
         metadata.answerShortQueries(shorts::answer);
@@ -315,7 +332,7 @@ public final class ClusterNode implements Replication, AutoCloseable {
                     + " partition of its cluster it knows");
         }
         return new PartitionStateMachine(store, partition.topic(), partition.partition(),
-                end -> replicas.changed(partition), groups::peer,
+                end -> replicas.changed(partition), groups::leaderClient,
                 (machine, cause) -> restarts.logFailed(partition, machine, cause), hooks);
     }
 

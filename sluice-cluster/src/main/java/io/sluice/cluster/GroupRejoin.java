@@ -241,8 +241,8 @@ final class GroupRejoin implements AutoCloseable {
     }
 
     /** A client of a group's other replicas, which retries a request for up to 5 s. */
-    private static RaftClient othersClient(RaftGroup others) {
-        return RaftClient.newBuilder().setProperties(new RaftProperties()).setRaftGroup(others)
+    private RaftClient othersClient(RaftGroup others) {
+        return groups.newClient().setProperties(new RaftProperties()).setRaftGroup(others)
                 .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(10,
                         TimeDuration.valueOf(500, TimeUnit.MILLISECONDS))).build();
     }

@@ -72,12 +72,21 @@ final class LeaderSnapshots {
         return installed;
     }
 
+    /** Opens a client of a group that asks its leader first ({@link RaftGroups#leaderClient}). */
+    @FunctionalInterface
+    interface LeaderClients {
+        /** @return a client of {@code group} that asks {@code leader} first */
+        RaftClient open(RaftGroupId group, RaftPeerId leader);
+    }
+
     /**
      * A client of the group that asks {@code leader} first, looked up by its id (a member rejoining with an empty
      * group does not know the others yet); it retries a request for up to 4 s.
+     *
+     * @param builder a builder of the node's clients ({@link RaftGroups#newClient})
      */
-    static RaftClient clientOf(RaftGroupId group, RaftPeer leader) {
-        return RaftClient.newBuilder().setProperties(new RaftProperties())
+    static RaftClient clientOf(RaftClient.Builder builder, RaftGroupId group, RaftPeer leader) {
+        return builder.setProperties(new RaftProperties())
                 .setRaftGroup(RaftGroup.valueOf(group, leader)).setLeaderId(leader.getId())
                 .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(
                         20, TimeDuration.valueOf(200, TimeUnit.MILLISECONDS))).build();

@@ -205,7 +205,7 @@ final class Leadership {
         RaftClientConfigKeys.Rpc.setRequestTimeout(properties,
                 TimeDuration.valueOf(handOverMillis + 1_000, TimeUnit.MILLISECONDS));
         RaftPeerId leaderId = ClusterNode.peerId(leader);
-        try (RaftClient client = RaftClient.newBuilder().setProperties(properties)
+        try (RaftClient client = groups.newClient().setProperties(properties)
                 .setRaftGroup(RaftGroup.valueOf(groups.groupId(id), groups.peers(replicaIds))).setLeaderId(leaderId)
                 .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.noRetry()).build()) {
             RoleInfoProto role = client.getGroupManagementApi(leaderId).info(groups.groupId(id)).getRoleInfoProto();

@@ -190,7 +190,7 @@ final class Membership {
     private boolean clusterFormed(List<Integer> silent) throws IOException {
         RaftProperties properties = new RaftProperties();
         RaftClientConfigKeys.Rpc.setRequestTimeout(properties, TimeDuration.valueOf(1, TimeUnit.SECONDS));
-        try (RaftClient asking = RaftClient.newBuilder().setProperties(properties)
+        try (RaftClient asking = groups.newClient().setProperties(properties)
                 .setRaftGroup(groups.metadataGroup()).setClientId(ClientId.randomId())
                 .setRetryPolicy(RetryPolicies.noRetry()).build()) {
             for (ClusterSpec.Node node : groups.cluster().nodes()) {
@@ -224,7 +224,7 @@ final class Membership {
         RaftProperties properties = new RaftProperties();
         RaftClientConfigKeys.Rpc.setRequestTimeout(properties, TimeDuration.valueOf(1, TimeUnit.SECONDS));
         List<RaftPeer> others = groups.others(groups.metadataGroup());
-        try (RaftClient asking = RaftClient.newBuilder().setProperties(properties)
+        try (RaftClient asking = groups.newClient().setProperties(properties)
                 .setRaftGroup(RaftGroup.valueOf(groups.metadataGroupId(), others)).setClientId(ClientId.randomId())
                 .setLeaderId(others.get(attempt % others.size()).getId())
                 .setRetryPolicy(RetryPolicies.retryUpToMaximumCountWithFixedSleep(3,

@@ -71,7 +71,7 @@ final class MetadataClient implements AutoCloseable {
         client.set(newClient(null));
         RaftProperties asking = new RaftProperties();
         RaftClientConfigKeys.Rpc.setRequestTimeout(asking, TimeDuration.valueOf(1, TimeUnit.SECONDS));
-        asker = RaftClient.newBuilder().setProperties(asking).setRaftGroup(groups.metadataGroup())
+        asker = groups.newClient().setProperties(asking).setRaftGroup(groups.metadataGroup())
                 .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.noRetry()).build();
     }
 
@@ -98,7 +98,7 @@ final class MetadataClient implements AutoCloseable {
             first = groups.metadataGroup().getPeers().stream().map(RaftPeer::getId).filter(id -> !id.equals(failed))
                     .findFirst().orElse(null);
         }
-        return RaftClient.newBuilder().setProperties(new RaftProperties()).setRaftGroup(groups.metadataGroup())
+        return groups.newClient().setProperties(new RaftProperties()).setRaftGroup(groups.metadataGroup())
                 .setLeaderId(first).setClientId(ClientId.randomId()).build();
     }
 

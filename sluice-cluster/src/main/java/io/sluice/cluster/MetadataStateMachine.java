@@ -19,7 +19,6 @@ import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientReply;
 import org.apache.ratis.protocol.RaftGroupId;
-import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.server.RaftServer;
 import org.apache.ratis.server.protocol.TermIndex;
@@ -51,7 +50,7 @@ final class MetadataStateMachine extends BaseStateMachine {
     private static final Logger LOG = LoggerFactory.getLogger(MetadataStateMachine.class);
 
     private final MetadataState state;
-    private final Function<RaftPeerId, RaftPeer> peers;
+    private final LeaderSnapshots.LeaderClients leaders;
     /** The snapshots of the group's current start (a group removed and added again starts with a directory anew). */
     private volatile SnapshotStorage snapshots = new SnapshotStorage();
     /** The snapshot this node started from, read at its start and not applied yet ({@link #applyStartSnapshot}). */
@@ -78,16 +77,17 @@ final class MetadataStateMachine extends BaseStateMachine {
      * @param onId told of each topic created before ids that was given one, as this node applies it
      * @param onDeleted told of each topic deleted, as this node applies the deletion ({@link MetadataState})
      * @param onBarrier told of each barrier as this node applies it
-     * @param peers a node's Raft address by its id (a node installing a snapshot asks the leader for it)
+     * @param leaders opens a client of the group asking a leader (a node installing a snapshot asks the leader for
+     *     it)
      */
     MetadataStateMachine(BiConsumer<Topic, Long> onTopic, MetadataState.PartitionsAdded onPartitions,
                          Consumer<Offsets> onOffsets, Consumer<String> onForget,
                          Consumer<Map<String, Set<ClusterNode.PartitionId>>> keepGroups, Consumer<Topic> onConfigs,
                          Consumer<Topic> onId, Consumer<Topic> onDeleted, Consumer<MetadataCommands.Barrier> onBarrier,
-                         Function<RaftPeerId, RaftPeer> peers) {
+                         LeaderSnapshots.LeaderClients leaders) {
         this.state = new MetadataState(onTopic, onPartitions, onOffsets, onForget, keepGroups, onConfigs, onId,
                 onDeleted, onBarrier);
-        this.peers = peers;
+        this.leaders = leaders;
     }
 
     /** @return what this node applied */
@@ -257,7 +257,7 @@ final class MetadataStateMachine extends BaseStateMachine {
             // As for a partition: Ratis asks a member being added to install first, whatever its log holds.
             return null;
         }
-        try (RaftClient client = LeaderSnapshots.clientOf(getGroupId(), peers.apply(leader))) {
+        try (RaftClient client = leaders.open(getGroupId(), leader)) {
             var snapshot = MetadataSnapshot.fetch(query -> {
                 // A stale read, as a partition's install reads (LeaderSnapshots): a snapshot is committed.
                 RaftClientReply reply = client.io().sendStaleRead(Message.valueOf(query), 0, leader);

@@ -3,11 +3,9 @@ package io.sluice.cluster;
 import io.sluice.store.Store;
 import java.io.IOException;
 import java.util.concurrent.CompletableFuture;
-import java.util.function.Function;
 import org.apache.ratis.client.RaftClient;
 import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftGroupId;
-import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.server.protocol.TermIndex;
 import org.apache.ratis.server.raftlog.RaftLog;
@@ -55,22 +53,22 @@ final class PartitionInstall {
     private final Store store;
     private final PartitionStore batches;
     private final ClusterNode.PartitionId id;
-    private final Function<RaftPeerId, RaftPeer> peers;
+    private final LeaderSnapshots.LeaderClients leaders;
     private final Replica replica;
 
     /**
      * @param store the node's store
      * @param batches the partition in it
      * @param id the partition
-     * @param peers the member of the partition's group with a node's peer id
+     * @param leaders opens a client of the partition's group asking its leader
      * @param replica the installing replica
      */
     PartitionInstall(Store store, PartitionStore batches, ClusterNode.PartitionId id,
-                     Function<RaftPeerId, RaftPeer> peers, Replica replica) {
+                     LeaderSnapshots.LeaderClients leaders, Replica replica) {
         this.store = store;
         this.batches = batches;
         this.id = id;
-        this.peers = peers;
+        this.leaders = leaders;
         this.replica = replica;
     }
 
@@ -122,7 +120,7 @@ final class PartitionInstall {
                     firstInLog);
             return null;
         }
-        try (RaftClient client = LeaderSnapshots.clientOf(replica.groupId(), peers.apply(leader))) {
+        try (RaftClient client = leaders.open(replica.groupId(), leader)) {
             String[] answer = LeaderSnapshots.ask(client, leader, "snapshot").toStringUtf8().split(" ");
             if (answer.length != 3 && answer.length != 4) {
                 throw new IOException("the leader of " + id + " has no snapshot yet");

@@ -14,7 +14,6 @@ import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.function.BiConsumer;
-import java.util.function.Function;
 import java.util.function.LongConsumer;
 import org.apache.ratis.proto.RaftProtos.LogEntryProto;
 import org.apache.ratis.proto.RaftProtos.RoleInfoProto;
@@ -23,7 +22,6 @@ import org.apache.ratis.protocol.Message;
 import org.apache.ratis.protocol.RaftClientRequest;
 import org.apache.ratis.protocol.RaftGroupId;
 import org.apache.ratis.protocol.RaftGroupMemberId;
-import org.apache.ratis.protocol.RaftPeer;
 import org.apache.ratis.protocol.RaftPeerId;
 import org.apache.ratis.protocol.exceptions.StateMachineException;
 import org.apache.ratis.server.RaftServer;
@@ -143,14 +141,15 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
      * @param topic the topic
      * @param partition the partition (the store's queue id)
      * @param onCommit told the new high watermark each time it moves, and when the leader changes
-     * @param peers the member of the partition's group with a node's peer id (its Raft address)
+     * @param leaders opens a client of the partition's group asking its leader (an install asks it for its batches)
      * @param onLogFailed told, on Ratis's log thread (it must not block), of this machine and why its log could
      *     not be written: a batch the store refused (a full disk) or a Raft log write that failed; the log takes
      *     nothing more until the group is started again
      * @param hooks where a test reaches into this node ({@link NodeHooks#NONE} in production)
      */
     PartitionStateMachine(Store store, String topic, int partition, LongConsumer onCommit,
-                          Function<RaftPeerId, RaftPeer> peers, BiConsumer<PartitionStateMachine, Throwable> onLogFailed,
+                          LeaderSnapshots.LeaderClients leaders,
+                          BiConsumer<PartitionStateMachine, Throwable> onLogFailed,
                           NodeHooks hooks) {
         this.store = store;
         this.topic = topic;
@@ -161,7 +160,7 @@ public final class PartitionStateMachine extends BaseStateMachine implements Sta
         this.hooks = hooks;
         this.batches = new PartitionStore(store, id);
         this.retention = new RetentionHold(store, id);
-        this.install = new PartitionInstall(store, batches, id, peers, new Installing());
+        this.install = new PartitionInstall(store, batches, id, leaders, new Installing());
         this.producers = new ReplicaProducers(store, batches, id);
     }
 

@@ -12,6 +12,7 @@ import java.util.UUID;
 import java.util.concurrent.ConcurrentHashMap;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicLong;
+import org.apache.ratis.client.RaftClient;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.protocol.ClientId;
 import org.apache.ratis.protocol.GroupManagementRequest;
@@ -37,6 +38,9 @@ import org.apache.ratis.util.FileUtils;
  * another cluster cannot join it. Which topics name their groups by id this node learns from the metadata as it hosts
  * them ({@link #nameGroups}), and, as it starts, from the group directories it finds ({@link Replicas}).
  *
+ * <p>The server and every Raft client the node builds ({@link #newClient}) speak the node's TLS, if it has one
+ * ({@link RaftTls}), or plain text.
+ *
  * <p>Thread-safe once {@link #start started}.
  */
 final class RaftGroups implements AutoCloseable {
@@ -52,6 +56,8 @@ final class RaftGroups implements AutoCloseable {
     private final AtomicLong callIds = new AtomicLong();
     /** The id of each topic whose groups are named by its id, by the topic's name. */
     private final Map<String, UUID> namedById = new ConcurrentHashMap<>();
+    /** The node's TLS on its Raft port and to the others', or null for plain text. */
+    private final RaftTls tls;
     private volatile RaftServer server;
 
     /**
@@ -59,9 +65,11 @@ final class RaftGroups implements AutoCloseable {
      * @param cluster the cluster's brokers
      * @param self this node among them
      * @param raftDirectory where the Raft logs live
+     * @param tls the node's TLS on its Raft port and to the others', or null for plain text
      */
-    RaftGroups(String clusterId, ClusterSpec cluster, ClusterSpec.Node self, Path raftDirectory) {
+    RaftGroups(String clusterId, ClusterSpec cluster, ClusterSpec.Node self, Path raftDirectory, RaftTls tls) {
         this.clusterId = clusterId;
+        this.tls = tls;
         this.cluster = cluster;
         this.self = self;
         this.raftDirectory = raftDirectory;
@@ -78,9 +86,22 @@ final class RaftGroups implements AutoCloseable {
      */
     void start(RaftProperties properties, StateMachine.Registry machines) throws IOException {
         RaftServer built = RaftServer.newBuilder().setServerId(ClusterNode.peerId(self.id())).setProperties(properties)
-                .setStateMachineRegistry(machines).build();
+                .setParameters(RaftSettings.parameters(tls)).setStateMachineRegistry(machines).build();
         server = built;
         built.start();
+    }
+
+    /**
+     * @return a builder of a Raft client of this node's: it speaks the node's TLS, if it has one (every client the node
+     *     builds comes from here; one without it cannot reach a server that wants TLS)
+     */
+    RaftClient.Builder newClient() {
+        return RaftClient.newBuilder().setParameters(RaftSettings.parameters(tls));
+    }
+
+    /** @return a client of a group that asks its leader, {@code leader}, first ({@link LeaderSnapshots#clientOf}) */
+    RaftClient leaderClient(RaftGroupId group, RaftPeerId leader) {
+        return LeaderSnapshots.clientOf(newClient(), group, peer(leader));
     }
 
     /**

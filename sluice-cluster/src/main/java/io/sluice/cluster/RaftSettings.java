@@ -5,6 +5,7 @@ import java.nio.file.Path;
 import java.util.List;
 import java.util.concurrent.TimeUnit;
 import org.apache.ratis.RaftConfigKeys;
+import org.apache.ratis.conf.Parameters;
 import org.apache.ratis.conf.RaftProperties;
 import org.apache.ratis.grpc.GrpcConfigKeys;
 import org.apache.ratis.server.RaftServerConfigKeys;
@@ -13,7 +14,8 @@ import org.apache.ratis.util.TimeDuration;
 
 /**
  * How a node's Ratis server is set up: its timeouts, its transport, how its logs are written, snapshotted and purged
- * (docs/cluster.md: "Timeouts", "No commit-index entries", "Snapshots and log purge").
+ * (docs/cluster.md: "Timeouts", "No commit-index entries", "Snapshots and log purge"), and the TLS of its server and
+ * clients ("Raft over mutual TLS").
  */
 final class RaftSettings {
 
@@ -92,5 +94,23 @@ final class RaftSettings {
             RaftServerConfigKeys.Log.setUnsafeFlushEnabled(properties, true);
         }
         return properties;
+    }
+
+    /**
+     * The parameters of a node's Ratis server and of each Raft client it builds: with {@code tls}, Ratis's gRPC
+     * transport speaks mutual TLS, without, plain text. Ratis takes the TLS it is given under {@code TLS.conf} for
+     * each of its three services (the server's Raft, admin and client services, one port here, as none has a port
+     * of its own) and for each of its clients (a server's appender and vote clients, a RaftClient's admin and client
+     * calls), unless one of them is given its own; none is.
+     *
+     * @param tls the node's TLS material, or null for plain text
+     * @return new parameters (Ratis keeps them in a mutable map: each server or client gets its own)
+     */
+    static Parameters parameters(RaftTls tls) {
+        Parameters parameters = new Parameters();
+        if (tls != null) {
+            GrpcConfigKeys.TLS.setConf(parameters, tls.grpcTlsConfig());
+        }
+        return parameters;
     }
 }

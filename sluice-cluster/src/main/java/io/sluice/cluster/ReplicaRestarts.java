@@ -309,7 +309,7 @@ final class ReplicaRestarts {
             rebuild = lostBatches.contains(partition);
             int failures = logFailures.merge(partition, 1, Integer::sum);
             notBefore = tasks.nanoTime() + TimeUnit.SECONDS.toNanos(Math.min(60, 1L << Math.min(6, failures - 1)));
-            others = RaftClient.newBuilder().setProperties(new RaftProperties()).setRaftGroup(group)
+            others = groups.newClient().setProperties(new RaftProperties()).setRaftGroup(group)
                     .setClientId(ClientId.randomId()).setRetryPolicy(RetryPolicies.noRetry()).build();
             return true;
         }

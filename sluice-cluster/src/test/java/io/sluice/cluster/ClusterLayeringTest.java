@@ -8,6 +8,8 @@ import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
 import io.sluice.testsupport.KafkaWire;
+import org.apache.ratis.client.RaftClient;
+import org.apache.ratis.server.RaftServer;
 import org.junit.jupiter.api.Test;
 
 /** The cluster's layering and the rules its main code keeps, checked on the compiled classes (docs/cluster.md). */
@@ -37,6 +39,19 @@ class ClusterLayeringTest {
     void noStaticFieldIsAssigned() {
         fields().that().areDeclaredInClassesThat().resideInAPackage("io.sluice.cluster..").and().areStatic()
                 .should().beFinal()
+                .check(CLUSTER);
+    }
+
+    /**
+     * Every Raft server and client the node builds speaks its TLS, if it has one: only {@link RaftGroups} calls Ratis's
+     * builders, with the node's parameters ({@link RaftGroups#newClient}). A client built elsewhere would speak plain
+     * text, which a node on mutual TLS refuses.
+     */
+    @Test
+    void onlyTheGroupsBuildRaftServersAndClients() {
+        noClasses().that().doNotHaveFullyQualifiedName(RaftGroups.class.getName())
+                .should().callMethod(RaftClient.class, "newBuilder")
+                .orShould().callMethod(RaftServer.class, "newBuilder")
                 .check(CLUSTER);
     }
 

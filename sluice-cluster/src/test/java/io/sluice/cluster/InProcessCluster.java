@@ -45,6 +45,8 @@ final class InProcessCluster implements AutoCloseable {
     private final ClusterSpec cluster;
     private final ClusterBroker[] brokers = new ClusterBroker[4];
     private BrokerConfig brokerConfig = BrokerConfig.defaults();
+    /** Each node's Raft TLS by its id; null for plain text. */
+    private IntFunction<RaftTls> raftTls = id -> null;
 
     /**
      * @param stores each node's store configuration, by node id
@@ -77,7 +79,14 @@ final class InProcessCluster implements AutoCloseable {
     }
 
     void start(int id) throws IOException {
-        brokers[id] = ClusterBroker.start(directory(id), cluster, id, stores.apply(id), brokerConfig, tuning);
+        brokers[id] = ClusterBroker.start(directory(id), cluster, id, stores.apply(id), brokerConfig, tuning,
+                raftTls.apply(id));
+    }
+
+    /** Nodes started from now on speak Raft over mutual TLS, each with {@code tls} of its id. */
+    InProcessCluster withRaftTls(IntFunction<RaftTls> tls) {
+        this.raftTls = tls;
+        return this;
     }
 
     /** Brokers started from now on take {@code config} (its listener and node id aside). */

@@ -27,7 +27,8 @@ class MetadataMembersTest {
                 if (offsets.group().equals("failing")) {
                     throw new IllegalStateException("the store took part of the commit, then failed");
                 }
-            }, forgotten::add, groups -> { }, topic -> { }, topic -> { }, topic -> { }, barrier -> { }, peer -> null);
+            }, forgotten::add, groups -> { }, topic -> { }, topic -> { }, topic -> { }, barrier -> { },
+            (group, leader) -> null);
     private long index;
 
     private String apply(String command) throws Exception {

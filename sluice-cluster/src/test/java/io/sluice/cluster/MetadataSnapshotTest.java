@@ -45,7 +45,8 @@ class MetadataSnapshotTest {
                 offsets -> told.add(offsets.command()), group -> told.add("forget " + group), kept::add,
                 topic -> told.add("configs " + topic.name() + " " + topic.configs()),
                 topic -> told.add("id " + topic.name() + " " + topic.id()),
-                topic -> told.add("deleted " + topic.name() + " " + topic.id()), barrier -> { }, peer -> null);
+                topic -> told.add("deleted " + topic.name() + " " + topic.id()), barrier -> { },
+                (group, leader) -> null);
         long index;
 
         String apply(String command) throws Exception {
