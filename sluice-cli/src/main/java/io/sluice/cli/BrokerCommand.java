@@ -4,8 +4,10 @@ import io.sluice.broker.Broker;
 import io.sluice.broker.BrokerConfig;
 import io.sluice.broker.CleanerSettings;
 import io.sluice.broker.kafka.security.SecuritySettings;
+import io.sluice.broker.kafka.security.TlsContexts;
 import io.sluice.cluster.ClusterBroker;
 import io.sluice.cluster.ClusterSpec;
+import io.sluice.cluster.RaftTls;
 import io.sluice.store.FlushMode;
 import io.sluice.store.Store;
 import io.sluice.store.RetentionPolicy;
@@ -143,7 +145,20 @@ final class BrokerCommand implements Callable<Integer> {
                     + " listens where the cluster string says (" + self.host() + ":" + self.clientPort() + ")");
         }
         long started = System.nanoTime();
-        ClusterBroker broker = ClusterBroker.start(store.dir, spec, config.nodeId(), storeConfig(), config);
+        TlsContexts.KeyMaterial raftKeys = SecuritySettings.raftTls(config.security());
+        RaftTls raftTls = null;
+        if (raftKeys != null) {
+            try {
+                raftTls = RaftTls.fromKeyStores(raftKeys.keys(), raftKeys.keyPassword(), raftKeys.trust());
+            } catch (java.security.GeneralSecurityException e) {
+                throw new IllegalArgumentException("the Raft port's TLS settings cannot be used: " + e.getMessage(),
+                        e);
+            }
+        } else if (!java.net.InetAddress.getByName(self.host()).isLoopbackAddress()) {
+            System.err.println("sluice broker: the Raft port " + self.host() + ":" + self.raftPort() + " is plaintext"
+                    + " and reachable beyond this machine: set raft.security.protocol=SSL (docs/cluster.md)");
+        }
+        ClusterBroker broker = ClusterBroker.start(store.dir, spec, config.nodeId(), storeConfig(), config, raftTls);
         CountDownLatch stopped = new CountDownLatch(1);
         Runtime.getRuntime().addShutdownHook(new Thread(() -> {
             try {

@@ -4,6 +4,7 @@ import static io.sluice.cluster.InProcessCluster.await;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.sluice.testsupport.TestCertificates;
 import io.sluice.broker.BrokerConfig;
 import java.io.IOException;
 import java.net.Socket;
@@ -62,12 +63,12 @@ class RaftTlsClusterTest {
     private InProcessCluster cluster;
 
     @BeforeAll
-    static void makeCertificates() throws IOException {
-        TestCertificates authority = TestCertificates.authority(certificates, "cluster");
+    static void makeCertificates() throws Exception {
+        TestCertificates authority = new TestCertificates(certificates.resolve("cluster"), "cluster");
         for (int id = 1; id <= 3; id++) {
-            NODES[id] = authority.raftTls("node-" + id);
+            NODES[id] = RaftTlsTest.raftTls(authority, "node-" + id);
         }
-        otherAuthority = TestCertificates.authority(certificates, "other").raftTls("intruder");
+        otherAuthority = RaftTlsTest.raftTls(new TestCertificates(certificates.resolve("other"), "other"), "intruder");
     }
 
     @AfterEach

@@ -1,5 +1,6 @@
 package io.sluice.cluster;
 
+import io.sluice.testsupport.TestCertificates;
 import static org.assertj.core.api.Assertions.assertThat;
 import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
@@ -25,10 +26,21 @@ class RaftTlsTest {
     private static RaftTls two;
 
     @BeforeAll
-    static void makeCertificates() throws IOException {
-        authority = TestCertificates.authority(dir, "cluster");
-        one = authority.raftTls("node-1");
-        two = authority.raftTls("node-2");
+    static void makeCertificates() throws Exception {
+        authority = new TestCertificates(dir, "cluster");
+        one = RaftTlsTest.raftTls(authority, "node-1");
+        two = RaftTlsTest.raftTls(authority, "node-2");
+    }
+
+    /** @return the TLS of a node whose key {@code authority} signed, trusting that authority */
+    static RaftTls raftTls(TestCertificates authority, String owner) throws IOException {
+        try {
+            return RaftTls.fromPkcs12(authority.sign(owner, "CN=" + owner), TestCertificates.PASSWORD.toCharArray(),
+                    authority.trustStore(), TestCertificates.PASSWORD.toCharArray());
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+            throw new IOException("interrupted", e);
+        }
     }
 
     @Test
@@ -36,10 +48,10 @@ class RaftTlsTest {
         assertThat(one.certificateChain()).hasSize(2);
         assertThat(one.certificateChain().getFirst().getSubjectX500Principal().getName()).isEqualTo("CN=node-1");
         assertThat(one.certificateChain().get(1).getSubjectX500Principal().getName())
-                .isEqualTo("CN=cluster test authority");
+                .isEqualTo("CN=cluster");
         assertThat(one.trustedCertificates()).containsExactly(one.certificateChain().get(1));
         assertThat(one.privateKey().getAlgorithm()).isEqualTo("EC");
-        assertThat(one.toString()).contains("CN=node-1", "CN=cluster test authority")
+        assertThat(one.toString()).contains("CN=node-1", "CN=cluster")
                 .doesNotContainIgnoringCase("private");
     }
 
@@ -75,7 +87,7 @@ class RaftTlsTest {
 
     @Test
     void aWrongPasswordNamesTheStore() {
-        Path keyStore = dir.resolve("node-1.p12");
+        Path keyStore = dir.resolve("node-1.p12"); // made by raftTls above
         assertThatThrownBy(() -> RaftTls.fromPkcs12(keyStore, "wrong".toCharArray(), authority.trustStore(),
                 TestCertificates.PASSWORD.toCharArray()))
                 .isInstanceOf(IOException.class).hasMessageContaining(keyStore.toString());
@@ -84,7 +96,7 @@ class RaftTlsTest {
     @Test
     void aTrustStoreWithoutTrustedCertificatesIsRefused() {
         // A key store holds a key entry and no trusted certificate entry.
-        Path keyStore = dir.resolve("node-1.p12");
+        Path keyStore = dir.resolve("node-1.p12"); // made by raftTls above
         char[] password = TestCertificates.PASSWORD.toCharArray();
         assertThatThrownBy(() -> RaftTls.fromPkcs12(keyStore, password, keyStore, password))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("no trusted certificate");

@@ -60,11 +60,13 @@ public final class TestCertificates {
         Path signed = dir.resolve(name + ".crt");
         keytool("-gencert", "-alias", ca, "-keystore", store(ca).toString(), "-storepass", PASSWORD, "-infile",
                 request.toString(), "-outfile", signed.toString(), "-rfc", "-validity", "30", "-ext",
-                "SAN=ip:127.0.0.1,dns:localhost");
-        keytool("-importcert", "-noprompt", "-alias", ca, "-file", pem(ca).toString(), "-keystore", store.toString(),
-                "-storepass", PASSWORD);
-        keytool("-importcert", "-alias", name, "-file", signed.toString(), "-keystore", store.toString(),
-                "-storepass", PASSWORD);
+                "SAN=ip:127.0.0.1,dns:localhost", "-ext", "ku:c=digitalSignature,keyAgreement", "-ext",
+                "eku=serverAuth,clientAuth");
+        // The reply holds the whole chain, so the key store keeps one entry: the key with its chain.
+        Path chain = dir.resolve(name + "-chain.pem");
+        Files.writeString(chain, Files.readString(signed) + Files.readString(pem(ca)));
+        keytool("-importcert", "-noprompt", "-alias", name, "-file", chain.toString(), "-keystore",
+                store.toString(), "-storepass", PASSWORD);
         return store;
     }
 
@@ -79,6 +81,8 @@ public final class TestCertificates {
     private static void keytool(String... args) throws IOException, InterruptedException {
         List<String> command = new ArrayList<>();
         command.add(Path.of(System.getProperty("java.home"), "bin", "keytool").toString());
+        // A short-lived JVM each: the first compiler tier and the serial collector cost the shared cores least.
+        command.addAll(List.of("-J-XX:TieredStopAtLevel=1", "-J-XX:+UseSerialGC"));
         command.addAll(List.of(args));
         Process process = new ProcessBuilder(command).redirectErrorStream(true).start();
         String output = new String(process.getInputStream().readAllBytes());

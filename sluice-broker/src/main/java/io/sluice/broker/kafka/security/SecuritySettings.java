@@ -37,7 +37,8 @@ public final class SecuritySettings {
             "ssl.key.password", "ssl.truststore.type", "ssl.truststore.location", "ssl.truststore.password",
             "ssl.truststore.certificates", "ssl.client.auth", "ssl.enabled.protocols", "ssl.protocol",
             "ssl.cipher.suites", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
-            "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules", "max.connections.per.ip",
+            "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules", "raft.security.protocol",
+            "max.connections.per.ip",
             "max.connections.per.ip.overrides");
 
     /** The mechanisms served. */
@@ -433,6 +434,22 @@ public final class SecuritySettings {
             case "true" -> true;
             case "false" -> false;
             default -> throw new IllegalArgumentException(key + " must be true or false, was '" + value + "'");
+        };
+    }
+
+    /**
+     * @param properties the broker's settings
+     * @return the key and trust stores of a cluster's Raft ports when {@code raft.security.protocol} is SSL (the
+     *     settings of listener {@code RAFT}: {@code listener.name.raft.ssl.*} over {@code ssl.*}), or null for
+     *     PLAINTEXT (the default)
+     */
+    public static TlsContexts.KeyMaterial raftTls(Map<String, String> properties) {
+        String protocol = properties.getOrDefault("raft.security.protocol", "PLAINTEXT").trim();
+        return switch (protocol.toUpperCase(Locale.ROOT)) {
+            case "PLAINTEXT" -> null;
+            case "SSL" -> TlsContexts.keyMaterial(new Settings(properties, "RAFT")::get);
+            default -> throw new IllegalArgumentException("raft.security.protocol must be PLAINTEXT or SSL, was '"
+                    + protocol + "'");
         };
     }
 

@@ -81,6 +81,40 @@ public final class TlsContexts {
 
     private static final char[] PEM_STORE_PASSWORD = new char[0];
 
+    /**
+     * A node's key and what it trusts, as loaded key stores (the cluster's Raft ports take them).
+     *
+     * @param keys the key store, one key entry with its chain
+     * @param keyPassword the key's password
+     * @param trust the trust store
+     */
+    public record KeyMaterial(KeyStore keys, char[] keyPassword, KeyStore trust) {
+    }
+
+    /**
+     * @param setting the settings by name without prefix
+     * @return the key and trust stores they name
+     * @throws IllegalArgumentException if either is missing or cannot be read
+     */
+    public static KeyMaterial keyMaterial(Function<String, String> setting) {
+        try {
+            KeyStore keys = keyStore(setting);
+            KeyStore trust = trustStore(setting);
+            if (keys == null || trust == null) {
+                throw new IllegalArgumentException("mutual TLS needs a key store (ssl.keystore.*) and a trust store"
+                        + " (ssl.truststore.*)");
+            }
+            String keyPassword = setting.apply("ssl.key.password");
+            if (keyPassword == null) {
+                keyPassword = setting.apply("ssl.keystore.password");
+            }
+            return new KeyMaterial(keys, type(setting, "ssl.keystore.type").equals("PEM") ? PEM_STORE_PASSWORD
+                    : keyPassword == null ? new char[0] : keyPassword.toCharArray(), trust);
+        } catch (GeneralSecurityException | IOException e) {
+            throw new IllegalArgumentException("the TLS settings cannot be used: " + e.getMessage(), e);
+        }
+    }
+
     private static String orDefault(String value, String otherwise) {
         return value == null || value.isBlank() ? otherwise : value.trim();
     }
