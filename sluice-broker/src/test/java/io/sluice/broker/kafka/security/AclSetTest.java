@@ -66,8 +66,8 @@ class AclSetTest {
         String text = set.encode();
         assertThat(text.split("\n", -1)).hasSize(awkward.size() + 3);
         assertThat(text.chars().filter(c -> c < 0x20 && c != '\t' && c != '\n')).isEmpty();
-        assertThat(text.chars().filter(c -> Character.isSurrogate((char) c)).count()).as("only the emoji's pair stays raw")
-                .isEqualTo(3 * 2);
+        assertThat(text.chars().filter(c -> Character.isSurrogate((char) c)).count())
+                .as("only the emoji's pair stays raw").isEqualTo(3 * 2);
         assertThat(AclSet.decode(text)).isEqualTo(set);
     }
 
