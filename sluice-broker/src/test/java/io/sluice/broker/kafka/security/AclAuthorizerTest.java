@@ -128,8 +128,8 @@ class AclAuthorizerTest {
 
     /**
      * Kafka 4.3.1's scan of the bindings takes the LITERAL {@code *} for a literal binding of a prefix of a name that
-     * begins with "*", and skips it: the wildcard names neither {@code *x} nor any name beginning with "*" but
-     * {@code *} itself (AclAuthorizerParityTest found it). Topic names cannot hold "*"; group and transactional ids can.
+     * begins with "*", and skips it: the wildcard names no name beginning with "*" but {@code *} itself
+     * (AclAuthorizerParityTest found it). Topic names cannot hold "*"; group and transactional ids can.
      */
     @Test
     void theLiteralWildcardDoesNotNameNamesBeginningWithAStarAsInKafka() {
