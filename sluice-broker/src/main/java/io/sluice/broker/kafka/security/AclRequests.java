@@ -51,7 +51,8 @@ import org.apache.kafka.common.resource.ResourceType;
  * </ul>
  *
  * <p>Order: Kafka lists DescribeAcls resources and DeleteAcls matches in hash order, which no client relies on; here
- * they are in {@link Acl#ORDER}. Authorizing the request itself (DESCRIBE, or ALTER, on the cluster) is the caller's.
+ * they are in {@link Acl#ORDER}. Authorizing the request itself (DESCRIBE, or ALTER, on the cluster) is the caller's;
+ * without an authorizer, Kafka answers SECURITY_DISABLED ({@link #describeWithoutAuthorizer} and the others).
  *
  * <p>Stateless and thread-safe.
  */
@@ -62,6 +63,10 @@ public final class AclRequests {
     public static final short MAX_VERSION = 3;
     /** The only name Kafka takes for a CLUSTER resource. */
     public static final String CLUSTER_NAME = "kafka-cluster";
+    /** Kafka's message to DescribeAcls when no authorizer is configured. */
+    static final String NO_AUTHORIZER_ON_BROKER = "No Authorizer is configured on the broker";
+    /** Kafka's message to CreateAcls and DeleteAcls when no authorizer is configured. */
+    static final String NO_AUTHORIZER = "No Authorizer is configured.";
     /** Kafka's largest number of records one controller operation writes (QuorumController.MAX_RECORDS_PER_USER_OP). */
     static final int MAX_RECORDS_PER_OPERATION = 10_000;
 
@@ -75,11 +80,7 @@ public final class AclRequests {
      */
     public static DescribeAclsResponseData describe(AclSet acls, DescribeAclsRequestData request, short version)
             throws ProtocolException {
-        checkVersion(version);
-        if (hasUnknownCode(request.resourceTypeFilter(), request.patternTypeFilter(), request.operation(),
-                request.permissionType())) {
-            throw new ProtocolException("DescribeAcls v" + version + " names an UNKNOWN (0) code: " + request);
-        }
+        checkParses(request, version);
         AclBindingFilter filter = new AclBindingFilter(
                 new ResourcePatternFilter(ResourceType.fromCode(request.resourceTypeFilter()),
                         request.resourceNameFilter(), PatternType.fromCode(request.patternTypeFilter())),
@@ -108,13 +109,7 @@ public final class AclRequests {
      */
     public static AclMutation<CreateAclsResponseData> create(CreateAclsRequestData request, short version)
             throws ProtocolException {
-        checkVersion(version);
-        for (AclCreation creation : request.creations()) {
-            if (hasUnknownCode(creation.resourceType(), creation.resourcePatternType(), creation.operation(),
-                    creation.permissionType())) {
-                throw new ProtocolException("CreateAcls v" + version + " names an UNKNOWN (0) code: " + creation);
-            }
-        }
+        checkParses(request, version);
         List<AclCreation> creations = List.copyOf(request.creations());
         return new AclMutation<>(acls -> create(acls, creations));
     }
@@ -125,13 +120,9 @@ public final class AclRequests {
      */
     public static AclMutation<DeleteAclsResponseData> delete(DeleteAclsRequestData request, short version)
             throws ProtocolException {
-        checkVersion(version);
+        checkParses(request, version);
         List<AclBindingFilter> filters = new ArrayList<>(request.filters().size());
         for (DeleteAclsFilter filter : request.filters()) {
-            if (hasUnknownCode(filter.resourceTypeFilter(), filter.patternTypeFilter(), filter.operation(),
-                    filter.permissionType())) {
-                throw new ProtocolException("DeleteAcls v" + version + " names an UNKNOWN (0) code: " + filter);
-            }
             filters.add(new AclBindingFilter(
                     new ResourcePatternFilter(ResourceType.fromCode(filter.resourceTypeFilter()),
                             filter.resourceNameFilter(), PatternType.fromCode(filter.patternTypeFilter())),
@@ -141,6 +132,76 @@ public final class AclRequests {
         }
         List<AclBindingFilter> copy = List.copyOf(filters);
         return new AclMutation<>(acls -> delete(acls, copy));
+    }
+
+    /**
+     * Kafka's answer when no authorizer is configured: SECURITY_DISABLED.
+     *
+     * @throws ProtocolException if Kafka would close the connection instead of answering
+     */
+    public static DescribeAclsResponseData describeWithoutAuthorizer(DescribeAclsRequestData request, short version)
+            throws ProtocolException {
+        checkParses(request, version);
+        return new DescribeAclsResponseData().setErrorCode(Errors.SECURITY_DISABLED.code())
+                .setErrorMessage(NO_AUTHORIZER_ON_BROKER);
+    }
+
+    /**
+     * Kafka's answer when no authorizer is configured: SECURITY_DISABLED for every creation.
+     *
+     * @throws ProtocolException if Kafka would close the connection instead of answering
+     */
+    public static CreateAclsResponseData createWithoutAuthorizer(CreateAclsRequestData request, short version)
+            throws ProtocolException {
+        checkParses(request, version);
+        List<AclCreationResult> results = new ArrayList<>(request.creations().size());
+        for (int i = 0; i < request.creations().size(); i++) {
+            results.add(error(Errors.SECURITY_DISABLED, NO_AUTHORIZER));
+        }
+        return new CreateAclsResponseData().setResults(results);
+    }
+
+    /**
+     * Kafka's answer when no authorizer is configured: SECURITY_DISABLED for every filter.
+     *
+     * @throws ProtocolException if Kafka would close the connection instead of answering
+     */
+    public static DeleteAclsResponseData deleteWithoutAuthorizer(DeleteAclsRequestData request, short version)
+            throws ProtocolException {
+        checkParses(request, version);
+        List<DeleteAclsFilterResult> results = new ArrayList<>(request.filters().size());
+        for (int i = 0; i < request.filters().size(); i++) {
+            results.add(filterError(Errors.SECURITY_DISABLED, NO_AUTHORIZER));
+        }
+        return new DeleteAclsResponseData().setFilterResults(results);
+    }
+
+    private static void checkParses(DescribeAclsRequestData request, short version) throws ProtocolException {
+        checkVersion(version);
+        if (hasUnknownCode(request.resourceTypeFilter(), request.patternTypeFilter(), request.operation(),
+                request.permissionType())) {
+            throw new ProtocolException("DescribeAcls v" + version + " names an UNKNOWN (0) code: " + request);
+        }
+    }
+
+    private static void checkParses(CreateAclsRequestData request, short version) throws ProtocolException {
+        checkVersion(version);
+        for (AclCreation creation : request.creations()) {
+            if (hasUnknownCode(creation.resourceType(), creation.resourcePatternType(), creation.operation(),
+                    creation.permissionType())) {
+                throw new ProtocolException("CreateAcls v" + version + " names an UNKNOWN (0) code: " + creation);
+            }
+        }
+    }
+
+    private static void checkParses(DeleteAclsRequestData request, short version) throws ProtocolException {
+        checkVersion(version);
+        for (DeleteAclsFilter filter : request.filters()) {
+            if (hasUnknownCode(filter.resourceTypeFilter(), filter.patternTypeFilter(), filter.operation(),
+                    filter.permissionType())) {
+                throw new ProtocolException("DeleteAcls v" + version + " names an UNKNOWN (0) code: " + filter);
+            }
+        }
     }
 
     private static AclChange<CreateAclsResponseData> create(AclSet acls, List<AclCreation> creations) {

@@ -366,6 +366,29 @@ class AclRequestsTest {
                 .isEqualTo(AclSet.empty());
     }
 
+    /** A Kafka 4.3.1 broker without authorizer.class.name answered these. */
+    @Test
+    void withoutAnAuthorizerEveryRequestIsAnsweredSecurityDisabled() throws ProtocolException {
+        assertThat(AclRequests.describeWithoutAuthorizer(describeAll(), V3)).isEqualTo(new DescribeAclsResponseData()
+                .setErrorCode((short) 54).setErrorMessage("No Authorizer is configured on the broker"));
+        assertThat(AclRequests.createWithoutAuthorizer(new CreateAclsRequestData().setCreations(List.of(
+                readTopic("t"), creation(ANY, "t", LITERAL, "User:a", "*", READ, ALLOW))), V3).results())
+                .containsExactly(refused(54, "No Authorizer is configured."), refused(54,
+                        "No Authorizer is configured."));
+        DeleteAclsFilterResult disabled = new DeleteAclsFilterResult().setErrorCode((short) 54)
+                .setErrorMessage("No Authorizer is configured.");
+        assertThat(AclRequests.deleteWithoutAuthorizer(new DeleteAclsRequestData().setFilters(List.of(deleteAll(),
+                deleteAll().setResourceTypeFilter((byte) 99))), V3).filterResults())
+                .containsExactly(disabled, disabled);
+        assertThatThrownBy(() -> AclRequests.createWithoutAuthorizer(new CreateAclsRequestData().setCreations(
+                List.of(creation(0, "t", LITERAL, "User:a", "*", READ, ALLOW))), V3))
+                .as("the connection is closed first").isInstanceOf(ProtocolException.class);
+        assertThatThrownBy(() -> AclRequests.describeWithoutAuthorizer(describeAll().setOperation((byte) 0), V3))
+                .isInstanceOf(ProtocolException.class);
+        assertThatThrownBy(() -> AclRequests.deleteWithoutAuthorizer(new DeleteAclsRequestData().setFilters(
+                List.of(deleteAll().setPermissionType((byte) 0))), V3)).isInstanceOf(ProtocolException.class);
+    }
+
     @Test
     void aMutationAppliesToTheStoredTextAndRemembersItsResponse() throws ProtocolException {
         AclMutation<CreateAclsResponseData> mutation = AclRequests.create(new CreateAclsRequestData()
