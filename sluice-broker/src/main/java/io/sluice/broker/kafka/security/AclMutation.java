@@ -26,18 +26,22 @@ public final class AclMutation<R> implements UnaryOperator<String> {
     }
 
     /**
-     * Applies the request to a stored set.
+     * Applies the request to the stored set.
      *
-     * @param encoded the stored text ({@link AclSet#encode()}), or null when no ACL set was ever stored
-     * @return the text to store: {@code encoded} itself when the request changes nothing
-     * @throws CorruptAclSetException if {@code encoded} cannot be read; nothing is remembered then
+     * @param record the stored text ({@link AclSet#encode()}), or "" when no ACL set was ever stored
+     *     ({@link AclSet#ofRecord})
+     * @return the text to store, never null: {@code record} itself when the request changes nothing
+     * @throws CorruptAclSetException if {@code record} cannot be read; nothing is remembered then
      */
     @Override
-    public String apply(String encoded) {
-        AclSet before = encoded == null ? AclSet.empty() : AclSet.decode(encoded);
+    public String apply(String record) {
+        AclSet before = AclSet.ofRecord(record);
         AclChange<R> result = applyTo(before);
         applied = result;
-        return result.acls() == before ? encoded : result.acls().encode();
+        if (result.acls() == before) {
+            return record == null ? "" : record;
+        }
+        return result.acls().encode();
     }
 
     /**

@@ -47,6 +47,17 @@ public final class AclSet {
         return AclSetFormat.decode(encoded);
     }
 
+    /**
+     * Reads the cluster's ACL record: its text as {@link #encode()} wrote it, or the empty text of a cluster that never
+     * stored one ({@code ClusterView.securityRecord} answers "" for a record it does not have).
+     *
+     * @param record the record's text; "" (or null) for none
+     * @throws CorruptAclSetException if a non-empty text is not a whole set in a version this build reads
+     */
+    public static AclSet ofRecord(String record) {
+        return record == null || record.isEmpty() ? EMPTY : decode(record);
+    }
+
     /** @return this set in its stored form, the same text for the same set */
     public String encode() {
         return AclSetFormat.encode(this);

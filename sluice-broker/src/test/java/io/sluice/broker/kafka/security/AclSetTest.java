@@ -44,6 +44,17 @@ class AclSetTest {
     }
 
     @Test
+    void anEmptyRecordIsTheEmptySet() {
+        assertThat(AclSet.ofRecord("")).isEqualTo(AclSet.empty());
+        assertThat(AclSet.ofRecord(null)).isEqualTo(AclSet.empty());
+        AclSet set = AclSet.of(List.of(READ_ORDERS));
+        assertThat(AclSet.ofRecord(set.encode())).isEqualTo(set);
+        assertThatThrownBy(() -> AclSet.ofRecord("\n")).isInstanceOf(CorruptAclSetException.class);
+        assertThatThrownBy(() -> AclSet.decode("")).as("a text that is not a record").isInstanceOf(
+                CorruptAclSetException.class);
+    }
+
+    @Test
     void plusAndMinusReturnTheSameSetWhenNothingChanges() {
         AclSet set = AclSet.of(List.of(READ_ORDERS));
         assertThat(set.plus(List.of(READ_ORDERS))).isSameAs(set);
