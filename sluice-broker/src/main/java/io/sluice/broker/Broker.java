@@ -9,6 +9,7 @@ import io.sluice.broker.replicated.ReplicatedCluster;
 import io.sluice.broker.replicated.ReplicatedPartitions;
 import io.sluice.broker.metrics.BrokerMetrics;
 import io.sluice.broker.kafka.security.Authenticator;
+import io.sluice.broker.kafka.security.AuthorizerConfig;
 import io.sluice.broker.kafka.security.SecuritySettings;
 import io.sluice.broker.net.FrameServer;
 import java.util.ArrayList;
@@ -191,7 +192,8 @@ public final class Broker implements AutoCloseable {
                 new KafkaApis.Settings(config.nodeId(), first.advertisedHost(), first.advertisedPortOrBound(),
                         config.clusterId(), config.defaultPartitions(), config.autoCreateTopics(),
                         config.topicLayout(), config.offsetsRetentionMinutes(), config.cleaner()),
-                executor, metrics);
+                executor, metrics, security.authorizer() ? new AuthorizerConfig(security.superUsers(),
+                        security.allowEveryoneIfNoAclFound()) : null);
         shared.set(new Authenticator.Shared(security, kafka::scramCredentials));
         apis.set(kafka);
         for (int i = 0; i < servers.size(); i++) {

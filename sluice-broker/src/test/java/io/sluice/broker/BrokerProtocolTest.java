@@ -96,7 +96,9 @@ class BrokerProtocolTest {
                             // KIP-848 consumer groups.
                             "68:0-1", "69:0-1",
                             // Authentication and SCRAM credentials.
-                            "17:0-1", "36:0-2", "50:0-0", "51:0-0");
+                            "17:0-1", "36:0-2", "50:0-0", "51:0-0",
+                            // ACLs.
+                            "29:1-3", "30:1-3", "31:1-3");
             // As Kafka 4 finalizes it by default: the consumer group protocol is on.
             assertThat(response.finalizedFeatures().find("group.version").maxVersionLevel()).isEqualTo((short) 1);
         }

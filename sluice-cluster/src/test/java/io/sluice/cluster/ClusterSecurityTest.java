@@ -12,6 +12,7 @@ import java.util.ArrayList;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
+import java.util.Set;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.CommonClientConfigs;
@@ -27,6 +28,13 @@ import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.acl.AccessControlEntry;
+import org.apache.kafka.common.acl.AclBinding;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.acl.AclPermissionType;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourcePattern;
+import org.apache.kafka.common.resource.ResourceType;
 import org.apache.kafka.common.config.SaslConfigs;
 import org.apache.kafka.common.config.SslConfigs;
 import org.apache.kafka.common.errors.SaslAuthenticationException;
@@ -37,9 +45,10 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A cluster of three whose brokers serve clients on SASL_SSL only: SCRAM credentials created through one broker are
- * taken by every broker (they go through the metadata log), outlive a restart of all three, and a deleted or wrong
- * one is refused everywhere; Kafka's Java client produces with acks=all and consumes over it.
+ * A cluster of three whose brokers serve clients on SASL_SSL only, with ACLs: SCRAM credentials and ACLs created
+ * through one broker are taken by every broker (they go through the metadata log) and outlive a restart of all three,
+ * a wrong password is refused everywhere; Kafka's Java client produces with acks=all and consumes over it as a
+ * principal its ACLs allow.
  */
 class ClusterSecurityTest {
 
@@ -69,6 +78,8 @@ class ClusterSecurityTest {
         security.put("ssl.keystore.password", TestCertificates.PASSWORD);
         security.put("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-512");
         security.put("listener.name.sasl_ssl.plain.sasl.jaas.config", PLAIN_JAAS);
+        security.put("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer");
+        security.put("super.users", "User:admin");
         cluster = new InProcessCluster(dir.resolve("cluster"), ClusterNode.Tuning.DEFAULT)
                 .withBrokerConfig(BrokerConfig.defaults().withSecurity(security));
         cluster.startAll();
@@ -78,11 +89,19 @@ class ClusterSecurityTest {
             admin.alterUserScramCredentials(List.of(new UserScramCredentialUpsertion("alice",
                     new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), "alice-secret")))
                     .all().get(60, TimeUnit.SECONDS);
+            // Made through broker 1, applied by every broker from the metadata log.
+            admin.createAcls(List.of(allow("alice", AclOperation.WRITE), allow("alice", AclOperation.READ)))
+                    .all().get(60, TimeUnit.SECONDS);
         }
-        // Each broker alone as the bootstrap: the client's first connection authenticates there.
+        // Each broker alone as the bootstrap: the client's first connection authenticates there, and its ACLs let
+        // alice see the topic there (and bob, with none, not).
         for (String bootstrap : bootstraps) {
-            awaitAuthenticates(client(authority, bootstrap, "SCRAM-SHA-512", "alice", "alice-secret"));
+            Map<String, Object> alice = client(authority, bootstrap, "SCRAM-SHA-512", "alice", "alice-secret");
+            awaitAuthenticates(alice);
             assertRefused(client(authority, bootstrap, "SCRAM-SHA-512", "alice", "wrong"));
+            awaitTopics(alice, Set.of("secured"));
+            assertThat(topics(client(authority, bootstrap, "PLAIN", "admin", "admin-secret")))
+                    .contains("secured");
         }
         Map<String, Object> alice = client(authority, cluster.bootstrap(), "SCRAM-SHA-512", "alice", "alice-secret");
         produce(alice, 300);
@@ -92,8 +111,29 @@ class ClusterSecurityTest {
         cluster.startAll();
         for (String bootstrap : bootstraps) {
             awaitAuthenticates(client(authority, bootstrap, "SCRAM-SHA-512", "alice", "alice-secret"));
+            awaitTopics(client(authority, bootstrap, "SCRAM-SHA-512", "alice", "alice-secret"), Set.of("secured"));
         }
         assertThat(consume(alice, 300)).hasSize(300);
+    }
+
+    private static AclBinding allow(String user, AclOperation operation) {
+        return new AclBinding(new ResourcePattern(ResourceType.TOPIC, "secured", PatternType.LITERAL),
+                new AccessControlEntry("User:" + user, "*", operation, AclPermissionType.ALLOW));
+    }
+
+    private static Set<String> topics(Map<String, Object> config) throws Exception {
+        try (Admin admin = Admin.create(config)) {
+            return admin.listTopics().names().get(30, TimeUnit.SECONDS);
+        }
+    }
+
+    /** Waits for this broker to apply the ACLs that let the client see {@code expected}. */
+    private static void awaitTopics(Map<String, Object> config, Set<String> expected) throws Exception {
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!topics(config).equals(expected)) {
+            assertThat(System.nanoTime()).as("the ACLs reached the broker").isLessThan(deadline);
+            Thread.sleep(200);
+        }
     }
 
     private static Map<String, Object> client(TestCertificates authority, String bootstrap, String mechanism,

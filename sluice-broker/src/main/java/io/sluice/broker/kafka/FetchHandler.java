@@ -68,13 +68,23 @@ final class FetchHandler {
     static final short TOPIC_IDS = 13;
 
     CompletableFuture<Outbound> handle(int correlationId, short version, FetchRequestData request) {
+        return handle(correlationId, version, request, topic -> true);
+    }
+
+    /**
+     * @param readable whether the client may read a topic: the partitions of one it may not are answered
+     *     TOPIC_AUTHORIZATION_FAILED and not read
+     */
+    CompletableFuture<Outbound> handle(int correlationId, short version, FetchRequestData request,
+                                       java.util.function.Predicate<String> readable) {
         if (version >= TOPIC_IDS) {
             nameTopics(request);
         }
+
         // A long poll waits at most MAX_WAIT_MS whatever is asked: the client then simply fetches again.
         long wait = Math.min(MAX_WAIT_MS, Math.max(0, request.maxWaitMs()));
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(wait);
-        return respond(request, deadline).thenApply(data -> outbound(correlationId, version,
+        return respond(request, deadline, readable).thenApply(data -> outbound(correlationId, version,
                 LeaderHints.fetch(data, version, partitions, cluster)));
     }
 
@@ -93,12 +103,13 @@ final class FetchHandler {
         }
     }
 
-    private CompletableFuture<FetchResponseData> respond(FetchRequestData request, long deadline) {
+    private CompletableFuture<FetchResponseData> respond(FetchRequestData request, long deadline,
+                                                         java.util.function.Predicate<String> readable) {
         long wait = deadline - System.nanoTime();
         boolean mayWait = wait > 0 && request.minBytes() > 0;
         // Register before looking, so that an append between the look and the wait wakes this fetch.
-        CompletableFuture<Void> changed = mayWait ? watch.register(named(request)) : null;
-        Built built = build(request);
+        CompletableFuture<Void> changed = mayWait ? watch.register(named(request, readable)) : null;
+        Built built = build(request, readable);
         if (!mayWait || built.bytes >= request.minBytes() || built.errors) {
             if (changed != null) {
                 changed.complete(null);
@@ -107,14 +118,18 @@ final class FetchHandler {
         }
         return changed.completeOnTimeout(null, wait, TimeUnit.NANOSECONDS)
                 .thenComposeAsync(ignored -> System.nanoTime() - deadline >= 0
-                        ? CompletableFuture.completedFuture(build(request).data)
-                        : respond(request, deadline), executor);
+                        ? CompletableFuture.completedFuture(build(request, readable).data)
+                        : respond(request, deadline, readable), executor);
     }
 
     /** @return the partitions the fetch names that exist (only those can be written to while it waits) */
-    private List<Map.Entry<String, Integer>> named(FetchRequestData request) {
+    private List<Map.Entry<String, Integer>> named(FetchRequestData request,
+                                                   java.util.function.Predicate<String> readable) {
         List<Map.Entry<String, Integer>> all = new ArrayList<>();
         for (FetchRequestData.FetchTopic topic : request.topics()) {
+            if (topic.topic() != null && !readable.test(topic.topic())) {
+                continue;
+            }
             int count = partitions.count(topic.topic());
             for (FetchRequestData.FetchPartition partition : topic.partitions()) {
                 if (partition.partition() >= 0 && partition.partition() < count) {
@@ -128,7 +143,7 @@ final class FetchHandler {
     private record Built(FetchResponseData data, long bytes, boolean errors) {
     }
 
-    private Built build(FetchRequestData request) {
+    private Built build(FetchRequestData request, java.util.function.Predicate<String> readable) {
         long budget = request.maxBytes() <= 0 ? MAX_RESPONSE_BYTES : Math.min(request.maxBytes(), MAX_RESPONSE_BYTES);
         long bytes = 0;
         boolean errors = false;
@@ -144,6 +159,8 @@ final class FetchHandler {
                 if (topic.topic() == null) {
                     // An id no topic has (Fetch 13+).
                     data.setErrorCode(Errors.UNKNOWN_TOPIC_ID.code());
+                } else if (!readable.test(topic.topic())) {
+                    data.setErrorCode(Errors.TOPIC_AUTHORIZATION_FAILED.code());
                 } else {
                     long limit = Math.min(budget - bytes, wanted.partitionMaxBytes());
                     sent = fill(topic.topic(), wanted, data, limit, bytes == 0, request.isolationLevel() == 1);

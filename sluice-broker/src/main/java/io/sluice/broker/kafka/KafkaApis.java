@@ -4,7 +4,10 @@ import io.sluice.broker.CleanerSettings;
 import io.sluice.broker.ClusterView;
 import io.sluice.broker.Partitions;
 import io.sluice.broker.metrics.BrokerMetrics;
+import io.sluice.broker.kafka.security.AclMutation;
+import io.sluice.broker.kafka.security.AclRequests;
 import io.sluice.broker.kafka.security.Authenticator;
+import io.sluice.broker.kafka.security.AuthorizerConfig;
 import io.sluice.broker.kafka.security.ScramCredentials;
 import io.sluice.broker.kafka.security.SecuritySettings;
 import io.sluice.broker.kafka.security.Session;
@@ -141,6 +144,7 @@ public final class KafkaApis implements AutoCloseable {
     private final Settings settings;
     private final Partitions partitions;
     private final ClusterView cluster;
+    private final Authorizations authorizations;
     private final ProduceHandler produce;
     private final FetchHandler fetch;
     private final ListOffsetsHandler offsets;
@@ -175,8 +179,21 @@ public final class KafkaApis implements AutoCloseable {
      */
     public KafkaApis(Partitions partitions, ClusterView cluster, StoreConfig storeConfig, Settings settings,
                      Executor executor, BrokerMetrics metrics) {
+        this(partitions, cluster, storeConfig, settings, executor, metrics, null);
+    }
+
+    /**
+     * As above, checking the cluster's ACLs on every request.
+     *
+     * @param authorizer the authorizer's settings ({@code super.users}, {@code allow.everyone.if.no.acl.found}), or
+     *     null for no authorizer (everything allowed, the ACL APIs answering SECURITY_DISABLED)
+     */
+    public KafkaApis(Partitions partitions, ClusterView cluster, StoreConfig storeConfig, Settings settings,
+                     Executor executor, BrokerMetrics metrics, AuthorizerConfig authorizer) {
         this.partitions = Objects.requireNonNull(partitions, "partitions");
         this.cluster = Objects.requireNonNull(cluster, "cluster");
+        this.authorizations = new Authorizations(authorizer != null, authorizer != null ? authorizer
+                : AuthorizerConfig.DEFAULT, cluster, partitions);
         this.settings = Objects.requireNonNull(settings, "settings");
         this.metrics = metrics;
         // The broker's place among the brokers sorted by id: unique modulo 64, as a node id need not be.
@@ -393,6 +410,8 @@ public final class KafkaApis implements AutoCloseable {
         CompletableFuture<Outbound> response;
         try {
             response = dispatch(key, version, header, request, session);
+        } catch (Closing e) {
+            throw (ProtocolException) e.getCause();
         } catch (RuntimeException e) {
             response = CompletableFuture.failedFuture(e);
         }
@@ -418,32 +437,42 @@ public final class KafkaApis implements AutoCloseable {
     private CompletableFuture<Outbound> dispatch(ApiKeys key, short version, RequestHeaderData header,
                                                  ApiMessage request, Session session) {
         int correlationId = header.correlationId();
+        Authorizations.Checked checked = authorizations.check(key, version, request, session);
+        if (checked.denied() instanceof Authorizations.Refused refused) {
+            return done(encode(correlationId, key, version, refused.answer()));
+        }
+        if (checked.denied() != null) {
+            return CompletableFuture.failedFuture(checked.denied());
+        }
+        java.util.function.Function<ApiMessage, Outbound> answer = response -> {
+            checked.after().accept(response);
+            return encode(correlationId, key, version, response);
+        };
         if (key == ApiKeys.PRODUCE) {
             return produce.handle((ProduceRequestData) request, version).thenApply(response -> response == null
-                    ? null : encode(correlationId, key, version, response));
+                    ? null : answer.apply(response));
         }
         if (key == ApiKeys.FETCH) {
-            return fetch.handle(correlationId, version, (FetchRequestData) request);
+            return fetch.handle(correlationId, version, (FetchRequestData) request,
+                    authorizations.readable(session));
         }
         if (key == ApiKeys.JOIN_GROUP) {
-            return groups.join((JoinGroupRequestData) request, version, header.clientId())
-                    .thenApply(response -> encode(correlationId, key, version, response));
+            return groups.join((JoinGroupRequestData) request, version, header.clientId()).thenApply(answer);
         }
         if (key == ApiKeys.ELECT_LEADERS) {
-            return elections.elect((ElectLeadersRequestData) request, version)
-                    .thenApply(response -> encode(correlationId, key, version, response));
+            return elections.elect((ElectLeadersRequestData) request, version).thenApply(answer);
         }
         if (key == ApiKeys.DELETE_RECORDS) {
-            return deleteRecords.handle((DeleteRecordsRequestData) request)
-                    .thenApply(response -> encode(correlationId, key, version, response));
+            return deleteRecords.handle((DeleteRecordsRequestData) request).thenApply(answer);
         }
         if (key == ApiKeys.ALTER_USER_SCRAM_CREDENTIALS) {
-            return alterScramCredentials((AlterUserScramCredentialsRequestData) request)
-                    .thenApply(response -> encode(correlationId, key, version, response));
+            return alterScramCredentials((AlterUserScramCredentialsRequestData) request).thenApply(answer);
         }
         if (key == ApiKeys.SYNC_GROUP) {
-            return groups.sync((SyncGroupRequestData) request)
-                    .thenApply(response -> encode(correlationId, key, version, response));
+            return groups.sync((SyncGroupRequestData) request).thenApply(answer);
+        }
+        if (key == ApiKeys.CREATE_ACLS || key == ApiKeys.DELETE_ACLS) {
+            return changeAcls(key, version, request).thenApply(answer);
         }
         ApiMessage response = switch (key) {
             case API_VERSIONS -> SupportedApis.withFeatures(new ApiVersionsResponseData()
@@ -486,6 +515,8 @@ public final class KafkaApis implements AutoCloseable {
             case DESCRIBE_PRODUCERS -> describeProducers((DescribeProducersRequestData) request);
             case WRITE_TXN_MARKERS -> transactions.writeMarkers((WriteTxnMarkersRequestData) request);
             case DESCRIBE_LOG_DIRS -> describeLogDirs((DescribeLogDirsRequestData) request);
+            case DESCRIBE_ACLS -> describeAcls((org.apache.kafka.common.message.DescribeAclsRequestData) request,
+                    version);
             case DESCRIBE_USER_SCRAM_CREDENTIALS -> scramCredentials().describe(
                     (DescribeUserScramCredentialsRequestData) request);
             case SASL_HANDSHAKE -> new org.apache.kafka.common.message.SaslHandshakeResponseData()
@@ -496,7 +527,7 @@ public final class KafkaApis implements AutoCloseable {
             default -> throw new IllegalStateException(key + " is listed as served but has no handler");
         };
         advertise(response, session);
-        return done(encode(correlationId, key, version, response));
+        return done(answer.apply(response));
     }
 
     /**
@@ -652,6 +683,49 @@ public final class KafkaApis implements AutoCloseable {
             }
             default -> {
             }
+        }
+    }
+
+    /** DescribeAcls: the cluster's ACLs that match the filter, or SECURITY_DISABLED without an authorizer. */
+    private ApiMessage describeAcls(org.apache.kafka.common.message.DescribeAclsRequestData request, short version) {
+        try {
+            return authorizations.enabled()
+                    ? AclRequests.describe(authorizations.authorizer().acls(), request, version)
+                    : AclRequests.describeWithoutAuthorizer(request, version);
+        } catch (ProtocolException e) {
+            throw new Closing(e);
+        }
+    }
+
+    /**
+     * CreateAcls and DeleteAcls: the change is made on the ACLs the cluster has when it applies it (through the
+     * cluster's metadata in a cluster), and the answer is that application's.
+     */
+    private CompletableFuture<ApiMessage> changeAcls(ApiKeys key, short version, ApiMessage request) {
+        try {
+            if (!authorizations.enabled()) {
+                return CompletableFuture.completedFuture(key == ApiKeys.CREATE_ACLS
+                        ? AclRequests.createWithoutAuthorizer(
+                                (org.apache.kafka.common.message.CreateAclsRequestData) request, version)
+                        : AclRequests.deleteWithoutAuthorizer(
+                                (org.apache.kafka.common.message.DeleteAclsRequestData) request, version));
+            }
+            AclMutation<? extends ApiMessage> mutation = key == ApiKeys.CREATE_ACLS
+                    ? AclRequests.create((org.apache.kafka.common.message.CreateAclsRequestData) request, version)
+                    : AclRequests.delete((org.apache.kafka.common.message.DeleteAclsRequestData) request, version);
+            return cluster.alterSecurityRecord(Authorizations.ACLS_RECORD, mutation)
+                    .thenApply(ignored -> (ApiMessage) mutation.response());
+        } catch (ProtocolException e) {
+            throw new Closing(e);
+        }
+    }
+
+    /** A request Kafka's broker would not answer: its connection is closed. */
+    private static final class Closing extends RuntimeException {
+        private static final long serialVersionUID = 1L;
+
+        Closing(ProtocolException cause) {
+            super(cause.getMessage(), cause);
         }
     }
 

@@ -84,6 +84,10 @@ final class SupportedApis {
         serve(ApiKeys.SASL_AUTHENTICATE, 0, 2);
         serve(ApiKeys.DESCRIBE_USER_SCRAM_CREDENTIALS, 0, 0);
         serve(ApiKeys.ALTER_USER_SCRAM_CREDENTIALS, 0, 0);
+        // ACLs (kafka-acls), answered SECURITY_DISABLED without an authorizer, as Kafka answers them.
+        serve(ApiKeys.DESCRIBE_ACLS, 1, 3);
+        serve(ApiKeys.CREATE_ACLS, 1, 3);
+        serve(ApiKeys.DELETE_ACLS, 1, 3);
     }
 
 
