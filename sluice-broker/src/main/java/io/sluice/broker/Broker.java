@@ -10,6 +10,7 @@ import io.sluice.broker.replicated.ReplicatedPartitions;
 import io.sluice.broker.metrics.BrokerMetrics;
 import io.sluice.broker.kafka.security.Authenticator;
 import io.sluice.broker.kafka.security.AuthorizerConfig;
+import io.sluice.broker.kafka.security.InterBrokerClient;
 import io.sluice.broker.kafka.security.SecuritySettings;
 import io.sluice.broker.net.FrameServer;
 import java.util.ArrayList;
@@ -136,6 +137,8 @@ public final class Broker implements AutoCloseable {
             }
             listeners = List.of(only.at(config.host(), config.port()));
         }
+        // How this broker reaches the others' listener (a cluster's): checked before anything is bound.
+        InterBrokerClient interBroker = oneListener ? InterBrokerClient.of(listeners.getFirst()) : null;
         for (SecuritySettings.Listener listener : listeners) {
             InetSocketAddress address = new InetSocketAddress(listener.host(), listener.port());
             if (!address.getAddress().isLoopbackAddress() && !listener.sasl() && !listener.tls()) {
@@ -194,6 +197,9 @@ public final class Broker implements AutoCloseable {
                         config.topicLayout(), config.offsetsRetentionMinutes(), config.cleaner()),
                 executor, metrics, security.authorizer() ? new AuthorizerConfig(security.superUsers(),
                         security.allowEveryoneIfNoAclFound()) : null);
+        if (interBroker != null) {
+            kafka.interBroker(interBroker);
+        }
         shared.set(new Authenticator.Shared(security, kafka::scramCredentials));
         apis.set(kafka);
         for (int i = 0; i < servers.size(); i++) {

@@ -65,7 +65,7 @@ class ClusterSecurityTest {
     }
 
     private static final String PLAIN_JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required"
-            + " user_admin=\"admin-secret\";";
+            + " username=\"admin\" password=\"admin-secret\" user_admin=\"admin-secret\";";
 
     @Test
     void scramUsersMadeThroughOneBrokerAuthenticateOnEvery() throws Exception {
@@ -76,6 +76,10 @@ class ClusterSecurityTest {
         security.put("ssl.keystore.type", "PKCS12");
         security.put("ssl.keystore.location", keys.toString());
         security.put("ssl.keystore.password", TestCertificates.PASSWORD);
+        // The brokers' own trust: they reach each other's listener (a transaction's markers) over TLS too.
+        security.put("ssl.truststore.type", "PKCS12");
+        security.put("ssl.truststore.location", authority.trustStore().toString());
+        security.put("ssl.truststore.password", TestCertificates.PASSWORD);
         security.put("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-512");
         security.put("listener.name.sasl_ssl.plain.sasl.jaas.config", PLAIN_JAAS);
         security.put("authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer");
@@ -85,12 +89,16 @@ class ClusterSecurityTest {
         cluster.startAll();
         List<String> bootstraps = List.of(cluster.bootstrap().split(","));
         try (Admin admin = Admin.create(client(authority, bootstraps.get(0), "PLAIN", "admin", "admin-secret"))) {
-            admin.createTopics(List.of(new NewTopic("secured", 1, (short) 3))).all().get(60, TimeUnit.SECONDS);
+            admin.createTopics(List.of(new NewTopic("secured", 1, (short) 3), new NewTopic("ledger", 3, (short) 3)))
+                    .all().get(60, TimeUnit.SECONDS);
             admin.alterUserScramCredentials(List.of(new UserScramCredentialUpsertion("alice",
                     new ScramCredentialInfo(ScramMechanism.SCRAM_SHA_512, 8192), "alice-secret")))
                     .all().get(60, TimeUnit.SECONDS);
             // Made through broker 1, applied by every broker from the metadata log.
-            admin.createAcls(List.of(allow("alice", AclOperation.WRITE), allow("alice", AclOperation.READ)))
+            admin.createAcls(List.of(allow("alice", AclOperation.WRITE), allow("alice", AclOperation.READ),
+                    allow("alice", ResourceType.TOPIC, "ledger", AclOperation.WRITE),
+                    allow("alice", ResourceType.TOPIC, "ledger", AclOperation.READ),
+                    allow("alice", ResourceType.TRANSACTIONAL_ID, "alice-tx", AclOperation.WRITE)))
                     .all().get(60, TimeUnit.SECONDS);
         }
         // Each broker alone as the bootstrap: the client's first connection authenticates there, and its ACLs let
@@ -99,26 +107,73 @@ class ClusterSecurityTest {
             Map<String, Object> alice = client(authority, bootstrap, "SCRAM-SHA-512", "alice", "alice-secret");
             awaitAuthenticates(alice);
             assertRefused(client(authority, bootstrap, "SCRAM-SHA-512", "alice", "wrong"));
-            awaitTopics(alice, Set.of("secured"));
+            awaitTopics(alice, Set.of("secured", "ledger"));
             assertThat(topics(client(authority, bootstrap, "PLAIN", "admin", "admin-secret")))
                     .contains("secured");
         }
         Map<String, Object> alice = client(authority, cluster.bootstrap(), "SCRAM-SHA-512", "alice", "alice-secret");
         produce(alice, 300);
+        transact(alice);
         for (int id = 1; id <= 3; id++) {
             cluster.stop(id);
         }
         cluster.startAll();
         for (String bootstrap : bootstraps) {
             awaitAuthenticates(client(authority, bootstrap, "SCRAM-SHA-512", "alice", "alice-secret"));
-            awaitTopics(client(authority, bootstrap, "SCRAM-SHA-512", "alice", "alice-secret"), Set.of("secured"));
+            awaitTopics(client(authority, bootstrap, "SCRAM-SHA-512", "alice", "alice-secret"), Set.of("secured", "ledger"));
         }
         assertThat(consume(alice, 300)).hasSize(300);
     }
 
     private static AclBinding allow(String user, AclOperation operation) {
-        return new AclBinding(new ResourcePattern(ResourceType.TOPIC, "secured", PatternType.LITERAL),
+        return allow(user, ResourceType.TOPIC, "secured", operation);
+    }
+
+    private static AclBinding allow(String user, ResourceType type, String name, AclOperation operation) {
+        return new AclBinding(new ResourcePattern(type, name, PatternType.LITERAL),
                 new AccessControlEntry("User:" + user, "*", operation, AclPermissionType.ALLOW));
+    }
+
+    /**
+     * Transactions over the three partitions of "ledger", led by three brokers: the coordinator writes its markers to
+     * the partitions led elsewhere through their SASL_SSL listener, authenticated as the broker's own principal (a
+     * super user); a read_committed consumer then sees every committed record and none of the aborted.
+     */
+    private static void transact(Map<String, Object> alice) throws Exception {
+        Map<String, Object> config = new HashMap<>(alice);
+        config.put(ProducerConfig.TRANSACTIONAL_ID_CONFIG, "alice-tx");
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(config, new ByteArraySerializer(),
+                new ByteArraySerializer())) {
+            producer.initTransactions();
+            for (int t = 0; t < 6; t++) {
+                producer.beginTransaction();
+                for (int p = 0; p < 3; p++) {
+                    producer.send(new ProducerRecord<>("ledger", p, null, ((t % 3 == 2 ? "aborted-" : "committed-")
+                            + t + "-" + p).getBytes(StandardCharsets.UTF_8)));
+                }
+                if (t % 3 == 2) {
+                    producer.abortTransaction();
+                } else {
+                    producer.commitTransaction();
+                }
+            }
+        }
+        Map<String, Object> consumerConfig = new HashMap<>(alice);
+        consumerConfig.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        consumerConfig.put(ConsumerConfig.ISOLATION_LEVEL_CONFIG, "read_committed");
+        List<String> values = new ArrayList<>();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerConfig, new ByteArrayDeserializer(),
+                new ByteArrayDeserializer())) {
+            consumer.assign(List.of(new TopicPartition("ledger", 0), new TopicPartition("ledger", 1),
+                    new TopicPartition("ledger", 2)));
+            long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+            while (values.size() < 12 && System.nanoTime() < deadline) {
+                for (ConsumerRecord<byte[], byte[]> record : consumer.poll(Duration.ofMillis(200))) {
+                    values.add(new String(record.value(), StandardCharsets.UTF_8));
+                }
+            }
+        }
+        assertThat(values).hasSize(12).allMatch(value -> value.startsWith("committed-"));
     }
 
     private static Set<String> topics(Map<String, Object> config) throws Exception {

@@ -309,6 +309,14 @@ public final class KafkaApis implements AutoCloseable {
         return peer -> new ClientConnection(this, listener, peer, shared);
     }
 
+    /**
+     * Requests this broker sends other brokers (a transaction's markers) connect as {@code client} says: over the
+     * other brokers' listener's TLS, authenticated with its SASL.
+     */
+    public void interBroker(io.sluice.broker.kafka.security.InterBrokerClient client) {
+        transactions.secureBrokerRequests(client);
+    }
+
     /** @return the SCRAM credentials as the cluster has them now (decoded again only when they changed) */
     public ScramCredentials scramCredentials() {
         String text = cluster.securityRecord(SCRAM_RECORD);

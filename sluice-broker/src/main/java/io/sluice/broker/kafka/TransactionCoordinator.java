@@ -79,6 +79,11 @@ final class TransactionCoordinator implements AutoCloseable {
     private final ProducerIds producerIds;
     private final LongSupplier clock;
     private final BrokerRequests brokers;
+
+    /** The coordinator's requests to other brokers use {@code client}'s TLS and SASL from now on. */
+    void secureBrokerRequests(io.sluice.broker.kafka.security.InterBrokerClient client) {
+        brokers.secure(client);
+    }
     private volatile Map<String, Slot> slots = new ConcurrentHashMap<>();
     private volatile boolean loaded;
     /** The coordination epoch the states were loaded in (a cluster's metadata term; 0 for a broker alone). */
