@@ -300,4 +300,74 @@ class SecurityTest {
             assertThat(broker.metrics().requests("SaslAuthenticate", 2) - before).isGreaterThanOrEqualTo(8);
         }
     }
+
+    /** @return a PKCS12 store's key and chain as PEM: the PKCS#8 key, then the certificates */
+    private static String[] pem(Path store) throws Exception {
+        java.security.KeyStore keys = java.security.KeyStore.getInstance("PKCS12");
+        try (var in = java.nio.file.Files.newInputStream(store)) {
+            keys.load(in, TestCertificates.PASSWORD.toCharArray());
+        }
+        String alias = java.util.Collections.list(keys.aliases()).stream().filter(a -> {
+            try {
+                return keys.isKeyEntry(a);
+            } catch (java.security.KeyStoreException e) {
+                return false;
+            }
+        }).findFirst().orElseThrow();
+        java.util.Base64.Encoder base64 = java.util.Base64.getMimeEncoder(64, "\n".getBytes());
+        String key = "-----BEGIN PRIVATE KEY-----\n" + base64.encodeToString(keys.getKey(alias,
+                TestCertificates.PASSWORD.toCharArray()).getEncoded()) + "\n-----END PRIVATE KEY-----\n";
+        StringBuilder chain = new StringBuilder();
+        for (java.security.cert.Certificate certificate : keys.getCertificateChain(alias)) {
+            chain.append("-----BEGIN CERTIFICATE-----\n").append(base64.encodeToString(certificate.getEncoded()))
+                    .append("\n-----END CERTIFICATE-----\n");
+        }
+        return new String[] {key, chain.toString()};
+    }
+
+    @Test
+    void pemKeysAndCertificatesServeTlsInlineAndFromAFile() throws Exception {
+        String[] broker = pem(brokerKeys);
+        String trusted = java.nio.file.Files.readString(authority.caPem());
+        Map<String, Object> client = new HashMap<>();
+        client.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, "SSL");
+        client.put(SslConfigs.SSL_TRUSTSTORE_TYPE_CONFIG, "PEM");
+        client.put(SslConfigs.SSL_TRUSTSTORE_CERTIFICATES_CONFIG, trusted);
+        Map<String, String> inline = Map.of("listeners", "SSL://127.0.0.1:0", "ssl.keystore.type", "PEM",
+                "ssl.keystore.key", broker[0], "ssl.keystore.certificate.chain", broker[1]);
+        try (Store store = Store.open(dir.resolve("inline"), StoreConfig.builder().build());
+             Broker started = Broker.start(store, BrokerConfig.defaults().withPort(0).withSecurity(inline))) {
+            Map<String, Object> config = new HashMap<>(client);
+            config.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + started.port());
+            roundTrip(config, "pem-inline", 20);
+        }
+        Path file = dir.resolve("broker.pem");
+        java.nio.file.Files.writeString(file, broker[0] + broker[1]);
+        Path trust = dir.resolve("ca.pem");
+        java.nio.file.Files.writeString(trust, trusted);
+        Map<String, String> fromFile = Map.of("listeners", "SSL://127.0.0.1:0", "ssl.keystore.type", "PEM",
+                "ssl.keystore.location", file.toString(), "ssl.truststore.type", "PEM", "ssl.truststore.location",
+                trust.toString(), "ssl.client.auth", "required");
+        try (Store store = Store.open(dir.resolve("file"), StoreConfig.builder().build());
+             Broker started = Broker.start(store, BrokerConfig.defaults().withPort(0).withSecurity(fromFile))) {
+            Map<String, Object> config = new HashMap<>(client);
+            config.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + started.port());
+            String[] mine = pem(clientKeys);
+            config.put(SslConfigs.SSL_KEYSTORE_TYPE_CONFIG, "PEM");
+            config.put(SslConfigs.SSL_KEYSTORE_KEY_CONFIG, mine[0]);
+            config.put(SslConfigs.SSL_KEYSTORE_CERTIFICATE_CHAIN_CONFIG, mine[1]);
+            roundTrip(config, "pem-file", 20);
+        }
+        // A PEM key store named twice, or a key that is not PKCS#8, stops the start with the setting named.
+        try (Store store = Store.open(dir.resolve("bad"), StoreConfig.builder().build())) {
+            Map<String, String> both = new HashMap<>(inline);
+            both.put("ssl.keystore.location", file.toString());
+            assertThatThrownBy(() -> Broker.start(store, BrokerConfig.defaults().withPort(0).withSecurity(both)))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("not a mix");
+            Map<String, String> rsa = new HashMap<>(inline);
+            rsa.put("ssl.keystore.key", broker[0].replace("PRIVATE KEY", "EC PRIVATE KEY"));
+            assertThatThrownBy(() -> Broker.start(store, BrokerConfig.defaults().withPort(0).withSecurity(rsa)))
+                    .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("PKCS#8");
+        }
+    }
 }

@@ -224,6 +224,10 @@ final class BrokerCommand implements Callable<Integer> {
         if (listen != null) {
             properties.setProperty("listen", listen);
         }
+        if (properties.getProperty("listen") != null && properties.getProperty("listeners") != null) {
+            throw new IllegalArgumentException("listen (or --listen) and listeners do not go together: listeners names"
+                    + " every listener with its address");
+        }
         BrokerConfig defaults = BrokerConfig.defaults();
         String host = defaults.host();
         int port = defaults.port();

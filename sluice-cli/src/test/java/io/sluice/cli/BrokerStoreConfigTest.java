@@ -120,4 +120,21 @@ class BrokerStoreConfigTest {
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> BrokerCommand.config(file, null))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("log.cleaner.threads must be 1");
     }
+
+    @Test
+    void kafkasSecurityKeysAreTakenAndUnknownOnesRefused() throws Exception {
+        Path file = dir.resolve("broker.properties");
+        Files.writeString(file, "listeners=SASL_SSL://127.0.0.1:9093\nsasl.enabled.mechanisms=PLAIN\n"
+                + "listener.name.sasl_ssl.plain.sasl.jaas.config=x\nssl.keystore.location=/k.p12\n"
+                + "authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer\n"
+                + "super.users=User:admin\nmax.connections.per.ip=50\nraft.security.protocol=SSL\n");
+        assertThat(BrokerCommand.config(file, null).security()).containsEntry("listeners",
+                "SASL_SSL://127.0.0.1:9093").containsEntry("super.users", "User:admin").hasSize(8);
+        Files.writeString(file, "ssl.keystore.locaton=/k.p12\n");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> BrokerCommand.config(file, null))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("ssl.keystore.locaton");
+        Files.writeString(file, "listeners=PLAINTEXT://127.0.0.1:9092\n");
+        org.assertj.core.api.Assertions.assertThatThrownBy(() -> BrokerCommand.config(file, "127.0.0.1:9093"))
+                .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("do not go together");
+    }
 }
