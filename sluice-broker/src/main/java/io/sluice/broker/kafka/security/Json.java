@@ -74,7 +74,7 @@ final class Json {
     static Map<String, Object> parseObject(String text) throws Malformed {
         Object value = parse(text);
         if (!(value instanceof Map<?, ?>)) {
-            throw new Malformed("not a JSON object");
+            throw new Malformed("malformed JSON: not a JSON object");
         }
         return (Map<String, Object>) value;
     }

@@ -53,7 +53,7 @@ final class Jws {
         try {
             return Json.parseObject(text);
         } catch (Json.Malformed e) {
-            throw new TokenValidator.Refused("malformed JSON: " + e.getMessage());
+            throw new TokenValidator.Refused(e.getMessage()); // "malformed JSON ..."
         }
     }
 

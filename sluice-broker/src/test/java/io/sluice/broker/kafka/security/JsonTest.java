@@ -63,7 +63,7 @@ class JsonTest {
     @Test
     void parseObjectRefusesOtherValues() {
         assertThatThrownBy(() -> Json.parseObject("[1]")).isInstanceOf(Json.Malformed.class)
-                .hasMessage("not a JSON object");
+                .hasMessage("malformed JSON: not a JSON object");
     }
 
     /** Random damage to a valid document: each result is a value or a Malformed, nothing else. */
