@@ -1,6 +1,7 @@
 package io.sluice.broker.kafka.security;
 
 import io.sluice.broker.net.FrameHandler;
+import java.time.Clock;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
@@ -17,6 +18,9 @@ import org.apache.kafka.common.protocol.ApiKeys;
 import org.apache.kafka.common.protocol.ApiMessage;
 import org.apache.kafka.common.protocol.Errors;
 import org.apache.kafka.common.security.auth.KafkaPrincipal;
+import org.apache.kafka.common.security.authenticator.SaslInternalConfigs;
+import org.slf4j.Logger;
+import org.slf4j.LoggerFactory;
 
 /**
  * A connection's authentication, as Kafka's broker runs it: on a SASL listener a client may send ApiVersions, then
@@ -25,10 +29,14 @@ import org.apache.kafka.common.security.auth.KafkaPrincipal;
  * answered with SASL_AUTHENTICATION_FAILED after {@code connection.failed.authentication.delay.ms}, and the connection
  * closed. With {@code connections.max.reauth.ms}, a client that can re-authenticate (SaslAuthenticate v1 and later)
  * is told its session's lifetime and must re-authenticate, as the same principal with the same mechanism, before it
- * ends (KIP-368); a request after the end closes the connection. On an SSL listener the principal is the client
+ * ends (KIP-368); a request after the end closes the connection. A credential that expires (an OAUTHBEARER token)
+ * caps the session at its expiry, whatever the client's version, as Kafka's {@code ReauthInfo} computes it
+ * ({@link #sessionLifetimeMillis}). On an SSL listener the principal is the client
  * certificate's distinguished name, User:ANONYMOUS without one; on PLAINTEXT, User:ANONYMOUS.
  */
 public final class Authenticator {
+
+    private static final Logger LOG = LoggerFactory.getLogger(Authenticator.class);
 
     /** Kafka's sasl.server.max.receive.size: the largest frame taken before authentication. */
     static final int MAX_UNAUTHENTICATED_FRAME = 524_288;
@@ -38,6 +46,7 @@ public final class Authenticator {
         private final Supplier<ScramCredentials> scram;
         private final long failedDelayMillis;
         private final Map<String, Map<String, String>> plainUsers = new HashMap<>();
+        private final Map<String, TokenValidator> tokenValidators = new HashMap<>();
 
         /**
          * @param settings the listeners
@@ -49,6 +58,11 @@ public final class Authenticator {
             for (SecuritySettings.Listener listener : settings.listeners()) {
                 if (listener.sasl() && listener.mechanisms().contains("PLAIN")) {
                     plainUsers.put(listener.name(), Map.copyOf(listener.plainUsers()));
+                }
+                if (listener.sasl() && listener.mechanisms().contains(OAuthBearerServer.MECHANISM)) {
+                    OAuthBearerSettings oauth = listener.oauthBearer();
+                    oauth.warnings().forEach(LOG::warn);
+                    tokenValidators.put(listener.name(), oauth.validator(Clock.systemUTC()));
                 }
             }
         }
@@ -73,7 +87,8 @@ public final class Authenticator {
     private SaslServer server;
     private String mechanism;
     private volatile Session session;
-    /** When the session ends (System.nanoTime), or 0 if it does not. */
+    /** Whether the session ends, and when (System.nanoTime). */
+    private boolean sessionExpires;
     private long expiresAt;
     private boolean reauthenticating;
     private boolean clientReauthenticates;
@@ -140,7 +155,7 @@ public final class Authenticator {
                         .setErrorMessage("SaslAuthenticate request received after successful authentication"),
                         false, 0);
             }
-            if (expiresAt != 0 && System.nanoTime() - expiresAt > 0) {
+            if (sessionExpires && System.nanoTime() - expiresAt > 0) {
                 return new Step(null, true, 0);
             }
             return null;
@@ -212,18 +227,43 @@ public final class Authenticator {
         session = new Session(principal, peer.remote().getAddress(), listener);
         state = State.COMPLETE;
         reauthenticating = false;
+        // When the credential itself expires (an OAUTHBEARER token), as a Long of milliseconds since the epoch.
+        Object credentialExpiry = server.getNegotiatedProperty(
+                SaslInternalConfigs.CREDENTIAL_LIFETIME_MS_SASL_NEGOTIATED_PROPERTY_KEY);
         try {
             server.dispose();
         } catch (SaslException e) {
             // nothing held
         }
-        long lifetime = listener.reauthMillis();
-        if (lifetime > 0 && clientReauthenticates) {
+        long maxReauthMillis = listener.reauthMillis();
+        if (credentialExpiry instanceof Long expiresAtMillis) {
+            // An expiring credential ends the session whether or not the client can re-authenticate, as in Kafka.
+            long lifetime = sessionLifetimeMillis(expiresAtMillis, maxReauthMillis, System.currentTimeMillis());
             expiresAt = System.nanoTime() + lifetime * 1_000_000;
+            sessionExpires = true;
             return lifetime;
         }
-        expiresAt = 0;
+        if (maxReauthMillis > 0 && clientReauthenticates) {
+            expiresAt = System.nanoTime() + maxReauthMillis * 1_000_000;
+            sessionExpires = true;
+            return maxReauthMillis;
+        }
+        sessionExpires = false;
         return 0;
+    }
+
+    /**
+     * Kafka's {@code ReauthInfo.calcCompletionTimesAndReturnSessionLifetimeMs} for a credential that expires: the
+     * credential's remaining life, capped by {@code connections.max.reauth.ms} when that is set; 0 if the credential
+     * has already expired (taken within the clock skew allowed), which ends the session at once.
+     *
+     * @param credentialExpiresAtMillis when the credential expires, in milliseconds since the epoch
+     * @param maxReauthMillis connections.max.reauth.ms (0: not set)
+     * @param nowMillis the time now, in milliseconds since the epoch
+     */
+    static long sessionLifetimeMillis(long credentialExpiresAtMillis, long maxReauthMillis, long nowMillis) {
+        long remaining = credentialExpiresAtMillis - nowMillis;
+        return Math.max(0, maxReauthMillis > 0 ? Math.min(remaining, maxReauthMillis) : remaining);
     }
 
     private Step refused(String message) {
@@ -243,6 +283,7 @@ public final class Authenticator {
         mechanism = asked;
         server = switch (asked) {
             case "PLAIN" -> new PlainServer(shared.plainUsers.getOrDefault(listener.name(), Map.of()));
+            case OAuthBearerServer.MECHANISM -> new OAuthBearerServer(shared.tokenValidators.get(listener.name()));
             default -> new ScramServer(asked, (m, user) -> shared.scram.get().get(m, user));
         };
         reauthenticating = again;

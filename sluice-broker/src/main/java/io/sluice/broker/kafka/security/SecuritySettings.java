@@ -20,7 +20,8 @@ import org.apache.kafka.common.security.auth.SecurityProtocol;
 /**
  * A broker's listeners and their security, from Kafka's own settings: {@code listeners}, {@code advertised.listeners},
  * {@code listener.security.protocol.map}, {@code ssl.*}, {@code sasl.enabled.mechanisms}, the JAAS configuration of
- * each listener and mechanism ({@code listener.name.<listener>.<mechanism>.sasl.jaas.config}),
+ * each listener and mechanism ({@code listener.name.<listener>.<mechanism>.sasl.jaas.config}), SASL/OAUTHBEARER's
+ * server callback handler and {@code sasl.oauthbearer.*} keys ({@code OAuthBearerSettings}),
  * {@code connections.max.reauth.ms}, and the authorizer's {@code authorizer.class.name}, {@code super.users} and
  * {@code allow.everyone.if.no.acl.found}. Any {@code ssl.*}, {@code sasl.*} or {@code connections.max.reauth.ms} may be
  * given for one listener with the prefix {@code listener.name.<listener lowercase>.}, which wins over the bare key.
@@ -39,10 +40,14 @@ public final class SecuritySettings {
             "ssl.cipher.suites", "ssl.keymanager.algorithm", "ssl.trustmanager.algorithm",
             "ssl.endpoint.identification.algorithm", "ssl.principal.mapping.rules", "raft.security.protocol",
             "max.connections.per.ip",
-            "max.connections.per.ip.overrides");
+            "max.connections.per.ip.overrides",
+            // SASL/OAUTHBEARER (OAuthBearerSettings)
+            "sasl.oauthbearer.jwks.endpoint.url", "sasl.oauthbearer.expected.audience",
+            "sasl.oauthbearer.expected.issuer", "sasl.oauthbearer.sub.claim.name", "sasl.oauthbearer.scope.claim.name",
+            "sasl.oauthbearer.clock.skew.seconds");
 
     /** The mechanisms served. */
-    static final List<String> MECHANISMS = List.of("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512");
+    static final List<String> MECHANISMS = List.of("PLAIN", "SCRAM-SHA-256", "SCRAM-SHA-512", "OAUTHBEARER");
 
     /** Kafka's authorizer, the one this broker's ACLs stand in for. */
     public static final String STANDARD_AUTHORIZER = "org.apache.kafka.metadata.authorizer.StandardAuthorizer";
@@ -136,7 +141,8 @@ public final class SecuritySettings {
             String value = settings.get("sasl.enabled.mechanisms");
             if (value == null) {
                 throw new IllegalArgumentException("listener " + name + " uses SASL: set sasl.enabled.mechanisms"
-                        + " (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512; Kafka's default GSSAPI is not served)");
+                        + " (PLAIN, SCRAM-SHA-256, SCRAM-SHA-512, OAUTHBEARER; Kafka's default GSSAPI is not"
+                        + " served)");
             }
             List<String> mechanisms = List.of(list(value, ""));
             for (String mechanism : mechanisms) {
@@ -167,15 +173,17 @@ public final class SecuritySettings {
                         + " must name org.apache.kafka.common.security.plain.PlainLoginModule");
             }
             Map<String, String> users = new HashMap<>();
-            Matcher matcher = JAAS_OPTION.matcher(jaas);
-            while (matcher.find()) {
-                String value = matcher.group(2) != null ? matcher.group(2).replaceAll("\\\\(.)", "$1")
-                        : matcher.group(3);
-                if (matcher.group(1).startsWith("user_")) {
-                    users.put(matcher.group(1).substring(5), value);
+            jaasOptions(jaas).forEach((option, value) -> {
+                if (option.startsWith("user_")) {
+                    users.put(option.substring(5), value);
                 }
-            }
+            });
             return users;
+        }
+
+        /** @return the SASL/OAUTHBEARER settings of this listener (which enables it) */
+        OAuthBearerSettings oauthBearer() {
+            return OAuthBearerSettings.of(this);
         }
 
         /** @return connections.max.reauth.ms for this listener (0: sessions do not expire) */
@@ -187,6 +195,18 @@ public final class SecuritySettings {
             }
             return millis;
         }
+    }
+
+    /** @return the options of a JAAS configuration line ({@code name="value"} or {@code name=value}), in order */
+    static Map<String, String> jaasOptions(String jaas) {
+        Map<String, String> options = new LinkedHashMap<>();
+        Matcher matcher = JAAS_OPTION.matcher(jaas);
+        while (matcher.find()) {
+            String value = matcher.group(2) != null ? matcher.group(2).replaceAll("\\\\(.)", "$1")
+                    : matcher.group(3);
+            options.put(matcher.group(1), value);
+        }
+        return options;
     }
 
     /** The settings as a listener sees them: its prefixed keys over the bare ones. */
@@ -246,10 +266,16 @@ public final class SecuritySettings {
                 || own.equals("connections.max.reauth.ms"))) {
             return true;
         }
-        // <mechanism>.sasl.jaas.config, <mechanism>.connections.max.reauth.ms
+        // <mechanism>.sasl.jaas.config, <mechanism>.connections.max.reauth.ms; for OAUTHBEARER also its server
+        // callback handler and its sasl.oauthbearer.* keys
         int mechanismDot = own.indexOf('.');
-        return mechanismDot > 0 && (own.substring(mechanismDot + 1).equals("sasl.jaas.config")
-                || own.substring(mechanismDot + 1).equals("connections.max.reauth.ms"));
+        if (mechanismDot <= 0) {
+            return false;
+        }
+        String mechanismKey = own.substring(mechanismDot + 1);
+        return mechanismKey.equals("sasl.jaas.config") || mechanismKey.equals("connections.max.reauth.ms")
+                || own.equals(OAuthBearerSettings.HANDLER_KEY)
+                || own.startsWith("oauthbearer.") && OAuthBearerSettings.KEYS.contains(mechanismKey);
     }
 
     /**
@@ -382,6 +408,9 @@ public final class SecuritySettings {
             if (listener.sasl()) {
                 if (listener.mechanisms().contains("PLAIN")) {
                     listener.plainUsers();
+                }
+                if (listener.mechanisms().contains(OAuthBearerServer.MECHANISM)) {
+                    listener.oauthBearer();
                 }
             }
             if (listener.tls()) {
