@@ -16,8 +16,8 @@ import javax.security.sasl.SaslException;
 /**
  * How a broker connects to another broker's client listener (a transaction's markers to a partition's leader): over
  * TLS with the broker's own key and trust stores when the listener has TLS, authenticated with SASL when it has SASL,
- * as the mechanism {@code sasl.mechanism.inter.broker.protocol} names (PLAIN or SCRAM; the first one enabled if not
- * set) with the {@code username} and {@code password} of the listener's JAAS configuration for that mechanism, as a
+ * as the mechanism {@code sasl.mechanism.inter.broker.protocol} names (PLAIN or SCRAM; the first of them enabled if
+ * not set) with the {@code username} and {@code password} of the listener's JAAS configuration for that mechanism, as a
  * Kafka broker takes its own credentials. The principal it authenticates as must be allowed ClusterAction (a super
  * user, as Kafka's brokers are).
  */
@@ -54,9 +54,14 @@ public final class InterBrokerClient {
         List<String> enabled = listener.mechanisms();
         String mechanism = listener.settings().get("sasl.mechanism.inter.broker.protocol");
         if (mechanism == null) {
-            mechanism = enabled.getFirst();
+            mechanism = enabled.stream().filter(m -> !m.equals("OAUTHBEARER")).findFirst().orElse("OAUTHBEARER");
         }
         mechanism = mechanism.trim();
+        if (mechanism.equals("OAUTHBEARER")) {
+            throw new IllegalArgumentException("listener " + listener.name() + ": brokers authenticate to each other"
+                    + " with PLAIN or SCRAM, not OAUTHBEARER: enable one of them and name it in"
+                    + " sasl.mechanism.inter.broker.protocol");
+        }
         if (!enabled.contains(mechanism)) {
             throw new IllegalArgumentException("sasl.mechanism.inter.broker.protocol " + mechanism + " is not enabled"
                     + " on listener " + listener.name() + " (" + enabled + ")");
