@@ -11,6 +11,7 @@ import io.sluice.broker.metrics.BrokerMetrics;
 import io.sluice.broker.kafka.security.Authenticator;
 import io.sluice.broker.kafka.security.AuthorizerConfig;
 import io.sluice.broker.kafka.security.InterBrokerClient;
+import io.sluice.broker.kafka.security.QuotaSettings;
 import io.sluice.broker.kafka.security.SecuritySettings;
 import io.sluice.broker.net.FrameServer;
 import java.util.ArrayList;
@@ -196,7 +197,7 @@ public final class Broker implements AutoCloseable {
                         config.clusterId(), config.defaultPartitions(), config.autoCreateTopics(),
                         config.topicLayout(), config.offsetsRetentionMinutes(), config.cleaner()),
                 executor, metrics, security.authorizer() ? new AuthorizerConfig(security.superUsers(),
-                        security.allowEveryoneIfNoAclFound()) : null);
+                        security.allowEveryoneIfNoAclFound()) : null, QuotaSettings.of(config.security()));
         if (interBroker != null) {
             kafka.interBroker(interBroker);
         }

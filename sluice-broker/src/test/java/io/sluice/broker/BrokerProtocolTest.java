@@ -98,7 +98,9 @@ class BrokerProtocolTest {
                             // Authentication and SCRAM credentials.
                             "17:0-1", "36:0-2", "50:0-0", "51:0-0",
                             // ACLs.
-                            "29:1-3", "30:1-3", "31:1-3");
+                            "29:1-3", "30:1-3", "31:1-3",
+                            // Client quotas.
+                            "48:0-1", "49:0-1");
             // As Kafka 4 finalizes it by default: the consumer group protocol is on.
             assertThat(response.finalizedFeatures().find("group.version").maxVersionLevel()).isEqualTo((short) 1);
         }

@@ -261,6 +261,8 @@ final class Authorizations {
                     : Checked.after(response -> ((DescribeLogDirsResponseData) response)
                             .setErrorCode(Errors.CLUSTER_AUTHORIZATION_FAILED.code()).setResults(new ArrayList<>()));
             case DESCRIBE_ACLS, DESCRIBE_USER_SCRAM_CREDENTIALS -> cluster(session, AclOperation.DESCRIBE, key);
+            case DESCRIBE_CLIENT_QUOTAS -> cluster(session, AclOperation.DESCRIBE_CONFIGS, key);
+            case ALTER_CLIENT_QUOTAS -> cluster(session, AclOperation.ALTER_CONFIGS, key);
             case CREATE_ACLS, DELETE_ACLS, ALTER_USER_SCRAM_CREDENTIALS -> cluster(session, AclOperation.ALTER, key);
             default -> Checked.denied(new ClusterAuthorizationException(key.name + " is not authorized here"));
         };

@@ -77,6 +77,21 @@ final class FetchHandler {
      */
     CompletableFuture<Outbound> handle(int correlationId, short version, FetchRequestData request,
                                        java.util.function.Predicate<String> readable) {
+        return handle(correlationId, version, request, readable, (data, bytes) -> 0L);
+    }
+
+    /** Computes a fetch's throttle from its response's bytes (0: none), recording them against the client's quota. */
+    @FunctionalInterface
+    interface Throttle {
+        long millis(FetchResponseData data, long responseBytes);
+    }
+
+    /**
+     * @param throttle the client's throttle for the response's bytes: a throttled response says so in
+     *     throttle_time_ms, and its connection reads nothing for that long
+     */
+    CompletableFuture<Outbound> handle(int correlationId, short version, FetchRequestData request,
+                                       java.util.function.Predicate<String> readable, Throttle throttle) {
         if (version >= TOPIC_IDS) {
             nameTopics(request);
         }
@@ -84,8 +99,16 @@ final class FetchHandler {
         // A long poll waits at most MAX_WAIT_MS whatever is asked: the client then simply fetches again.
         long wait = Math.min(MAX_WAIT_MS, Math.max(0, request.maxWaitMs()));
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(wait);
-        return respond(request, deadline, readable).thenApply(data -> outbound(correlationId, version,
-                LeaderHints.fetch(data, version, partitions, cluster)));
+        return respond(request, deadline, readable).thenApply(data -> {
+            FetchResponseData answered = LeaderHints.fetch(data, version, partitions, cluster);
+            Outbound out = outbound(correlationId, version, answered);
+            long millis = throttle.millis(answered, out.size());
+            if (millis <= 0) {
+                return out;
+            }
+            answered.setThrottleTimeMs((int) Math.min(Integer.MAX_VALUE, millis));
+            return Outbound.muted(outbound(correlationId, version, answered), millis);
+        });
     }
 
     /**

@@ -8,6 +8,7 @@ import io.sluice.broker.kafka.security.AclMutation;
 import io.sluice.broker.kafka.security.AclRequests;
 import io.sluice.broker.kafka.security.Authenticator;
 import io.sluice.broker.kafka.security.AuthorizerConfig;
+import io.sluice.broker.kafka.security.QuotaSettings;
 import io.sluice.broker.kafka.security.ScramCredentials;
 import io.sluice.broker.kafka.security.SecuritySettings;
 import io.sluice.broker.kafka.security.Session;
@@ -145,6 +146,7 @@ public final class KafkaApis implements AutoCloseable {
     private final Partitions partitions;
     private final ClusterView cluster;
     private final Authorizations authorizations;
+    private final Throttles throttles;
     private final ProduceHandler produce;
     private final FetchHandler fetch;
     private final ListOffsetsHandler offsets;
@@ -179,7 +181,7 @@ public final class KafkaApis implements AutoCloseable {
      */
     public KafkaApis(Partitions partitions, ClusterView cluster, StoreConfig storeConfig, Settings settings,
                      Executor executor, BrokerMetrics metrics) {
-        this(partitions, cluster, storeConfig, settings, executor, metrics, null);
+        this(partitions, cluster, storeConfig, settings, executor, metrics, null, QuotaSettings.DEFAULTS);
     }
 
     /**
@@ -187,13 +189,16 @@ public final class KafkaApis implements AutoCloseable {
      *
      * @param authorizer the authorizer's settings ({@code super.users}, {@code allow.everyone.if.no.acl.found}), or
      *     null for no authorizer (everything allowed, the ACL APIs answering SECURITY_DISABLED)
+     * @param quotaSettings the client quotas' windows (Kafka's quota.window.*)
      */
     public KafkaApis(Partitions partitions, ClusterView cluster, StoreConfig storeConfig, Settings settings,
-                     Executor executor, BrokerMetrics metrics, AuthorizerConfig authorizer) {
+                     Executor executor, BrokerMetrics metrics, AuthorizerConfig authorizer,
+                     QuotaSettings quotaSettings) {
         this.partitions = Objects.requireNonNull(partitions, "partitions");
         this.cluster = Objects.requireNonNull(cluster, "cluster");
         this.authorizations = new Authorizations(authorizer != null, authorizer != null ? authorizer
                 : AuthorizerConfig.DEFAULT, cluster, partitions);
+        this.throttles = new Throttles(cluster, quotaSettings, storeConfig.clock()::millis);
         this.settings = Objects.requireNonNull(settings, "settings");
         this.metrics = metrics;
         // The broker's place among the brokers sorted by id: unique modulo 64, as a node id need not be.
@@ -351,6 +356,8 @@ public final class KafkaApis implements AutoCloseable {
 
     private CompletableFuture<Outbound> respond(ByteBuffer frame, ClientConnection connection)
             throws ProtocolException {
+        long arrived = System.nanoTime();
+        int requestBytes = 4 + frame.remaining();
         Authenticator authentication = connection == null ? null : connection.authentication;
         if (authentication != null && authentication.rawTokens()) {
             // After a SaslHandshake v0 the client's tokens come bare, and so go the broker's.
@@ -417,7 +424,7 @@ public final class KafkaApis implements AutoCloseable {
         }
         CompletableFuture<Outbound> response;
         try {
-            response = dispatch(key, version, header, request, session);
+            response = dispatch(key, version, header, request, session, arrived, requestBytes);
         } catch (Closing e) {
             throw (ProtocolException) e.getCause();
         } catch (RuntimeException e) {
@@ -443,7 +450,8 @@ public final class KafkaApis implements AutoCloseable {
 
     /** @return the response of a parsed request, once it is ready */
     private CompletableFuture<Outbound> dispatch(ApiKeys key, short version, RequestHeaderData header,
-                                                 ApiMessage request, Session session) {
+                                                 ApiMessage request, Session session, long arrived,
+                                                 int requestBytes) {
         int correlationId = header.correlationId();
         Authorizations.Checked checked = authorizations.check(key, version, request, session);
         if (checked.denied() instanceof Authorizations.Refused refused) {
@@ -454,7 +462,9 @@ public final class KafkaApis implements AutoCloseable {
         }
         java.util.function.Function<ApiMessage, Outbound> answer = response -> {
             checked.after().accept(response);
-            return encode(correlationId, key, version, response);
+            long throttle = throttles.throttle(key, session, header.clientId(), requestBytes, arrived, response);
+            Outbound out = encode(correlationId, key, version, response);
+            return throttle > 0 ? Outbound.muted(out, throttle) : out;
         };
         if (key == ApiKeys.PRODUCE) {
             return produce.handle((ProduceRequestData) request, version).thenApply(response -> response == null
@@ -462,7 +472,12 @@ public final class KafkaApis implements AutoCloseable {
         }
         if (key == ApiKeys.FETCH) {
             return fetch.handle(correlationId, version, (FetchRequestData) request,
-                    authorizations.readable(session));
+                    authorizations.readable(session), (data, bytes) -> throttles.fetchThrottle(session,
+                            header.clientId(), bytes, arrived, ((FetchRequestData) request).replicaId() >= 0));
+        }
+        if (key == ApiKeys.ALTER_CLIENT_QUOTAS) {
+            return throttles.alter((org.apache.kafka.common.message.AlterClientQuotasRequestData) request, version)
+                    .thenApply(answer);
         }
         if (key == ApiKeys.JOIN_GROUP) {
             return groups.join((JoinGroupRequestData) request, version, header.clientId()).thenApply(answer);
@@ -523,6 +538,8 @@ public final class KafkaApis implements AutoCloseable {
             case DESCRIBE_PRODUCERS -> describeProducers((DescribeProducersRequestData) request);
             case WRITE_TXN_MARKERS -> transactions.writeMarkers((WriteTxnMarkersRequestData) request);
             case DESCRIBE_LOG_DIRS -> describeLogDirs((DescribeLogDirsRequestData) request);
+            case DESCRIBE_CLIENT_QUOTAS -> throttles.describe(
+                    (org.apache.kafka.common.message.DescribeClientQuotasRequestData) request, version);
             case DESCRIBE_ACLS -> describeAcls((org.apache.kafka.common.message.DescribeAclsRequestData) request,
                     version);
             case DESCRIBE_USER_SCRAM_CREDENTIALS -> scramCredentials().describe(

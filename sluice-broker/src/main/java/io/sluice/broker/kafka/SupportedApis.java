@@ -88,6 +88,9 @@ final class SupportedApis {
         serve(ApiKeys.DESCRIBE_ACLS, 1, 3);
         serve(ApiKeys.CREATE_ACLS, 1, 3);
         serve(ApiKeys.DELETE_ACLS, 1, 3);
+        // Client quotas (kafka-client-quotas, kafka-configs --entity-type users/clients/ips).
+        serve(ApiKeys.DESCRIBE_CLIENT_QUOTAS, 0, 1);
+        serve(ApiKeys.ALTER_CLIENT_QUOTAS, 0, 1);
     }
 
 

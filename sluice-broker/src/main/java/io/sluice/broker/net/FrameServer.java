@@ -268,6 +268,8 @@ public final class FrameServer implements AutoCloseable {
         private final java.util.concurrent.atomic.AtomicInteger inFlight = new java.util.concurrent.atomic.AtomicInteger();
         private final java.util.concurrent.locks.ReentrantLock writeLock = new java.util.concurrent.locks.ReentrantLock();
         private volatile long lastActive = System.nanoTime();
+        /** Until when (System.nanoTime) the reader takes no request: a throttled client's mute. */
+        private volatile long mutedUntil;
         /** When the write in progress started, or 0. */
         private volatile long writeStarted;
         /** When the request whose body is awaited announced its size, or 0. */
@@ -490,6 +492,11 @@ public final class FrameServer implements AutoCloseable {
                     unsentLock.wait(100);
                 }
             }
+            // A client over its quota: nothing is read until its throttle time has passed.
+            long muted;
+            while ((muted = mutedUntil - System.nanoTime()) > 0 && channel.isOpen()) {
+                sleep(Math.max(1, TimeUnit.NANOSECONDS.toMillis(muted)));
+            }
         }
 
         /**
@@ -529,6 +536,10 @@ public final class FrameServer implements AutoCloseable {
             lastActive = System.nanoTime();
             if (response.closesConnection()) {
                 closeQuietly(channel);
+            }
+            if (response.muteMillis() > 0) {
+                mutedUntil = Math.max(mutedUntil, System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(
+                        response.muteMillis()));
             }
         }
 

@@ -27,6 +27,39 @@ public interface Outbound {
     }
 
     /**
+     * @return how long the connection reads no request once this response is written (a client over its quota, as
+     *     Kafka mutes its channel for the throttle time it answers); 0 for none
+     */
+    default long muteMillis() {
+        return 0;
+    }
+
+    /** @return {@code response}, after which the connection reads nothing for {@code millis} */
+    static Outbound muted(Outbound response, long millis) {
+        return new Outbound() {
+            @Override
+            public long size() {
+                return response.size();
+            }
+
+            @Override
+            public void writeTo(GatheringByteChannel channel) throws IOException {
+                response.writeTo(channel);
+            }
+
+            @Override
+            public boolean closesConnection() {
+                return response.closesConnection();
+            }
+
+            @Override
+            public long muteMillis() {
+                return millis;
+            }
+        };
+    }
+
+    /**
      * @param bytes a response with its size prefix
      * @return it as an outbound response
      */

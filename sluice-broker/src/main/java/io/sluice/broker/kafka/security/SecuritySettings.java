@@ -250,7 +250,7 @@ public final class SecuritySettings {
 
     /** @return true if the key is one of these settings (a bare key or a listener's) */
     public static boolean isKey(String key) {
-        if (KEYS.contains(key)) {
+        if (KEYS.contains(key) || QuotaSettings.KEYS.contains(key)) {
             return true;
         }
         if (!key.startsWith("listener.name.")) {
