@@ -13,6 +13,7 @@ import io.sluice.broker.kafka.security.AuthorizerConfig;
 import io.sluice.broker.kafka.security.InterBrokerClient;
 import io.sluice.broker.kafka.security.QuotaSettings;
 import io.sluice.broker.kafka.security.SecuritySettings;
+import io.sluice.broker.net.AcceptRates;
 import io.sluice.broker.net.FrameServer;
 import java.util.ArrayList;
 import java.util.LinkedHashMap;
@@ -165,7 +166,8 @@ public final class Broker implements AutoCloseable {
                     }
                     return ready.connections(bound.get(), shared.get()).open(peer);
                 }, FrameServer.Limits.of(config.maxRequestBytes(), config.maxConnections()).withPerIp(
-                        security.maxConnectionsPerIp(), security.perIpOverrides()), listener.engines()));
+                        security.maxConnectionsPerIp(), security.perIpOverrides()), listener.engines(),
+                        acceptRates(apis)));
                 bound.set(listener.withPort(servers.getLast().port()));
             }
         } catch (IOException | RuntimeException e) {
@@ -209,6 +211,23 @@ public final class Broker implements AutoCloseable {
         }
         return new Broker(servers, listeners.stream().map(SecuritySettings.Listener::name).toList(), executor, kafka,
                 metricsServer, metrics);
+    }
+
+    /** The connection rates of the broker's quotas, once the protocol handler runs (none before). */
+    private static AcceptRates acceptRates(AtomicReference<KafkaApis> apis) {
+        return new AcceptRates() {
+            @Override
+            public long waitMillis(long nowMillis) {
+                KafkaApis ready = apis.get();
+                return ready == null ? 0 : ready.acceptRates().waitMillis(nowMillis);
+            }
+
+            @Override
+            public long refuseMillis(java.net.InetAddress address, long nowMillis) {
+                KafkaApis ready = apis.get();
+                return ready == null ? 0 : ready.acceptRates().refuseMillis(address, nowMillis);
+            }
+        };
     }
 
     /** @return the broker's metrics (tests read which request versions clients used) */

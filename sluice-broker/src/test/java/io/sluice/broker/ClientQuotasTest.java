@@ -127,4 +127,45 @@ class ClientQuotasTest {
             store.close();
         }
     }
+
+    @Test
+    void anAddressOverItsConnectionRateQuotaIsRefusedOthersServed() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Admin admin = Admin.create(common(broker, "admin"))) {
+            admin.alterClientQuotas(List.of(new ClientQuotaAlteration(new ClientQuotaEntity(Map.of(
+                    ClientQuotaEntity.IP, "127.0.0.3")), List.of(new ClientQuotaAlteration.Op(
+                    "connection_creation_rate", 1.0))))).all().get(20, TimeUnit.SECONDS);
+            // The quota is taken at the next request; an admin request makes sure it was.
+            admin.describeClientQuotas(ClientQuotaFilter.all()).entities().get(20, TimeUnit.SECONDS);
+            List<java.net.Socket> sockets = new java.util.ArrayList<>();
+            try {
+                // Kafka measures the rate over at least 10 s: 30 at once are 3 a second.
+                for (int i = 0; i < 30; i++) {
+                    sockets.add(new java.net.Socket(java.net.InetAddress.getLoopbackAddress(), broker.port(),
+                            java.net.InetAddress.getByName("127.0.0.3"), 0));
+                }
+                Thread.sleep(3_000);
+                int closed = 0;
+                for (java.net.Socket socket : sockets) {
+                    socket.setSoTimeout(200);
+                    try {
+                        if (socket.getInputStream().read() < 0) {
+                            closed++;
+                        }
+                    } catch (java.net.SocketTimeoutException open) {
+                        // served: the broker waits for its request
+                    }
+                }
+                assertThat(closed).as("connections of 127.0.0.3 past its quota of 1 a second")
+                        .isGreaterThanOrEqualTo(10);
+                // Another address is served as before.
+                assertThat(produce(broker, "other-address")).isZero();
+            } finally {
+                for (java.net.Socket socket : sockets) {
+                    socket.close();
+                }
+            }
+        }
+    }
 }

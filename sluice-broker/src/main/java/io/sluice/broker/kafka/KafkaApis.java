@@ -322,6 +322,11 @@ public final class KafkaApis implements AutoCloseable {
         transactions.secureBrokerRequests(client);
     }
 
+    /** @return the connection rates the cluster's quotas and max.connection.creation.rate allow */
+    public io.sluice.broker.net.AcceptRates acceptRates() {
+        return throttles.acceptRates();
+    }
+
     /** @return the SCRAM credentials as the cluster has them now (decoded again only when they changed) */
     public ScramCredentials scramCredentials() {
         String text = cluster.securityRecord(SCRAM_RECORD);

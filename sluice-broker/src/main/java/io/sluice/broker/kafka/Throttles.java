@@ -7,6 +7,7 @@ import io.sluice.broker.kafka.security.QuotaMutation;
 import io.sluice.broker.kafka.security.QuotaSet;
 import io.sluice.broker.kafka.security.QuotaSettings;
 import io.sluice.broker.kafka.security.Session;
+import io.sluice.broker.net.AcceptRates;
 import java.lang.invoke.MethodHandle;
 import java.lang.invoke.MethodHandles;
 import java.lang.invoke.MethodType;
@@ -52,6 +53,21 @@ final class Throttles {
             }
         }
         return quotas;
+    }
+
+    /** @return the connection rates: Kafka's max.connection.creation.rate and each address's quota */
+    AcceptRates acceptRates() {
+        return new AcceptRates() {
+            @Override
+            public long waitMillis(long nowMillis) {
+                return current().connections().recordConnectionAndGetWaitMillis(nowMillis);
+            }
+
+            @Override
+            public long refuseMillis(java.net.InetAddress address, long nowMillis) {
+                return current().connections().recordIpConnectionAndGetThrottleMillis(address, nowMillis);
+            }
+        };
     }
 
     DescribeClientQuotasResponseData describe(DescribeClientQuotasRequestData request, short version) {

@@ -106,6 +106,7 @@ public final class FrameServer implements AutoCloseable {
 
     private final ServerSocketChannel server;
     private final FrameHandler.Factory handlers;
+    private final AcceptRates rates;
     /** Makes each connection's TLS engine, or null on a plaintext listener. */
     private final Supplier<SSLEngine> tls;
     private final Limits limits;
@@ -143,6 +144,17 @@ public final class FrameServer implements AutoCloseable {
      */
     public FrameServer(InetSocketAddress address, FrameHandler.Factory handlers, Limits limits,
                        Supplier<SSLEngine> tls) throws IOException {
+        this(address, handlers, limits, tls, AcceptRates.NONE);
+    }
+
+    /**
+     * As above, connections made no faster than {@code rates} allows.
+     *
+     * @param rates the broker's and each address's connection rate
+     */
+    public FrameServer(InetSocketAddress address, FrameHandler.Factory handlers, Limits limits,
+                       Supplier<SSLEngine> tls, AcceptRates rates) throws IOException {
+        this.rates = Objects.requireNonNull(rates, "rates");
         this.handlers = Objects.requireNonNull(handlers, "handlers");
         this.tls = tls;
         this.limits = Objects.requireNonNull(limits, "limits");
@@ -195,6 +207,18 @@ public final class FrameServer implements AutoCloseable {
             InetAddress address = address(channel);
             if (address == null) {
                 closeQuietly(channel);
+                continue;
+            }
+            long wait = rates.waitMillis(System.currentTimeMillis());
+            if (wait > 0) {
+                sleep(wait); // max.connection.creation.rate: the acceptor takes no connection meanwhile
+            }
+            long refuse = rates.refuseMillis(address, System.currentTimeMillis());
+            if (refuse > 0) {
+                LOG.info("closing a connection from {} in {} ms: its address makes connections faster than its quota",
+                        remote(channel), refuse);
+                SocketChannel held = channel;
+                CompletableFuture.delayedExecutor(refuse, TimeUnit.MILLISECONDS).execute(() -> closeQuietly(held));
                 continue;
             }
             int allowed = limits.perIpOverrides().getOrDefault(address, limits.maxConnectionsPerIp());
