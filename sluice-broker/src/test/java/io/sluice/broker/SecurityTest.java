@@ -333,6 +333,7 @@ class SecurityTest {
         client.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, "SSL");
         client.put(SslConfigs.SSL_TRUSTSTORE_TYPE_CONFIG, "PEM");
         client.put(SslConfigs.SSL_TRUSTSTORE_CERTIFICATES_CONFIG, trusted);
+        client.put(CommonClientConfigs.REQUEST_TIMEOUT_MS_CONFIG, 15_000);
         Map<String, String> inline = Map.of("listeners", "SSL://127.0.0.1:0", "ssl.keystore.type", "PEM",
                 "ssl.keystore.key", broker[0], "ssl.keystore.certificate.chain", broker[1]);
         try (Store store = Store.open(dir.resolve("inline"), StoreConfig.builder().build());
