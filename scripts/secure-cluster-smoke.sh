@@ -132,7 +132,11 @@ tool org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$bootst
   --max-messages 300 --timeout-ms 60000 > "$scratch/received"
 sort "$scratch/sent" > "$scratch/sent.sorted"
 sort "$scratch/received" > "$scratch/received.sorted"
-cmp -s "$scratch/sent.sorted" "$scratch/received.sorted" || fail "alice did not read the 300 records she wrote"
+if ! cmp -s "$scratch/sent.sorted" "$scratch/received.sorted"; then
+  echo "sent but not read: $(comm -23 "$scratch/sent.sorted" "$scratch/received.sorted" | head -5 | tr '\n' ' ')" >&2
+  echo "read but not sent: $(comm -13 "$scratch/sent.sorted" "$scratch/received.sorted" | head -5 | tr '\n' ' ')" >&2
+  fail "alice did not read the 300 records she wrote"
+fi
 echo "300 records written and read by alice"
 
 step "bob (no ACL) is refused; a wrong password is refused; a client without the authority is refused"
