@@ -128,7 +128,7 @@ done
 tool org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$bootstrap" \
   --command-config "$scratch/alice.properties" --topic orders < "$scratch/sent"
 tool org.apache.kafka.tools.consumer.ConsoleConsumer --bootstrap-server "$bootstrap" \
-  --consumer.config "$scratch/alice.properties" --topic orders --group alice-readers --from-beginning \
+  --command-config "$scratch/alice.properties" --topic orders --group alice-readers --from-beginning \
   --max-messages 300 --timeout-ms 60000 > "$scratch/received"
 sort "$scratch/sent" > "$scratch/sent.sorted"
 sort "$scratch/received" > "$scratch/received.sorted"
