@@ -177,6 +177,41 @@ class SecurityTest {
         }
     }
 
+    /**
+     * FindCoordinator v4 and later names the coordinator in its list of keys only: on a listener other than the first,
+     * telling the client this listener's address must not touch the top-level fields of v0-v3, which v4+ cannot carry
+     * (the answer was UNSUPPORTED_VERSION, and no consumer group worked there).
+     */
+    @Test
+    void consumerGroupsAreCoordinatedOnEveryListener() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build()); Broker broker = start(store, Map.of())) {
+            for (String listener : List.of("PLAINTEXT", "SSL", "SASL_SSL")) {
+                Map<String, Object> config = client(broker, listener, listener.startsWith("SASL")
+                        ? sasl("PLAIN", "alice", "alice-secret") : Map.of());
+                String topic = "grouped-" + listener.toLowerCase();
+                roundTrip(config, topic, 10);
+                Map<String, Object> consumerConfig = new HashMap<>(config);
+                consumerConfig.put(ConsumerConfig.GROUP_ID_CONFIG, topic + "-readers");
+                consumerConfig.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+                consumerConfig.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
+                try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(consumerConfig,
+                        new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+                    consumer.subscribe(List.of(topic));
+                    int read = 0;
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(30);
+                    while (read < 10 && System.nanoTime() < deadline) {
+                        read += consumer.poll(Duration.ofMillis(200)).count();
+                    }
+                    assertThat(read).as("records read by the group over %s", listener).isEqualTo(10);
+                    consumer.commitSync(Duration.ofSeconds(20));
+                    assertThat(consumer.committed(java.util.Set.of(new TopicPartition(topic, 0)),
+                            Duration.ofSeconds(20)).get(new TopicPartition(topic, 0)).offset())
+                            .as("the group's offset over %s", listener).isEqualTo(10);
+                }
+            }
+        }
+    }
+
     @Test
     void wrongCredentialsAreRefusedWithKafkasErrors() throws Exception {
         try (Store store = Store.open(dir, StoreConfig.builder().build()); Broker broker = start(store, Map.of())) {

@@ -702,7 +702,9 @@ public final class KafkaApis implements AutoCloseable {
                         }
                     });
             case org.apache.kafka.common.message.FindCoordinatorResponseData found -> {
-                if (found.nodeId() == self) {
+                // v4+ names coordinators in their list only: its top-level fields stay at their defaults (node 0 and
+                // an empty host), which that version cannot carry otherwise.
+                if (found.nodeId() == self && !found.host().isEmpty()) {
                     found.setHost(host).setPort(port);
                 }
                 found.coordinators().forEach(coordinator -> {
