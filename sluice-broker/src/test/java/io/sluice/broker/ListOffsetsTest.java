@@ -155,6 +155,35 @@ class ListOffsetsTest {
         }
     }
 
+    /**
+     * The earliest and latest offsets and an offset by time at every version served: before v4 an answer has no leader
+     * epoch to carry, and must not try to (librdkafka 2.0's consumer, kcat's on Debian 12, asks v2 where to start).
+     */
+    @Test
+    void earliestLatestAndByTimeAreAnsweredAtEveryVersion() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0))) {
+            ProduceFetchTest.createTopic(broker, "three", 1);
+            try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(
+                    ProduceFetchTest.producerConfig(broker, "all", "none"), new ByteArraySerializer(),
+                    new ByteArraySerializer())) {
+                for (int i = 0; i < 3; i++) {
+                    producer.send(new ProducerRecord<>("three", 0, BASE + i, null, bytes("r" + i)))
+                            .get(20, TimeUnit.SECONDS);
+                }
+            }
+            for (short version = 1; version <= 11; version++) {
+                for (long[] asked : new long[][] {{-1, 3}, {-2, 0}, {BASE + 1, 1}}) {
+                    var answer = listOffset(broker, version, "three", 0, asked[0]);
+                    assertThat(Errors.forCode(answer.errorCode()) + " at " + answer.offset())
+                            .as("v%d timestamp %d", version, asked[0]).isEqualTo("NONE at " + asked[1]);
+                    assertThat(answer.leaderEpoch()).as("v%d timestamp %d", version, asked[0])
+                            .isEqualTo(version >= 4 ? 0 : -1);
+                }
+            }
+        }
+    }
+
     private static ListOffsetsResponseData.ListOffsetsPartitionResponse listOffset(Broker broker, short version,
             String topic, int partition, long timestamp) throws Exception {
         ListOffsetsRequestData request = new ListOffsetsRequestData().setReplicaId(-1).setTopics(List.of(

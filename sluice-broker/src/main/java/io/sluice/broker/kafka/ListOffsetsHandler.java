@@ -54,10 +54,12 @@ final class ListOffsetsHandler {
         for (ListOffsetsRequestData.ListOffsetsTopic topic : request.topics()) {
             List<ListOffsetsPartitionResponse> answers = new ArrayList<>();
             for (ListOffsetsRequestData.ListOffsetsPartition wanted : topic.partitions()) {
-                answers.add(takes(wanted.timestamp(), version)
+                ListOffsetsPartitionResponse answer = takes(wanted.timestamp(), version)
                         ? listOffset(topic.name(), wanted.partitionIndex(), wanted.timestamp(),
                                 request.replicaId() == DEBUGGING_REPLICA_ID, request.isolationLevel() == 1)
-                        : unanswered(wanted.partitionIndex()).setErrorCode(Errors.UNSUPPORTED_VERSION.code()));
+                        : unanswered(wanted.partitionIndex()).setErrorCode(Errors.UNSUPPORTED_VERSION.code());
+                // The leader epoch came with v4: an earlier answer cannot carry one (it would not encode).
+                answers.add(version >= 4 ? answer : answer.setLeaderEpoch(-1));
             }
             topics.add(new ListOffsetsTopicResponse().setName(topic.name()).setPartitions(answers));
         }
