@@ -4,6 +4,8 @@
 //	franzgo transactions --bootstrap 127.0.0.1:9092 --topic t --transactions 12 --records 40
 //	franzgo eos --bootstrap 127.0.0.1:9092 --input in --output out --group g --records 200
 //	franzgo compacted --bootstrap 127.0.0.1:9092 --topic c --records 20000 --keys 200 --deleted 10
+//	franzgo secure --bootstrap 127.0.0.1:9093 --security-protocol SASL_SSL --mechanism SCRAM-SHA-512 --user u \
+//	    --password p --ca ca.pem --topic s --records 100 --group g [--expect ok|authentication|tls]
 //
 // The transactions and eos checks create their topics with 2 partitions (and --replicas replicas) unless they exist;
 // they write to both.
@@ -25,6 +27,10 @@
 // cleaner dropped batches. It must get to the partition's end, its offsets only increasing, each record the one
 // produced at its offset, each key's last record its latest (a deleted key's a tombstone), fewer than a quarter of
 // the records produced read (compacted.go).
+//
+// secure: over a listener with TLS, SASL or both, creates --topic, produces --records records and reads them back in a
+// consumer group, or (--expect authentication, --expect tls) finds its first request refused for that reason
+// (secure.go).
 package main
 
 import (
@@ -50,7 +56,7 @@ const phaseTimeout = 60 * time.Second
 
 func main() {
 	if len(os.Args) < 2 {
-		fail(errors.New("usage: franzgo transactions|eos|compacted --bootstrap HOST:PORT ..."))
+		fail(errors.New("usage: franzgo transactions|eos|compacted|secure --bootstrap HOST:PORT ..."))
 	}
 	check := os.Args[1]
 	flags := flag.NewFlagSet(check, flag.ExitOnError)
@@ -66,6 +72,15 @@ func main() {
 	output := flags.String("output", "franzgo-output", "eos: the topic written (2 partitions)")
 	group := flags.String("group", "franzgo-eos", "eos: the consumer group")
 	replicas := flags.Int("replicas", 1, "the replication factor of the topics created")
+	var secured security
+	flags.StringVar(&secured.protocol, "security-protocol", "PLAINTEXT", "secure: SSL, SASL_PLAINTEXT or SASL_SSL")
+	flags.StringVar(&secured.mechanism, "mechanism", "", "secure: PLAIN, SCRAM-SHA-256 or SCRAM-SHA-512")
+	flags.StringVar(&secured.user, "user", "", "secure: the SASL user")
+	flags.StringVar(&secured.password, "password", "", "secure: the SASL password")
+	flags.StringVar(&secured.ca, "ca", "", "secure: the CA certificate trusted (PEM)")
+	flags.StringVar(&secured.cert, "cert", "", "secure: the client certificate (PEM)")
+	flags.StringVar(&secured.key, "key", "", "secure: the client certificate's key (PEM)")
+	expect := flags.String("expect", "ok", "secure: ok, authentication or tls")
 	if err := flags.Parse(os.Args[2:]); err != nil {
 		fail(err)
 	}
@@ -86,8 +101,10 @@ func main() {
 		err = checkExactlyOnce(*bootstrap, *input, *output, *group, *records)
 	case "compacted":
 		err = checkCompacted(*bootstrap, *topic, compacted{int64(*records), int64(*keys), int64(*deleted)})
+	case "secure":
+		err = checkSecure(*bootstrap, *topic, *group, *records, secured, *expect)
 	default:
-		err = fmt.Errorf("unknown check %q (transactions, eos or compacted)", check)
+		err = fmt.Errorf("unknown check %q (transactions, eos, compacted or secure)", check)
 	}
 	if err != nil {
 		fail(err)

@@ -43,7 +43,8 @@ public final class GoClients {
             + " /usr/local/go/bin) and found none; install Go 1.26 or newer to run them";
 
     private static final String PROGRAM = "go/franzgo";
-    private static final List<String> SOURCES = List.of("go.mod", "go.sum", "main.go", "eos.go", "compacted.go");
+    private static final List<String> SOURCES = List.of("go.mod", "go.sum", "main.go", "eos.go", "compacted.go",
+            "secure.go");
     private static final Duration VERSION_TIMEOUT = Duration.ofMinutes(1);
     private static final Duration BUILD_TIMEOUT = Duration.ofMinutes(10);
 

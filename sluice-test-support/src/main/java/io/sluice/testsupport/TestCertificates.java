@@ -70,6 +70,33 @@ public final class TestCertificates {
         return store;
     }
 
+    /**
+     * Writes the key and certificate chain of a key store {@link #sign} made as PEM files, for clients that take
+     * no PKCS12 (kafka-python, franz-go): {@code <name>-key.pem} (PKCS#8, unencrypted) and {@code <name>-chain.pem}
+     * (the certificate, then its authority's).
+     *
+     * @param name the key store's name, as given to {@link #sign}
+     * @return the key's file; the chain's is beside it
+     */
+    public Path pemKeyAndChain(String name) throws java.security.GeneralSecurityException, IOException {
+        java.security.KeyStore keys = java.security.KeyStore.getInstance("PKCS12");
+        try (var in = Files.newInputStream(store(name))) {
+            keys.load(in, PASSWORD.toCharArray());
+        }
+        java.util.Base64.Encoder base64 = java.util.Base64.getMimeEncoder(64, "\n".getBytes());
+        java.security.Key key = keys.getKey(name, PASSWORD.toCharArray());
+        Path keyFile = dir.resolve(name + "-key.pem");
+        Files.writeString(keyFile, "-----BEGIN PRIVATE KEY-----\n" + base64.encodeToString(key.getEncoded())
+                + "\n-----END PRIVATE KEY-----\n");
+        StringBuilder chain = new StringBuilder();
+        for (java.security.cert.Certificate certificate : keys.getCertificateChain(name)) {
+            chain.append("-----BEGIN CERTIFICATE-----\n").append(base64.encodeToString(certificate.getEncoded()))
+                    .append("\n-----END CERTIFICATE-----\n");
+        }
+        Files.writeString(dir.resolve(name + "-chain.pem"), chain);
+        return keyFile;
+    }
+
     private Path store(String name) {
         return dir.resolve(name + ".p12");
     }
