@@ -27,12 +27,12 @@ import org.slf4j.LoggerFactory;
  * SaslHandshake naming an enabled mechanism, then its tokens in SaslAuthenticate requests (or, after a v0 handshake,
  * as bare frames); anything else before it has authenticated closes the connection. A refused authentication is
  * answered with SASL_AUTHENTICATION_FAILED after {@code connection.failed.authentication.delay.ms}, and the connection
- * closed. With {@code connections.max.reauth.ms}, a client that can re-authenticate (SaslAuthenticate v1 and later)
- * is told its session's lifetime and must re-authenticate, as the same principal with the same mechanism, before it
- * ends (KIP-368); a request after the end closes the connection. A credential that expires (an OAUTHBEARER token)
- * caps the session at its expiry, whatever the client's version, as Kafka's {@code ReauthInfo} computes it
- * ({@link #sessionLifetimeMillis}). On an SSL listener the principal is the client
- * certificate's distinguished name, User:ANONYMOUS without one; on PLAINTEXT, User:ANONYMOUS.
+ * closed; nothing the client sent after the refused token is taken. With {@code connections.max.reauth.ms}, a client
+ * that can re-authenticate (SaslAuthenticate v1 and later) is told its session's lifetime and must re-authenticate, as
+ * the same principal with the same mechanism, before it ends (KIP-368); a request after the end closes the
+ * connection. A credential that expires (an OAUTHBEARER token) caps the session at its expiry, whatever the client's
+ * version, as Kafka's {@code ReauthInfo} computes it ({@link #sessionLifetimeMillis}). On an SSL listener the
+ * principal is the client certificate's distinguished name, User:ANONYMOUS without one; on PLAINTEXT, User:ANONYMOUS.
  */
 public final class Authenticator {
 
@@ -78,7 +78,8 @@ public final class Authenticator {
     public record Step(ApiMessage response, boolean close, long delayMillis) {
     }
 
-    private enum State { HANDSHAKE_OR_VERSIONS, HANDSHAKE, AUTHENTICATE, RAW_TOKENS, COMPLETE }
+    /** FAILED: refused; whatever the client sent after the refused token closes the connection untaken. */
+    private enum State { HANDSHAKE_OR_VERSIONS, HANDSHAKE, AUTHENTICATE, RAW_TOKENS, COMPLETE, FAILED }
 
     private final SecuritySettings.Listener listener;
     private final FrameHandler.Peer peer;
@@ -205,6 +206,7 @@ public final class Authenticator {
             }
             return answer == null ? new byte[0] : answer;
         } catch (SaslException | RuntimeException e) {
+            state = State.FAILED;
             return null;
         }
     }
@@ -267,7 +269,10 @@ public final class Authenticator {
     }
 
     private Step refused(String message) {
-        state = State.HANDSHAKE;
+        // Not HANDSHAKE: the answer is held back (the delay that bounds guesses) while the connection's reader goes
+        // on, and a client that pipelined another handshake and password behind the refused one would have them
+        // taken, and its requests after them, before the close.
+        state = State.FAILED;
         return new Step(new SaslAuthenticateResponseData().setErrorCode(Errors.SASL_AUTHENTICATION_FAILED.code())
                 .setErrorMessage(message), true, shared.failedDelayMillis);
     }
