@@ -50,7 +50,8 @@ class SecureClientsTest {
     private static final int RECORDS = 100;
     /** The users: PLAIN's from the listeners' JAAS configuration, SCRAM's made with AlterUserScramCredentials. */
     private static final Map<String, String[]> USERS = Map.of("PLAIN", new String[] {"alice", "alice-secret"},
-            "SCRAM-SHA-256", new String[] {"bob", "bob-secret"}, "SCRAM-SHA-512", new String[] {"carol", "carol-secret"});
+            "SCRAM-SHA-256", new String[] {"bob", "bob-secret"}, "SCRAM-SHA-512",
+            new String[] {"carol", "carol-secret"});
     private static final String PLAIN_JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required"
             + " username=\"admin\" password=\"admin-secret\" user_admin=\"admin-secret\" user_alice=\"alice-secret\";";
 
