@@ -2,9 +2,10 @@
 # A secured three-broker cluster from the README's configuration, with Kafka's own tools: each broker has its own
 # certificate (signed by one authority made here with keytool), its Raft port on mutual TLS, clients on SASL_SSL
 # only, ACLs enforced. An administrator (PLAIN, a super user) creates a topic, a SCRAM user (kafka-configs
-# --entity-type users) and ACLs (kafka-acls); that user produces and consumes in a group with the console tools;
-# another user with no ACL is refused, a wrong password is refused, a client that does not trust the authority is
-# refused. Each step's output is checked; the script stops at the first that fails.
+# --entity-type users) and ACLs (kafka-acls); that user produces and consumes in a group with the console tools, then
+# its credential is deleted (kafka-configs --delete-config) and each broker refuses it; another user with no ACL is
+# refused, a wrong password is refused, a client that does not trust the authority is refused. Each step's output is
+# checked; the script stops at the first that fails.
 set -euo pipefail
 source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
 tool() { java -Dorg.slf4j.simpleLogger.defaultLogLevel=warn -cp "$tools_cp" "$@"; }
@@ -138,6 +139,27 @@ if ! cmp -s "$scratch/sent.sorted" "$scratch/received.sorted"; then
   fail "alice did not read the 300 records she wrote"
 fi
 echo "300 records written and read by alice"
+
+step "kafka-configs --delete-config SCRAM-SHA-512: alice is refused once each broker has the deletion"
+tool kafka.admin.ConfigCommand --bootstrap-server "$bootstrap" --command-config "$scratch/admin.properties" \
+  --alter --delete-config SCRAM-SHA-512 --entity-type users --entity-name alice
+tool kafka.admin.ConfigCommand --bootstrap-server "$bootstrap" --command-config "$scratch/admin.properties" \
+  --describe --entity-type users | tee "$scratch/users"
+grep -q "user-principal 'alice'" "$scratch/users" && fail "kafka-configs --describe still shows alice's credential"
+grep -q "user-principal 'bob' are SCRAM-SHA-512=iterations=8192" "$scratch/users" \
+  || fail "kafka-configs --delete-config of alice's credential took bob's with it"
+for n in 0 1 2; do
+  one="127.0.0.1:$((port + n))"
+  for attempt in $(seq 1 60); do
+    if ! tool org.apache.kafka.tools.TopicCommand --bootstrap-server "$one" \
+        --command-config "$scratch/alice.properties" --list > "$scratch/alice-deleted" 2>&1; then
+      grep -q "invalid credentials with SASL mechanism SCRAM-SHA-512" "$scratch/alice-deleted" && break
+    fi
+    [ "$attempt" = 60 ] && { cat "$scratch/alice-deleted" >&2; fail "alice is still let in on $one"; }
+    sleep 1
+  done
+done
+echo "alice's credential deleted; each broker refuses her"
 
 step "bob (no ACL) is refused; a wrong password is refused; a client without the authority is refused"
 if echo nope | tool org.apache.kafka.tools.ConsoleProducer --bootstrap-server "$bootstrap" \
