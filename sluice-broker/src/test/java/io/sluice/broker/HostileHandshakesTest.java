@@ -73,6 +73,7 @@ class HostileHandshakesTest {
     private static int sasl;
     private static int tls;
     private static int tls12;
+    private static int saslTls;
 
     private int correlation;
 
@@ -82,19 +83,23 @@ class HostileHandshakesTest {
         authority = new TestCertificates(dir.resolve("ca"), "sluice-test-ca");
         Path brokerKeys = authority.sign("broker", "CN=broker");
         Map<String, String> settings = new HashMap<>();
-        settings.put("listeners", "SASL_PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,TLS12://127.0.0.1:0");
-        settings.put("listener.security.protocol.map", "SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,TLS12:SSL");
+        settings.put("listeners", "SASL_PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,TLS12://127.0.0.1:0,"
+                + "SASL_SSL://127.0.0.1:0");
+        settings.put("listener.security.protocol.map", "SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,TLS12:SSL,"
+                + "SASL_SSL:SASL_SSL");
         settings.put("ssl.keystore.location", brokerKeys.toString());
         settings.put("ssl.keystore.password", TestCertificates.PASSWORD);
         settings.put("ssl.keystore.type", "PKCS12");
         settings.put("listener.name.tls12.ssl.enabled.protocols", "TLSv1.2");
         settings.put("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512");
         settings.put("listener.name.sasl_plaintext.plain.sasl.jaas.config", PLAIN_JAAS);
+        settings.put("listener.name.sasl_ssl.plain.sasl.jaas.config", PLAIN_JAAS);
         store = Store.open(dir.resolve("store"), StoreConfig.builder().build());
         broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withSecurity(settings));
         sasl = broker.ports().get("SASL_PLAINTEXT");
         tls = broker.ports().get("SSL");
         tls12 = broker.ports().get("TLS12");
+        saslTls = broker.ports().get("SASL_SSL");
     }
 
     @AfterAll
@@ -341,6 +346,137 @@ class HostileHandshakesTest {
             assertMetadataAnswered(socket);
             socket.startHandshake();
             assertMetadataAnswered(socket);
+        }
+    }
+
+    /**
+     * A refusal over TLS is followed by the TLS close (close_notify) before the connection ends, as Kafka's broker
+     * closes it: a client on OpenSSL 3 (kafka-python) that reads the refusal and the end of the stream together
+     * otherwise takes the end for an unexpected EOF and drops the refusal, reporting a lost connection instead of
+     * the failed authentication.
+     */
+    @Test
+    void aRefusedAuthenticationOverTlsEndsWithTheTlsClose() throws Exception {
+        try (EngineClient client = new EngineClient(saslTls)) {
+            client.write(frame(ApiKeys.SASL_HANDSHAKE, (short) 1, new SaslHandshakeRequestData()
+                    .setMechanism("PLAIN")));
+            client.readFrame();
+            client.write(frame(ApiKeys.SASL_AUTHENTICATE, (short) 2, new SaslAuthenticateRequestData()
+                    .setAuthBytes("\u0000alice\u0000wrong".getBytes(StandardCharsets.UTF_8))));
+            ByteBufferAccessor refused = client.readFrame();
+            new ResponseHeaderData(refused, ApiKeys.SASL_AUTHENTICATE.responseHeaderVersion((short) 2));
+            assertThat(new SaslAuthenticateResponseData(refused, (short) 2).errorCode())
+                    .isEqualTo(Errors.SASL_AUTHENTICATION_FAILED.code());
+            assertThat(client.closedWithCloseNotify()).as("a close_notify before the end of the stream").isTrue();
+        }
+    }
+
+    /**
+     * A TLS client on the JDK's {@link SSLEngine} over a blocking socket, which sees what a TLS library sees: whether
+     * the server's stream ends with its close_notify or just ends.
+     */
+    private static final class EngineClient implements AutoCloseable {
+        private final java.nio.channels.SocketChannel socket;
+        private final SSLEngine engine;
+        private ByteBuffer netIn = ByteBuffer.allocate(1 << 17).flip();
+        private ByteBuffer appIn = ByteBuffer.allocate(1 << 17).flip();
+
+        EngineClient(int port) throws Exception {
+            socket = java.nio.channels.SocketChannel.open(new java.net.InetSocketAddress("127.0.0.1", port));
+            socket.socket().setSoTimeout(TIMEOUT_MILLIS);
+            engine = clientContext().createSSLEngine("127.0.0.1", port);
+            engine.setUseClientMode(true);
+            engine.beginHandshake();
+            SSLEngineResult.HandshakeStatus status = engine.getHandshakeStatus();
+            while (status != SSLEngineResult.HandshakeStatus.FINISHED
+                    && status != SSLEngineResult.HandshakeStatus.NOT_HANDSHAKING) {
+                switch (status) {
+                    case NEED_WRAP -> status = wrap(ByteBuffer.allocate(0)).getHandshakeStatus();
+                    case NEED_UNWRAP, NEED_UNWRAP_AGAIN -> status = unwrap().getHandshakeStatus();
+                    case NEED_TASK -> {
+                        Runnable task;
+                        while ((task = engine.getDelegatedTask()) != null) {
+                            task.run();
+                        }
+                        status = engine.getHandshakeStatus();
+                    }
+                    default -> throw new IllegalStateException(status.toString());
+                }
+            }
+        }
+
+        void write(byte[] bytes) throws IOException {
+            ByteBuffer source = ByteBuffer.wrap(bytes);
+            while (source.hasRemaining()) {
+                wrap(source);
+            }
+        }
+
+        ByteBufferAccessor readFrame() throws IOException {
+            while (appIn.remaining() < 4 || appIn.remaining() < 4 + appIn.getInt(appIn.position())) {
+                if (unwrap().getStatus() == SSLEngineResult.Status.CLOSED) {
+                    throw new EOFException("the server closed the TLS connection before a whole answer");
+                }
+            }
+            byte[] frame = new byte[appIn.getInt()];
+            appIn.get(frame);
+            return new ByteBufferAccessor(ByteBuffer.wrap(frame));
+        }
+
+        /** @return true if the server's close_notify came, false if its stream ended without one */
+        boolean closedWithCloseNotify() throws IOException {
+            try {
+                while (true) {
+                    if (unwrap().getStatus() == SSLEngineResult.Status.CLOSED) {
+                        return true;
+                    }
+                }
+            } catch (EOFException e) {
+                return false;
+            }
+        }
+
+        private SSLEngineResult wrap(ByteBuffer source) throws IOException {
+            ByteBuffer out = ByteBuffer.allocate(engine.getSession().getPacketBufferSize());
+            SSLEngineResult result = engine.wrap(source, out);
+            out.flip();
+            while (out.hasRemaining()) {
+                socket.write(out);
+            }
+            return result;
+        }
+
+        /** Unwraps one record (reading more from the socket as needed) into the application bytes. */
+        private SSLEngineResult unwrap() throws IOException {
+            while (true) {
+                appIn.compact();
+                SSLEngineResult result;
+                try {
+                    result = engine.unwrap(netIn, appIn);
+                } finally {
+                    appIn.flip();
+                }
+                if (result.getStatus() != SSLEngineResult.Status.BUFFER_UNDERFLOW) {
+                    return result;
+                }
+                netIn.compact();
+                int read;
+                try {
+                    read = socket.socket().getInputStream().read(netIn.array(), netIn.position(),
+                            netIn.remaining());
+                } finally {
+                    netIn.flip();
+                }
+                if (read < 0) {
+                    throw new EOFException("the stream ended");
+                }
+                netIn.limit(netIn.limit() + read);
+            }
+        }
+
+        @Override
+        public void close() throws IOException {
+            socket.close();
         }
     }
 

@@ -20,7 +20,8 @@ public interface Outbound {
     void writeTo(GatheringByteChannel channel) throws IOException;
 
     /**
-     * @return true if the connection is to be closed once this response is written (an authentication refused, say)
+     * @return true if the connection is to be closed once this response is written (an authentication refused, say);
+     *     over TLS, such a response is followed by TLS's close ({@link TlsChannel#shutdownOutput})
      */
     default boolean closesConnection() {
         return false;
@@ -88,6 +89,10 @@ public interface Outbound {
             public void writeTo(GatheringByteChannel channel) throws IOException {
                 while (bytes.hasRemaining()) {
                     channel.write(bytes);
+                }
+                if (thenClose && channel instanceof TlsChannel tls) {
+                    // The close follows: end the TLS stream properly first, so that the peer reads this response.
+                    tls.shutdownOutput();
                 }
             }
         };

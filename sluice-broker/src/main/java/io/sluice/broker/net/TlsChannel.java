@@ -275,6 +275,16 @@ public final class TlsChannel implements ByteChannel, GatheringByteChannel {
         }
     }
 
+    /**
+     * Ends what this side sends with TLS's close (close_notify), as a connection about to be closed should: a peer
+     * that reads the last response and the end of the stream together (OpenSSL 3's clients) otherwise takes the end
+     * for an unexpected EOF and may drop that response. Writes nothing more after it; the socket stays open. Called
+     * by the writer.
+     */
+    public void shutdownOutput() {
+        closeOutbound();
+    }
+
     private void closeOutbound() {
         engine.closeOutbound();
         writeLock.lock();
