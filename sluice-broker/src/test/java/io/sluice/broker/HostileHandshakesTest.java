@@ -61,6 +61,8 @@ class HostileHandshakesTest {
     private static final long SEED = Long.getLong("sluice.hostile.seed", 20261207L);
     private static final int TIMEOUT_MILLIS = 10_000;
     private static final int MAX_UNAUTHENTICATED = 512 * 1024;
+    /** The SMALL listener's sasl.server.max.receive.size. */
+    private static final int SMALL_LIMIT = 1024;
     private static final String PLAIN_JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required"
             + " user_alice=\"alice-secret\";";
 
@@ -74,6 +76,7 @@ class HostileHandshakesTest {
     private static int tls;
     private static int tls12;
     private static int saslTls;
+    private static int small;
 
     private int correlation;
 
@@ -84,9 +87,11 @@ class HostileHandshakesTest {
         Path brokerKeys = authority.sign("broker", "CN=broker");
         Map<String, String> settings = new HashMap<>();
         settings.put("listeners", "SASL_PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,TLS12://127.0.0.1:0,"
-                + "SASL_SSL://127.0.0.1:0");
+                + "SASL_SSL://127.0.0.1:0,SMALL://127.0.0.1:0");
         settings.put("listener.security.protocol.map", "SASL_PLAINTEXT:SASL_PLAINTEXT,SSL:SSL,TLS12:SSL,"
-                + "SASL_SSL:SASL_SSL");
+                + "SASL_SSL:SASL_SSL,SMALL:SASL_PLAINTEXT");
+        settings.put("listener.name.small.sasl.server.max.receive.size", String.valueOf(SMALL_LIMIT));
+        settings.put("listener.name.small.plain.sasl.jaas.config", PLAIN_JAAS);
         settings.put("ssl.keystore.location", brokerKeys.toString());
         settings.put("ssl.keystore.password", TestCertificates.PASSWORD);
         settings.put("ssl.keystore.type", "PKCS12");
@@ -100,6 +105,7 @@ class HostileHandshakesTest {
         tls = broker.ports().get("SSL");
         tls12 = broker.ports().get("TLS12");
         saslTls = broker.ports().get("SASL_SSL");
+        small = broker.ports().get("SMALL");
     }
 
     @AfterAll
@@ -240,6 +246,42 @@ class HostileHandshakesTest {
             socket.getOutputStream().write(ByteBuffer.allocate(4 + body.length).putInt(body.length).put(body)
                     .array());
             assertClosed(socket, "a frame of garbage at the limit");
+        }
+    }
+
+    /** sasl.server.max.receive.size, as a listener's own setting, is the limit before authentication there. */
+    @Test
+    void aListenersSaslServerMaxReceiveSizeIsItsLimitBeforeAuthentication() throws Exception {
+        byte[] token = new byte[SMALL_LIMIT];
+        java.util.Arrays.fill(token, (byte) 'x');
+        byte[] over = frame(ApiKeys.SASL_AUTHENTICATE, (short) 2,
+                new SaslAuthenticateRequestData().setAuthBytes(token));
+        assertThat(over.length - 4).isGreaterThan(SMALL_LIMIT);
+        try (Socket socket = new Socket("127.0.0.1", small)) {
+            socket.setSoTimeout(TIMEOUT_MILLIS);
+            exchange(socket, ApiKeys.SASL_HANDSHAKE, (short) 1, new SaslHandshakeRequestData().setMechanism("PLAIN"));
+            socket.getOutputStream().write(over);
+            // Not read, so not answered: a token taken and refused would have its answer before the close.
+            int first;
+            try {
+                first = socket.getInputStream().read();
+            } catch (SocketException e) {
+                first = -1;
+            }
+            assertThat(first).as("what the broker sent for a SaslAuthenticate over the listener's limit").isEqualTo(-1);
+        }
+        // The same token where the limit is Kafka's default: taken, and refused as a token.
+        try (Socket socket = new Socket("127.0.0.1", sasl)) {
+            socket.setSoTimeout(TIMEOUT_MILLIS);
+            exchange(socket, ApiKeys.SASL_HANDSHAKE, (short) 1, new SaslHandshakeRequestData().setMechanism("PLAIN"));
+            assertThat(new SaslAuthenticateResponseData(exchange(socket, ApiKeys.SASL_AUTHENTICATE, (short) 2,
+                    new SaslAuthenticateRequestData().setAuthBytes(token)), (short) 2).errorCode())
+                    .isEqualTo(Errors.SASL_AUTHENTICATION_FAILED.code());
+        }
+        // Within the limit, on SMALL: an honest client authenticates.
+        try (Socket socket = new Socket("127.0.0.1", small)) {
+            authenticate(socket, "alice", "alice-secret");
+            assertMetadataAnswered(socket);
         }
     }
 

@@ -38,9 +38,6 @@ public final class Authenticator {
 
     private static final Logger LOG = LoggerFactory.getLogger(Authenticator.class);
 
-    /** Kafka's sasl.server.max.receive.size: the largest frame taken before authentication. */
-    static final int MAX_UNAUTHENTICATED_FRAME = 524_288;
-
     /** What every connection's authentication shares. */
     public static final class Shared {
         private final Supplier<ScramCredentials> scram;
@@ -84,6 +81,7 @@ public final class Authenticator {
     private final SecuritySettings.Listener listener;
     private final FrameHandler.Peer peer;
     private final Shared shared;
+    private final int maxUnauthenticatedBytes;
     private State state;
     private SaslServer server;
     private String mechanism;
@@ -103,6 +101,7 @@ public final class Authenticator {
         this.listener = listener;
         this.peer = peer;
         this.shared = shared;
+        this.maxUnauthenticatedBytes = listener.sasl() ? listener.maxUnauthenticatedBytes() : Integer.MAX_VALUE;
         if (listener.sasl()) {
             state = State.HANDSHAKE_OR_VERSIONS;
         } else {
@@ -130,7 +129,8 @@ public final class Authenticator {
 
     /** @return the largest request taken now */
     public int maxFrameBytes() {
-        return state == State.COMPLETE ? Integer.MAX_VALUE : MAX_UNAUTHENTICATED_FRAME;
+        // The listener's sasl.server.max.receive.size (Kafka's default 512 KiB) until the client has authenticated.
+        return state == State.COMPLETE ? Integer.MAX_VALUE : maxUnauthenticatedBytes;
     }
 
     /** @return true if the next frame is a bare SASL token (after a v0 handshake) */

@@ -186,6 +186,20 @@ public final class SecuritySettings {
             return OAuthBearerSettings.of(this);
         }
 
+        /**
+         * @return the largest frame taken before a client has authenticated (sasl.server.max.receive.size, Kafka's
+         *     default 512 KiB)
+         */
+        public int maxUnauthenticatedBytes() {
+            String value = settings.get("sasl.server.max.receive.size");
+            long bytes = value == null ? 524_288 : parseLong("sasl.server.max.receive.size", value);
+            if (bytes < 1 || bytes > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("sasl.server.max.receive.size must be 1 to " + Integer.MAX_VALUE
+                        + ", was " + bytes);
+            }
+            return (int) bytes;
+        }
+
         /** @return connections.max.reauth.ms for this listener (0: sessions do not expire) */
         public long reauthMillis() {
             String value = settings.get("connections.max.reauth.ms");
@@ -406,6 +420,7 @@ public final class SecuritySettings {
         for (Listener listener : listeners) {
             listener.reauthMillis();
             if (listener.sasl()) {
+                listener.maxUnauthenticatedBytes();
                 if (listener.mechanisms().contains("PLAIN")) {
                     listener.plainUsers();
                 }
