@@ -414,6 +414,33 @@ class HostileHandshakesTest {
     }
 
     /**
+     * A refused client is given time to read why before the broker closes: kafka-python 3.0 reads the refusal and the
+     * end of the stream in one go when they come together, takes the end first and drops the refusal, reporting a
+     * lost connection instead of a failed authentication (against Kafka 4.3.1 itself, about one time in two). The
+     * close comes {@link io.sluice.broker.net.Outbound#LINGER_BEFORE_CLOSE_MILLIS} after the refusal at the
+     * earliest.
+     */
+    @Test
+    void aRefusedClientHasTimeToReadWhyBeforeTheClose() throws Exception {
+        for (int port : new int[] {sasl, saslTls}) {
+            try (Socket socket = port == sasl ? new Socket("127.0.0.1", port) : tlsSocket(port, "TLSv1.3")) {
+                socket.setSoTimeout(TIMEOUT_MILLIS);
+                exchange(socket, ApiKeys.SASL_HANDSHAKE, (short) 1, new SaslHandshakeRequestData()
+                        .setMechanism("PLAIN"));
+                SaslAuthenticateResponseData refused = new SaslAuthenticateResponseData(exchange(socket,
+                        ApiKeys.SASL_AUTHENTICATE, (short) 2, new SaslAuthenticateRequestData()
+                                .setAuthBytes("\u0000alice\u0000wrong".getBytes(StandardCharsets.UTF_8))), (short) 2);
+                long answered = System.nanoTime();
+                assertThat(refused.errorCode()).isEqualTo(Errors.SASL_AUTHENTICATION_FAILED.code());
+                assertClosed(socket, "a refused authentication");
+                assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - answered))
+                        .as("milliseconds from the refusal to the close on port %d", port)
+                        .isGreaterThanOrEqualTo(io.sluice.broker.net.Outbound.LINGER_BEFORE_CLOSE_MILLIS / 2);
+            }
+        }
+    }
+
+    /**
      * A TLS client on the JDK's {@link SSLEngine} over a blocking socket, which sees what a TLS library sees: whether
      * the server's stream ends with its close_notify or just ends.
      */

@@ -61,6 +61,23 @@ public interface Outbound {
     }
 
     /**
+     * How long a response that closes its connection is left to its client before the close (TLS's close_notify,
+     * then the socket's): a client that reads the response and the end of the stream in one go may take the end
+     * first and drop the response (kafka-python 3.0 does, and so reports a refused authentication as a lost
+     * connection). The client, told why, closes first; the rest wait this long.
+     */
+    long LINGER_BEFORE_CLOSE_MILLIS = 200;
+
+    /** Waits {@link #LINGER_BEFORE_CLOSE_MILLIS} (on the connection's writer, which has nothing else to write). */
+    private static void lingerBeforeClose() {
+        try {
+            Thread.sleep(LINGER_BEFORE_CLOSE_MILLIS);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt(); // the connection is being closed anyway
+        }
+    }
+
+    /**
      * @param bytes a response with its size prefix
      * @return it as an outbound response
      */
@@ -90,9 +107,11 @@ public interface Outbound {
                 while (bytes.hasRemaining()) {
                     channel.write(bytes);
                 }
-                if (thenClose && channel instanceof TlsChannel tls) {
-                    // The close follows: end the TLS stream properly first, so that the peer reads this response.
-                    tls.shutdownOutput();
+                if (thenClose) {
+                    lingerBeforeClose();
+                    if (channel instanceof TlsChannel tls) {
+                        tls.shutdownOutput();
+                    }
                 }
             }
         };
