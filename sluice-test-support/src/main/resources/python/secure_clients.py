@@ -10,6 +10,9 @@ Checks:
               --records records there (acks=all); a consumer of group --group reads every one back once, in order,
               and commits; the group's committed offset is then --records. Each client connects over the listener
               the options describe, and to the addresses the broker advertises there.
+  long-lived  a producer sends a record to --topic (made beforehand) every 50 ms for --produce-seconds over one
+              connection, each delivered (acks=all); on a listener with connections.max.reauth.ms shorter than that,
+              the client re-authenticates on the way (KIP-368) and loses nothing
   refused     an admin (and, for confluent, a producer) with the options given (a wrong password, an unknown user,
               a CA that did not sign the broker's certificate, no client certificate where one is required) cannot
               get the metadata, and the client reports why: --expect authentication (librdkafka's _AUTHENTICATION,
@@ -128,6 +131,26 @@ class Confluent:
         consumer.close()
         ok(f"group {args.group} read the {args.records} records in order and committed {committed}")
 
+    def long_lived(self, args):
+        from confluent_kafka import Producer
+        delivered, errors = [], []
+
+        def on_delivery(error, message):
+            (errors if error is not None else delivered).append(error or message.offset())
+
+        producer = Producer({**self.config(args), "acks": "all", "enable.idempotence": True,
+                             "message.timeout.ms": 30000})
+        sent = 0
+        end = time.monotonic() + args.produce_seconds
+        while time.monotonic() < end:
+            producer.produce(args.topic, value=f"value-{sent}".encode(), on_delivery=on_delivery)
+            sent += 1
+            producer.poll(0.05)
+        left = producer.flush(30)
+        check(left == 0 and not errors, f"{left} of {sent} records undelivered; errors {errors[:5]}")
+        check(sorted(delivered) == list(range(sent)), f"offsets delivered {sorted(delivered)[:10]}...")
+        ok(f"{sent} records delivered over {args.produce_seconds} s")
+
     def refused(self, args):
         from confluent_kafka import KafkaError, KafkaException, Producer
         from confluent_kafka.admin import AdminClient
@@ -215,6 +238,19 @@ class KafkaPython:
         admin.close()
         ok(f"group {args.group} read the {args.records} records in order and committed {committed}")
 
+    def long_lived(self, args):
+        from kafka import KafkaProducer
+        producer = KafkaProducer(acks="all", **self.config(args))
+        sent = 0
+        end = time.monotonic() + args.produce_seconds
+        while time.monotonic() < end:
+            offset = producer.send(args.topic, value=f"value-{sent}".encode()).get(timeout=30).offset
+            check(offset == sent, f"record {sent} delivered at offset {offset}")
+            sent += 1
+            time.sleep(0.05)
+        producer.close()
+        ok(f"{sent} records delivered over {args.produce_seconds} s")
+
     def refused(self, args):
         from kafka import KafkaAdminClient
         from kafka.errors import KafkaError
@@ -245,7 +281,7 @@ class KafkaPython:
 def main():
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("client", choices=["confluent", "kafka-python"])
-    parser.add_argument("check", choices=["round-trip", "refused"])
+    parser.add_argument("check", choices=["round-trip", "long-lived", "refused"])
     parser.add_argument("--bootstrap", required=True)
     parser.add_argument("--security-protocol", required=True,
                         choices=["PLAINTEXT", "SSL", "SASL_PLAINTEXT", "SASL_SSL"])
@@ -260,6 +296,7 @@ def main():
     parser.add_argument("--topic", default="secure")
     parser.add_argument("--records", type=int, default=100)
     parser.add_argument("--group", default="secure-readers")
+    parser.add_argument("--produce-seconds", type=float, default=5)
     parser.add_argument("--expect", choices=["authentication", "ssl"], default="authentication")
     parser.add_argument("--seconds", type=int, default=150)
     args = parser.parse_args()

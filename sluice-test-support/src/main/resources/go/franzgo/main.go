@@ -81,6 +81,7 @@ func main() {
 	flags.StringVar(&secured.cert, "cert", "", "secure: the client certificate (PEM)")
 	flags.StringVar(&secured.key, "key", "", "secure: the client certificate's key (PEM)")
 	expect := flags.String("expect", "ok", "secure: ok, authentication or tls")
+	produceFor := flags.Duration("produce-for", 0, "secure: how long to go on producing after the first records")
 	if err := flags.Parse(os.Args[2:]); err != nil {
 		fail(err)
 	}
@@ -102,7 +103,7 @@ func main() {
 	case "compacted":
 		err = checkCompacted(*bootstrap, *topic, compacted{int64(*records), int64(*keys), int64(*deleted)})
 	case "secure":
-		err = checkSecure(*bootstrap, *topic, *group, *records, secured, *expect)
+		err = checkSecure(*bootstrap, *topic, *group, *records, secured, *expect, *produceFor)
 	default:
 		err = fmt.Errorf("unknown check %q (transactions, eos, compacted or secure)", check)
 	}

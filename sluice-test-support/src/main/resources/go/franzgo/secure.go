@@ -5,7 +5,9 @@ package main
 // (1 partition), produces --records records to it, and a consumer group reads them back in order and commits; the
 // group's committed offset is then --records. With --expect authentication or --expect tls, the client's first
 // request must fail: with a SASL authentication error (kerr.SaslAuthenticationFailed, or a message saying
-// authentication failed), or with a TLS error (an x509 verification failure, a TLS alert).
+// authentication failed), or with a TLS error (an x509 verification failure, a TLS alert). With --produce-for, the
+// producer then sends a record every 50 ms for that long, each acknowledged: on a listener with
+// connections.max.reauth.ms shorter than that, franz-go re-authenticates on the way (KIP-368).
 
 import (
 	"context"
@@ -71,7 +73,8 @@ func (s security) options() ([]kgo.Opt, error) {
 	return opts, nil
 }
 
-func checkSecure(bootstrap, topic, group string, records int, s security, expect string) error {
+func checkSecure(bootstrap, topic, group string, records int, s security, expect string,
+	produceFor time.Duration) error {
 	opts, err := s.options()
 	if err != nil {
 		return err
@@ -115,6 +118,17 @@ func checkSecure(bootstrap, topic, group string, records int, s security, expect
 		return err
 	}
 	logf("produced %d records", records)
+	for end, sent := time.Now().Add(produceFor), 0; time.Now().Before(end); sent++ {
+		record := &kgo.Record{Topic: topic, Value: []byte(fmt.Sprintf("value-%d", records))}
+		if err := producer.ProduceSync(ctx, record).FirstErr(); err != nil {
+			return fmt.Errorf("record %d of those sent for %s: %w", sent, produceFor, err)
+		}
+		records++
+		time.Sleep(50 * time.Millisecond)
+	}
+	if produceFor > 0 {
+		logf("produced for %s: %d records in all", produceFor, records)
+	}
 
 	consumer, err := kgo.NewClient(append([]kgo.Opt{kgo.SeedBrokers(bootstrap), kgo.ConsumeTopics(topic),
 		kgo.ConsumerGroup(group), kgo.DisableAutoCommit(),

@@ -48,6 +48,9 @@ class SecureClientsTest {
     private static final Duration CLIENT_TIMEOUT = Duration.ofMinutes(2);
     private static final String SCRIPT = "python/secure_clients.py";
     private static final int RECORDS = 100;
+    private static final long REAUTH_MILLIS = 1_000;
+    /** How long the long-lived clients produce: several sessions of {@link #REAUTH_MILLIS}. */
+    private static final int PRODUCE_SECONDS = 4;
     /** The users: PLAIN's from the listeners' JAAS configuration, SCRAM's made with AlterUserScramCredentials. */
     private static final Map<String, String[]> USERS = Map.of("PLAIN", new String[] {"alice", "alice-secret"},
             "SCRAM-SHA-256", new String[] {"bob", "bob-secret"}, "SCRAM-SHA-512",
@@ -78,9 +81,11 @@ class SecureClientsTest {
         Map<String, String> settings = new HashMap<>();
         // PLAINTEXT first, as an operator's would be: every other listener is then told its own address apart.
         settings.put("listeners", "PLAINTEXT://127.0.0.1:0,SSL://127.0.0.1:0,SASL_PLAINTEXT://127.0.0.1:0,"
-                + "SASL_SSL://127.0.0.1:0,MTLS://127.0.0.1:0");
+                + "SASL_SSL://127.0.0.1:0,MTLS://127.0.0.1:0,REAUTH://127.0.0.1:0");
         settings.put("listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,SSL:SSL,SASL_PLAINTEXT:SASL_PLAINTEXT,"
-                + "SASL_SSL:SASL_SSL,MTLS:SSL");
+                + "SASL_SSL:SASL_SSL,MTLS:SSL,REAUTH:SASL_SSL");
+        // Sessions of a second on REAUTH: a client that lives longer re-authenticates (KIP-368).
+        settings.put("listener.name.reauth.connections.max.reauth.ms", String.valueOf(REAUTH_MILLIS));
         settings.put("ssl.keystore.location", brokerKeys.toString());
         settings.put("ssl.keystore.password", TestCertificates.PASSWORD);
         settings.put("ssl.keystore.type", "PKCS12");
@@ -91,6 +96,7 @@ class SecureClientsTest {
         settings.put("sasl.enabled.mechanisms", "PLAIN,SCRAM-SHA-256,SCRAM-SHA-512");
         settings.put("listener.name.sasl_plaintext.plain.sasl.jaas.config", PLAIN_JAAS);
         settings.put("listener.name.sasl_ssl.plain.sasl.jaas.config", PLAIN_JAAS);
+        settings.put("listener.name.reauth.plain.sasl.jaas.config", PLAIN_JAAS);
         store = Store.open(dir.resolve("store"), StoreConfig.builder().build());
         broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withSecurity(settings));
         try (Admin admin = Admin.create(Map.of(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG,
@@ -163,6 +169,18 @@ class SecureClientsTest {
         assertSucceeds(python("confluent", "refused", "MTLS", "none", "--expect", "ssl"));
     }
 
+    /** librdkafka re-authenticates before its session ends (KIP-368): nothing is lost, no connection closed. */
+    @Test
+    void confluentKafkaReauthenticatesBeforeItsSessionEnds() throws Exception {
+        store.createTopic("confluent-reauth", BrokerConfig.defaults().topicLayout(), 1);
+        long before = saslAuthenticates();
+        assertSucceeds(python("confluent", "long-lived", "REAUTH", "SCRAM-SHA-256", "--topic", "confluent-reauth",
+                "--produce-seconds", String.valueOf(PRODUCE_SECONDS)));
+        assertThat(store.maxOffset("confluent-reauth", 0)).isGreaterThan(PRODUCE_SECONDS * 10L);
+        // Two SCRAM exchanges per authentication: the first ones of two connections, then re-authentications.
+        assertThat(saslAuthenticates() - before).isGreaterThanOrEqualTo(2 * (2 + PRODUCE_SECONDS - 1));
+    }
+
     // kafka-python
 
     @ParameterizedTest(name = "{0} {1}")
@@ -193,6 +211,17 @@ class SecureClientsTest {
         assertThat(store.maxOffset("kafka-python-mtls", 0)).isEqualTo(RECORDS);
     }
 
+    /** kafka-python re-authenticates too (KIP-368, since its 3.0): nothing is lost. */
+    @Test
+    void kafkaPythonReauthenticatesBeforeItsSessionEnds() throws Exception {
+        store.createTopic("kafka-python-reauth", BrokerConfig.defaults().topicLayout(), 1);
+        long before = saslAuthenticates();
+        assertSucceeds(python("kafka-python", "long-lived", "REAUTH", "SCRAM-SHA-512", "--topic",
+                "kafka-python-reauth", "--produce-seconds", String.valueOf(PRODUCE_SECONDS)));
+        assertThat(store.maxOffset("kafka-python-reauth", 0)).isGreaterThan(PRODUCE_SECONDS * 5L);
+        assertThat(saslAuthenticates() - before).isGreaterThanOrEqualTo(2 * (1 + PRODUCE_SECONDS - 1));
+    }
+
     // franz-go
 
     @ParameterizedTest(name = "{0} {1}")
@@ -217,6 +246,14 @@ class SecureClientsTest {
         assertSucceeds(go("MTLS", "none", "--topic", "franz-go-mtls", "--cert", clientChainPem.toString(), "--key",
                 clientKeyPem.toString()));
         assertThat(store.maxOffset("franz-go-mtls", 0)).isEqualTo(RECORDS);
+    }
+
+    @Test
+    void franzGoReauthenticatesBeforeItsSessionEnds() throws Exception {
+        long before = saslAuthenticates();
+        assertSucceeds(go("REAUTH", "PLAIN", "--topic", "franz-go-reauth", "--produce-for", PRODUCE_SECONDS + "s"));
+        assertThat(store.maxOffset("franz-go-reauth", 0)).isGreaterThan(RECORDS + PRODUCE_SECONDS * 10L);
+        assertThat(saslAuthenticates() - before).isGreaterThanOrEqualTo(2 + PRODUCE_SECONDS - 1);
     }
 
     // kcat (the system's librdkafka)
@@ -288,13 +325,27 @@ class SecureClientsTest {
 
     // helpers
 
+    /** @return the security protocol of a listener of this test's broker */
+    private static String protocol(String listener) {
+        return switch (listener) {
+            case "MTLS" -> "SSL";
+            case "REAUTH" -> "SASL_SSL";
+            default -> listener;
+        };
+    }
+
+    /** @return the SaslAuthenticate requests the broker has answered, of every version */
+    private static long saslAuthenticates() {
+        return IntStream.rangeClosed(0, 2).mapToLong(v -> broker.metrics().requests("SaslAuthenticate", v)).sum();
+    }
+
     private static String topic(String client, String listener, String mechanism) {
         return (client + "-" + listener + "-" + mechanism).toLowerCase(Locale.ROOT).replace('_', '-');
     }
 
     /** The security options of the scripts and the Go program for a listener and mechanism ("none": SSL only). */
     private static List<String> security(String listener, String mechanism, String... more) {
-        String protocol = listener.equals("MTLS") ? "SSL" : listener;
+        String protocol = protocol(listener);
         List<String> args = new ArrayList<>(List.of("--bootstrap", "127.0.0.1:" + broker.ports().get(listener),
                 "--security-protocol", protocol));
         if (!mechanism.equals("none")) {
@@ -334,7 +385,7 @@ class SecureClientsTest {
 
     /** kcat's options for a listener and mechanism: the broker, the protocol, the user, the CA. */
     private static List<String> kcat(String listener, String mechanism) {
-        String protocol = listener.equals("MTLS") ? "SSL" : listener;
+        String protocol = protocol(listener);
         List<String> args = new ArrayList<>(List.of("-b", "127.0.0.1:" + broker.ports().get(listener), "-X",
                 "security.protocol=" + protocol));
         if (!mechanism.equals("none")) {
