@@ -37,6 +37,9 @@ public final class MainCodeSleeps {
             Map.entry("io.sluice.broker.net.FrameServer", "backs off between failed accepts (out of file"
                     + " descriptors, say) and paces the reaper of idle and stuck connections: a scheduled task would"
                     + " do both"),
+            Map.entry("io.sluice.broker.net.Outbound", "lingers once, 200 ms, on a connection's writer before it"
+                    + " closes a connection it refused, so that the client reads why before the end of the stream:"
+                    + " not a poll, nothing to wait on"),
             Map.entry("io.sluice.broker.kafka.LogCleaner", "holds its own thread back to"
                     + " log.cleaner.io.max.bytes.per.second, when one is set, as Kafka's cleaner's throttler does: a"
                     + " pause of the one thread that reads and writes, not a poll"),
