@@ -39,7 +39,8 @@ import org.junit.jupiter.params.provider.MethodSource;
  * through {@link Kcat}), each over SSL, over mutual TLS, and over SASL_PLAINTEXT and SASL_SSL with PLAIN,
  * SCRAM-SHA-256 and SCRAM-SHA-512. Each creates a topic, produces and consumes in a group (kcat: produces and reads
  * back); each is refused, saying why, with a wrong password, with a CA that did not sign the broker's certificate,
- * and without a client certificate where one is required. One broker serves every test; the scripts and programs
+ * and without a client certificate where one is required; the first three outlive sessions of a second by
+ * re-authenticating (KIP-368). One broker serves every test; the scripts and programs
  * assert what their client gets, this test then checks the store. The franz-go and kcat tests are skipped, saying
  * so, on a machine without Go or kcat.
  */
