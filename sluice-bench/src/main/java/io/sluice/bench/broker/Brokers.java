@@ -75,11 +75,6 @@ final class Brokers {
             this(segmentBytes, cleanerBackoffMillis, jvmOptions, null);
         }
 
-        /** @return these settings serving {@code newListeners} */
-        Tuning withListeners(SecuredListeners newListeners) {
-            return new Tuning(segmentBytes, cleanerBackoffMillis, jvmOptions, newListeners);
-        }
-
         Tuning {
             jvmOptions = List.copyOf(jvmOptions);
             if ((segmentBytes > 0) != (cleanerBackoffMillis > 0)) {

@@ -9,6 +9,7 @@ import java.io.IOException;
 import java.io.InputStream;
 import java.nio.file.Files;
 import java.nio.file.Path;
+import java.nio.file.StandardOpenOption;
 import java.security.GeneralSecurityException;
 import java.security.KeyStore;
 import java.util.ArrayList;
@@ -55,16 +56,21 @@ public final class TlsRaceRun {
     /** scenario -> listener -> broker -> one result per round */
     private final Map<String, Map<String, Map<String, List<Load.Result>>>> results = new LinkedHashMap<>();
     private final Table perRound;
+    /** A directory for a flight recording of each broker and phases.csv, or null for none. */
+    private final Path flightRecordings;
 
     /**
      * @param lab where tables, charts and checks go
      * @param records records of 1 KiB per produce run, on each listener
      * @param rounds interleaved rounds
+     * @param flightRecordings a directory for a JFR recording of each broker and a file of when each measured run ran
+     *     ({@code phases.csv}: broker, round, listener, scenario, start and end in epoch milliseconds), or null
      */
-    public TlsRaceRun(Lab lab, long records, int rounds) {
+    public TlsRaceRun(Lab lab, long records, int rounds, Path flightRecordings) {
         this.lab = lab;
         this.records = records;
         this.rounds = rounds;
+        this.flightRecordings = flightRecordings;
         for (String scenario : SCENARIOS) {
             Map<String, Map<String, List<Load.Result>>> byListener = new LinkedHashMap<>();
             for (String listener : SecuredListeners.NAMES) {
@@ -85,7 +91,10 @@ public final class TlsRaceRun {
     public void run() throws Exception {
         LabCertificates certificates = LabCertificates.make(lab.work().resolve("certificates"));
         SecuredListeners listeners = SecuredListeners.of(certificates);
-        Brokers.Tuning tuning = Brokers.Tuning.DEFAULTS.withListeners(listeners);
+        if (flightRecordings != null) {
+            Files.writeString(flightRecordings.resolve("phases.csv"),
+                    "broker,round,listener,scenario,start_epoch_ms,end_epoch_ms\n");
+        }
         try (Progress progress = lab.progress("rounds", (long) rounds * 2)) {
             for (int round = 0; round < rounds; round++) {
                 List<String> order = round % 2 == 0 ? List.of(KAFKA, SLUICE) : List.of(SLUICE, KAFKA);
@@ -93,6 +102,7 @@ public final class TlsRaceRun {
                     progress.say("round " + (round + 1) + " " + broker);
                     String load = loadAverage();
                     Path dir = lab.work().resolve("tls-" + broker + "-" + round);
+                    Brokers.Tuning tuning = tuning(broker, round, listeners);
                     try (BrokerProcess process = broker.equals(SLUICE) ? Brokers.sluice(dir, false, tuning)
                             : Brokers.kafka(dir, false, tuning)) {
                         prepare(process, listeners, round == 0);
@@ -108,6 +118,15 @@ public final class TlsRaceRun {
             }
         }
         publish();
+    }
+
+    private Brokers.Tuning tuning(String broker, int round, SecuredListeners listeners) {
+        List<String> jvm = new ArrayList<>();
+        if (flightRecordings != null) {
+            jvm.add("-XX:StartFlightRecording=settings=profile,jdk.ExecutionSample#period=1ms,dumponexit=true,"
+                    + "filename=" + flightRecordings.resolve("tls-" + broker + "-round" + (round + 1) + ".jfr"));
+        }
+        return new Brokers.Tuning(0, 0, jvm, listeners);
     }
 
     /**
@@ -162,11 +181,25 @@ public final class TlsRaceRun {
     private void measure(BrokerProcess process, String listener, int round, String load) throws Exception {
         Load.Target target = process.over(listener);
         String topic = "p1k-" + topicName(listener);
+        long start = System.currentTimeMillis();
         record(round, process.name(), listener, PRODUCE, Load.produce(target, topic, records, 1024, "1"), load);
+        phase(process.name(), round, listener, PRODUCE, start);
         // A first, unmeasured pass, as in the broker race: the fetch path's compilation would otherwise weigh on a
         // pass of under a second.
         Load.consume(target, topic, records);
+        start = System.currentTimeMillis();
         record(round, process.name(), listener, CONSUME, Load.consume(target, topic, records), load);
+        phase(process.name(), round, listener, CONSUME, start);
+    }
+
+    /** Notes when a measured run ran, beside the flight recordings, so that a profile can be cut to it. */
+    private void phase(String broker, int round, String listener, String scenario, long startMillis)
+            throws IOException {
+        if (flightRecordings != null) {
+            Files.writeString(flightRecordings.resolve("phases.csv"), broker + "," + (round + 1) + "," + listener
+                    + ",\"" + scenario + "\"," + startMillis + "," + System.currentTimeMillis() + "\n",
+                    StandardOpenOption.APPEND);
+        }
     }
 
     private void record(int round, String broker, String listener, String scenario, Load.Result result,

@@ -4,6 +4,8 @@ import io.sluice.bench.broker.TlsRaceRun;
 import io.sluice.bench.lab.Experiment;
 import io.sluice.bench.lab.Lab;
 import io.sluice.bench.lab.UsageException;
+import java.nio.file.Files;
+import java.nio.file.Path;
 import picocli.CommandLine.Command;
 import picocli.CommandLine.Option;
 
@@ -27,6 +29,11 @@ public final class TlsRace extends Experiment {
             + " (default 3; --quick 1).")
     Integer rounds;
 
+    @Option(names = "--jfr", paramLabel = "DIR", description = "Record each broker with Java Flight Recorder"
+            + " (settings=profile, Java stacks sampled every 1 ms) into DIR, with phases.csv saying when each measured"
+            + " run ran: for finding where the CPU goes, not for figures to quote.")
+    Path flightRecordings;
+
     @Override
     public String name() {
         return "tls";
@@ -44,6 +51,9 @@ public final class TlsRace extends Experiment {
         }
         if (rounds != null && rounds < 1) {
             throw new UsageException("--rounds must be at least 1");
+        }
+        if (flightRecordings != null && !Files.isDirectory(flightRecordings)) {
+            throw new UsageException("--jfr " + flightRecordings + " is not a directory");
         }
     }
 
@@ -64,6 +74,7 @@ public final class TlsRace extends Experiment {
 
     @Override
     public void run(Lab lab) throws Exception {
-        new TlsRaceRun(lab, records(lab.quick()), rounds(lab.quick())).run();
+        new TlsRaceRun(lab, records(lab.quick()), rounds(lab.quick()),
+                flightRecordings != null ? flightRecordings.toAbsolutePath() : null).run();
     }
 }
