@@ -49,6 +49,8 @@ public final class TlsRaceRun {
     private static final String CONSUME = "consume 1 KiB, page cache";
     private static final List<String> SCENARIOS = List.of(PRODUCE, CONSUME);
     private static final String PLAINTEXT = "PLAINTEXT";
+    /** The least time each listener is warmed up for on a fresh broker (full-size runs). */
+    private static final double WARM_UP_SECONDS = 5;
 
     private final Lab lab;
     private final long records;
@@ -165,16 +167,20 @@ public final class TlsRaceRun {
 
     /**
      * Unmeasured: a fresh JVM interprets before it compiles, and each listener has code of its own (the engine's
-     * record layer, SASL), so every listener first carries a tenth of a run (at least 5,000 records), produced and
-     * consumed, before any is timed.
+     * record layer, SASL), so every listener first carries a tenth of a run (at least 5,000 records) for at least
+     * {@link #WARM_UP_SECONDS} (none with --quick), produced and consumed, before any is timed. With a tenth of a run
+     * alone, the first listener measured on a fresh broker took two to three times the broker CPU per record of the
+     * same listener measured later (both brokers' compilers still at work), which the turning order spread over the
+     * listeners but which widened every median's spread.
      */
     private void warmUp(BrokerProcess process) throws Exception {
         long warm = Math.max(5_000, records / 10);
+        double seconds = lab.quick() ? 0 : WARM_UP_SECONDS;
         for (String listener : SecuredListeners.NAMES) {
             Load.Target target = process.over(listener);
             String topic = "warm-up-" + topicName(listener);
-            Load.produce(target, topic, warm, 1024, "1");
-            Load.consume(target, topic, warm);
+            Load.Result produced = Load.produceFor(target, topic, seconds, warm, 1024, "1");
+            Load.consume(target, topic, produced.records());
         }
     }
 
@@ -331,8 +337,8 @@ public final class TlsRaceRun {
                 + SecuredListeners.PROTOCOL + " with " + SecuredListeners.CIPHER_SUITE + " only, on both brokers and"
                 + " their clients, with an EC P-256 certificate made at run time with keytool for both; no client"
                 + " certificates. Sluice's TLS is the JDK's SSLEngine, Kafka's too (its default provider).");
-        lab.note("Each broker, fresh, first takes an unmeasured warm-up on every listener (a tenth of a run, produced"
-                + " and consumed); then each listener in turn, the order turning from round to round: the produce, an"
+        lab.note("Each broker, fresh, first takes an unmeasured warm-up on every listener (a tenth of a run and at"
+                + " least " + (lab.quick() ? 0 : (int) WARM_UP_SECONDS) + " s, produced and consumed); then each listener in turn, the order turning from round to round: the produce, an"
                 + " unmeasured read of its topic, and the measured read. A consumer over TLS gets its records copied"
                 + " and encrypted by either broker (no sendfile under TLS); over PLAINTEXT both send them with"
                 + " sendfile.");

@@ -67,9 +67,11 @@ public final class TlsRace extends Experiment {
 
     @Override
     public long workBytes() {
-        // One broker's data at a time: a run and a warm-up on each of three listeners, and room for Kafka.
+        // One broker's data at a time: a run and a warm-up on each of three listeners (at least 5 s of produce at full
+        // size: up to about 1.5 GiB each on a fast machine), and room for Kafka.
         long perRun = records(options().quick) * 1_100L;
-        return 4 * perRun + (1L << 30);
+        long warmUp = options().quick ? Math.max(5_000 * 1_100L, perRun / 10) : Math.max(3L << 29, perRun / 10);
+        return 3 * (perRun + warmUp) + (1L << 30);
     }
 
     @Override
