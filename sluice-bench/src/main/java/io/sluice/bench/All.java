@@ -11,6 +11,7 @@ import io.sluice.bench.experiments.Peers;
 import io.sluice.bench.experiments.Report;
 import io.sluice.bench.experiments.SmallIo;
 import io.sluice.bench.experiments.StoreRun;
+import io.sluice.bench.experiments.TlsRace;
 import io.sluice.bench.lab.Experiment;
 import io.sluice.bench.lab.Lab;
 import io.sluice.bench.lab.LabOptions;
@@ -28,7 +29,7 @@ import picocli.CommandLine.Spec;
  * then {@code report}. All inputs are checked before the first experiment starts.
  */
 @Command(name = "all", mixinStandardHelpOptions = true,
-        description = "Run every experiment (io-copy, mmap-vs-channel, small-io, store, peers, mmap-modes, broker, transactions, "
+        description = "Run every experiment (io-copy, mmap-vs-channel, small-io, store, peers, mmap-modes, broker, tls, transactions, "
                 + "compaction, cluster), then report.")
 final class All implements Callable<Integer> {
 
@@ -43,7 +44,7 @@ final class All implements Callable<Integer> {
         var out = spec.commandLine().getOut();
         var err = spec.commandLine().getErr();
         List<Experiment> experiments = List.of(new IoCopy(), new MmapVsChannel(), new SmallIo(), new StoreRun(),
-                new Peers(), new MmapModes(), new BrokerRace(), new TransactionRace(),
+                new Peers(), new MmapModes(), new BrokerRace(), new TlsRace(), new TransactionRace(),
                 new CompactionRace(), new ClusterRace());
         String command = "sluice bench " + String.join(" ", spec.commandLine().getParseResult().originalArgs());
         for (Experiment experiment : experiments) {

@@ -11,6 +11,7 @@ import io.sluice.bench.experiments.SmallIo;
 import io.sluice.bench.experiments.Peers;
 import io.sluice.bench.experiments.Report;
 import io.sluice.bench.experiments.StoreRun;
+import io.sluice.bench.experiments.TlsRace;
 import picocli.CommandLine;
 import picocli.CommandLine.Command;
 
@@ -21,7 +22,7 @@ import picocli.CommandLine.Command;
 @Command(name = "sluice bench", mixinStandardHelpOptions = true, version = "sluice bench 0.1.0",
         description = "Reproduce the I/O experiments Sluice is designed from on this machine, and race Sluice "
                 + "against peer stores.",
-        subcommands = {All.class, IoCopy.class, MmapVsChannel.class, SmallIo.class, StoreRun.class, Peers.class, MmapModes.class, BrokerRace.class, TransactionRace.class, CompactionRace.class,
+        subcommands = {All.class, IoCopy.class, MmapVsChannel.class, SmallIo.class, StoreRun.class, Peers.class, MmapModes.class, BrokerRace.class, TlsRace.class, TransactionRace.class, CompactionRace.class,
                 ClusterRace.class,
                 Report.class})
 public final class BenchMain {

@@ -122,6 +122,21 @@ class BenchCommandsTest {
 
     @Test
     @Order(8)
+    void tls() throws IOException {
+        assertThat(bench("tls", "--quick", "--records", "2000")).isZero();
+        assertPublished("tls", 2);
+        assertThat(results().resolve("tls/result.json")).content()
+                .contains("kafka produce 1 KiB acks=1 over SASL_SSL: 2000 of 2000 records acknowledged")
+                .contains("sluice consume 1 KiB, page cache over SSL: 2000 of 2000 records received")
+                .contains("sluice SSL listener agrees to TLSv1.3 TLS_AES_256_GCM_SHA384")
+                .contains("kafka SASL_SSL listener agrees to TLSv1.3 TLS_AES_256_GCM_SHA384")
+                .contains("kafka SASL_SSL listener refuses a wrong SCRAM-SHA-512 password")
+                .contains("sluice SASL_SSL listener refuses a wrong SCRAM-SHA-512 password")
+                .contains("sluice-produce-1-kib-acks-1-ssl-broker-cpu-over-plaintext");
+    }
+
+    @Test
+    @Order(9)
     void transactions() throws IOException {
         assertThat(bench("transactions", "--quick", "--records", "2000")).isZero();
         assertPublished("transactions", 2);
@@ -131,7 +146,7 @@ class BenchCommandsTest {
     }
 
     @Test
-    @Order(9)
+    @Order(10)
     void compaction() throws IOException {
         assertThat(bench("compaction", "--quick", "--bytes", "24m", "--keys", "1000")).isZero();
         assertPublished("compaction", 2);
@@ -142,12 +157,12 @@ class BenchCommandsTest {
     }
 
     @Test
-    @Order(10)
+    @Order(11)
     void reportGathersEveryExperiment() throws IOException {
         assertThat(bench("report")).isZero();
         String html = Files.readString(results().resolve("index.html"));
         for (String experiment : List.of("io-copy", "mmap-vs-channel", "small-io", "store", "peers",
-                "mmap-modes", "broker", "transactions", "compaction")) {
+                "mmap-modes", "broker", "tls", "transactions", "compaction")) {
             assertThat(html).contains("<section id=\"" + experiment + "\">");
         }
         assertThat(results().resolve("REPORT.md")).content().contains("## peers").contains("Published (background)")

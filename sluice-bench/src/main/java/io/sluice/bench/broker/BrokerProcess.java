@@ -9,7 +9,9 @@ import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
+import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
+import java.util.concurrent.TimeoutException;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 
@@ -27,12 +29,18 @@ final class BrokerProcess implements Load.Target, AutoCloseable {
     private final Process process;
     private final int port;
     private final Path log;
+    /** The secured listeners' ports by name ({@link SecuredListeners#NAMES}); empty for one PLAINTEXT listener. */
+    private final Map<String, Integer> ports;
+    private final SecuredListeners listeners;
 
-    private BrokerProcess(String name, Process process, int port, Path log) {
+    private BrokerProcess(String name, Process process, int port, Path log, Map<String, Integer> ports,
+                          SecuredListeners listeners) {
         this.name = name;
         this.process = process;
         this.port = port;
         this.log = log;
+        this.ports = Map.copyOf(ports);
+        this.listeners = listeners;
     }
 
     /** Runs a Java main class of this classpath in a child JVM and waits for it to exit; @return its exit code */
@@ -71,11 +79,25 @@ final class BrokerProcess implements Load.Target, AutoCloseable {
      */
     static BrokerProcess start(String name, Path log, int port, List<String> jvmOptions, String mainClass,
                                String... args) throws IOException, InterruptedException {
+        return start(name, log, port, Map.of(), null, jvmOptions, mainClass, args);
+    }
+
+    /**
+     * Starts a broker's main class that serves the secured listeners on {@code ports} ({@code port}, where readiness
+     * is checked, being the PLAINTEXT one), with {@code jvmOptions} added to {@link #JVM}, and waits (up to 90 s)
+     * until it serves an admin request.
+     *
+     * @param listeners the listeners' settings, or null for one PLAINTEXT listener on {@code port} (then
+     *     {@code ports} is empty)
+     */
+    static BrokerProcess start(String name, Path log, int port, Map<String, Integer> ports,
+                               SecuredListeners listeners, List<String> jvmOptions, String mainClass, String... args)
+            throws IOException, InterruptedException {
         List<String> jvm = new ArrayList<>(JVM);
         jvm.addAll(jvmOptions);
         Process p = new ProcessBuilder(command(jvm, mainClass, args)).redirectErrorStream(true)
                 .redirectOutput(log.toFile()).start();
-        BrokerProcess broker = new BrokerProcess(name, p, port, log);
+        BrokerProcess broker = new BrokerProcess(name, p, port, log, ports, listeners);
         try {
             broker.awaitReady(log);
         } catch (IOException | RuntimeException e) {
@@ -128,6 +150,74 @@ final class BrokerProcess implements Load.Target, AutoCloseable {
     @Override
     public short replicationFactor() {
         return 1;
+    }
+
+    /**
+     * @param listener one of {@link SecuredListeners#NAMES}
+     * @return this broker as the load sees it through that listener: its address and client settings, this
+     *     process's CPU
+     */
+    Load.Target over(String listener) {
+        if (listeners == null) {
+            throw new IllegalStateException(name + " serves one PLAINTEXT listener only");
+        }
+        Integer listenerPort = ports.get(listener);
+        if (listenerPort == null) {
+            throw new IllegalArgumentException(name + " has no listener " + listener);
+        }
+        Map<String, Object> settings = listeners.clientSettings(listener);
+        BrokerProcess broker = this;
+        return new Load.Target() {
+            @Override
+            public String bootstrap() {
+                return "127.0.0.1:" + listenerPort;
+            }
+
+            @Override
+            public double cpuSeconds() throws IOException {
+                return broker.cpuSeconds();
+            }
+
+            @Override
+            public short replicationFactor() {
+                return 1;
+            }
+
+            @Override
+            public Map<String, Object> clientSettings() {
+                return settings;
+            }
+        };
+    }
+
+    /**
+     * Polls until the broker answers an admin request through {@code listener} (up to 60 s): a SCRAM credential just
+     * made reaches a Kafka broker's cache through its metadata log a moment after the controller answered.
+     *
+     * @throws IOException if it did not, with the last failure
+     */
+    void awaitAnswering(String listener) throws IOException, InterruptedException {
+        Load.Target target = over(listener);
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        Exception last = null;
+        while (System.nanoTime() < deadline) {
+            Map<String, Object> config = Load.adminConfig(target);
+            config.put(AdminClientConfig.DEFAULT_API_TIMEOUT_MS_CONFIG, 10_000);
+            config.put(AdminClientConfig.REQUEST_TIMEOUT_MS_CONFIG, 8_000);
+            try (Admin admin = Admin.create(config)) {
+                admin.describeCluster().nodes().get(15, TimeUnit.SECONDS);
+                return;
+            } catch (ExecutionException | TimeoutException e) {
+                last = e;
+                Thread.sleep(200);
+            }
+        }
+        throw new IOException(name + " did not answer over " + listener + " within 60 s: " + last, last);
+    }
+
+    /** @return the port of each secured listener, by name; empty for one PLAINTEXT listener */
+    Map<String, Integer> ports() {
+        return ports;
     }
 
     /** @return the file the broker's standard output and error go to */

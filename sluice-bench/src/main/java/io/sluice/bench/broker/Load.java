@@ -62,10 +62,25 @@ final class Load {
 
         /** @return the replication factor of the topics the load creates */
         short replicationFactor();
+
+        /**
+         * @return the client settings beyond the bootstrap that reach the target's listener (security protocol, trust
+         *     store, SASL login); none for a PLAINTEXT listener
+         */
+        default Map<String, Object> clientSettings() {
+            return Map.of();
+        }
+    }
+
+    /** @return the settings of an admin client of {@code target} */
+    static Map<String, Object> adminConfig(Target target) {
+        Map<String, Object> config = new HashMap<>(target.clientSettings());
+        config.put(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, target.bootstrap());
+        return config;
     }
 
     static void createTopic(Target target, String topic) throws Exception {
-        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, target.bootstrap()))) {
+        try (Admin admin = Admin.create(adminConfig(target))) {
             admin.createTopics(List.of(new NewTopic(topic, 1, target.replicationFactor()))).all()
                     .get(60, TimeUnit.SECONDS);
         }
@@ -79,6 +94,13 @@ final class Load {
         config.put(ProducerConfig.LINGER_MS_CONFIG, 5);
         config.put(ProducerConfig.BATCH_SIZE_CONFIG, 16_384);
         config.put(ProducerConfig.COMPRESSION_TYPE_CONFIG, "none");
+        return config;
+    }
+
+    /** @return the race's producer settings for {@code target}, through its listener */
+    static Map<String, Object> producerConfig(Target target, String acks) {
+        Map<String, Object> config = producerConfig(target.bootstrap(), acks);
+        config.putAll(target.clientSettings());
         return config;
     }
 
@@ -109,7 +131,7 @@ final class Load {
         double brokerBefore = broker.cpuSeconds();
         long start;
         long end;
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(broker.bootstrap(), acks),
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(broker, acks),
                 new ByteArraySerializer(), new ByteArraySerializer())) {
             start = System.nanoTime();
             for (long i = 0; i < records || until != Long.MAX_VALUE && System.nanoTime() < until; i++) {
@@ -154,7 +176,7 @@ final class Load {
             createTopic(broker, topic);
             byte[] value = new byte[size];
             new SplittableRandom(size).nextBytes(value);
-            KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(broker.bootstrap(), "1"),
+            KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(broker, "1"),
                     new ByteArraySerializer(), new ByteArraySerializer());
             thread = Thread.ofPlatform().name("paced-producer").start(() -> {
                 try (producer) {
@@ -231,7 +253,16 @@ final class Load {
     }
 
     static KafkaConsumer<byte[], byte[]> consumer(String bootstrap) {
-        Map<String, Object> config = new HashMap<>();
+        return consumer(bootstrap, Map.of());
+    }
+
+    /** @return the race's consumer of {@code target}, through its listener */
+    static KafkaConsumer<byte[], byte[]> consumer(Target target) {
+        return consumer(target.bootstrap(), target.clientSettings());
+    }
+
+    private static KafkaConsumer<byte[], byte[]> consumer(String bootstrap, Map<String, Object> settings) {
+        Map<String, Object> config = new HashMap<>(settings);
         config.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
         config.put(ConsumerConfig.ENABLE_AUTO_COMMIT_CONFIG, false);
         config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
@@ -245,7 +276,7 @@ final class Load {
         long received = 0;
         long start;
         long end;
-        try (KafkaConsumer<byte[], byte[]> consumer = consumer(broker.bootstrap())) {
+        try (KafkaConsumer<byte[], byte[]> consumer = consumer(broker)) {
             TopicPartition partition = new TopicPartition(topic, 0);
             consumer.assign(List.of(partition));
             consumer.seekToBeginning(List.of(partition));
@@ -272,7 +303,7 @@ final class Load {
         AtomicLong received = new AtomicLong();
         AtomicReference<Exception> failure = new AtomicReference<>();
         Thread reader = Thread.ofPlatform().name("e2e-consumer").start(() -> {
-            try (KafkaConsumer<byte[], byte[]> consumer = consumer(broker.bootstrap())) {
+            try (KafkaConsumer<byte[], byte[]> consumer = consumer(broker)) {
                 TopicPartition partition = new TopicPartition(topic, 0);
                 consumer.assign(List.of(partition));
                 consumer.seek(partition, 0);
@@ -289,7 +320,7 @@ final class Load {
             }
         });
         Thread.sleep(1_000); // let the consumer connect and start polling
-        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(broker.bootstrap(), "1"),
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(producerConfig(broker, "1"),
                 new ByteArraySerializer(), new ByteArraySerializer())) {
             long start = System.nanoTime();
             for (long i = 0; i < total; i++) {

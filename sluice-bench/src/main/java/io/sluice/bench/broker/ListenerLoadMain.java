@@ -1,0 +1,74 @@
+package io.sluice.bench.broker;
+
+import java.io.IOException;
+import java.io.Reader;
+import java.nio.file.Files;
+import java.nio.file.Path;
+import java.util.HashMap;
+import java.util.Locale;
+import java.util.Map;
+import java.util.Properties;
+
+/**
+ * The race's client load, one run, for scripts that measure a broker from outside (scripts/broker-tls-cost.sh):
+ * {@code <produce|consume> <host:port> <client properties> <topic> <records>}. Produces 1 KiB records (acks=1) as the
+ * race does, or reads a topic's first records from partition 0 with an assigned consumer (no group, as the race reads),
+ * through the listener the properties reach (LabBrokerMain writes them); prints {@code <records> records in <seconds>
+ * s, <records/s> records/s}.
+ */
+public final class ListenerLoadMain {
+
+    private ListenerLoadMain() {
+    }
+
+    /** @param args what, where, how to reach it, the topic and how many records */
+    public static void main(String[] args) throws Exception {
+        if (args.length != 5 || !args[0].matches("produce|consume")) {
+            System.err.println("usage: ListenerLoadMain <produce|consume> <host:port> <client properties> <topic>"
+                    + " <records>");
+            System.exit(2);
+        }
+        Map<String, Object> settings = read(Path.of(args[2]));
+        Load.Target target = new Load.Target() {
+            @Override
+            public String bootstrap() {
+                return args[1];
+            }
+
+            @Override
+            public double cpuSeconds() {
+                return Double.NaN; // the script reads the broker's CPU itself
+            }
+
+            @Override
+            public short replicationFactor() {
+                return 1;
+            }
+
+            @Override
+            public Map<String, Object> clientSettings() {
+                return settings;
+            }
+        };
+        long records = Long.parseLong(args[4]);
+        Load.Result result = args[0].equals("produce") ? Load.produce(target, args[3], records, 1024, "1")
+                : Load.consume(target, args[3], records);
+        System.out.println(String.format(Locale.ROOT, "%d records in %.3f s, %.1f records/s", result.records(),
+                result.seconds(), result.perSecond()));
+        if (result.records() != records) {
+            System.exit(1);
+        }
+    }
+
+    private static Map<String, Object> read(Path file) throws IOException {
+        Properties properties = new Properties();
+        try (Reader reader = Files.newBufferedReader(file)) {
+            properties.load(reader);
+        }
+        Map<String, Object> settings = new HashMap<>();
+        for (String key : properties.stringPropertyNames()) {
+            settings.put(key, properties.getProperty(key));
+        }
+        return settings;
+    }
+}
