@@ -26,7 +26,8 @@ import org.apache.kafka.common.resource.ResourceType;
  * Kafka never changes, so the text does not depend on a kafka-clients version's codes. The name, principal and host
  * are any string a client sent, so they are escaped: a backslash as {@code \\}, a tab as {@code \t}, a line feed as
  * {@code \n}, a carriage return as {@code \r}, and every other character that could end a line or does not survive
- * UTF-8 (other control characters, U+0085, U+2028, U+2029, a surrogate without its pair) as a backslash, {@code u} and four hex digits.
+ * UTF-8 (other control characters, U+0085, U+2028, U+2029, a surrogate without its pair) as a backslash, {@code u}
+ * and four hex digits.
  *
  * <p>The same set is always the same text. Reading is strict: another magic, a version other than 1, a missing or
  * wrong trailer, a checksum or count that does not match, a line that is not seven fields, an escape or name that is
