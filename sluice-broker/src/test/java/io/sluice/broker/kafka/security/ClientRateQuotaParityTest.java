@@ -75,7 +75,8 @@ class ClientRateQuotaParityTest {
         long seed = seed("measuresAndThrottlesAsKafkasSensor");
         Random random = new Random(seed);
         int throttled = 0;
-        for (int run = 0; run < 200; run++) {
+        // At least 200 runs, and on until 1,000 throttled calls were compared: how many a run throttles is random.
+        for (int run = 0; run < 200 || throttled < 1000 && run < 5000; run++) {
             int samples = 1 + random.nextInt(12);
             int windowSeconds = 1 + random.nextInt(3);
             double bound = random.nextInt(4) == 0 ? 0.5 + random.nextInt(10) : 100 + random.nextInt(100_000);
@@ -107,7 +108,7 @@ class ClientRateQuotaParityTest {
             }
             metrics.close();
         }
-        assertThat(throttled).as("calls throttled").isGreaterThan(1000);
+        assertThat(throttled).as("calls throttled").isGreaterThanOrEqualTo(1000);
     }
 
     @Test
@@ -115,7 +116,8 @@ class ClientRateQuotaParityTest {
         long seed = seed("throttlesAsKafkasClientQuotaManager");
         Random random = new Random(seed);
         int throttled = 0;
-        for (int run = 0; run < 60; run++) {
+        // At least 60 runs, and on until 500 throttled calls were compared: a run's quotas may match few of its calls.
+        for (int run = 0; run < 60 || throttled < 500 && run < 2000; run++) {
             QuotaType kafkaType = random.nextBoolean() ? QuotaType.PRODUCE : QuotaType.REQUEST;
             ClientRateQuota.Kind kind = kafkaType == QuotaType.PRODUCE ? ClientRateQuota.Kind.PRODUCE
                     : ClientRateQuota.Kind.REQUEST;
@@ -170,7 +172,7 @@ class ClientRateQuotaParityTest {
                 metrics.close();
             }
         }
-        assertThat(throttled).as("calls throttled").isGreaterThan(500);
+        assertThat(throttled).as("calls throttled").isGreaterThanOrEqualTo(500);
     }
 
     /** A random configuration of {@code key} over the 8 levels, given to Kafka's manager and returned as a set. */
