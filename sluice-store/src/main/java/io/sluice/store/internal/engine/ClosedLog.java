@@ -1,5 +1,6 @@
 package io.sluice.store.internal.engine;
 
+import io.sluice.store.ReadResult;
 import io.sluice.store.RecoveryReport;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoreStatus;
@@ -39,15 +40,54 @@ import java.util.TreeSet;
  * @param outlook what retention could delete from it, or null if not known (it has not opened since)
  * @param segmentCount its segment files holding records, or -1 if not known yet
  * @param queues its queues by topic, or null if not known yet
+ * @param offsets its queues' offsets by topic and queue id, as they stood when it closed, or null if not known (it
+ *     has not opened since the store opened)
  * @param keyed it has a key file (a key lookup asks it)
  */
 record ClosedLog(Path directory, LogFormat format, long durablePosition, long start, boolean clean,
                  RecoveryReport report, Object contents, RetentionService.Outlook outlook, int segmentCount,
-                 Map<String, Set<Integer>> queues, boolean keyed) {
+                 Map<String, Set<Integer>> queues, Map<String, Map<Integer, Offsets>> offsets, boolean keyed) {
+
+    /**
+     * A queue of a closed log as it stood when the log closed, which it cannot leave while closed: a read that finds
+     * nothing to read there is answered without opening the log (a consumer polling an idle partition).
+     *
+     * @param min its first offset
+     * @param end the offset after its last readable message
+     * @param next the offset its next append gets
+     */
+    record Offsets(long min, long end, long next) {
+
+        /** A queue the closed log does not hold. */
+        static final Offsets NO_QUEUE = new Offsets(0, 0, 0);
+
+        /**
+         * @return why a read from {@code fromOffset} finds nothing (as {@code LogReader} says it), or null if it finds
+         *     messages and needs the log
+         */
+        ReadResult.Status nothingAt(long fromOffset) {
+            if (this == NO_QUEUE) {
+                return ReadResult.Status.NO_SUCH_QUEUE;
+            }
+            if (fromOffset < min) {
+                return ReadResult.Status.OFFSET_TOO_SMALL;
+            }
+            if (fromOffset >= end) {
+                return fromOffset == end ? ReadResult.Status.NO_NEW_MESSAGES : ReadResult.Status.OFFSET_OVERFLOW;
+            }
+            return null;
+        }
+
+        /** @return the offset to read from next after a read that found nothing for {@code status} */
+        long continueAt(ReadResult.Status status) {
+            return status == ReadResult.Status.NO_SUCH_QUEUE ? 0
+                    : status == ReadResult.Status.OFFSET_TOO_SMALL ? min : end;
+        }
+    }
 
     /** A log the store has not opened since it opened after a clean shutdown: it is as the checkpoint records it. */
     static ClosedLog notOpenedYet(Path directory, LogFormat format, long durablePosition, long start) {
-        return new ClosedLog(directory, format, durablePosition, start, true, null, null, null, -1, null, true);
+        return new ClosedLog(directory, format, durablePosition, start, true, null, null, null, -1, null, null, true);
     }
 
     /** @return true if the log has opened since the store opened (its first open's checks are done) */
@@ -109,7 +149,7 @@ record ClosedLog(Path directory, LogFormat format, long durablePosition, long st
         Path keyDirectory = directory.resolve("keys");
         boolean hasKeys = io.isDirectory(keyDirectory) && !io.list(keyDirectory).isEmpty();
         return new ClosedLog(directory, format, durablePosition, start, clean, report, contents, outlook, segments,
-                found, hasKeys);
+                found, offsets, hasKeys);
     }
 
     /**

@@ -36,10 +36,11 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
-import java.util.concurrent.CompletableFuture;
 import java.util.Map;
 import java.util.Set;
 import java.util.TreeMap;
+import java.util.TreeSet;
+import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
 import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
@@ -242,7 +243,7 @@ final class LogStore implements AutoCloseable {
     static LogStore open(String name, Path root, LogResources shared, long durablePosition, long start, boolean clean,
                          LogFormat format) {
         return open(name, shared, new ClosedLog(root, format, durablePosition, start, clean, null, null, null, -1, null,
-                true));
+                null, true));
     }
 
     /**
@@ -391,8 +392,11 @@ final class LogStore implements AutoCloseable {
             LOG.warn("reading what retention could delete from log {} as it closes failed: {}", name, e.toString());
         }
         Map<String, Set<Integer>> queues = new TreeMap<>();
-        for (String topic : indexes.topics()) {
-            queues.put(topic, indexes.queues(topic));
+        Map<String, Map<Integer, ClosedLog.Offsets>> offsets = new TreeMap<>();
+        for (QueueIndex index : indexes.all()) {
+            queues.computeIfAbsent(index.topic(), topic -> new TreeSet<>()).add(index.queueId());
+            offsets.computeIfAbsent(index.topic(), topic -> new TreeMap<>()).put(index.queueId(),
+                    new ClosedLog.Offsets(index.minOffset(), index.publishedEnd(), index.nextOffset()));
         }
         boolean keyed = indexes.keys().fileCount() > 0;
         int segments = log.segments().size();
@@ -410,9 +414,9 @@ final class LogStore implements AutoCloseable {
         }
         if (readOnly) {
             return new ClosedLog(root, format, opened.durablePosition(), opened.start(), opened.clean(), report, bytes,
-                    outlook, segments, queues, keyed);
+                    outlook, segments, queues, offsets, keyed);
         }
-        return new ClosedLog(root, format, end, start, true, report, bytes, outlook, segments, queues, keyed);
+        return new ClosedLog(root, format, end, start, true, report, bytes, outlook, segments, queues, offsets, keyed);
     }
 
     /** @return what recovery found and did when the log opened (the first time, across truncations) */

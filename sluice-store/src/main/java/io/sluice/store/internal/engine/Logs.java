@@ -683,6 +683,29 @@ final class Logs {
         return listed;
     }
 
+    /**
+     * A queue of a log of its own that is closed, as it stood when the log closed, which it cannot leave while closed:
+     * for reads that find nothing to read there, answered without opening the log.
+     *
+     * @return its offsets; {@link ClosedLog.Offsets#NO_QUEUE} if the closed log holds no such queue; null if the log is
+     *     open, not known to be closed with its offsets (not opened since a clean restart), or the queue is in the
+     *     shared log or has no log
+     */
+    ClosedLog.Offsets closedQueue(String topic, int queueId) {
+        TopicLayout layout = registry.layout(topic);
+        if (layout == TopicLayout.SHARED) {
+            return null;
+        }
+        Slot slot = own.get(LogDirectories.name(topic, layout, queueId));
+        ClosedLog closedLog = slot == null ? null : slot.closed;
+        if (closedLog == null || closedLog.offsets() == null) {
+            return null;
+        }
+        Map<Integer, ClosedLog.Offsets> queues = closedLog.offsets().get(topic);
+        ClosedLog.Offsets offsets = queues == null ? null : queues.get(queueId);
+        return offsets != null ? offsets : ClosedLog.Offsets.NO_QUEUE;
+    }
+
     /** @return the names of the topic's logs of their own, open or closed, sorted */
     List<String> namesOf(String topic) {
         List<String> names = new ArrayList<>();

@@ -23,6 +23,9 @@ import java.util.TreeSet;
  * log too, which answers for it (NO_SUCH_QUEUE, offset 0). A key lookup on a topic with several logs asks each (a
  * closed one only if it has keys) and merges the answers, newest first.
  *
+ * <p>A closed log cannot change: a read that finds nothing to read in one of its queues (a consumer polling an idle
+ * partition), and its queues' offsets, are answered from what it held as it closed, without opening it.
+ *
  * <p>A log is in use while a read runs, and while a read or lookup result that holds its memory is open: it is not
  * closed while idle under a reader ({@link Logs}). An opaque slice holds nothing: if its log closed while idle before
  * the slice is sent, it is sent from the log opened again, which holds the same bytes unless something rewrote them
@@ -40,6 +43,11 @@ public final class Reads {
 
     /** Reads messages from a queue ({@code Store.read}). */
     public ReadResult read(String topic, int queueId, long fromOffset, int maxMessages, long maxBytes) {
+        ClosedLog.Offsets closed = closedQueue(topic, queueId, fromOffset, maxMessages >= 1 && maxBytes >= 1);
+        ReadResult.Status nothing = closed == null ? null : closed.nothingAt(fromOffset);
+        if (nothing != null) {
+            return DefaultReadResult.empty(nothing, closed.continueAt(nothing));
+        }
         LogStore log = forReading(topic, queueId);
         ReadResult result;
         try {
@@ -54,12 +62,22 @@ public final class Reads {
     /** Sends a queue's records, as stored, to a channel ({@code Store.transferTo}). */
     public TransferResult transferTo(String topic, int queueId, long fromOffset, long maxBytes,
                                      WritableByteChannel target) {
+        ClosedLog.Offsets closed = closedQueue(topic, queueId, fromOffset, maxBytes >= 1 && target != null);
+        ReadResult.Status nothing = closed == null ? null : closed.nothingAt(fromOffset);
+        if (nothing != null) {
+            return new TransferResult(nothing, closed.continueAt(nothing), 0, 0);
+        }
         return reading(topic, queueId, log -> log.read(reader -> reader.transferTo(topic, queueId, fromOffset,
                 maxBytes, target)));
     }
 
     /** Chooses the opaque batches to send from a queue ({@code Store.sliceOpaque}). */
     public OpaqueSlice sliceOpaque(String topic, int queueId, long fromOffset, long maxBytes, long untilOffset) {
+        ClosedLog.Offsets closed = closedQueue(topic, queueId, fromOffset, maxBytes >= 1);
+        ReadResult.Status nothing = closed == null ? null : closed.nothingAt(fromOffset);
+        if (nothing != null) {
+            return LogOpaqueSlice.empty(nothing, closed.continueAt(nothing));
+        }
         return reading(topic, queueId, log -> {
             OpaqueSlice slice = log.read(reader -> reader.sliceOpaque(topic, queueId, fromOffset, maxBytes,
                     untilOffset));
@@ -116,16 +134,28 @@ public final class Reads {
 
     /** @return the first queue offset still stored; 0 for an unknown queue */
     public long minOffset(String topic, int queueId) {
+        ClosedLog.Offsets closed = closedQueue(topic, queueId, 0, true);
+        if (closed != null) {
+            return closed.min();
+        }
         return readingLong(topic, queueId, log -> log.readLong(reader -> reader.minOffset(topic, queueId)));
     }
 
     /** @return the offset after the last readable message; 0 for an unknown queue */
     public long maxOffset(String topic, int queueId) {
+        ClosedLog.Offsets closed = closedQueue(topic, queueId, 0, true);
+        if (closed != null) {
+            return closed.end();
+        }
         return readingLong(topic, queueId, log -> log.readLong(reader -> reader.maxOffset(topic, queueId)));
     }
 
     /** @return the offset the queue's next append gets ({@code Store.nextOffset}); 0 for an unknown queue */
     public long nextOffset(String topic, int queueId) {
+        ClosedLog.Offsets closed = closedQueue(topic, queueId, 0, true);
+        if (closed != null) {
+            return closed.next();
+        }
         return readingLong(topic, queueId, log -> log.nextOffset(topic, queueId));
     }
 
@@ -152,6 +182,17 @@ public final class Reads {
     /** @return the topic's queue ids, sorted; empty for an unknown topic */
     public Set<Integer> queues(String topic) {
         return logs.queues(topic);
+    }
+
+    /**
+     * @param valid the call's other arguments are valid (else the log's reader says why not)
+     * @return the queue's offsets if its log is closed and knows them ({@link Logs#closedQueue}), else null
+     */
+    private ClosedLog.Offsets closedQueue(String topic, int queueId, long fromOffset, boolean valid) {
+        Names.checkTopic(topic);
+        Names.checkQueueId(queueId);
+        logs.checkOpen();
+        return valid && fromOffset >= 0 ? logs.closedQueue(topic, queueId) : null;
     }
 
     private <T> T reading(String topic, int queueId, java.util.function.Function<LogStore, T> read) {

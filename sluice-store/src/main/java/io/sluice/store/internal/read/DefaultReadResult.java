@@ -62,7 +62,8 @@ public final class DefaultReadResult implements ReadResult, LookupResult {
         return this;
     }
 
-    static DefaultReadResult empty(Status status, long nextOffset) {
+    /** @return a result of no message: the queue holds none at the offset asked for, for {@code status} */
+    public static DefaultReadResult empty(Status status, long nextOffset) {
         return new DefaultReadResult(status, List.of(), nextOffset, List.of());
     }
 

@@ -49,7 +49,7 @@ public final class LogOpaqueSlice implements OpaqueSlice {
     }
 
     /** @return a slice of no batch, for a read that found nothing at the offset for {@code status} */
-    static LogOpaqueSlice empty(ReadResult.Status status, long nextOffset) {
+    public static LogOpaqueSlice empty(ReadResult.Status status, long nextOffset) {
         return new LogOpaqueSlice(status, nextOffset, nextOffset, false, null, NONE, NONE, NO_SEGMENTS, 0);
     }
 
