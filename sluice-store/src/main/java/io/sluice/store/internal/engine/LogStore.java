@@ -24,6 +24,7 @@ import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.LogFormat;
 import io.sluice.store.internal.log.PreparedMessage;
 import io.sluice.store.internal.log.SegmentSizes;
+import io.sluice.store.internal.read.LogOpaqueSlice;
 import io.sluice.store.internal.read.LogReader;
 import io.sluice.store.internal.recovery.LogDirectories;
 import io.sluice.store.internal.recovery.Recovery;
@@ -32,9 +33,11 @@ import io.sluice.store.internal.retention.RetentionService;
 import io.sluice.store.io.DiskSpace;
 import io.sluice.store.io.Scheduler;
 import java.io.IOException;
+import java.nio.channels.WritableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Set;
@@ -209,7 +212,7 @@ final class LogStore implements AutoCloseable {
      */
     private void trimBelowLogStart(boolean reopened) throws IOException {
         long start = log.minPosition();
-        Map<QueueIndex, List<QueueIndex.IndexFile>> waiting = new java.util.LinkedHashMap<>();
+        Map<QueueIndex, List<QueueIndex.IndexFile>> waiting = new LinkedHashMap<>();
         for (QueueIndex index : indexes.all()) {
             List<QueueIndex.IndexFile> below = index.advanceMinOffset(start);
             if (reopened && retention != null) {
@@ -262,10 +265,11 @@ final class LogStore implements AutoCloseable {
             Recovery.Result recovered = new Recovery(config, new Recovery.Target(root, closed.durablePosition(),
                     closed.start(), closed.clean(), shared.readOnly(), false, closed.format()), directory.indexGeometry(),
                     directory.keyGeometry(), ledger).run();
-            // Forced whole as it closed and untouched since: a log closed while idle opens as after a clean shutdown.
-            assert shared.readOnly() || !closed.openedBefore()
-                    || recovered.report().mode() == RecoveryReport.Mode.CLEAN
-                    : "log " + name + ", closed while idle, opened again by recovery: " + recovered.report();
+            // Forced whole as it closed and untouched since, a log closed while idle opens as after a clean shutdown,
+            // or (one with no segment file left, which a clean open does not take) by a recovery that finds nothing to
+            // cut or rebuild.
+            assert shared.readOnly() || !closed.openedBefore() || opensAsItClosed(recovered.report())
+                    : "log " + name + ", closed while idle, opened again by a repair: " + recovered.report();
             LogStore store = new LogStore(name, root, shared, ledger, recovered, closed, closed.openedBefore());
             if (closed.report() != null) {
                 store.openReport = closed.report();
@@ -276,6 +280,12 @@ final class LogStore implements AutoCloseable {
         } catch (IOException e) {
             throw new StoreException("cannot open log " + root + ": " + e.getMessage(), e);
         }
+    }
+
+    /** @return true if recovery found the log as it was closed: nothing cut, dropped or rebuilt */
+    private static boolean opensAsItClosed(RecoveryReport report) {
+        return report.mode() == RecoveryReport.Mode.CLEAN || report.mode() == RecoveryReport.Mode.CRASH
+                && report.cutAt() < 0 && report.bytesDropped() == 0 && report.segmentsDropped() == 0;
     }
 
     /** @return the log's name in the checkpoint */
@@ -346,8 +356,7 @@ final class LogStore implements AutoCloseable {
      * Sends a slice chosen from an earlier open of this log (closed while idle since) from this one: the caller
      * checked that the log's bytes are still those ({@link #contents}).
      */
-    void transferFromEarlierOpen(io.sluice.store.internal.read.LogOpaqueSlice slice,
-                                 java.nio.channels.WritableByteChannel target) throws IOException {
+    void transferFromEarlierOpen(LogOpaqueSlice slice, WritableByteChannel target) throws IOException {
         slice.on(log).transferTo(target);
     }
 

@@ -16,6 +16,8 @@ import java.util.Comparator;
 import java.util.List;
 import java.util.Set;
 import java.util.TreeSet;
+import java.util.function.Function;
+import java.util.function.ToLongFunction;
 
 /**
  * The read side of the store ({@code Store.read} and the like): checks the topic and queue, and asks the log that
@@ -195,13 +197,13 @@ public final class Reads {
         return valid && fromOffset >= 0 ? logs.closedQueue(topic, queueId) : null;
     }
 
-    private <T> T reading(String topic, int queueId, java.util.function.Function<LogStore, T> read) {
+    private <T> T reading(String topic, int queueId, Function<LogStore, T> read) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
         return logs.reading(topic, queueId, read);
     }
 
-    private long readingLong(String topic, int queueId, java.util.function.ToLongFunction<LogStore> read) {
+    private long readingLong(String topic, int queueId, ToLongFunction<LogStore> read) {
         Names.checkTopic(topic);
         Names.checkQueueId(queueId);
         return logs.readingLong(topic, queueId, read);
