@@ -275,6 +275,54 @@ class OpenLogsTest {
     }
 
     /**
+     * What changes a log works on closed logs as on open ones (the log opens for it): a topic whose logs are closed is
+     * deleted and created again empty, a closed BATCHES queue is truncated, a closed queue's records are deleted below
+     * an offset; and so it stays after a restart.
+     */
+    @Test
+    void closedLogsAreDeletedTruncatedAndTrimmedAsOpenOnesAre() throws IOException {
+        StoreConfig config = config(WritePath.MMAP, FlushMode.SYNC, 1).build();
+        try (Store store = Store.open(dir, config)) {
+            store.createTopic("d", TopicLayout.QUEUE, 3);
+            store.createTopic("b", TopicLayout.BATCHES, 2);
+            for (int queue = 0; queue < 3; queue++) {
+                store.append("d", queue, Message.of(body("d", queue, 0))).join();
+            }
+            for (int i = 0; i < 5; i++) {
+                store.appendOpaque("b", 0, batch(body("b", 0, i)), 1).join();
+                store.append("d", 1, Message.of(body("d", 1, i + 1))).join();
+            }
+            store.appendOpaque("b", 1, batch(body("b", 1, 0)), 1).join(); // every other log is closed now
+            assertThat(store.openLogCount()).isEqualTo(1);
+
+            assertThat(store.deleteTopic("d")).isTrue();
+            assertThat(dir.resolve("logs/d")).doesNotExist();
+            store.createTopic("d", TopicLayout.QUEUE, 3);
+            assertThat(store.maxOffset("d", 1)).isZero();
+            assertThat(store.append("d", 1, Message.of(body("d", 1, 0))).join().firstQueueOffset()).isZero();
+
+            store.appendOpaque("b", 1, batch(body("b", 1, 1)), 1).join(); // b/0 closed
+            store.truncateQueue("b", 0, 2);
+            assertThat(store.maxOffset("b", 0)).isEqualTo(2);
+            store.appendOpaque("b", 1, batch(body("b", 1, 2)), 1).join(); // b/0 closed again
+            assertThat(store.deleteRecords("b", 1, 2)).isEqualTo(2);
+            store.append("d", 0, Message.of(body("d", 0, 0))).join(); // b/1 closed
+            assertThat(store.minOffset("b", 1)).isEqualTo(2);
+        }
+        try (Store store = Store.open(dir, config)) {
+            assertThat(store.maxOffset("d", 1)).isEqualTo(1);
+            assertThat(store.maxOffset("d", 2)).isZero();
+            assertThat(store.maxOffset("b", 0)).isEqualTo(2);
+            assertThat(store.minOffset("b", 1)).isEqualTo(2);
+            assertThat(store.maxOffset("b", 1)).isEqualTo(3);
+            try (ReadResult read = store.read("b", 0, 0, 10, 1 << 20)) {
+                assertThat(read.messages()).hasSize(2);
+            }
+        }
+        assertThat(StoreVerifier.verify(dir).faults()).isEmpty();
+    }
+
+    /**
      * Retention passes open a closed log only if they could delete from it: six QUEUE logs, three of several expired
      * segments and three of one, closed; a pass opens the three (and deletes), never the others, and neither does a
      * pass after a clean restart, which knows a log it has not opened by listing its directory.
