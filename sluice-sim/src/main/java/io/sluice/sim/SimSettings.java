@@ -31,6 +31,12 @@ final class SimSettings {
     final long segmentBytes;
     /** Write-buffer page size: 128 KiB pages start at their log's 64 KiB segment size and grow with it. */
     final int writeBufferBytes;
+    /**
+     * Logs of their own kept open (of the five the workload writes): 1, 2 or 4 close idle logs and open them again
+     * all through a run, power cuts falling in both; or the store's choice, which keeps all five open. Taken from
+     * the seed, not its generator, so that every other draw stays as it was.
+     */
+    final int maxOpenLogs;
 
     SimSettings(long seed, SplittableRandom random) {
         this.writePath = WritePath.values()[(int) Math.floorMod(seed, (long) WritePath.values().length)];
@@ -43,6 +49,8 @@ final class SimSettings {
         this.flushIntervalMillis = new long[] {20, 200, 1000}[random.nextInt(3)];
         this.segmentBytes = random.nextBoolean() ? StoreConfig.MIN_SEGMENT_SIZE_BYTES : 4 * StoreConfig.MIN_SEGMENT_SIZE_BYTES;
         this.writeBufferBytes = random.nextBoolean() ? 16 * 1024 : 128 * 1024;
+        this.maxOpenLogs = new int[] {1, 2, 4, StoreConfig.OPEN_LOGS_AUTO}[
+                (int) Math.floorMod(seed / WritePath.values().length, 4L)];
     }
 
     /** @return the settings in a line, the start of the run's scenario */
@@ -52,7 +60,8 @@ final class SimSettings {
                 .append(checkpointIntervalMillis).append("ms").append(fixedBodyBytes > 0 ? " body=" + fixedBodyBytes : "")
                 .append(flushMode == FlushMode.ASYNC ? " flush=" + flushDirtyBytes + "B/" + flushIntervalMillis + "ms" : "")
                 .append(" segment=").append(segmentBytes / 1024).append("K")
-                .append(writePath.buffered() ? " page=" + writeBufferBytes / 1024 + "K" : "").toString();
+                .append(writePath.buffered() ? " page=" + writeBufferBytes / 1024 + "K" : "")
+                .append(maxOpenLogs != StoreConfig.OPEN_LOGS_AUTO ? " open-logs=" + maxOpenLogs : "").toString();
     }
 
     /**
@@ -75,6 +84,7 @@ final class SimSettings {
                 .flushDirtyBytes(flushDirtyBytes)
                 .commitIntervalMillis(10)
                 .checkpointIntervalMillis(checkpointIntervalMillis)
+                .maxOpenLogs(maxOpenLogs)
                 .fileIO(fs)
                 .scheduler(scheduler)
                 .clock(clock);

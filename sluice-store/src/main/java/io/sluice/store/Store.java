@@ -668,9 +668,21 @@ public final class Store implements AutoCloseable {
         return engine.status();
     }
 
-    /** @return the state of each log of its own, by {@code <topic>} or {@code <topic>/<queueId>}, sorted */
+    /**
+     * @return the state of each log of its own, by {@code <topic>} or {@code <topic>/<queueId>}, sorted; a log closed
+     *     while idle is shown as it closed (forced whole, nothing mapped), and is not opened for this
+     */
     public Map<String, StoreStatus> ownLogStatuses() {
         return engine.ownLogStatuses();
+    }
+
+    /**
+     * @return how many logs of their own are open now, holding their files and mappings: at most
+     *     {@link StoreConfig#resolvedMaxOpenLogs()}, but for the logs in use at once (an append or read running, a read
+     *     result not closed yet), which are not closed while in use
+     */
+    public int openLogCount() {
+        return engine.openLogCount();
     }
 
     /** @return true if the last open found every log cleanly shut down and skipped recovery */
@@ -678,7 +690,10 @@ public final class Store implements AutoCloseable {
         return engine.openedClean();
     }
 
-    /** @return what recovery found and did to each log at open, by log name ("" for the shared log) */
+    /**
+     * @return what recovery found and did to each log at open, by log name ("" for the shared log); a log of its own
+     *     not opened since a clean shutdown (logs open on first use) reports what a clean open finds
+     */
     public Map<String, RecoveryReport> recoveryReports() {
         return engine.recoveryReports();
     }

@@ -29,6 +29,11 @@ import java.util.Objects;
  * @param checkpointIntervalMillis how often the checkpoint (and the queue indexes) are forced
  * @param maxMappedSegments how many of the newest segments stay mapped; older ones are unmapped and read
  *     with positional reads into pooled direct buffers, so mapped memory stays bounded however long the log
+ * @param maxOpenLogs how many logs of their own (TOPIC, QUEUE and BATCHES layouts) stay open at once, holding their
+ *     files and mappings: past it, the least recently used idle one is closed (forced first) and opened again on its
+ *     next use, so the store's descriptors and mappings stay bounded however many partitions it holds (the shared log
+ *     is always open besides); {@link #OPEN_LOGS_AUTO} (the default) picks from the process's descriptor limit, see
+ *     {@link #resolvedMaxOpenLogs()}
  * @param cacheBytes WRITE_BUFFER and DIRECT: memory of the tail-aware read cache; 0 for none, else at least
  *     one page ({@code writeBufferBytes})
  * @param cacheHotWindowMillis read-cache pages read within this window are hot and evicted after cold ones
@@ -56,7 +61,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                           long commitIntervalMillis, long commitMinBytes, int writeBufferBytes,
                           int writeBufferCount, int maxMessageBytes, int maxQueuesPerTopic, int queueIndexEntriesPerFile,
                           int keyIndexSlotsPerFile, int keyIndexEntriesPerFile, long checkpointIntervalMillis,
-                          int maxMappedSegments, long cacheBytes, long cacheHotWindowMillis, WarmUp warmUp, long writebackDistanceBytes, RetentionPolicy retention,
+                          int maxMappedSegments, int maxOpenLogs, long cacheBytes, long cacheHotWindowMillis, WarmUp warmUp, long writebackDistanceBytes, RetentionPolicy retention,
                           boolean truncateOnCorruption, FileIO fileIO,
                           InstantSource clock, long writeBufferWaitMillis, boolean overrideStoreSettings, int ioThreads,
                           Scheduler scheduler) {
@@ -75,6 +80,12 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
     public static final long DEFAULT_WRITEBACK_DISTANCE_BYTES = 8L << 20;
     /** Alignment of {@link WritePath#DIRECT} writes: file offsets, lengths and buffer addresses. */
     public static final int DIRECT_BLOCK_BYTES = 4096;
+    /** {@code maxOpenLogs} value that lets the store choose from the process's descriptor limit. */
+    public static final int OPEN_LOGS_AUTO = 0;
+    /** The most logs of their own {@link #OPEN_LOGS_AUTO} keeps open (about 70 KB of memory each). */
+    public static final int DEFAULT_MAX_OPEN_LOGS = 1024;
+    /** The fewest logs of their own {@link #OPEN_LOGS_AUTO} keeps open, whatever the descriptor limit. */
+    public static final int MIN_AUTO_OPEN_LOGS = 16;
 
     /** Validates every field and the rules between fields. */
     public StoreConfig {
@@ -98,6 +109,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         requireRange("keyIndexEntriesPerFile", keyIndexEntriesPerFile, 16, 1 << 27);
         requireRange("checkpointIntervalMillis", checkpointIntervalMillis, 1, 3_600_000);
         requireRange("maxMappedSegments", maxMappedSegments, 1, Integer.MAX_VALUE);
+        requireRange("maxOpenLogs", maxOpenLogs, OPEN_LOGS_AUTO, Integer.MAX_VALUE);
         requireRange("cacheBytes", cacheBytes, 0, Long.MAX_VALUE);
         requireRange("cacheHotWindowMillis", cacheHotWindowMillis, 1, 3_600_000);
         if (writePath.buffered() && cacheBytes > 0 && cacheBytes < writeBufferBytes) {
@@ -149,6 +161,37 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         return writePath == WritePath.MMAP ? DEFAULT_WRITEBACK_DISTANCE_BYTES : 0;
     }
 
+    /**
+     * @return how many logs of their own stay open at once: the configured number, or for {@link #OPEN_LOGS_AUTO} an
+     *     eighth of the process's descriptor limit (an open log holds a descriptor per segment file, and sometimes one
+     *     more for {@code sendfile}; the rest is left to sockets and everything else), between
+     *     {@value #MIN_AUTO_OPEN_LOGS} and {@value #DEFAULT_MAX_OPEN_LOGS}; {@value #DEFAULT_MAX_OPEN_LOGS} where the
+     *     limit cannot be read
+     */
+    public int resolvedMaxOpenLogs() {
+        if (maxOpenLogs != OPEN_LOGS_AUTO) {
+            return maxOpenLogs;
+        }
+        long limit = descriptorLimit();
+        if (limit <= 0) {
+            return DEFAULT_MAX_OPEN_LOGS;
+        }
+        return Math.clamp(limit / 8, MIN_AUTO_OPEN_LOGS, DEFAULT_MAX_OPEN_LOGS);
+    }
+
+    /** @return the process's descriptor limit (the soft one, which the JVM raises to the hard one), or -1 if unknown */
+    private static long descriptorLimit() {
+        try {
+            if (java.lang.management.ManagementFactory.getOperatingSystemMXBean()
+                    instanceof com.sun.management.UnixOperatingSystemMXBean unix) {
+                return unix.getMaxFileDescriptorCount();
+            }
+        } catch (RuntimeException | LinkageError e) {
+            // No management support in this runtime: the fixed default.
+        }
+        return -1;
+    }
+
     private static void requireRange(String field, long value, long min, long max) {
         if (value < min || value > max) {
             throw new IllegalArgumentException(field + " must be between " + min + " and " + max + ", was " + value);
@@ -194,6 +237,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         b.keyIndexEntriesPerFile = keyIndexEntriesPerFile;
         b.checkpointIntervalMillis = checkpointIntervalMillis;
         b.maxMappedSegments = maxMappedSegments;
+        b.maxOpenLogs = maxOpenLogs;
         b.cacheBytes = cacheBytes;
         b.cacheHotWindowMillis = cacheHotWindowMillis;
         b.warmUp = warmUp;
@@ -228,6 +272,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         private int keyIndexEntriesPerFile = 8 * 1024 * 1024;
         private long checkpointIntervalMillis = 1000;
         private int maxMappedSegments = 16;
+        private int maxOpenLogs = OPEN_LOGS_AUTO;
         private long cacheBytes = 256L << 20;
         private long cacheHotWindowMillis = 10_000;
         private WarmUp warmUp = WarmUp.defaults();
@@ -278,6 +323,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         public Builder checkpointIntervalMillis(long v) { checkpointIntervalMillis = v; return this; }
         /** @param v newest segments kept mapped @return this */
         public Builder maxMappedSegments(int v) { maxMappedSegments = v; return this; }
+        /** @param v logs of their own kept open at once, or OPEN_LOGS_AUTO @return this */
+        public Builder maxOpenLogs(int v) { maxOpenLogs = v; return this; }
         /** @param v read-cache memory, 0 for none @return this */
         public Builder cacheBytes(long v) { cacheBytes = v; return this; }
         /** @param v read-cache hot window @return this */
@@ -308,7 +355,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
             return new StoreConfig(segmentSizeBytes, writePath, flushMode, segmentAllocation, flushIntervalMillis,
                     flushDirtyBytes, commitIntervalMillis, commitMinBytes, writeBufferBytes, writeBufferCount,
                     maxMessageBytes, maxQueuesPerTopic, queueIndexEntriesPerFile, keyIndexSlotsPerFile, keyIndexEntriesPerFile,
-                    checkpointIntervalMillis, maxMappedSegments, cacheBytes, cacheHotWindowMillis, warmUp, writebackDistanceBytes, retention, truncateOnCorruption, fileIO,
+                    checkpointIntervalMillis, maxMappedSegments, maxOpenLogs, cacheBytes, cacheHotWindowMillis, warmUp, writebackDistanceBytes, retention, truncateOnCorruption, fileIO,
                     clock, writeBufferWaitMillis, overrideStoreSettings, ioThreads, scheduler);
         }
     }

@@ -22,10 +22,12 @@ class LayeringTest {
             .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
             .importPackages("io.sluice.store");
 
+    /** JDK packages outside java.*: O_DIRECT's open option, and the process's descriptor limit (maxOpenLogs). */
     @Test
     void theStoreDependsOnTheJdkAndSlf4jOnly() {
         classes().should().onlyDependOnClassesThat()
-                .resideInAnyPackage("io.sluice.store..", "java..", "javax..", "org.slf4j..", "com.sun.nio.file..", "")
+                .resideInAnyPackage("io.sluice.store..", "java..", "javax..", "org.slf4j..", "com.sun.nio.file..",
+                        "com.sun.management..", "")
                 .check(STORE);
     }
 

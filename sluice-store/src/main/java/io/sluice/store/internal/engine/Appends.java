@@ -106,16 +106,26 @@ public final class Appends {
             return CompletableFuture.failedFuture(new TopicDeletedException(topic));
         }
         try {
-            CompletableFuture<AppendResult> result = logs.logFor(topic, entry.layout(), queueId, true)
-                    .append(topic, queueId, messages, durability);
+            CompletableFuture<AppendResult> result = appendTo(logs.use(topic, entry.layout(), queueId, true), topic,
+                    queueId, messages, durability);
             while (result == null) {
                 // The topic was created with a log of its own while this append was on its way to the shared log,
                 // or its log closed for a truncation: the log to use now is found again.
-                result = logs.logFor(topic, queueId, true).append(topic, queueId, messages, durability);
+                result = appendTo(logs.use(topic, queueId, true), topic, queueId, messages, durability);
             }
             return result;
         } catch (TopicDeletedException e) {
             return CompletableFuture.failedFuture(e);
+        }
+    }
+
+    /** Appends to a log in use, and ends the use (an append waiting for its force needs the log no more). */
+    private CompletableFuture<AppendResult> appendTo(LogStore log, String topic, int queueId,
+                                                     PreparedMessage[] messages, Durability durability) {
+        try {
+            return log.append(topic, queueId, messages, durability);
+        } finally {
+            logs.release(log);
         }
     }
 }

@@ -110,12 +110,19 @@ final class Checkpoints {
             logs.setLock().readLock().lock();
             try {
                 Map<String, Checkpoint.Log> positions = new TreeMap<>();
-                for (LogStore log : logs.all()) {
-                    long start = log.start();
-                    positions.put(log.name(), new Checkpoint.Log(log.makeDurable(), start));
-                    StoreException refusal = strict ? log.refusal() : null;
-                    if (refusal != null) {
-                        throw refusal;
+                for (String name : logs.names()) {
+                    // A closed log was forced whole as it closed: its entry stands, and it is not opened for this.
+                    Checkpoint.Log entry = logs.visit(name, log -> {
+                        long start = log.start();
+                        Checkpoint.Log durable = new Checkpoint.Log(log.makeDurable(), start);
+                        StoreException refusal = strict ? log.refusal() : null;
+                        if (refusal != null) {
+                            throw refusal;
+                        }
+                        return durable;
+                    }, ClosedLog::checkpointEntry);
+                    if (entry != null) {
+                        positions.put(name, entry);
                     }
                 }
                 write(positions);
@@ -125,16 +132,20 @@ final class Checkpoints {
         }
     }
 
-    /** @return every open log's durable position and start, as a checkpoint would record them now */
+    /** @return every log's durable position and start, as a checkpoint would record them now, forcing nothing */
     Map<String, Checkpoint.Log> durablePositions() {
         Map<String, Checkpoint.Log> positions = new TreeMap<>();
-        for (LogStore log : logs.all()) {
-            positions.put(log.name(), new Checkpoint.Log(log.durablePosition(), log.start()));
+        for (String name : logs.names()) {
+            Checkpoint.Log entry = logs.visit(name, log -> new Checkpoint.Log(log.durablePosition(), log.start()),
+                    ClosedLog::checkpointEntry);
+            if (entry != null) {
+                positions.put(name, entry);
+            }
         }
         return positions;
     }
 
-    /** Writes a checkpoint of every open log's durable position: one without the logs closed since. */
+    /** Writes a checkpoint of every log's durable position: one without the logs deleted since. */
     void writeCurrent() throws IOException {
         write(durablePositions());
     }
@@ -151,11 +162,11 @@ final class Checkpoints {
             }
             consumers.saveIfDirty(config.fileIO(), root);
         }
-        for (LogStore log : logs.all()) {
-            Checkpoint.Log recorded = positions.get(log.name());
-            if (recorded != null) {
-                log.afterCheckpoint(recorded.start());
-            }
+        for (Map.Entry<String, Checkpoint.Log> recorded : positions.entrySet()) {
+            logs.visit(recorded.getKey(), log -> {
+                log.afterCheckpoint(recorded.getValue().start());
+                return null;
+            }, closedLog -> null);
         }
     }
 
@@ -184,13 +195,15 @@ final class Checkpoints {
     }
 
     /**
-     * Close: every log forces what it holds; then the checkpoint, and the clean-shutdown marker if every log was
-     * healthy.
+     * Close: every open log forces what it holds; then the checkpoint (with the entries of the closed logs, forced as
+     * they closed), and the clean-shutdown marker if every log was healthy.
      *
+     * @param closedEntries the checkpoint's entries of the logs that are closed
      * @param errors collects what failed
      */
-    void closeDurably(List<LogStore> closing, StoreDirectory directory, List<Throwable> errors) {
-        Map<String, Checkpoint.Log> positions = new TreeMap<>();
+    void closeDurably(List<LogStore> closing, Map<String, Checkpoint.Log> closedEntries, StoreDirectory directory,
+                      List<Throwable> errors) {
+        Map<String, Checkpoint.Log> positions = new TreeMap<>(closedEntries);
         boolean healthy = true;
         for (LogStore log : closing) {
             long end = log.quiesce();

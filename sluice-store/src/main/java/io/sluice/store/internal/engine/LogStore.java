@@ -24,6 +24,7 @@ import io.sluice.store.internal.log.CommitLog;
 import io.sluice.store.internal.log.LogFormat;
 import io.sluice.store.internal.log.PreparedMessage;
 import io.sluice.store.internal.log.SegmentSizes;
+import io.sluice.store.internal.read.LogOpaqueSlice;
 import io.sluice.store.internal.read.LogReader;
 import io.sluice.store.internal.recovery.LogDirectories;
 import io.sluice.store.internal.recovery.Recovery;
@@ -32,12 +33,19 @@ import io.sluice.store.internal.retention.RetentionService;
 import io.sluice.store.io.DiskSpace;
 import io.sluice.store.io.Scheduler;
 import java.io.IOException;
+import java.nio.channels.WritableByteChannel;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Path;
 import java.util.ArrayList;
+import java.util.LinkedHashMap;
 import java.util.List;
+import java.util.Map;
+import java.util.Set;
+import java.util.TreeMap;
+import java.util.TreeSet;
 import java.util.concurrent.CompletableFuture;
 import java.util.concurrent.atomic.AtomicBoolean;
+import java.util.concurrent.atomic.AtomicInteger;
 import java.util.concurrent.locks.ReentrantLock;
 import java.util.function.Function;
 import java.util.function.Predicate;
@@ -56,6 +64,13 @@ import org.slf4j.LoggerFactory;
  * last forced; {@link #makeDurable} commits and forces the log up to its write position and forces the ledger,
  * and only then returns the new durable position, which the store's checkpoint records.
  *
+ * <h2>Closing while idle</h2>
+ * A log of its own may be closed while nobody uses it, to keep the store's open files under its budget
+ * ({@link Logs}). Every caller that goes through the store's API uses the log between {@link #tryUse} and
+ * {@link #endUse} (a read result until it is closed); {@link #closeIfIdle} closes it only when no caller does, and
+ * forces everything first, so it opens again as after a clean shutdown ({@link ClosedLog}). The shared log is never
+ * closed while the store is open, and is not counted.
+ *
  * <h2>Thread-safety</h2>
  * Every method is thread-safe. Appends are serialised by one lock (the log has a single writer at a time);
  * reads take no lock ({@link LogReader}).
@@ -64,6 +79,8 @@ final class LogStore implements AutoCloseable {
 
     private static final Logger LOG = LoggerFactory.getLogger(LogStore.class);
     private static final int[] NO_KEY_HASHES = new int[0];
+    /** {@link #users} once the log is closing while idle: no caller may use it any more. */
+    private static final int CLOSED_IDLE = Integer.MIN_VALUE;
 
     private final String name;
     private final Path root;
@@ -101,9 +118,20 @@ final class LogStore implements AutoCloseable {
      * created with a log of their own meanwhile); null accepts every topic.
      */
     private volatile Predicate<String> accepts;
+    /** Callers using the log now ({@link #tryUse}), or {@link #CLOSED_IDLE}; not counted for the shared log. */
+    private final AtomicInteger users = new AtomicInteger();
+    /** Set by each use, cleared as the idle-closing hand passes: a log used since its last pass gets a second chance. */
+    private volatile boolean recentlyUsed = true;
+    /** False for the shared log, which stays open while the store is. */
+    private final boolean closesWhenIdle;
+    /** How this open found the log: a store open for reading only closes and opens it again the same way. */
+    private final ClosedLog opened;
+    /** The identity of the log's bytes ({@link ClosedLog#contents}); replaced by a compaction's swap. */
+    private volatile Object contents;
 
     private LogStore(String name, Path root, LogResources shared, DurabilityLedger ledger, Recovery.Result recovered,
-                     LogFormat format) throws IOException {
+                     ClosedLog opened, boolean reopened) throws IOException {
+        LogFormat format = opened.format();
         StoreConfig config = shared.config();
         boolean readOnly = shared.readOnly();
         Scheduler scheduler = shared.scheduler();
@@ -118,6 +146,9 @@ final class LogStore implements AutoCloseable {
         this.changed = changed;
         this.format = format;
         this.durablePosition = recovered.endPosition();
+        this.closesWhenIdle = !name.equals(LogDirectories.SHARED_LOG);
+        this.opened = opened;
+        this.contents = opened.contents() != null ? opened.contents() : new Object();
         SegmentSizes sizes = name.equals(LogDirectories.SHARED_LOG) ? SegmentSizes.fixed(config.segmentSizeBytes())
                 : SegmentSizes.growingTo(config.segmentSizeBytes());
         this.log = new CommitLog(config, sizes, root.resolve("log"), recovered.segments(), recovered.endPosition(),
@@ -129,7 +160,7 @@ final class LogStore implements AutoCloseable {
                 () -> durablePosition, this::makeDurable);
         this.reader = new LogReader(log, indexes, config.flushMode() == FlushMode.SYNC && !readOnly,
                 () -> !closed.get(), format);
-        trimBelowLogStart();
+        trimBelowLogStart(reopened);
         if (shared.logStarts() != null) {
             for (QueueIndex index : indexes.all()) {
                 long start = shared.logStarts().start(index.topic(), index.queueId());
@@ -175,18 +206,27 @@ final class LogStore implements AutoCloseable {
     /**
      * Entries that point below the log's first segment (deleted by retention before a crash) are not stored:
      * each queue starts past them, and index files that hold nothing else are deleted now (a power cut may
-     * have undone their deletion; their segments are gone for good, since recovery found them gone).
+     * have undone their deletion; their segments are gone for good, since recovery found them gone). A log opened
+     * again after the store closed it while idle may find index files retention took out while a checkpoint had not
+     * recorded the new start yet: those are deleted once one has, as retention's own are.
      */
-    private void trimBelowLogStart() throws IOException {
+    private void trimBelowLogStart(boolean reopened) throws IOException {
         long start = log.minPosition();
+        Map<QueueIndex, List<QueueIndex.IndexFile>> waiting = new LinkedHashMap<>();
         for (QueueIndex index : indexes.all()) {
             List<QueueIndex.IndexFile> below = index.advanceMinOffset(start);
-            if (!readOnly) {
+            if (reopened && retention != null) {
+                if (!below.isEmpty()) {
+                    waiting.put(index, below);
+                }
+            } else if (!readOnly) {
                 index.deleteRetired(below);
             }
         }
         List<KeyIndex.KeyFile> belowKeys = indexes.keys().retireBefore(start);
-        if (!readOnly) {
+        if (reopened && retention != null) {
+            retention.deleteOnceRecorded(start, waiting, belowKeys);
+        } else if (!readOnly) {
             indexes.keys().deleteRetired(belowKeys);
         }
     }
@@ -205,13 +245,35 @@ final class LogStore implements AutoCloseable {
      */
     static LogStore open(String name, Path root, LogResources shared, long durablePosition, long start, boolean clean,
                          LogFormat format) {
+        return open(name, shared, new ClosedLog(root, format, durablePosition, start, clean, null, null, null, -1, null,
+                null, true));
+    }
+
+    /**
+     * Opens a log of its own that is closed: one the store has not opened since it opened, or closed while idle
+     * (then as after a clean shutdown, and reporting what its first open found).
+     *
+     * @throws StoreCorruptedException if the log is corrupt below its durable position
+     * @throws StoreException on I/O errors
+     */
+    static LogStore open(String name, LogResources shared, ClosedLog closed) {
+        Path root = closed.directory();
         StoreConfig config = shared.config();
         StoreDirectory directory = shared.directory();
         DurabilityLedger ledger = new DurabilityLedger(config.fileIO());
         try {
-            Recovery.Result recovered = new Recovery(config, new Recovery.Target(root, durablePosition, start, clean,
-                    shared.readOnly(), false, format), directory.indexGeometry(), directory.keyGeometry(), ledger).run();
-            LogStore store = new LogStore(name, root, shared, ledger, recovered, format);
+            Recovery.Result recovered = new Recovery(config, new Recovery.Target(root, closed.durablePosition(),
+                    closed.start(), closed.clean(), shared.readOnly(), false, closed.format()), directory.indexGeometry(),
+                    directory.keyGeometry(), ledger).run();
+            // Forced whole as it closed and untouched since, a log closed while idle opens as after a clean shutdown,
+            // or (one with no segment file left, which a clean open does not take) by a recovery that finds nothing to
+            // cut or rebuild.
+            assert shared.readOnly() || !closed.openedBefore() || opensAsItClosed(recovered.report())
+                    : "log " + name + ", closed while idle, opened again by a repair: " + recovered.report();
+            LogStore store = new LogStore(name, root, shared, ledger, recovered, closed, closed.openedBefore());
+            if (closed.report() != null) {
+                store.openReport = closed.report();
+            }
             LOG.debug("opened log {} ({}, {}, log ends at {})", root, config.writePath(), config.flushMode(),
                     store.log.writePosition());
             return store;
@@ -220,9 +282,150 @@ final class LogStore implements AutoCloseable {
         }
     }
 
+    /** @return true if recovery found the log as it was closed: nothing cut, dropped or rebuilt */
+    private static boolean opensAsItClosed(RecoveryReport report) {
+        return report.mode() == RecoveryReport.Mode.CLEAN || report.mode() == RecoveryReport.Mode.CRASH
+                && report.cutAt() < 0 && report.bytesDropped() == 0 && report.segmentsDropped() == 0;
+    }
+
     /** @return the log's name in the checkpoint */
     String name() {
         return name;
+    }
+
+    /**
+     * Starts using the log: it is not closed while idle until {@link #endUse}. Always succeeds for the shared log.
+     *
+     * @return false if the log is closing (or closed) while idle: look it up again
+     */
+    boolean tryUse() {
+        if (!closesWhenIdle) {
+            return true;
+        }
+        if (!recentlyUsed) {
+            recentlyUsed = true;
+        }
+        for (int now = users.get(); now >= 0; now = users.get()) {
+            if (users.compareAndSet(now, now + 1)) {
+                return true;
+            }
+        }
+        return false;
+    }
+
+    /** Ends a use that {@link #tryUse} started. */
+    void endUse() {
+        if (closesWhenIdle) {
+            users.decrementAndGet();
+        }
+    }
+
+    /** @return true if the log was used since the last call (the idle-closing hand passing it), and forgets it */
+    boolean takeSecondChance() {
+        if (recentlyUsed) {
+            recentlyUsed = false;
+            return true;
+        }
+        return false;
+    }
+
+    /**
+     * @return false once the log can never be closed while idle: it is the shared log, turned read-only, broke, was
+     *     deleted or closed
+     */
+    boolean closableWhenIdle() {
+        return closesWhenIdle && health.open() && broken == null && !deleted && !replaced && !closed.get();
+    }
+
+    /** A log just opened starts as the store's other logs are: refusing appends for a full disk, or for good. */
+    void startAs(boolean appendsRefused, String stoppedWriting) {
+        if (retention != null) {
+            retention.refuseAppendsAsLastPass(appendsRefused);
+        }
+        if (stoppedWriting != null) {
+            health.goReadOnly(stoppedWriting);
+        }
+    }
+
+    /** @return the identity of the log's bytes: the same across closes while idle, until something rewrites them */
+    Object contents() {
+        return contents;
+    }
+
+    /**
+     * Sends a slice chosen from an earlier open of this log (closed while idle since) from this one: the caller
+     * checked that the log's bytes are still those ({@link #contents}).
+     */
+    void transferFromEarlierOpen(LogOpaqueSlice slice, WritableByteChannel target) throws IOException {
+        slice.on(log).transferTo(target);
+    }
+
+    /**
+     * Closes the log if no caller uses it: stops appends, commits and forces everything appended with its index
+     * files and directories, and releases its files and mappings. Callers that find it closing look it up again, and
+     * the store opens it again from what this returns. A log that is in use, or that turned read-only or broke, stays
+     * open. If the force fails, the log turns read-only and breaks: it refuses appends and reads until the store opens
+     * again (a force is never retried), and this returns null.
+     *
+     * @param recordedStart the start the checkpoint file records for the log: index files retention took out below it
+     *     may go now (later ones stay, for the log's next open)
+     * @return what the log's files hold now, or null if it stays open (or broke)
+     */
+    ClosedLog closeIfIdle(long recordedStart) {
+        if (!closesWhenIdle || !users.compareAndSet(0, CLOSED_IDLE)) {
+            return null;
+        }
+        boolean closable;
+        appendLock.lock();
+        try {
+            closable = closableWhenIdle();
+        } finally {
+            appendLock.unlock();
+        }
+        if (!closable) {
+            users.set(0);
+            return null;
+        }
+        long end = quiesce();
+        if (end < 0) {
+            closeBroken("forcing it as it closed while idle failed; it opens again, by recovery, when the store does");
+            users.set(0); // reads and appends find it broken and say so
+            return null;
+        }
+        long start = log.minPosition();
+        RetentionService.Outlook outlook = null;
+        try {
+            outlook = retention == null ? null : retention.outlook();
+        } catch (RuntimeException e) {
+            // Unknown: the store's passes open the log again if it has segments to delete.
+            LOG.warn("reading what retention could delete from log {} as it closes failed: {}", name, e.toString());
+        }
+        Map<String, Set<Integer>> queues = new TreeMap<>();
+        Map<String, Map<Integer, ClosedLog.Offsets>> offsets = new TreeMap<>();
+        for (QueueIndex index : indexes.all()) {
+            queues.computeIfAbsent(index.topic(), topic -> new TreeSet<>()).add(index.queueId());
+            offsets.computeIfAbsent(index.topic(), topic -> new TreeMap<>()).put(index.queueId(),
+                    new ClosedLog.Offsets(index.minOffset(), index.publishedEnd(), index.nextOffset()));
+        }
+        boolean keyed = indexes.keys().fileCount() > 0;
+        int segments = log.segments().size();
+        RecoveryReport report = recovery();
+        Object bytes = contents;
+        afterCheckpoint(recordedStart);
+        if (retention != null) {
+            retention.abandonPending();
+        }
+        try {
+            close();
+        } catch (RuntimeException e) {
+            // Everything was forced: the log opens again from its files whatever closing them left.
+            LOG.warn("closing idle log {} failed; it opens again from its files: {}", name, e.toString());
+        }
+        if (readOnly) {
+            return new ClosedLog(root, format, opened.durablePosition(), opened.start(), opened.clean(), report, bytes,
+                    outlook, segments, queues, offsets, keyed);
+        }
+        return new ClosedLog(root, format, end, start, true, report, bytes, outlook, segments, queues, offsets, keyed);
     }
 
     /** @return what recovery found and did when the log opened (the first time, across truncations) */
@@ -394,6 +597,8 @@ final class LogStore implements AutoCloseable {
                         return false;
                     }
                     action.run();
+                    // The log's bytes change: a slice chosen before is not sent from a later open of it.
+                    contents = new Object();
                     return true;
                 } finally {
                     appendLock.unlock();

@@ -69,22 +69,22 @@ public final class QueueTruncation {
         try {
             synchronized (logs.ownLock()) {
                 logs.checkWritable();
-                LogStore log = logs.own(key);
+                LogStore log = logs.use(topic, TopicLayout.BATCHES, queueId, false); // opened if closed
                 if (log == null && logs.config().fileIO().isDirectory(LogDirectories.directory(logs.root(), topic,
                         TopicLayout.BATCHES, queueId))) {
-                    log = logs.logFor(topic, TopicLayout.BATCHES, queueId, true); // has files, not opened yet
+                    log = logs.use(topic, TopicLayout.BATCHES, queueId, true); // has files, not known yet
                 }
-                long position = log == null ? truncationOfUnopened(topic, queueId, offset)
-                        : log.underAppendLock(indexes -> truncationPoint(indexes, topic, queueId, offset,
-                                wholeQueue));
-                if (position < 0) {
-                    return;
-                }
-                logs.truncating(key, true);
+                long position;
                 try {
+                    position = log == null ? truncationOfUnopened(topic, queueId, offset)
+                            : log.underAppendLock(indexes -> truncationPoint(indexes, topic, queueId, offset,
+                                    wholeQueue));
+                    if (position < 0) {
+                        return;
+                    }
                     cut(log, key, LogFormat.batches(topic, queueId), position);
                 } finally {
-                    logs.truncating(key, false);
+                    logs.release(log);
                 }
                 // Appends from here on take offsets from the cut: none may read as deleted at the next open.
                 logs.lowerStart(topic, queueId, offset);
@@ -116,7 +116,7 @@ public final class QueueTruncation {
             // The first batch stored, not the first a read sees: the batches below a start raised by
             // Store.deleteRecords are still in the log, and must go with the rest.
             long first = firstStoredOffset(topic, queueId);
-            if (first == logs.forReading(topic, queueId).nextOffset(topic, queueId)) {
+            if (first == logs.readingLong(topic, queueId, log -> log.nextOffset(topic, queueId))) {
                 break;
             }
             try {
@@ -136,8 +136,12 @@ public final class QueueTruncation {
                 // Durable before the index starts again below it, or the batches appended there would read as
                 // deleted at the next open.
                 logs.lowerStart(topic, queueId, offset);
-                logs.logFor(topic, TopicLayout.BATCHES, queueId, true).underAppendLock(indexes ->
-                        startEmptyAt(indexes, topic, queueId, offset));
+                LogStore log = logs.use(topic, TopicLayout.BATCHES, queueId, true);
+                try {
+                    log.underAppendLock(indexes -> startEmptyAt(indexes, topic, queueId, offset));
+                } finally {
+                    logs.release(log);
+                }
             }
         } catch (IOException e) {
             throw new StoreException("cannot start " + topic + "-" + queueId + " at offset " + offset + ": "
@@ -152,7 +156,7 @@ public final class QueueTruncation {
 
     /** @return the queue's first offset still stored, which lies below its start if records were deleted there */
     private long firstStoredOffset(String topic, int queueId) {
-        LogStore log = logs.logFor(topic, TopicLayout.BATCHES, queueId, false);
+        LogStore log = logs.use(topic, TopicLayout.BATCHES, queueId, false);
         if (log == null) {
             return 0;
         }
@@ -164,6 +168,8 @@ public final class QueueTruncation {
         } catch (IOException e) {
             throw new StoreException("cannot read the first offset of " + topic + "-" + queueId + ": "
                     + e.getMessage(), e);
+        } finally {
+            logs.release(log);
         }
     }
 
@@ -268,11 +274,11 @@ public final class QueueTruncation {
     private void cut(LogStore log, String key, LogFormat format, long position) {
         Path logRoot = log.directory();
         long start = log.start();
-        logs.removeOwn(key);
+        logs.takeOpen(key);
         long end = log.quiesceForTruncation();
         if (end < 0) {
             log.closeBroken("forcing it for a truncation failed; it opens again, by recovery, when the store does");
-            logs.putOwn(key, log);
+            logs.putOpen(key, log);
             throw new StoreException("cannot truncate " + key + ": its log could not be forced; it refuses appends"
                     + " and reads until the store is opened again");
         }
@@ -292,7 +298,7 @@ public final class QueueTruncation {
             // 3. Recovery cuts the log there: erases the rest, deletes later segments, drops their index entries.
             reopened = LogStore.open(key, logRoot, logs.lent(), position, start, false, format);
             reopened.keepOpenReport(log);
-            logs.putOwn(key, reopened);
+            logs.putOpen(key, reopened);
             logs.checkpoints().writeCurrent();
         } catch (IOException | RuntimeException e) {
             if (reopened == null) {
@@ -318,11 +324,11 @@ public final class QueueTruncation {
         try {
             LogStore again = LogStore.open(key, logRoot, logs.lent(), claimed, start, false, format);
             again.keepOpenReport(old);
-            logs.putOwn(key, again);
+            logs.putOpen(key, again);
         } catch (RuntimeException e) {
             failure.addSuppressed(e);
             old.closeBroken("a truncation failed and its log could not be opened again: " + e.getMessage());
-            logs.putOwn(key, old);
+            logs.putOpen(key, old);
         }
     }
 }

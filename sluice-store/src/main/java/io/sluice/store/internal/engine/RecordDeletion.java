@@ -27,31 +27,37 @@ public final class RecordDeletion {
         }
         logs.checkWritable();
         synchronized (logs.ownLock()) {
-            LogStore log = logs.forReading(topic, queueId);
-            long next = log.nextOffset(topic, queueId);
-            if (offset < 0 || offset > next) {
-                throw new IllegalArgumentException("queue " + topic + "-" + queueId + " holds offsets up to " + next
-                        + "; records can be deleted below an offset from 0 to it, not below " + offset);
-            }
-            long first = log.readLong(reader -> reader.minOffset(topic, queueId));
-            if (offset <= first) {
-                return first;
-            }
+            LogStore log = logs.useForReading(topic, queueId);
             try {
-                logs.logStarts().raise(logs.config().fileIO(), logs.root(), topic, queueId, offset);
-            } catch (AtomicFile.UncertainReplaceException e) {
-                // The file may or may not say so now: the queue must not be appended to as if it did not.
-                for (LogStore each : logs.all()) {
-                    each.stopWriting("saving the log starts failed after their rename: " + e.getMessage());
-                }
-                throw new StoreException("cannot delete the records of " + topic + "-" + queueId + " below " + offset
-                        + ": " + e.getMessage() + "; the store is now read-only", e);
-            } catch (IOException e) {
-                throw new StoreException("cannot delete the records of " + topic + "-" + queueId + " below " + offset
-                        + ": " + e.getMessage(), e);
+                return deleteBefore(log, topic, queueId, offset);
+            } finally {
+                logs.release(log);
             }
-            log.raiseStart(topic, queueId, offset);
-            return log.readLong(reader -> reader.minOffset(topic, queueId));
         }
+    }
+
+    private long deleteBefore(LogStore log, String topic, int queueId, long offset) {
+        long next = log.nextOffset(topic, queueId);
+        if (offset < 0 || offset > next) {
+            throw new IllegalArgumentException("queue " + topic + "-" + queueId + " holds offsets up to " + next
+                    + "; records can be deleted below an offset from 0 to it, not below " + offset);
+        }
+        long first = log.readLong(reader -> reader.minOffset(topic, queueId));
+        if (offset <= first) {
+            return first;
+        }
+        try {
+            logs.logStarts().raise(logs.config().fileIO(), logs.root(), topic, queueId, offset);
+        } catch (AtomicFile.UncertainReplaceException e) {
+            // The file may or may not say so now: the queue must not be appended to as if it did not.
+            logs.stopWriting("saving the log starts failed after their rename: " + e.getMessage());
+            throw new StoreException("cannot delete the records of " + topic + "-" + queueId + " below " + offset
+                    + ": " + e.getMessage() + "; the store is now read-only", e);
+        } catch (IOException e) {
+            throw new StoreException("cannot delete the records of " + topic + "-" + queueId + " below " + offset
+                    + ": " + e.getMessage(), e);
+        }
+        log.raiseStart(topic, queueId, offset);
+        return log.readLong(reader -> reader.minOffset(topic, queueId));
     }
 }

@@ -16,7 +16,11 @@ import org.slf4j.LoggerFactory;
  * {@code retentionBytes} applies to each log; the disk's use is measured once per pass. A topic's configs
  * ({@code Store.setTopicConfigs}) set its own logs' limits ({@link TopicRetention}).
  *
- * <p>Thread-safe: a pass holds the log-set lock for reading, so no log closes under it.
+ * <p>A closed log ({@link ClosedLog}) is opened for a pass only if the pass could delete something from it: it was
+ * forced whole as it closed, so nothing changed in it since but the clock, the disk's use and its topic's limits.
+ *
+ * <p>Thread-safe: a pass holds the log-set lock for reading, so no log is deleted or truncated under it, and uses each
+ * log it visits, so none closes while idle under it.
  */
 final class RetentionPasses {
 
@@ -53,6 +57,8 @@ final class RetentionPasses {
         logs.setLock().readLock().lock();
         try {
             DiskSpace space = logs.config().fileIO().diskSpace(logs.root());
+            long capacity = space.usedBytes() + space.usableBytes();
+            long now = logs.config().clock().millis();
             int segments = 0;
             long bytes = 0;
             long logBytes = 0;
@@ -60,11 +66,20 @@ final class RetentionPasses {
             boolean refused = false;
             String heldBy = null;
             String reason = null;
-            for (LogStore log : logs.all()) {
-                String name = log.name();
-                TopicRetention limits = TopicRetention.of(logs.config().retention(), log == logs.shared() ? Map.of()
+            for (String name : logs.names()) {
+                TopicRetention limits = TopicRetention.of(logs.config().retention(), name.isEmpty() ? Map.of()
                         : logs.registry().configs(name.contains("/") ? name.substring(0, name.indexOf('/')) : name));
-                RetentionReport report = log.enforceRetention(space, limits.millis(), limits.bytes());
+                double used = capacity <= 0 ? 0 : (double) (space.usedBytes() - bytes) / capacity;
+                LogStore log = logs.use(name, closedLog -> mayDelete(closedLog, now, limits, used));
+                if (log == null) {
+                    continue; // closed, and a pass would delete nothing: it stays closed
+                }
+                RetentionReport report;
+                try {
+                    report = log.enforceRetention(space, limits.millis(), limits.bytes());
+                } finally {
+                    logs.release(log);
+                }
                 segments += report.segmentsDeleted();
                 bytes += report.bytesDeleted();
                 logBytes += report.logBytes();
@@ -73,10 +88,24 @@ final class RetentionPasses {
                 heldBy = heldBy != null ? heldBy : report.heldBy();
                 reason = reason != null ? reason : report.reason();
             }
+            logs.appendsRefused(refused);
             return new RetentionReport(segments, bytes, logBytes, ratio, refused, heldBy, reason);
         } finally {
             logs.setLock().readLock().unlock();
         }
+    }
+
+    /**
+     * @return true if a pass could delete a segment of a closed log, which then opens for it; a log not opened since
+     *     the store opened is opened once if it has more than one segment (the active one always stays), and from then
+     *     on judged by what it held as it closed
+     */
+    private boolean mayDelete(ClosedLog log, long now, TopicRetention limits, double diskUsedRatio) {
+        if (log.outlook() == null) {
+            return log.segmentCount() > 1;
+        }
+        return log.outlook().mayDelete(now, limits.millis(), limits.bytes(), diskUsedRatio,
+                logs.config().retention().diskCleanRatio());
     }
 
     /** Schedules the next pass. */

@@ -133,7 +133,7 @@ public final class StoreEngine implements AutoCloseable {
     private static void closeAfterFailedOpen(StoreEngine engine, StoreDirectory directory, Scheduler scheduler,
                                              StoreConfig config, Exception failure) {
         if (engine != null) {
-            for (LogStore log : engine.logs.all()) {
+            for (LogStore log : engine.logs.openLogs()) {
                 try {
                     log.close();
                 } catch (RuntimeException e) {
@@ -189,18 +189,22 @@ public final class StoreEngine implements AutoCloseable {
             throw new IllegalArgumentException("only a BATCHES topic can be compacted; " + topic + " is "
                     + logs.registry().layout(topic));
         }
-        LogStore log = logs.logFor(topic, queueId, false);
+        LogStore log = logs.use(topic, queueId, false);
         if (log == null) {
             return CompactionReport.NONE;
         }
-        // A retention hold keeps the batches from its offset on as they are: their holder reads them back.
-        long end = endOffset;
-        for (Map.Entry<ConsumerOffsets.Key, Long> hold : logs.consumers().protectedPositions(false).entrySet()) {
-            if (hold.getKey().topic().equals(topic) && hold.getKey().queueId() == queueId) {
-                end = Math.min(end, hold.getValue());
+        try {
+            // A retention hold keeps the batches from its offset on as they are: their holder reads them back.
+            long end = endOffset;
+            for (Map.Entry<ConsumerOffsets.Key, Long> hold : logs.consumers().protectedPositions(false).entrySet()) {
+                if (hold.getKey().topic().equals(topic) && hold.getKey().queueId() == queueId) {
+                    end = Math.min(end, hold.getValue());
+                }
             }
+            return log.compact(topic, queueId, end, cleaner);
+        } finally {
+            logs.release(log);
         }
-        return log.compact(topic, queueId, end, cleaner);
     }
 
     /** @return queue truncation */
@@ -229,30 +233,52 @@ public final class StoreEngine implements AutoCloseable {
         return logs.shared().status(consumers.count());
     }
 
-    /** @return the state of each log of its own, by {@code <topic>} or {@code <topic>/<queueId>}, sorted */
+    /**
+     * @return the state of each log of its own, by {@code <topic>} or {@code <topic>/<queueId>}, sorted; a closed log
+     *     is not opened for it ({@link ClosedLog#status})
+     */
     public Map<String, StoreStatus> ownLogStatuses() {
         Map<String, StoreStatus> statuses = new TreeMap<>();
         int positions = consumers.count();
-        logs.own().forEach((name, log) -> statuses.put(name, log.status(positions)));
+        for (String name : logs.names()) {
+            if (!name.isEmpty()) {
+                StoreStatus status = logs.visit(name, log -> log.status(positions),
+                        closed -> logs.listed(name, closed).status(config, positions, logs.appendsRefused()));
+                if (status != null) {
+                    statuses.put(name, status);
+                }
+            }
+        }
         return statuses;
     }
 
     /** @return true if the last open found every log cleanly shut down and skipped recovery */
     public boolean openedClean() {
         boolean clean = openedClean;
-        for (LogStore log : logs.all()) {
-            clean &= log.openedClean();
+        for (RecoveryReport report : recoveryReports().values()) {
+            clean &= report.mode() == RecoveryReport.Mode.CLEAN;
         }
         return clean;
     }
 
-    /** @return what recovery found and did to each log at open, by log name ("" for the shared log) */
+    /**
+     * @return what recovery found and did to each log at open (or, for a log of its own not opened since, what a clean
+     *     open finds), by log name ("" for the shared log)
+     */
     public Map<String, RecoveryReport> recoveryReports() {
         Map<String, RecoveryReport> reports = new TreeMap<>();
-        for (LogStore log : logs.all()) {
-            reports.put(log.name(), log.recovery());
+        for (String name : logs.names()) {
+            RecoveryReport report = logs.visit(name, LogStore::recovery, ClosedLog::recovery);
+            if (report != null) {
+                reports.put(name, report);
+            }
         }
         return reports;
+    }
+
+    /** @return how many logs of their own are open now (at most {@code maxOpenLogs} but for those in use at once) */
+    public int openLogCount() {
+        return logs.openCount();
     }
 
     /** @return true if the store was opened for reading only */
@@ -285,9 +311,9 @@ public final class StoreEngine implements AutoCloseable {
         retention.cancel();
         gate.closeAndAwait();
         synchronized (logs.ownLock()) {
-            List<LogStore> closing = logs.all();
+            List<LogStore> closing = logs.openLogs();
             if (!readOnly) {
-                logs.checkpoints().closeDurably(closing, directory, errors);
+                logs.checkpoints().closeDurably(closing, logs.closedEntries(), directory, errors);
             }
             for (LogStore log : closing) {
                 try {

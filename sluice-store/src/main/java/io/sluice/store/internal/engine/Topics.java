@@ -262,9 +262,7 @@ public final class Topics {
      * @return the exception to throw
      */
     private StoreException stopWritingAfter(TopicRegistry.UncertainSaveException e, String what) {
-        for (LogStore log : logs.all()) {
-            log.stopWriting("saving the topic registry failed after its rename: " + e.getMessage());
-        }
+        logs.stopWriting("saving the topic registry failed after its rename: " + e.getMessage());
         return new StoreException(what + ": " + e.getMessage() + "; the store is now read-only", e);
     }
 
@@ -305,7 +303,7 @@ public final class Topics {
      */
     private void deleteOwn(String topic) {
         FileIO io = config.fileIO();
-        List<LogStore> closing = logs.of(topic); // while the registry still names the topic's layout
+        int count = logs.namesOf(topic).size();
         try {
             registry.unregister(io, root, topic);
         } catch (TopicRegistry.UncertainSaveException e) {
@@ -314,8 +312,7 @@ public final class Topics {
             throw new StoreException("cannot delete topic " + topic + ": " + e.getMessage(), e);
         }
         List<Throwable> errors = new ArrayList<>();
-        for (LogStore log : closing) {
-            logs.removeOwn(log.name());
+        for (LogStore log : logs.removeTopic(topic)) {
             try {
                 log.closeDeleted();
             } catch (RuntimeException e) {
@@ -338,6 +335,6 @@ public final class Topics {
             errors.forEach(failure::addSuppressed);
             throw failure;
         }
-        LOG.info("deleted topic {} ({} logs)", topic, closing.size());
+        LOG.info("deleted topic {} ({} logs)", topic, count);
     }
 }

@@ -20,6 +20,8 @@ public final class DefaultReadResult implements ReadResult, LookupResult {
     private boolean closed;
     /** Results this one was merged from, closed with it. */
     private List<? extends AutoCloseable> parts = List.of();
+    /** Run once as the result closes, or null. */
+    private Runnable onClose;
 
     DefaultReadResult(Status status, List<StoredMessage> messages, long nextOffset, List<RecordView> views) {
         this.status = status;
@@ -45,7 +47,23 @@ public final class DefaultReadResult implements ReadResult, LookupResult {
         return merged;
     }
 
-    static DefaultReadResult empty(Status status, long nextOffset) {
+    /**
+     * Has {@code release} run when this result closes, or now if it holds nothing (an empty result need not be
+     * closed).
+     *
+     * @return this
+     */
+    public DefaultReadResult releasing(Runnable release) {
+        if (views.isEmpty() && parts.isEmpty()) {
+            release.run();
+        } else {
+            onClose = release;
+        }
+        return this;
+    }
+
+    /** @return a result of no message: the queue holds none at the offset asked for, for {@code status} */
+    public static DefaultReadResult empty(Status status, long nextOffset) {
         return new DefaultReadResult(status, List.of(), nextOffset, List.of());
     }
 
@@ -70,14 +88,20 @@ public final class DefaultReadResult implements ReadResult, LookupResult {
             return;
         }
         closed = true;
-        for (RecordView view : views) {
-            view.close();
-        }
-        for (AutoCloseable part : parts) {
-            try {
-                part.close();
-            } catch (Exception e) {
-                throw new IllegalStateException("closing a merged lookup failed", e);
+        try {
+            for (RecordView view : views) {
+                view.close();
+            }
+            for (AutoCloseable part : parts) {
+                try {
+                    part.close();
+                } catch (Exception e) {
+                    throw new IllegalStateException("closing a merged lookup failed", e);
+                }
+            }
+        } finally {
+            if (onClose != null) {
+                onClose.run();
             }
         }
     }

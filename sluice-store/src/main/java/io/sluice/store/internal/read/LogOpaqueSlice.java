@@ -49,8 +49,17 @@ public final class LogOpaqueSlice implements OpaqueSlice {
     }
 
     /** @return a slice of no batch, for a read that found nothing at the offset for {@code status} */
-    static LogOpaqueSlice empty(ReadResult.Status status, long nextOffset) {
+    public static LogOpaqueSlice empty(ReadResult.Status status, long nextOffset) {
         return new LogOpaqueSlice(status, nextOffset, nextOffset, false, null, NONE, NONE, NO_SEGMENTS, 0);
+    }
+
+    /**
+     * @return the same bodies, sent from {@code other}: the same log opened again after the store closed it while
+     *     idle, which holds the same bytes (the caller checks), each from the segment that holds it there
+     */
+    public LogOpaqueSlice on(CommitLog other) {
+        return new LogOpaqueSlice(status, firstOffset, nextOffset, messagesNext, other, positions, lengths,
+                new Segment[segments.length], batches);
     }
 
     @Override

@@ -107,6 +107,62 @@ public final class RetentionService {
         return appendsRefused;
     }
 
+    /**
+     * A log opened again after the store closed it while idle starts where the store's last pass left every log:
+     * refusing appends while the disk is above the hard ratio, until a pass finds it below.
+     */
+    public void refuseAppendsAsLastPass(boolean refused) {
+        appendsRefused = refused;
+    }
+
+    /**
+     * What a pass could still delete from this log if nothing is appended to it, for a log the store closes while
+     * idle: its passes then decide from this whether to open it, rather than open every log each time. Call with
+     * appends stopped.
+     *
+     * @return the segments, bytes, store time of the record that starts the second segment, and whether the first
+     *     segment lies wholly below every queue's start
+     */
+    public Outlook outlook() {
+        List<Segment> segments = log.segments();
+        long bytes = logBytes(segments);
+        if (segments.size() < 2) {
+            return new Outlook(segments.size(), bytes, Long.MAX_VALUE, false);
+        }
+        Segment next = segments.get(1);
+        long startPosition = startPosition();
+        boolean startPast = startPosition >= 0 && segments.get(0).end() <= startPosition;
+        long nextStoreMillis = log.writePosition() < next.base() + format.headerBytes(0) ? Long.MAX_VALUE
+                : storeTimestampAt(next.base());
+        return new Outlook(segments.size(), bytes, nextStoreMillis, startPast);
+    }
+
+    /**
+     * What retention could delete from a closed log ({@link #outlook()}).
+     *
+     * @param segments its segment files
+     * @param logBytes their bytes
+     * @param nextSegmentStoreMillis the store time of the record that starts its second segment (every record of the
+     *     first is older), {@link Long#MAX_VALUE} if none or unknown
+     * @param startPastOldest its first segment lies wholly below every queue's start ({@code Store.deleteRecords})
+     */
+    public record Outlook(int segments, long logBytes, long nextSegmentStoreMillis, boolean startPastOldest) {
+
+        /**
+         * @return true if a pass with these limits could delete a segment: the same reasons as {@link #run}'s (the
+         *     active segment always stays, and a closed log was forced whole)
+         */
+        public boolean mayDelete(long nowMillis, long retentionMillis, long retentionBytes, double diskUsedRatio,
+                                 double diskCleanRatio) {
+            if (segments < 2) {
+                return false;
+            }
+            boolean expired = retentionMillis != Long.MAX_VALUE && nextSegmentStoreMillis != Long.MAX_VALUE
+                    && nowMillis - nextSegmentStoreMillis > retentionMillis;
+            return startPastOldest || expired || logBytes > retentionBytes || diskUsedRatio > diskCleanRatio;
+        }
+    }
+
     /** @return the last pass's report, or null before the first */
     public RetentionReport lastReport() {
         return lastReport;
@@ -273,8 +329,24 @@ public final class RetentionService {
     }
 
     /**
-     * The log is being deleted with its directory: index files still waiting for a checkpoint are unmapped (once no
-     * reader holds them) and left for the directory's deletion.
+     * Index files a log found wholly below its start as it opened again in the same run of the store (their deletion
+     * waited for a checkpoint when the store closed the log): deleted, as a pass's are, once a checkpoint records a
+     * start of at least {@code start}.
+     */
+    public void deleteOnceRecorded(long start, Map<QueueIndex, List<QueueIndex.IndexFile>> files,
+                                   List<KeyIndex.KeyFile> keyFiles) {
+        if (files.isEmpty() && keyFiles.isEmpty()) {
+            return;
+        }
+        synchronized (pending) {
+            pending.add(new PendingDeletion(start, files, keyFiles));
+        }
+    }
+
+    /**
+     * The log is being deleted with its directory, or closed while idle: index files still waiting for a checkpoint
+     * are unmapped (once no reader holds them) and left on disk, for the directory's deletion, or for the log's next
+     * open, which finds them below its start again.
      */
     public void abandonPending() {
         List<PendingDeletion> abandoned;

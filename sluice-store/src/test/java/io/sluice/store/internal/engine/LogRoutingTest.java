@@ -37,7 +37,7 @@ class LogRoutingTest {
             engine.topics().delete("t");
             engine.topics().create("t", TopicLayout.TOPIC, 2);
             engine.appends().append("t", 0, message("again")).join(); // the new log exists
-            assertThatThrownBy(() -> engine.logs().logFor("t", TopicLayout.TOPIC, 3, true))
+            assertThatThrownBy(() -> engine.logs().use("t", TopicLayout.TOPIC, 3, true))
                     .isInstanceOf(TopicDeletedException.class);
             assertThat(engine.appends().append("t", 1, message("fine")).join().firstQueueOffset()).isZero();
         }
