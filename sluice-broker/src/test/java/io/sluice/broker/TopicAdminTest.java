@@ -15,6 +15,8 @@ import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
+import org.apache.kafka.clients.admin.CreatePartitionsOptions;
+import org.apache.kafka.clients.admin.CreateTopicsOptions;
 import org.apache.kafka.clients.admin.NewPartitions;
 import org.apache.kafka.clients.admin.NewTopic;
 import org.apache.kafka.clients.admin.OffsetSpec;
@@ -29,7 +31,9 @@ import org.apache.kafka.common.errors.InvalidConfigurationException;
 import org.apache.kafka.common.errors.InvalidPartitionsException;
 import org.apache.kafka.common.errors.InvalidReplicationFactorException;
 import org.apache.kafka.common.errors.InvalidTopicException;
+import org.apache.kafka.common.errors.PolicyViolationException;
 import org.apache.kafka.common.errors.TopicExistsException;
+import org.apache.kafka.common.errors.UnknownServerException;
 import org.apache.kafka.common.errors.UnknownTopicOrPartitionException;
 import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
@@ -198,6 +202,51 @@ class TopicAdminTest {
             assertThat(store.queueCount("compacted")).isZero();
             assertThat(store.queueCount("replicated")).isZero();
             assertThat(store.queueCount("orders")).isEqualTo(2);
+        }
+    }
+
+    /**
+     * Kafka's controller takes at most 10,000 metadata records from one request: a CreateTopics over it fails whole
+     * with POLICY_VIOLATION, validating or not; a CreatePartitions fails the topic that would overflow it.
+     */
+    @Test
+    void oneRequestCreatesAtMostKafkasTenThousandRecords() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Admin admin = admin(broker)) {
+            // 3 topics of 3,333 partitions: 3 + 9,999 = 10,002 records.
+            List<NewTopic> tooMany = List.of(new NewTopic("a", 3_333, (short) 1), new NewTopic("b", 3_333, (short) 1),
+                    new NewTopic("c", 3_333, (short) 1));
+            for (boolean validateOnly : new boolean[] {true, false}) {
+                var created = admin.createTopics(tooMany, new CreateTopicsOptions().validateOnly(validateOnly));
+                for (String name : List.of("a", "b", "c")) {
+                    assertThatThrownBy(() -> created.values().get(name).get(20, TimeUnit.SECONDS))
+                            .isInstanceOf(ExecutionException.class).cause().isInstanceOf(PolicyViolationException.class)
+                            .hasMessage("Unable to perform excessively large batch operation.");
+                }
+            }
+            assertThat(store.queueCount("a") + store.queueCount("b") + store.queueCount("c")).isZero();
+            // Exactly the bound: 3 topics, 4,000 + 4,000 + 1,996 partitions and one config.
+            admin.createTopics(List.of(new NewTopic("a", 4_000, (short) 1), new NewTopic("b", 4_000, (short) 1),
+                    new NewTopic("c", 1_996, (short) 1).configs(Map.of("retention.ms", "1000"))),
+                    new CreateTopicsOptions().validateOnly(true)).all().get(20, TimeUnit.SECONDS);
+
+            admin.createTopics(List.of(new NewTopic("x", 1, (short) 1), new NewTopic("y", 1, (short) 1),
+                    new NewTopic("z", 1, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            var grown = admin.createPartitions(Map.of("x", NewPartitions.increaseTo(4_001), "y",
+                    NewPartitions.increaseTo(4_001), "z", NewPartitions.increaseTo(4_001)),
+                    new CreatePartitionsOptions().validateOnly(true));
+            int refused = 0;
+            for (String name : List.of("x", "y", "z")) {
+                try {
+                    grown.values().get(name).get(20, TimeUnit.SECONDS);
+                } catch (ExecutionException e) {
+                    assertThat(e.getCause()).isInstanceOf(UnknownServerException.class);
+                    refused++;
+                }
+            }
+            assertThat(refused).as("the topic whose 4,000 partitions would pass 10,000").isEqualTo(1);
+            assertThat(store.queueCount("x") + store.queueCount("y") + store.queueCount("z")).isEqualTo(3);
         }
     }
 }

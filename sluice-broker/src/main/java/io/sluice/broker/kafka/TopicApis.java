@@ -356,13 +356,45 @@ final class TopicApis {
         }
     }
 
+    /**
+     * Kafka's controller refuses a request whose changes take more than 10,000 metadata records (its
+     * {@code MAX_RECORDS_PER_USER_OP}): a topic takes one, and one more per partition and per config set.
+     */
+    static final int MAX_RECORDS_PER_REQUEST = 10_000;
+
     CreateTopicsResponseData createTopics(CreateTopicsRequestData request) {
         CreatableTopicResultCollection results = new CreatableTopicResultCollection();
         long deadline = deadline(request.timeoutMs());
+        List<NewTopic> checked = new ArrayList<>();
+        long records = 0;
         for (CreatableTopic topic : request.topics()) {
-            results.add(createTopic(topic, request.validateOnly(), deadline));
+            NewTopic planned = check(topic);
+            checked.add(planned);
+            if (planned.refused() == null) {
+                records += 1L + planned.count() + planned.configs().size();
+            }
+        }
+        if (records > MAX_RECORDS_PER_REQUEST) {
+            // Kafka's whole request fails, every topic with the controller's error: nothing is created.
+            for (CreatableTopic topic : request.topics()) {
+                results.add(failed(new CreatableTopicResult().setName(topic.name()).setTopicId(Uuid.ZERO_UUID),
+                        Errors.POLICY_VIOLATION, EXCESSIVE_BATCH));
+            }
+            return new CreateTopicsResponseData().setTopics(results);
+        }
+        for (NewTopic planned : checked) {
+            results.add(planned.refused() != null ? planned.refused()
+                    : createTopic(planned, request.validateOnly(), deadline));
         }
         return new CreateTopicsResponseData().setTopics(results);
+    }
+
+    /** The message of Kafka's controller for a request over {@link #MAX_RECORDS_PER_REQUEST}. */
+    static final String EXCESSIVE_BATCH = "Unable to perform excessively large batch operation.";
+
+    /** One topic of a CreateTopics request as checked: its refusal, or what creating it takes. */
+    private record NewTopic(CreatableTopic topic, int count, int factor, Map<String, String> configs,
+                            CreatableTopicResult refused) {
     }
 
     /** @return when a request that gives {@code timeoutMs} stops waiting for the cluster (30 s if it gives none) */
@@ -374,31 +406,33 @@ final class TopicApis {
      * One topic of a CreateTopics request, checked in the order Kafka's controller checks: its name, whether it exists
      * (whatever else the request says of it), its replication factor and partitions, then its configs.
      */
-    private CreatableTopicResult createTopic(CreatableTopic topic, boolean validateOnly, long deadline) {
+    private NewTopic check(CreatableTopic topic) {
         CreatableTopicResult result = new CreatableTopicResult().setName(topic.name()).setTopicId(Uuid.ZERO_UUID);
         int count = topic.numPartitions() == -1 ? settings.defaultPartitions() : topic.numPartitions();
         int factor = topic.replicationFactor() == -1 ? cluster.defaultReplicationFactor() : topic.replicationFactor();
+        Map<String, String> configs = new TreeMap<>();
         try {
             cluster.checkTopicName(topic.name());
         } catch (ClusterView.TopicRefusedException e) {
-            return failed(result, Errors.INVALID_TOPIC_EXCEPTION, e.getMessage());
+            return refused(topic, failed(result, Errors.INVALID_TOPIC_EXCEPTION, e.getMessage()));
         }
         if (partitions.count(topic.name()) > 0) {
-            return failed(result, Errors.TOPIC_ALREADY_EXISTS, "Topic '" + topic.name() + "' already exists.");
+            return refused(topic, failed(result, Errors.TOPIC_ALREADY_EXISTS,
+                    "Topic '" + topic.name() + "' already exists."));
         }
         if (factor < 1 || factor > cluster.brokers().size()) {
-            return failed(result, Errors.INVALID_REPLICATION_FACTOR, "replication factor " + factor + " cannot be"
-                    + " met by a cluster of " + cluster.brokers().size() + " broker"
-                    + (cluster.brokers().size() == 1 ? "" : "s"));
+            return refused(topic, failed(result, Errors.INVALID_REPLICATION_FACTOR, "replication factor " + factor
+                    + " cannot be met by a cluster of " + cluster.brokers().size() + " broker"
+                    + (cluster.brokers().size() == 1 ? "" : "s")));
         }
         if (!topic.assignments().isEmpty()) {
-            return failed(result, Errors.INVALID_REQUEST, "manual replica assignment is not supported");
+            return refused(topic, failed(result, Errors.INVALID_REQUEST,
+                    "manual replica assignment is not supported"));
         }
         if (count < 1 || count > cluster.maxPartitions()) {
-            return failed(result, Errors.INVALID_PARTITIONS, "the partition count must be between 1 and "
-                    + cluster.maxPartitions() + ", was " + count);
+            return refused(topic, failed(result, Errors.INVALID_PARTITIONS, "the partition count must be between 1"
+                    + " and " + cluster.maxPartitions() + ", was " + count));
         }
-        Map<String, String> configs = new TreeMap<>();
         for (CreateTopicsRequestData.CreatableTopicConfig config : topic.configs()) {
             if (config.value() != null) {
                 configs.put(config.name(), config.value());
@@ -407,8 +441,22 @@ final class TopicApis {
         try {
             TopicConfigs.check(configs);
         } catch (InvalidConfigurationException e) {
-            return failed(result, Errors.INVALID_CONFIG, e.getMessage());
+            return refused(topic, failed(result, Errors.INVALID_CONFIG, e.getMessage()));
         }
+        return new NewTopic(topic, count, factor, configs, null);
+    }
+
+    private static NewTopic refused(CreatableTopic topic, CreatableTopicResult result) {
+        return new NewTopic(topic, 0, 0, Map.of(), result);
+    }
+
+    /** Creates a topic {@link #check} passed (or, validating only, answers what creating it would). */
+    private CreatableTopicResult createTopic(NewTopic planned, boolean validateOnly, long deadline) {
+        CreatableTopic topic = planned.topic();
+        CreatableTopicResult result = new CreatableTopicResult().setName(topic.name()).setTopicId(Uuid.ZERO_UUID);
+        int count = planned.count();
+        int factor = planned.factor();
+        Map<String, String> configs = planned.configs();
         if (validateOnly) {
             // Kafka's controller answers the id it would have given, though nothing keeps it.
             return created(result.setTopicId(KafkaTopicIds.kafka(io.sluice.broker.TopicIds.random())), count, factor,
@@ -484,6 +532,7 @@ final class TopicApis {
     CreatePartitionsResponseData createPartitions(CreatePartitionsRequestData request) {
         List<CreatePartitionsTopicResult> results = new ArrayList<>();
         long deadline = deadline(request.timeoutMs());
+        long added = 0; // partitions the request adds, a metadata record each at Kafka's controller
         for (CreatePartitionsTopic topic : request.topics()) {
             CreatePartitionsTopicResult result = new CreatePartitionsTopicResult().setName(topic.name());
             results.add(result);
@@ -506,8 +555,15 @@ final class TopicApis {
                 result.setErrorCode(Errors.INVALID_PARTITIONS.code()).setErrorMessage("topic " + topic.name()
                         + " has " + current + " partitions; a new count must be larger and at most "
                         + cluster.maxPartitions() + ", was " + topic.count());
-            } else if (!request.validateOnly()) {
-                addPartitions(topic, result, deadline);
+            } else if (added + topic.count() - current > MAX_RECORDS_PER_REQUEST) {
+                // Kafka's controller fails the topic whose records overflow its bound the same way (though it
+                // keeps the partitions that fit): no partition of it is added.
+                result.setErrorCode(Errors.UNKNOWN_SERVER_ERROR.code()).setErrorMessage(null);
+            } else {
+                added += topic.count() - current;
+                if (!request.validateOnly()) {
+                    addPartitions(topic, result, deadline);
+                }
             }
         }
         return new CreatePartitionsResponseData().setResults(results);
