@@ -8,8 +8,8 @@ import java.nio.file.Path;
 /**
  * A broker alone in a process of its own, for tests that kill it: {@code BrokerChild <store dir> <port> [option=value
  * ...]} opens the store with the broker's ASYNC settings, starts the broker on 127.0.0.1:port, prints {@code ready} and
- * serves until killed. Options: {@code segmentSizeBytes} and {@code maxMessageBytes} (the store's), and
- * {@code cleanerBackoffMillis} (the log cleaner's pause between rounds that cleaned nothing).
+ * serves until killed. Options: {@code segmentSizeBytes}, {@code maxMessageBytes} and {@code maxOpenLogs} (the
+ * store's), and {@code cleanerBackoffMillis} (the log cleaner's pause between rounds that cleaned nothing).
  */
 public final class BrokerChild {
 
@@ -26,6 +26,7 @@ public final class BrokerChild {
             switch (name) {
                 case "segmentSizeBytes" -> store.segmentSizeBytes(value);
                 case "maxMessageBytes" -> store.maxMessageBytes(Math.toIntExact(value));
+                case "maxOpenLogs" -> store.maxOpenLogs(Math.toIntExact(value));
                 case "cleanerBackoffMillis" -> broker = broker.withCleaner(
                         CleanerSettings.DEFAULTS.withBackoffMillis(value));
                 default -> throw new IllegalArgumentException("unknown option " + args[i]);

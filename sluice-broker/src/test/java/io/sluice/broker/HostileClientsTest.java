@@ -74,22 +74,8 @@ class HostileClientsTest {
 
     @Test
     void requestsThatWouldTakeTheHeapOnceParsedLeaveTheBrokerUpForHonestClients() throws Exception {
-        int port;
-        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
-            port = socket.getLocalPort();
-        }
-        Path log = dir.resolve("broker.log");
-        String java = ProcessHandle.current().info().command().orElse("java");
-        process = new ProcessBuilder(java, "-Xmx256m", "-XX:TieredStopAtLevel=1",
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"), BrokerChild.class.getName(),
-                dir.resolve("store").toString(), Integer.toString(port))
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!Files.readString(log).contains("ready")) {
-            assertThat(process.isAlive() && System.nanoTime() < deadline).as(Files.readString(log)).isTrue();
-            Thread.sleep(20);
-        }
+        int port = freePort();
+        Path log = startBroker(port);
         String bootstrap = "127.0.0.1:" + port;
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
             admin.createTopics(List.of(new NewTopic("honest", 1, (short) 1))).all().get(30, TimeUnit.SECONDS);
@@ -146,6 +132,105 @@ class HostileClientsTest {
         assertThat(process.isAlive()).as(Files.readString(log)).isTrue();
         assertThat(Files.readString(log)).doesNotContain("OutOfMemoryError").contains("would take about");
         assertThat(closed.get()).as("the attackers' connections were closed").isGreaterThanOrEqualTo(3);
+    }
+
+    /** Starts a {@link BrokerChild} with a 256 MiB heap over this test's store; returns its log once it is ready. */
+    private Path startBroker(int port, String... options) throws Exception {
+        Path log = dir.resolve("broker-" + System.nanoTime() + ".log");
+        String java = ProcessHandle.current().info().command().orElse("java");
+        List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:TieredStopAtLevel=1",
+                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "--enable-native-access=ALL-UNNAMED",
+                "-cp", System.getProperty("java.class.path"), BrokerChild.class.getName(),
+                dir.resolve("store").toString(), Integer.toString(port)));
+        command.addAll(List.of(options));
+        process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!Files.readString(log).contains("ready")) {
+            assertThat(process.isAlive() && System.nanoTime() < deadline).as(Files.readString(log)).isTrue();
+            Thread.sleep(20);
+        }
+        return log;
+    }
+
+    private static int freePort() throws IOException {
+        try (ServerSocket socket = new ServerSocket(0, 1, InetAddress.getLoopbackAddress())) {
+            return socket.getLocalPort();
+        }
+    }
+
+    /** @return the descriptors the broker's process holds now */
+    private long descriptors() throws IOException {
+        try (var open = Files.list(Path.of("/proc", Long.toString(process.pid()), "fd"))) {
+            return open.count();
+        }
+    }
+
+    /**
+     * Partitions written once each, as a client may create and write them, cost the broker no more descriptors than
+     * its budget of open logs allows, before and after a restart, and every record stays readable: before the budget,
+     * each partition written held its files open until the broker stopped, and a restart opened them all again.
+     */
+    @Test
+    void partitionsWrittenOnceHoldNoMoreDescriptorsThanTheOpenLogBudget() throws Exception {
+        int budget = 32;
+        int topics = 4;
+        int partitionsEach = 500;
+        int port = freePort();
+        startBroker(port, "maxOpenLogs=" + budget);
+        long idle = descriptors();
+        // A log open holds a descriptor per segment file and at times one more for sendfile; the rest is sockets.
+        long bound = idle + 3L * budget + 64;
+        String bootstrap = "127.0.0.1:" + port;
+        try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
+            for (int t = 0; t < topics; t++) {
+                admin.createTopics(List.of(new NewTopic("wide-" + t, partitionsEach, (short) 1))).all()
+                        .get(60, TimeUnit.SECONDS);
+            }
+        }
+        try (KafkaProducer<byte[], byte[]> producer = new KafkaProducer<>(Map.of(
+                ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap, ProducerConfig.LINGER_MS_CONFIG, 50),
+                new ByteArraySerializer(), new ByteArraySerializer())) {
+            for (int t = 0; t < topics; t++) {
+                for (int p = 0; p < partitionsEach; p++) {
+                    producer.send(new ProducerRecord<>("wide-" + t, p, null, (t + "/" + p).getBytes()));
+                }
+            }
+            producer.flush();
+        }
+        long written = descriptors();
+        assertThat(written).as("descriptors after %d partitions were written, %d when idle", topics * partitionsEach,
+                idle).isLessThan(bound);
+
+        process.destroyForcibly();
+        process.waitFor(30, TimeUnit.SECONDS);
+        port = freePort();
+        startBroker(port, "maxOpenLogs=" + budget);
+        bootstrap = "127.0.0.1:" + port;
+        long restarted = descriptors();
+        assertThat(restarted).as("descriptors after a restart, %d when idle", idle).isLessThan(bound);
+
+        List<TopicPartition> all = new ArrayList<>();
+        for (int t = 0; t < topics; t++) {
+            for (int p = 0; p < partitionsEach; p++) {
+                all.add(new TopicPartition("wide-" + t, p));
+            }
+        }
+        java.util.Set<String> read = new java.util.HashSet<>();
+        try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(Map.of(
+                ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap, ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest"),
+                new ByteArrayDeserializer(), new ByteArrayDeserializer())) {
+            consumer.assign(all);
+            long until = System.nanoTime() + TimeUnit.SECONDS.toNanos(120);
+            while (read.size() < all.size() && System.nanoTime() < until) {
+                for (var record : consumer.poll(Duration.ofMillis(200))) {
+                    assertThat(new String(record.value())).isEqualTo(record.topic().substring(5) + "/"
+                            + record.partition());
+                    read.add(record.topic() + "/" + record.partition());
+                }
+            }
+            assertThat(descriptors()).as("descriptors while every partition is read").isLessThan(bound);
+        }
+        assertThat(read).as("partitions read back").hasSize(all.size());
     }
 
     private static FrameServer echoServer(FrameServer.Limits limits, AtomicInteger handled, int responseBytes)

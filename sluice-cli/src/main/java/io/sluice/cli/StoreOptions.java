@@ -89,6 +89,10 @@ final class StoreOptions {
             + " behind the writer (sync_file_range); 0 is off (default: 8 MiB on mmap, off elsewhere).")
     Long writebackDistance;
 
+    @Option(names = "--max-open-logs", description = "Logs of their own (a topic's partitions) open at once; idle"
+            + " ones close and open again on use (default 0: an eighth of the descriptor limit, 16 to 1024).")
+    Integer maxOpenLogs;
+
     StoreConfig config() {
         return config(WritePath.MMAP);
     }
@@ -125,6 +129,9 @@ final class StoreOptions {
         }
         if (allocation != null) {
             builder.segmentAllocation(allocation);
+        }
+        if (maxOpenLogs != null) {
+            builder.maxOpenLogs(maxOpenLogs);
         }
         // Segment size and retention belong to the store: an existing store keeps its own unless the user gave
         // them here (a new store saves whatever this configuration says, defaults included).
