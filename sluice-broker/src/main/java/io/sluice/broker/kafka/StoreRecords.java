@@ -1,5 +1,6 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.store.FillableChannel;
 import io.sluice.store.OpaqueSlice;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -50,9 +51,23 @@ final class StoreRecords implements BaseRecords {
                 if (previouslyWritten != 0 || !(channel instanceof SocketTransfer socket)) {
                     throw new IOException("store records are written whole to a socket");
                 }
+                if (socket.channel instanceof FillableChannel fillable) {
+                    // TLS: the bytes are encrypted in memory anyway; the store reads them into its buffer.
+                    for (Object part : parts) {
+                        if (part instanceof OpaqueSlice slice) {
+                            slice.transferTo(fillable);
+                        } else {
+                            ByteBuffer buffer = ((ByteBuffer) part).duplicate();
+                            while (buffer.hasRemaining()) {
+                                fillable.write(buffer);
+                            }
+                        }
+                    }
+                    return remaining;
+                }
                 if (!(socket.channel instanceof SocketChannel)) {
-                    // TLS: the bytes are encrypted in memory anyway; gather them in large writes, since a file
-                    // region copied to a channel that is not a socket comes in 8 KiB pieces.
+                    // Another channel that is not a socket: gather the bytes in large writes, since a file region
+                    // copied to it comes in 8 KiB pieces.
                     Coalescing coalescing = new Coalescing(socket.channel);
                     for (Object part : parts) {
                         if (part instanceof OpaqueSlice slice) {

@@ -552,7 +552,18 @@ public final class FrameServer implements AutoCloseable {
             }
             writeStarted = System.nanoTime();
             try {
-                response.writeTo(out);
+                if (out instanceof TlsChannel tls) {
+                    // Gathered into records of the largest size: a response's many small pieces (headers, each
+                    // partition's records) would otherwise each be a record and a system call.
+                    tls.cork();
+                    try {
+                        response.writeTo(out);
+                    } finally {
+                        tls.uncork();
+                    }
+                } else {
+                    response.writeTo(out);
+                }
             } finally {
                 sent(response);
             }

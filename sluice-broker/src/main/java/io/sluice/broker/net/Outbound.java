@@ -108,6 +108,9 @@ public interface Outbound {
                     channel.write(bytes);
                 }
                 if (thenClose) {
+                    if (channel instanceof TlsChannel tls) {
+                        tls.flush(); // sent before the linger, not after it
+                    }
                     lingerBeforeClose();
                     if (channel instanceof TlsChannel tls) {
                         tls.shutdownOutput();

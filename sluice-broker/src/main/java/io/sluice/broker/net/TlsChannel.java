@@ -1,5 +1,6 @@
 package io.sluice.broker.net;
 
+import io.sluice.store.FillableChannel;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -24,7 +25,10 @@ import javax.net.ssl.SSLSession;
  * <p>Under TLS the bytes of a response pass through the engine: a file region is copied into memory and encrypted, so
  * {@code sendfile} is not used (as in Kafka).
  */
-public final class TlsChannel implements ByteChannel, GatheringByteChannel {
+public final class TlsChannel implements ByteChannel, GatheringByteChannel, FillableChannel {
+
+    /** Plain bytes gathered between {@link #cork} and {@link #uncork}: four records of the largest size. */
+    private static final int GATHER_BYTES = 64 * 1024;
 
     private final SocketChannel socket;
     private final SSLEngine engine;
@@ -34,6 +38,9 @@ public final class TlsChannel implements ByteChannel, GatheringByteChannel {
     private ByteBuffer appIn;
     /** Network bytes wrapped; held under {@link #writeLock}. */
     private ByteBuffer netOut;
+    /** Plain bytes written while corked, not yet wrapped (write mode); held under {@link #writeLock}. */
+    private ByteBuffer gathered;
+    private boolean corked;
     private final ReentrantLock writeLock = new ReentrantLock();
     private volatile boolean handshakeDone;
     private boolean inboundClosed;
@@ -46,10 +53,11 @@ public final class TlsChannel implements ByteChannel, GatheringByteChannel {
         this.socket = socket;
         this.engine = engine;
         SSLSession session = engine.getSession();
-        this.netIn = ByteBuffer.allocate(session.getPacketBufferSize()).flip();
+        // Network buffers are direct: the socket reads and writes them without a copy through one of the JDK's.
+        this.netIn = ByteBuffer.allocateDirect(session.getPacketBufferSize()).flip();
         this.appIn = ByteBuffer.allocate(session.getApplicationBufferSize()).flip();
         // Room for several records, so that a large response goes out in few system calls.
-        this.netOut = ByteBuffer.allocate(4 * session.getPacketBufferSize());
+        this.netOut = ByteBuffer.allocateDirect(4 * session.getPacketBufferSize());
     }
 
     /**
@@ -160,7 +168,7 @@ public final class TlsChannel implements ByteChannel, GatheringByteChannel {
     /** Reads more network bytes into {@link #netIn}, growing it when a record needs more room. */
     private void readNet() throws IOException {
         if (netIn.remaining() == netIn.capacity() || netIn.capacity() < engine.getSession().getPacketBufferSize()) {
-            ByteBuffer larger = ByteBuffer.allocate(Math.max(netIn.capacity() * 2,
+            ByteBuffer larger = ByteBuffer.allocateDirect(Math.max(netIn.capacity() * 2,
                     engine.getSession().getPacketBufferSize()));
             larger.put(netIn).flip();
             netIn = larger;
@@ -187,7 +195,8 @@ public final class TlsChannel implements ByteChannel, GatheringByteChannel {
                 }
                 return result;
             }
-            ByteBuffer larger = ByteBuffer.allocate(netOut.capacity() + engine.getSession().getPacketBufferSize());
+            ByteBuffer larger = ByteBuffer.allocateDirect(netOut.capacity()
+                    + engine.getSession().getPacketBufferSize());
             netOut.flip();
             larger.put(netOut);
             netOut = larger;
@@ -286,6 +295,16 @@ public final class TlsChannel implements ByteChannel, GatheringByteChannel {
     }
 
     private void closeOutbound() {
+        writeLock.lock();
+        try {
+            if (corked) {
+                encryptGathered(); // what was written goes before the close
+            }
+        } catch (IOException e) {
+            // the peer is gone: the close goes nowhere either
+        } finally {
+            writeLock.unlock();
+        }
         engine.closeOutbound();
         writeLock.lock();
         try {
@@ -308,7 +327,10 @@ public final class TlsChannel implements ByteChannel, GatheringByteChannel {
         return write(sources, 0, sources.length);
     }
 
-    /** Writes all of the sources, encrypted, before returning (a blocking channel). */
+    /**
+     * Writes all of the sources, encrypted, before returning (a blocking channel); while {@link #cork corked}, gathers
+     * them into records of the largest size, sent when they fill and at {@link #uncork}.
+     */
     @Override
     public long write(ByteBuffer[] sources, int offset, int length) throws IOException {
         if (!handshakeDone) {
@@ -317,26 +339,111 @@ public final class TlsChannel implements ByteChannel, GatheringByteChannel {
         long written = 0;
         writeLock.lock();
         try {
-            int packet = engine.getSession().getPacketBufferSize();
             for (int i = offset; i < offset + length; i++) {
                 ByteBuffer source = sources[i];
-                while (source.hasRemaining()) {
-                    if (netOut.remaining() < packet) {
-                        flushNetOut();
-                    }
-                    int before = source.remaining();
-                    SSLEngineResult result = wrap(source);
-                    if (result.getStatus() == SSLEngineResult.Status.CLOSED) {
-                        throw new ClosedChannelException();
-                    }
-                    written += before - source.remaining();
+                written += source.remaining();
+                if (!corked) {
+                    encrypt(source);
+                    continue;
                 }
+                while (source.hasRemaining()) {
+                    if (gathered.position() == 0 && source.remaining() >= gathered.capacity()) {
+                        encrypt(source); // as large as what gathering would make: no copy
+                    } else {
+                        int n = Math.min(gathered.remaining(), source.remaining());
+                        gathered.put(gathered.position(), source, source.position(), n);
+                        gathered.position(gathered.position() + n);
+                        source.position(source.position() + n);
+                        if (!gathered.hasRemaining()) {
+                            encryptGathered();
+                        }
+                    }
+                }
+            }
+            if (!corked) {
+                flushNetOut();
+            }
+        } finally {
+            writeLock.unlock();
+        }
+        return written;
+    }
+
+    /** Wraps all of {@code source} into {@link #netOut}, sending it whenever it has no room for another record. */
+    private void encrypt(ByteBuffer source) throws IOException {
+        int packet = engine.getSession().getPacketBufferSize();
+        while (source.hasRemaining()) {
+            if (netOut.remaining() < packet) {
+                flushNetOut();
+            }
+            SSLEngineResult result = wrap(source);
+            if (result.getStatus() == SSLEngineResult.Status.CLOSED) {
+                throw new ClosedChannelException();
+            }
+        }
+    }
+
+    private void encryptGathered() throws IOException {
+        gathered.flip();
+        try {
+            encrypt(gathered);
+        } finally {
+            gathered.clear();
+        }
+    }
+
+    /**
+     * From now until {@link #uncork}, writes by this thread are gathered and sent in records of the largest size (a
+     * response written in many small pieces goes in few records and system calls), and {@link #room} may be filled.
+     * Holds the write lock until {@link #uncork}.
+     */
+    public void cork() {
+        writeLock.lock();
+        if (gathered == null) {
+            gathered = ByteBuffer.allocateDirect(GATHER_BYTES);
+        }
+        corked = true;
+    }
+
+    /**
+     * Sends what was gathered since {@link #cork} and lets the write lock go.
+     *
+     * @throws IOException if sending failed; the lock is let go anyway
+     */
+    public void uncork() throws IOException {
+        try {
+            encryptGathered();
+            flushNetOut();
+        } finally {
+            corked = false;
+            gathered.clear();
+            writeLock.unlock();
+        }
+    }
+
+    /** Sends what was gathered so far, staying corked; as a plain write does when not corked. */
+    public void flush() throws IOException {
+        writeLock.lock();
+        try {
+            if (corked) {
+                encryptGathered();
             }
             flushNetOut();
         } finally {
             writeLock.unlock();
         }
-        return written;
+    }
+
+    /** The gathering buffer, for the store to read file bytes into; only between {@link #cork} and {@link #uncork}. */
+    @Override
+    public ByteBuffer room() throws IOException {
+        if (!corked || !writeLock.isHeldByCurrentThread()) {
+            throw new IllegalStateException("room is only given while corked, to the corking thread");
+        }
+        if (!gathered.hasRemaining()) {
+            encryptGathered();
+        }
+        return gathered;
     }
 
     @Override

@@ -217,9 +217,36 @@ final class LogViews implements AutoCloseable {
             throw new SegmentRetiredException(position);
         }
         try {
-            segment.file().transferTo(position - segment.base(), length, target);
+            if (target instanceof io.sluice.store.FillableChannel fillable) {
+                fill(segment, position - segment.base(), length, fillable);
+            } else {
+                segment.file().transferTo(position - segment.base(), length, target);
+            }
         } finally {
             segment.release();
+        }
+    }
+
+    /** Reads [offset, offset + length) of the segment's file straight into the target's buffer. */
+    private static void fill(Segment segment, long offset, long length, io.sluice.store.FillableChannel target)
+            throws IOException {
+        long at = offset;
+        long end = offset + length;
+        while (at < end) {
+            ByteBuffer room = target.room();
+            int limit = room.limit();
+            room.limit((int) Math.min(limit, room.position() + (end - at)));
+            try {
+                while (room.hasRemaining()) {
+                    int n = segment.file().read(room, at);
+                    if (n < 0) {
+                        throw new java.io.EOFException("segment " + segment.base() + " ends before " + end);
+                    }
+                    at += n;
+                }
+            } finally {
+                room.limit(limit);
+            }
         }
     }
 
