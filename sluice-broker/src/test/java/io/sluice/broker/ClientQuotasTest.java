@@ -1,6 +1,7 @@
 package io.sluice.broker;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
@@ -21,6 +22,7 @@ import org.apache.kafka.clients.producer.ProducerRecord;
 import org.apache.kafka.common.Metric;
 import org.apache.kafka.common.MetricName;
 import org.apache.kafka.common.TopicPartition;
+import org.apache.kafka.common.errors.ThrottlingQuotaExceededException;
 import org.apache.kafka.common.quota.ClientQuotaAlteration;
 import org.apache.kafka.common.quota.ClientQuotaEntity;
 import org.apache.kafka.common.quota.ClientQuotaFilter;
@@ -166,6 +168,47 @@ class ClientQuotasTest {
                     socket.close();
                 }
             }
+        }
+    }
+
+    /**
+     * {@code controller_mutation_rate}: a client id at 5 partitions a second (a bucket of 55) may create a topic of 100
+     * partitions, which overdraws it; its next creation and deletion are refused THROTTLING_QUOTA_EXCEEDED with the
+     * wait until the bucket is back at zero, and nothing changes, while another client id creates freely; the Admin
+     * client's own retry (its default) waits, and the creation then goes through.
+     */
+    @Test
+    void aClientIdsMutationRateRefusesTopicsPastItsQuota() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0));
+             Admin admin = Admin.create(common(broker, "admin"));
+             Admin limited = Admin.create(common(broker, "limited"));
+             Admin sameId = Admin.create(common(broker, "limited"))) {
+            admin.alterClientQuotas(List.of(new ClientQuotaAlteration(new ClientQuotaEntity(Map.of(
+                    ClientQuotaEntity.CLIENT_ID, "limited")), List.of(new ClientQuotaAlteration.Op(
+                    "controller_mutation_rate", 5.0))))).all().get(20, TimeUnit.SECONDS);
+            sameId.describeCluster().clusterId().get(20, TimeUnit.SECONDS); // connected before the refusal
+            var noRetry = new org.apache.kafka.clients.admin.CreateTopicsOptions().retryOnQuotaViolation(false);
+            limited.createTopics(List.of(new NewTopic("wide", 100, (short) 1)), noRetry).all()
+                    .get(20, TimeUnit.SECONDS);
+            long refusedAt = System.nanoTime();
+            var refused = limited.createTopics(List.of(new NewTopic("more", 1, (short) 1)), noRetry).all();
+            assertThatThrownBy(() -> refused.get(20, TimeUnit.SECONDS)).cause()
+                    .isInstanceOf(ThrottlingQuotaExceededException.class)
+                    .satisfies(e -> assertThat(((ThrottlingQuotaExceededException) e).throttleTimeMs())
+                            .as("45 tokens below zero at 5 a second").isBetween(7_000, 9_000));
+            // The connection that was refused reads nothing until the wait is over (KIP-219); another of the same
+            // client id is read, and refused too.
+            assertThatThrownBy(() -> sameId.deleteTopics(List.of("wide"),
+                    new org.apache.kafka.clients.admin.DeleteTopicsOptions().retryOnQuotaViolation(false)).all()
+                    .get(20, TimeUnit.SECONDS)).cause().isInstanceOf(ThrottlingQuotaExceededException.class);
+            assertThat(admin.listTopics().names().get(20, TimeUnit.SECONDS)).contains("wide")
+                    .doesNotContain("more");
+            admin.createTopics(List.of(new NewTopic("free", 40, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            // With its retry, the Admin client waits out the throttle and the creation goes through.
+            limited.createTopics(List.of(new NewTopic("more", 1, (short) 1))).all().get(60, TimeUnit.SECONDS);
+            assertThat(TimeUnit.NANOSECONDS.toMillis(System.nanoTime() - refusedAt)).isGreaterThan(6_000);
+            assertThat(store.queueCount("more")).isEqualTo(1);
         }
     }
 }

@@ -8,6 +8,7 @@ import io.sluice.broker.kafka.security.AclMutation;
 import io.sluice.broker.kafka.security.AclRequests;
 import io.sluice.broker.kafka.security.Authenticator;
 import io.sluice.broker.kafka.security.AuthorizerConfig;
+import io.sluice.broker.kafka.security.MutationQuota;
 import io.sluice.broker.kafka.security.QuotaSettings;
 import io.sluice.broker.kafka.security.ScramCredentials;
 import io.sluice.broker.kafka.security.SecuritySettings;
@@ -465,9 +466,14 @@ public final class KafkaApis implements AutoCloseable {
         if (checked.denied() != null) {
             return CompletableFuture.failedFuture(checked.denied());
         }
+        MutationQuota.Permits permits = key == ApiKeys.CREATE_TOPICS || key == ApiKeys.CREATE_PARTITIONS
+                || key == ApiKeys.DELETE_TOPICS ? throttles.mutations(key, version, session, header.clientId()) : null;
         java.util.function.Function<ApiMessage, Outbound> answer = response -> {
             checked.after().accept(response);
             long throttle = throttles.throttle(key, session, header.clientId(), requestBytes, arrived, response);
+            if (permits != null) {
+                throttle = Throttles.withMutationThrottle(throttle, permits, response);
+            }
             Outbound out = encode(correlationId, key, version, response);
             return throttle > 0 ? Outbound.muted(out, throttle) : out;
         };
@@ -508,8 +514,8 @@ public final class KafkaApis implements AutoCloseable {
             case METADATA -> topics.metadata((MetadataRequestData) request, version);
             case DESCRIBE_TOPIC_PARTITIONS -> topics.describeTopicPartitions(
                     (DescribeTopicPartitionsRequestData) request);
-            case CREATE_TOPICS -> topics.createTopics((CreateTopicsRequestData) request);
-            case CREATE_PARTITIONS -> topics.createPartitions((CreatePartitionsRequestData) request);
+            case CREATE_TOPICS -> topics.createTopics((CreateTopicsRequestData) request, permits);
+            case CREATE_PARTITIONS -> topics.createPartitions((CreatePartitionsRequestData) request, permits);
             case DESCRIBE_CLUSTER -> topics.describeCluster((DescribeClusterRequestData) request);
             case LIST_OFFSETS -> offsets.listOffsets((ListOffsetsRequestData) request, version);
             case OFFSET_FOR_LEADER_EPOCH -> epochs.handle((OffsetForLeaderEpochRequestData) request);
@@ -529,7 +535,7 @@ public final class KafkaApis implements AutoCloseable {
             case DESCRIBE_CONFIGS -> configs.describe((DescribeConfigsRequestData) request);
             case INCREMENTAL_ALTER_CONFIGS -> configs.incrementalAlter((IncrementalAlterConfigsRequestData) request);
             case ALTER_CONFIGS -> configs.alter((AlterConfigsRequestData) request);
-            case DELETE_TOPICS -> topics.deleteTopics((DeleteTopicsRequestData) request, version);
+            case DELETE_TOPICS -> topics.deleteTopics((DeleteTopicsRequestData) request, version, permits);
             case ADD_PARTITIONS_TO_TXN -> transactions.addPartitions((AddPartitionsToTxnRequestData) request, version);
             case ADD_OFFSETS_TO_TXN -> transactions.addOffsets((AddOffsetsToTxnRequestData) request, version);
             case END_TXN -> transactions.endTxn((EndTxnRequestData) request, version);

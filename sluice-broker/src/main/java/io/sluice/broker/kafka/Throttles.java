@@ -3,6 +3,7 @@ package io.sluice.broker.kafka;
 import io.sluice.broker.ClusterView;
 import io.sluice.broker.kafka.security.ClientQuotaRequests;
 import io.sluice.broker.kafka.security.ClientQuotas;
+import io.sluice.broker.kafka.security.MutationQuota;
 import io.sluice.broker.kafka.security.QuotaMutation;
 import io.sluice.broker.kafka.security.QuotaSet;
 import io.sluice.broker.kafka.security.QuotaSettings;
@@ -101,6 +102,30 @@ final class Throttles {
         }
         if (throttle > 0) {
             setThrottle(response, throttle);
+        }
+        return throttle;
+    }
+
+    /**
+     * @return the hold of a CreateTopics, CreatePartitions or DeleteTopics request on its client's
+     *     {@code controller_mutation_rate}: strict (a topic past the quota refused) from the versions Kafka's
+     *     controller is strict from (CreateTopics 6, CreatePartitions 3, DeleteTopics 5)
+     */
+    MutationQuota.Permits mutations(ApiKeys key, short version, Session session, String clientId) {
+        short strictSince = switch (key) {
+            case CREATE_TOPICS -> 6;
+            case CREATE_PARTITIONS -> 3;
+            default -> 5;
+        };
+        return current().mutations().permits(session, clientId, version >= strictSince, clock);
+    }
+
+    /** Sets a response's throttle_time_ms to a mutation quota's wait when that is longer than its own. */
+    static long withMutationThrottle(long throttle, MutationQuota.Permits permits, ApiMessage response) {
+        long mutation = permits.throttleMillis();
+        if (mutation > throttle) {
+            setThrottle(response, mutation);
+            return mutation;
         }
         return throttle;
     }

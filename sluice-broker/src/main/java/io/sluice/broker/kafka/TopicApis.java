@@ -3,6 +3,7 @@ package io.sluice.broker.kafka;
 import io.sluice.broker.ClusterView;
 import io.sluice.broker.Partition;
 import io.sluice.broker.Partitions;
+import io.sluice.broker.kafka.security.MutationQuota;
 import io.sluice.store.StoreException;
 import java.util.ArrayList;
 import java.util.LinkedHashSet;
@@ -17,6 +18,7 @@ import java.util.concurrent.TimeoutException;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.errors.InvalidConfigurationException;
 import org.apache.kafka.common.errors.InvalidRequestException;
+import org.apache.kafka.common.errors.ThrottlingQuotaExceededException;
 import org.apache.kafka.common.errors.UnknownServerException;
 import org.apache.kafka.common.message.CreatePartitionsRequestData;
 import org.apache.kafka.common.message.CreatePartitionsRequestData.CreatePartitionsTopic;
@@ -362,7 +364,7 @@ final class TopicApis {
      */
     static final int MAX_RECORDS_PER_REQUEST = 10_000;
 
-    CreateTopicsResponseData createTopics(CreateTopicsRequestData request) {
+    CreateTopicsResponseData createTopics(CreateTopicsRequestData request, MutationQuota.Permits permits) {
         CreatableTopicResultCollection results = new CreatableTopicResultCollection();
         long deadline = deadline(request.timeoutMs());
         List<NewTopic> checked = new ArrayList<>();
@@ -384,7 +386,7 @@ final class TopicApis {
         }
         for (NewTopic planned : checked) {
             results.add(planned.refused() != null ? planned.refused()
-                    : createTopic(planned, request.validateOnly(), deadline));
+                    : createTopic(planned, request.validateOnly(), deadline, permits));
         }
         return new CreateTopicsResponseData().setTopics(results);
     }
@@ -451,12 +453,18 @@ final class TopicApis {
     }
 
     /** Creates a topic {@link #check} passed (or, validating only, answers what creating it would). */
-    private CreatableTopicResult createTopic(NewTopic planned, boolean validateOnly, long deadline) {
+    private CreatableTopicResult createTopic(NewTopic planned, boolean validateOnly, long deadline,
+                                             MutationQuota.Permits permits) {
         CreatableTopic topic = planned.topic();
         CreatableTopicResult result = new CreatableTopicResult().setName(topic.name()).setTopicId(Uuid.ZERO_UUID);
         int count = planned.count();
         int factor = planned.factor();
         Map<String, String> configs = planned.configs();
+        try {
+            permits.record(count); // Kafka's controller takes them validating only too
+        } catch (ThrottlingQuotaExceededException e) {
+            return failed(result, Errors.THROTTLING_QUOTA_EXCEEDED, e.getMessage());
+        }
         if (validateOnly) {
             // Kafka's controller answers the id it would have given, though nothing keeps it.
             return created(result.setTopicId(KafkaTopicIds.kafka(io.sluice.broker.TopicIds.random())), count, factor,
@@ -529,7 +537,8 @@ final class TopicApis {
         }
     }
 
-    CreatePartitionsResponseData createPartitions(CreatePartitionsRequestData request) {
+    CreatePartitionsResponseData createPartitions(CreatePartitionsRequestData request,
+                                                  MutationQuota.Permits permits) {
         List<CreatePartitionsTopicResult> results = new ArrayList<>();
         long deadline = deadline(request.timeoutMs());
         long added = 0; // partitions the request adds, a metadata record each at Kafka's controller
@@ -560,6 +569,12 @@ final class TopicApis {
                 // keeps the partitions that fit): no partition of it is added.
                 result.setErrorCode(Errors.UNKNOWN_SERVER_ERROR.code()).setErrorMessage(null);
             } else {
+                try {
+                    permits.record(topic.count() - current);
+                } catch (ThrottlingQuotaExceededException e) {
+                    result.setErrorCode(Errors.THROTTLING_QUOTA_EXCEEDED.code()).setErrorMessage(e.getMessage());
+                    continue;
+                }
                 added += topic.count() - current;
                 if (!request.validateOnly()) {
                     addPartitions(topic, result, deadline);
@@ -593,7 +608,8 @@ final class TopicApis {
      * INVALID_REQUEST and not deleted; one named by both a name and an id in one entry, or by neither, is
      * INVALID_REQUEST; an id no topic has is UNKNOWN_TOPIC_ID. Each topic deleted is answered with its name and id.
      */
-    DeleteTopicsResponseData deleteTopics(DeleteTopicsRequestData request, short version) {
+    DeleteTopicsResponseData deleteTopics(DeleteTopicsRequestData request, short version,
+                                          MutationQuota.Permits permits) {
         List<DeleteTopicsResponseData.DeletableTopicResult> answers = new ArrayList<>();
         Set<String> names = new LinkedHashSet<>();
         Set<String> duplicateNames = new LinkedHashSet<>();
@@ -643,7 +659,15 @@ final class TopicApis {
             }
         }
         long deadline = deadline(request.timeoutMs());
-        doomed.forEach((name, id) -> answers.add(deleteTopic(name, id, deadline)));
+        doomed.forEach((name, id) -> {
+            try {
+                permits.record(partitions.count(name));
+            } catch (ThrottlingQuotaExceededException e) {
+                answers.add(deleteAnswer(name, id, Errors.THROTTLING_QUOTA_EXCEEDED, e.getMessage()));
+                return;
+            }
+            answers.add(deleteTopic(name, id, deadline));
+        });
         // The response's collection is keyed by name, and answers of one name (those without one: ids no topic has,
         // entries naming nothing; or one name given with many ids) share one chain of it: 2,000 without a name took
         // 10 s to add. As for Metadata, only the first few of a name are answered; a client that asked by id finds a

@@ -3,8 +3,8 @@ package io.sluice.broker.kafka.security;
 import java.util.Objects;
 
 /**
- * A broker's client quotas: the produce, fetch and request time quotas of users and client ids, and the connection
- * creation rates, all fed from the cluster's quota set.
+ * A broker's client quotas: the produce, fetch, request time and controller mutation quotas of users and client ids,
+ * and the connection creation rates, all fed from the cluster's quota set.
  *
  * <p>Give it every new quota set ({@link #update}, after each change of the {@code quotas} security record, and once
  * at start), and call {@link #expireIdle} now and then (Kafka sweeps every 30 s) so that the rates of clients gone
@@ -15,6 +15,7 @@ public final class ClientQuotas {
     private final ClientRateQuota produce;
     private final ClientRateQuota fetch;
     private final ClientRateQuota request;
+    private final MutationQuota mutations;
     private final ConnectionRateQuotas connections;
     private volatile QuotaSet quotas = QuotaSet.empty();
 
@@ -24,6 +25,7 @@ public final class ClientQuotas {
         this.produce = new ClientRateQuota(ClientRateQuota.Kind.PRODUCE, settings);
         this.fetch = new ClientRateQuota(ClientRateQuota.Kind.FETCH, settings);
         this.request = new ClientRateQuota(ClientRateQuota.Kind.REQUEST, settings);
+        this.mutations = new MutationQuota(settings);
         this.connections = new ConnectionRateQuotas(settings, resolver);
     }
 
@@ -36,6 +38,7 @@ public final class ClientQuotas {
         produce.update(next);
         fetch.update(next);
         request.update(next);
+        mutations.update(next);
         connections.update(next);
         quotas = next;
     }
@@ -60,6 +63,11 @@ public final class ClientQuotas {
         return request;
     }
 
+    /** @return the partitions created, added and deleted per second ({@code controller_mutation_rate}) */
+    public MutationQuota mutations() {
+        return mutations;
+    }
+
     /** @return the connection creation rates ({@code max.connection.creation.rate}, {@code connection_creation_rate}) */
     public ConnectionRateQuotas connections() {
         return connections;
@@ -70,6 +78,7 @@ public final class ClientQuotas {
         produce.expireIdle(nowMillis);
         fetch.expireIdle(nowMillis);
         request.expireIdle(nowMillis);
+        mutations.expireIdle(nowMillis);
         connections.expireIdle(nowMillis);
     }
 }

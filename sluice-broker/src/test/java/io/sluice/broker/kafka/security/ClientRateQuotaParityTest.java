@@ -9,6 +9,7 @@ import java.util.Optional;
 import java.util.Random;
 import java.util.concurrent.TimeUnit;
 import java.util.function.Supplier;
+import org.apache.kafka.common.errors.ThrottlingQuotaExceededException;
 import org.apache.kafka.common.metrics.MetricConfig;
 import org.apache.kafka.common.metrics.Metrics;
 import org.apache.kafka.common.metrics.Quota;
@@ -20,6 +21,8 @@ import org.apache.kafka.common.utils.Time;
 import org.apache.kafka.server.config.ClientQuotaManagerConfig;
 import org.apache.kafka.server.quota.ClientQuotaEntity.ConfigEntity;
 import org.apache.kafka.server.quota.ClientQuotaManager;
+import org.apache.kafka.server.quota.ControllerMutationQuota;
+import org.apache.kafka.server.quota.ControllerMutationQuotaManager;
 import org.apache.kafka.server.quota.QuotaType;
 import org.apache.kafka.server.quota.QuotaUtils;
 import org.junit.jupiter.api.Test;
@@ -28,7 +31,8 @@ import org.junit.jupiter.api.Test;
  * Client quotas against Kafka 4.3.1's own classes (kafka-server and kafka-clients, test dependencies): the rate and
  * throttle of one sensor against kafka-clients' {@code Sensor} with a {@code Rate} and {@code QuotaUtils}, and whole
  * quota configurations against Kafka's {@code ClientQuotaManager} with its default callback, which must give the same
- * throttle to every call, the same quota and the same largest fetch.
+ * throttle to every call, the same quota and the same largest fetch, and the controller mutation quota against
+ * Kafka's {@code ControllerMutationQuotaManager}.
  *
  * <p>Each configuration is set before any traffic: Kafka also records clients without a quota once any quota of the
  * kind exists, which this broker does not (see {@link ClientRateQuota}), so a quota added after traffic may judge a
@@ -175,6 +179,70 @@ class ClientRateQuotaParityTest {
         assertThat(throttled).as("calls throttled").isGreaterThanOrEqualTo(500);
     }
 
+    /**
+     * The controller mutation quota against Kafka's {@code ControllerMutationQuotaManager}: requests of one to four
+     * topics, strict or permissive, must be refused, throttled and let through as Kafka's quotas do.
+     */
+    @Test
+    void throttlesMutationsAsKafkasControllerMutationQuotaManager() throws Exception {
+        long seed = seed("throttlesMutationsAsKafkasControllerMutationQuotaManager");
+        Random random = new Random(seed);
+        int refused = 0;
+        int throttled = 0;
+        for (int run = 0; run < 40 || (refused < 200 || throttled < 200) && run < 2000; run++) {
+            TestTime time = new TestTime();
+            Metrics metrics = new Metrics(time);
+            ControllerMutationQuotaManager kafka = new ControllerMutationQuotaManager(new ClientQuotaManagerConfig(11,
+                    1), metrics, time, "parity-", Optional.empty());
+            try {
+                MutationQuota ours = new MutationQuota(QuotaSettings.DEFAULTS);
+                ours.update(randomQuotas(random, QuotaSet.CONTROLLER_MUTATION_RATE, kafka));
+                for (int i = 0; i < 300; i++) {
+                    time.nowMillis += random.nextInt(4) == 0 ? random.nextInt(5000) : random.nextInt(300);
+                    String user = USERS[random.nextInt(USERS.length)];
+                    String clientId = CLIENT_IDS[random.nextInt(CLIENT_IDS.length)];
+                    boolean strict = random.nextBoolean();
+                    Session session = new Session(new KafkaPrincipal("User", user), InetAddress.getLoopbackAddress(),
+                            null);
+                    org.apache.kafka.network.Session kafkaSession = new org.apache.kafka.network.Session(
+                            new KafkaPrincipal("User", user), InetAddress.getLoopbackAddress());
+                    ControllerMutationQuota kafkaPermits = strict ? kafka.newStrictQuotaFor(kafkaSession, clientId)
+                            : kafka.newPermissiveQuotaFor(kafkaSession, clientId);
+                    MutationQuota.Permits permits = ours.permits(session, clientId, strict, () -> time.nowMillis);
+                    int topics = 1 + random.nextInt(4);
+                    for (int t = 0; t < topics; t++) {
+                        String what = "seed " + seed + " run " + run + " call " + i + " topic " + t + " " + user
+                                + "/" + clientId + (strict ? " strict" : " permissive");
+                        int partitions = 1 + random.nextInt(random.nextBoolean() ? 5 : 60);
+                        Integer kafkaRefusal = null;
+                        try {
+                            kafkaPermits.record(partitions);
+                        } catch (ThrottlingQuotaExceededException e) {
+                            kafkaRefusal = e.throttleTimeMs();
+                        }
+                        Integer refusal = null;
+                        try {
+                            permits.record(partitions);
+                        } catch (ThrottlingQuotaExceededException e) {
+                            refusal = e.throttleTimeMs();
+                        }
+                        assertThat(refusal).as(what).isEqualTo(kafkaRefusal);
+                        refused += refusal != null ? 1 : 0;
+                        time.nowMillis += random.nextInt(3);
+                    }
+                    assertThat(permits.throttleMillis()).as("seed %d run %d call %d", seed, run, i)
+                            .isEqualTo(kafkaPermits.throttleTime());
+                    throttled += permits.throttleMillis() > 0 ? 1 : 0;
+                }
+            } finally {
+                kafka.shutdown();
+                metrics.close();
+            }
+        }
+        assertThat(refused).as("topics refused").isGreaterThanOrEqualTo(200);
+        assertThat(throttled).as("requests throttled").isGreaterThanOrEqualTo(200);
+    }
+
     /** A random configuration of {@code key} over the 8 levels, given to Kafka's manager and returned as a set. */
     private static QuotaSet randomQuotas(Random random, String key, ClientQuotaManager kafka) {
         Map<QuotaEntity, Map<String, Double>> values = new HashMap<>();
@@ -182,8 +250,11 @@ class ClientRateQuotaParityTest {
         for (int i = 0; i < count; i++) {
             String user = random.nextInt(3) == 0 ? null : USERS[random.nextInt(USERS.length - 1)];
             String clientId = random.nextInt(3) == 0 ? null : CLIENT_IDS[random.nextInt(CLIENT_IDS.length - 1)];
-            double quota = key.equals(QuotaSet.REQUEST_PERCENTAGE) ? 1 + random.nextInt(200) / 4.0
-                    : 1000 + random.nextInt(20_000);
+            double quota = switch (key) {
+                case QuotaSet.REQUEST_PERCENTAGE -> 1 + random.nextInt(200) / 4.0;
+                case QuotaSet.CONTROLLER_MUTATION_RATE -> 0.5 + random.nextInt(40) / 2.0;
+                default -> 1000 + random.nextInt(20_000);
+            };
             int shape = random.nextInt(3);
             QuotaEntity entity = switch (shape) {
                 case 0 -> QuotaEntity.user(user);
