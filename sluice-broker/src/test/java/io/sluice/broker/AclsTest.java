@@ -57,7 +57,7 @@ class AclsTest {
     private static final String JAAS = "org.apache.kafka.common.security.plain.PlainLoginModule required"
             + " user_admin=\"admin-secret\" user_alice=\"alice-secret\" user_bob=\"bob-secret\";";
 
-    private static Map<String, String> secured() {
+    static Map<String, String> secured() {
         return Map.of("listeners", "SASL_PLAINTEXT://127.0.0.1:0",
                 "sasl.enabled.mechanisms", "PLAIN",
                 "listener.name.sasl_plaintext.plain.sasl.jaas.config", JAAS,
@@ -65,7 +65,7 @@ class AclsTest {
                 "super.users", "User:admin");
     }
 
-    private static Map<String, Object> as(Broker broker, String user) {
+    static Map<String, Object> as(Broker broker, String user) {
         Map<String, Object> config = new HashMap<>();
         config.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + broker.port());
         config.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, "SASL_PLAINTEXT");
@@ -78,7 +78,7 @@ class AclsTest {
         return config;
     }
 
-    private static AclBinding allow(String user, ResourceType type, String name, PatternType pattern,
+    static AclBinding allow(String user, ResourceType type, String name, PatternType pattern,
                                     AclOperation operation) {
         return new AclBinding(new ResourcePattern(type, name, pattern), new AccessControlEntry("User:" + user, "*",
                 operation, AclPermissionType.ALLOW));

@@ -25,6 +25,7 @@ import org.apache.kafka.common.message.AlterConfigsRequestData;
 import org.apache.kafka.common.message.AlterConfigsResponseData;
 import org.apache.kafka.common.message.ConsumerGroupDescribeResponseData;
 import org.apache.kafka.common.message.ConsumerGroupHeartbeatRequestData;
+import org.apache.kafka.common.message.ConsumerGroupHeartbeatResponseData;
 import org.apache.kafka.common.message.CreatePartitionsRequestData;
 import org.apache.kafka.common.message.CreatePartitionsResponseData;
 import org.apache.kafka.common.message.CreateTopicsRequestData;
@@ -197,8 +198,7 @@ final class Authorizations {
             case SYNC_GROUP -> group(session, AclOperation.READ, ((SyncGroupRequestData) request).groupId());
             case HEARTBEAT -> group(session, AclOperation.READ, ((HeartbeatRequestData) request).groupId());
             case LEAVE_GROUP -> group(session, AclOperation.READ, ((LeaveGroupRequestData) request).groupId());
-            case CONSUMER_GROUP_HEARTBEAT -> group(session, AclOperation.READ,
-                    ((ConsumerGroupHeartbeatRequestData) request).groupId());
+            case CONSUMER_GROUP_HEARTBEAT -> consumerHeartbeat((ConsumerGroupHeartbeatRequestData) request, session);
             case CONSUMER_GROUP_DESCRIBE -> Checked.after(response -> ((ConsumerGroupDescribeResponseData) response)
                     .groups().forEach(group -> {
                         if (!allowed(session, AclOperation.DESCRIBE, ResourceType.GROUP, group.groupId())) {
@@ -285,6 +285,24 @@ final class Authorizations {
     private Checked group(Session session, AclOperation operation, String group) {
         return allowed(session, operation, ResourceType.GROUP, group) ? Checked.ALLOWED
                 : Checked.denied(new GroupAuthorizationException("Not authorized to access group: " + group));
+    }
+
+    /**
+     * Read on the group, and, as Kafka 4.3.1 checks, Describe on every topic the member subscribes to by name:
+     * without it the heartbeat is answered TOPIC_AUTHORIZATION_FAILED alone, and the member does not join.
+     */
+    private Checked consumerHeartbeat(ConsumerGroupHeartbeatRequestData request, Session session) {
+        Checked group = group(session, AclOperation.READ, request.groupId());
+        if (group.denied() != null || request.subscribedTopicNames() == null) {
+            return group;
+        }
+        for (String topic : request.subscribedTopicNames()) {
+            if (!allowed(session, AclOperation.DESCRIBE, ResourceType.TOPIC, topic)) {
+                return Checked.denied(new Refused(new ConsumerGroupHeartbeatResponseData()
+                        .setErrorCode(Errors.TOPIC_AUTHORIZATION_FAILED.code())));
+            }
+        }
+        return Checked.ALLOWED;
     }
 
     private Checked transactionalId(Session session, String id) {

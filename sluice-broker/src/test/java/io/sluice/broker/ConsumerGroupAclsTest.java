@@ -1,0 +1,129 @@
+package io.sluice.broker;
+
+import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
+
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
+import io.sluice.testsupport.KafkaWire;
+import java.net.Socket;
+import java.nio.charset.StandardCharsets;
+import java.nio.file.Path;
+import java.time.Duration;
+import java.util.HashMap;
+import java.util.List;
+import java.util.Map;
+import java.util.concurrent.TimeUnit;
+import org.apache.kafka.clients.admin.Admin;
+import org.apache.kafka.clients.admin.NewTopic;
+import org.apache.kafka.clients.consumer.ConsumerConfig;
+import org.apache.kafka.clients.consumer.KafkaConsumer;
+import org.apache.kafka.common.Uuid;
+import org.apache.kafka.common.acl.AclOperation;
+import org.apache.kafka.common.errors.GroupIdNotFoundException;
+import org.apache.kafka.common.errors.TopicAuthorizationException;
+import org.apache.kafka.common.message.ApiVersionsRequestData;
+import org.apache.kafka.common.message.ConsumerGroupHeartbeatRequestData;
+import org.apache.kafka.common.message.ConsumerGroupHeartbeatResponseData;
+import org.apache.kafka.common.message.SaslAuthenticateRequestData;
+import org.apache.kafka.common.message.SaslAuthenticateResponseData;
+import org.apache.kafka.common.message.SaslHandshakeRequestData;
+import org.apache.kafka.common.protocol.ApiKeys;
+import org.apache.kafka.common.protocol.Errors;
+import org.apache.kafka.common.resource.PatternType;
+import org.apache.kafka.common.resource.ResourceType;
+import org.apache.kafka.common.serialization.ByteArrayDeserializer;
+import org.junit.jupiter.api.Test;
+import org.junit.jupiter.api.io.TempDir;
+
+/**
+ * A KIP-848 member (group.protocol=consumer) under ACLs, as Kafka 4.3.1 checks it: besides Read on its group, Describe
+ * on every topic it subscribes to by name, else its heartbeat is answered TOPIC_AUTHORIZATION_FAILED and it does not
+ * join; with Describe it joins and reads.
+ */
+class ConsumerGroupAclsTest {
+
+    @TempDir
+    Path dir;
+
+    private static KafkaConsumer<byte[], byte[]> consumer(Broker broker, String user, String group) {
+        Map<String, Object> config = new HashMap<>(AclsTest.as(broker, user));
+        config.put(ConsumerConfig.GROUP_ID_CONFIG, group);
+        config.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
+        config.put(ConsumerConfig.AUTO_OFFSET_RESET_CONFIG, "earliest");
+        return new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
+    }
+
+    @Test
+    void aMemberMayNotSubscribeToATopicItMayNotDescribe() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withSecurity(
+                     AclsTest.secured()));
+             Admin admin = Admin.create(AclsTest.as(broker, "admin"))) {
+            admin.createTopics(List.of(new NewTopic("hidden", 1, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            admin.createAcls(List.of(AclsTest.allow("alice", ResourceType.GROUP, "readers", PatternType.LITERAL,
+                    AclOperation.READ))).all().get(20, TimeUnit.SECONDS);
+            try (KafkaConsumer<byte[], byte[]> consumer = consumer(broker, "alice", "readers")) {
+                consumer.subscribe(List.of("hidden"));
+                assertThatThrownBy(() -> {
+                    long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                    while (System.nanoTime() < deadline) {
+                        consumer.poll(Duration.ofMillis(200));
+                    }
+                }).isInstanceOf(TopicAuthorizationException.class);
+            }
+            // The member never joined (its TopicAuthorizationException alone may come from Metadata as well).
+            assertThatThrownBy(() -> admin.describeConsumerGroups(List.of("readers")).all().get(20, TimeUnit.SECONDS))
+                    .cause().isInstanceOf(GroupIdNotFoundException.class);
+
+            admin.createAcls(List.of(AclsTest.allow("alice", ResourceType.TOPIC, "hidden", PatternType.LITERAL,
+                    AclOperation.READ))).all().get(20, TimeUnit.SECONDS); // Read implies Describe
+            try (KafkaConsumer<byte[], byte[]> consumer = consumer(broker, "alice", "readers")) {
+                consumer.subscribe(List.of("hidden"));
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (consumer.assignment().isEmpty() && System.nanoTime() < deadline) {
+                    consumer.poll(Duration.ofMillis(200));
+                }
+                assertThat(consumer.assignment()).as("joined and assigned").hasSize(1);
+            }
+        }
+    }
+
+    /** One ConsumerGroupHeartbeat v0 joining {@code group} subscribed to {@code topic}, over a socket as alice. */
+    private static short joinAs(Broker broker, String group, String topic) throws Exception {
+        try (Socket socket = new Socket("127.0.0.1", broker.port())) {
+            socket.setSoTimeout(KafkaWire.DEFAULT_TIMEOUT_MILLIS);
+            KafkaWire.exchange(socket, ApiKeys.API_VERSIONS, (short) 3, new ApiVersionsRequestData()
+                    .setClientSoftwareName("raw").setClientSoftwareVersion("1"));
+            KafkaWire.exchange(socket, ApiKeys.SASL_HANDSHAKE, (short) 1, new SaslHandshakeRequestData()
+                    .setMechanism("PLAIN"));
+            assertThat(new SaslAuthenticateResponseData(KafkaWire.exchange(socket, ApiKeys.SASL_AUTHENTICATE,
+                    (short) 2, new SaslAuthenticateRequestData().setAuthBytes("\u0000alice\u0000alice-secret"
+                            .getBytes(StandardCharsets.UTF_8))), (short) 2).errorCode()).isZero();
+            return new ConsumerGroupHeartbeatResponseData(KafkaWire.exchange(socket,
+                    ApiKeys.CONSUMER_GROUP_HEARTBEAT, (short) 0, new ConsumerGroupHeartbeatRequestData()
+                            .setGroupId(group).setMemberId(Uuid.randomUuid().toString()).setMemberEpoch(0)
+                            .setRebalanceTimeoutMs(30_000).setSubscribedTopicNames(List.of(topic))
+                            .setTopicPartitions(List.of())), (short) 0).errorCode();
+        }
+    }
+
+    /** The heartbeat itself is refused, as Kafka's KafkaApis refuses it before its group coordinator sees it. */
+    @Test
+    void aHeartbeatSubscribingToATopicItMayNotDescribeIsRefused() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withSecurity(
+                     AclsTest.secured()));
+             Admin admin = Admin.create(AclsTest.as(broker, "admin"))) {
+            admin.createTopics(List.of(new NewTopic("hidden", 1, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            admin.createAcls(List.of(AclsTest.allow("alice", ResourceType.GROUP, "readers", PatternType.LITERAL,
+                    AclOperation.READ))).all().get(20, TimeUnit.SECONDS);
+            assertThat(joinAs(broker, "readers", "hidden")).isEqualTo(Errors.TOPIC_AUTHORIZATION_FAILED.code());
+            assertThat(joinAs(broker, "readers", "absent")).as("a topic that does not exist is no different")
+                    .isEqualTo(Errors.TOPIC_AUTHORIZATION_FAILED.code());
+            admin.createAcls(List.of(AclsTest.allow("alice", ResourceType.TOPIC, "hidden", PatternType.LITERAL,
+                    AclOperation.DESCRIBE))).all().get(20, TimeUnit.SECONDS);
+            assertThat(joinAs(broker, "readers", "hidden")).isEqualTo(Errors.NONE.code());
+        }
+    }
+}
