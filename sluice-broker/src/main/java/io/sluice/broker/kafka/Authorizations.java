@@ -23,6 +23,7 @@ import org.apache.kafka.common.message.AddPartitionsToTxnRequestData;
 import org.apache.kafka.common.message.AddPartitionsToTxnResponseData;
 import org.apache.kafka.common.message.AlterConfigsRequestData;
 import org.apache.kafka.common.message.AlterConfigsResponseData;
+import org.apache.kafka.common.message.ConsumerGroupDescribeRequestData;
 import org.apache.kafka.common.message.ConsumerGroupDescribeResponseData;
 import org.apache.kafka.common.message.ConsumerGroupHeartbeatRequestData;
 import org.apache.kafka.common.message.ConsumerGroupHeartbeatResponseData;
@@ -36,7 +37,10 @@ import org.apache.kafka.common.message.DeleteRecordsRequestData;
 import org.apache.kafka.common.message.DeleteRecordsResponseData;
 import org.apache.kafka.common.message.DeleteTopicsRequestData;
 import org.apache.kafka.common.message.DeleteTopicsResponseData;
+import org.apache.kafka.common.message.DescribeClusterRequestData;
+import org.apache.kafka.common.message.DescribeClusterResponseData;
 import org.apache.kafka.common.message.DescribeConfigsResponseData;
+import org.apache.kafka.common.message.DescribeGroupsRequestData;
 import org.apache.kafka.common.message.DescribeGroupsResponseData;
 import org.apache.kafka.common.message.DescribeLogDirsResponseData;
 import org.apache.kafka.common.message.DescribeProducersResponseData;
@@ -81,8 +85,14 @@ import org.apache.kafka.common.resource.ResourceType;
  * answered after. A principal without Describe on a topic learns nothing of it: Metadata, DescribeTopicPartitions
  * and OffsetFetch of every topic leave it out, ListGroups and ListTransactions leave out what it may not describe.
  *
+ * <p>The authorized-operations bit fields are filled as Kafka's AuthHelper.authorizedOperations fills them: bit i set
+ * for each operation of code i, of those Kafka lists for the resource's type (its AclEntry.supportedOperations), that
+ * the principal may do; each answered only when the request asks for it and only for an entry served (not refused,
+ * nor in error). A cluster's operations are 0 for a principal without Describe on the cluster.
+ *
  * <p>With no authorizer configured ({@code authorizer.class.name} empty) everything is allowed and nothing is looked
- * at. The ACLs are the cluster's security record {@code acls}, read again only when its text changed.
+ * at: the operations answered are all those of the resource's type, as Kafka answers them. The ACLs are the cluster's
+ * security record {@code acls}, read again only when its text changed.
  */
 final class Authorizations {
 
@@ -102,7 +112,24 @@ final class Authorizations {
         static Checked after(Consumer<ApiMessage> after) {
             return new Checked(null, after);
         }
+
+        /** @return this, and {@code more} done to the response after what this does */
+        Checked andThen(Consumer<ApiMessage> more) {
+            return new Checked(denied, after.andThen(more));
+        }
     }
+
+    /** The operations Kafka 4.3.1 answers for a topic (AclEntry.supportedOperations). */
+    private static final List<AclOperation> TOPIC_OPERATIONS = List.of(AclOperation.READ, AclOperation.WRITE,
+            AclOperation.CREATE, AclOperation.DELETE, AclOperation.ALTER, AclOperation.DESCRIBE,
+            AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS);
+    /** The operations Kafka 4.3.1 answers for a group. */
+    private static final List<AclOperation> GROUP_OPERATIONS = List.of(AclOperation.READ, AclOperation.DELETE,
+            AclOperation.DESCRIBE, AclOperation.DESCRIBE_CONFIGS, AclOperation.ALTER_CONFIGS);
+    /** The operations Kafka 4.3.1 answers for the cluster. */
+    private static final List<AclOperation> CLUSTER_OPERATIONS = List.of(AclOperation.CREATE, AclOperation.ALTER,
+            AclOperation.DESCRIBE, AclOperation.CLUSTER_ACTION, AclOperation.DESCRIBE_CONFIGS,
+            AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE);
 
     private final boolean enabled;
     private final AuthorizerConfig config;
@@ -153,14 +180,18 @@ final class Authorizations {
      *     may not touch taken out)
      */
     Checked check(ApiKeys key, short version, ApiMessage request, Session session) {
-        if (!enabled) {
-            return Checked.ALLOWED;
-        }
+        Checked checked = enabled ? checkAcls(key, version, request, session) : Checked.ALLOWED;
+        Consumer<ApiMessage> operations = checked.denied() == null ? operations(key, version, request, session)
+                : null;
+        return operations == null ? checked : checked.andThen(operations);
+    }
+
+    private Checked checkAcls(ApiKeys key, short version, ApiMessage request, Session session) {
         return switch (key) {
             case API_VERSIONS, SASL_HANDSHAKE, SASL_AUTHENTICATE, DESCRIBE_CLUSTER -> Checked.ALLOWED;
             case PRODUCE -> produce((ProduceRequestData) request, session);
             case FETCH -> Checked.ALLOWED; // per partition, in the fetch handler (see readable)
-            case METADATA -> metadata((MetadataRequestData) request, session);
+            case METADATA -> metadata((MetadataRequestData) request, version, session);
             case DESCRIBE_TOPIC_PARTITIONS -> Checked.after(response -> describeTopicPartitions(
                     (DescribeTopicPartitionsResponseData) response, session));
             case LIST_OFFSETS -> Checked.after(response -> ((ListOffsetsResponseData) response).topics()
@@ -268,6 +299,92 @@ final class Authorizations {
         };
     }
 
+    /**
+     * @return what fills a response's authorized-operations fields, after the ACLs had their say (so an entry refused
+     *     is answered with an error, and left alone here); null if the request asks for none
+     */
+    private Consumer<ApiMessage> operations(ApiKeys key, short version, ApiMessage request, Session session) {
+        return switch (key) {
+            case METADATA -> {
+                MetadataRequestData metadata = (MetadataRequestData) request;
+                boolean topics = metadata.includeTopicAuthorizedOperations();
+                // The cluster's field is in v8 to v10 only.
+                boolean clusterWide = version <= 10 && metadata.includeClusterAuthorizedOperations();
+                yield !topics && !clusterWide ? null : response -> {
+                    MetadataResponseData answer = (MetadataResponseData) response;
+                    if (clusterWide) {
+                        answer.setClusterAuthorizedOperations(clusterOperations(session));
+                    }
+                    if (topics) {
+                        // Not an unknown id (no name), nor a topic refused.
+                        answer.topics().forEach(topic -> {
+                            if (topic.name() != null && topic.errorCode() != code()) {
+                                topic.setTopicAuthorizedOperations(authorizedOperations(session, ResourceType.TOPIC,
+                                        topic.name()));
+                            }
+                        });
+                    }
+                };
+            }
+            // Always answered, whatever the request says, as Kafka's handler answers it.
+            case DESCRIBE_TOPIC_PARTITIONS -> response -> ((DescribeTopicPartitionsResponseData) response).topics()
+                    .forEach(topic -> {
+                        if (topic.errorCode() != code()) {
+                            topic.setTopicAuthorizedOperations(authorizedOperations(session, ResourceType.TOPIC,
+                                    topic.name()));
+                        }
+                    });
+            case DESCRIBE_CLUSTER -> !((DescribeClusterRequestData) request).includeClusterAuthorizedOperations()
+                    ? null : response -> {
+                        DescribeClusterResponseData answer = (DescribeClusterResponseData) response;
+                        if (answer.errorCode() == Errors.NONE.code()) {
+                            answer.setClusterAuthorizedOperations(clusterOperations(session));
+                        }
+                    };
+            case DESCRIBE_GROUPS -> !((DescribeGroupsRequestData) request).includeAuthorizedOperations() ? null
+                    : response -> ((DescribeGroupsResponseData) response).groups().forEach(group -> {
+                        if (group.errorCode() == Errors.NONE.code()) {
+                            group.setAuthorizedOperations(authorizedOperations(session, ResourceType.GROUP,
+                                    group.groupId()));
+                        }
+                    });
+            case CONSUMER_GROUP_DESCRIBE -> !((ConsumerGroupDescribeRequestData) request).includeAuthorizedOperations()
+                    ? null : response -> ((ConsumerGroupDescribeResponseData) response).groups().forEach(group -> {
+                        if (group.errorCode() == Errors.NONE.code()) {
+                            group.setAuthorizedOperations(authorizedOperations(session, ResourceType.GROUP,
+                                    group.groupId()));
+                        }
+                    });
+            default -> null;
+        };
+    }
+
+    /**
+     * @return Kafka's authorized-operations bit field of a resource: bit i set for each operation of code i, of those
+     *     Kafka answers for the resource's type, that the principal may do
+     */
+    private int authorizedOperations(Session session, ResourceType type, String name) {
+        List<AclOperation> supported = switch (type) {
+            case TOPIC -> TOPIC_OPERATIONS;
+            case GROUP -> GROUP_OPERATIONS;
+            case CLUSTER -> CLUSTER_OPERATIONS;
+            default -> throw new IllegalArgumentException("no authorized operations answered for " + type);
+        };
+        int operations = 0;
+        for (AclOperation operation : supported) {
+            if (allowed(session, operation, type, name)) {
+                operations |= 1 << operation.code();
+            }
+        }
+        return operations;
+    }
+
+    /** @return the cluster's authorized operations; none without Describe on the cluster, as Kafka answers */
+    private int clusterOperations(Session session) {
+        return clusterAllowed(session, AclOperation.DESCRIBE)
+                ? authorizedOperations(session, ResourceType.CLUSTER, CLUSTER) : 0;
+    }
+
     /** @return who may read which topic in a Fetch (a consumer's: Read on the topic) */
     Predicate<String> readable(Session session) {
         return enabled ? topics(session, AclOperation.READ) : topic -> true;
@@ -354,7 +471,7 @@ final class Authorizations {
         });
     }
 
-    private Checked metadata(MetadataRequestData request, Session session) {
+    private Checked metadata(MetadataRequestData request, short version, Session session) {
         boolean all = request.topics() == null;
         if (!all && request.allowAutoTopicCreation() && !clusterAllowed(session, AclOperation.CREATE)) {
             // A topic the principal may not create is not created: it is answered as Kafka answers it, unknown.
@@ -367,11 +484,21 @@ final class Authorizations {
         }
         Set<String> named = new HashSet<>();
         if (!all) {
+            // Read as the handler reads it: a request that names a topic by id (v12+) is answered for its ids alone,
+            // whatever names it gives (Admin's by id leave them ""); one the version does not allow is refused first.
+            boolean byIds = false;
+            for (MetadataRequestData.MetadataRequestTopic topic : request.topics()) {
+                TopicApis.checkNamedAsVersionAllows(topic, version);
+                byIds |= !Uuid.ZERO_UUID.equals(topic.topicId());
+            }
             List<MetadataRequestData.MetadataRequestTopic> kept = new ArrayList<>();
             for (MetadataRequestData.MetadataRequestTopic topic : request.topics()) {
-                String name = topic.name() != null ? topic.name() : KafkaTopicIds.nameOf(partitions, topic.topicId());
+                if (byIds && Uuid.ZERO_UUID.equals(topic.topicId())) {
+                    continue;
+                }
+                String name = byIds ? KafkaTopicIds.nameOf(partitions, topic.topicId()) : topic.name();
                 if (name != null && !allowed(session, AclOperation.DESCRIBE, ResourceType.TOPIC, name)) {
-                    named.add(topic.name() != null ? topic.name() : "\u0000" + topic.topicId());
+                    named.add(byIds ? "\u0000" + topic.topicId() : name);
                 } else {
                     kept.add(topic);
                 }

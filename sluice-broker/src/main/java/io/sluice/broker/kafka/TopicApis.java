@@ -142,7 +142,7 @@ final class TopicApis {
      * Metadata v10 and v11 carry a topic id but cannot name a topic by it, nor leave its name out: Kafka refuses such a
      * request as a whole (INVALID_REQUEST).
      */
-    private static void checkNamedAsVersionAllows(MetadataRequestData.MetadataRequestTopic wanted, short version) {
+    static void checkNamedAsVersionAllows(MetadataRequestData.MetadataRequestTopic wanted, short version) {
         if (version >= 12) {
             return;
         }
@@ -236,11 +236,6 @@ final class TopicApis {
 
     /** Kafka's max.request.partition.size.limit: the most partitions one DescribeTopicPartitions answer lists. */
     static final int MAX_DESCRIBED_PARTITIONS = 2_000;
-    /**
-     * The operations on a topic a client may perform, as Kafka answers them without an authorizer: READ, WRITE, CREATE,
-     * DELETE, ALTER, DESCRIBE, DESCRIBE_CONFIGS and ALTER_CONFIGS, each the bit of its ACL operation code.
-     */
-    static final int TOPIC_OPERATIONS = 1 << 3 | 1 << 4 | 1 << 5 | 1 << 6 | 1 << 7 | 1 << 8 | 1 << 10 | 1 << 11;
 
     /**
      * DescribeTopicPartitions (Admin's describeTopics by name, kafka-topics --describe): the topics asked for (or every
@@ -248,7 +243,8 @@ final class TopicApis {
      * most {@code response_partition_limit} (and {@link #MAX_DESCRIBED_PARTITIONS}) partitions in all; the answer's
      * cursor says where the next request starts. As Kafka's handler answers it: a topic asked for that does not exist
      * is UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for a name no topic may have), and a cursor outside the
-     * topics asked for, or with a negative partition, refuses the request (INVALID_REQUEST).
+     * topics asked for, or with a negative partition, refuses the request (INVALID_REQUEST). Each topic's authorized
+     * operations are filled in after ({@link Authorizations}).
      */
     DescribeTopicPartitionsResponseData describeTopicPartitions(DescribeTopicPartitionsRequestData request) {
         boolean all = request.topics().isEmpty();
@@ -282,8 +278,7 @@ final class TopicApis {
             int count = partitions.count(name);
             DescribeTopicPartitionsResponseData.DescribeTopicPartitionsResponseTopic topic =
                     new DescribeTopicPartitionsResponseData.DescribeTopicPartitionsResponseTopic().setName(name)
-                            .setTopicId(Uuid.ZERO_UUID).setIsInternal(false)
-                            .setTopicAuthorizedOperations(TOPIC_OPERATIONS);
+                            .setTopicId(Uuid.ZERO_UUID).setIsInternal(false);
             if (count == 0) {
                 if (!all) {
                     response.topics().add(topic.setErrorCode(validName(name)
