@@ -106,6 +106,11 @@ class CliTest {
         assertThat(run("", "stat", "--dir", store, "--json").out()).doesNotContain("\"minOffset\":0,");
     }
 
+    /** @return {@code stat --json}'s output without the disk's figures */
+    private static String withoutDisk(String stat) {
+        return stat.replaceAll("\"diskUsedRatio\":[^,]*,\"diskUsableBytes\":[^,]*,", "");
+    }
+
     /**
      * A cluster broker's store (store/ beside the Raft logs in raft/) is refused by the tools that would change it
      * outside the broker: a retention pass would delete batches the Raft logs still name, an append would put batches
@@ -120,8 +125,8 @@ class CliTest {
         Files.createDirectories(node.resolve("raft"));
         // As a cluster broker's first start writes it (ClusterNode.checkIdentity).
         Files.writeString(node.resolve("raft").resolve("sluice-node"), "cluster.id=c1\nnode.id=1\n");
-        String before = run("", "stat", "--dir", store, "--json").out();
-        assertThat(before).contains("\"minOffset\":0,\"maxOffset\":2000");
+        String before = withoutDisk(run("", "stat", "--dir", store, "--json").out());
+        assertThat(before).contains("\"minOffset\":0,\"maxOffset\":2000").doesNotContain("disk");
 
         CliRun retention = run("", "retention", "--dir", store, "--retention-bytes", "65536");
         assertThat(retention.exit()).isEqualTo(2);
@@ -137,7 +142,8 @@ class CliTest {
         assertThat(perf.exit()).isNotZero();
         assertThat(perf.err()).contains("is the store of cluster broker cluster.id=c1 node.id=1");
 
-        assertThat(run("", "stat", "--dir", store, "--json").out()).isEqualTo(before);
+        // The store's own figures; the disk's use moves with whatever else runs on the machine.
+        assertThat(withoutDisk(run("", "stat", "--dir", store, "--json").out())).isEqualTo(before);
         // Reading it stays allowed.
         assertThat(run("", "consume", "--dir", store, "--topic", "r", "--queue", "0", "--max", "3").exit()).isZero();
     }
