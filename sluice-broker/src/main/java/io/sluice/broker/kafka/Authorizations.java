@@ -385,6 +385,11 @@ final class Authorizations {
                 ? authorizedOperations(session, ResourceType.CLUSTER, CLUSTER) : 0;
     }
 
+    /** @return which topics a principal may describe: those a listing of all topics names to it */
+    Predicate<String> describable(Session session) {
+        return enabled ? topics(session, AclOperation.DESCRIBE) : topic -> true;
+    }
+
     /** @return who may read which topic in a Fetch (a consumer's: Read on the topic) */
     Predicate<String> readable(Session session) {
         return enabled ? topics(session, AclOperation.READ) : topic -> true;

@@ -513,7 +513,7 @@ public final class KafkaApis implements AutoCloseable {
                     .setApiKeys(SupportedApis.advertised()));
             case METADATA -> topics.metadata((MetadataRequestData) request, version);
             case DESCRIBE_TOPIC_PARTITIONS -> topics.describeTopicPartitions(
-                    (DescribeTopicPartitionsRequestData) request);
+                    (DescribeTopicPartitionsRequestData) request, authorizations.describable(session));
             case CREATE_TOPICS -> topics.createTopics((CreateTopicsRequestData) request, permits);
             case CREATE_PARTITIONS -> topics.createPartitions((CreatePartitionsRequestData) request, permits);
             case DESCRIBE_CLUSTER -> topics.describeCluster((DescribeClusterRequestData) request);

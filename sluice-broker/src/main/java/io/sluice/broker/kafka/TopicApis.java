@@ -245,14 +245,19 @@ final class TopicApis {
      * is UNKNOWN_TOPIC_OR_PARTITION (INVALID_TOPIC_EXCEPTION for a name no topic may have), and a cursor outside the
      * topics asked for, or with a negative partition, refuses the request (INVALID_REQUEST). Each topic's authorized
      * operations are filled in after ({@link Authorizations}).
+     *
+     * @param describable the topics a listing of all may name (those the principal may describe): as in Kafka, the
+     *     others are left out before the page is cut, so neither the answer nor its cursor names them
      */
-    DescribeTopicPartitionsResponseData describeTopicPartitions(DescribeTopicPartitionsRequestData request) {
+    DescribeTopicPartitionsResponseData describeTopicPartitions(DescribeTopicPartitionsRequestData request,
+                                                                java.util.function.Predicate<String> describable) {
         boolean all = request.topics().isEmpty();
         DescribeTopicPartitionsRequestData.Cursor cursor = request.cursor();
         String from = cursor != null ? cursor.topicName() : "";
         java.util.TreeSet<String> names = new java.util.TreeSet<>();
         if (all) {
-            partitions.topics().keySet().stream().filter(name -> name.compareTo(from) >= 0).forEach(names::add);
+            partitions.topics().keySet().stream().filter(name -> name.compareTo(from) >= 0).filter(describable)
+                    .forEach(names::add);
         } else {
             request.topics().stream().map(DescribeTopicPartitionsRequestData.TopicRequest::name)
                     .filter(name -> name.compareTo(from) >= 0).forEach(names::add);

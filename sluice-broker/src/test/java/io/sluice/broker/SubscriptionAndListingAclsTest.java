@@ -25,6 +25,8 @@ import org.apache.kafka.common.errors.TopicAuthorizationException;
 import org.apache.kafka.common.message.ApiVersionsRequestData;
 import org.apache.kafka.common.message.ConsumerGroupHeartbeatRequestData;
 import org.apache.kafka.common.message.ConsumerGroupHeartbeatResponseData;
+import org.apache.kafka.common.message.DescribeTopicPartitionsRequestData;
+import org.apache.kafka.common.message.DescribeTopicPartitionsResponseData;
 import org.apache.kafka.common.message.SaslAuthenticateRequestData;
 import org.apache.kafka.common.message.SaslAuthenticateResponseData;
 import org.apache.kafka.common.message.SaslHandshakeRequestData;
@@ -37,11 +39,12 @@ import org.junit.jupiter.api.Test;
 import org.junit.jupiter.api.io.TempDir;
 
 /**
- * A KIP-848 member (group.protocol=consumer) under ACLs, as Kafka 4.3.1 checks it: besides Read on its group, Describe
- * on every topic it subscribes to by name, else its heartbeat is answered TOPIC_AUTHORIZATION_FAILED and it does not
- * join; with Describe it joins and reads.
+ * Where topic names meet ACLs beyond the plain per-topic checks, as Kafka 4.3.1 decides: a KIP-848 member
+ * (group.protocol=consumer) needs, besides Read on its group, Describe on every topic it subscribes to by name, else
+ * its heartbeat is answered TOPIC_AUTHORIZATION_FAILED and it does not join; a DescribeTopicPartitions of all topics
+ * names only those the principal may describe, in its answer and in its cursor.
  */
-class ConsumerGroupAclsTest {
+class SubscriptionAndListingAclsTest {
 
     @TempDir
     Path dir;
@@ -89,17 +92,23 @@ class ConsumerGroupAclsTest {
         }
     }
 
+    /** @return a socket to the broker authenticated as alice with SASL/PLAIN */
+    private static Socket asAlice(Broker broker) throws Exception {
+        Socket socket = new Socket("127.0.0.1", broker.port());
+        socket.setSoTimeout(KafkaWire.DEFAULT_TIMEOUT_MILLIS);
+        KafkaWire.exchange(socket, ApiKeys.API_VERSIONS, (short) 3, new ApiVersionsRequestData()
+                .setClientSoftwareName("raw").setClientSoftwareVersion("1"));
+        KafkaWire.exchange(socket, ApiKeys.SASL_HANDSHAKE, (short) 1, new SaslHandshakeRequestData()
+                .setMechanism("PLAIN"));
+        assertThat(new SaslAuthenticateResponseData(KafkaWire.exchange(socket, ApiKeys.SASL_AUTHENTICATE,
+                (short) 2, new SaslAuthenticateRequestData().setAuthBytes("\u0000alice\u0000alice-secret"
+                        .getBytes(StandardCharsets.UTF_8))), (short) 2).errorCode()).isZero();
+        return socket;
+    }
+
     /** One ConsumerGroupHeartbeat v0 joining {@code group} subscribed to {@code topic}, over a socket as alice. */
     private static short joinAs(Broker broker, String group, String topic) throws Exception {
-        try (Socket socket = new Socket("127.0.0.1", broker.port())) {
-            socket.setSoTimeout(KafkaWire.DEFAULT_TIMEOUT_MILLIS);
-            KafkaWire.exchange(socket, ApiKeys.API_VERSIONS, (short) 3, new ApiVersionsRequestData()
-                    .setClientSoftwareName("raw").setClientSoftwareVersion("1"));
-            KafkaWire.exchange(socket, ApiKeys.SASL_HANDSHAKE, (short) 1, new SaslHandshakeRequestData()
-                    .setMechanism("PLAIN"));
-            assertThat(new SaslAuthenticateResponseData(KafkaWire.exchange(socket, ApiKeys.SASL_AUTHENTICATE,
-                    (short) 2, new SaslAuthenticateRequestData().setAuthBytes("\u0000alice\u0000alice-secret"
-                            .getBytes(StandardCharsets.UTF_8))), (short) 2).errorCode()).isZero();
+        try (Socket socket = asAlice(broker)) {
             return new ConsumerGroupHeartbeatResponseData(KafkaWire.exchange(socket,
                     ApiKeys.CONSUMER_GROUP_HEARTBEAT, (short) 0, new ConsumerGroupHeartbeatRequestData()
                             .setGroupId(group).setMemberId(Uuid.randomUuid().toString()).setMemberEpoch(0)
@@ -124,6 +133,34 @@ class ConsumerGroupAclsTest {
             admin.createAcls(List.of(AclsTest.allow("alice", ResourceType.TOPIC, "hidden", PatternType.LITERAL,
                     AclOperation.DESCRIBE))).all().get(20, TimeUnit.SECONDS);
             assertThat(joinAs(broker, "readers", "hidden")).isEqualTo(Errors.NONE.code());
+        }
+    }
+
+    @Test
+    void aListingOfAllTopicsNamesOnlyThoseThePrincipalMayDescribe() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withSecurity(
+                     AclsTest.secured()));
+             Admin admin = Admin.create(AclsTest.as(broker, "admin"))) {
+            admin.createTopics(List.of(new NewTopic("a-secret", 1, (short) 1), new NewTopic("seen", 2, (short) 1),
+                    new NewTopic("z-secret", 1, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            admin.createAcls(List.of(AclsTest.allow("alice", ResourceType.TOPIC, "seen", PatternType.LITERAL,
+                    AclOperation.DESCRIBE))).all().get(20, TimeUnit.SECONDS);
+            try (Socket socket = asAlice(broker)) {
+                // A page of two partitions: "seen" fills it, and the next topic would be its cursor.
+                DescribeTopicPartitionsResponseData answer = new DescribeTopicPartitionsResponseData(
+                        KafkaWire.exchange(socket, ApiKeys.DESCRIBE_TOPIC_PARTITIONS, (short) 0,
+                                new DescribeTopicPartitionsRequestData().setResponsePartitionLimit(2)), (short) 0);
+                assertThat(answer.topics()).extracting(topic -> topic.name()).containsExactly("seen");
+                assertThat(answer.nextCursor()).as("no cursor names a secret topic").isNull();
+                // Named, a topic it may not describe is refused by name, as the client knows the name.
+                DescribeTopicPartitionsRequestData named = new DescribeTopicPartitionsRequestData();
+                named.topics().add(new DescribeTopicPartitionsRequestData.TopicRequest().setName("z-secret"));
+                answer = new DescribeTopicPartitionsResponseData(KafkaWire.exchange(socket,
+                        ApiKeys.DESCRIBE_TOPIC_PARTITIONS, (short) 0, named), (short) 0);
+                assertThat(answer.topics()).singleElement().satisfies(topic -> assertThat(topic.errorCode())
+                        .isEqualTo(Errors.TOPIC_AUTHORIZATION_FAILED.code()));
+            }
         }
     }
 }
