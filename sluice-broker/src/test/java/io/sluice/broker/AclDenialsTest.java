@@ -53,6 +53,8 @@ import org.apache.kafka.common.message.AddPartitionsToTxnRequestData;
 import org.apache.kafka.common.message.AddPartitionsToTxnResponseData;
 import org.apache.kafka.common.message.AlterConfigsRequestData;
 import org.apache.kafka.common.message.AlterConfigsResponseData;
+import org.apache.kafka.common.message.DescribeTransactionsRequestData;
+import org.apache.kafka.common.message.DescribeTransactionsResponseData;
 import org.apache.kafka.common.message.ListTransactionsRequestData;
 import org.apache.kafka.common.message.ListTransactionsResponseData;
 import org.apache.kafka.common.message.TxnOffsetCommitRequestData;
@@ -440,7 +442,7 @@ class AclDenialsTest {
 
     /**
      * ListTransactions lists the transactional ids the principal may describe, DescribeTransactions refuses the others
-     * (TRANSACTIONAL_ID_AUTHORIZATION_FAILED) and leaves out the topics of a
+     * (TRANSACTIONAL_ID_AUTHORIZATION_FAILED, with nothing else of the transaction) and leaves out the topics of a
      * described one it may not describe.
      */
     @Test
@@ -472,10 +474,16 @@ class AclDenialsTest {
             assertRefused(() -> alice.describeTransactions(List.of("hidden")).all().get(20, TimeUnit.SECONDS),
                     TransactionalIdAuthorizationException.class);
 
-            // Over the wire, as User:ANONYMOUS: nothing listed.
+            // Over the wire, as User:ANONYMOUS: nothing listed, and a refused id answered with its error alone.
             ListTransactionsResponseData list = new ListTransactionsResponseData(KafkaWire.call(anonymousPort(broker),
                     ApiKeys.LIST_TRANSACTIONS, (short) 0, new ListTransactionsRequestData()), (short) 0);
             assertThat(list.transactionStates()).isEmpty();
+            DescribeTransactionsResponseData refused = new DescribeTransactionsResponseData(KafkaWire.call(
+                    anonymousPort(broker), ApiKeys.DESCRIBE_TRANSACTIONS, (short) 0,
+                    new DescribeTransactionsRequestData().setTransactionalIds(List.of("hidden"))), (short) 0);
+            assertThat(refused.transactionStates()).containsExactly(new DescribeTransactionsResponseData
+                    .TransactionState().setTransactionalId("hidden")
+                    .setErrorCode(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code()));
             visible.abortTransaction();
             hidden.abortTransaction();
         }

@@ -236,16 +236,17 @@ final class Authorizations {
                             "Request was not authorized: " + key.name + " needs " + (key == ApiKeys.ELECT_LEADERS
                                     ? "ALTER" : "CLUSTER_ACTION") + " on the cluster."));
             case DESCRIBE_TRANSACTIONS -> Checked.after(response -> ((DescribeTransactionsResponseData) response)
-                    .transactionStates().forEach(state -> {
+                    .transactionStates().replaceAll(state -> {
                         if (!allowed(session, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                                 state.transactionalId())) {
-                            state.setErrorCode(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code())
-                                    .setTransactionState("").setProducerId(-1).setProducerEpoch((short) -1)
-                                    .setTopics(new DescribeTransactionsResponseData.TopicDataCollection());
-                        } else {
-                            state.topics().removeIf(topic -> !allowed(session, AclOperation.DESCRIBE,
-                                    ResourceType.TOPIC, topic.topic()));
+                            // The id and its error alone, as Kafka answers it: not even the timeout or start time.
+                            return new DescribeTransactionsResponseData.TransactionState()
+                                    .setTransactionalId(state.transactionalId())
+                                    .setErrorCode(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code());
                         }
+                        state.topics().removeIf(topic -> !allowed(session, AclOperation.DESCRIBE,
+                                ResourceType.TOPIC, topic.topic()));
+                        return state;
                     }));
             case LIST_TRANSACTIONS -> Checked.after(response -> ((ListTransactionsResponseData) response)
                     .transactionStates().removeIf(state -> !allowed(session, AclOperation.DESCRIBE,
