@@ -53,6 +53,8 @@ import org.apache.kafka.common.message.AddPartitionsToTxnRequestData;
 import org.apache.kafka.common.message.AddPartitionsToTxnResponseData;
 import org.apache.kafka.common.message.AlterConfigsRequestData;
 import org.apache.kafka.common.message.AlterConfigsResponseData;
+import org.apache.kafka.common.message.CreatePartitionsRequestData;
+import org.apache.kafka.common.message.CreatePartitionsResponseData;
 import org.apache.kafka.common.message.DescribeTransactionsRequestData;
 import org.apache.kafka.common.message.DescribeTransactionsResponseData;
 import org.apache.kafka.common.message.ListTransactionsRequestData;
@@ -246,8 +248,17 @@ class AclDenialsTest {
                     TopicAuthorizationException.class);
             assertRefused(() -> alice.createPartitions(three).all().get(20, TimeUnit.SECONDS),
                     TopicAuthorizationException.class);
+            // As Kafka's controller answers it: the error, no message.
+            CreatePartitionsRequestData.CreatePartitionsTopicCollection topics =
+                    new CreatePartitionsRequestData.CreatePartitionsTopicCollection();
+            topics.add(new CreatePartitionsRequestData.CreatePartitionsTopic().setName("events").setCount(3));
+            assertThat(new CreatePartitionsResponseData(KafkaWire.call(anonymousPort(broker),
+                    ApiKeys.CREATE_PARTITIONS, (short) 3, new CreatePartitionsRequestData().setTopics(topics)
+                            .setTimeoutMs(20_000)), (short) 3).results()).containsExactly(
+                    new CreatePartitionsResponseData.CreatePartitionsTopicResult().setName("events")
+                            .setErrorCode(Errors.TOPIC_AUTHORIZATION_FAILED.code()));
             assertThat(earliest(admin, events)).as("the log start after the refusal").isZero();
-            assertThat(partitions(admin, "events")).as("partitions after the refusal").isEqualTo(1);
+            assertThat(partitions(admin, "events")).as("partitions after the refusals").isEqualTo(1);
 
             allow(broker, ALICE, ResourceType.TOPIC, "events", AclOperation.DELETE);
             assertThat(alice.deleteRecords(beforeFive).lowWatermarks().get(events).get(20, TimeUnit.SECONDS)

@@ -481,10 +481,11 @@ final class Authorizations {
             }
         }
         request.setTopics(kept);
+        // Without a message, as Kafka's controller answers it.
         return denied.isEmpty() ? Checked.ALLOWED : Checked.after(response -> denied.forEach(name ->
                 ((CreatePartitionsResponseData) response).results().add(
                         new CreatePartitionsResponseData.CreatePartitionsTopicResult().setName(name)
-                                .setErrorCode(code()).setErrorMessage(Errors.TOPIC_AUTHORIZATION_FAILED.message()))));
+                                .setErrorCode(code()))));
     }
 
     /** Resource types of the config APIs: 2 a topic, 4 a broker, 8 a broker's logger. */
