@@ -166,7 +166,8 @@ class AclDenialsTest {
 
     /**
      * DescribeConfigs needs DescribeConfigs, AlterConfigs and IncrementalAlterConfigs need AlterConfigs: on the topic
-     * for a topic (TOPIC_AUTHORIZATION_FAILED), on the cluster for the broker (CLUSTER_AUTHORIZATION_FAILED).
+     * for a topic (TOPIC_AUTHORIZATION_FAILED), on the cluster for the broker (CLUSTER_AUTHORIZATION_FAILED), on the
+     * group for a group (GROUP_AUTHORIZATION_FAILED).
      */
     @Test
     void configsNeedDescribeConfigsOrAlterConfigsOnTheTopicOrTheCluster() throws Exception {
@@ -195,6 +196,12 @@ class AclDenialsTest {
             assertThat(Errors.forCode(alterConfigs(broker, (byte) 4, node, "message.max.bytes", "2000000")
                     .responses().getFirst().errorCode())).isEqualTo(Errors.CLUSTER_AUTHORIZATION_FAILED);
             assertThat(topicConfig(admin, "orders", "retention.ms")).as("after the refusals").isEqualTo(retention);
+            // A group's configs (KIP-848) need DescribeConfigs and AlterConfigs on the group.
+            ConfigResource group = new ConfigResource(ConfigResource.Type.GROUP, "orders-group");
+            assertRefused(() -> alice.describeConfigs(List.of(group)).all().get(20, TimeUnit.SECONDS),
+                    GroupAuthorizationException.class);
+            assertRefused(() -> alice.incrementalAlterConfigs(set(group, "consumer.session.timeout.ms", "50000"))
+                    .all().get(20, TimeUnit.SECONDS), GroupAuthorizationException.class);
 
             // DescribeConfigs lets alice read the configs, not change them.
             allow(broker, ALICE, ResourceType.TOPIC, "orders", AclOperation.DESCRIBE_CONFIGS);

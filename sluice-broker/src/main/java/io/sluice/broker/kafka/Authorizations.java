@@ -488,13 +488,24 @@ final class Authorizations {
                                 .setErrorCode(code()))));
     }
 
-    /** Resource types of the config APIs: 2 a topic, 4 a broker, 8 a broker's logger. */
+    /**
+     * Resource types of the config APIs: 2 a topic, 32 a group (checked on themselves, as Kafka checks them), 4 a
+     * broker, 8 a broker's logger, 16 client metrics (checked on the cluster).
+     */
     private boolean configAllowed(Session session, AclOperation operation, byte type, String name) {
-        return type == 2 ? allowed(session, operation, ResourceType.TOPIC, name) : clusterAllowed(session, operation);
+        return switch (type) {
+            case 2 -> allowed(session, operation, ResourceType.TOPIC, name);
+            case 32 -> allowed(session, operation, ResourceType.GROUP, name);
+            default -> clusterAllowed(session, operation);
+        };
     }
 
     private static Errors configError(byte type) {
-        return type == 2 ? Errors.TOPIC_AUTHORIZATION_FAILED : Errors.CLUSTER_AUTHORIZATION_FAILED;
+        return switch (type) {
+            case 2 -> Errors.TOPIC_AUTHORIZATION_FAILED;
+            case 32 -> Errors.GROUP_AUTHORIZATION_FAILED;
+            default -> Errors.CLUSTER_AUTHORIZATION_FAILED;
+        };
     }
 
     private Checked alterConfigs(AlterConfigsRequestData request, Session session) {
