@@ -77,7 +77,8 @@ import org.junit.jupiter.api.io.TempDir;
  * transactions, under ACLs as Kafka 4.3.1's broker checks them: a principal without the ACL an API needs is refused
  * with Kafka's error and nothing changes, and with the ACL the same call works. Kafka's Java clients on a SASL
  * listener as User:alice; over a PLAINTEXT listener as User:ANONYMOUS, single requests: AlterConfigs (Kafka 4's
- * Admin sends IncrementalAlterConfigs only), and the transaction requests whose refusals a Java client's calls do not
+ * Admin sends IncrementalAlterConfigs only), refusals whose every field is compared with Kafka 4.3.1's answer
+ * (CreatePartitions, DescribeTransactions), and the transaction requests whose refusals a Java client's calls do not
  * tell apart.
  */
 class AclDenialsTest {
