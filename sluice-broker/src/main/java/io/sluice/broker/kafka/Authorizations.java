@@ -267,16 +267,17 @@ final class Authorizations {
                             "Request was not authorized: " + key.name + " needs " + (key == ApiKeys.ELECT_LEADERS
                                     ? "ALTER" : "CLUSTER_ACTION") + " on the cluster."));
             case DESCRIBE_TRANSACTIONS -> Checked.after(response -> ((DescribeTransactionsResponseData) response)
-                    .transactionStates().forEach(state -> {
+                    .transactionStates().replaceAll(state -> {
                         if (!allowed(session, AclOperation.DESCRIBE, ResourceType.TRANSACTIONAL_ID,
                                 state.transactionalId())) {
-                            state.setErrorCode(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code())
-                                    .setTransactionState("").setProducerId(-1).setProducerEpoch((short) -1)
-                                    .setTopics(new DescribeTransactionsResponseData.TopicDataCollection());
-                        } else {
-                            state.topics().removeIf(topic -> !allowed(session, AclOperation.DESCRIBE,
-                                    ResourceType.TOPIC, topic.topic()));
+                            // The id and its error alone, as Kafka answers it: not even the timeout or start time.
+                            return new DescribeTransactionsResponseData.TransactionState()
+                                    .setTransactionalId(state.transactionalId())
+                                    .setErrorCode(Errors.TRANSACTIONAL_ID_AUTHORIZATION_FAILED.code());
                         }
+                        state.topics().removeIf(topic -> !allowed(session, AclOperation.DESCRIBE,
+                                ResourceType.TOPIC, topic.topic()));
+                        return state;
                     }));
             case LIST_TRANSACTIONS -> Checked.after(response -> ((ListTransactionsResponseData) response)
                     .transactionStates().removeIf(state -> !allowed(session, AclOperation.DESCRIBE,
@@ -630,19 +631,31 @@ final class Authorizations {
             }
         }
         request.setTopics(kept);
+        // Without a message, as Kafka's controller answers it.
         return denied.isEmpty() ? Checked.ALLOWED : Checked.after(response -> denied.forEach(name ->
                 ((CreatePartitionsResponseData) response).results().add(
                         new CreatePartitionsResponseData.CreatePartitionsTopicResult().setName(name)
-                                .setErrorCode(code()).setErrorMessage(Errors.TOPIC_AUTHORIZATION_FAILED.message()))));
+                                .setErrorCode(code()))));
     }
 
-    /** Resource types of the config APIs: 2 a topic, 4 a broker, 8 a broker's logger. */
+    /**
+     * Resource types of the config APIs: 2 a topic, 32 a group (checked on themselves, as Kafka checks them), 4 a
+     * broker, 8 a broker's logger, 16 client metrics (checked on the cluster).
+     */
     private boolean configAllowed(Session session, AclOperation operation, byte type, String name) {
-        return type == 2 ? allowed(session, operation, ResourceType.TOPIC, name) : clusterAllowed(session, operation);
+        return switch (type) {
+            case 2 -> allowed(session, operation, ResourceType.TOPIC, name);
+            case 32 -> allowed(session, operation, ResourceType.GROUP, name);
+            default -> clusterAllowed(session, operation);
+        };
     }
 
     private static Errors configError(byte type) {
-        return type == 2 ? Errors.TOPIC_AUTHORIZATION_FAILED : Errors.CLUSTER_AUTHORIZATION_FAILED;
+        return switch (type) {
+            case 2 -> Errors.TOPIC_AUTHORIZATION_FAILED;
+            case 32 -> Errors.GROUP_AUTHORIZATION_FAILED;
+            default -> Errors.CLUSTER_AUTHORIZATION_FAILED;
+        };
     }
 
     private Checked alterConfigs(AlterConfigsRequestData request, Session session) {
