@@ -335,4 +335,29 @@ class HostileClientsTest {
             assertEchoes(honest);
         }
     }
+
+    /**
+     * The bound on answers left untaken counts only those: a client that reads every answer is served however many
+     * bytes of answers it takes over its connection's life. The count once kept the bytes of every answer written
+     * through a buffer, so a producer's connection stopped being read after 4 MiB of small answers.
+     */
+    @Test
+    void aClientThatReadsItsAnswersIsServedPastTheBoundOnUntakenAnswers() throws Exception {
+        AtomicInteger handled = new AtomicInteger();
+        int answer = 64 << 10;
+        long total = 3 * FrameServer.MAX_UNSENT_BYTES;
+        try (FrameServer server = echoServer(FrameServer.Limits.of(1 << 20, 10), handled, answer);
+             Socket client = new Socket("127.0.0.1", server.port())) {
+            client.setSoTimeout(10_000);
+            DataOutputStream out = new DataOutputStream(client.getOutputStream());
+            DataInputStream in = new DataInputStream(client.getInputStream());
+            for (long taken = 0; taken < total; taken += answer) {
+                out.write(new byte[] {0, 0, 0, 1, 9});
+                out.flush();
+                assertThat(in.readInt()).as("the answer after %d bytes taken", taken).isEqualTo(answer);
+                in.readFully(new byte[answer]);
+            }
+            assertThat(handled.get()).isEqualTo((int) (total / answer));
+        }
+    }
 }

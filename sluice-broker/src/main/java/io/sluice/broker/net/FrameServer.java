@@ -497,8 +497,9 @@ public final class FrameServer implements AutoCloseable {
             });
         }
 
-        private void sent(Outbound out) {
-            if (out != null && unsent.addAndGet(-out.size()) <= MAX_UNSENT_BYTES) {
+        /** @param bytes the response's size, taken before it was written (writing may consume what it measures) */
+        private void sent(long bytes) {
+            if (unsent.addAndGet(-bytes) <= MAX_UNSENT_BYTES) {
                 synchronized (unsentLock) {
                     unsentLock.notifyAll();
                 }
@@ -551,6 +552,7 @@ public final class FrameServer implements AutoCloseable {
                 return;
             }
             writeStarted = System.nanoTime();
+            long bytes = response.size();
             try {
                 if (out instanceof TlsChannel tls) {
                     // Gathered into records of the largest size: a response's many small pieces (headers, each
@@ -565,7 +567,7 @@ public final class FrameServer implements AutoCloseable {
                     response.writeTo(out);
                 }
             } finally {
-                sent(response);
+                sent(bytes);
             }
             writeStarted = 0;
             lastActive = System.nanoTime();
@@ -674,7 +676,7 @@ public final class FrameServer implements AutoCloseable {
      * Bytes of completed responses a client may leave untaken before its connection reads no more requests (Kafka's
      * broker reads no request of a connection while a response to it is waiting).
      */
-    static final long MAX_UNSENT_BYTES = 4L << 20;
+    public static final long MAX_UNSENT_BYTES = 4L << 20;
 
     /** Bytes a connection reads at once; frames up to this size (with their size) are read through it. */
     private static final int READ_BUFFER_BYTES = 64 * 1024;

@@ -9,7 +9,7 @@ import java.nio.channels.GatheringByteChannel;
  */
 public interface Outbound {
 
-    /** @return the bytes {@link #writeTo} writes, size prefix included */
+    /** @return the bytes {@link #writeTo} writes, size prefix included; the same before and after it writes */
     long size();
 
     /**
@@ -91,10 +91,11 @@ public interface Outbound {
      * @return it as an outbound response
      */
     static Outbound of(ByteBuffer bytes, boolean thenClose) {
+        long size = bytes.remaining();
         return new Outbound() {
             @Override
             public long size() {
-                return bytes.remaining();
+                return size; // fixed: writing consumes the buffer
             }
 
             @Override
