@@ -15,7 +15,6 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.TimeUnit;
-import org.apache.kafka.clients.CommonClientConfigs;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AlterConfigOp;
 import org.apache.kafka.clients.admin.Config;
@@ -41,7 +40,6 @@ import org.apache.kafka.common.acl.AclBinding;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.acl.AclPermissionType;
 import org.apache.kafka.common.config.ConfigResource;
-import org.apache.kafka.common.config.SaslConfigs;
 import org.apache.kafka.common.errors.ClusterAuthorizationException;
 import org.apache.kafka.common.errors.GroupAuthorizationException;
 import org.apache.kafka.common.errors.InvalidRequestException;
@@ -101,16 +99,7 @@ class AclDenialsTest {
     }
 
     private static Map<String, Object> as(Broker broker, String user) {
-        Map<String, Object> config = new HashMap<>();
-        config.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + broker.ports().get("SASL_PLAINTEXT"));
-        config.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, "SASL_PLAINTEXT");
-        config.put(SaslConfigs.SASL_MECHANISM, "PLAIN");
-        config.put(SaslConfigs.SASL_JAAS_CONFIG, "org.apache.kafka.common.security.plain.PlainLoginModule required"
-                + " username=\"" + user + "\" password=\"" + user + "-secret\";");
-        config.put(CommonClientConfigs.REQUEST_TIMEOUT_MS_CONFIG, 15_000);
-        config.put(CommonClientConfigs.DEFAULT_API_TIMEOUT_MS_CONFIG, 20_000);
-        config.put(ProducerConfig.MAX_BLOCK_MS_CONFIG, 10_000);
-        return config;
+        return AclsTest.as(broker.ports().get("SASL_PLAINTEXT"), user);
     }
 
     /** The port of the PLAINTEXT listener, where a connection's principal is User:ANONYMOUS. */

@@ -66,8 +66,13 @@ class AclsTest {
     }
 
     static Map<String, Object> as(Broker broker, String user) {
+        return as(broker.port(), user);
+    }
+
+    /** @return client settings for {@code user} (password {@code <user>-secret}) over SASL/PLAIN on the port */
+    static Map<String, Object> as(int port, String user) {
         Map<String, Object> config = new HashMap<>();
-        config.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + broker.port());
+        config.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + port);
         config.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, "SASL_PLAINTEXT");
         config.put(SaslConfigs.SASL_MECHANISM, "PLAIN");
         config.put(SaslConfigs.SASL_JAAS_CONFIG, "org.apache.kafka.common.security.plain.PlainLoginModule required"

@@ -32,7 +32,6 @@ import org.apache.kafka.common.acl.AccessControlEntry;
 import org.apache.kafka.common.acl.AclBinding;
 import org.apache.kafka.common.acl.AclOperation;
 import org.apache.kafka.common.acl.AclPermissionType;
-import org.apache.kafka.common.config.SaslConfigs;
 import org.apache.kafka.common.errors.UnknownTopicIdException;
 import org.apache.kafka.common.message.MetadataRequestData;
 import org.apache.kafka.common.message.MetadataResponseData;
@@ -75,18 +74,6 @@ class AuthorizedOperationsTest {
                 "listener.name.sasl_plaintext.plain.sasl.jaas.config", JAAS,
                 "authorizer.class.name", "org.apache.kafka.metadata.authorizer.StandardAuthorizer",
                 "super.users", "User:admin");
-    }
-
-    private static Map<String, Object> as(Broker broker, String user) {
-        Map<String, Object> config = new HashMap<>();
-        config.put(CommonClientConfigs.BOOTSTRAP_SERVERS_CONFIG, "127.0.0.1:" + broker.port());
-        config.put(CommonClientConfigs.SECURITY_PROTOCOL_CONFIG, "SASL_PLAINTEXT");
-        config.put(SaslConfigs.SASL_MECHANISM, "PLAIN");
-        config.put(SaslConfigs.SASL_JAAS_CONFIG, "org.apache.kafka.common.security.plain.PlainLoginModule required"
-                + " username=\"" + user + "\" password=\"" + user + "-secret\";");
-        config.put(CommonClientConfigs.REQUEST_TIMEOUT_MS_CONFIG, 15_000);
-        config.put(CommonClientConfigs.DEFAULT_API_TIMEOUT_MS_CONFIG, 20_000);
-        return config;
     }
 
     private static AclBinding acl(String user, ResourceType type, String name, PatternType pattern,
@@ -142,7 +129,7 @@ class AuthorizedOperationsTest {
     void eachPrincipalIsToldTheOperationsItsAclsAllow() throws Exception {
         try (Store store = Store.open(dir, StoreConfig.builder().build());
              Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withSecurity(secured()));
-             Admin admin = Admin.create(as(broker, "admin"))) {
+             Admin admin = Admin.create(AclsTest.as(broker, "admin"))) {
             admin.createTopics(List.of(new NewTopic("orders", 2, (short) 1), new NewTopic("payments", 1, (short) 1)))
                     .all().get(20, TimeUnit.SECONDS);
             admin.createAcls(List.of(
@@ -171,7 +158,7 @@ class AuthorizedOperationsTest {
             // A classic group known by its committed offsets, and a KIP-848 group with a member in it.
             admin.alterConsumerGroupOffsets("team-classic", Map.of(new TopicPartition("orders", 0),
                     new OffsetAndMetadata(0))).all().get(20, TimeUnit.SECONDS);
-            Map<String, Object> member = new HashMap<>(as(broker, "alice"));
+            Map<String, Object> member = new HashMap<>(AclsTest.as(broker, "alice"));
             member.put(ConsumerConfig.GROUP_ID_CONFIG, "team-new");
             member.put(ConsumerConfig.GROUP_PROTOCOL_CONFIG, "consumer");
             try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(member, new ByteArrayDeserializer(),
@@ -186,7 +173,7 @@ class AuthorizedOperationsTest {
                 Set<AclOperation> ordersOfAlice = EnumSet.of(AclOperation.READ, AclOperation.DESCRIBE,
                         AclOperation.ALTER_CONFIGS, AclOperation.DESCRIBE_CONFIGS);
                 Set<AclOperation> paymentsOfAlice = EnumSet.of(AclOperation.DELETE, AclOperation.DESCRIBE);
-                try (Admin alice = Admin.create(as(broker, "alice"))) {
+                try (Admin alice = Admin.create(AclsTest.as(broker, "alice"))) {
                     assertThat(byName(alice, "orders", "payments")).isEqualTo(Map.of("orders", ordersOfAlice,
                             "payments", paymentsOfAlice));
                     assertThat(byId(alice, orders, payments)).isEqualTo(Map.of("orders", ordersOfAlice,
@@ -199,7 +186,7 @@ class AuthorizedOperationsTest {
                             "team-new", of(GroupType.CONSUMER, EnumSet.of(AclOperation.READ, AclOperation.DESCRIBE,
                                     AclOperation.DELETE))));
                 }
-                try (Admin bob = Admin.create(as(broker, "bob"))) {
+                try (Admin bob = Admin.create(AclsTest.as(broker, "bob"))) {
                     assertThat(byName(bob, "orders")).isEqualTo(Map.of("orders", EnumSet.of(AclOperation.DESCRIBE)));
                     assertThat(byId(bob, orders)).isEqualTo(Map.of("orders", EnumSet.of(AclOperation.DESCRIBE)));
                     // Refused without its name, as Kafka refuses it: Admin then finds no topic of that id.
