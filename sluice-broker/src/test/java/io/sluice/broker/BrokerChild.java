@@ -3,7 +3,11 @@ package io.sluice.broker;
 import io.sluice.store.FlushMode;
 import io.sluice.store.Store;
 import io.sluice.store.StoreConfig;
+import java.nio.file.Files;
 import java.nio.file.Path;
+import java.util.ArrayList;
+import java.util.List;
+import java.util.concurrent.TimeUnit;
 import java.util.HashMap;
 import java.util.Map;
 
@@ -19,6 +23,35 @@ import java.util.Map;
 public final class BrokerChild {
 
     private BrokerChild() {
+    }
+
+    /**
+     * Starts one in a process of its own (a 256 MiB heap, C1 only, warnings logged) and waits until it is ready.
+     *
+     * @param store the store directory
+     * @param port the broker's port
+     * @param log where its output goes
+     * @param options {@code option=value} arguments, as {@link #main} takes them
+     * @return the running process
+     * @throws AssertionError if it ends or is not ready within 60 s, with its output
+     */
+    static Process start(Path store, int port, Path log, String... options) throws Exception {
+        String launcher = ProcessHandle.current().info().command().orElse("java");
+        List<String> command = new ArrayList<>(List.of(launcher, "-Xmx256m",
+                "-XX:TieredStopAtLevel=1", "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn",
+                "--enable-native-access=ALL-UNNAMED", "-cp", System.getProperty("java.class.path"),
+                BrokerChild.class.getName(), store.toString(), Integer.toString(port)));
+        command.addAll(List.of(options));
+        Process process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
+        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
+        while (!Files.readString(log).contains("ready")) {
+            if (!process.isAlive() || System.nanoTime() > deadline) {
+                process.destroyForcibly();
+                throw new AssertionError("the broker did not start:\n" + Files.readString(log));
+            }
+            Thread.sleep(20);
+        }
+        return process;
     }
 
     public static void main(String[] args) throws Exception {

@@ -137,18 +137,7 @@ class HostileClientsTest {
     /** Starts a {@link BrokerChild} with a 256 MiB heap over this test's store; returns its log once it is ready. */
     private Path startBroker(int port, String... options) throws Exception {
         Path log = dir.resolve("broker-" + System.nanoTime() + ".log");
-        String java = ProcessHandle.current().info().command().orElse("java");
-        List<String> command = new ArrayList<>(List.of(java, "-Xmx256m", "-XX:TieredStopAtLevel=1",
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"), BrokerChild.class.getName(),
-                dir.resolve("store").toString(), Integer.toString(port)));
-        command.addAll(List.of(options));
-        process = new ProcessBuilder(command).redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!Files.readString(log).contains("ready")) {
-            assertThat(process.isAlive() && System.nanoTime() < deadline).as(Files.readString(log)).isTrue();
-            Thread.sleep(20);
-        }
+        process = BrokerChild.start(dir.resolve("store"), port, log, options);
         return log;
     }
 

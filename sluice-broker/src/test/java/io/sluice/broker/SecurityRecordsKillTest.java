@@ -80,25 +80,12 @@ class SecurityRecordsKillTest {
     }
 
     private void start(int round) throws Exception {
-        Path log = dir.resolve("broker-" + round + ".log");
-        String java = ProcessHandle.current().info().command().orElse("java");
-        process = new ProcessBuilder(java, "-Xmx256m", "-XX:TieredStopAtLevel=1",
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"), BrokerChild.class.getName(),
-                dir.resolve("store").toString(), Integer.toString(port),
+        process = BrokerChild.start(dir.resolve("store"), port, dir.resolve("broker-" + round + ".log"),
                 "security.listeners=SASL_PLAINTEXT://127.0.0.1:" + port,
                 "security.sasl.enabled.mechanisms=PLAIN,SCRAM-SHA-256",
                 "security.listener.name.sasl_plaintext.plain.sasl.jaas.config=" + JAAS,
                 "security.authorizer.class.name=org.apache.kafka.metadata.authorizer.StandardAuthorizer",
-                "security.super.users=User:admin")
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!Files.readString(log).contains("ready")) {
-            if (!process.isAlive() || System.nanoTime() > deadline) {
-                throw new AssertionError("the broker did not start:\n" + Files.readString(log));
-            }
-            Thread.sleep(20);
-        }
+                "security.super.users=User:admin");
     }
 
     private Map<String, Object> client(String mechanism, String user, String password) {

@@ -2,9 +2,7 @@ package io.sluice.broker;
 
 import static org.assertj.core.api.Assertions.assertThat;
 
-import java.io.IOException;
 import java.net.ServerSocket;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
@@ -63,20 +61,7 @@ class TransactionsKillTest {
     }
 
     private void start(int round) throws Exception {
-        Path log = dir.resolve("broker-" + round + ".log");
-        String java = ProcessHandle.current().info().command().orElse("java");
-        process = new ProcessBuilder(java, "-Xmx256m", "-XX:TieredStopAtLevel=1",
-                "-Dorg.slf4j.simpleLogger.defaultLogLevel=warn", "--enable-native-access=ALL-UNNAMED",
-                "-cp", System.getProperty("java.class.path"), BrokerChild.class.getName(),
-                dir.resolve("store").toString(), Integer.toString(port))
-                .redirectErrorStream(true).redirectOutput(log.toFile()).start();
-        long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(60);
-        while (!Files.readString(log).contains("ready")) {
-            if (!process.isAlive() || System.nanoTime() > deadline) {
-                throw new AssertionError("the broker did not start:\n" + Files.readString(log));
-            }
-            Thread.sleep(20);
-        }
+        process = BrokerChild.start(dir.resolve("store"), port, dir.resolve("broker-" + round + ".log"));
     }
 
     private String bootstrap() {
