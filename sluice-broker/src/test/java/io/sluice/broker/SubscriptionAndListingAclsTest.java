@@ -163,4 +163,36 @@ class SubscriptionAndListingAclsTest {
             }
         }
     }
+
+    /**
+     * A consumer group whose members are assigned a topic the principal may not describe is not described to it
+     * (TOPIC_AUTHORIZATION_FAILED, with Kafka 4.3.1's message), though it may describe the group.
+     */
+    @Test
+    void aGroupAssignedATopicThePrincipalMayNotDescribeIsNotDescribedToIt() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withSecurity(
+                     AclsTest.secured()));
+             Admin admin = Admin.create(AclsTest.as(broker, "admin"));
+             Admin alice = Admin.create(AclsTest.as(broker, "alice"))) {
+            admin.createTopics(List.of(new NewTopic("hidden", 1, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            admin.createAcls(List.of(AclsTest.allow("alice", ResourceType.GROUP, "shared", PatternType.LITERAL,
+                    AclOperation.DESCRIBE))).all().get(20, TimeUnit.SECONDS);
+            try (KafkaConsumer<byte[], byte[]> member = consumer(broker, "admin", "shared")) {
+                member.subscribe(List.of("hidden"));
+                long deadline = System.nanoTime() + TimeUnit.SECONDS.toNanos(20);
+                while (member.assignment().isEmpty() && System.nanoTime() < deadline) {
+                    member.poll(Duration.ofMillis(200));
+                }
+                assertThat(member.assignment()).hasSize(1);
+                assertThatThrownBy(() -> alice.describeConsumerGroups(List.of("shared")).all()
+                        .get(20, TimeUnit.SECONDS)).cause().isInstanceOf(TopicAuthorizationException.class)
+                        .hasMessageContaining("not authorized to describe");
+                admin.createAcls(List.of(AclsTest.allow("alice", ResourceType.TOPIC, "hidden",
+                        PatternType.LITERAL, AclOperation.DESCRIBE))).all().get(20, TimeUnit.SECONDS);
+                assertThat(alice.describeConsumerGroups(List.of("shared")).all().get(20, TimeUnit.SECONDS)
+                        .get("shared").members()).hasSize(1);
+            }
+        }
+    }
 }

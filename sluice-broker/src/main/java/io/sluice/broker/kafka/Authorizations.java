@@ -230,13 +230,8 @@ final class Authorizations {
             case HEARTBEAT -> group(session, AclOperation.READ, ((HeartbeatRequestData) request).groupId());
             case LEAVE_GROUP -> group(session, AclOperation.READ, ((LeaveGroupRequestData) request).groupId());
             case CONSUMER_GROUP_HEARTBEAT -> consumerHeartbeat((ConsumerGroupHeartbeatRequestData) request, session);
-            case CONSUMER_GROUP_DESCRIBE -> Checked.after(response -> ((ConsumerGroupDescribeResponseData) response)
-                    .groups().forEach(group -> {
-                        if (!allowed(session, AclOperation.DESCRIBE, ResourceType.GROUP, group.groupId())) {
-                            group.setErrorCode(Errors.GROUP_AUTHORIZATION_FAILED.code()).setErrorMessage(null)
-                                    .setMembers(new ArrayList<>());
-                        }
-                    }));
+            case CONSUMER_GROUP_DESCRIBE -> Checked.after(response -> consumerGroupDescribe(
+                    (ConsumerGroupDescribeResponseData) response, session));
             case OFFSET_COMMIT -> offsetCommit((OffsetCommitRequestData) request, session);
             case OFFSET_FETCH -> offsetFetch((OffsetFetchRequestData) request, version, session);
             case DESCRIBE_GROUPS -> Checked.after(response -> ((DescribeGroupsResponseData) response).groups()
@@ -408,6 +403,35 @@ final class Authorizations {
     private Checked group(Session session, AclOperation operation, String group) {
         return allowed(session, operation, ResourceType.GROUP, group) ? Checked.ALLOWED
                 : Checked.denied(new GroupAuthorizationException("Not authorized to access group: " + group));
+    }
+
+    /** Kafka 4.3.1's message for a consumer group whose assignments name a topic the principal may not describe. */
+    static final String UNDESCRIBABLE_ASSIGNMENT =
+            "The group has described topic(s) that the client is not authorized to describe.";
+
+    /**
+     * Describe on each group, and, as Kafka 4.3.1 checks, on every topic its members' assignments and target
+     * assignments name: a group that names one the principal may not describe is answered TOPIC_AUTHORIZATION_FAILED,
+     * with nothing else of it.
+     */
+    private void consumerGroupDescribe(ConsumerGroupDescribeResponseData response, Session session) {
+        List<ConsumerGroupDescribeResponseData.DescribedGroup> groups = response.groups();
+        for (int i = 0; i < groups.size(); i++) {
+            ConsumerGroupDescribeResponseData.DescribedGroup group = groups.get(i);
+            if (!allowed(session, AclOperation.DESCRIBE, ResourceType.GROUP, group.groupId())) {
+                group.setErrorCode(Errors.GROUP_AUTHORIZATION_FAILED.code()).setErrorMessage(null)
+                        .setMembers(new ArrayList<>());
+            } else if (group.errorCode() == Errors.NONE.code() && group.members().stream()
+                    .flatMap(member -> java.util.stream.Stream.of(member.assignment(), member.targetAssignment()))
+                    .filter(java.util.Objects::nonNull)
+                    .flatMap(assignment -> assignment.topicPartitions().stream())
+                    .anyMatch(topic -> !allowed(session, AclOperation.DESCRIBE, ResourceType.TOPIC,
+                            topic.topicName()))) {
+                groups.set(i, new ConsumerGroupDescribeResponseData.DescribedGroup().setGroupId(group.groupId())
+                        .setErrorCode(Errors.TOPIC_AUTHORIZATION_FAILED.code())
+                        .setErrorMessage(UNDESCRIBABLE_ASSIGNMENT).setMembers(new ArrayList<>()));
+            }
+        }
     }
 
     /**
