@@ -27,6 +27,8 @@ import org.apache.kafka.common.message.ConsumerGroupHeartbeatRequestData;
 import org.apache.kafka.common.message.ConsumerGroupHeartbeatResponseData;
 import org.apache.kafka.common.message.DescribeTopicPartitionsRequestData;
 import org.apache.kafka.common.message.DescribeTopicPartitionsResponseData;
+import org.apache.kafka.common.message.MetadataRequestData;
+import org.apache.kafka.common.message.MetadataResponseData;
 import org.apache.kafka.common.message.SaslAuthenticateRequestData;
 import org.apache.kafka.common.message.SaslAuthenticateResponseData;
 import org.apache.kafka.common.message.SaslHandshakeRequestData;
@@ -193,6 +195,35 @@ class SubscriptionAndListingAclsTest {
                 assertThat(alice.describeConsumerGroups(List.of("shared")).all().get(20, TimeUnit.SECONDS)
                         .get("shared").members()).hasSize(1);
             }
+        }
+    }
+
+    /**
+     * Metadata's auto-creation under ACLs, as Kafka's: of two missing topics the principal may describe, the one it may
+     * create is created and the other answered TOPIC_AUTHORIZATION_FAILED, not both left uncreated.
+     */
+    @Test
+    void metadataCreatesTheTopicsThePrincipalMayCreateAndRefusesTheOthers() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withSecurity(
+                     AclsTest.secured()));
+             Admin admin = Admin.create(AclsTest.as(broker, "admin"))) {
+            admin.createAcls(List.of(AclsTest.allow("alice", ResourceType.TOPIC, "auto-", PatternType.PREFIXED,
+                    AclOperation.DESCRIBE), AclsTest.allow("alice", ResourceType.TOPIC, "auto-ok",
+                    PatternType.LITERAL, AclOperation.CREATE))).all().get(20, TimeUnit.SECONDS);
+            try (Socket socket = asAlice(broker)) {
+                MetadataRequestData request = new MetadataRequestData().setAllowAutoTopicCreation(true);
+                request.topics().add(new MetadataRequestData.MetadataRequestTopic().setName("auto-ok"));
+                request.topics().add(new MetadataRequestData.MetadataRequestTopic().setName("auto-no"));
+                MetadataResponseData answer = new MetadataResponseData(KafkaWire.exchange(socket,
+                        ApiKeys.METADATA, (short) 12, request), (short) 12);
+                assertThat(answer.topics().find("auto-no").errorCode())
+                        .isEqualTo(Errors.TOPIC_AUTHORIZATION_FAILED.code());
+                assertThat(answer.topics().find("auto-ok").errorCode()).isNotEqualTo(
+                        Errors.TOPIC_AUTHORIZATION_FAILED.code());
+            }
+            assertThat(store.queueCount("auto-ok")).as("created").isPositive();
+            assertThat(store.queueCount("auto-no")).as("not created").isZero();
         }
     }
 }

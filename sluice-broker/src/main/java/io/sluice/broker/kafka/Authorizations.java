@@ -132,14 +132,18 @@ final class Authorizations {
             AclOperation.ALTER_CONFIGS, AclOperation.IDEMPOTENT_WRITE);
 
     private final boolean enabled;
+    private final boolean autoCreateTopics;
     private final AuthorizerConfig config;
     private final ClusterView cluster;
     private final Partitions partitions;
     private volatile String aclText;
     private volatile AclAuthorizer authorizer;
 
-    Authorizations(boolean enabled, AuthorizerConfig config, ClusterView cluster, Partitions partitions) {
+    /** @param autoCreateTopics whether Metadata creates the topics it names that do not exist (the broker's setting) */
+    Authorizations(boolean enabled, AuthorizerConfig config, ClusterView cluster, Partitions partitions,
+                   boolean autoCreateTopics) {
         this.enabled = enabled;
+        this.autoCreateTopics = autoCreateTopics;
         this.config = config;
         this.cluster = cluster;
         this.partitions = partitions;
@@ -503,16 +507,22 @@ final class Authorizations {
 
     private Checked metadata(MetadataRequestData request, short version, Session session) {
         boolean all = request.topics() == null;
-        if (!all && request.allowAutoTopicCreation() && !clusterAllowed(session, AclOperation.CREATE)) {
-            // A topic the principal may not create is not created: it is answered as Kafka answers it, unknown.
-            for (MetadataRequestData.MetadataRequestTopic topic : request.topics()) {
-                if (topic.name() != null && partitions.count(topic.name()) == 0
-                        && !allowed(session, AclOperation.CREATE, ResourceType.TOPIC, topic.name())) {
-                    request.setAllowAutoTopicCreation(false);
-                }
-            }
-        }
         Set<String> named = new HashSet<>();
+        if (!all && autoCreateTopics && (version < 4 || request.allowAutoTopicCreation())
+                && request.topics().stream().allMatch(topic -> Uuid.ZERO_UUID.equals(topic.topicId()))
+                && !clusterAllowed(session, AclOperation.CREATE)) {
+            // As Kafka: a topic that would be created but that the principal may describe and not create is answered
+            // TOPIC_AUTHORIZATION_FAILED (by its name, which it gave), and the others are created.
+            request.topics().removeIf(topic -> {
+                boolean refused = topic.name() != null && partitions.count(topic.name()) == 0
+                        && allowed(session, AclOperation.DESCRIBE, ResourceType.TOPIC, topic.name())
+                        && !allowed(session, AclOperation.CREATE, ResourceType.TOPIC, topic.name());
+                if (refused) {
+                    named.add(topic.name());
+                }
+                return refused;
+            });
+        }
         if (!all) {
             // Read as the handler reads it: a request that names a topic by id (v12+) is answered for its ids alone,
             // whatever names it gives (Admin's by id leave them ""); one the version does not allow is refused first.
