@@ -53,6 +53,8 @@ import org.apache.kafka.common.message.AlterConfigsRequestData;
 import org.apache.kafka.common.message.AlterConfigsResponseData;
 import org.apache.kafka.common.message.CreatePartitionsRequestData;
 import org.apache.kafka.common.message.CreatePartitionsResponseData;
+import org.apache.kafka.common.message.CreateTopicsRequestData;
+import org.apache.kafka.common.message.CreateTopicsResponseData;
 import org.apache.kafka.common.message.DescribeTransactionsRequestData;
 import org.apache.kafka.common.message.DescribeTransactionsResponseData;
 import org.apache.kafka.common.message.ListTransactionsRequestData;
@@ -254,6 +256,15 @@ class AclDenialsTest {
                             .setTimeoutMs(20_000)), (short) 3).results()).containsExactly(
                     new CreatePartitionsResponseData.CreatePartitionsTopicResult().setName("events")
                             .setErrorCode(Errors.TOPIC_AUTHORIZATION_FAILED.code()));
+            // And a CreateTopics, as Kafka's controller answers it: the error and its message, no config error.
+            CreateTopicsRequestData create = new CreateTopicsRequestData().setTimeoutMs(20_000);
+            create.topics().add(new CreateTopicsRequestData.CreatableTopic().setName("mine").setNumPartitions(1)
+                    .setReplicationFactor((short) 1));
+            assertThat(new CreateTopicsResponseData(KafkaWire.call(anonymousPort(broker), ApiKeys.CREATE_TOPICS,
+                    (short) 7, create), (short) 7).topics()).containsExactly(
+                    new CreateTopicsResponseData.CreatableTopicResult().setName("mine")
+                            .setErrorCode(Errors.TOPIC_AUTHORIZATION_FAILED.code())
+                            .setErrorMessage("Authorization failed."));
             assertThat(earliest(admin, events)).as("the log start after the refusal").isZero();
             assertThat(partitions(admin, "events")).as("partitions after the refusals").isEqualTo(1);
 

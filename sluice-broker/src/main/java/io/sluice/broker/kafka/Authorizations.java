@@ -613,7 +613,7 @@ final class Authorizations {
             for (String name : denied) {
                 created.topics().add(new CreateTopicsResponseData.CreatableTopicResult().setName(name)
                         .setErrorCode(code()).setErrorMessage("Authorization failed.").setNumPartitions(-1)
-                        .setReplicationFactor((short) -1).setTopicConfigErrorCode(code()));
+                        .setReplicationFactor((short) -1)); // as Kafka's controller answers: no config error
             }
         });
     }
