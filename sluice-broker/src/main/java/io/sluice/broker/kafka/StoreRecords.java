@@ -1,5 +1,6 @@
 package io.sluice.broker.kafka;
 
+import io.sluice.broker.net.TlsChannel;
 import io.sluice.store.FillableChannel;
 import io.sluice.store.OpaqueSlice;
 import java.io.IOException;
@@ -51,7 +52,8 @@ final class StoreRecords implements BaseRecords {
                 if (previouslyWritten != 0 || !(channel instanceof SocketTransfer socket)) {
                     throw new IOException("store records are written whole to a socket");
                 }
-                if (socket.channel instanceof FillableChannel fillable) {
+                if (socket.channel instanceof TlsChannel tls) {
+                    FillableChannel fillable = filling(tls);
                     // TLS: the bytes are encrypted in memory anyway; the store reads them into its buffer.
                     for (Object part : parts) {
                         if (part instanceof OpaqueSlice slice) {
@@ -90,6 +92,31 @@ final class StoreRecords implements BaseRecords {
                     }
                 }
                 return remaining;
+            }
+        };
+    }
+
+    /** A TLS channel as the store sees a target it may read file bytes straight into. */
+    private static FillableChannel filling(TlsChannel tls) {
+        return new FillableChannel() {
+            @Override
+            public ByteBuffer room() throws IOException {
+                return tls.room();
+            }
+
+            @Override
+            public int write(ByteBuffer source) throws IOException {
+                return tls.write(source);
+            }
+
+            @Override
+            public boolean isOpen() {
+                return tls.isOpen();
+            }
+
+            @Override
+            public void close() {
+                // the connection's, not this response's, to close
             }
         };
     }

@@ -1,6 +1,5 @@
 package io.sluice.broker.net;
 
-import io.sluice.store.FillableChannel;
 import java.io.EOFException;
 import java.io.IOException;
 import java.nio.ByteBuffer;
@@ -25,7 +24,7 @@ import javax.net.ssl.SSLSession;
  * <p>Under TLS the bytes of a response pass through the engine: a file region is copied into memory and encrypted, so
  * {@code sendfile} is not used (as in Kafka).
  */
-public final class TlsChannel implements ByteChannel, GatheringByteChannel, FillableChannel {
+public final class TlsChannel implements ByteChannel, GatheringByteChannel {
 
     /** Plain bytes gathered between {@link #cork} and {@link #uncork}: four records of the largest size. */
     private static final int GATHER_BYTES = 64 * 1024;
@@ -434,8 +433,13 @@ public final class TlsChannel implements ByteChannel, GatheringByteChannel, Fill
         }
     }
 
-    /** The gathering buffer, for the store to read file bytes into; only between {@link #cork} and {@link #uncork}. */
-    @Override
+    /**
+     * The gathering buffer, to read file bytes straight into; only between {@link #cork} and {@link #uncork}, by the
+     * corking thread.
+     *
+     * @return the buffer in write mode with room left (what it held encrypted first if it was full); bytes put in it,
+     *     its position moved past them, are sent as written ones
+     */
     public ByteBuffer room() throws IOException {
         if (!corked || !writeLock.isHeldByCurrentThread()) {
             throw new IllegalStateException("room is only given while corked, to the corking thread");
