@@ -59,6 +59,11 @@ class SubscriptionAndListingAclsTest {
         return new KafkaConsumer<>(config, new ByteArrayDeserializer(), new ByteArrayDeserializer());
     }
 
+    /**
+     * What Kafka's Java consumer meets: refused, it never joins, and with Describe it joins and is assigned. This holds
+     * without the heartbeat's own check too (the consumer's Metadata is refused first);
+     * {@link #aHeartbeatSubscribingToATopicItMayNotDescribeIsRefused} is the test of that check.
+     */
     @Test
     void aMemberMayNotSubscribeToATopicItMayNotDescribe() throws Exception {
         try (Store store = Store.open(dir, StoreConfig.builder().build());
