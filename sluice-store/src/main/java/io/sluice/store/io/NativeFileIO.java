@@ -169,6 +169,14 @@ final class NativeFileIO extends ChannelFileIO {
             int length = source.remaining();
             if (source.isDirect()) {
                 Libc.pwriteFully(fd, MemorySegment.ofBuffer(source), position, path);
+            } else if (length <= BounceBuffers.BYTES) {
+                MemorySegment copy = BounceBuffers.take();
+                try {
+                    MemorySegment.copy(MemorySegment.ofBuffer(source), 0, copy, 0, length);
+                    Libc.pwriteFully(fd, copy.asSlice(0, length), position, path);
+                } finally {
+                    BounceBuffers.give(copy);
+                }
             } else {
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment copy = arena.allocate(Math.max(1, length));
@@ -238,6 +246,14 @@ final class NativeFileIO extends ChannelFileIO {
             long n;
             if (target.isDirect()) {
                 n = Libc.pread(fd, MemorySegment.ofBuffer(target), position, path);
+            } else if (length <= BounceBuffers.BYTES) {
+                MemorySegment copy = BounceBuffers.take();
+                try {
+                    n = Libc.pread(fd, copy.asSlice(0, length), position, path);
+                    MemorySegment.copy(copy, 0, MemorySegment.ofBuffer(target), 0, n);
+                } finally {
+                    BounceBuffers.give(copy);
+                }
             } else {
                 try (Arena arena = Arena.ofConfined()) {
                     MemorySegment copy = arena.allocate(length);
