@@ -4,9 +4,9 @@
 # for each listener named (default all three) produces <records> x 1 KiB (acks=1) to a topic of its own and reads it
 # back twice, with the race's own client (ListenerLoadMain: the stock producer as the race sets it, an assigned
 # consumer), printing the records/s and the broker's CPU per million records, user and system apart
-# (/proc/<pid>/stat). Each listener first carries an unmeasured produce and read of 200,000 records. With PROFILE=1,
-# one more produce and read over each listener is recorded with `perf record -g` (Java frames named through the JIT's
-# perf map) into <scratch>/perf-<listener>-{produce,consume}.data (kept).
+# (/proc/<pid>/stat). Each listener first carries an unmeasured produce and read of $WARM records (default 200,000).
+# With PROFILE=1, one more produce and read over each listener is recorded with `perf record -g` (Java frames named
+# through the JIT's perf map) into <scratch>/perf-<listener>-{produce,consume}.data (kept).
 # Needs the build: ./mvnw -B -o -pl sluice-bench -am package -DskipTests
 # usage: scripts/broker-tls-cost.sh <sluice|kafka> [records] [listener...]
 set -euo pipefail
@@ -37,8 +37,8 @@ measure() { # what listener address config topic
 for listener in "${listeners[@]}"; do
   read -r _ _ address config < <(grep "^listener $listener " "$scratch/lab.out")
   topic="p-$listener"
-  produce "$listener" "$address" "$config" "warm-$listener" 200000 > /dev/null
-  consume "$listener" "$address" "$config" "warm-$listener" 200000 > /dev/null
+  produce "$listener" "$address" "$config" "warm-$listener" "${WARM:-200000}" > /dev/null
+  consume "$listener" "$address" "$config" "warm-$listener" "${WARM:-200000}" > /dev/null
   measure produce "$listener" "$address" "$config" "$topic" "$records"
   measure consume "$listener" "$address" "$config" "$topic" "$records"
   measure consume "$listener" "$address" "$config" "$topic" "$records"
