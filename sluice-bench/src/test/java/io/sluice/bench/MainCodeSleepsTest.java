@@ -1,6 +1,6 @@
 package io.sluice.bench;
 
-import io.sluice.cluster.MainCodeSleeps;
+import io.sluice.testsupport.MainCodeSleeps;
 import org.junit.jupiter.api.Test;
 
 /** No main code sleeps but where {@link MainCodeSleeps} allows: the rule run with this module's classes too. */

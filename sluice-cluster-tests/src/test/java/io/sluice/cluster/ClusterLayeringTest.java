@@ -8,6 +8,7 @@ import com.tngtech.archunit.core.domain.JavaClasses;
 import com.tngtech.archunit.core.importer.ClassFileImporter;
 import com.tngtech.archunit.core.importer.ImportOption;
 import io.sluice.testsupport.KafkaWire;
+import io.sluice.testsupport.MainCodeSleeps;
 import org.apache.ratis.client.RaftClient;
 import org.apache.ratis.server.RaftServer;
 import org.junit.jupiter.api.Test;

@@ -1,4 +1,4 @@
-package io.sluice.cluster;
+package io.sluice.testsupport;
 
 import static com.tngtech.archunit.lang.syntax.ArchRuleDefinition.noClasses;
 
@@ -18,10 +18,9 @@ import java.util.concurrent.TimeUnit;
 /**
  * Main code sleeps nowhere: a loop that sleeps between polls can only be waited out by a test, and hides what it
  * waits for. Waiting is done on what is waited for (a future, a notification), and a recurring duty is a task on a
- * scheduler a test can drive (the cluster's {@link Tasks}, the store's {@code Scheduler}). The rule is checked by
- * every module on the main classes its test class path holds ({@link #check}): this module checks the store, the
- * simulation, the broker and the cluster; the CLI and the bench lab check their own with it, through this module's
- * test jar.
+ * scheduler a test can drive (the cluster's {@code Tasks}, the store's {@code Scheduler}). The rule is checked by
+ * every module on the main classes its test class path holds ({@link #check}): the cluster's tests check the store,
+ * the simulation, the broker and the cluster; the CLI and the bench lab check their own with it.
  *
  * <p>{@link #ALLOWED} names what sleeps today, each with why. The entries are to go as their code is fixed, and the
  * check fails on an entry whose class no longer sleeps, so that the list only shrinks.
