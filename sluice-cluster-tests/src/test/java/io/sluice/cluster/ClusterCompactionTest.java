@@ -11,18 +11,15 @@ import io.sluice.store.StoreConfig;
 import io.sluice.store.WritePath;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
-import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -139,13 +136,6 @@ class ClusterCompactionTest {
         return properties;
     }
 
-    private static void deleteTree(Path root) throws Exception {
-        try (Stream<Path> paths = Files.walk(root)) {
-            for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
-                Files.delete(path);
-            }
-        }
-    }
 
     @Test
     void everyReplicaCompactsItsOwnLogAndServesTheLatestRecordOfEachKey() throws Exception {
@@ -187,7 +177,7 @@ class ClusterCompactionTest {
             // A follower loses its data: it copies the compacted leader's batches, gaps and all.
             int wiped = leader % 3 + 1;
             cluster.stop(wiped);
-            deleteTree(cluster.directory(wiped));
+            InProcessCluster.deleteTree(cluster.directory(wiped));
             cluster.start(wiped);
             int back = wiped;
             await("the wiped broker in sync", 120, () -> cluster.broker(leader).node().partition("c", 0).inSync()

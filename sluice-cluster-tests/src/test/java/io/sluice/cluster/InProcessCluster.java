@@ -12,15 +12,18 @@ import io.sluice.store.StoredMessage;
 import io.sluice.store.WritePath;
 import java.io.IOException;
 import java.nio.charset.StandardCharsets;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.Comparator;
 import java.util.List;
 import java.util.Properties;
 import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.function.BooleanSupplier;
 import java.util.function.IntFunction;
+import java.util.stream.Stream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewTopic;
@@ -228,6 +231,18 @@ final class InProcessCluster implements AutoCloseable {
         assertThat(actual).as("the replica's batches from %d below %d", from, end).hasSameSizeAs(expected);
         for (int i = 0; i < expected.size(); i++) {
             assertThat(actual.get(i)).as("batch %d", i).isEqualTo(expected.get(i));
+        }
+    }
+
+    /** Deletes a directory and all it holds, as a lost disk would leave a node (nothing if it does not exist). */
+    static void deleteTree(Path root) throws IOException {
+        if (!Files.exists(root)) {
+            return;
+        }
+        try (Stream<Path> paths = Files.walk(root)) {
+            for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
+                Files.delete(path);
+            }
         }
     }
 

@@ -525,21 +525,11 @@ class PartitionReplicationTest {
             stopAll();
             for (int id = 1; id <= 3; id++) {
                 nodes[id] = null;
-                deleteTree(dir.resolve("n" + id));
+                InProcessCluster.deleteTree(dir.resolve("n" + id));
             }
         }
     }
 
-    private static void deleteTree(Path root) throws IOException {
-        if (!java.nio.file.Files.exists(root)) {
-            return;
-        }
-        try (java.util.stream.Stream<Path> paths = java.nio.file.Files.walk(root)) {
-            for (Path path : paths.sorted(java.util.Comparator.reverseOrder()).toList()) {
-                java.nio.file.Files.delete(path);
-            }
-        }
-    }
 
     /**
      * @param last whether this is the last attempt: the case's set-up is then asserted rather than tried again

@@ -8,6 +8,7 @@ import io.sluice.testsupport.TestCertificates;
 import io.sluice.broker.BrokerConfig;
 import java.io.IOException;
 import java.net.Socket;
+import java.nio.file.Files;
 import java.nio.file.Path;
 import java.security.Principal;
 import java.security.PrivateKey;
@@ -45,7 +46,8 @@ import org.junit.jupiter.api.io.TempDir;
  * certificate the cluster trusts can change nothing: neither in plain text, nor over TLS without a certificate, nor
  * with a certificate of another authority. Each attempt fails, the metadata logs no topic of its, and the metadata
  * group keeps its three members on every node. The same client with a member's certificate is answered, so what
- * keeps the intruder out is the certificate, not what it knows.
+ * keeps the intruder out is the certificate, not what it knows. A node that lost its data rejoins and installs a
+ * snapshot over the same TLS.
  */
 class RaftTlsClusterTest {
 
@@ -159,6 +161,46 @@ class RaftTlsClusterTest {
             assertThat(cluster.broker(node).node().metadataDivision().getGroup().getPeers())
                     .as("node %d: the metadata group", node).hasSize(3);
         }
+    }
+
+    /**
+     * A node that lost its whole data directory rejoins over mutual TLS: out of the groups' configurations, a snapshot
+     * of the leader's store installed (a query to the leader, over the same TLS), back in, and in sync, with the same
+     * batches as the leader. The rejoin and the install are the Raft traffic a plain-text cluster's tests cover
+     * (WipedNodeRebuildTest); here every call of it also passes the nodes' certificate checks.
+     */
+    @Test
+    void aNodeThatLostItsDataRejoinsAndInstallsTheLeadersSnapshotOverMutualTls() throws Exception {
+        cluster = new InProcessCluster(dir, new ClusterNode.Tuning(100, 8192, 1)).withRaftTls(id -> NODES[id]);
+        cluster.startAll();
+        cluster.awaitMembers();
+        cluster.createTopic("rebuilt", 1);
+        List<String> sent = new ArrayList<>();
+        try (KafkaProducer<byte[], byte[]> producer = TestClusters.idempotentProducer(cluster.bootstrap(), 120_000,
+                30_000)) {
+            InProcessCluster.send(producer, "rebuilt", sent, 0, 500);
+            int leader = cluster.leaderOf("rebuilt");
+            int wiped = leader % 3 + 1;
+            cluster.stop(wiped);
+            InProcessCluster.deleteTree(cluster.directory(wiped));
+            InProcessCluster.send(producer, "rebuilt", sent, 500, 2_000);
+            ReplicatedPartition leading = cluster.replica(leader, "rebuilt");
+            await("the leader's log purged", 30, () -> leading.division().getRaftLog().getStartIndex() > 0);
+
+            cluster.start(wiped);
+            await("the rebuilt node in sync", 90, () -> cluster.broker(leader).node().partition("rebuilt", 0)
+                    .inSync().contains(wiped));
+            await("the rejoin finished", 60, () -> Files.notExists(cluster.directory(wiped).resolve("raft")
+                    .resolve(Membership.REJOIN_FILE)));
+            ReplicatedPartition rebuilt = cluster.replica(wiped, "rebuilt");
+            assertThat(rebuilt.machine().snapshotsInstalled()).as("snapshots the rebuilt node installed")
+                    .isPositive();
+            long end = leading.highWatermark();
+            await("the rebuilt node committed to " + end, 30, () -> rebuilt.highWatermark() >= end);
+            InProcessCluster.assertSameBatches(cluster.broker(wiped).store(), cluster.broker(leader).store(),
+                    "rebuilt", end);
+        }
+        assertThat(cluster.readValues("rebuilt", sent.size())).isEqualTo(sent);
     }
 
     /**

@@ -8,12 +8,10 @@ import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
 import java.nio.file.Path;
 import java.util.ArrayList;
-import java.util.Comparator;
 import java.util.List;
 import java.util.Map;
 import java.util.Properties;
 import java.util.concurrent.TimeUnit;
-import java.util.stream.Stream;
 import org.apache.kafka.clients.admin.Admin;
 import org.apache.kafka.clients.admin.AdminClientConfig;
 import org.apache.kafka.clients.admin.NewPartitions;
@@ -61,13 +59,6 @@ class WipedNodeRebuildTest {
         return TestClusters.idempotentProducer(cluster.bootstrap(), 120_000, 30_000);
     }
 
-    private static void deleteTree(Path root) throws IOException {
-        try (Stream<Path> paths = Files.walk(root)) {
-            for (Path path : paths.sorted(Comparator.reverseOrder()).toList()) {
-                Files.delete(path);
-            }
-        }
-    }
 
     @Test
     void aBrokerWhoseDataDirectoryWasWipedRebuildsFromTheOthersAndServesAsAReplica() throws Exception {
@@ -81,7 +72,7 @@ class WipedNodeRebuildTest {
             int wiped = leader % 3 + 1;
             long configuredAt = cluster.broker(leader).node().metadataDivision().getRaftConf().getLogEntryIndex();
             cluster.stop(wiped);
-            deleteTree(cluster.directory(wiped));
+            InProcessCluster.deleteTree(cluster.directory(wiped));
             InProcessCluster.send(producer, "w", sent, 1_000, 3_000);
             ReplicatedPartition leading = cluster.replica(leader, "w");
             await("the leader's log purged", 30, () -> leading.division().getRaftLog().getStartIndex() > 0);
@@ -131,7 +122,7 @@ class WipedNodeRebuildTest {
             int wiped = leader % 3 + 1;
             int third = 6 - leader - wiped;
             cluster.stop(wiped);
-            deleteTree(cluster.directory(wiped));
+            InProcessCluster.deleteTree(cluster.directory(wiped));
             InProcessCluster.send(producer, "w", sent, 1_000, 3_000);
             // Large records fill several of the stores' segments, and their entries take snapshots that move the
             // retention hold (the batches the Raft log names) past the first segments.
@@ -183,7 +174,7 @@ class WipedNodeRebuildTest {
             int leader = cluster.leaderOf("w");
             int wiped = leader % 3 + 1;
             cluster.stop(wiped);
-            deleteTree(cluster.directory(wiped));
+            InProcessCluster.deleteTree(cluster.directory(wiped));
             cluster.start(wiped);
             InProcessCluster.send(producer, "w", sent, 200, 300);
             ReplicatedPartition leading = cluster.replica(leader, "w");
@@ -231,7 +222,7 @@ class WipedNodeRebuildTest {
             }
             int wiped = leader % 3 + 1;
             cluster.stop(wiped);
-            deleteTree(cluster.directory(wiped));
+            InProcessCluster.deleteTree(cluster.directory(wiped));
             cluster.start(wiped);
             // Records after its return: the leader counts it in sync only once it has them too.
             for (int i = 20; i < 30; i++) {
