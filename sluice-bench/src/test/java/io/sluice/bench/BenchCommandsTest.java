@@ -117,7 +117,8 @@ class BenchCommandsTest {
         assertPublished("broker", 2);
         assertThat(results().resolve("broker/result.json")).content()
                 .contains("kafka produce 1 KiB acks=1: 2000 of 2000 records acknowledged")
-                .contains("sluice consume 1 KiB, page cache: 2000 of 2000 records received");
+                .contains("sluice consume 1 KiB, page cache: 2000 of 2000 records received")
+                .contains("single-1-kib-messages-sync-flush-256-producers-throughput-ratio");
     }
 
     @Test

@@ -28,7 +28,12 @@ public final class BrokerRaceRun {
     private static final String CONSUME = "consume 1 KiB, page cache";
     private static final String E2E = "end-to-end 1 KiB acks=1";
     private static final String DURABLE = "durable produce 1 KiB acks=all";
-    private static final List<String> SCENARIOS = List.of(P1K_ACKS1, P1K_ACKSALL, P100_ACKS1, CONSUME, E2E, DURABLE);
+    private static final String SINGLE_64 = "single 1 KiB messages, sync flush, 64 producers";
+    private static final String SINGLE_256 = "single 1 KiB messages, sync flush, 256 producers";
+    private static final List<String> SCENARIOS = List.of(P1K_ACKS1, P1K_ACKSALL, P100_ACKS1, CONSUME, E2E, DURABLE,
+            SINGLE_64, SINGLE_256);
+    /** The partitions the single-message producers spread over. */
+    static final int SINGLE_PARTITIONS = 8;
 
     private final Lab lab;
     private final long records;
@@ -57,6 +62,7 @@ public final class BrokerRaceRun {
     public void run() throws Exception {
         int e2eRate = lab.quick() ? 2_000 : 10_000;
         int e2eSeconds = lab.quick() ? 2 : 10;
+        double singleSeconds = lab.quick() ? 2 : 20;
         try (Progress progress = lab.progress("rounds", (long) rounds * 4)) {
             for (int round = 0; round < rounds; round++) {
                 List<String> order = round % 2 == 0 ? List.of(KAFKA, SLUICE) : List.of(SLUICE, KAFKA);
@@ -86,6 +92,14 @@ public final class BrokerRaceRun {
                         long durableRecords = Math.max(1_000, records / 2);
                         record(DURABLE, broker, Load.produce(process, "durable", durableRecords, 1024, "all"),
                                 durableRecords);
+                        for (int producers : List.of(64, 256)) {
+                            Load.Result single = Load.singleMessages(process, "single-" + producers,
+                                    SINGLE_PARTITIONS, producers, singleSeconds, 1024);
+                            lab.check(single.records() >= producers, broker + " " + producers + " single-message"
+                                    + " producers: " + single.records() + " records acknowledged in "
+                                    + String.format(Locale.ROOT, "%.1f", single.seconds()) + " s");
+                            results.get(producers == 64 ? SINGLE_64 : SINGLE_256).get(broker).add(single);
+                        }
                     } finally {
                         Lab.deleteTree(durableDir);
                     }
@@ -191,6 +205,11 @@ public final class BrokerRaceRun {
                 + " once in the page cache, as a single Kafka broker does); the durable scenario runs Sluice SYNC on"
                 + " MMAP (each acknowledged batch forced, group commit) against Kafka with"
                 + " log.flush.interval.messages=1.");
+        lab.note("The single-message scenarios (the JMQ4 article's \"single message, sync flush\") run on the durable"
+                + " brokers: 64 or 256 producers in this JVM, a connection each, each sending one 1 KiB record"
+                + " (acks=all, linger 0) to one of " + SINGLE_PARTITIONS + " partitions and waiting for its"
+                + " acknowledgement before the next, for " + (lab.quick() ? 2 : 20) + " s; records/s is"
+                + " acknowledgements per second, p50 and p99 each record's round trip.");
     }
 
     private static String f0(double v) {

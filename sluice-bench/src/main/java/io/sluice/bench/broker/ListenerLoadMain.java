@@ -10,11 +10,13 @@ import java.util.Map;
 import java.util.Properties;
 
 /**
- * The race's client load, one run, for scripts that measure a broker from outside (scripts/broker-tls-cost.sh):
- * {@code <produce|consume> <host:port> <client properties> <topic> <records>}. Produces 1 KiB records (acks=1) as the
- * race does, or reads a topic's first records from partition 0 with an assigned consumer (no group, as the race reads),
- * through the listener the properties reach (LabBrokerMain writes them); prints {@code <records> records in <seconds>
- * s, <records/s> records/s}.
+ * The race's client load, one run, for scripts that measure a broker from outside (scripts/broker-tls-cost.sh,
+ * scripts/single-message-forces.sh): {@code <produce|consume|singles> <host:port> <client properties> <topic> <n>}.
+ * Produces {@code n} 1 KiB records (acks=1) as the race does, reads a topic's first {@code n} records from partition 0
+ * with an assigned consumer (no group, as the race reads), or runs the broker race's single-message scenario with
+ * {@code n} producers for 20 s, through the listener the properties reach (LabBrokerMain writes them; an empty file
+ * for PLAINTEXT); prints {@code <records> records in <seconds> s, <records/s> records/s}, and for singles the p50 and
+ * p99 of a record's round trip.
  */
 public final class ListenerLoadMain {
 
@@ -23,9 +25,9 @@ public final class ListenerLoadMain {
 
     /** @param args what, where, how to reach it, the topic and how many records */
     public static void main(String[] args) throws Exception {
-        if (args.length != 5 || !args[0].matches("produce|consume")) {
-            System.err.println("usage: ListenerLoadMain <produce|consume> <host:port> <client properties> <topic>"
-                    + " <records>");
+        if (args.length != 5 || !args[0].matches("produce|consume|singles")) {
+            System.err.println("usage: ListenerLoadMain <produce|consume|singles> <host:port> <client properties>"
+                    + " <topic> <records, or producers>");
             System.exit(2);
         }
         Map<String, Object> settings = read(Path.of(args[2]));
@@ -51,6 +53,15 @@ public final class ListenerLoadMain {
             }
         };
         long records = Long.parseLong(args[4]);
+        if (args[0].equals("singles")) {
+            Load.Result result = Load.singleMessages(target, args[3], BrokerRaceRun.SINGLE_PARTITIONS,
+                    (int) records, 20, 1024);
+            System.out.println(String.format(Locale.ROOT, "p50 %.2f ms, p99 %.2f ms", result.p50Millis(),
+                    result.p99Millis()));
+            System.out.println(String.format(Locale.ROOT, "%d records in %.3f s, %.1f records/s", result.records(),
+                    result.seconds(), result.perSecond()));
+            return;
+        }
         Load.Result result = args[0].equals("produce") ? Load.produce(target, args[3], records, 1024, "1")
                 : Load.consume(target, args[3], records);
         System.out.println(String.format(Locale.ROOT, "%d records in %.3f s, %.1f records/s", result.records(),

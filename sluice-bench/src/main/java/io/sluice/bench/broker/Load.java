@@ -8,6 +8,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.SplittableRandom;
+import java.util.concurrent.Future;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicLong;
 import java.util.concurrent.atomic.AtomicReference;
@@ -21,6 +22,7 @@ import org.apache.kafka.clients.consumer.KafkaConsumer;
 import org.apache.kafka.clients.producer.KafkaProducer;
 import org.apache.kafka.clients.producer.ProducerConfig;
 import org.apache.kafka.clients.producer.ProducerRecord;
+import org.apache.kafka.clients.producer.RecordMetadata;
 import org.apache.kafka.common.TopicPartition;
 import org.apache.kafka.common.serialization.ByteArrayDeserializer;
 import org.apache.kafka.common.serialization.ByteArraySerializer;
@@ -80,8 +82,12 @@ final class Load {
     }
 
     static void createTopic(Target target, String topic) throws Exception {
+        createTopic(target, topic, 1);
+    }
+
+    static void createTopic(Target target, String topic, int partitions) throws Exception {
         try (Admin admin = Admin.create(adminConfig(target))) {
-            admin.createTopics(List.of(new NewTopic(topic, 1, target.replicationFactor()))).all()
+            admin.createTopics(List.of(new NewTopic(topic, partitions, target.replicationFactor()))).all()
                     .get(60, TimeUnit.SECONDS);
         }
     }
@@ -155,6 +161,84 @@ final class Load {
         }
         return new Result(acknowledged.get(), (end - start) / 1e9, latency.getValueAtPercentile(50) / 1e3,
                 latency.getValueAtPercentile(99) / 1e3, clientCpu, brokerCpu);
+    }
+
+    /**
+     * Single messages, each acknowledged before the next: {@code producers} independent producers (a connection each),
+     * each sending one record of {@code size} bytes (acks=all, no linger) to a partition of its own choosing (producer
+     * i writes partition i modulo {@code partitions}) and waiting for its acknowledgement before it sends the next,
+     * for {@code seconds}. Against a broker that forces before it answers, this is the JMQ4 article's "single message,
+     * sync flush": throughput is acknowledgements per second, and only a broker that forces many producers' records at
+     * once can go past one force per record. Each producer first sends one unmeasured record (its connection and
+     * metadata), so the clock starts with every producer connected.
+     */
+    static Result singleMessages(Target broker, String topic, int partitions, int producers, double seconds, int size)
+            throws Exception {
+        createTopic(broker, topic, partitions);
+        byte[] value = new byte[size];
+        new SplittableRandom(size).nextBytes(value);
+        Map<String, Object> config = producerConfig(broker, "all");
+        config.put(ProducerConfig.LINGER_MS_CONFIG, 0);
+        config.put(ProducerConfig.MAX_IN_FLIGHT_REQUESTS_PER_CONNECTION, 1);
+        List<KafkaProducer<byte[], byte[]>> clients = new ArrayList<>();
+        try {
+            for (int i = 0; i < producers; i++) {
+                clients.add(new KafkaProducer<>(config, new ByteArraySerializer(), new ByteArraySerializer()));
+            }
+            List<Future<RecordMetadata>> first = new ArrayList<>();
+            for (int i = 0; i < producers; i++) {
+                first.add(clients.get(i).send(new ProducerRecord<>(topic, i % partitions, null, value)));
+            }
+            for (Future<RecordMetadata> f : first) {
+                f.get(60, TimeUnit.SECONDS);
+            }
+            AtomicReference<Exception> failure = new AtomicReference<>();
+            Histogram[] latencies = new Histogram[producers];
+            long[] acknowledged = new long[producers];
+            double clientBefore = Cpu.self();
+            double brokerBefore = broker.cpuSeconds();
+            long start = System.nanoTime();
+            long until = start + (long) (seconds * 1e9);
+            List<Thread> senders = new ArrayList<>();
+            for (int i = 0; i < producers; i++) {
+                int producer = i;
+                latencies[i] = new Histogram(TimeUnit.SECONDS.toMicros(60), 3);
+                senders.add(Thread.ofVirtual().start(() -> {
+                    try {
+                        while (System.nanoTime() < until && failure.get() == null) {
+                            long sent = System.nanoTime();
+                            clients.get(producer).send(new ProducerRecord<>(topic, producer % partitions, null,
+                                    value)).get(60, TimeUnit.SECONDS);
+                            latencies[producer].recordValue(Math.max(1, (System.nanoTime() - sent) / 1_000));
+                            acknowledged[producer]++;
+                        }
+                    } catch (Exception e) {
+                        failure.compareAndSet(null, e);
+                    }
+                }));
+            }
+            for (Thread sender : senders) {
+                sender.join();
+            }
+            long end = System.nanoTime();
+            double brokerCpu = broker.cpuSeconds() - brokerBefore;
+            double clientCpu = Cpu.self() - clientBefore;
+            if (failure.get() != null) {
+                throw failure.get();
+            }
+            Histogram latency = new Histogram(TimeUnit.SECONDS.toMicros(60), 3);
+            long total = 0;
+            for (int i = 0; i < producers; i++) {
+                latency.add(latencies[i]);
+                total += acknowledged[i];
+            }
+            return new Result(total, (end - start) / 1e9, latency.getValueAtPercentile(50) / 1e3,
+                    latency.getValueAtPercentile(99) / 1e3, clientCpu, brokerCpu);
+        } finally {
+            for (KafkaProducer<byte[], byte[]> client : clients) {
+                client.close(Duration.ofSeconds(30));
+            }
+        }
     }
 
     /**

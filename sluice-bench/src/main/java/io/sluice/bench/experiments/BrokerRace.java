@@ -13,8 +13,9 @@ import picocli.CommandLine.Option;
  */
 @Command(name = "broker", mixinStandardHelpOptions = true,
         description = "Race the Sluice broker against Apache Kafka on this machine: produce (1 KiB and 100 B, acks=1"
-                + " and all), consume from the page cache, end-to-end latency, and every record durable before its"
-                + " ack; throughput, latency and broker CPU per record, medians of interleaved rounds.")
+                + " and all), consume from the page cache, end-to-end latency, every record durable before its"
+                + " ack, and single durable messages from 64 and 256 producers; throughput, latency and broker CPU per"
+                + " record, medians of interleaved rounds.")
 public final class BrokerRace extends Experiment {
 
     @Option(names = "--records", paramLabel = "N", description = "Records of 1 KiB per produce run (default 500000;"
