@@ -8,12 +8,12 @@ import java.util.concurrent.atomic.AtomicReferenceArray;
  * Native buffers that carry a heap buffer's bytes to and from the C library's {@code pread} and {@code pwrite}
  * (which take native memory only), kept between calls: a read into a heap buffer (a TLS connection's gathering
  * buffer takes file bytes this way) would otherwise allocate, zero and free native memory as large as the read each
- * time. A few buffers of {@link #BYTES} are kept, taken by one caller at a time; a larger request, or one made while
- * every kept buffer is taken, gets memory of its own for that call.
+ * time. A few buffers of {@link #BYTES} are kept, taken by one caller at a time, which moves a larger request a piece
+ * of that size at a time; a caller that finds every kept buffer taken gets one of its own for that call.
  */
 final class BounceBuffers {
 
-    /** The size of a kept buffer: the largest read or write served from the kept ones. */
+    /** The size of a kept buffer: the most one pread or pwrite through it moves. */
     static final int BYTES = 128 * 1024;
     /** How many buffers are kept at most (one per thread that reads or writes heap buffers at the same time). */
     private static final int KEPT = 8;

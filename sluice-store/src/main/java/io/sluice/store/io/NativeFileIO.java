@@ -169,19 +169,19 @@ final class NativeFileIO extends ChannelFileIO {
             int length = source.remaining();
             if (source.isDirect()) {
                 Libc.pwriteFully(fd, MemorySegment.ofBuffer(source), position, path);
-            } else if (length <= BounceBuffers.BYTES) {
-                MemorySegment copy = BounceBuffers.take();
-                try {
-                    MemorySegment.copy(MemorySegment.ofBuffer(source), 0, copy, 0, length);
-                    Libc.pwriteFully(fd, copy.asSlice(0, length), position, path);
-                } finally {
-                    BounceBuffers.give(copy);
-                }
             } else {
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment copy = arena.allocate(Math.max(1, length));
-                    MemorySegment.copy(MemorySegment.ofBuffer(source), 0, copy, 0, length);
-                    Libc.pwriteFully(fd, copy.asSlice(0, length), position, path);
+                // Through a kept native buffer, a piece of its size at a time.
+                MemorySegment from = MemorySegment.ofBuffer(source);
+                MemorySegment bounce = BounceBuffers.take();
+                try {
+                    for (long done = 0; done < length; ) {
+                        long piece = Math.min(BounceBuffers.BYTES, length - done);
+                        MemorySegment.copy(from, done, bounce, 0, piece);
+                        Libc.pwriteFully(fd, bounce.asSlice(0, piece), position + done, path);
+                        done += piece;
+                    }
+                } finally {
+                    BounceBuffers.give(bounce);
                 }
             }
             source.position(source.limit());
@@ -246,19 +246,24 @@ final class NativeFileIO extends ChannelFileIO {
             long n;
             if (target.isDirect()) {
                 n = Libc.pread(fd, MemorySegment.ofBuffer(target), position, path);
-            } else if (length <= BounceBuffers.BYTES) {
-                MemorySegment copy = BounceBuffers.take();
-                try {
-                    n = Libc.pread(fd, copy.asSlice(0, length), position, path);
-                    MemorySegment.copy(copy, 0, MemorySegment.ofBuffer(target), 0, n);
-                } finally {
-                    BounceBuffers.give(copy);
-                }
             } else {
-                try (Arena arena = Arena.ofConfined()) {
-                    MemorySegment copy = arena.allocate(length);
-                    n = Libc.pread(fd, copy, position, path);
-                    MemorySegment.copy(copy, 0, MemorySegment.ofBuffer(target), 0, n);
+                // Through a kept native buffer, a piece of its size at a time, until the target is full or the file
+                // gives less than asked (as one pread into the target would).
+                MemorySegment into = MemorySegment.ofBuffer(target);
+                MemorySegment bounce = BounceBuffers.take();
+                try {
+                    n = 0;
+                    while (n < length) {
+                        long asked = Math.min(BounceBuffers.BYTES, length - n);
+                        long got = Libc.pread(fd, bounce.asSlice(0, asked), position + n, path);
+                        MemorySegment.copy(bounce, 0, into, n, got);
+                        n += got;
+                        if (got < asked) {
+                            break;
+                        }
+                    }
+                } finally {
+                    BounceBuffers.give(bounce);
                 }
             }
             if (n == 0) {
