@@ -12,6 +12,7 @@ import java.util.LinkedHashMap;
 import java.util.List;
 import java.util.Locale;
 import java.util.Map;
+import java.util.stream.Stream;
 
 /**
  * One broker race: rounds in which each broker (the order alternating) is started on a fresh directory and put
@@ -28,12 +29,12 @@ public final class BrokerRaceRun {
     private static final String CONSUME = "consume 1 KiB, page cache";
     private static final String E2E = "end-to-end 1 KiB acks=1";
     private static final String DURABLE = "durable produce 1 KiB acks=all";
-    private static final String SINGLE_64 = "single 1 KiB messages, sync flush, 64 producers";
-    private static final String SINGLE_256 = "single 1 KiB messages, sync flush, 256 producers";
-    private static final List<String> SCENARIOS = List.of(P1K_ACKS1, P1K_ACKSALL, P100_ACKS1, CONSUME, E2E, DURABLE,
-            SINGLE_64, SINGLE_256);
-    /** The partitions the single-message producers spread over. */
+    /** The producers of each single-message scenario, and the partitions they spread over. */
+    private static final List<Integer> SINGLE_PRODUCERS = List.of(64, 256);
     static final int SINGLE_PARTITIONS = 8;
+    private static final List<String> SCENARIOS = Stream.concat(
+            Stream.of(P1K_ACKS1, P1K_ACKSALL, P100_ACKS1, CONSUME, E2E, DURABLE),
+            SINGLE_PRODUCERS.stream().map(BrokerRaceRun::single)).toList();
 
     private final Lab lab;
     private final long records;
@@ -58,11 +59,19 @@ public final class BrokerRaceRun {
         }
     }
 
+    private static String single(int producers) {
+        return "single 1 KiB messages, sync flush, " + producers + " producers";
+    }
+
+    /** How long each single-message scenario runs. */
+    private double singleSeconds() {
+        return lab.quick() ? 2 : 20;
+    }
+
     /** Runs every round, then publishes. */
     public void run() throws Exception {
         int e2eRate = lab.quick() ? 2_000 : 10_000;
         int e2eSeconds = lab.quick() ? 2 : 10;
-        double singleSeconds = lab.quick() ? 2 : 20;
         try (Progress progress = lab.progress("rounds", (long) rounds * 4)) {
             for (int round = 0; round < rounds; round++) {
                 List<String> order = round % 2 == 0 ? List.of(KAFKA, SLUICE) : List.of(SLUICE, KAFKA);
@@ -92,13 +101,13 @@ public final class BrokerRaceRun {
                         long durableRecords = Math.max(1_000, records / 2);
                         record(DURABLE, broker, Load.produce(process, "durable", durableRecords, 1024, "all"),
                                 durableRecords);
-                        for (int producers : List.of(64, 256)) {
+                        for (int producers : SINGLE_PRODUCERS) {
                             Load.Result single = Load.singleMessages(process, "single-" + producers,
-                                    SINGLE_PARTITIONS, producers, singleSeconds, 1024);
+                                    SINGLE_PARTITIONS, producers, singleSeconds(), 1024);
                             lab.check(single.records() >= producers, broker + " " + producers + " single-message"
                                     + " producers: " + single.records() + " records acknowledged in "
                                     + String.format(Locale.ROOT, "%.1f", single.seconds()) + " s");
-                            results.get(producers == 64 ? SINGLE_64 : SINGLE_256).get(broker).add(single);
+                            results.get(single(producers)).get(broker).add(single);
                         }
                     } finally {
                         Lab.deleteTree(durableDir);
@@ -208,7 +217,7 @@ public final class BrokerRaceRun {
         lab.note("The single-message scenarios (the JMQ4 article's \"single message, sync flush\") run on the durable"
                 + " brokers: 64 or 256 producers in this JVM, a connection each, each sending one 1 KiB record"
                 + " (acks=all, linger 0) to one of " + SINGLE_PARTITIONS + " partitions and waiting for its"
-                + " acknowledgement before the next, for " + (lab.quick() ? 2 : 20) + " s; records/s is"
+                + " acknowledgement before the next, for " + (int) singleSeconds() + " s; records/s is"
                 + " acknowledgements per second, p50 and p99 each record's round trip.");
     }
 
