@@ -99,6 +99,11 @@ final class ConsumerGroup {
      * them otherwise bumps the group epoch.
      */
     Map<String, TopicShape> subscribedTopics = Map.of();
+    /**
+     * While members of a coordinator before this one are taken over ({@link ConsumerGroups}): System.nanoTime() when
+     * the group's assignment is computed again, for the partitions of those that did not come back; 0 otherwise.
+     */
+    long takenOverUntilNanos;
     /** The assignor the last target was computed with. */
     String assignor = ServerAssignors.UNIFORM;
     /** When (store clock) the group was left without members; -1 while it has had none. */
@@ -134,6 +139,32 @@ final class ConsumerGroup {
             }
         }
         return "Stable";
+    }
+
+    /** @return whether another member's target holds any of the member's partitions */
+    boolean targetedElsewhere(Member member) {
+        for (Map.Entry<String, Map<Uuid, Set<Integer>>> entry : target.entrySet()) {
+            if (entry.getKey().equals(member.id)) {
+                continue;
+            }
+            for (Map.Entry<Uuid, Set<Integer>> topic : entry.getValue().entrySet()) {
+                Set<Integer> mine = member.assigned.getOrDefault(topic.getKey(), Set.of());
+                if (topic.getValue().stream().anyMatch(mine::contains)) {
+                    return true;
+                }
+            }
+        }
+        return false;
+    }
+
+    /** Gives a member of the group these partitions, as its own and as its target (a member taken over). */
+    void assign(Member member, Map<Uuid, Set<Integer>> partitions) {
+        release(member);
+        member.assigned = copy(partitions);
+        Map<String, Map<Uuid, Set<Integer>>> targets = new HashMap<>(target);
+        targets.put(member.id, copy(partitions));
+        target = targets;
+        hold(member);
     }
 
     /** Adds a member, or puts one in the place of another (a static member's restart). */

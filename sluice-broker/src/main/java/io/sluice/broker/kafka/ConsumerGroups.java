@@ -38,9 +38,15 @@ import org.slf4j.LoggerFactory;
  * JoinGroup). Kafka can also convert a group with members from one protocol to the other; Sluice does not.
  *
  * <p>Membership lives in memory, like the classic groups': committed offsets are shared with them and kept and
- * replicated as theirs are. After a restart, or when a cluster's coordinator moves, a member's next heartbeat is
- * answered UNKNOWN_MEMBER_ID and the member joins again from epoch 0 (giving its partitions up first, as a fenced
- * member does); Kafka, which writes membership to __consumer_offsets, would keep it. A group left with no members is
+ * replicated as theirs are. Kafka writes membership to __consumer_offsets, so a member keeps its epoch and partitions
+ * when the coordinator moves or restarts. Here, for a session timeout after this broker started coordinating
+ * ({@link GroupApis}), a member it does not know is taken as one of before: its full heartbeat (what a consumer sends
+ * to a coordinator new to it: subscription, rebalance time-out, owned partitions) puts it back at its epoch with the
+ * partitions it owns that no other member holds, with no new assignment until that window ends (then the partitions
+ * of members that did not come back are handed out) or a member joins, leaves or changes its subscription; and its
+ * OffsetFetch or OffsetCommit sent before that heartbeat is answered COORDINATOR_LOAD_IN_PROGRESS (as Kafka answers
+ * while it loads a group), which the consumer retries, where UNKNOWN_MEMBER_ID fails its poll(). After the window a
+ * member not known is answered UNKNOWN_MEMBER_ID and joins again from epoch 0, as on Kafka. A group left with no members is
  * forgotten by the timer; it then reads as an empty group with committed offsets.
  *
  * <p>Each group is used under its own lock. Thread-safe.
@@ -58,6 +64,11 @@ final class ConsumerGroups {
     static final int SESSION_TIMEOUT_MS = 45_000;
     /** Members per group (Kafka's group.consumer.max.size is unbounded; a hostile client is not). */
     static final int MAX_MEMBERS = GroupCoordinator.MAX_MEMBERS;
+    /**
+     * The greatest epoch a member is taken over at: far beyond any a group reaches (one per assignment change), far
+     * enough below Integer.MAX_VALUE that the group's epoch, which goes past it, cannot overflow.
+     */
+    static final int MAX_TAKEN_OVER_EPOCH = Integer.MAX_VALUE / 2;
     /** How often a group's subscribed patterns are matched against the topics again, at most. */
     static final long PATTERN_REFRESH_NANOS = TimeUnit.SECONDS.toNanos(1);
     /** How long one matching of a group's patterns against the topics may take. */
@@ -83,6 +94,26 @@ final class ConsumerGroups {
         this.sessionTimeoutNanos = TimeUnit.MILLISECONDS.toNanos(sessionTimeoutMs);
         classic.heldElsewhere(id -> !removeIfEmpty(id));
         timer.scheduleWithFixedDelay(this::expire, 100, 100, TimeUnit.MILLISECONDS);
+    }
+
+    /** @return how long a member is kept without a heartbeat */
+    long sessionTimeoutMillis() {
+        return TimeUnit.NANOSECONDS.toMillis(sessionTimeoutNanos);
+    }
+
+    /**
+     * Forgets every consumer group's membership: this broker coordinates groups again after another did meanwhile,
+     * so the members it knew are as another coordinator left them (their epochs moved on, their partitions moved),
+     * and it takes them over again from their heartbeats. Their committed offsets are the cluster's, not touched.
+     */
+    void forgetMembership() {
+        for (ConsumerGroup group : List.copyOf(groups.values())) {
+            synchronized (group) {
+                if (groups.remove(group.id, group)) {
+                    occupiedMillis.put(group.id, group.members.isEmpty() ? group.emptiedMillis : classic.millis());
+                }
+            }
+        }
     }
 
     /** When each consumer group forgotten for want of members last had some (store clock), for offset expiry. */
@@ -118,20 +149,34 @@ final class ConsumerGroups {
 
     ConsumerGroupHeartbeatResponseData heartbeat(ConsumerGroupHeartbeatRequestData request, short version,
                                                  String clientId, String clientHost) {
+        return heartbeat(request, version, clientId, clientHost, false);
+    }
+
+    /**
+     * @param predecessors whether a member this coordinator does not know may be one it had before a restart, or
+     *     its predecessor had ({@link GroupApis}): a full heartbeat of such a member (what a consumer sends to a
+     *     coordinator new to it) is taken as Kafka's coordinator, which loads membership from __consumer_offsets,
+     *     would take it: the member keeps its epoch and the partitions it reports owning, rather than being told
+     *     UNKNOWN_MEMBER_ID and giving them all up
+     */
+    ConsumerGroupHeartbeatResponseData heartbeat(ConsumerGroupHeartbeatRequestData request, short version,
+                                                 String clientId, String clientHost, boolean predecessors) {
         try {
             validate(request, version);
             if (request.memberEpoch() == LEAVE_EPOCH || request.memberEpoch() == STATIC_LEAVE_EPOCH) {
                 return leave(request);
             }
+            boolean adoptable = predecessors && request.memberEpoch() > 0
+                    && request.memberEpoch() <= MAX_TAKEN_OVER_EPOCH && full(request);
             while (true) {
-                ConsumerGroup group = request.memberEpoch() == JOIN_EPOCH ? joinable(request.groupId())
+                ConsumerGroup group = request.memberEpoch() == JOIN_EPOCH || adoptable ? joinable(request.groupId())
                         : groups.get(request.groupId());
                 if (group == null) {
                     throw unknownMember(request.memberId(), request.groupId());
                 }
                 synchronized (group) {
                     if (groups.get(request.groupId()) == group) {
-                        return heartbeat(group, request, clientId, clientHost);
+                        return heartbeat(group, request, clientId, clientHost, adoptable);
                     }
                 }
             }
@@ -231,10 +276,19 @@ final class ConsumerGroups {
         return created[0];
     }
 
+    /** @return whether the heartbeat says all a member's state: its subscription, rebalance time-out and partitions */
+    private static boolean full(ConsumerGroupHeartbeatRequestData request) {
+        return request.rebalanceTimeoutMs() != -1
+                && (request.subscribedTopicNames() != null || request.subscribedTopicRegex() != null)
+                && request.topicPartitions() != null;
+    }
+
     private ConsumerGroupHeartbeatResponseData heartbeat(ConsumerGroup group, ConsumerGroupHeartbeatRequestData request,
-                                                         String clientId, String clientHost) {
+                                                         String clientId, String clientHost, boolean adoptable) {
         Map<Uuid, Set<Integer>> owned = owned(request.topicPartitions());
-        Member member = member(group, request, owned);
+        boolean adopting = adoptable && !group.members.containsKey(request.memberId())
+                && (request.instanceId() == null || !group.staticMembers.containsKey(request.instanceId()));
+        Member member = adopting ? adopted(group, request, owned) : member(group, request, owned);
         Map<Uuid, Set<Integer>> before = ConsumerGroup.copy(member.assigned);
         boolean changed = update(member, request, clientId, clientHost);
         if (changed) {
@@ -246,7 +300,18 @@ final class ConsumerGroups {
         }
         member.lastSeenNanos = System.nanoTime();
         Map<String, TopicShape> shapes = subscribedTopics(group);
-        if (changed || !shapes.equals(group.subscribedTopics)) {
+        if (adopting) {
+            // Its partitions are its target too: the sticky assignors leave them where they are.
+            group.assign(member, claimable(group, member, shapes));
+        }
+        if (adopting && !group.targetedElsewhere(member)) {
+            // Taken over as it was, without a new assignment, as the members of before come back one by one: the
+            // group's epoch moves when the takeover settles (expire), or at the next join, leave or subscription.
+            group.subscribedTopics = shapes;
+            if (group.takenOverUntilNanos == 0) {
+                group.takenOverUntilNanos = member.lastSeenNanos + sessionTimeoutNanos;
+            }
+        } else if (changed || !shapes.equals(group.subscribedTopics)) {
             group.subscribedTopics = shapes;
             group.groupEpoch++;
         }
@@ -263,6 +328,52 @@ final class ConsumerGroups {
             response.setAssignment(assignment(member.assigned));
         }
         return response;
+    }
+
+    /** @return of what a member taken over reports owning, the partitions of topics it subscribes to that exist */
+    private static Map<Uuid, Set<Integer>> claimable(ConsumerGroup group, Member member,
+                                                     Map<String, TopicShape> shapes) {
+        Set<String> matched = member.topicRegex == null ? Set.of()
+                : group.patternMatches.getOrDefault(member.topicRegex, Set.of());
+        Map<Uuid, Set<Integer>> claimable = new HashMap<>();
+        shapes.forEach((name, shape) -> {
+            Set<Integer> owned = member.assigned.get(shape.id());
+            if (owned != null && (member.topicNames.contains(name) || matched.contains(name))) {
+                Set<Integer> kept = new TreeSet<>(owned);
+                kept.removeIf(p -> p < 0 || p >= shape.partitions());
+                if (!kept.isEmpty()) {
+                    claimable.put(shape.id(), kept);
+                }
+            }
+        });
+        return claimable;
+    }
+
+    /**
+     * @return a member of a coordinator before this one, as its full heartbeat describes it (not yet in the group): at
+     *     the epoch it had, owning what it reports owning but what another member of the group holds already. The
+     *     group's epoch goes past its epoch, so that the assignment computed next moves it on, as any member.
+     */
+    private static Member adopted(ConsumerGroup group, ConsumerGroupHeartbeatRequestData request,
+                                  Map<Uuid, Set<Integer>> owned) {
+        if (group.members.size() >= MAX_MEMBERS) {
+            throw new Refused(Errors.GROUP_MAX_SIZE_REACHED, "The consumer group has reached its maximum capacity of "
+                    + MAX_MEMBERS + " members.");
+        }
+        Member member = new Member(request.memberId());
+        member.epoch = request.memberEpoch();
+        member.previousEpoch = request.memberEpoch();
+        Map<Uuid, Set<Integer>> kept = ConsumerGroup.copy(owned == null ? Map.of() : owned);
+        kept.forEach((topic, partitions) -> partitions.removeIf(
+                p -> group.holders.containsKey(new ServerAssignors.TopicPartition(topic, p))));
+        member.assigned = kept;
+        // A new assignment already due stays due.
+        int due = group.groupEpoch > group.assignmentEpoch ? 1 : 0;
+        group.assignmentEpoch = Math.max(group.assignmentEpoch, member.epoch);
+        group.groupEpoch = Math.max(group.groupEpoch, group.assignmentEpoch + due);
+        LOG.info("member {} of consumer group {} taken over at epoch {}, claiming {}", member.id, group.id, member.epoch,
+                member.assigned);
+        return member;
     }
 
     /** @return the member the heartbeat is from, new (not yet in the group) if it joins; checked as Kafka checks it */
@@ -598,6 +709,11 @@ final class ConsumerGroups {
                         LOG.info("member {} fenced from consumer group {}: {}", member.id, group.id,
                                 session ? "its session expired" : "it did not revoke its partitions in time");
                     }
+                }
+                if (group.takenOverUntilNanos != 0 && now - group.takenOverUntilNanos > 0) {
+                    // Members of before that did not come back have their partitions handed out now.
+                    group.takenOverUntilNanos = 0;
+                    group.groupEpoch++;
                 }
                 if (group.members.isEmpty() && groups.remove(group.id, group)) {
                     occupiedMillis.put(group.id, group.emptiedMillis);

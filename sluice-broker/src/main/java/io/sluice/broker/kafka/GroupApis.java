@@ -79,6 +79,11 @@ final class GroupApis {
      */
     private long coordinatingEpoch = -1;
     private long coordinatingSinceMillis;
+    /**
+     * The term requests last found this broker coordinating in (from its start if it coordinated then); null before
+     * the first.
+     */
+    private volatile Term term;
 
     /** @param clock the store's clock, in milliseconds: what committed offsets' times are read on */
     GroupApis(Partitions partitions, ClusterView cluster, GroupCoordinator coordinator, ConsumerGroups consumerGroups,
@@ -95,6 +100,7 @@ final class GroupApis {
         if (atStart.epoch() >= 0 && cluster.controller() == cluster.self()) {
             coordinatingEpoch = atStart.epoch();
             coordinatingSinceMillis = startedMillis;
+            term = new Term(atStart.epoch(), startedMillis);
         }
     }
 
@@ -111,7 +117,38 @@ final class GroupApis {
             return Errors.NOT_COORDINATOR;
         }
         // Elected, but the metadata (committed offsets) its predecessors committed may not be applied yet.
-        return cluster.controllerReady() ? Errors.NONE : Errors.COORDINATOR_LOAD_IN_PROGRESS;
+        if (!cluster.controllerReady()) {
+            return Errors.COORDINATOR_LOAD_IN_PROGRESS;
+        }
+        noteTerm();
+        return Errors.NONE;
+    }
+
+    /** A term of this broker's as the groups' coordinator: its epoch, and when requests first found it (store clock). */
+    private record Term(long epoch, long sinceMillis) {
+    }
+
+
+    private void noteTerm() {
+        long epoch = cluster.groupsCoordination().epoch();
+        Term seen = term;
+        if (seen == null || seen.epoch() != epoch) {
+            term = new Term(epoch, clock.getAsLong());
+            if (seen != null) {
+                // Coordinating again after another broker did: the members known here are out of date.
+                consumerGroups.forgetMembership();
+            }
+        }
+    }
+
+    /**
+     * @return true within a session timeout of this broker's start as the groups' coordinator: a member it does not
+     *     know may then be one its predecessor (or this broker before a restart) had, whose membership lives in memory
+     *     only ({@link ConsumerGroups}); Kafka, which loads membership from __consumer_offsets, would know it
+     */
+    private boolean membershipJustTakenOver() {
+        Term seen = term;
+        return seen != null && clock.getAsLong() - seen.sinceMillis() < consumerGroups.sessionTimeoutMillis();
     }
 
     /** @return the broker coordinating every group, the controller; null if none is known */
@@ -262,7 +299,7 @@ final class GroupApis {
             return new ConsumerGroupHeartbeatResponseData().setErrorCode(error.code()).setMemberId(request.memberId())
                     .setMemberEpoch(request.memberEpoch());
         }
-        return consumerGroups.heartbeat(request, version, clientId, "/127.0.0.1");
+        return consumerGroups.heartbeat(request, version, clientId, "/127.0.0.1", membershipJustTakenOver());
     }
 
     ConsumerGroupDescribeResponseData consumerDescribe(ConsumerGroupDescribeRequestData request) {
@@ -281,6 +318,14 @@ final class GroupApis {
                             request.generationIdOrMemberEpoch(), false, version)
                     : coordinator.checkCommit(request.groupId(), request.memberId(), request.groupInstanceId(),
                             request.generationIdOrMemberEpoch());
+            if ((groupError == Errors.UNKNOWN_MEMBER_ID || groupError == Errors.ILLEGAL_GENERATION)
+                    && request.generationIdOrMemberEpoch() > 0 && !coordinator.hasMembers(request.groupId())
+                    && membershipJustTakenOver()) {
+                // A member not known here (of a consumer group, or of a group not known at all): as for OffsetFetch,
+                // the member's next heartbeat has it taken over (or a classic member joins again), and the commit
+                // comes again.
+                groupError = Errors.COORDINATOR_LOAD_IN_PROGRESS;
+            }
         }
         List<ClusterView.CommittedOffset> offsets = new ArrayList<>();
         List<OffsetCommitResponseData.OffsetCommitResponsePartition> pending = new ArrayList<>();
@@ -410,6 +455,11 @@ final class GroupApis {
         for (OffsetFetchRequestData.OffsetFetchRequestGroup group : request.groups()) {
             Errors member = consumerGroups.exists(group.groupId())
                     ? consumerGroups.checkFetch(group.groupId(), group.memberId(), group.memberEpoch()) : Errors.NONE;
+            if (member == Errors.UNKNOWN_MEMBER_ID && group.memberEpoch() > 0 && membershipJustTakenOver()) {
+                // A predecessor's member, as likely as not, whose next heartbeat has it taken over here: it sends the
+                // fetch again on this retriable answer. UNKNOWN_MEMBER_ID would fail its poll().
+                member = Errors.COORDINATOR_LOAD_IN_PROGRESS;
+            }
             groups.add(member != Errors.NONE ? new OffsetFetchResponseData.OffsetFetchResponseGroup()
                     .setGroupId(group.groupId()).setErrorCode(member.code())
                     : version >= TOPIC_IDS ? groupOffsetsById(group) : groupOffsets(group));
