@@ -1,0 +1,54 @@
+#!/usr/bin/env bash
+# One force for many partitions, measured at the broker: the broker race's single-message scenario (ListenerLoadMain
+# singles: that many producers, a connection each, one 1 KiB record at a time, acks=all) against `sluice broker
+# --flush sync --write-path mmap` (the race's durable Sluice) with its topic in the BATCHES layout (a log per
+# partition, each forced on its own: the default) and in the SHARED layout (one commit log for every partition, one
+# force for all), interleaved, ROUNDS rounds (default 3). Each broker starts fresh and takes an unmeasured run of 64
+# producers first; then each producer count (default 64 and 256) runs 20 s while `perf stat` counts the broker's
+# fdatasync, fsync and msync calls. Prints one line per run: layout, producers, records/s, forces, records per force,
+# broker CPU s per M records.
+# Needs the build: ./mvnw -B -o install -DskipTests
+# usage: [ROUNDS=n] [PARTITIONS=n] scripts/single-message-layouts.sh [producers...]
+set -euo pipefail
+counts=("$@"); [ ${#counts[@]} -gt 0 ] || counts=(64 256)
+source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
+lab="$here/sluice-bench/target/sluice-bench.jar"
+cli="$here/sluice-cli/target/sluice-cli.jar"
+partitions=${PARTITIONS:-8}
+: > "$scratch/plaintext.properties"
+run_layout() { # <layout: batches|shared>
+  local layout=$1 dir="$scratch/broker-$1"
+  rm -rf "$dir"; mkdir -p "$dir"
+  if [ "$layout" = shared ]; then echo "topic.layout=shared" > "$dir.properties"; else : > "$dir.properties"; fi
+  java --enable-native-access=ALL-UNNAMED --sun-misc-unsafe-memory-access=allow -jar "$cli" broker \
+    --dir "$dir" --flush sync --write-path mmap --listen "127.0.0.1:$port" --config "$dir.properties" \
+    > "$dir.log" 2>&1 &
+  broker_pid=$!
+  for _ in $(seq 1 300); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.2; done
+  java -Xmx2g -cp "$lab" io.sluice.bench.broker.ListenerLoadMain singles "127.0.0.1:$port" \
+    "$scratch/plaintext.properties" warm-up 64 "$partitions" > /dev/null 2>&1
+  for producers in "${counts[@]}"; do
+    local cpu0 cpu1 out records rate forces
+    cpu0=$(awk '{print $14 + $15}' "/proc/$broker_pid/stat")
+    perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync,syscalls:sys_enter_msync \
+      -p "$broker_pid" -o "$scratch/perf.csv" &
+    local counter=$!
+    out=$(java -Xmx2g -cp "$lab" io.sluice.bench.broker.ListenerLoadMain singles "127.0.0.1:$port" \
+      "$scratch/plaintext.properties" "singles-$producers" "$producers" "$partitions" 2>/dev/null | tail -2)
+    kill -INT $counter; wait $counter || true
+    cpu1=$(awk '{print $14 + $15}' "/proc/$broker_pid/stat")
+    records=$(echo "$out" | tail -1 | awk '{print $1}')
+    rate=$(echo "$out" | tail -1 | awk '{print $(NF-1)}')
+    forces=$(awk -F, '/syscalls/ {n += $1} END {print n}' "$scratch/perf.csv")
+    echo "$layout $producers producers, $partitions partitions: $rate records/s ($(echo "$out" | head -1))," \
+      "$forces forces, $(echo "scale=1; $records / $forces" | bc) records per force," \
+      "broker CPU per M records $(echo "scale=2; ($cpu1 - $cpu0) / 100 / ($records / 1000000)" | bc) s"
+  done
+  kill -TERM "$broker_pid"; wait "$broker_pid" || true
+  broker_pid=""
+  rm -rf "$dir"
+}
+for round in $(seq 1 "${ROUNDS:-3}"); do
+  echo "round $round"
+  if [ $((round % 2)) = 1 ]; then run_layout batches; run_layout shared; else run_layout shared; run_layout batches; fi
+done
