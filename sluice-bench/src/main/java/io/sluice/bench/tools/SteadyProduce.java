@@ -20,15 +20,16 @@ import org.apache.kafka.common.serialization.ByteArraySerializer;
  * replication factor 3) sending a given number of records, printing the acknowledged rate every 10 s and the whole
  * run's. Run by scripts/cluster-steady.sh with the bench lab's classpath.
  *
- * <p>Arguments: bootstrap servers, topic, records.
+ * <p>Arguments: bootstrap servers, topic, records, and optionally the replication factor (3 unless given).
  */
 public class SteadyProduce {
     public static void main(String[] args) throws Exception {
         String bootstrap = args[0];
         String topic = args[1];
         long records = Long.parseLong(args[2]);
+        short replicas = args.length > 3 ? Short.parseShort(args[3]) : 3;
         try (Admin admin = Admin.create(Map.of(AdminClientConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap))) {
-            admin.createTopics(List.of(new NewTopic(topic, 1, (short) 3))).all().get(60, TimeUnit.SECONDS);
+            admin.createTopics(List.of(new NewTopic(topic, 1, replicas))).all().get(60, TimeUnit.SECONDS);
         }
         Map<String, Object> config = new HashMap<>();
         config.put(ProducerConfig.BOOTSTRAP_SERVERS_CONFIG, bootstrap);
