@@ -104,6 +104,9 @@ class ClusterConsumerProtocolTest {
         }
     }
 
+    /** Partitions the members lost (fenced, or their session over), counted by their rebalance listeners. */
+    private final java.util.concurrent.atomic.AtomicInteger lost = new java.util.concurrent.atomic.AtomicInteger();
+
     private Thread member(Set<String> seen, AtomicBoolean stop, AtomicReference<Throwable> failure) {
         Properties properties = new Properties();
         properties.put(ConsumerConfig.BOOTSTRAP_SERVERS_CONFIG, TestClusters.bootstrap(cluster));
@@ -114,7 +117,20 @@ class ClusterConsumerProtocolTest {
         return Thread.ofPlatform().start(() -> {
             try (KafkaConsumer<byte[], byte[]> consumer = new KafkaConsumer<>(properties, new ByteArrayDeserializer(),
                     new ByteArrayDeserializer())) {
-                consumer.subscribe(List.of("events"));
+                consumer.subscribe(List.of("events"), new org.apache.kafka.clients.consumer.ConsumerRebalanceListener() {
+                    @Override
+                    public void onPartitionsRevoked(java.util.Collection<TopicPartition> partitions) {
+                    }
+
+                    @Override
+                    public void onPartitionsAssigned(java.util.Collection<TopicPartition> partitions) {
+                    }
+
+                    @Override
+                    public void onPartitionsLost(java.util.Collection<TopicPartition> partitions) {
+                        lost.addAndGet(partitions.size());
+                    }
+                });
                 while (!stop.get()) {
                     var records = consumer.poll(Duration.ofMillis(200));
                     for (ConsumerRecord<byte[], byte[]> record : records) {
@@ -189,6 +205,8 @@ class ClusterConsumerProtocolTest {
                 member.join(60_000);
             }
             assertThat(failure.get()).as("the members' last commits").isNull();
+            assertThat(lost.get()).as("partitions lost: the new coordinator took the members over as they were")
+                    .isZero();
             Map<TopicPartition, OffsetAndMetadata> committed = admin.listConsumerGroupOffsets("g")
                     .partitionsToOffsetAndMetadata().get(30, TimeUnit.SECONDS);
             assertThat(committed.values().stream().mapToLong(OffsetAndMetadata::offset).sum())

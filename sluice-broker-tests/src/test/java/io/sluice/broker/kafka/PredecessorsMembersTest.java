@@ -133,9 +133,10 @@ class PredecessorsMembersTest {
             assertThat(fetchAs(groups, "a", 7)).isEqualTo(Errors.NONE);
             assertThat(commitAs(groups, "b", 7)).isEqualTo(Errors.NONE);
 
-            // A heartbeat that does not say all of the member is not enough to take it over.
+            // A heartbeat that does not say all of the member is not enough to take it over: the consumer is asked
+            // for the full one (it sends it after any error), not fenced.
             assertThat(beat(groups, new ConsumerGroupHeartbeatRequestData().setMemberId("d").setMemberEpoch(3))
-                    .errorCode()).isEqualTo(Errors.UNKNOWN_MEMBER_ID.code());
+                    .errorCode()).isEqualTo(Errors.COORDINATOR_LOAD_IN_PROGRESS.code());
         }
     }
 
@@ -164,6 +165,8 @@ class PredecessorsMembersTest {
             assertThat(commitAs(groups, "before", 7)).isEqualTo(Errors.UNKNOWN_MEMBER_ID);
             assertThat(beat(groups, full("before", 7, topic, 0)).errorCode())
                     .isEqualTo(Errors.UNKNOWN_MEMBER_ID.code());
+            assertThat(beat(groups, new ConsumerGroupHeartbeatRequestData().setMemberId("before").setMemberEpoch(7))
+                    .errorCode()).isEqualTo(Errors.UNKNOWN_MEMBER_ID.code());
             assertThat(fetchAs(groups, "a", epoch)).isEqualTo(Errors.NONE);
         }
     }
@@ -230,6 +233,11 @@ class PredecessorsMembersTest {
                     partitions, new ClusterView.Node(0, "127.0.0.1", 9092), TopicLayout.BATCHES)));
             Uuid topic = KafkaTopicIds.handedOut(partitions, "t");
             assertThat(beat(groups, full("a", 3, topic, 0)).errorCode()).isEqualTo(Errors.NOT_COORDINATOR.code());
+            // A group not known here at all, a member's heartbeat not in full: asked for the full one.
+            moving.coordinateHere(4);
+            assertThat(beat(groups, new ConsumerGroupHeartbeatRequestData().setMemberId("a").setMemberEpoch(3))
+                    .errorCode()).isEqualTo(Errors.COORDINATOR_LOAD_IN_PROGRESS.code());
+            moving.controller = 1;
 
             // Elected long after its start: the window counts from the election.
             now.addAndGet(10L * ConsumerGroups.SESSION_TIMEOUT_MS);

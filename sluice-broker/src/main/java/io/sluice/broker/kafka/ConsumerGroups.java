@@ -42,7 +42,8 @@ import org.slf4j.LoggerFactory;
  * when the coordinator moves or restarts. Here, for a session timeout after this broker started coordinating
  * ({@link GroupApis}), a member it does not know is taken as one of before: its full heartbeat (what a consumer sends
  * to a coordinator new to it: subscription, rebalance time-out, owned partitions) puts it back at its epoch with the
- * partitions it owns that no other member holds, with no new assignment until that window ends (then the partitions
+ * partitions it owns that no other member holds (a heartbeat not in full is answered COORDINATOR_LOAD_IN_PROGRESS,
+ * after which the consumer sends it in full), with no new assignment until that window ends (then the partitions
  * of members that did not come back are handed out) or a member joins, leaves or changes its subscription; and its
  * OffsetFetch or OffsetCommit sent before that heartbeat is answered COORDINATOR_LOAD_IN_PROGRESS (as Kafka answers
  * while it loads a group), which the consumer retries, where UNKNOWN_MEMBER_ID fails its poll(). After the window a
@@ -166,16 +167,20 @@ final class ConsumerGroups {
             if (request.memberEpoch() == LEAVE_EPOCH || request.memberEpoch() == STATIC_LEAVE_EPOCH) {
                 return leave(request);
             }
-            boolean adoptable = predecessors && request.memberEpoch() > 0
-                    && request.memberEpoch() <= MAX_TAKEN_OVER_EPOCH && full(request);
+            boolean predecessor = predecessors && request.memberEpoch() > 0
+                    && request.memberEpoch() <= MAX_TAKEN_OVER_EPOCH;
+            boolean adoptable = predecessor && full(request);
             while (true) {
                 ConsumerGroup group = request.memberEpoch() == JOIN_EPOCH || adoptable ? joinable(request.groupId())
                         : groups.get(request.groupId());
                 if (group == null) {
-                    throw unknownMember(request.memberId(), request.groupId());
+                    throw predecessor ? notFullYet(request) : unknownMember(request.memberId(), request.groupId());
                 }
                 synchronized (group) {
                     if (groups.get(request.groupId()) == group) {
+                        if (predecessor && !adoptable && !group.members.containsKey(request.memberId())) {
+                            throw notFullYet(request);
+                        }
                         return heartbeat(group, request, clientId, clientHost, adoptable);
                     }
                 }
@@ -274,6 +279,16 @@ final class ConsumerGroups {
             throw new Refused(Errors.GROUP_ID_NOT_FOUND, "Group " + id + " is not a consumer group.");
         }
         return created[0];
+    }
+
+    /**
+     * A member that may be one of before, whose heartbeat does not say all of it (a consumer that found the new
+     * coordinator with no request failing sends only what changed): COORDINATOR_LOAD_IN_PROGRESS, on which Kafka's
+     * consumer sends its next heartbeat in full (any error answered resets what it sent), and is taken over.
+     */
+    private static Refused notFullYet(ConsumerGroupHeartbeatRequestData request) {
+        return new Refused(Errors.COORDINATOR_LOAD_IN_PROGRESS, "Member " + request.memberId()
+                + " is not known to this coordinator yet: send the full heartbeat.");
     }
 
     /** @return whether the heartbeat says all a member's state: its subscription, rebalance time-out and partitions */
