@@ -285,4 +285,48 @@ class PredecessorsMembersTest {
                     .as("an epoch no group reaches").isEqualTo(Errors.UNKNOWN_MEMBER_ID.code());
         }
     }
+
+    @Test
+    void aMemberThisCoordinatorRemovedIsNotTakenOverAgainAndTransactionalCommitsWait() {
+        try (Store store = Store.open(dir, StoreConfig.builder().flushMode(FlushMode.ASYNC).clock(clock).build())) {
+            GroupApis groups = open(store);
+            Uuid topic = KafkaTopicIds.handedOut(new LocalPartitions(store, 0), "t");
+            assertThat(beat(groups, full("a", 5, topic, 0)).memberEpoch()).isEqualTo(5);
+            assertThat(beat(groups, full("b", 5, topic, 1)).memberEpoch()).isEqualTo(5);
+
+            // A transactional commit (TxnOffsetCommit) of a member not known yet waits, retriable, as the others do;
+            // one of a known member at a stale epoch is ILLEGAL_GENERATION, as on Kafka.
+            assertThat(groups.checkTransactionalCommit("g", "c", null, 5))
+                    .isEqualTo(Errors.COORDINATOR_LOAD_IN_PROGRESS);
+            assertThat(groups.checkTransactionalCommit("g", "a", null, 4)).isEqualTo(Errors.ILLEGAL_GENERATION);
+            assertThat(groups.checkTransactionalCommit("g", "a", null, 5)).isEqualTo(Errors.NONE);
+
+            // "a" leaves: this coordinator knows it is gone, so it is not one of before.
+            assertThat(beat(groups, new ConsumerGroupHeartbeatRequestData().setMemberId("a").setMemberEpoch(-1))
+                    .errorCode()).isZero();
+            assertThat(beat(groups, full("a", 5, topic, 0)).errorCode()).isEqualTo(Errors.UNKNOWN_MEMBER_ID.code());
+            assertThat(beat(groups, new ConsumerGroupHeartbeatRequestData().setMemberId("a").setMemberEpoch(5))
+                    .errorCode()).isEqualTo(Errors.UNKNOWN_MEMBER_ID.code());
+            assertThat(fetchAs(groups, "a", 5)).isEqualTo(Errors.UNKNOWN_MEMBER_ID);
+            assertThat(commitAs(groups, "a", 5)).isEqualTo(Errors.UNKNOWN_MEMBER_ID);
+            assertThat(groups.checkTransactionalCommit("g", "a", null, 5)).isEqualTo(Errors.UNKNOWN_MEMBER_ID);
+            // It joins again from epoch 0, as any member.
+            assertThat(beat(groups, new ConsumerGroupHeartbeatRequestData().setMemberId("a").setMemberEpoch(0)
+                    .setRebalanceTimeoutMs(60_000).setSubscribedTopicNames(List.of("t"))
+                    .setTopicPartitions(List.of())).errorCode()).isZero();
+        }
+    }
+
+    @Test
+    void aBrokerStartedOnAStoreWithNoTopicsHadNoMembersBefore() {
+        try (Store store = Store.open(dir, StoreConfig.builder().flushMode(FlushMode.ASYNC).clock(clock).build())) {
+            LocalPartitions partitions = new LocalPartitions(store, 0);
+            GroupApis groups = open(store, ConsumerGroups.SESSION_TIMEOUT_MS, new LocalCluster(store, partitions,
+                    new ClusterView.Node(0, "127.0.0.1", 9092), TopicLayout.BATCHES));
+            store.createTopic("t", TopicLayout.BATCHES, 2);
+            Uuid topic = KafkaTopicIds.handedOut(partitions, "t");
+            assertThat(beat(groups, full("a", 5, topic, 0)).errorCode()).isEqualTo(Errors.UNKNOWN_MEMBER_ID.code());
+            assertThat(commitAs(groups, "a", 5)).isEqualTo(Errors.ILLEGAL_GENERATION);
+        }
+    }
 }

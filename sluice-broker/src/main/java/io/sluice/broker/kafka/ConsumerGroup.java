@@ -104,6 +104,12 @@ final class ConsumerGroup {
      * the group's assignment is computed again, for the partitions of those that did not come back; 0 otherwise.
      */
     long takenOverUntilNanos;
+    /**
+     * The ids of members this coordinator removed (they left, or were fenced), the latest {@link #REMEMBERED_REMOVALS}:
+     * such a member is not one of a coordinator before, to be taken over, but one this one knows is gone.
+     */
+    final java.util.SequencedSet<String> removed = new java.util.LinkedHashSet<>();
+    static final int REMEMBERED_REMOVALS = 1_000;
     /** The assignor the last target was computed with. */
     String assignor = ServerAssignors.UNIFORM;
     /** When (store clock) the group was left without members; -1 while it has had none. */
@@ -170,6 +176,7 @@ final class ConsumerGroup {
     /** Adds a member, or puts one in the place of another (a static member's restart). */
     void put(Member member) {
         subscriptionsChanged = true;
+        removed.remove(member.id);
         members.put(member.id, member);
         if (member.instanceId != null) {
             staticMembers.put(member.instanceId, member.id);
@@ -204,6 +211,11 @@ final class ConsumerGroup {
     /** Removes a member: its partitions are free, and the group's assignment must be computed again. */
     void remove(Member member) {
         subscriptionsChanged = true;
+        removed.remove(member.id);
+        removed.addLast(member.id);
+        if (removed.size() > REMEMBERED_REMOVALS) {
+            removed.removeFirst();
+        }
         release(member);
         members.remove(member.id);
         target.remove(member.id);

@@ -46,7 +46,8 @@ import org.slf4j.LoggerFactory;
  * after which the consumer sends it in full), with no new assignment until that window ends (then the partitions
  * of members that did not come back are handed out) or a member joins, leaves or changes its subscription; and its
  * OffsetFetch or OffsetCommit sent before that heartbeat is answered COORDINATOR_LOAD_IN_PROGRESS (as Kafka answers
- * while it loads a group), which the consumer retries, where UNKNOWN_MEMBER_ID fails its poll(). After the window a
+ * while it loads a group), which the consumer retries, where UNKNOWN_MEMBER_ID fails its poll(). A member this
+ * coordinator removed itself (left or fenced: {@link ConsumerGroup#removed}) is not one of before. After the window a
  * member not known is answered UNKNOWN_MEMBER_ID and joins again from epoch 0, as on Kafka. A group left with no members is
  * forgotten by the timer; it then reads as an empty group with committed offsets.
  *
@@ -178,10 +179,11 @@ final class ConsumerGroups {
                 }
                 synchronized (group) {
                     if (groups.get(request.groupId()) == group) {
-                        if (predecessor && !adoptable && !group.members.containsKey(request.memberId())) {
+                        boolean gone = group.removed.contains(request.memberId());
+                        if (predecessor && !adoptable && !gone && !group.members.containsKey(request.memberId())) {
                             throw notFullYet(request);
                         }
-                        return heartbeat(group, request, clientId, clientHost, adoptable);
+                        return heartbeat(group, request, clientId, clientHost, adoptable && !gone);
                     }
                 }
             }
@@ -791,6 +793,17 @@ final class ConsumerGroups {
     /** @return whether the id names a consumer group (kept in memory while it has had members) */
     boolean exists(String id) {
         return groups.containsKey(id);
+    }
+
+    /** @return whether the consumer group has the member, or had it until this coordinator removed it */
+    boolean knows(String id, String memberId) {
+        ConsumerGroup group = groups.get(id);
+        if (group == null || memberId == null) {
+            return false;
+        }
+        synchronized (group) {
+            return group.members.containsKey(memberId) || group.removed.contains(memberId);
+        }
     }
 
     /** @return each consumer group's id and Kafka state name */

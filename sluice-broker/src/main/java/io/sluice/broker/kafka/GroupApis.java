@@ -100,7 +100,8 @@ final class GroupApis {
         if (atStart.epoch() >= 0 && cluster.controller() == cluster.self()) {
             coordinatingEpoch = atStart.epoch();
             coordinatingSinceMillis = startedMillis;
-            term = new Term(atStart.epoch(), startedMillis);
+            // A store with no topics at the start had no consumers before it: no member is one of before.
+            term = new Term(atStart.epoch(), startedMillis, !partitions.topics().isEmpty());
         }
     }
 
@@ -124,8 +125,11 @@ final class GroupApis {
         return Errors.NONE;
     }
 
-    /** A term of this broker's as the groups' coordinator: its epoch, and when requests first found it (store clock). */
-    private record Term(long epoch, long sinceMillis) {
+    /**
+     * A term of this broker's as the groups' coordinator: its epoch, when requests first found it (store clock), and
+     * whether groups may have had members before it (not so on a store that had no topics when the broker started).
+     */
+    private record Term(long epoch, long sinceMillis, boolean predecessors) {
     }
 
 
@@ -133,7 +137,7 @@ final class GroupApis {
         long epoch = cluster.groupsCoordination().epoch();
         Term seen = term;
         if (seen == null || seen.epoch() != epoch) {
-            term = new Term(epoch, clock.getAsLong());
+            term = new Term(epoch, clock.getAsLong(), true);
             if (seen != null) {
                 // Coordinating again after another broker did: the members known here are out of date.
                 consumerGroups.forgetMembership();
@@ -148,7 +152,8 @@ final class GroupApis {
      */
     private boolean membershipJustTakenOver() {
         Term seen = term;
-        return seen != null && clock.getAsLong() - seen.sinceMillis() < consumerGroups.sessionTimeoutMillis();
+        return seen != null && seen.predecessors()
+                && clock.getAsLong() - seen.sinceMillis() < consumerGroups.sessionTimeoutMillis();
     }
 
     /** @return the broker coordinating every group, the controller; null if none is known */
@@ -186,14 +191,29 @@ final class GroupApis {
         if (generation < 0 && (memberId == null || memberId.isEmpty())) {
             return Errors.NONE;
         }
+        Errors checked;
         if (consumerGroups.exists(groupId)) {
-            return consumerGroups.checkCommit(groupId, memberId, generation, true, (short) 0);
-        }
-        if (!coordinator.hasMembers(groupId)) {
+            checked = consumerGroups.checkCommit(groupId, memberId, generation, true, (short) 0);
+        } else if (!coordinator.hasMembers(groupId)) {
             // A member named in a group with none, as Kafka answers it.
-            return Errors.UNKNOWN_MEMBER_ID;
+            checked = Errors.UNKNOWN_MEMBER_ID;
+        } else {
+            checked = coordinator.checkCommit(groupId, memberId, instanceId, generation, true);
         }
-        return coordinator.checkCommit(groupId, memberId, instanceId, generation, true);
+        return predecessorsMember(checked, groupId, memberId, generation) ? Errors.COORDINATOR_LOAD_IN_PROGRESS
+                : checked;
+    }
+
+    /**
+     * @return whether a commit refused as from a member not known here (UNKNOWN_MEMBER_ID, or ILLEGAL_GENERATION from
+     *     a group with no members) may be one of the coordinator before ({@link #membershipJustTakenOver}): a member of
+     *     a consumer group is taken over at its next heartbeat (a classic one joins again), and the commit, answered
+     *     COORDINATOR_LOAD_IN_PROGRESS, comes again
+     */
+    private boolean predecessorsMember(Errors checked, String groupId, String memberId, int epoch) {
+        return (checked == Errors.UNKNOWN_MEMBER_ID || checked == Errors.ILLEGAL_GENERATION) && epoch > 0
+                && !coordinator.hasMembers(groupId) && !consumerGroups.knows(groupId, memberId)
+                && membershipJustTakenOver();
     }
 
     FindCoordinatorResponseData findCoordinator(FindCoordinatorRequestData request, short version) {
@@ -318,12 +338,8 @@ final class GroupApis {
                             request.generationIdOrMemberEpoch(), false, version)
                     : coordinator.checkCommit(request.groupId(), request.memberId(), request.groupInstanceId(),
                             request.generationIdOrMemberEpoch());
-            if ((groupError == Errors.UNKNOWN_MEMBER_ID || groupError == Errors.ILLEGAL_GENERATION)
-                    && request.generationIdOrMemberEpoch() > 0 && !coordinator.hasMembers(request.groupId())
-                    && membershipJustTakenOver()) {
-                // A member not known here (of a consumer group, or of a group not known at all): as for OffsetFetch,
-                // the member's next heartbeat has it taken over (or a classic member joins again), and the commit
-                // comes again.
+            if (predecessorsMember(groupError, request.groupId(), request.memberId(),
+                    request.generationIdOrMemberEpoch())) {
                 groupError = Errors.COORDINATOR_LOAD_IN_PROGRESS;
             }
         }
@@ -455,7 +471,8 @@ final class GroupApis {
         for (OffsetFetchRequestData.OffsetFetchRequestGroup group : request.groups()) {
             Errors member = consumerGroups.exists(group.groupId())
                     ? consumerGroups.checkFetch(group.groupId(), group.memberId(), group.memberEpoch()) : Errors.NONE;
-            if (member == Errors.UNKNOWN_MEMBER_ID && group.memberEpoch() > 0 && membershipJustTakenOver()) {
+            if (member == Errors.UNKNOWN_MEMBER_ID && group.memberEpoch() > 0
+                    && !consumerGroups.knows(group.groupId(), group.memberId()) && membershipJustTakenOver()) {
                 // A predecessor's member, as likely as not, whose next heartbeat has it taken over here: it sends the
                 // fetch again on this retriable answer. UNKNOWN_MEMBER_ID would fail its poll().
                 member = Errors.COORDINATOR_LOAD_IN_PROGRESS;
