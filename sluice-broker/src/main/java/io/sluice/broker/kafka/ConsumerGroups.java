@@ -48,8 +48,8 @@ import org.slf4j.LoggerFactory;
  * OffsetFetch or OffsetCommit sent before that heartbeat is answered COORDINATOR_LOAD_IN_PROGRESS (as Kafka answers
  * while it loads a group), which the consumer retries, where UNKNOWN_MEMBER_ID fails its poll(). A member this
  * coordinator removed itself (left or fenced: {@link ConsumerGroup#removed}) is not one of before. After the window a
- * member not known is answered UNKNOWN_MEMBER_ID and joins again from epoch 0, as on Kafka. A group left with no members is
- * forgotten by the timer; it then reads as an empty group with committed offsets.
+ * member not known is answered UNKNOWN_MEMBER_ID and joins again from epoch 0, as on Kafka. A group left with no
+ * members is forgotten by the timer; it then reads as an empty group with committed offsets.
  *
  * <p>Each group is used under its own lock. Thread-safe.
  */
@@ -388,8 +388,8 @@ final class ConsumerGroups {
         int due = group.groupEpoch > group.assignmentEpoch ? 1 : 0;
         group.assignmentEpoch = Math.max(group.assignmentEpoch, member.epoch);
         group.groupEpoch = Math.max(group.groupEpoch, group.assignmentEpoch + due);
-        LOG.info("member {} of consumer group {} taken over at epoch {}, claiming {}", member.id, group.id, member.epoch,
-                member.assigned);
+        LOG.info("member {} of consumer group {} taken over at epoch {}, claiming {}", member.id, group.id,
+                member.epoch, member.assigned);
         return member;
     }
 
