@@ -151,11 +151,14 @@ class ClusterDeleteTopicsTest {
             assertThat(admin.listConsumerGroupOffsets("g").partitionsToOffsetAndMetadata().get(60, TimeUnit.SECONDS))
                     .as("the deleted topic's committed offsets").containsOnlyKeys(new TopicPartition("other", 0));
         }
+        // The deletion is answered once the metadata group committed it; each broker applies it when its replica of
+        // the metadata log gets there, as Kafka's brokers apply a deletion from the controller's log.
         for (int id = 1; id <= 2; id++) {
-            assertThat(cluster.broker(id).store().queueCount("t")).as("node %d's store", id).isZero();
-            assertThat(cluster.broker(id).store().committedOffset("g", "t", 0)).as("node %d's offsets", id).isEmpty();
+            int node = id;
+            await("node " + id + " applied the deletion", 30, () -> cluster.broker(node).store().queueCount("t") == 0
+                    && cluster.broker(node).store().committedOffset("g", "t", 0).isEmpty());
             for (Path directory : groupDirectories(id)) {
-                assertThat(directory).as("node %d's group directory", id).doesNotExist();
+                await("node " + id + "'s group directory " + directory + " gone", 30, () -> !Files.exists(directory));
             }
         }
         Uuid second = createT();

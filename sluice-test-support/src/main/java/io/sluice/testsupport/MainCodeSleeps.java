@@ -51,6 +51,9 @@ public final class MainCodeSleeps {
                     + " what was acknowledged (its dispatcher has no notification to wait on)"),
             Map.entry("io.sluice.bench.broker.BrokerProcess", "polls a child broker process until it listens and"
                     + " answers Admin"),
+            Map.entry("io.sluice.bench.tools.FollowerFetchMain", "a prototype follower in a process of its own: polls"
+                    + " the broker it copies from until the topic is created there (nothing to wait on across"
+                    + " processes)"),
             Map.entry("io.sluice.bench.broker.Load", "paces the load generator's sends at the asked rate, and gives the"
                     + " consumer a second to connect"),
             Map.entry("io.sluice.bench.broker.ClusterRaceRun", "paces the failover producer and polls the clusters it"
