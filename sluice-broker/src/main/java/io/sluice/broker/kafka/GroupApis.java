@@ -73,15 +73,10 @@ final class GroupApis {
     /** When this broker started, store clock: offsets expire no sooner than a retention after it. */
     private final long startedMillis;
     /**
-     * In a cluster, the coordinator's epoch this broker's expiry pass last found it in (-1: not coordinating), and when
-     * it first found it in that epoch (store clock): offsets expire no sooner than a retention after it, as members
-     * the group had on other coordinators meanwhile are not known here. Only the expiry pass uses them.
-     */
-    private long coordinatingEpoch = -1;
-    private long coordinatingSinceMillis;
-    /**
-     * The term requests last found this broker coordinating in (from its start if it coordinated then); null before
-     * the first.
+     * The term requests (the expiry pass among them) last found this broker coordinating in, from its start if it
+     * coordinated then; null before the first. Offsets expire no sooner than a retention after its start, as members
+     * the group had on other coordinators meanwhile are not known here, and members not known here may be taken over
+     * for a session after it.
      */
     private volatile Term term;
 
@@ -98,8 +93,6 @@ final class GroupApis {
         // A broker that coordinates from its start (a broker alone always does) counts retention from its start.
         ClusterView.GroupsCoordination atStart = cluster.groupsCoordination();
         if (atStart.epoch() >= 0 && cluster.controller() == cluster.self()) {
-            coordinatingEpoch = atStart.epoch();
-            coordinatingSinceMillis = startedMillis;
             // A store with no topics at the start had no consumers before it: no member is one of before.
             term = new Term(atStart.epoch(), startedMillis, !partitions.topics().isEmpty());
         }
@@ -110,6 +103,15 @@ final class GroupApis {
      *     (COORDINATOR_NOT_AVAILABLE while none is known), which sends clients to find it again
      */
     private Errors coordination() {
+        Errors error = coordinating();
+        if (error == Errors.NONE) {
+            noteTerm(cluster.groupsCoordination().epoch());
+        }
+        return error;
+    }
+
+    /** @return {@link #coordination}'s answer, the term not noted */
+    private Errors coordinating() {
         int controller = cluster.controller();
         if (controller < 0) {
             return Errors.COORDINATOR_NOT_AVAILABLE;
@@ -118,11 +120,7 @@ final class GroupApis {
             return Errors.NOT_COORDINATOR;
         }
         // Elected, but the metadata (committed offsets) its predecessors committed may not be applied yet.
-        if (!cluster.controllerReady()) {
-            return Errors.COORDINATOR_LOAD_IN_PROGRESS;
-        }
-        noteTerm();
-        return Errors.NONE;
+        return cluster.controllerReady() ? Errors.NONE : Errors.COORDINATOR_LOAD_IN_PROGRESS;
     }
 
     /**
@@ -133,16 +131,19 @@ final class GroupApis {
     }
 
 
-    private void noteTerm() {
-        long epoch = cluster.groupsCoordination().epoch();
+    /** @return the term of the coordinator's epoch, begun now if it is not the one noted last */
+    private Term noteTerm(long epoch) {
         Term seen = term;
-        if (seen == null || seen.epoch() != epoch) {
-            term = new Term(epoch, clock.getAsLong(), true);
-            if (seen != null) {
-                // Coordinating again after another broker did: the members known here are out of date.
-                consumerGroups.forgetMembership();
-            }
+        if (seen != null && seen.epoch() == epoch) {
+            return seen;
         }
+        Term begun = new Term(epoch, clock.getAsLong(), true);
+        term = begun;
+        if (seen != null) {
+            // Coordinating again after another broker did: the members known here are out of date.
+            consumerGroups.forgetMembership();
+        }
+        return begun;
     }
 
     /**
@@ -606,15 +607,10 @@ final class GroupApis {
         long now = clock.getAsLong();
         // Read before the offsets: a commit applied after this keeps its group on every broker.
         ClusterView.GroupsCoordination decision = cluster.groupsCoordination();
-        if (coordination() != Errors.NONE || decision.epoch() < 0) {
-            coordinatingEpoch = -1;
+        if (coordinating() != Errors.NONE || decision.epoch() < 0) {
             return List.of();
         }
-        if (decision.epoch() != coordinatingEpoch) {
-            coordinatingEpoch = decision.epoch();
-            coordinatingSinceMillis = now;
-        }
-        long since = Math.max(startedMillis, coordinatingSinceMillis);
+        long since = Math.max(startedMillis, noteTerm(decision.epoch()).sinceMillis());
         long cutoff = now - retentionMillis;
         Map<String, Long> newest = new TreeMap<>();
         for (ConsumerPosition position : cluster.committedOffsets()) {
