@@ -19,24 +19,9 @@ broker_pid=$!
 for _ in $(seq 1 900); do grep -q "^bootstrap " "$scratch/lab.out" 2>/dev/null && break; sleep 0.2; done
 read -r _ address _ pid < <(grep "^bootstrap " "$scratch/lab.out") || { cat "$scratch/lab.out" >&2; exit 1; }
 : > "$scratch/plaintext.properties"
-ticks() { awk '{print $14 + $15}' "/proc/$pid/stat"; }
+source "$here/scripts/singles-measure.sh"
 partitions=${PARTITIONS:-8}
-java -Xmx2g -cp "$lab" io.sluice.bench.broker.ListenerLoadMain singles "$address" "$scratch/plaintext.properties" \
-  warm-up 64 "$partitions" > /dev/null 2>&1
+singles_warm_up "$address" "$partitions"
 for producers in "${counts[@]}"; do
-  cpu0=$(ticks)
-  perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync,syscalls:sys_enter_msync -p "$pid" \
-    -o "$scratch/perf-$producers.csv" &
-  counter=$!
-  out=$(java -Xmx2g -cp "$lab" io.sluice.bench.broker.ListenerLoadMain singles "$address" \
-    "$scratch/plaintext.properties" "singles-$producers" "$producers" "$partitions" 2>/dev/null | tail -2)
-  kill -INT $counter; wait $counter || true
-  cpu1=$(ticks)
-  records=$(echo "$out" | tail -1 | awk '{print $1}')
-  rate=$(echo "$out" | tail -1 | awk '{print $(NF-1)}')
-  forces=$(awk -F, '/syscalls/ {n += $1} END {print n}' "$scratch/perf-$producers.csv")
-  echo "$broker $producers producers, $partitions partitions: $rate records/s ($(echo "$out" | head -1))," \
-    "$forces forces" \
-    "(fdatasync+fsync+msync, the producers' connecting included), $(echo "scale=1; $records / $forces" | bc)" \
-    "records per force, broker CPU per M records $(echo "scale=2; ($cpu1 - $cpu0) / 100 / ($records / 1000000)" | bc) s"
+  singles_measure "$broker" "$pid" "$address" "$producers" "$partitions"
 done

@@ -16,6 +16,7 @@ lab="$here/sluice-bench/target/sluice-bench.jar"
 cli="$here/sluice-cli/target/sluice-cli.jar"
 partitions=${PARTITIONS:-8}
 : > "$scratch/plaintext.properties"
+source "$here/scripts/singles-measure.sh"
 run_layout() { # <layout: batches|shared>
   local layout=$1 dir="$scratch/broker-$1"
   rm -rf "$dir"; mkdir -p "$dir"
@@ -25,24 +26,9 @@ run_layout() { # <layout: batches|shared>
     > "$dir.log" 2>&1 &
   broker_pid=$!
   for _ in $(seq 1 300); do (echo > "/dev/tcp/127.0.0.1/$port") 2>/dev/null && break; sleep 0.2; done
-  java -Xmx2g -cp "$lab" io.sluice.bench.broker.ListenerLoadMain singles "127.0.0.1:$port" \
-    "$scratch/plaintext.properties" warm-up 64 "$partitions" > /dev/null 2>&1
+  singles_warm_up "127.0.0.1:$port" "$partitions"
   for producers in "${counts[@]}"; do
-    local cpu0 cpu1 out records rate forces
-    cpu0=$(awk '{print $14 + $15}' "/proc/$broker_pid/stat")
-    perf stat -x, -e syscalls:sys_enter_fdatasync,syscalls:sys_enter_fsync,syscalls:sys_enter_msync \
-      -p "$broker_pid" -o "$scratch/perf.csv" &
-    local counter=$!
-    out=$(java -Xmx2g -cp "$lab" io.sluice.bench.broker.ListenerLoadMain singles "127.0.0.1:$port" \
-      "$scratch/plaintext.properties" "singles-$producers" "$producers" "$partitions" 2>/dev/null | tail -2)
-    kill -INT $counter; wait $counter || true
-    cpu1=$(awk '{print $14 + $15}' "/proc/$broker_pid/stat")
-    records=$(echo "$out" | tail -1 | awk '{print $1}')
-    rate=$(echo "$out" | tail -1 | awk '{print $(NF-1)}')
-    forces=$(awk -F, '/syscalls/ {n += $1} END {print n}' "$scratch/perf.csv")
-    echo "$layout $producers producers, $partitions partitions: $rate records/s ($(echo "$out" | head -1))," \
-      "$forces forces, $(echo "scale=1; $records / $forces" | bc) records per force," \
-      "broker CPU per M records $(echo "scale=2; ($cpu1 - $cpu0) / 100 / ($records / 1000000)" | bc) s"
+    singles_measure "$layout" "$broker_pid" "127.0.0.1:$port" "$producers" "$partitions"
   done
   kill -TERM "$broker_pid"; wait "$broker_pid" || true
   broker_pid=""
