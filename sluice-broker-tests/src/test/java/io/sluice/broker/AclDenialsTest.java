@@ -57,6 +57,8 @@ import org.apache.kafka.common.message.CreateTopicsRequestData;
 import org.apache.kafka.common.message.CreateTopicsResponseData;
 import org.apache.kafka.common.message.DescribeTransactionsRequestData;
 import org.apache.kafka.common.message.DescribeTransactionsResponseData;
+import org.apache.kafka.common.message.IncrementalAlterConfigsRequestData;
+import org.apache.kafka.common.message.IncrementalAlterConfigsResponseData;
 import org.apache.kafka.common.message.ListTransactionsRequestData;
 import org.apache.kafka.common.message.ListTransactionsResponseData;
 import org.apache.kafka.common.message.TxnOffsetCommitRequestData;
@@ -223,6 +225,73 @@ class AclDenialsTest {
             assertThat(Errors.forCode(alterConfigs(broker, (byte) 4, node, "message.max.bytes", "2000000")
                     .responses().getFirst().errorCode())).isEqualTo(Errors.INVALID_REQUEST);
         }
+    }
+
+    /**
+     * What Kafka's broker refuses in a config change before it looks at the ACLs is refused so for a principal with
+     * no ACLs too (INVALID_REQUEST with Kafka's message), and the answers keep the request's order: a config named
+     * twice, a null value, a resource named twice, a broker resource naming another broker or no number, the legacy
+     * API's broker logger (an unknown type there); beside them a well-formed change of the same topic is refused by
+     * the ACLs. Nothing changes.
+     */
+    @Test
+    void configChangesAreCheckedAsKafkaChecksThemBeforeTheAcls() throws Exception {
+        try (Store store = Store.open(dir, StoreConfig.builder().build()); Broker broker = start(store);
+             Admin admin = Admin.create(as(broker, "admin"))) {
+            admin.createTopics(List.of(new NewTopic("orders", 1, (short) 1))).all().get(20, TimeUnit.SECONDS);
+            String retention = topicConfig(admin, "orders", "retention.ms");
+            String node = String.valueOf(admin.describeCluster().nodes().get(20, TimeUnit.SECONDS).iterator().next()
+                    .id());
+            IncrementalAlterConfigsRequestData.AlterConfigsResourceCollection resources =
+                    new IncrementalAlterConfigsRequestData.AlterConfigsResourceCollection();
+            resources.add(incremental((byte) 2, "orders", new String[] {"retention.ms", "1000"}));
+            resources.add(incremental((byte) 2, "keys", new String[] {"retention.ms", "1000"},
+                    new String[] {"retention.ms", "2000"}));
+            resources.add(incremental((byte) 2, "twice", new String[] {"retention.ms", "1000"}));
+            resources.add(incremental((byte) 2, "twice", new String[] {"retention.ms", "1000"}));
+            resources.add(incremental((byte) 2, "nulls", new String[] {"retention.ms", null},
+                    new String[] {"segment.ms", null}));
+            resources.add(incremental((byte) 4, "99", new String[] {"message.max.bytes", "2000000"}));
+            resources.add(incremental((byte) 4, "first", new String[] {"message.max.bytes", "2000000"}));
+            resources.add(incremental((byte) 4, node, new String[] {"message.max.bytes", "2000000"}));
+            IncrementalAlterConfigsResponseData answer = new IncrementalAlterConfigsResponseData(KafkaWire.call(
+                    anonymousPort(broker), ApiKeys.INCREMENTAL_ALTER_CONFIGS, (short) 1,
+                    new IncrementalAlterConfigsRequestData().setResources(resources)), (short) 1);
+            List<String> answers = new ArrayList<>();
+            answer.responses().forEach(r -> answers.add(r.resourceType() + " " + r.resourceName() + ": "
+                    + Errors.forCode(r.errorCode()) + " " + r.errorMessage()));
+            String topicDenied = Errors.TOPIC_AUTHORIZATION_FAILED + " " + Errors.TOPIC_AUTHORIZATION_FAILED.message();
+            assertThat(answers).containsExactly(
+                    "2 orders: " + topicDenied,
+                    "2 keys: INVALID_REQUEST Error due to duplicate config keys",
+                    "2 twice: INVALID_REQUEST Each resource must appear at most once.",
+                    "2 twice: INVALID_REQUEST Each resource must appear at most once.",
+                    "2 nulls: INVALID_REQUEST Null value not supported for : retention.ms, segment.ms",
+                    "4 99: INVALID_REQUEST Unexpected broker id, expected " + node + ", but received 99",
+                    "4 first: INVALID_REQUEST Node id must be an integer, but it is: first",
+                    "4 " + node + ": " + Errors.CLUSTER_AUTHORIZATION_FAILED + " "
+                            + Errors.CLUSTER_AUTHORIZATION_FAILED.message());
+
+            AlterConfigsResponseData legacy = alterConfigs(broker, (byte) 8, node, "kafka", "DEBUG");
+            assertThat(Errors.forCode(legacy.responses().getFirst().errorCode())).isEqualTo(Errors.INVALID_REQUEST);
+            assertThat(legacy.responses().getFirst().errorMessage()).isEqualTo("Unknown resource type 8");
+            assertThat(Errors.forCode(alterConfigs(broker, (byte) 2, "orders", "retention.ms", null).responses()
+                    .getFirst().errorCode())).isEqualTo(Errors.INVALID_REQUEST);
+            assertThat(topicConfig(admin, "orders", "retention.ms")).as("after the refusals").isEqualTo(retention);
+        }
+    }
+
+    /** @return a resource of an IncrementalAlterConfigs setting each {name, value} given, in order */
+    private static IncrementalAlterConfigsRequestData.AlterConfigsResource incremental(byte type, String name,
+                                                                                      String[]... settings) {
+        IncrementalAlterConfigsRequestData.AlterableConfigCollection configs =
+                new IncrementalAlterConfigsRequestData.AlterableConfigCollection();
+        for (String[] setting : settings) {
+            configs.add(new IncrementalAlterConfigsRequestData.AlterableConfig().setName(setting[0])
+                    .setValue(setting[1]).setConfigOperation((byte) 0));
+        }
+        return new IncrementalAlterConfigsRequestData.AlterConfigsResource().setResourceType(type)
+                .setResourceName(name).setConfigs(configs);
     }
 
     /** DeleteRecords needs Delete on the topic, CreatePartitions Alter on it; Describe alone does neither. */

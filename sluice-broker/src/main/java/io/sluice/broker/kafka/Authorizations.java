@@ -7,10 +7,14 @@ import io.sluice.broker.kafka.security.AclSet;
 import io.sluice.broker.kafka.security.AuthorizerConfig;
 import io.sluice.broker.kafka.security.Session;
 import java.util.ArrayList;
+import java.util.Comparator;
+import java.util.HashMap;
 import java.util.HashSet;
 import java.util.List;
+import java.util.Map;
 import java.util.Set;
 import java.util.function.Consumer;
+import java.util.function.Function;
 import java.util.function.Predicate;
 import org.apache.kafka.common.Uuid;
 import org.apache.kafka.common.acl.AclOperation;
@@ -133,6 +137,8 @@ final class Authorizations {
 
     private final boolean enabled;
     private final boolean autoCreateTopics;
+    /** This broker's id, which a broker config resource must name (or none). */
+    private final int nodeId;
     private final AuthorizerConfig config;
     private final ClusterView cluster;
     private final Partitions partitions;
@@ -141,8 +147,9 @@ final class Authorizations {
 
     /** @param autoCreateTopics whether Metadata creates the topics it names that do not exist (the broker's setting) */
     Authorizations(boolean enabled, AuthorizerConfig config, ClusterView cluster, Partitions partitions,
-                   boolean autoCreateTopics) {
+                   boolean autoCreateTopics, int nodeId) {
         this.enabled = enabled;
+        this.nodeId = nodeId;
         this.autoCreateTopics = autoCreateTopics;
         this.config = config;
         this.cluster = cluster;
@@ -692,44 +699,78 @@ final class Authorizations {
         };
     }
 
+    /**
+     * As Kafka: what its broker refuses before the ACLs (a resource or config named twice, a null value, an unknown
+     * resource type, a broker resource naming another broker) is left to the config APIs to answer, whatever the
+     * principal may do; the answers keep the request's order.
+     */
     private Checked alterConfigs(AlterConfigsRequestData request, Session session) {
         List<AlterConfigsRequestData.AlterConfigsResource> denied = new ArrayList<>();
         AlterConfigsRequestData.AlterConfigsResourceCollection kept =
                 new AlterConfigsRequestData.AlterConfigsResourceCollection();
+        Set<Object> namedTwice = Configs.namedTwice(request.resources(), r -> r.resourceType(),
+                r -> r.resourceName());
+        List<Map.Entry<Byte, String>> order = new ArrayList<>();
         for (AlterConfigsRequestData.AlterConfigsResource resource : request.resources()) {
-            if (configAllowed(session, AclOperation.ALTER_CONFIGS, resource.resourceType(), resource.resourceName())) {
+            order.add(Map.entry(resource.resourceType(), resource.resourceName()));
+            if (Configs.beforeAcls(resource, namedTwice.contains(resource), nodeId) != null
+                    || configAllowed(session, AclOperation.ALTER_CONFIGS, resource.resourceType(),
+                            resource.resourceName())) {
                 kept.add(resource.duplicate());
             } else {
                 denied.add(resource);
             }
         }
         request.setResources(kept);
-        return denied.isEmpty() ? Checked.ALLOWED : Checked.after(response -> denied.forEach(resource ->
-                ((AlterConfigsResponseData) response).responses().add(
-                        new AlterConfigsResponseData.AlterConfigsResourceResponse()
-                                .setResourceType(resource.resourceType()).setResourceName(resource.resourceName())
-                                .setErrorCode(configError(resource.resourceType()).code())
-                                .setErrorMessage(configError(resource.resourceType()).message()))));
+        return denied.isEmpty() ? Checked.ALLOWED : Checked.after(response -> {
+            List<AlterConfigsResponseData.AlterConfigsResourceResponse> answers =
+                    ((AlterConfigsResponseData) response).responses();
+            denied.forEach(resource -> answers.add(new AlterConfigsResponseData.AlterConfigsResourceResponse()
+                    .setResourceType(resource.resourceType()).setResourceName(resource.resourceName())
+                    .setErrorCode(configError(resource.resourceType()).code())
+                    .setErrorMessage(configError(resource.resourceType()).message())));
+            answers.sort(inRequestOrder(order, a -> Map.entry(a.resourceType(), a.resourceName())));
+        });
     }
 
     private Checked incrementalAlterConfigs(IncrementalAlterConfigsRequestData request, Session session) {
         List<IncrementalAlterConfigsRequestData.AlterConfigsResource> denied = new ArrayList<>();
         IncrementalAlterConfigsRequestData.AlterConfigsResourceCollection kept =
                 new IncrementalAlterConfigsRequestData.AlterConfigsResourceCollection();
+        Set<Object> namedTwice = Configs.namedTwice(request.resources(), r -> r.resourceType(),
+                r -> r.resourceName());
+        List<Map.Entry<Byte, String>> order = new ArrayList<>();
         for (IncrementalAlterConfigsRequestData.AlterConfigsResource resource : request.resources()) {
-            if (configAllowed(session, AclOperation.ALTER_CONFIGS, resource.resourceType(), resource.resourceName())) {
+            order.add(Map.entry(resource.resourceType(), resource.resourceName()));
+            if (Configs.beforeAcls(resource, namedTwice.contains(resource), nodeId) != null
+                    || configAllowed(session, AclOperation.ALTER_CONFIGS, resource.resourceType(),
+                            resource.resourceName())) {
                 kept.add(resource.duplicate());
             } else {
                 denied.add(resource);
             }
         }
         request.setResources(kept);
-        return denied.isEmpty() ? Checked.ALLOWED : Checked.after(response -> denied.forEach(resource ->
-                ((IncrementalAlterConfigsResponseData) response).responses().add(
-                        new IncrementalAlterConfigsResponseData.AlterConfigsResourceResponse()
-                                .setResourceType(resource.resourceType()).setResourceName(resource.resourceName())
-                                .setErrorCode(configError(resource.resourceType()).code())
-                                .setErrorMessage(configError(resource.resourceType()).message()))));
+        return denied.isEmpty() ? Checked.ALLOWED : Checked.after(response -> {
+            List<IncrementalAlterConfigsResponseData.AlterConfigsResourceResponse> answers =
+                    ((IncrementalAlterConfigsResponseData) response).responses();
+            denied.forEach(resource -> answers.add(
+                    new IncrementalAlterConfigsResponseData.AlterConfigsResourceResponse()
+                            .setResourceType(resource.resourceType()).setResourceName(resource.resourceName())
+                            .setErrorCode(configError(resource.resourceType()).code())
+                            .setErrorMessage(configError(resource.resourceType()).message())));
+            answers.sort(inRequestOrder(order, a -> Map.entry(a.resourceType(), a.resourceName())));
+        });
+    }
+
+    /** @return answers ordered as the request named their resources (a stable order, for names given twice) */
+    private static <A> Comparator<A> inRequestOrder(List<Map.Entry<Byte, String>> order,
+                                                    Function<A, Map.Entry<Byte, String>> key) {
+        Map<Map.Entry<Byte, String>, Integer> place = new HashMap<>();
+        for (int i = order.size() - 1; i >= 0; i--) {
+            place.put(order.get(i), i);
+        }
+        return Comparator.comparingInt(answer -> place.getOrDefault(key.apply(answer), order.size()));
     }
 
     private boolean coordinatorKeyAllowed(Session session, byte keyType, String key) {

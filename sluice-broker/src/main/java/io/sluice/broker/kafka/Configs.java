@@ -3,7 +3,11 @@ package io.sluice.broker.kafka;
 import io.sluice.broker.ClusterView;
 import io.sluice.store.StoreConfig;
 import java.util.ArrayList;
+import java.util.Collection;
+import java.util.Collections;
+import java.util.HashMap;
 import java.util.HashSet;
+import java.util.IdentityHashMap;
 import java.util.LinkedHashMap;
 import java.util.LinkedHashSet;
 import java.util.List;
@@ -15,6 +19,7 @@ import java.util.concurrent.CompletionException;
 import java.util.concurrent.ExecutionException;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.TimeoutException;
+import java.util.function.Function;
 import java.util.function.ToIntFunction;
 import java.util.function.UnaryOperator;
 import org.apache.kafka.common.config.ConfigDef;
@@ -42,6 +47,8 @@ final class Configs {
     private static final byte TOPIC = 2;
     private static final byte BROKER = 4;
     private static final byte BROKER_LOGGER = 8;
+    private static final byte CLIENT_METRICS = 16;
+    private static final byte GROUP = 32;
     /** Kafka's ConfigType values. */
     private static final byte BOOLEAN = 1;
     private static final byte STRING = 2;
@@ -189,18 +196,14 @@ final class Configs {
     IncrementalAlterConfigsResponseData incrementalAlter(IncrementalAlterConfigsRequestData request) {
         IncrementalAlterConfigsResponseData response = new IncrementalAlterConfigsResponseData();
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ALTER_TIMEOUT_MILLIS);
+        Set<Object> namedTwice = namedTwice(request.resources(), r -> r.resourceType(), r -> r.resourceName());
         for (IncrementalAlterConfigsRequestData.AlterConfigsResource resource : request.resources()) {
             IncrementalAlterConfigsResponseData.AlterConfigsResourceResponse answer =
                     new IncrementalAlterConfigsResponseData.AlterConfigsResourceResponse()
                             .setResourceType(resource.resourceType()).setResourceName(resource.resourceName());
             response.responses().add(answer);
-            Set<String> names = new HashSet<>();
-            boolean duplicate = false;
-            for (IncrementalAlterConfigsRequestData.AlterableConfig config : resource.configs()) {
-                duplicate |= !names.add(config.name());
-            }
-            Outcome outcome = duplicate
-                    ? new Outcome(Errors.INVALID_REQUEST, "Error due to duplicate config keys")
+            Outcome refused = beforeAcls(resource, namedTwice.contains(resource), settings.nodeId());
+            Outcome outcome = refused != null ? refused
                     : alter(resource.resourceType(), resource.resourceName(), current -> {
                         Map<String, String> next = new TreeMap<>(current);
                         for (IncrementalAlterConfigsRequestData.AlterableConfig config : resource.configs()) {
@@ -208,10 +211,101 @@ final class Configs {
                         }
                         TopicConfigs.check(next);
                         return next;
-                    }, request.validateOnly(), deadline);
+                    }, resource.configs().isEmpty(), request.validateOnly(), deadline);
             answer.setErrorCode(outcome.error().code()).setErrorMessage(outcome.message());
         }
         return response;
+    }
+
+    /**
+     * What Kafka's broker refuses in an IncrementalAlterConfigs before it looks at the ACLs (its ConfigAdminManager's
+     * preprocessing); the principal's ACLs come after, then the change itself.
+     *
+     * @param namedTwice whether another resource of the request has this one's type and name
+     * @return the refusal, or null when the ACLs are next
+     */
+    static Outcome beforeAcls(IncrementalAlterConfigsRequestData.AlterConfigsResource resource, boolean namedTwice,
+                              int nodeId) {
+        List<String> names = new ArrayList<>();
+        List<String> nullValued = new ArrayList<>();
+        for (IncrementalAlterConfigsRequestData.AlterableConfig config : resource.configs()) {
+            names.add(config.name());
+            if (config.configOperation() != DELETE && config.value() == null) {
+                nullValued.add(config.name());
+            }
+        }
+        return beforeAcls(resource.resourceType(), resource.resourceName(), names, nullValued, namedTwice, false,
+                nodeId);
+    }
+
+    /** As for IncrementalAlterConfigs; the legacy API also takes a broker's logger for an unknown type. */
+    static Outcome beforeAcls(AlterConfigsRequestData.AlterConfigsResource resource, boolean namedTwice,
+                              int nodeId) {
+        List<String> names = new ArrayList<>();
+        List<String> nullValued = new ArrayList<>();
+        for (AlterConfigsRequestData.AlterableConfig config : resource.configs()) {
+            names.add(config.name());
+            if (config.value() == null) {
+                nullValued.add(config.name());
+            }
+        }
+        return beforeAcls(resource.resourceType(), resource.resourceName(), names, nullValued, namedTwice, true,
+                nodeId);
+    }
+
+    /**
+     * In Kafka's order: a resource named twice, a config named twice, null values where a value is needed, then by
+     * type: an unknown one, and for the broker a name that is neither empty nor this broker's id.
+     */
+    private static Outcome beforeAcls(byte type, String name, List<String> names, List<String> nullValued,
+                                      boolean namedTwice, boolean legacy, int nodeId) {
+        if (namedTwice) {
+            return new Outcome(Errors.INVALID_REQUEST, "Each resource must appear at most once.");
+        }
+        if (new HashSet<>(names).size() < names.size()) {
+            return new Outcome(Errors.INVALID_REQUEST, "Error due to duplicate config keys");
+        }
+        if (!nullValued.isEmpty()) {
+            return new Outcome(Errors.INVALID_REQUEST, "Null value not supported for : "
+                    + String.join(", ", nullValued));
+        }
+        if (type == BROKER) {
+            if (!name.isEmpty()) {
+                int id;
+                try {
+                    id = Integer.parseInt(name);
+                } catch (NumberFormatException e) {
+                    return new Outcome(Errors.INVALID_REQUEST, "Node id must be an integer, but it is: " + name);
+                }
+                if (id != nodeId) {
+                    return new Outcome(Errors.INVALID_REQUEST, "Unexpected broker id, expected " + nodeId
+                            + ", but received " + name);
+                }
+            }
+            // Kafka validates the change itself here too, and refuses one of a setting it cannot change while it
+            // runs; which settings those are is Kafka's broker's own list. This broker can change none of its
+            // settings, and says so once the ACLs let the change through: a principal without them is told that
+            // first, as Kafka tells it for the settings it can change.
+            return null;
+        }
+        boolean known = type == TOPIC || type == CLIENT_METRICS || type == GROUP || type == BROKER_LOGGER && !legacy;
+        return known ? null : new Outcome(Errors.INVALID_REQUEST, "Unknown resource type " + type);
+    }
+
+    /** @return the resources of a request whose type and name another one also has (an identity set) */
+    static <R> Set<Object> namedTwice(Collection<R> resources, Function<R, Byte> type,
+                                      Function<R, String> name) {
+        Map<Map.Entry<Byte, String>, Integer> count = new HashMap<>();
+        for (R resource : resources) {
+            count.merge(Map.entry(type.apply(resource), name.apply(resource)), 1, Integer::sum);
+        }
+        Set<Object> twice = Collections.newSetFromMap(new IdentityHashMap<>());
+        for (R resource : resources) {
+            if (count.get(Map.entry(type.apply(resource), name.apply(resource))) > 1) {
+                twice.add(resource);
+            }
+        }
+        return twice;
     }
 
     /** Applies one operation to {@code next}, the configs the topic is to have; {@code current} are those it has. */
@@ -223,12 +317,7 @@ final class Configs {
             throw new InvalidConfigurationException("Unknown topic config name: " + name);
         }
         switch (config.configOperation()) {
-            case SET -> {
-                if (config.value() == null) {
-                    throw new InvalidRequestException("Null value not supported for : " + name);
-                }
-                next.put(name, config.value());
-            }
+            case SET -> next.put(name, config.value()); // not null: refused before the ACLs
             case DELETE -> next.remove(name);
             case APPEND, SUBTRACT -> {
                 String op = config.configOperation() == APPEND ? "APPEND" : "SUBTRACT";
@@ -259,26 +348,19 @@ final class Configs {
     AlterConfigsResponseData alter(AlterConfigsRequestData request) {
         AlterConfigsResponseData response = new AlterConfigsResponseData();
         long deadline = System.nanoTime() + TimeUnit.MILLISECONDS.toNanos(ALTER_TIMEOUT_MILLIS);
+        Set<Object> namedTwice = namedTwice(request.resources(), r -> r.resourceType(), r -> r.resourceName());
         for (AlterConfigsRequestData.AlterConfigsResource resource : request.resources()) {
             Map<String, String> wanted = new TreeMap<>();
-            Set<String> seen = new HashSet<>();
-            boolean duplicate = false;
             for (AlterConfigsRequestData.AlterableConfig config : resource.configs()) {
-                duplicate |= !seen.add(config.name());
                 wanted.put(config.name(), config.value());
             }
-            Outcome outcome = duplicate
-                    ? new Outcome(Errors.INVALID_REQUEST, "Error due to duplicate config keys")
+            Outcome refused = beforeAcls(resource, namedTwice.contains(resource), settings.nodeId());
+            Outcome outcome = refused != null ? refused
                     : alter(resource.resourceType(), resource.resourceName(), current -> {
-                        Map<String, String> next = new TreeMap<>();
-                        wanted.forEach((name, value) -> {
-                            if (value != null) {
-                                next.put(name, value);
-                            }
-                        });
+                        Map<String, String> next = new TreeMap<>(wanted);
                         TopicConfigs.check(next);
                         return next;
-                    }, request.validateOnly(), deadline);
+                    }, wanted.isEmpty(), request.validateOnly(), deadline);
             response.responses().add(new AlterConfigsResponseData.AlterConfigsResourceResponse()
                     .setResourceType(resource.resourceType()).setResourceName(resource.resourceName())
                     .setErrorCode(outcome.error().code()).setErrorMessage(outcome.message()));
@@ -286,16 +368,22 @@ final class Configs {
         return response;
     }
 
-    private record Outcome(Errors error, String message) {
+    /** Why a change of the broker's settings is refused. */
+    private static final String SETTINGS_AT_START = "this broker's settings are taken when it starts (the options"
+            + " of `sluice broker`) and cannot be changed while it runs";
+
+    record Outcome(Errors error, String message) {
         static final Outcome NONE = new Outcome(Errors.NONE, null);
     }
 
     /** Changes one resource's configs, as the request asks; @return the resource's answer */
-    private Outcome alter(byte type, String name, UnaryOperator<Map<String, String>> change, boolean validateOnly,
-                          long deadline) {
+    private Outcome alter(byte type, String name, UnaryOperator<Map<String, String>> change, boolean empty,
+                          boolean validateOnly, long deadline) {
+        if (type == BROKER && empty) {
+            return Outcome.NONE; // nothing to change
+        }
         if (type == BROKER || type == BROKER_LOGGER) {
-            return new Outcome(Errors.INVALID_REQUEST, "this broker's settings are taken when it starts (the options"
-                    + " of `sluice broker`) and cannot be changed while it runs");
+            return new Outcome(Errors.INVALID_REQUEST, SETTINGS_AT_START);
         }
         if (type != TOPIC) {
             return new Outcome(Errors.INVALID_REQUEST, "resource type " + type + " has no configs here");

@@ -198,7 +198,7 @@ public final class KafkaApis implements AutoCloseable {
         this.partitions = Objects.requireNonNull(partitions, "partitions");
         this.cluster = Objects.requireNonNull(cluster, "cluster");
         this.authorizations = new Authorizations(authorizer != null, authorizer != null ? authorizer
-                : AuthorizerConfig.DEFAULT, cluster, partitions, settings.autoCreateTopics());
+                : AuthorizerConfig.DEFAULT, cluster, partitions, settings.autoCreateTopics(), settings.nodeId());
         this.throttles = new Throttles(cluster, quotaSettings, storeConfig.clock()::millis);
         this.settings = Objects.requireNonNull(settings, "settings");
         this.metrics = metrics;
