@@ -1,9 +1,14 @@
 package io.sluice.broker;
 
 import static org.assertj.core.api.Assertions.assertThat;
+import static org.assertj.core.api.Assertions.assertThatThrownBy;
 
+import io.sluice.broker.net.AcceptRates;
+import io.sluice.broker.net.FrameHandler;
 import io.sluice.broker.net.FrameServer;
 import io.sluice.broker.net.Outbound;
+import io.sluice.store.Store;
+import io.sluice.store.StoreConfig;
 import java.io.DataInputStream;
 import java.io.DataOutputStream;
 import java.io.IOException;
@@ -18,6 +23,7 @@ import java.nio.file.Files;
 import java.nio.file.Path;
 import java.time.Duration;
 import java.util.ArrayList;
+import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
@@ -304,6 +310,95 @@ class HostileClientsTest {
                 }
             }
         }
+    }
+
+    /**
+     * A broker's listeners count connections together, as Kafka's do: {@code max.connections.per.ip} and
+     * {@code max.connections} over every listener, and {@code listener.name.<listener>.max.connections} for one.
+     */
+    @Test
+    void aBrokersListenersCountConnectionsTogether() throws Exception {
+        FrameServer.Shared counts = new FrameServer.Shared(FrameServer.Limits.of(1 << 20, 3).withPerIp(2, Map.of()));
+        FrameHandler echo = frame -> {
+            ByteBuffer answer = ByteBuffer.allocate(4 + frame.remaining()).putInt(frame.remaining()).put(frame);
+            return CompletableFuture.completedFuture(Outbound.of(answer.flip()));
+        };
+        InetSocketAddress any = new InetSocketAddress("127.0.0.1", 0);
+        List<Socket> sockets = new ArrayList<>();
+        try (FrameServer a = new FrameServer(any, peer -> echo, counts, 10, null, AcceptRates.NONE);
+             FrameServer b = new FrameServer(any, peer -> echo, counts, 1, null, AcceptRates.NONE)) {
+            assertEchoes(connect(sockets, a, "127.0.0.1"));
+            assertEchoes(connect(sockets, b, "127.0.0.1"));
+            assertClosed(connect(sockets, a, "127.0.0.1"), "a third from 127.0.0.1 over both listeners");
+            assertClosed(connect(sockets, b, "127.0.0.2"), "a second on the listener that takes one");
+            assertEchoes(connect(sockets, a, "127.0.0.2"));
+            assertClosed(connect(sockets, a, "127.0.0.3"), "a fourth to the broker that takes three");
+        } finally {
+            for (Socket socket : sockets) {
+                socket.close();
+            }
+        }
+    }
+
+    /** The same caps from the broker's settings, Kafka's keys, and a wrong one refused at start. */
+    @Test
+    void aListenersOwnCapIsTakenFromItsSettings() throws Exception {
+        Map<String, String> settings = Map.of("listeners", "PLAINTEXT://127.0.0.1:0,OTHER://127.0.0.1:0",
+                "listener.security.protocol.map", "PLAINTEXT:PLAINTEXT,OTHER:PLAINTEXT",
+                "max.connections.per.ip", "3", "listener.name.other.max.connections", "1");
+        List<Socket> sockets = new ArrayList<>();
+        try (Store store = Store.open(dir, StoreConfig.builder().build());
+             Broker broker = Broker.start(store, BrokerConfig.defaults().withPort(0).withSecurity(settings))) {
+            int plain = broker.ports().get("PLAINTEXT");
+            int other = broker.ports().get("OTHER");
+            assertApiVersions(connect(sockets, other));
+            assertClosed(connect(sockets, other), "a second on OTHER, which takes one");
+            assertApiVersions(connect(sockets, plain));
+            assertApiVersions(connect(sockets, plain));
+            assertClosed(connect(sockets, plain), "a fourth from one address over both listeners");
+        } finally {
+            for (Socket socket : sockets) {
+                socket.close();
+            }
+        }
+        Map<String, String> wrong = new HashMap<>(settings);
+        wrong.put("listener.name.other.max.connections", "-1");
+        try (Store store = Store.open(dir.resolve("wrong"), StoreConfig.builder().build())) {
+            assertThatThrownBy(() -> Broker.start(store, BrokerConfig.defaults()
+                    .withPort(0).withSecurity(wrong))).hasMessageContaining("listener.name.other.max.connections");
+        }
+    }
+
+    private static Socket connect(List<Socket> sockets, FrameServer server, String from) throws IOException {
+        Socket socket = new Socket(InetAddress.getLoopbackAddress(), server.port(), InetAddress.getByName(from), 0);
+        sockets.add(socket);
+        return socket;
+    }
+
+    private static Socket connect(List<Socket> sockets, int port) throws IOException {
+        Socket socket = new Socket("127.0.0.1", port);
+        sockets.add(socket);
+        return socket;
+    }
+
+    private static void assertClosed(Socket socket, String what) throws IOException {
+        socket.setSoTimeout(10_000);
+        assertThat(socket.getInputStream().read()).as(what + ": closed").isEqualTo(-1);
+    }
+
+    /** Asserts that an ApiVersions v0 is answered on the socket. */
+    private static void assertApiVersions(Socket socket) throws IOException {
+        socket.setSoTimeout(10_000);
+        DataOutputStream out = new DataOutputStream(socket.getOutputStream());
+        out.writeInt(10);
+        out.writeShort(18); // ApiVersions
+        out.writeShort(0);
+        out.writeInt(7); // correlation id
+        out.writeShort(-1); // no client id
+        DataInputStream in = new DataInputStream(socket.getInputStream());
+        int size = in.readInt();
+        assertThat(in.readInt()).as("the correlation id").isEqualTo(7);
+        in.readFully(new byte[size - 4]);
     }
 
     @Test

@@ -154,6 +154,9 @@ public final class Broker implements AutoCloseable {
         AtomicReference<Authenticator.Shared> shared = new AtomicReference<>();
         ExecutorService executor = Executors.newVirtualThreadPerTaskExecutor();
         List<FrameServer> servers = new ArrayList<>();
+        // Connections, connections per address and request bytes in hand count over all listeners, as Kafka's.
+        FrameServer.Shared counts = new FrameServer.Shared(FrameServer.Limits.of(config.maxRequestBytes(),
+                config.maxConnections()).withPerIp(security.maxConnectionsPerIp(), security.perIpOverrides()));
         try {
             for (SecuritySettings.Listener listener : listeners) {
                 AtomicReference<SecuritySettings.Listener> bound = new AtomicReference<>();
@@ -165,9 +168,7 @@ public final class Broker implements AutoCloseable {
                         };
                     }
                     return ready.connections(bound.get(), shared.get()).open(peer);
-                }, FrameServer.Limits.of(config.maxRequestBytes(), config.maxConnections()).withPerIp(
-                        security.maxConnectionsPerIp(), security.perIpOverrides()), listener.engines(),
-                        acceptRates(apis)));
+                }, counts, listener.maxConnections(), listener.engines(), acceptRates(apis)));
                 bound.set(listener.withPort(servers.getLast().port()));
             }
         } catch (IOException | RuntimeException e) {

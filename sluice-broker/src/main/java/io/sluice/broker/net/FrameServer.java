@@ -44,8 +44,9 @@ import org.slf4j.LoggerFactory;
  * requests read but not yet handled are bounded across all connections ({@link Limits#maxQueuedBytes}): a reader
  * waits for room before it reads such a frame's body, so a flood of producers meets back-pressure, not an
  * {@link OutOfMemoryError}. A client that announces a request and does not send its body within
- * {@link Limits#bodyTimeoutMillis} (or finds no room within it) is closed, so silent clients cannot hold the room. Connections beyond {@code maxConnections} are
- * closed on accept; a connection idle longer than {@link Limits#idleMillis}, or whose client has not taken a response
+ * {@link Limits#bodyTimeoutMillis} (or finds no room within it) is closed, so silent clients cannot hold the room.
+ * Connections beyond {@code maxConnections}, beyond an address's cap or beyond the listener's own are closed on accept
+ * (the first two and the room count over all the listeners of a {@link Shared}); a connection idle longer than {@link Limits#idleMillis}, or whose client has not taken a response
  * for {@link Limits#writeTimeoutMillis}, is closed.
  */
 public final class FrameServer implements AutoCloseable {
@@ -104,18 +105,40 @@ public final class FrameServer implements AutoCloseable {
         }
     }
 
+    /**
+     * What a broker's listeners count together, as Kafka counts it per broker: connections ({@code max.connections}),
+     * connections from each client address ({@code max.connections.per.ip}), and request bytes read and not yet
+     * handled.
+     */
+    public static final class Shared {
+        private final Limits limits;
+        private final Semaphore connectionSlots;
+        /** Permits are kilobytes of request bodies (a permit per started KiB), so the count fits an int. */
+        private final Semaphore queuedKib;
+        /** Connections open now by client address. */
+        private final Map<InetAddress, Integer> perAddress = new ConcurrentHashMap<>();
+
+        /** @param limits the limits of every listener that shares these counts */
+        public Shared(Limits limits) {
+            this.limits = Objects.requireNonNull(limits, "limits");
+            this.connectionSlots = new Semaphore(limits.maxConnections());
+            // Not fair: a small request may pass a large one waiting for room, so that clients who announce large
+            // frames and send nothing cannot queue everyone behind them (they are closed after bodyTimeoutMillis).
+            this.queuedKib = new Semaphore((int) Math.min(Integer.MAX_VALUE, limits.maxQueuedBytes() >> 10), false);
+        }
+    }
+
     private final ServerSocketChannel server;
     private final FrameHandler.Factory handlers;
     private final AcceptRates rates;
     /** Makes each connection's TLS engine, or null on a plaintext listener. */
     private final Supplier<SSLEngine> tls;
     private final Limits limits;
-    private final Semaphore connectionSlots;
-    /** Permits are kilobytes of request bodies (a permit per started KiB), so the count fits an int. */
-    private final Semaphore queuedKib;
+    private final Shared shared;
+    /** This listener's own connection cap (Kafka's {@code listener.name.<listener>.max.connections}). */
+    private final Semaphore listenerSlots;
+    private final int listenerMaxConnections;
     private final Set<Connection> connections = ConcurrentHashMap.newKeySet();
-    /** Connections open now by client address. */
-    private final Map<InetAddress, Integer> perAddress = new ConcurrentHashMap<>();
     private final Thread acceptor;
     private final Thread reaper;
     private volatile boolean closed;
@@ -154,14 +177,28 @@ public final class FrameServer implements AutoCloseable {
      */
     public FrameServer(InetSocketAddress address, FrameHandler.Factory handlers, Limits limits,
                        Supplier<SSLEngine> tls, AcceptRates rates) throws IOException {
+        this(address, handlers, new Shared(limits), Integer.MAX_VALUE, tls, rates);
+    }
+
+    /**
+     * As above, one of a broker's listeners: {@code shared} counts with the others.
+     *
+     * @param shared what the broker's listeners count together, and their limits
+     * @param listenerMaxConnections connections this listener serves at once, besides the broker's cap
+     */
+    public FrameServer(InetSocketAddress address, FrameHandler.Factory handlers, Shared shared,
+                       int listenerMaxConnections, Supplier<SSLEngine> tls, AcceptRates rates) throws IOException {
         this.rates = Objects.requireNonNull(rates, "rates");
         this.handlers = Objects.requireNonNull(handlers, "handlers");
         this.tls = tls;
-        this.limits = Objects.requireNonNull(limits, "limits");
-        this.connectionSlots = new Semaphore(limits.maxConnections());
-        // Not fair: a small request may pass a large one waiting for room, so that clients who announce large
-        // frames and send nothing cannot queue everyone behind them (they are closed after bodyTimeoutMillis).
-        this.queuedKib = new Semaphore((int) Math.min(Integer.MAX_VALUE, limits.maxQueuedBytes() >> 10), false);
+        this.shared = Objects.requireNonNull(shared, "shared");
+        this.limits = shared.limits;
+        if (listenerMaxConnections < 0) {
+            throw new IllegalArgumentException("a listener's max.connections must not be negative, was "
+                    + listenerMaxConnections);
+        }
+        this.listenerMaxConnections = listenerMaxConnections;
+        this.listenerSlots = new Semaphore(listenerMaxConnections);
         this.server = ServerSocketChannel.open();
         try {
             server.setOption(StandardSocketOptions.SO_REUSEADDR, true);
@@ -222,14 +259,22 @@ public final class FrameServer implements AutoCloseable {
                 continue;
             }
             int allowed = limits.perIpOverrides().getOrDefault(address, limits.maxConnectionsPerIp());
-            if (perAddress.merge(address, 1, Integer::sum) > allowed) {
+            if (shared.perAddress.merge(address, 1, Integer::sum) > allowed) {
                 release(address);
                 LOG.warn("closing a connection from {}: it already has its maximum of {} connections"
                         + " (max.connections.per.ip)", remote(channel), allowed);
                 closeQuietly(channel);
                 continue;
             }
-            if (!connectionSlots.tryAcquire()) {
+            if (!listenerSlots.tryAcquire()) {
+                release(address);
+                LOG.warn("closing a connection from {}: its listener already serves its maximum of {} connections",
+                        remote(channel), listenerMaxConnections);
+                closeQuietly(channel);
+                continue;
+            }
+            if (!shared.connectionSlots.tryAcquire()) {
+                listenerSlots.release();
                 release(address);
                 LOG.warn("closing a connection from {}: the broker already serves its maximum of {} connections",
                         remote(channel), limits.maxConnections());
@@ -243,7 +288,7 @@ public final class FrameServer implements AutoCloseable {
     }
 
     private void release(InetAddress address) {
-        perAddress.computeIfPresent(address, (a, n) -> n <= 1 ? null : n - 1);
+        shared.perAddress.computeIfPresent(address, (a, n) -> n <= 1 ? null : n - 1);
     }
 
     private static InetAddress address(SocketChannel channel) {
@@ -371,7 +416,7 @@ public final class FrameServer implements AutoCloseable {
                     // its bytes from the budget shared by every connection before it is allocated.
                     int kib = 4 + bytes <= in.capacity() ? 0 : (bytes + 1023) >>> 10;
                     bodyStarted = System.nanoTime();
-                    if (!queuedKib.tryAcquire(kib, limits.bodyTimeoutMillis(), TimeUnit.MILLISECONDS)) {
+                    if (!shared.queuedKib.tryAcquire(kib, limits.bodyTimeoutMillis(), TimeUnit.MILLISECONDS)) {
                         LOG.warn("closing the connection from {}: no room for its request of {} bytes within {} ms",
                                 remote(channel), bytes, limits.bodyTimeoutMillis());
                         return;
@@ -405,7 +450,7 @@ public final class FrameServer implements AutoCloseable {
                                     remote(channel), bytes, memory >> 20, limits.maxQueuedBytes() >> 20);
                             return;
                         }
-                        if (more > 0 && !queuedKib.tryAcquire(more, limits.bodyTimeoutMillis(),
+                        if (more > 0 && !shared.queuedKib.tryAcquire(more, limits.bodyTimeoutMillis(),
                                 TimeUnit.MILLISECONDS)) {
                             LOG.warn("closing the connection from {}: no room for its request of {} bytes within {}"
                                     + " ms", remote(channel), bytes, limits.bodyTimeoutMillis());
@@ -418,10 +463,10 @@ public final class FrameServer implements AutoCloseable {
                             // without its writer knowing.
                             response = CompletableFuture.failedFuture(e);
                         } finally {
-                            queuedKib.release(more);
+                            shared.queuedKib.release(more);
                         }
                     } finally {
-                        queuedKib.release(kib);
+                        shared.queuedKib.release(kib);
                     }
                     countUnsent(response);
                     if (!writeNowIfFirst(response)) {
@@ -651,7 +696,8 @@ public final class FrameServer implements AutoCloseable {
                 }
                 connections.remove(this);
                 release(address);
-                connectionSlots.release();
+                listenerSlots.release();
+                shared.connectionSlots.release();
             }
         }
 

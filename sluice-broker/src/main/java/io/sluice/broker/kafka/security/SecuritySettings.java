@@ -200,6 +200,21 @@ public final class SecuritySettings {
             return (int) bytes;
         }
 
+        /**
+         * @return connections this listener serves at once ({@code listener.name.<listener>.max.connections}; no cap
+         *     of its own when not set), besides the broker's {@code max.connections} over all listeners
+         */
+        public int maxConnections() {
+            String value = settings.own("max.connections");
+            long count = value == null ? Integer.MAX_VALUE : parseLong("listener.name." + name.toLowerCase(Locale.ROOT)
+                    + ".max.connections", value);
+            if (count < 0 || count > Integer.MAX_VALUE) {
+                throw new IllegalArgumentException("listener.name." + name.toLowerCase(Locale.ROOT)
+                        + ".max.connections must be 0 to " + Integer.MAX_VALUE + ", was " + count);
+            }
+            return (int) count;
+        }
+
         /** @return connections.max.reauth.ms for this listener (0: sessions do not expire) */
         public long reauthMillis() {
             String value = settings.get("connections.max.reauth.ms");
@@ -277,7 +292,7 @@ public final class SecuritySettings {
         }
         String own = rest.substring(dot + 1);
         if (KEYS.contains(own) && (own.startsWith("ssl.") || own.startsWith("sasl.")
-                || own.equals("connections.max.reauth.ms"))) {
+                || own.equals("connections.max.reauth.ms")) || own.equals("max.connections")) {
             return true;
         }
         // <mechanism>.sasl.jaas.config, <mechanism>.connections.max.reauth.ms; for OAUTHBEARER also its server
@@ -419,6 +434,7 @@ public final class SecuritySettings {
         // Checked now, so that a wrong setting stops the start rather than the first client.
         for (Listener listener : listeners) {
             listener.reauthMillis();
+            listener.maxConnections();
             if (listener.sasl()) {
                 listener.maxUnauthenticatedBytes();
                 if (listener.mechanisms().contains("PLAIN")) {
