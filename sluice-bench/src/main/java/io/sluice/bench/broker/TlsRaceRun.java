@@ -194,7 +194,8 @@ public final class TlsRaceRun {
         // pass of under a second.
         Load.consume(target, topic, records);
         start = System.currentTimeMillis();
-        record(round, process.name(), listener, CONSUME, Load.consume(target, topic, records), load);
+        record(round, process.name(), listener, CONSUME, Load.consume(target, topic, records,
+                Load.MEASURED_READ_SECONDS), load);
         phase(process.name(), round, listener, CONSUME, start);
     }
 
@@ -210,7 +211,7 @@ public final class TlsRaceRun {
 
     private void record(int round, String broker, String listener, String scenario, Load.Result result,
                         String load) {
-        lab.check(result.records() == records, broker + " " + scenario + " over " + listener + ": "
+        lab.check(Load.complete(result, records, scenario.equals(CONSUME)), broker + " " + scenario + " over " + listener + ": "
                 + result.records() + " of " + records + " records "
                 + (scenario.equals(CONSUME) ? "received" : "acknowledged"));
         results.get(scenario).get(listener).get(broker).add(result);
