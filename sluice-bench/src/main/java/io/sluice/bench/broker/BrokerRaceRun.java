@@ -85,7 +85,7 @@ public final class BrokerRaceRun {
                         // consumer's) would otherwise dominate a pass of under a second.
                         Load.consume(process, "p1k-acks1", records);
                         record(CONSUME, broker, Load.consume(process, "p1k-acks1", records,
-                                Load.MEASURED_READ_SECONDS), records);
+                                Load.measuredReadSeconds(lab.quick())), records);
                         record(P1K_ACKSALL, broker, Load.produce(process, "p1k-acksall", records, 1024, "all"),
                                 records);
                         record(P100_ACKS1, broker, Load.produce(process, "p100-acks1", records * 4, 100, "1"),
@@ -135,9 +135,9 @@ public final class BrokerRaceRun {
     }
 
     private void record(String scenario, String broker, Load.Result result, long expected) {
-        lab.check(Load.complete(result, expected, scenario.equals(CONSUME)), broker + " " + scenario + ": " + result.records() + " of "
-                + expected + " records " + (scenario.startsWith("consume") || scenario.startsWith("end")
-                ? "received" : "acknowledged"));
+        boolean read = scenario.startsWith("consume") || scenario.startsWith("end");
+        lab.check(Load.complete(result, expected, scenario.equals(CONSUME)), broker + " " + scenario + ": "
+                + Load.tally(result, expected, read));
         results.get(scenario).get(broker).add(result);
     }
 

@@ -366,8 +366,25 @@ final class Load {
         return read ? result.records() > 0 && result.records() % records == 0 : result.records() == records;
     }
 
-    /** How long a measured read lasts at least: a read of a run's records takes under a second on a fast broker. */
-    static final int MEASURED_READ_SECONDS = 5;
+    /**
+     * @return how a run's records are told in its check: "2000 of 2000 records received", or for a read that took
+     *     the topic more than once "22000 records received (11 whole reads of 2000)"
+     */
+    static String tally(Result result, long records, boolean read) {
+        String verb = read ? "received" : "acknowledged";
+        return read && result.records() > records && result.records() % records == 0
+                ? result.records() + " records " + verb + " (" + result.records() / records + " whole reads of "
+                        + records + ")"
+                : result.records() + " of " + records + " records " + verb;
+    }
+
+    /**
+     * @return how long a measured read lasts at least (a read of a run's records takes under a second on a fast
+     *     broker); with --quick, one read
+     */
+    static int measuredReadSeconds(boolean quick) {
+        return quick ? 0 : 5;
+    }
 
     /**
      * Reads a topic's {@code records} from its start, and again from its start while less than {@code minSeconds}

@@ -195,7 +195,7 @@ public final class TlsRaceRun {
         Load.consume(target, topic, records);
         start = System.currentTimeMillis();
         record(round, process.name(), listener, CONSUME, Load.consume(target, topic, records,
-                Load.MEASURED_READ_SECONDS), load);
+                Load.measuredReadSeconds(lab.quick())), load);
         phase(process.name(), round, listener, CONSUME, start);
     }
 
@@ -211,9 +211,8 @@ public final class TlsRaceRun {
 
     private void record(int round, String broker, String listener, String scenario, Load.Result result,
                         String load) {
-        lab.check(Load.complete(result, records, scenario.equals(CONSUME)), broker + " " + scenario + " over " + listener + ": "
-                + result.records() + " of " + records + " records "
-                + (scenario.equals(CONSUME) ? "received" : "acknowledged"));
+        lab.check(Load.complete(result, records, scenario.equals(CONSUME)), broker + " " + scenario + " over "
+                + listener + ": " + Load.tally(result, records, scenario.equals(CONSUME)));
         results.get(scenario).get(listener).get(broker).add(result);
         perRound.add(String.valueOf(round + 1), broker, listener, scenario, f0(result.perSecond()),
                 f2(result.brokerCpuPerMillion()), f2(result.clientCpuPerMillion()),

@@ -46,8 +46,9 @@ import org.slf4j.LoggerFactory;
  * {@link OutOfMemoryError}. A client that announces a request and does not send its body within
  * {@link Limits#bodyTimeoutMillis} (or finds no room within it) is closed, so silent clients cannot hold the room.
  * Connections beyond {@code maxConnections}, beyond an address's cap or beyond the listener's own are closed on accept
- * (the first two and the room count over all the listeners of a {@link Shared}); a connection idle longer than {@link Limits#idleMillis}, or whose client has not taken a response
- * for {@link Limits#writeTimeoutMillis}, is closed.
+ * (the first two and the room count over all the listeners of a {@link Shared}); a connection idle longer than
+ * {@link Limits#idleMillis}, or whose client has not taken a response for {@link Limits#writeTimeoutMillis}, is
+ * closed.
  */
 public final class FrameServer implements AutoCloseable {
 
