@@ -18,8 +18,10 @@ class LayeringTest {
     /** The public classes that stand in front of internal code. */
     private static final Set<String> API_FACADES = Set.of("Store", "StoreVerifier", "Calibration", "KafkaBatch");
 
+    /** The store's main classes: not its tests, nor its test jar's seams (a jar ending in -tests.jar). */
     private static final JavaClasses STORE = new ClassFileImporter()
             .withImportOption(ImportOption.Predefined.DO_NOT_INCLUDE_TESTS)
+            .withImportOption(location -> !location.contains("-tests.jar"))
             .importPackages("io.sluice.store");
 
     /** JDK packages outside java.*: O_DIRECT's open option, and the process's descriptor limit (maxOpenLogs). */
