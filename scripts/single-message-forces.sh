@@ -5,7 +5,9 @@
 # a connection each, one 1 KiB record at a time, acks=all, over 8 partitions) while `perf stat` counts the broker's
 # fdatasync, fsync and msync calls, and prints the acknowledgements per second, the forces per second, the records
 # per force and the broker's CPU per million records. An unmeasured run of 64 producers comes first (the compilers'
-# warm-up). PARTITIONS sets the topic's partitions (default 8, the race's).
+# warm-up). PARTITIONS sets the partitions (default 8, the race's): those of one topic, or over 2,000 those of several
+# topics of at most 2,000 each; producer p sends its k-th record to partition (p + k * producers) modulo PARTITIONS,
+# so that every partition is written when there are more of them than producers.
 # Needs the build: ./mvnw -B -o -pl sluice-bench -am package -DskipTests
 # usage: [PARTITIONS=n] scripts/single-message-forces.sh <sluice|kafka> [producers...]
 set -euo pipefail

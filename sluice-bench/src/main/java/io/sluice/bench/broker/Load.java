@@ -163,18 +163,36 @@ final class Load {
                 latency.getValueAtPercentile(99) / 1e3, clientCpu, brokerCpu);
     }
 
+    /** The most partitions a topic of {@link #singleMessages} has: more are spread over several topics. */
+    static final int SINGLES_TOPIC_PARTITIONS = 2_000;
+
     /**
      * Single messages, each acknowledged before the next: {@code producers} independent producers (a connection each),
-     * each sending one record of {@code size} bytes (acks=all, no linger) to a partition of its own choosing (producer
-     * i writes partition i modulo {@code partitions}) and waiting for its acknowledgement before it sends the next,
-     * for {@code seconds}. Against a broker that forces before it answers, this is the JMQ4 article's "single message,
-     * sync flush": throughput is acknowledgements per second, and only a broker that forces many producers' records at
-     * once can go past one force per record. Each producer first sends one unmeasured record (its connection and
+     * each sending one record of {@code size} bytes (acks=all, no linger) and waiting for its acknowledgement before
+     * it sends the next, for {@code seconds}. Against a broker that forces before it answers, this is the JMQ4
+     * article's "single message, sync flush": throughput is acknowledgements per second, and only a broker that forces
+     * many producers' records at once can go past one force per record. Producer p sends its k-th record to
+     * partition (p + k * producers) modulo {@code partitions}, so that every partition is written when there are more
+     * partitions than producers (with as many or fewer, and producers a multiple of them, each producer keeps to one
+     * partition). Over {@value #SINGLES_TOPIC_PARTITIONS} partitions, the partitions are those of several topics
+     * ({@code topic-0}, {@code topic-1}, ... of at most that many each: Kafka's controller takes at most 10,000
+     * records in one request). Each producer first sends one unmeasured record to each topic (its connection and
      * metadata), so the clock starts with every producer connected.
      */
     static Result singleMessages(Target broker, String topic, int partitions, int producers, double seconds, int size)
             throws Exception {
-        createTopic(broker, topic, partitions);
+        List<String> topics = new ArrayList<>();
+        if (partitions <= SINGLES_TOPIC_PARTITIONS) {
+            topics.add(topic);
+        } else {
+            for (int i = 0; i * SINGLES_TOPIC_PARTITIONS < partitions; i++) {
+                topics.add(topic + "-" + i);
+            }
+        }
+        for (int i = 0; i < topics.size(); i++) {
+            createTopic(broker, topics.get(i), Math.min(SINGLES_TOPIC_PARTITIONS,
+                    partitions - i * SINGLES_TOPIC_PARTITIONS));
+        }
         byte[] value = new byte[size];
         new SplittableRandom(size).nextBytes(value);
         Map<String, Object> config = producerConfig(broker, "all");
@@ -187,7 +205,11 @@ final class Load {
             }
             List<Future<RecordMetadata>> first = new ArrayList<>();
             for (int i = 0; i < producers; i++) {
-                first.add(clients.get(i).send(new ProducerRecord<>(topic, i % partitions, null, value)));
+                for (int t = 0; t < topics.size(); t++) {
+                    int topicPartitions = Math.min(SINGLES_TOPIC_PARTITIONS, partitions - t * SINGLES_TOPIC_PARTITIONS);
+                    first.add(clients.get(i).send(new ProducerRecord<>(topics.get(t), i % topicPartitions, null,
+                            value)));
+                }
             }
             for (Future<RecordMetadata> f : first) {
                 f.get(60, TimeUnit.SECONDS);
@@ -205,10 +227,12 @@ final class Load {
                 latencies[i] = new Histogram(TimeUnit.SECONDS.toMicros(60), 3);
                 senders.add(Thread.ofVirtual().start(() -> {
                     try {
-                        while (System.nanoTime() < until && failure.get() == null) {
+                        for (long k = 0; System.nanoTime() < until && failure.get() == null; k++) {
+                            int slot = (int) ((producer + k * producers) % partitions);
                             long sent = System.nanoTime();
-                            clients.get(producer).send(new ProducerRecord<>(topic, producer % partitions, null,
-                                    value)).get(60, TimeUnit.SECONDS);
+                            clients.get(producer).send(new ProducerRecord<>(topics.get(slot
+                                    / SINGLES_TOPIC_PARTITIONS), slot % SINGLES_TOPIC_PARTITIONS, null, value))
+                                    .get(60, TimeUnit.SECONDS);
                             latencies[producer].recordValue(Math.max(1, (System.nanoTime() - sent) / 1_000));
                             acknowledged[producer]++;
                         }
