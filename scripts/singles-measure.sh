@@ -2,7 +2,7 @@
 # broker race's single-message scenario (ListenerLoadMain singles) for 20 s against a broker while `perf stat` counts
 # its fdatasync, fsync and msync calls, and prints one line: the label, acknowledgements per second, p50 and p99,
 # forces, records per force and the broker's CPU per million records. Needs $lab (the bench jar) and $scratch with an
-# empty plaintext.properties in it.
+# empty plaintext.properties in it. SINGLES_ERRORS names a file that takes the load's standard error (else dropped).
 # usage: singles_measure <label> <broker pid> <host:port> <producers> <partitions>
 singles_measure() {
   local label=$1 pid=$2 address=$3 producers=$4 partitions=$5 cpu0 cpu1 out records rate forces counter
@@ -11,7 +11,8 @@ singles_measure() {
     -o "$scratch/perf-$producers.csv" &
   counter=$!
   out=$(java -Xmx2g -cp "$lab" io.sluice.bench.broker.ListenerLoadMain singles "$address" \
-    "$scratch/plaintext.properties" "singles-$producers" "$producers" "$partitions" 2>/dev/null | tail -2)
+    "$scratch/plaintext.properties" "singles-$producers" "$producers" "$partitions" \
+    2>>"${SINGLES_ERRORS:-/dev/null}" | tail -2)
   kill -INT $counter; wait $counter || true
   cpu1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
   records=$(echo "$out" | tail -1 | awk '{print $1}')
@@ -19,8 +20,8 @@ singles_measure() {
   forces=$(awk -F, '/syscalls/ {n += $1} END {print n}' "$scratch/perf-$producers.csv")
   echo "$label $producers producers, $partitions partitions: $rate records/s ($(echo "$out" | head -1))," \
     "$forces forces" \
-    "(fdatasync+fsync+msync, the producers' connecting included), $(echo "scale=1; $records / $forces" | bc)" \
-    "records per force, broker CPU per M records $(echo "scale=2; ($cpu1 - $cpu0) / 100 / ($records / 1000000)" | bc) s"
+    "(fdatasync+fsync+msync, the producers' connecting included), $(echo "scale=2; $records / $forces" | bc)" \
+    "records per force, broker CPU per M records $(echo "scale=2; ($cpu1 - $cpu0) * 10000 / $records" | bc) s"
 }
 
 # The unmeasured warm-up run of 64 producers (the compilers'). usage: singles_warm_up <host:port> <partitions>
