@@ -278,6 +278,19 @@ class AclDenialsTest {
             assertThat(Errors.forCode(alterConfigs(broker, (byte) 2, "orders", "retention.ms", null).responses()
                     .getFirst().errorCode())).isEqualTo(Errors.INVALID_REQUEST);
             assertThat(topicConfig(admin, "orders", "retention.ms")).as("after the refusals").isEqualTo(retention);
+
+            // Past the ACLs, this broker's own settings cannot change while it runs; a change of none is no change.
+            allow(broker, ANONYMOUS, ResourceType.CLUSTER, "kafka-cluster", AclOperation.ALTER_CONFIGS);
+            IncrementalAlterConfigsRequestData.AlterConfigsResourceCollection own =
+                    new IncrementalAlterConfigsRequestData.AlterConfigsResourceCollection();
+            own.add(incremental((byte) 4, node, new String[] {"message.max.bytes", "2000000"}));
+            own.add(incremental((byte) 4, ""));
+            List<Errors> errors = new ArrayList<>();
+            new IncrementalAlterConfigsResponseData(KafkaWire.call(anonymousPort(broker),
+                    ApiKeys.INCREMENTAL_ALTER_CONFIGS, (short) 1, new IncrementalAlterConfigsRequestData()
+                            .setResources(own)), (short) 1).responses()
+                    .forEach(r -> errors.add(Errors.forCode(r.errorCode())));
+            assertThat(errors).containsExactly(Errors.INVALID_REQUEST, Errors.NONE);
         }
     }
 

@@ -17,6 +17,7 @@ import java.net.InetAddress;
 import java.net.InetSocketAddress;
 import java.net.ServerSocket;
 import java.net.Socket;
+import java.net.SocketException;
 import java.nio.ByteBuffer;
 import java.nio.charset.StandardCharsets;
 import java.nio.file.Files;
@@ -27,6 +28,7 @@ import java.util.HashMap;
 import java.util.List;
 import java.util.Map;
 import java.util.concurrent.CompletableFuture;
+import java.util.concurrent.CountDownLatch;
 import java.util.concurrent.TimeUnit;
 import java.util.concurrent.atomic.AtomicInteger;
 import org.apache.kafka.clients.admin.Admin;
@@ -337,6 +339,64 @@ class HostileClientsTest {
             for (Socket socket : sockets) {
                 socket.close();
             }
+        }
+    }
+
+    /**
+     * The room for request bytes read and not yet handled is the broker's, not a listener's: a large request held on
+     * one listener leaves another listener's large request no room (it is closed after the body timeout), while a
+     * small one there, which needs no room, is served.
+     */
+    @Test
+    void listenersShareTheRoomForRequestBytes() throws Exception {
+        FrameServer.Shared counts = new FrameServer.Shared(new FrameServer.Limits(1 << 20, 10, 8,
+                (1 << 20) + (100 << 10), 600_000, 120_000, 1_000));
+        CountDownLatch release = new CountDownLatch(1);
+        FrameHandler holding = frame -> {
+            try {
+                release.await(); // the request's room is held until it is handled
+            } catch (InterruptedException e) {
+                Thread.currentThread().interrupt();
+            }
+            return CompletableFuture.completedFuture(Outbound.of(ByteBuffer.allocate(4).putInt(0).flip()));
+        };
+        FrameHandler echo = frame -> {
+            ByteBuffer answer = ByteBuffer.allocate(4 + frame.remaining()).putInt(frame.remaining()).put(frame);
+            return CompletableFuture.completedFuture(Outbound.of(answer.flip()));
+        };
+        InetSocketAddress any = new InetSocketAddress("127.0.0.1", 0);
+        try (FrameServer a = new FrameServer(any, peer -> holding, counts, 10, null, AcceptRates.NONE);
+             FrameServer b = new FrameServer(any, peer -> echo, counts, 10, null, AcceptRates.NONE);
+             Socket held = new Socket("127.0.0.1", a.port());
+             Socket large = new Socket("127.0.0.1", b.port());
+             Socket small = new Socket("127.0.0.1", b.port())) {
+            DataOutputStream out = new DataOutputStream(held.getOutputStream());
+            out.writeInt(900 << 10);
+            out.write(new byte[900 << 10]);
+            out.flush();
+            Thread.sleep(500); // read, its room taken, its handler waiting
+            // Its body is sent in full (from a thread of its own: the broker reads it only once it has room).
+            Thread.ofVirtual().start(() -> {
+                try {
+                    DataOutputStream second = new DataOutputStream(large.getOutputStream());
+                    second.writeInt(900 << 10);
+                    second.write(new byte[900 << 10]);
+                    second.flush();
+                } catch (IOException e) {
+                    // closed by the broker, as the case expects
+                }
+            });
+            large.setSoTimeout(10_000);
+            int first;
+            try {
+                first = large.getInputStream().read();
+            } catch (SocketException reset) {
+                first = -1; // closed with its body unread: a reset rather than an end
+            }
+            assertThat(first).as("a large request on the other listener, with no room left: closed").isEqualTo(-1);
+            assertEchoes(small);
+        } finally {
+            release.countDown();
         }
     }
 
