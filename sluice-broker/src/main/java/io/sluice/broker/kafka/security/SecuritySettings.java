@@ -205,12 +205,11 @@ public final class SecuritySettings {
          *     of its own when not set), besides the broker's {@code max.connections} over all listeners
          */
         public int maxConnections() {
+            String key = "listener.name." + name.toLowerCase(Locale.ROOT) + ".max.connections";
             String value = settings.own("max.connections");
-            long count = value == null ? Integer.MAX_VALUE : parseLong("listener.name." + name.toLowerCase(Locale.ROOT)
-                    + ".max.connections", value);
+            long count = value == null ? Integer.MAX_VALUE : parseLong(key, value);
             if (count < 0 || count > Integer.MAX_VALUE) {
-                throw new IllegalArgumentException("listener.name." + name.toLowerCase(Locale.ROOT)
-                        + ".max.connections must be 0 to " + Integer.MAX_VALUE + ", was " + count);
+                throw new IllegalArgumentException(key + " must be 0 to " + Integer.MAX_VALUE + ", was " + count);
             }
             return (int) count;
         }
