@@ -12,10 +12,8 @@ set -euo pipefail
 broker=$1; rounds=${2:-3}; records=2000000
 source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
 lab="$here/sluice-bench/target/sluice-bench.jar"
-java -Xmx256m -cp "$lab" io.sluice.bench.broker.LabBrokerMain "$broker" "$scratch/broker" > "$scratch/lab.out" 2>&1 &
-broker_pid=$!
-for _ in $(seq 1 600); do grep -q "^bootstrap " "$scratch/lab.out" 2>/dev/null && break; sleep 0.2; done
-read -r _ bootstrap _ pid < <(grep "^bootstrap " "$scratch/lab.out") || { cat "$scratch/lab.out" >&2; exit 1; }
+lab_broker "$broker" "$scratch/broker"
+bootstrap=$lab_bootstrap; pid=$lab_pid
 java -cp "$tools_cp" org.apache.kafka.tools.TopicCommand --bootstrap-server "$bootstrap" --create --topic p \
   --partitions 1 --replication-factor 1 > /dev/null 2>&1
 java -cp "$tools_cp" org.apache.kafka.tools.ProducerPerformance --topic p --num-records $records --record-size 1024 \

@@ -14,3 +14,15 @@ trap cleanup EXIT
   -Dmdep.outputFile="$scratch/tools.cp") >&2
 tools_cp="$(cat "$scratch/tools.cp")"
 port=$((20000 + RANDOM % 20000))
+# Starts a broker as the bench lab's races start it (LabBrokerMain <sluice|kafka> <dir> [--tls|--durable]), its output
+# in $scratch/lab.out, and waits (up to 3 min) for it to serve: sets $broker_pid (stopped at exit), $lab_bootstrap
+# (host:port) and $lab_pid (the broker's own process, whose CPU the scripts read). Needs the bench jar.
+# usage: lab_broker <sluice|kafka> <dir> [LabBrokerMain options...]
+lab_broker() {
+  java -Xmx256m -cp "$here/sluice-bench/target/sluice-bench.jar" io.sluice.bench.broker.LabBrokerMain "$@" \
+    > "$scratch/lab.out" 2>&1 &
+  broker_pid=$!
+  for _ in $(seq 1 900); do grep -q "^bootstrap " "$scratch/lab.out" 2>/dev/null && break; sleep 0.2; done
+  read -r _ lab_bootstrap _ lab_pid < <(grep "^bootstrap " "$scratch/lab.out") \
+    || { cat "$scratch/lab.out" >&2; exit 1; }
+}

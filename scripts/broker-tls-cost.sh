@@ -14,10 +14,8 @@ broker=$1; records=${2:-1000000}; shift $(( $# < 2 ? $# : 2 ))
 listeners=("$@"); [ ${#listeners[@]} -gt 0 ] || listeners=(PLAINTEXT SSL SASL_SSL)
 source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
 lab="$here/sluice-bench/target/sluice-bench.jar"
-java -Xmx256m -cp "$lab" io.sluice.bench.broker.LabBrokerMain "$broker" "$scratch/broker" --tls > "$scratch/lab.out" 2>&1 &
-broker_pid=$!
-for _ in $(seq 1 900); do grep -q "^bootstrap " "$scratch/lab.out" 2>/dev/null && break; sleep 0.2; done
-read -r _ _ _ pid < <(grep "^bootstrap " "$scratch/lab.out") || { cat "$scratch/lab.out" >&2; exit 1; }
+lab_broker "$broker" "$scratch/broker" --tls
+pid=$lab_pid
 ticks() { awk '{print $14, $15}' "/proc/$pid/stat"; }
 load() { # produce|consume address config topic count
   java -Xmx1g -cp "$lab" io.sluice.bench.broker.ListenerLoadMain "$@" 2>/dev/null | tail -1

@@ -14,10 +14,8 @@ set -euo pipefail
 records="${1:-800000}"
 source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
 lab="$here/sluice-bench/target/sluice-bench.jar"
-java -Xmx256m -cp "$lab" io.sluice.bench.broker.LabBrokerMain sluice "$scratch/leader" > "$scratch/lab.out" 2>&1 &
-broker_pid=$!
-for _ in $(seq 1 600); do grep -q "^bootstrap " "$scratch/lab.out" 2>/dev/null && break; sleep 0.2; done
-read -r _ bootstrap _ pid < <(grep "^bootstrap " "$scratch/lab.out") || { cat "$scratch/lab.out" >&2; exit 1; }
+lab_broker sluice "$scratch/leader"
+bootstrap=$lab_bootstrap; pid=$lab_pid
 followers=()
 for id in 1 2; do
   java -Xms1g -Xmx1g -XX:+UseG1GC -XX:MaxGCPauseMillis=20 -XX:InitiatingHeapOccupancyPercent=35 \

@@ -15,11 +15,8 @@ broker=$1; shift
 counts=("$@"); [ ${#counts[@]} -gt 0 ] || counts=(64 256)
 source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
 lab="$here/sluice-bench/target/sluice-bench.jar"
-java -Xmx256m -cp "$lab" io.sluice.bench.broker.LabBrokerMain "$broker" "$scratch/broker" --durable \
-  > "$scratch/lab.out" 2>&1 &
-broker_pid=$!
-for _ in $(seq 1 900); do grep -q "^bootstrap " "$scratch/lab.out" 2>/dev/null && break; sleep 0.2; done
-read -r _ address _ pid < <(grep "^bootstrap " "$scratch/lab.out") || { cat "$scratch/lab.out" >&2; exit 1; }
+lab_broker "$broker" "$scratch/broker" --durable
+address=$lab_bootstrap; pid=$lab_pid
 : > "$scratch/plaintext.properties"
 source "$here/scripts/singles-measure.sh"
 partitions=${PARTITIONS:-8}

@@ -12,10 +12,8 @@ broker=$1; records=${2:-1000000}; listener=${3:-SSL}; shift $(( $# < 3 ? $# : 3 
 counts=("$@"); [ ${#counts[@]} -gt 0 ] || counts=(1 2 3)
 source "$(dirname "${BASH_SOURCE[0]}")/broker-env.sh"
 lab="$here/sluice-bench/target/sluice-bench.jar"
-java -Xmx256m -cp "$lab" io.sluice.bench.broker.LabBrokerMain "$broker" "$scratch/broker" --tls > "$scratch/lab.out" 2>&1 &
-broker_pid=$!
-for _ in $(seq 1 900); do grep -q "^bootstrap " "$scratch/lab.out" 2>/dev/null && break; sleep 0.2; done
-read -r _ _ _ pid < <(grep "^bootstrap " "$scratch/lab.out") || { cat "$scratch/lab.out" >&2; exit 1; }
+lab_broker "$broker" "$scratch/broker" --tls
+pid=$lab_pid
 read -r _ _ address config < <(grep "^listener $listener " "$scratch/lab.out")
 load() { java -Xmx1g -cp "$lab" io.sluice.bench.broker.ListenerLoadMain "$@" 2>/dev/null | tail -1; }
 load produce "$address" "$config" reads "$records" > /dev/null
@@ -27,8 +25,12 @@ for n in "${counts[@]}"; do
   wait $(jobs -p | grep -v "^$broker_pid$") 2>/dev/null || true
   end=$(date +%s.%N)
   cpu1=$(awk '{print $14 + $15}' "/proc/$pid/stat")
-  read_total=$(cat "$scratch"/read-* | awk '{n += $1} END {print n}')
-  echo "$broker $listener $n consumers: $(echo "scale=0; $read_total / ($end - $start)" | bc) records/s together" \
-    "($read_total records read), broker CPU per M records $(echo "scale=2; ($cpu1 - $cpu0) * 10000 / $read_total" | bc) s"
+  for i in $(seq 1 "$n"); do
+    got=$(awk '{print $1}' "$scratch/read-$i")
+    [ "$got" = "$records" ] || { echo "consumer $i of $n read ${got:-nothing} of $records records" >&2; exit 1; }
+  done
+  total=$((n * records))
+  echo "$broker $listener $n consumers: $(echo "scale=0; $total / ($end - $start)" | bc) records/s together" \
+    "($total records read), broker CPU per M records $(echo "scale=2; ($cpu1 - $cpu0) * 10000 / $total" | bc) s"
   rm -f "$scratch"/read-*
 done
