@@ -3,7 +3,7 @@
 # durable scenarios start it (LabBrokerMain --durable: Sluice SYNC, Kafka with log.flush.interval.messages=1), then for
 # each producer count (default 64 and 256) runs the scenario for 20 s (ListenerLoadMain singles: that many producers,
 # a connection each, one 1 KiB record at a time, acks=all, over 8 partitions) while `perf stat` counts the broker's
-# fdatasync, fsync and msync calls, and prints the acknowledgements per second, the forces per second, the records
+# fdatasync, fsync, msync and syncfs calls, and prints the acknowledgements per second, the forces per second, the records
 # per force and the broker's CPU per million records. An unmeasured run of 64 producers comes first (the compilers'
 # warm-up). PARTITIONS sets the partitions (default 8, the race's): those of one topic, or over 2,000 those of several
 # topics of at most 2,000 each; producer p sends its k-th record to partition (p + k * producers) modulo PARTITIONS,

@@ -93,6 +93,12 @@ final class StoreOptions {
             + " ones close and open again on use (default 0: an eighth of the descriptor limit, 16 to 1024).")
     Integer maxOpenLogs;
 
+    @Option(names = "--force-together", negatable = true, defaultValue = "true", fallbackValue = "true",
+            description = "SYNC: when appends to several logs wait at once, make them durable with one sync of the"
+                    + " file system (syncfs) instead of a force per log (default: on; --no-force-together where other"
+                    + " busy writers share the file system).")
+    boolean forceTogether = true;
+
     StoreConfig config() {
         return config(WritePath.MMAP);
     }
@@ -133,6 +139,7 @@ final class StoreOptions {
         if (maxOpenLogs != null) {
             builder.maxOpenLogs(maxOpenLogs);
         }
+        builder.forceTogether(forceTogether);
         // Segment size and retention belong to the store: an existing store keeps its own unless the user gave
         // them here (a new store saves whatever this configuration says, defaults included).
         builder.overrideStoreSettings(segmentSize != null || retentionHours != null || retentionBytes != null);

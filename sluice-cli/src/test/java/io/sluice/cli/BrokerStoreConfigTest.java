@@ -59,6 +59,13 @@ class BrokerStoreConfigTest {
     }
 
     @Test
+    void forcingTogetherIsOnUnlessTurnedOff() {
+        assertThat(parsed("--dir", "d", "--flush", "sync").forceTogether()).isTrue();
+        assertThat(parsed("--dir", "d", "--flush", "sync", "--no-force-together").forceTogether()).isFalse();
+        assertThat(parsed("--dir", "d", "--flush", "sync", "--force-together").forceTogether()).isTrue();
+    }
+
+    @Test
     void syncKeepsTheMappedPathAndAGivenPathIsTaken() {
         assertThat(parsed("--dir", "d", "--flush", "sync").writePath()).isEqualTo(WritePath.MMAP);
         assertThat(parsed("--dir", "d", "--write-path", "mmap").writePath()).isEqualTo(WritePath.MMAP);

@@ -21,7 +21,7 @@ final class HookedFileIO extends ForwardingFileIO {
     /** The operations a hook sees. */
     enum Op {
         OPEN, ALLOCATE, WRITE, WRITE_DIRECT, ZERO_RANGE, READ, TRANSFER, FORCE, TRUNCATE, SYNC_DIRECTORY,
-        CREATE_DIRECTORY, DELETE, RENAME
+        SYNC_FILE_SYSTEM, CREATE_DIRECTORY, DELETE, RENAME
     }
 
     /** Runs before an operation; may throw to fail it, or block to pause it. */
@@ -96,6 +96,21 @@ final class HookedFileIO extends ForwardingFileIO {
     public void syncDirectory(Path directory) throws IOException {
         hook.before(Op.SYNC_DIRECTORY, directory);
         super.syncDirectory(directory);
+    }
+
+    /** Where {@link #syncFileSystem} answers false (a seam that cannot sync a file system), else null. */
+    private volatile Boolean fileSystemSyncs;
+
+    /** Makes {@link #syncFileSystem} answer false, as a seam that cannot sync a file system does. */
+    HookedFileIO withoutFileSystemSyncs() {
+        fileSystemSyncs = Boolean.FALSE;
+        return this;
+    }
+
+    @Override
+    public boolean syncFileSystem(Path path) throws IOException {
+        hook.before(Op.SYNC_FILE_SYSTEM, path);
+        return fileSystemSyncs == null ? super.syncFileSystem(path) : fileSystemSyncs;
     }
 
     private final class Hooked extends ForwardingFile {

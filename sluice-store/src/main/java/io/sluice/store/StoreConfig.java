@@ -53,6 +53,10 @@ import java.util.Objects;
  *     by every later open; true makes this configuration's replace them (and saves them)
  * @param ioThreads threads of the store's background pool (flush, checkpoint, retention, segment preparation),
  *     shared by every log of the store
+ * @param forceTogether SYNC: when appends to several logs wait for their forces at once, one sync of the store's file
+ *     system ({@code syncfs}) makes them all durable, instead of a force per log (the default); a round with one log
+ *     forces that log alone. Turn it off when the file system holds other busy writers' files: a sync of the file
+ *     system writes their dirty pages too
  * @param scheduler runs the store's background work instead of a pool of its own (a simulation's
  *     deterministic scheduler), or null; the store does not shut a given scheduler down
  */
@@ -64,7 +68,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                           int maxMappedSegments, int maxOpenLogs, long cacheBytes, long cacheHotWindowMillis, WarmUp warmUp, long writebackDistanceBytes, RetentionPolicy retention,
                           boolean truncateOnCorruption, FileIO fileIO,
                           InstantSource clock, long writeBufferWaitMillis, boolean overrideStoreSettings, int ioThreads,
-                          Scheduler scheduler) {
+                          boolean forceTogether, Scheduler scheduler) {
 
     /** Smallest segment size accepted (tests use it to exercise segment rolls). */
     public static final long MIN_SEGMENT_SIZE_BYTES = 64 * 1024;
@@ -249,6 +253,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         b.writeBufferWaitMillis = writeBufferWaitMillis;
         b.overrideStoreSettings = overrideStoreSettings;
         b.ioThreads = ioThreads;
+        b.forceTogether = forceTogether;
         b.scheduler = scheduler;
         return b;
     }
@@ -284,6 +289,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         private long writeBufferWaitMillis = 30_000;
         private boolean overrideStoreSettings;
         private int ioThreads = 4;
+        private boolean forceTogether = true;
         private Scheduler scheduler;
 
         private Builder() {
@@ -347,6 +353,8 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         public Builder overrideStoreSettings(boolean v) { overrideStoreSettings = v; return this; }
         /** @param v threads of the store's background pool @return this */
         public Builder ioThreads(int v) { ioThreads = v; return this; }
+        /** @param v SYNC: force the logs waiting at once with one sync of the file system @return this */
+        public Builder forceTogether(boolean v) { forceTogether = v; return this; }
         /** @param v a scheduler to run background work on instead of the store's own pool, or null @return this */
         public Builder scheduler(Scheduler v) { scheduler = v; return this; }
 
@@ -356,7 +364,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
                     flushDirtyBytes, commitIntervalMillis, commitMinBytes, writeBufferBytes, writeBufferCount,
                     maxMessageBytes, maxQueuesPerTopic, queueIndexEntriesPerFile, keyIndexSlotsPerFile, keyIndexEntriesPerFile,
                     checkpointIntervalMillis, maxMappedSegments, maxOpenLogs, cacheBytes, cacheHotWindowMillis, warmUp, writebackDistanceBytes, retention, truncateOnCorruption, fileIO,
-                    clock, writeBufferWaitMillis, overrideStoreSettings, ioThreads, scheduler);
+                    clock, writeBufferWaitMillis, overrideStoreSettings, ioThreads, forceTogether, scheduler);
         }
     }
 }

@@ -20,8 +20,10 @@ import io.sluice.store.io.Scheduler;
  * @param readOnly every log opens for reading only
  * @param logStarts the queues' first offsets raised on request ({@code Store.deleteRecords}): a log applies them to
  *     its queues as it opens
+ * @param forceTogether makes the SYNC rounds of the store's logs together, or null when each log makes its own
  */
 record LogResources(StoreConfig config, StoreDirectory directory, Scheduler scheduler, MemoryBudget cacheBudget,
                     long mappedReadMaxBytes, ConsumerOffsets consumers, Runnable changed, boolean readOnly,
-                    io.sluice.store.internal.recovery.LogStarts logStarts) {
+                    io.sluice.store.internal.recovery.LogStarts logStarts,
+                    io.sluice.store.internal.flush.ForceTogether forceTogether) {
 }

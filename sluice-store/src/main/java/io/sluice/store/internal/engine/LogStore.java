@@ -154,7 +154,8 @@ final class LogStore implements AutoCloseable {
         this.log = new CommitLog(config, sizes, root.resolve("log"), recovered.segments(), recovered.endPosition(),
                 shared.mappedReadMaxBytes(), scheduler, shared.cacheBudget(), readOnly);
         this.health = new LogHealth(root, this::onReadOnly);
-        this.flusher = readOnly ? null : new FlushService(log, config, scheduler, this::onFlushFailure);
+        this.flusher = readOnly ? null : new FlushService(log, config, scheduler, this::onFlushFailure,
+                shared.forceTogether());
         this.retention = readOnly ? null : new RetentionService(config.retention(), config.fileIO(), config.clock(), log,
                 indexes, shared.consumers(), appendLock, () -> ledger.markDirectory(root.resolve("log")), format,
                 () -> durablePosition, this::makeDurable);

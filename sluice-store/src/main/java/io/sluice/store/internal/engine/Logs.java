@@ -1,11 +1,13 @@
 package io.sluice.store.internal.engine;
 
 import io.sluice.store.Calibration;
+import io.sluice.store.FlushMode;
 import io.sluice.store.StoreConfig;
 import io.sluice.store.StoreException;
 import io.sluice.store.TopicDeletedException;
 import io.sluice.store.TopicLayout;
 import io.sluice.store.internal.cache.MemoryBudget;
+import io.sluice.store.internal.flush.ForceTogether;
 import io.sluice.store.internal.io.AtomicFile;
 import io.sluice.store.internal.io.FileTree;
 import io.sluice.store.internal.recovery.Checkpoint;
@@ -125,7 +127,8 @@ final class Logs {
         this.checkpoints = new Checkpoints(this, consumers, scheduler, gate, openedFrom);
         this.lent = new LogResources(config, directory, scheduler, new MemoryBudget(config.cacheBytes()),
                 Calibration.read(config.fileIO(), root).readCrossoverBytes(), consumers, checkpoints::changed,
-                readOnly, logStarts);
+                readOnly, logStarts, !readOnly && config.flushMode() == FlushMode.SYNC && config.forceTogether()
+                        ? new ForceTogether(config.fileIO(), root, scheduler) : null);
         this.maxOpenLogs = config.resolvedMaxOpenLogs();
     }
 

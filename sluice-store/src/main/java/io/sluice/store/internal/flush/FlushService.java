@@ -31,6 +31,10 @@ import org.slf4j.LoggerFactory;
  * arrive during a force ride on the next one, and forces per second stay bounded by the device while
  * throughput grows with the number of concurrent appenders.
  *
+ * <p>Under SYNC a store may have its logs' rounds made by {@link ForceTogether} instead, which forces the waiting
+ * appends of many logs with one sync of the file system; this flusher then commits for such a round and completes
+ * its waiters after it, and makes its own rounds only for a forced append under ASYNC.
+ *
  * <h2>ASYNC</h2>
  * Commits once {@code commitMinBytes} are buffered or {@code commitIntervalMillis} passed; forces once
  * {@code flushDirtyBytes} are dirty or {@code flushIntervalMillis} passed. Appenders request a round when a
@@ -64,6 +68,10 @@ public final class FlushService implements AutoCloseable {
     private final Consumer<IOException> onFailure;
     private final ConcurrentLinkedQueue<Waiter> waiters = new ConcurrentLinkedQueue<>();
     private final SerialTask task;
+    /** Makes the SYNC rounds of many logs together, or null when this flusher makes its own. */
+    private final ForceTogether together;
+    /** True while this flusher is among those asking {@link #together} for a round. */
+    private final AtomicBoolean asking = new AtomicBoolean();
     private final TaskGate gate = new TaskGate();
     private final AtomicBoolean timerArmed = new AtomicBoolean();
     private volatile boolean failed;
@@ -82,9 +90,12 @@ public final class FlushService implements AutoCloseable {
      * @param config the configuration
      * @param scheduler where rounds run and acknowledgements complete
      * @param onFailure told (once) when a commit or force fails
+     * @param together makes the SYNC rounds of the store's logs together, or null for rounds of this log's own
      */
-    public FlushService(CommitLog log, StoreConfig config, Scheduler scheduler, Consumer<IOException> onFailure) {
+    public FlushService(CommitLog log, StoreConfig config, Scheduler scheduler, Consumer<IOException> onFailure,
+                        ForceTogether together) {
         this.log = log;
+        this.together = config.flushMode() == FlushMode.SYNC ? together : null;
         this.config = config;
         this.scheduler = scheduler;
         this.onFailure = onFailure;
@@ -100,7 +111,11 @@ public final class FlushService implements AutoCloseable {
     /** SYNC, or a forced append under ASYNC: registers an append to complete after its force. Call in log order. */
     public void enqueue(Waiter waiter) {
         waiters.add(waiter);
-        task.request();
+        if (together != null) {
+            together.ask(this);
+        } else {
+            task.request();
+        }
     }
 
     /** Has a round run soon (a threshold was crossed). Cheap when one is already pending. */
@@ -147,6 +162,12 @@ public final class FlushService implements AutoCloseable {
     }
 
     private void syncRounds() {
+        if (together != null) {
+            if (!waiters.isEmpty()) {
+                together.ask(this);
+            }
+            return;
+        }
         while (!waiters.isEmpty() && !failed) {
             if (!commitAndForce(log.writePosition())) {
                 return;
@@ -219,7 +240,79 @@ public final class FlushService implements AutoCloseable {
         }
     }
 
-    private void fail(IOException e) {
+    /** {@link ForceTogether}: @return true if this flusher was not already asking (it is now) */
+    boolean markAsking() {
+        return asking.compareAndSet(false, true);
+    }
+
+    /** {@link ForceTogether}: this flusher's request was taken for a round. */
+    void clearAsking() {
+        asking.set(false);
+    }
+
+    /** {@link ForceTogether}: @return true if this flusher takes part in the round (then {@link #exitRound} after) */
+    boolean enterRound() {
+        if (failed || !gate.enter()) {
+            return false;
+        }
+        if (failed) {
+            gate.exit();
+            return false;
+        }
+        return true;
+    }
+
+    /** {@link ForceTogether}: leaves a round entered. */
+    void exitRound() {
+        gate.exit();
+    }
+
+    /** @return true if appends wait for a force */
+    boolean hasWaiters() {
+        return !waiters.isEmpty();
+    }
+
+    /** {@link ForceTogether}, the round's only log: forces it as this flusher's own round does. */
+    void forceAlone() {
+        if (commitAndForce(log.writePosition())) {
+            completeDurable();
+        }
+    }
+
+    /**
+     * {@link ForceTogether}: commits what is appended to the files.
+     *
+     * @return the committed position, which the round's sync will make durable; -1 if the commit failed (reported)
+     */
+    long commitForRound() {
+        try {
+            return log.commit(log.writePosition());
+        } catch (IOException e) {
+            fail(e);
+            return -1;
+        }
+    }
+
+    /** {@link ForceTogether}: a sync of the file system that began after {@code committed} was committed returned. */
+    void forced(long committed) {
+        log.flushed(committed);
+        forces++;
+        completeDurable();
+    }
+
+    /** {@link ForceTogether}, where the file system cannot be synced: forces this log up to {@code committed}. */
+    void forceAndComplete(long committed) {
+        try {
+            log.flush(committed);
+        } catch (IOException e) {
+            fail(e);
+            return;
+        }
+        forces++;
+        completeDurable();
+    }
+
+    void fail(IOException e) {
         failed = true;
         LOG.error("flushing the commit log failed; no further appends will be acknowledged", e);
         onFailure.accept(e);

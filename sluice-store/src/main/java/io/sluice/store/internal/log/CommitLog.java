@@ -323,6 +323,18 @@ public final class CommitLog implements AutoCloseable {
     }
 
     /**
+     * Flusher, after a sync of the whole file system that began once every byte below {@code upTo} was committed
+     * (and so forced them all): advances the flushed position without forcing the segments again.
+     */
+    public void flushed(long upTo) {
+        synchronized (flushLock) {
+            if (upTo > flushedPosition) {
+                flushedPosition = upTo;
+            }
+        }
+    }
+
+    /**
      * A view of the bytes [position, position + length) ({@link LogViews#read}). The caller must stay below the
      * position it is allowed to read.
      *
