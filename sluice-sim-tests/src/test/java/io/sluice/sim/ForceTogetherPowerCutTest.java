@@ -21,7 +21,8 @@ import org.junit.jupiter.params.provider.EnumSource;
 
 /**
  * SYNC appends to many logs, made durable together by one sync of the file system ({@link StoreConfig#forceTogether()}):
- * a power cut at every file operation of the appends' rounds, under every crash model, loses no acknowledged batch.
+ * a power cut at every file operation of the appends' rounds, under every crash model, loses no acknowledged batch; nor
+ * of a checkpoint ({@link Store#sync}) that forces many logs so.
  */
 class ForceTogetherPowerCutTest {
 
@@ -32,8 +33,13 @@ class ForceTogetherPowerCutTest {
     private final SimClock clock = new SimClock(1_700_000_000_000L);
 
     private StoreConfig config(SimFileSystem fs, ManualScheduler scheduler, WritePath path) {
+        return config(fs, scheduler, path, FlushMode.SYNC);
+    }
+
+    private StoreConfig config(SimFileSystem fs, ManualScheduler scheduler, WritePath path, FlushMode mode) {
         return StoreConfig.builder().segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES).writePath(path)
-                .flushMode(FlushMode.SYNC).maxMessageBytes(4096).writeBufferBytes(16 * 1024).queueIndexEntriesPerFile(64)
+                .flushMode(mode).flushIntervalMillis(1_000_000).flushDirtyBytes(Long.MAX_VALUE / 2)
+                .commitIntervalMillis(1_000_000).maxMessageBytes(4096).writeBufferBytes(16 * 1024).queueIndexEntriesPerFile(64)
                 .keyIndexSlotsPerFile(16).keyIndexEntriesPerFile(64).checkpointIntervalMillis(1_000_000).fileIO(fs)
                 .scheduler(scheduler).clock(clock).build();
     }
@@ -135,5 +141,76 @@ class ForceTogetherPowerCutTest {
             }
         }
         assertThat(cuts).as("cuts that struck during the rounds").isPositive();
+    }
+
+    @ParameterizedTest
+    @EnumSource(value = WritePath.class, names = {"MMAP", "WRITE_BUFFER", "CHANNEL"})
+    void aPowerCutAtEveryOperationOfACheckpointOverManyLogsLosesNothingItClaimed(WritePath path) {
+        SimFileSystem uncut = created(path);
+        long syncsBefore = uncut.counters().fileSystemSyncs;
+        Store whole = Store.open(ROOT, config(uncut, new ManualScheduler(clock), path, FlushMode.ASYNC));
+        appendUnforced(whole);
+        long before = uncut.operations();
+        whole.sync();
+        long operations = uncut.operations() - before;
+        assertThat(uncut.counters().fileSystemSyncs - syncsBefore).as("syncs of the file system").isEqualTo(1);
+        whole.close();
+        uncut.release();
+
+        List<CrashModel> models = List.of(CrashModel.LOSE_ALL, CrashModel.UNIFORM, CrashModel.HOLE,
+                CrashModel.MOSTLY_KEPT);
+        int cutDuringTheSync = 0;
+        for (long at = 1; at <= operations + 1; at++) {
+            CrashModel model = models.get((int) (at % models.size()));
+            SimFileSystem fs = created(path);
+            ManualScheduler scheduler = new ManualScheduler(clock);
+            Store store = Store.open(ROOT, config(fs, scheduler, path, FlushMode.ASYNC));
+            appendUnforced(store);
+            fs.armPowerCut(at, new SplittableRandom(at), model);
+            boolean synced;
+            try {
+                store.sync();
+                synced = true;
+            } catch (RuntimeException e) {
+                synced = false;
+            }
+            SimFileSystem after = fs.afterPowerCut();
+            scheduler.discardAll();
+            if (after == null) {
+                fs.disarmPowerCut();
+                after = fs.crash(new SplittableRandom(at), model);
+            }
+            try {
+                store.close();
+            } catch (RuntimeException e) {
+                // the file system is gone
+            }
+            Store reopened = Store.open(ROOT, config(after, new ManualScheduler(clock), path, FlushMode.ASYNC));
+            try {
+                if (synced) {
+                    for (int queue = 0; queue < QUEUES; queue++) {
+                        assertThat(reopened.maxOffset("b", queue)).as("queue %d after a %s cut at operation %d of %d",
+                                queue, model, at, operations).isEqualTo(2L * ROUNDS);
+                    }
+                } else {
+                    cutDuringTheSync++;
+                }
+                assertThat(synced || at <= operations).as("a cut past the sync's operations leaves it done").isTrue();
+            } finally {
+                reopened.close();
+                fs.release();
+                after.release();
+            }
+        }
+        assertThat(cutDuringTheSync).as("cuts that struck before the sync returned").isPositive();
+    }
+
+    /** Appends every round's batch to every queue under ASYNC: none forced (no scheduled task runs). */
+    private static void appendUnforced(Store store) {
+        for (int round = 0; round < ROUNDS; round++) {
+            for (int queue = 0; queue < QUEUES; queue++) {
+                store.appendOpaque("b", queue, MemorySegment.ofArray(batch(queue, round)), 2);
+            }
+        }
     }
 }

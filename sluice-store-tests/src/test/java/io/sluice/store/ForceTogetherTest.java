@@ -174,4 +174,63 @@ class ForceTogetherTest {
             }
         }
     }
+
+    /**
+     * Under ASYNC (nothing forced by the appends): opens every queue's log with an append each (creating a segment
+     * forces it), then appends to every queue again and runs a checkpoint ({@link Store#sync}).
+     */
+    private void appendToEveryQueueThenSync(Store store) {
+        store.createTopic("t", TopicLayout.QUEUE, QUEUES);
+        for (int queue = 0; queue < QUEUES; queue++) {
+            store.append("t", queue, message(queue)).join();
+        }
+        forcedSegments.clear();
+        fileSystemSyncs.set(0);
+        for (int queue = 0; queue < QUEUES; queue++) {
+            store.append("t", queue, message(queue)).join();
+        }
+        store.sync();
+    }
+
+    private static StoreConfig.Builder asyncConfig(HookedFileIO io) {
+        return TestStores.small(WritePath.MMAP, FlushMode.ASYNC).fileIO(io).checkpointIntervalMillis(3_600_000)
+                .flushIntervalMillis(3_600_000).flushDirtyBytes(1L << 40);
+    }
+
+    @Test
+    void aCheckpointForcesTheLogsItFindsChangedWithOneSync() {
+        try (Store store = Store.open(dir, asyncConfig(io()).build())) {
+            appendToEveryQueueThenSync(store);
+            assertThat(fileSystemSyncs.get()).as("syncs of the file system").isEqualTo(1);
+            assertThat(forcedSegments).as("segments forced one by one").isEmpty();
+        }
+        try (Store store = Store.open(dir, asyncConfig(io()).forceTogether(false).build())) {
+            fileSystemSyncs.set(0);
+            for (int queue = 0; queue < QUEUES; queue++) {
+                store.append("t", queue, message(queue)).join();
+            }
+            store.sync();
+            assertThat(fileSystemSyncs.get()).as("turned off").isZero();
+            assertThat(forcedSegments.stream().map(ForceTogetherTest::queueOf).distinct()).hasSize(QUEUES);
+        }
+    }
+
+    @Test
+    void aCheckpointWhoseSyncFailsClaimsNothingOfItsLogsAndTurnsThemReadOnly() {
+        failSync = new IOException("Input/output error (injected into syncfs)");
+        try (Store store = Store.open(dir, asyncConfig(io()).build())) {
+            assertThatThrownBy(() -> appendToEveryQueueThenSync(store)).isInstanceOf(StoreException.class)
+                    .hasMessageContaining("injected into syncfs");
+            var statuses = store.ownLogStatuses();
+            for (int queue = 0; queue < QUEUES; queue++) {
+                assertThat(statuses.get("t/" + queue).state()).as("queue %d", queue)
+                        .isEqualTo(StoreStatus.State.READ_ONLY);
+            }
+            assertThatThrownBy(() -> store.append("t", 0, message(0)).join()).hasMessageContaining("read-only");
+        }
+        failSync = null;
+        try (Store store = Store.open(dir, TestStores.small(WritePath.MMAP, FlushMode.ASYNC).build())) {
+            assertThat(store.openedClean()).as("the checkpoint and the clean marker claimed nothing").isFalse();
+        }
+    }
 }

@@ -53,10 +53,10 @@ import java.util.Objects;
  *     by every later open; true makes this configuration's replace them (and saves them)
  * @param ioThreads threads of the store's background pool (flush, checkpoint, retention, segment preparation),
  *     shared by every log of the store
- * @param forceTogether SYNC: when appends to several logs wait for their forces at once, one sync of the store's file
- *     system ({@code syncfs}) makes them all durable, instead of a force per log (the default); a round with one log
- *     forces that log alone. Turn it off when the file system holds other busy writers' files: a sync of the file
- *     system writes their dirty pages too
+ * @param forceTogether when several logs must be forced at once (appends to them waiting under SYNC, or a checkpoint
+ *     finding them changed), one sync of the store's file system ({@code syncfs}) makes them all durable, instead of
+ *     a force per log (the default); one log alone is forced by itself. Turn it off when the file system holds other
+ *     busy writers' files: a sync of the file system writes their dirty pages too
  * @param scheduler runs the store's background work instead of a pool of its own (a simulation's
  *     deterministic scheduler), or null; the store does not shut a given scheduler down
  */
@@ -353,7 +353,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         public Builder overrideStoreSettings(boolean v) { overrideStoreSettings = v; return this; }
         /** @param v threads of the store's background pool @return this */
         public Builder ioThreads(int v) { ioThreads = v; return this; }
-        /** @param v SYNC: force the logs waiting at once with one sync of the file system @return this */
+        /** @param v force the logs that must be forced at once with one sync of the file system @return this */
         public Builder forceTogether(boolean v) { forceTogether = v; return this; }
         /** @param v a scheduler to run background work on instead of the store's own pool, or null @return this */
         public Builder scheduler(Scheduler v) { scheduler = v; return this; }

@@ -10,6 +10,7 @@ import io.sluice.store.internal.task.TaskGate;
 import io.sluice.store.io.Scheduler;
 import java.io.IOException;
 import java.nio.file.Path;
+import java.util.ArrayList;
 import java.util.List;
 import java.util.Map;
 import java.util.TreeMap;
@@ -108,28 +109,82 @@ final class Checkpoints {
     private void forceAndWrite(boolean strict) throws IOException {
         synchronized (run) {
             logs.setLock().readLock().lock();
+            List<Held> held = new ArrayList<>();
+            boolean done = false;
             try {
                 Map<String, Checkpoint.Log> positions = new TreeMap<>();
                 for (String name : logs.names()) {
                     // A closed log was forced whole as it closed: its entry stands, and it is not opened for this.
                     Checkpoint.Log entry = logs.visit(name, log -> {
                         long start = log.start();
-                        Checkpoint.Log durable = new Checkpoint.Log(log.makeDurable(), start);
-                        StoreException refusal = strict ? log.refusal() : null;
-                        if (refusal != null) {
-                            throw refusal;
+                        if (config.forceTogether()) {
+                            LogStore.SyncClaim claim = log.prepareSync();
+                            // Kept in use (so open) until the sync: it is recorded after it.
+                            if (claim != null && log.tryUse()) {
+                                held.add(new Held(name, log, claim, start));
+                                return null;
+                            }
                         }
-                        return durable;
+                        return durableEntry(log, log.makeDurable(), start, strict);
                     }, ClosedLog::checkpointEntry);
                     if (entry != null) {
                         positions.put(name, entry);
                     }
                 }
+                syncTogether(held, positions, strict);
+                done = true;
                 write(positions);
             } finally {
+                if (!done) {
+                    // A log refused (strict) before every claim was settled: what was taken is marked again, so a
+                    // later checkpoint forces it (twice at worst) rather than claims it unforced.
+                    held.forEach(h -> h.log().putBack(h.claim()));
+                }
+                held.forEach(h -> h.log().endUse());
                 logs.setLock().readLock().unlock();
             }
         }
+    }
+
+    /** A log a checkpoint holds in use from its commit until the sync of the file system that forces it. */
+    private record Held(String name, LogStore log, LogStore.SyncClaim claim, long start) {
+    }
+
+    /**
+     * Forces the held logs: with one sync of the file system when there are several (a force each costs the device
+     * about what one sync does), else each by itself; then records each in {@code positions}.
+     */
+    private void syncTogether(List<Held> held, Map<String, Checkpoint.Log> positions, boolean strict)
+            throws IOException {
+        boolean synced = false;
+        if (held.size() > 1) {
+            try {
+                synced = config.fileIO().syncFileSystem(root);
+            } catch (IOException e) {
+                for (Held h : held) {
+                    h.log().syncFailed(h.claim(), e);
+                }
+                LOG.error("syncing the file system of {} for a checkpoint failed; its {} logs turned read-only: {}",
+                        root, held.size(), e.toString());
+                for (Held h : held) {
+                    positions.put(h.name(), durableEntry(h.log(), h.log().durablePosition(), h.start(), strict));
+                }
+                return;
+            }
+        }
+        for (Held h : held) {
+            long durable = synced ? h.log().synced(h.claim()) : h.log().makeDurableWithout(h.claim());
+            positions.put(h.name(), durableEntry(h.log(), durable, h.start(), strict));
+        }
+    }
+
+    /** @return the log's checkpoint entry @throws StoreException if {@code strict} and the log refuses appends */
+    private static Checkpoint.Log durableEntry(LogStore log, long durable, long start, boolean strict) {
+        StoreException refusal = strict ? log.refusal() : null;
+        if (refusal != null) {
+            throw refusal;
+        }
+        return new Checkpoint.Log(durable, start);
     }
 
     /** @return every log's durable position and start, as a checkpoint would record them now, forcing nothing */

@@ -703,6 +703,66 @@ final class LogStore implements AutoCloseable {
         return durablePosition;
     }
 
+    /**
+     * This log's part in a checkpoint that forces many logs with one sync of the file system ({@link Checkpoints}):
+     * what it committed and took from its ledger before the sync.
+     *
+     * @param committed the log's bytes below this were in its files before the sync began
+     * @param taken the ledger's items, forced by the sync
+     */
+    record SyncClaim(long committed, DurabilityLedger.Taken taken) {
+    }
+
+    /**
+     * A checkpoint's first step when one sync of the file system is to force many logs: commits what is appended and
+     * takes the ledger's items. The caller then syncs, and calls {@link #synced} or, if the sync failed,
+     * {@link #syncFailed}, or if it was not made, {@link #makeDurableWithout}.
+     *
+     * @return the claim, or null if this log has nothing to force (or cannot: it turned read-only)
+     */
+    SyncClaim prepareSync() {
+        if (readOnly || !health.open() || closed.get()) {
+            return null;
+        }
+        long target = log.writePosition();
+        if (target == durablePosition && ledger.isClean()) {
+            return null;
+        }
+        try {
+            long committed = Math.min(log.commit(target), target);
+            return new SyncClaim(committed, ledger.take());
+        } catch (IOException | RuntimeException e) {
+            health.goReadOnly("committing the log for a checkpoint failed: " + e);
+            return null;
+        }
+    }
+
+    /** The sync of the file system that followed {@link #prepareSync} returned. @return the durable position */
+    long synced(SyncClaim claim) {
+        log.flushed(claim.committed());
+        if (claim.committed() > durablePosition) {
+            durablePosition = claim.committed();
+        }
+        return durablePosition;
+    }
+
+    /** The sync that followed {@link #prepareSync} failed: nothing it took is claimed, and the log turns read-only. */
+    void syncFailed(SyncClaim claim, IOException failure) {
+        ledger.putBack(claim.taken());
+        health.goReadOnly("syncing the file system for a checkpoint failed: " + failure);
+    }
+
+    /** Marks again what {@link #prepareSync} took from the ledger: the checkpoint stopped before its sync settled. */
+    void putBack(SyncClaim claim) {
+        ledger.putBack(claim.taken());
+    }
+
+    /** No sync followed {@link #prepareSync}: this log is forced by itself. @return the durable position */
+    long makeDurableWithout(SyncClaim claim) {
+        ledger.putBack(claim.taken());
+        return makeDurable();
+    }
+
     /** @return why the log refuses appends (it turned read-only or broke), or null if it takes them */
     StoreException refusal() {
         String why = broken;

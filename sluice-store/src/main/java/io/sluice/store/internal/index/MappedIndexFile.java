@@ -56,6 +56,11 @@ abstract class MappedIndexFile extends RefCounted implements DurabilityLedger.Du
     }
 
     @Override
+    public final void taken() {
+        dirty = false;
+    }
+
+    @Override
     public final void force() throws IOException {
         if (isRetired()) {
             return;

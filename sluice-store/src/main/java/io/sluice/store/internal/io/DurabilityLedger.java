@@ -27,6 +27,13 @@ public final class DurabilityLedger {
     public interface Durable {
         /** Forces it. @throws IOException on an I/O error */
         void force() throws IOException;
+
+        /**
+         * It was taken out of the ledger for a sync of the whole file system ({@link #take}), as {@link #force} would
+         * force it: a write from now on must mark it again.
+         */
+        default void taken() {
+        }
     }
 
     private final FileIO io;
@@ -62,6 +69,38 @@ public final class DurabilityLedger {
     /** @return true if nothing awaits a force */
     public synchronized boolean isClean() {
         return dirty.isEmpty() && uncertain.isEmpty();
+    }
+
+    /**
+     * What a sync of the whole file system is about to make durable ({@link #take}).
+     *
+     * @param items the items marked
+     * @param uncertain the files of unknown durable content
+     */
+    public record Taken(List<Durable> items, List<Path> uncertain) {
+    }
+
+    /**
+     * Takes everything marked so far out of the ledger, for a sync of the whole file system that starts after this
+     * returns (and so forces them all); an item marked again meanwhile stays for the next force. If the sync fails, or
+     * cannot be made, {@link #putBack} what was taken.
+     *
+     * @return what was taken
+     */
+    public synchronized Taken take() {
+        Taken taken = new Taken(new ArrayList<>(dirty), new ArrayList<>(uncertain));
+        dirty.clear();
+        uncertain.clear();
+        for (Durable item : taken.items()) {
+            item.taken();
+        }
+        return taken;
+    }
+
+    /** Marks again what {@link #take} took: the sync it was taken for failed or was not made. */
+    public synchronized void putBack(Taken taken) {
+        uncertain.addAll(taken.uncertain());
+        dirty.addAll(taken.items());
     }
 
     /**
