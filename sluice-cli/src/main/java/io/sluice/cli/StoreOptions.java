@@ -90,7 +90,7 @@ final class StoreOptions {
     Long writebackDistance;
 
     @Option(names = "--max-open-logs", description = "Logs of their own (a topic's partitions) open at once; idle"
-            + " ones close and open again on use (default 0: an eighth of the descriptor limit, 16 to 1024).")
+            + " ones close and open again on use (default 0: a quarter of the descriptor limit, 16 to 4096).")
     Integer maxOpenLogs;
 
     @Option(names = "--force-together", negatable = true, defaultValue = "true", fallbackValue = "true",

@@ -52,7 +52,7 @@ class BrokerStoreConfigTest {
     @Test
     void theOpenLogBudgetIsTheUsersToSet() {
         assertThat(parsed("--dir", "d").resolvedMaxOpenLogs()).isBetween(StoreConfig.MIN_AUTO_OPEN_LOGS,
-                StoreConfig.DEFAULT_MAX_OPEN_LOGS);
+                StoreConfig.MAX_AUTO_OPEN_LOGS);
         assertThat(parsed("--dir", "d", "--max-open-logs", "64").resolvedMaxOpenLogs()).isEqualTo(64);
         org.assertj.core.api.Assertions.assertThatThrownBy(() -> parsed("--dir", "d", "--max-open-logs", "-1"))
                 .isInstanceOf(IllegalArgumentException.class).hasMessageContaining("maxOpenLogs");

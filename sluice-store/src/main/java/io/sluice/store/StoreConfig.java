@@ -86,8 +86,10 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
     public static final int DIRECT_BLOCK_BYTES = 4096;
     /** {@code maxOpenLogs} value that lets the store choose from the process's descriptor limit. */
     public static final int OPEN_LOGS_AUTO = 0;
-    /** The most logs of their own {@link #OPEN_LOGS_AUTO} keeps open (about 70 KB of memory each). */
+    /** The logs of their own {@link #OPEN_LOGS_AUTO} keeps open where the descriptor limit cannot be read. */
     public static final int DEFAULT_MAX_OPEN_LOGS = 1024;
+    /** The most logs of their own {@link #OPEN_LOGS_AUTO} keeps open (about 70 KB of memory each). */
+    public static final int MAX_AUTO_OPEN_LOGS = 4096;
     /** The fewest logs of their own {@link #OPEN_LOGS_AUTO} keeps open, whatever the descriptor limit. */
     public static final int MIN_AUTO_OPEN_LOGS = 16;
 
@@ -166,11 +168,11 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
     }
 
     /**
-     * @return how many logs of their own stay open at once: the configured number, or for {@link #OPEN_LOGS_AUTO} an
-     *     eighth of the process's descriptor limit (an open log holds a descriptor per segment file, and sometimes one
-     *     more for {@code sendfile}; the rest is left to sockets and everything else), between
-     *     {@value #MIN_AUTO_OPEN_LOGS} and {@value #DEFAULT_MAX_OPEN_LOGS}; {@value #DEFAULT_MAX_OPEN_LOGS} where the
-     *     limit cannot be read
+     * @return how many logs of their own stay open at once: the configured number, or for {@link #OPEN_LOGS_AUTO} a
+     *     quarter of the process's descriptor limit (an open log holds a descriptor per segment file, two once its next
+     *     segment is prepared, and sometimes one more for {@code sendfile}; the rest is left to sockets and everything
+     *     else), between {@value #MIN_AUTO_OPEN_LOGS} and {@value #MAX_AUTO_OPEN_LOGS}; {@value #DEFAULT_MAX_OPEN_LOGS}
+     *     where the limit cannot be read
      */
     public int resolvedMaxOpenLogs() {
         if (maxOpenLogs != OPEN_LOGS_AUTO) {
@@ -180,7 +182,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         if (limit <= 0) {
             return DEFAULT_MAX_OPEN_LOGS;
         }
-        return Math.clamp(limit / 8, MIN_AUTO_OPEN_LOGS, DEFAULT_MAX_OPEN_LOGS);
+        return Math.clamp(limit / 4, MIN_AUTO_OPEN_LOGS, MAX_AUTO_OPEN_LOGS);
     }
 
     /** @return the process's descriptor limit (the soft one, which the JVM raises to the hard one), or -1 if unknown */
