@@ -39,13 +39,14 @@ class ForceTogetherPowerCutTest {
     private StoreConfig config(SimFileSystem fs, ManualScheduler scheduler, WritePath path, FlushMode mode) {
         return StoreConfig.builder().segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES).writePath(path)
                 .flushMode(mode).flushIntervalMillis(1_000_000).flushDirtyBytes(Long.MAX_VALUE / 2)
-                .commitIntervalMillis(1_000_000).maxMessageBytes(4096).writeBufferBytes(16 * 1024).queueIndexEntriesPerFile(64)
+                .commitIntervalMillis(1_000_000).maxMessageBytes(32 * 1024).writeBufferBytes(128 * 1024).queueIndexEntriesPerFile(64)
                 .keyIndexSlotsPerFile(16).keyIndexEntriesPerFile(64).checkpointIntervalMillis(1_000_000).fileIO(fs)
                 .scheduler(scheduler).clock(clock).build();
     }
 
+    /** About 26 KB: three of them pass a log's first segment (64 KiB), so the rounds roll segments too. */
     private static byte[] batch(int queue, int round) {
-        byte[] value = ("batch-" + queue + "-" + round + "-").repeat(30).getBytes(StandardCharsets.UTF_8);
+        byte[] value = ("batch-" + queue + "-" + round + "-").repeat(1_000).getBytes(StandardCharsets.UTF_8);
         return KafkaBatch.of(1_700_000_000_000L + round, List.of(value, value));
     }
 

@@ -113,6 +113,11 @@ final class HookedFileIO extends ForwardingFileIO {
         return fileSystemSyncs == null ? super.syncFileSystem(path) : fileSystemSyncs;
     }
 
+    @Override
+    public FileSystemSync openFileSystemSync(Path path) throws IOException {
+        return fileSystemSyncs == null ? super.openFileSystemSync(path) : null;
+    }
+
     private final class Hooked extends ForwardingFile {
 
         Hooked(StoreFile delegate) {

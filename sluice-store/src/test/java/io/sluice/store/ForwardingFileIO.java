@@ -41,6 +41,23 @@ abstract class ForwardingFileIO implements FileIO {
         return DEFAULT.syncFileSystem(path);
     }
 
+    /** A handle whose syncs are this seam's {@link #syncFileSystem} (so a subclass's hooks see them). */
+    @Override
+    public FileSystemSync openFileSystemSync(Path path) throws IOException {
+        return new FileSystemSync() {
+            @Override
+            public void sync() throws IOException {
+                if (!syncFileSystem(path)) {
+                    throw new IOException("this seam cannot sync a file system");
+                }
+            }
+
+            @Override
+            public void close() {
+            }
+        };
+    }
+
     @Override
     public DiskSpace diskSpace(Path path) throws IOException {
         DiskSpace space = reportedSpace;

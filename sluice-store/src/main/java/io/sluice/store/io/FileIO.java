@@ -74,6 +74,30 @@ public interface FileIO {
         return false;
     }
 
+    /** Syncs of one file system through a descriptor held open ({@link #openFileSystemSync}). */
+    interface FileSystemSync extends Closeable {
+        /**
+         * Makes everything written to the file system durable ({@code syncfs}).
+         *
+         * @throws IOException on an I/O error, a write-back error the kernel met since the handle opened included
+         */
+        void sync() throws IOException;
+    }
+
+    /**
+     * Opens a handle whose {@link FileSystemSync#sync} makes everything written to the file system holding
+     * {@code path} durable: {@code syncfs} on a descriptor opened now, so that a write-back error the kernel meets from
+     * now on, whatever write-back met it, is reported by the next sync (a descriptor opened after the error would not
+     * report it).
+     *
+     * @param path a file or directory on the file system
+     * @return the handle, or null where this seam cannot sync a file system
+     * @throws IOException on an I/O error
+     */
+    default FileSystemSync openFileSystemSync(Path path) throws IOException {
+        return null;
+    }
+
     /**
      * Tells how full the filesystem holding {@code path} is; retention and the append guard act on it.
      *

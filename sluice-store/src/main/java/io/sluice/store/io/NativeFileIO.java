@@ -78,6 +78,30 @@ final class NativeFileIO extends ChannelFileIO {
     }
 
     @Override
+    public FileSystemSync openFileSystemSync(Path path) throws IOException {
+        int fd = Libc.open(path, Libc.O_RDONLY);
+        return new FileSystemSync() {
+            private boolean closed;
+
+            @Override
+            public synchronized void sync() throws IOException {
+                if (closed) {
+                    throw new IOException("the sync handle of " + path + " is closed");
+                }
+                Libc.syncfs(fd, path);
+            }
+
+            @Override
+            public synchronized void close() throws IOException {
+                if (!closed) {
+                    closed = true;
+                    Libc.close(fd);
+                }
+            }
+        };
+    }
+
+    @Override
     public boolean createDirectory(Path directory) throws IOException {
         if (Libc.mkdir(directory)) {
             return true;

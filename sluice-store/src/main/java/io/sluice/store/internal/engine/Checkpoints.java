@@ -117,13 +117,14 @@ final class Checkpoints {
                     // A closed log was forced whole as it closed: its entry stands, and it is not opened for this.
                     Checkpoint.Log entry = logs.visit(name, log -> {
                         long start = log.start();
-                        if (config.forceTogether()) {
+                        // Kept in use (so open) until the sync: it is recorded after it.
+                        if (config.forceTogether() && log.tryUse()) {
                             LogStore.SyncClaim claim = log.prepareSync();
-                            // Kept in use (so open) until the sync: it is recorded after it.
-                            if (claim != null && log.tryUse()) {
+                            if (claim != null) {
                                 held.add(new Held(name, log, claim, start));
                                 return null;
                             }
+                            log.endUse();
                         }
                         return durableEntry(log, log.makeDurable(), start, strict);
                     }, ClosedLog::checkpointEntry);
@@ -159,7 +160,7 @@ final class Checkpoints {
         boolean synced = false;
         if (held.size() > 1) {
             try {
-                synced = config.fileIO().syncFileSystem(root);
+                synced = logs.storeSync().sync();
             } catch (IOException e) {
                 for (Held h : held) {
                     h.log().syncFailed(h.claim(), e);

@@ -739,6 +739,11 @@ final class LogStore implements AutoCloseable {
 
     /** The sync of the file system that followed {@link #prepareSync} returned. @return the durable position */
     long synced(SyncClaim claim) {
+        ledger.settled(claim.taken());
+        if (!health.open()) {
+            // Turned read-only meanwhile: it claims nothing more, as makeDurable would not.
+            return durablePosition;
+        }
         log.flushed(claim.committed());
         if (claim.committed() > durablePosition) {
             durablePosition = claim.committed();

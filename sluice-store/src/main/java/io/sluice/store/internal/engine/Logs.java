@@ -10,6 +10,7 @@ import io.sluice.store.internal.cache.MemoryBudget;
 import io.sluice.store.internal.flush.ForceTogether;
 import io.sluice.store.internal.io.AtomicFile;
 import io.sluice.store.internal.io.FileTree;
+import io.sluice.store.internal.io.StoreSync;
 import io.sluice.store.internal.recovery.Checkpoint;
 import io.sluice.store.internal.recovery.LogDirectories;
 import io.sluice.store.internal.recovery.LogDirectories.LogRoot;
@@ -124,15 +125,34 @@ final class Logs {
         this.readOnly = readOnly;
         this.registry = registry;
         this.consumers = consumers;
+        this.storeSync = openStoreSync(root, config, readOnly);
         this.checkpoints = new Checkpoints(this, consumers, scheduler, gate, openedFrom);
         this.lent = new LogResources(config, directory, scheduler, new MemoryBudget(config.cacheBytes()),
                 Calibration.read(config.fileIO(), root).readCrossoverBytes(), consumers, checkpoints::changed,
                 readOnly, logStarts, !readOnly && config.flushMode() == FlushMode.SYNC && config.forceTogether()
-                        ? new ForceTogether(config.fileIO(), root, scheduler) : null);
+                        ? new ForceTogether(storeSync, scheduler) : null);
         this.maxOpenLogs = config.resolvedMaxOpenLogs();
     }
 
     private final LogStarts logStarts;
+    /** The store's syncs of its file system, when logs are forced together ({@link StoreConfig#forceTogether()}). */
+    private final StoreSync storeSync;
+
+    private static StoreSync openStoreSync(Path root, StoreConfig config, boolean readOnly) {
+        if (readOnly || !config.forceTogether()) {
+            return StoreSync.none();
+        }
+        try {
+            return StoreSync.open(config.fileIO(), root);
+        } catch (IOException e) {
+            throw new StoreException("opening " + root + " to sync its file system failed: " + e, e);
+        }
+    }
+
+    /** @return the store's syncs of its file system (which answer false when logs are not forced together) */
+    StoreSync storeSync() {
+        return storeSync;
+    }
 
     /** @return the queues' first offsets raised on request */
     LogStarts logStarts() {

@@ -140,6 +140,11 @@ public final class StoreEngine implements AutoCloseable {
                     failure.addSuppressed(e);
                 }
             }
+            try {
+                engine.logs.storeSync().close();
+            } catch (IOException e) {
+                failure.addSuppressed(e);
+            }
         }
         if (scheduler != null && config.scheduler() == null) {
             scheduler.shutdown();
@@ -325,6 +330,11 @@ public final class StoreEngine implements AutoCloseable {
         }
         if (config.scheduler() == null) {
             scheduler.shutdown();
+        }
+        try {
+            logs.storeSync().close();
+        } catch (IOException e) {
+            errors.add(e);
         }
         try {
             directory.close();

@@ -290,6 +290,9 @@ public final class FlushService implements AutoCloseable {
         } catch (IOException e) {
             fail(e);
             return -1;
+        } catch (RuntimeException e) {
+            fail(new IOException("committing the log failed: " + e, e));
+            return -1;
         }
     }
 

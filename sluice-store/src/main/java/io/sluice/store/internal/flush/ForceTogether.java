@@ -1,10 +1,9 @@
 package io.sluice.store.internal.flush;
 
-import io.sluice.store.io.FileIO;
-import io.sluice.store.io.Scheduler;
+import io.sluice.store.internal.io.StoreSync;
 import io.sluice.store.internal.task.SerialTask;
+import io.sluice.store.io.Scheduler;
 import java.io.IOException;
-import java.nio.file.Path;
 import java.util.ArrayList;
 import java.util.List;
 import java.util.concurrent.ConcurrentLinkedQueue;
@@ -15,32 +14,29 @@ import java.util.concurrent.ConcurrentLinkedQueue;
  * <p>With a log per partition, appends for many partitions at once would each need their log's own force, and a
  * force costs the device about the same whatever it carries. Here every log with appends waiting asks for a round; a
  * round commits each such log's buffered bytes to its files, then makes them all durable with one {@code syncfs} of
- * the store's file system ({@link FileIO#syncFileSystem}), and only then advances each log's flushed position to
+ * the store's file system ({@link StoreSync}), and only then advances each log's flushed position to
  * what it committed before the sync began. A round that finds one log forces that log alone (a file's own force is
  * cheaper than a file system's). Where the seam cannot sync a file system, each log is forced in turn.
  *
  * <p>Rounds run one at a time on the store's {@link Scheduler}; logs that ask while one runs ride on the next. A
  * failed commit fails that log's flusher; a failed sync fails every log of the round (their flushed positions do not
- * move), as a failed force does.
+ * move), as a failed force does, and every later round's logs too ({@link StoreSync}: the failed write-back may have
+ * taken any log's pages). An unexpected exception fails the round's logs rather than leave their appends waiting.
  *
  * <p>Thread-safe.
  */
 public final class ForceTogether {
 
-    private final FileIO io;
-    private final Path root;
+    private final StoreSync sync;
     private final ConcurrentLinkedQueue<FlushService> asking = new ConcurrentLinkedQueue<>();
     private final SerialTask task;
-    private volatile long fileSystemSyncs;
 
     /**
-     * @param io the file seam
-     * @param root the store's directory: its file system is the one synced
+     * @param sync the store's syncs of its file system
      * @param scheduler where rounds run
      */
-    public ForceTogether(FileIO io, Path root, Scheduler scheduler) {
-        this.io = io;
-        this.root = root;
+    public ForceTogether(StoreSync sync, Scheduler scheduler) {
+        this.sync = sync;
         this.task = new SerialTask(scheduler, this::rounds);
     }
 
@@ -50,11 +46,6 @@ public final class ForceTogether {
             asking.add(flusher);
         }
         task.request();
-    }
-
-    /** @return how many rounds made their logs durable with one sync of the file system */
-    public long fileSystemSyncs() {
-        return fileSystemSyncs;
     }
 
     private void rounds() {
@@ -75,6 +66,11 @@ public final class ForceTogether {
                     round.getFirst().forceAlone();
                 } else {
                     forceTogether(round);
+                }
+            } catch (RuntimeException e) {
+                IOException failure = new IOException("forcing the logs together failed: " + e, e);
+                for (FlushService flusher : round) {
+                    flusher.fail(failure);
                 }
             } finally {
                 for (FlushService flusher : round) {
@@ -104,15 +100,12 @@ public final class ForceTogether {
         }
         boolean synced;
         try {
-            synced = io.syncFileSystem(root);
+            synced = sync.sync();
         } catch (IOException e) {
             for (FlushService flusher : committed) {
                 flusher.fail(e);
             }
             return;
-        }
-        if (synced) {
-            fileSystemSyncs++;
         }
         for (int i = 0; i < committed.size(); i++) {
             if (synced) {

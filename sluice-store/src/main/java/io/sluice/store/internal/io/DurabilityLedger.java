@@ -40,6 +40,12 @@ public final class DurabilityLedger {
     private final Set<Durable> dirty = new LinkedHashSet<>();
     /** Files whose cached pages are right but whose durable content is unknown (see {@link #markUncertain}). */
     private final Set<Path> uncertain = new LinkedHashSet<>();
+    /**
+     * What {@link #take} took for a sync of the file system that has not returned yet: not durable until it does, so
+     * the ledger is not clean meanwhile and {@link #forceAll} forces these too.
+     */
+    private final Set<Durable> pending = new LinkedHashSet<>();
+    private final Set<Path> pendingUncertain = new LinkedHashSet<>();
 
     /** @param io the file seam, for directory syncs */
     public DurabilityLedger(FileIO io) {
@@ -68,7 +74,7 @@ public final class DurabilityLedger {
 
     /** @return true if nothing awaits a force */
     public synchronized boolean isClean() {
-        return dirty.isEmpty() && uncertain.isEmpty();
+        return dirty.isEmpty() && uncertain.isEmpty() && pending.isEmpty() && pendingUncertain.isEmpty();
     }
 
     /**
@@ -81,14 +87,16 @@ public final class DurabilityLedger {
     }
 
     /**
-     * Takes everything marked so far out of the ledger, for a sync of the whole file system that starts after this
-     * returns (and so forces them all); an item marked again meanwhile stays for the next force. If the sync fails, or
-     * cannot be made, {@link #putBack} what was taken.
+     * Takes everything marked so far, for a sync of the whole file system that starts after this returns (and so
+     * forces them all): an item marked again meanwhile is for the next force. What was taken stays pending, not clean,
+     * until the sync returned ({@link #settled}); if it fails, or is not made, {@link #putBack} what was taken.
      *
      * @return what was taken
      */
     public synchronized Taken take() {
         Taken taken = new Taken(new ArrayList<>(dirty), new ArrayList<>(uncertain));
+        pending.addAll(dirty);
+        pendingUncertain.addAll(uncertain);
         dirty.clear();
         uncertain.clear();
         for (Durable item : taken.items()) {
@@ -97,8 +105,15 @@ public final class DurabilityLedger {
         return taken;
     }
 
+    /** What {@link #take} took is durable: the sync it was taken for returned. */
+    public synchronized void settled(Taken taken) {
+        taken.items().forEach(pending::remove);
+        taken.uncertain().forEach(pendingUncertain::remove);
+    }
+
     /** Marks again what {@link #take} took: the sync it was taken for failed or was not made. */
     public synchronized void putBack(Taken taken) {
+        settled(taken);
         uncertain.addAll(taken.uncertain());
         dirty.addAll(taken.items());
     }
@@ -113,9 +128,12 @@ public final class DurabilityLedger {
         List<Durable> batch;
         List<Path> unknown;
         synchronized (this) {
+            // Pending items (taken for a sync still running) are forced too, and stay pending until that sync returns.
             batch = new ArrayList<>(dirty);
+            batch.addAll(pending);
             dirty.clear();
             unknown = new ArrayList<>(uncertain);
+            unknown.addAll(pendingUncertain);
             uncertain.clear();
         }
         try {
