@@ -93,11 +93,12 @@ final class StoreOptions {
             + " ones close and open again on use (default 0: a quarter of the descriptor limit, 16 to 4096).")
     Integer maxOpenLogs;
 
-    @Option(names = "--force-together", negatable = true, defaultValue = "true", fallbackValue = "true",
-            description = "SYNC: when appends to several logs wait at once, make them durable with one sync of the"
-                    + " file system (syncfs) instead of a force per log (default: on; --no-force-together where other"
-                    + " busy writers share the file system).")
-    boolean forceTogether = true;
+    @Option(names = "--force-together", negatable = true, defaultValue = "false", fallbackValue = "true",
+            description = "When several logs must be forced at once (SYNC appends waiting, a checkpoint), make them"
+                    + " durable with one sync of the file system (syncfs) instead of a force per log (default: off;"
+                    + " for a file system the store has to itself: a sync of it writes other programs' dirty pages"
+                    + " too).")
+    boolean forceTogether;
 
     StoreConfig config() {
         return config(WritePath.MMAP);

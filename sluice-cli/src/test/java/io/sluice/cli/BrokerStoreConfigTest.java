@@ -59,10 +59,10 @@ class BrokerStoreConfigTest {
     }
 
     @Test
-    void forcingTogetherIsOnUnlessTurnedOff() {
-        assertThat(parsed("--dir", "d", "--flush", "sync").forceTogether()).isTrue();
-        assertThat(parsed("--dir", "d", "--flush", "sync", "--no-force-together").forceTogether()).isFalse();
+    void forcingTogetherIsOffUnlessTurnedOn() {
+        assertThat(parsed("--dir", "d", "--flush", "sync").forceTogether()).isFalse();
         assertThat(parsed("--dir", "d", "--flush", "sync", "--force-together").forceTogether()).isTrue();
+        assertThat(parsed("--dir", "d", "--flush", "sync", "--no-force-together").forceTogether()).isFalse();
     }
 
     @Test

@@ -38,7 +38,7 @@ class ForceTogetherPowerCutTest {
 
     private StoreConfig config(SimFileSystem fs, ManualScheduler scheduler, WritePath path, FlushMode mode) {
         return StoreConfig.builder().segmentSizeBytes(StoreConfig.MIN_SEGMENT_SIZE_BYTES).writePath(path)
-                .flushMode(mode).flushIntervalMillis(1_000_000).flushDirtyBytes(Long.MAX_VALUE / 2)
+                .flushMode(mode).forceTogether(true).flushIntervalMillis(1_000_000).flushDirtyBytes(Long.MAX_VALUE / 2)
                 .commitIntervalMillis(1_000_000).maxMessageBytes(32 * 1024).writeBufferBytes(128 * 1024).queueIndexEntriesPerFile(64)
                 .keyIndexSlotsPerFile(16).keyIndexEntriesPerFile(64).checkpointIntervalMillis(1_000_000).fileIO(fs)
                 .scheduler(scheduler).clock(clock).build();

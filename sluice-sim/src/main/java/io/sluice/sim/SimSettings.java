@@ -37,6 +37,11 @@ final class SimSettings {
      * the seed, not its generator, so that every other draw stays as it was.
      */
     final int maxOpenLogs;
+    /**
+     * Logs forced together by one sync of the file system ({@code StoreConfig.forceTogether}) in half the seeds, taken
+     * from the seed, not its generator, so that every other draw stays as it was.
+     */
+    final boolean forceTogether;
 
     SimSettings(long seed, SplittableRandom random) {
         this.writePath = WritePath.values()[(int) Math.floorMod(seed, (long) WritePath.values().length)];
@@ -51,6 +56,7 @@ final class SimSettings {
         this.writeBufferBytes = random.nextBoolean() ? 16 * 1024 : 128 * 1024;
         this.maxOpenLogs = new int[] {1, 2, 4, StoreConfig.OPEN_LOGS_AUTO}[
                 (int) Math.floorMod(seed / WritePath.values().length, 4L)];
+        this.forceTogether = Math.floorMod(seed / (WritePath.values().length * 4L), 2L) == 1;
     }
 
     /** @return the settings in a line, the start of the run's scenario */
@@ -59,6 +65,7 @@ final class SimSettings {
                 .append(" hot=").append(SimWorkload.TOPICS[hotTopic]).append(" checkpoint=")
                 .append(checkpointIntervalMillis).append("ms").append(fixedBodyBytes > 0 ? " body=" + fixedBodyBytes : "")
                 .append(flushMode == FlushMode.ASYNC ? " flush=" + flushDirtyBytes + "B/" + flushIntervalMillis + "ms" : "")
+                .append(forceTogether ? " together" : "")
                 .append(" segment=").append(segmentBytes / 1024).append("K")
                 .append(writePath.buffered() ? " page=" + writeBufferBytes / 1024 + "K" : "")
                 .append(maxOpenLogs != StoreConfig.OPEN_LOGS_AUTO ? " open-logs=" + maxOpenLogs : "").toString();
@@ -72,7 +79,7 @@ final class SimSettings {
         StoreConfig.Builder builder = StoreConfig.builder()
                 .segmentSizeBytes(segmentBytes)
                 .writePath(writePath)
-                .flushMode(flushMode)
+                .flushMode(flushMode).forceTogether(forceTogether)
                 .maxMessageBytes(4096)
                 .writeBufferBytes(writeBufferBytes)
                 .writeBufferCount(4)

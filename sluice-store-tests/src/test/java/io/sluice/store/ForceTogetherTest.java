@@ -76,7 +76,7 @@ class ForceTogetherTest {
     }
 
     private static StoreConfig.Builder config(WritePath path, HookedFileIO io) {
-        return TestStores.small(path, FlushMode.SYNC).fileIO(io).checkpointIntervalMillis(3_600_000);
+        return TestStores.small(path, FlushMode.SYNC).fileIO(io).checkpointIntervalMillis(3_600_000).forceTogether(true);
     }
 
     private static Message message(int queue) {
@@ -194,7 +194,7 @@ class ForceTogetherTest {
 
     private static StoreConfig.Builder asyncConfig(HookedFileIO io) {
         return TestStores.small(WritePath.MMAP, FlushMode.ASYNC).fileIO(io).checkpointIntervalMillis(3_600_000)
-                .flushIntervalMillis(3_600_000).flushDirtyBytes(1L << 40);
+                .flushIntervalMillis(3_600_000).flushDirtyBytes(1L << 40).forceTogether(true);
     }
 
     @Test

@@ -55,8 +55,8 @@ import java.util.Objects;
  *     shared by every log of the store
  * @param forceTogether when several logs must be forced at once (appends to them waiting under SYNC, or a checkpoint
  *     finding them changed), one sync of the store's file system ({@code syncfs}) makes them all durable, instead of
- *     a force per log (the default); one log alone is forced by itself. Turn it off when the file system holds other
- *     busy writers' files: a sync of the file system writes their dirty pages too
+ *     a force per log; one log alone is forced by itself. Off by default: a sync of the file system writes every
+ *     dirty page on it, other programs' too, so it suits a file system the store has to itself
  * @param scheduler runs the store's background work instead of a pool of its own (a simulation's
  *     deterministic scheduler), or null; the store does not shut a given scheduler down
  */
@@ -291,7 +291,7 @@ public record StoreConfig(long segmentSizeBytes, WritePath writePath, FlushMode 
         private long writeBufferWaitMillis = 30_000;
         private boolean overrideStoreSettings;
         private int ioThreads = 4;
-        private boolean forceTogether = true;
+        private boolean forceTogether;
         private Scheduler scheduler;
 
         private Builder() {
