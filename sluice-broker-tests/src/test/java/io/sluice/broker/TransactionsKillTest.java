@@ -41,6 +41,8 @@ class TransactionsKillTest {
     private static final int PARTITIONS = 3;
     private static final int RECORDS = 6;
     private static final int ROUNDS = 5;
+    /** Transactions each round waits to see ended (committed or aborted) before its kill: 30 in all, half committed. */
+    private static final int ENDED_PER_ROUND = 5;
 
     @TempDir
     Path dir;
@@ -81,12 +83,16 @@ class TransactionsKillTest {
         AtomicBoolean stop = new AtomicBoolean();
         Thread producer = Thread.ofPlatform().name("transactions").start(() -> transact(outcomes, stop));
         for (int round = 1; round <= ROUNDS; round++) {
+            // Each kill waits for transactions to have ended since the last one (a loaded machine restarts the
+            // broker slowly), as well as for a moment of them.
             Thread.sleep(1_500);
+            awaitEnded(outcomes, (long) ENDED_PER_ROUND * round);
             process.destroyForcibly(); // SIGKILL
             process.waitFor(30, TimeUnit.SECONDS);
             start(round);
         }
         Thread.sleep(1_500);
+        awaitEnded(outcomes, (long) ENDED_PER_ROUND * (ROUNDS + 1));
         stop.set(true);
         producer.join(120_000);
 
@@ -108,6 +114,15 @@ class TransactionsKillTest {
         assertThat(outcomes.keySet()).as("transactions read").containsAll(read.keySet());
         System.out.printf("transactions across %d kills: %d committed, %d aborted, %d of unknown end%n", ROUNDS,
                 committed, aborted, outcomes.size() - committed - aborted);
+    }
+
+    /** Waits, up to 2 minutes, until at least {@code atLeast} transactions were told they ended. */
+    private static void awaitEnded(Map<Integer, Outcome> outcomes, long atLeast) throws InterruptedException {
+        long deadline = System.nanoTime() + TimeUnit.MINUTES.toNanos(2);
+        while (outcomes.values().stream().filter(o -> o != Outcome.UNKNOWN).count() < atLeast
+                && System.nanoTime() < deadline) {
+            Thread.sleep(50);
+        }
     }
 
     /** Transactions, alternately committed and aborted, each noted as its producer was told it ended. */

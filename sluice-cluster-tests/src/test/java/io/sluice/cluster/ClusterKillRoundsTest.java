@@ -152,6 +152,23 @@ class ClusterKillRoundsTest {
     }
 
     /**
+     * Writes what every thread of a broker that did not stop is doing ({@code jcmd Thread.print}, from this JVM's own
+     * JDK) to {@code file}, among the logs a failed run keeps.
+     */
+    private static void dumpThreads(Process process, Path file) {
+        Path java = Path.of(ProcessHandle.current().info().command().orElse("java"));
+        Path jcmd = java.resolveSibling("jcmd");
+        try {
+            new ProcessBuilder(jcmd.toString(), Long.toString(process.pid()), "Thread.print")
+                    .redirectErrorStream(true).redirectOutput(file.toFile()).start().waitFor(30, TimeUnit.SECONDS);
+        } catch (IOException e) {
+            System.err.println("no thread dump of broker " + process.pid() + ": " + e);
+        } catch (InterruptedException e) {
+            Thread.currentThread().interrupt();
+        }
+    }
+
+    /**
      * A failed run's broker logs outlive the temporary directory: they are copied to target/kill-rounds-failed-*, and
      * the failure names the copy.
      */
@@ -230,8 +247,10 @@ class ClusterKillRoundsTest {
                 leaderKills += round % 2 == 0 ? 1 : 0;
                 if (round % 4 == 3) {
                     processes[victim].destroy(); // SIGTERM: a clean close, which keeps the producers
-                    assertThat(processes[victim].waitFor(60, TimeUnit.SECONDS)).as("broker %d stopped", victim)
-                            .isTrue();
+                    if (!processes[victim].waitFor(60, TimeUnit.SECONDS)) {
+                        dumpThreads(processes[victim], dir.resolve("broker-" + victim + "-threads-at-stop.log"));
+                    }
+                    assertThat(processes[victim].isAlive()).as("broker %d stopped", victim).isFalse();
                 } else {
                     kill(victim);
                 }
