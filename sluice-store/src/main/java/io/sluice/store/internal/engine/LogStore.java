@@ -685,11 +685,8 @@ final class LogStore implements AutoCloseable {
      * @return the log's durable position
      */
     long makeDurable() {
-        if (readOnly || !health.open() || closed.get()) {
-            return durablePosition;
-        }
-        long target = log.writePosition();
-        if (target == durablePosition && ledger.isClean()) {
+        long target = durableTarget();
+        if (target < 0) {
             return durablePosition;
         }
         try {
@@ -701,6 +698,18 @@ final class LogStore implements AutoCloseable {
             health.goReadOnly("forcing the log for a checkpoint failed: " + e);
         }
         return durablePosition;
+    }
+
+    /**
+     * @return the write position a checkpoint makes durable, or -1 if there is nothing to (all of it is, and the ledger
+     *     is clean) or it may not (read-only, closed)
+     */
+    private long durableTarget() {
+        if (readOnly || !health.open() || closed.get()) {
+            return -1;
+        }
+        long target = log.writePosition();
+        return target == durablePosition && ledger.isClean() ? -1 : target;
     }
 
     /**
@@ -721,11 +730,8 @@ final class LogStore implements AutoCloseable {
      * @return the claim, or null if this log has nothing to force (or cannot: it turned read-only)
      */
     SyncClaim prepareSync() {
-        if (readOnly || !health.open() || closed.get()) {
-            return null;
-        }
-        long target = log.writePosition();
-        if (target == durablePosition && ledger.isClean()) {
+        long target = durableTarget();
+        if (target < 0) {
             return null;
         }
         try {
